@@ -1,0 +1,79 @@
+// `shardscope proxy`: load and validate the config, then run the sidecar until SIGTERM/SIGINT.
+#include <spdlog/sinks/stderr_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "cli/commands.h"
+#include "config/loader.h"
+#include "proxy/admin_server.h"
+#include "proxy/proxy_setup.h"
+#include "proxy/server.h"
+
+extern char** environ;
+
+namespace shardscope::cli {
+
+int runProxy(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto loaded = config::loadConfig(args, environ);
+  if (loaded.help) {
+    std::cout << config::flagHelp();
+    return 0;
+  }
+  if (!loaded.ok()) {
+    for (const auto& e : loaded.errors) std::cerr << "shardscope: config error: " << e << "\n";
+    return 2;
+  }
+
+  auto logger = spdlog::stderr_color_mt("shardscope");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::from_str(loaded.config.log_level));
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+
+  proxy::ProxyContext ctx;
+  std::string error;
+  if (!proxy::prepareContext(loaded.config, ctx, error)) {
+    std::cerr << "shardscope: config error: " << error << "\n";
+    return 2;
+  }
+
+  asio::io_context io(static_cast<int>(ctx.config.threads));
+  proxy::Server server(io, ctx);
+  std::unique_ptr<proxy::AdminServer> admin;
+  try {
+    server.start();
+    if (!ctx.config.admin.empty()) {
+      admin = proxy::makeAdminServer(io, ctx);
+      admin->start();
+      spdlog::info("admin endpoint on http://{}:{}/", ctx.config.admin.host, admin->port());
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "shardscope: " << e.what() << "\n";
+    return 1;
+  }
+  auto discovery = proxy::startDiscovery(ctx);
+  spdlog::info("shardscope proxy listening on {}:{}, upstream {}", server.localEndpoint().address().to_string(),
+               server.localEndpoint().port(), ctx.config.upstream);
+
+  asio::signal_set signals(io, SIGTERM, SIGINT);
+  signals.async_wait([&](const boost::system::error_code& ec, int signo) {
+    if (ec) return;
+    spdlog::info("received signal {}: draining", signo);
+    if (admin) admin->stop();
+    server.drain([&] { io.stop(); });
+  });
+
+  std::vector<std::thread> workers;
+  for (uint32_t i = 1; i < ctx.config.threads; ++i) workers.emplace_back([&] { io.run(); });
+  io.run();
+  for (auto& w : workers) w.join();
+  if (discovery) discovery->stop();
+  spdlog::info("shardscope stopped");
+  return 0;
+}
+
+}  // namespace shardscope::cli

@@ -1,0 +1,53 @@
+// The effective configuration of `shardscope proxy`: one struct, filled from the YAML file,
+// then environment variables (SHARDSCOPE_*), then command-line flags, later ones winning.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace shardscope::config {
+
+struct HostPort {
+  std::string host;
+  uint16_t port = 0;
+  bool empty() const { return host.empty(); }
+  std::string str() const;
+};
+
+struct ServerTls {  // TLS toward the application (the proxy is the server)
+  std::string cert_file;
+  std::string key_file;
+  std::string ca_file;  // when set, client certificates are required and verified
+  bool enabled() const { return !cert_file.empty(); }
+};
+
+struct Timeouts {
+  uint32_t connect_ms = 5000;        // upstream TCP + TLS connect
+  uint32_t frame_read_ms = 30000;    // a started message must arrive whole within this (slow clients)
+  uint32_t idle_ms = 0;              // close a connection idle this long (0 = never, like mongos)
+  uint32_t request_ms = 0;           // wait for an upstream reply (0 = no limit: awaitable hello waits)
+  uint32_t drain_ms = 10000;         // on SIGTERM, time given to in-flight requests
+};
+
+struct Config {
+  HostPort listen{"127.0.0.1", 27016};
+  std::string upstream;  // mongodb://host:port/?tls=true&tlsCAFile=...
+  HostPort admin;        // empty = no admin endpoint
+  std::string admin_token_file;
+  uint32_t max_message_size = 48'000'000;
+  uint32_t threads = 1;
+  uint32_t max_connections = 20000;
+  Timeouts timeouts;
+  std::vector<std::string> client_compressors{"zstd", "snappy", "zlib"};
+  std::vector<std::string> upstream_compressors;  // empty = do not compress toward upstream
+  ServerTls client_tls;
+  std::string routing_file;
+  bool discovery = false;
+  uint32_t discovery_interval_s = 60;
+  bool stats_record_values = false;
+  uint32_t stats_max_shapes_per_namespace = 1000;
+  std::string log_level = "info";
+  std::string config_file;  // where the file layer came from, for messages
+};
+
+}  // namespace shardscope::config

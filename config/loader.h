@@ -1,0 +1,28 @@
+// Builds a Config from a YAML file, the environment and command-line flags, and validates it.
+// Every error names the key and the problem.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+
+namespace shardscope::config {
+
+struct LoadResult {
+  Config config;
+  std::vector<std::string> errors;  // empty when the config is valid
+  bool help = false;                // --help was given
+  bool ok() const { return errors.empty(); }
+};
+
+// `args` are the flags after the sub-command name; `environ` is the process environment.
+LoadResult loadConfig(const std::vector<std::string>& args, char** environ);
+
+// Keys from one source applied in order (exposed for tests): "timeouts.connect_ms" -> "250".
+void applySettings(const std::map<std::string, std::string>& settings, const std::string& source, LoadResult& out);
+void validate(LoadResult& out);
+
+std::string flagHelp();
+
+}  // namespace shardscope::config

@@ -1,0 +1,42 @@
+// A read-only view of a command (OP_MSG body plus document sequences, or a legacy OP_QUERY
+// command): what routing, statistics and rewrites need, without copying the message.
+#pragma once
+#include <bson/bson.h>
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "protocol/op_msg.h"
+#include "protocol/status.h"
+
+namespace shardscope::protocol {
+
+struct CommandView {
+  std::string_view name;        // first key of the body, as sent (e.g. "find", "isMaster")
+  std::string_view db;          // "$db" (OP_MSG) or the db part of "db.$cmd" (OP_QUERY)
+  std::string_view collection;  // empty when the command names no collection
+  bson_t body;                  // static bson over the message buffer (never destroyed/owned)
+  std::span<const DocumentSequence> sequences;  // OP_MSG kind-1 sections
+  std::optional<int64_t> cursorId;              // getMore
+  bool hasLsid = false;
+  bool hasTxnNumber = false;
+  bool moreToCome = false;
+  bool exhaustAllowed = false;
+
+  const DocumentSequence* findSequence(std::string_view identifier) const;
+  // "db.collection", written into `buffer`; empty when there is no collection.
+  std::string_view ns(std::string& buffer) const;
+};
+
+// Builds the view over an already decoded OP_MSG. Fails (Malformed) when the body has no
+// command name or no string "$db".
+ParseResult buildCommandView(const OpMsg& msg, CommandView& out);
+
+// Builds the view over a legacy OP_QUERY command ("db.$cmd"), unwrapping a {$query: ...} wrapper.
+ParseResult buildCommandViewFromQuery(std::string_view fullCollectionName, std::span<const uint8_t> query,
+                                      CommandView& out);
+
+}  // namespace shardscope::protocol

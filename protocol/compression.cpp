@@ -1,0 +1,133 @@
+#include "protocol/compression.h"
+
+#include <snappy.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include <array>
+#include <cstring>
+
+#include "protocol/wire.h"
+
+namespace shardscope::protocol {
+namespace {
+
+constexpr size_t kCompressedPrefix = kHeaderSize + 4 + 4 + 1;  // header, originalOpcode, size, id
+
+}  // namespace
+
+std::optional<Compressor> compressorFromName(std::string_view name) {
+  if (name == "snappy") return Compressor::Snappy;
+  if (name == "zlib") return Compressor::Zlib;
+  if (name == "zstd") return Compressor::Zstd;
+  if (name == "noop") return Compressor::Noop;
+  return std::nullopt;
+}
+
+std::string_view compressorName(Compressor c) {
+  switch (c) {
+    case Compressor::Noop: return "noop";
+    case Compressor::Snappy: return "snappy";
+    case Compressor::Zlib: return "zlib";
+    case Compressor::Zstd: return "zstd";
+  }
+  return "unknown";
+}
+
+ParseResult decompressMessage(std::span<const uint8_t> message, uint32_t maxMessageSize, std::vector<uint8_t>& out,
+                              Compressor* used) {
+  if (message.size() < kCompressedPrefix) return ParseResult::malformed("OP_COMPRESSED is truncated");
+  MsgHeader h = readHeader(message.data());
+  if (static_cast<size_t>(h.messageLength) != message.size())
+    return ParseResult::malformed("OP_COMPRESSED length does not match its header");
+  int32_t originalOpcode = loadInt32(message.data() + kHeaderSize);
+  int32_t uncompressedSize = loadInt32(message.data() + kHeaderSize + 4);
+  uint8_t id = message[kHeaderSize + 8];
+  if (originalOpcode == static_cast<int32_t>(OpCode::Compressed) || !isKnownOpCode(originalOpcode))
+    return ParseResult::malformed("OP_COMPRESSED wraps an invalid opcode");
+  if (uncompressedSize < 0 || static_cast<uint64_t>(uncompressedSize) + kHeaderSize > maxMessageSize)
+    return {ParseStatus::TooLarge, "OP_COMPRESSED uncompressed size exceeds the maximum message size"};
+  auto payload = message.subspan(kCompressedPrefix);
+  size_t size = static_cast<size_t>(uncompressedSize);
+  out.resize(kHeaderSize + size);
+  uint8_t* dst = out.data() + kHeaderSize;
+  const char* src = reinterpret_cast<const char*>(payload.data());
+  switch (static_cast<Compressor>(id)) {
+    case Compressor::Noop:
+      if (payload.size() != size) return ParseResult::malformed("OP_COMPRESSED noop size mismatch");
+      if (size) std::memcpy(dst, payload.data(), size);
+      break;
+    case Compressor::Snappy: {
+      size_t n = 0;
+      if (!snappy::GetUncompressedLength(src, payload.size(), &n) || n != size ||
+          !snappy::RawUncompress(src, payload.size(), reinterpret_cast<char*>(dst)))
+        return ParseResult::malformed("OP_COMPRESSED snappy data is corrupt or has the wrong size");
+      break;
+    }
+    case Compressor::Zlib: {
+      uLongf n = size;
+      if (uncompress(dst, &n, payload.data(), payload.size()) != Z_OK || n != size)
+        return ParseResult::malformed("OP_COMPRESSED zlib data is corrupt or has the wrong size");
+      break;
+    }
+    case Compressor::Zstd: {
+      size_t n = ZSTD_decompress(dst, size, payload.data(), payload.size());
+      if (ZSTD_isError(n) || n != size) return ParseResult::malformed("OP_COMPRESSED zstd data is corrupt or has the wrong size");
+      break;
+    }
+    default:
+      return ParseResult::malformed("OP_COMPRESSED uses an unknown compressor id");
+  }
+  writeHeader(out.data(), {static_cast<int32_t>(out.size()), h.requestId, h.responseTo, originalOpcode});
+  if (used) *used = static_cast<Compressor>(id);
+  return ParseResult::success();
+}
+
+void compressMessage(std::span<const uint8_t> message, Compressor compressor, std::vector<uint8_t>& out) {
+  MsgHeader h = readHeader(message.data());
+  auto body = message.subspan(kHeaderSize);
+  size_t bound = body.size();
+  switch (compressor) {
+    case Compressor::Snappy: bound = snappy::MaxCompressedLength(body.size()); break;
+    case Compressor::Zlib: bound = compressBound(body.size()); break;
+    case Compressor::Zstd: bound = ZSTD_compressBound(body.size()); break;
+    case Compressor::Noop: break;
+  }
+  out.resize(kCompressedPrefix + bound);
+  uint8_t* dst = out.data() + kCompressedPrefix;
+  size_t n = body.size();
+  switch (compressor) {
+    case Compressor::Noop:
+      if (n) std::memcpy(dst, body.data(), n);
+      break;
+    case Compressor::Snappy:
+      snappy::RawCompress(reinterpret_cast<const char*>(body.data()), body.size(), reinterpret_cast<char*>(dst), &n);
+      break;
+    case Compressor::Zlib: {
+      uLongf z = bound;
+      compress2(dst, &z, body.data(), body.size(), Z_DEFAULT_COMPRESSION);
+      n = z;
+      break;
+    }
+    case Compressor::Zstd:
+      n = ZSTD_compress(dst, bound, body.data(), body.size(), 1);
+      break;
+  }
+  out.resize(kCompressedPrefix + n);
+  writeHeader(out.data(), {static_cast<int32_t>(out.size()), h.requestId, h.responseTo,
+                           static_cast<int32_t>(OpCode::Compressed)});
+  storeInt32(out.data() + kHeaderSize, h.opCode);
+  storeInt32(out.data() + kHeaderSize + 4, static_cast<int32_t>(body.size()));
+  out[kHeaderSize + 8] = static_cast<uint8_t>(compressor);
+}
+
+bool isNeverCompressed(std::string_view name) {
+  static constexpr std::array<std::string_view, 12> kNames = {
+      "hello", "isMaster", "ismaster", "saslStart", "saslContinue", "getnonce",
+      "authenticate", "createUser", "updateUser", "copydbSaslStart", "copydbgetnonce", "copydb"};
+  for (auto n : kNames)
+    if (n == name) return true;
+  return false;
+}
+
+}  // namespace shardscope::protocol

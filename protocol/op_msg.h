@@ -1,0 +1,67 @@
+// OP_MSG (opcode 2013): decode into views over the caller's buffer, and encode.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "protocol/status.h"
+#include "protocol/wire.h"
+
+namespace shardscope::protocol {
+
+constexpr uint32_t kChecksumPresent = 1u << 0;
+constexpr uint32_t kMoreToCome = 1u << 1;
+constexpr uint32_t kExhaustAllowed = 1u << 16;
+constexpr uint32_t kRequiredFlagBits = 0x0000FFFFu;
+constexpr uint32_t kKnownFlagBits = kChecksumPresent | kMoreToCome | kExhaustAllowed;
+
+// A kind-1 section: `documents` is the raw concatenation of BSON documents.
+struct DocumentSequence {
+  std::string_view identifier;
+  std::span<const uint8_t> documents;
+};
+
+// Views into the message buffer; valid while that buffer is.
+struct OpMsg {
+  MsgHeader header;
+  uint32_t flags = 0;
+  std::span<const uint8_t> body;  // the kind-0 BSON document
+  std::vector<DocumentSequence> sequences;
+  bool hasChecksum() const { return flags & kChecksumPresent; }
+  bool moreToCome() const { return flags & kMoreToCome; }
+  const DocumentSequence* findSequence(std::string_view identifier) const;
+};
+
+struct OpMsgLimits {
+  bool verifyChecksum = true;
+  bool validateBson = true;  // structurally validate every document (bson_validate)
+};
+
+// `message` is the whole message including its header. `out` is reused (keeps capacity).
+ParseResult decodeOpMsg(std::span<const uint8_t> message, OpMsg& out, const OpMsgLimits& limits = {});
+
+// Builds a complete OP_MSG. Unknown optional flag bits are cleared and, when checksumPresent is
+// set, the CRC-32C is recomputed. `out` is overwritten.
+void encodeOpMsg(const MsgHeader& header, uint32_t flags, std::span<const uint8_t> body,
+                 std::span<const DocumentSequence> sequences, std::vector<uint8_t>& out);
+
+// Clears unknown optional flag bits (16-31) in place, as the spec requires of proxies; fixes the
+// checksum when one is present. Returns true when the message changed.
+bool clearUnknownOptionalFlags(std::span<uint8_t> message);
+
+// Iterates the documents of a document sequence; stops (returns false) at a malformed boundary.
+template <typename F>
+bool forEachDocument(std::span<const uint8_t> documents, F&& f) {
+  size_t at = 0;
+  while (at < documents.size()) {
+    if (documents.size() - at < 5) return false;
+    int32_t len = loadInt32(documents.data() + at);
+    if (len < 5 || static_cast<size_t>(len) > documents.size() - at) return false;
+    f(documents.subspan(at, static_cast<size_t>(len)));
+    at += static_cast<size_t>(len);
+  }
+  return true;
+}
+
+}  // namespace shardscope::protocol

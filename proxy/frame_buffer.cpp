@@ -1,0 +1,39 @@
+#include "proxy/frame_buffer.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace shardscope::proxy {
+
+FrameBuffer::FrameBuffer(uint32_t maxMessageSize, size_t initialCapacity)
+    : reader_(maxMessageSize), initial_capacity_(initialCapacity) {}
+
+void FrameBuffer::consume(size_t n) {
+  start_ += n;
+  if (start_ == end_) start_ = end_ = 0;
+}
+
+std::span<uint8_t> FrameBuffer::writable(size_t needed) {
+  if (data_.empty()) data_.resize(initial_capacity_);
+  size_t have = end_ - start_;
+  // Room for the whole started frame, or at least a useful read when no frame size is known yet.
+  size_t required = std::max(needed, have + std::min<size_t>(4096, initial_capacity_));
+  if (data_.size() - start_ < required) {
+    // Move the partial frame to the front first, so the buffer stays bounded by one frame.
+    std::memmove(data_.data(), data_.data() + start_, have);
+    start_ = 0;
+    end_ = have;
+    if (data_.size() < required) data_.resize(required);
+  }
+  return {data_.data() + end_, data_.size() - end_};
+}
+
+void FrameBuffer::shrinkIfIdle() {
+  if (start_ == end_ && data_.size() > 4 * initial_capacity_) {
+    data_.clear();
+    data_.shrink_to_fit();
+    start_ = end_ = 0;
+  }
+}
+
+}  // namespace shardscope::proxy

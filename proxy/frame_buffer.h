@@ -1,0 +1,38 @@
+// Buffered reading of whole wire messages: one large read may bring several pipelined frames,
+// and a frame is handed out only once it is complete and within the size limit.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "protocol/frame_reader.h"
+
+namespace shardscope::proxy {
+
+class FrameBuffer {
+ public:
+  explicit FrameBuffer(uint32_t maxMessageSize, size_t initialCapacity = 16 * 1024);
+
+  // The next complete frame if one is buffered (status Ok), else NeedMore / TooLarge / Malformed.
+  protocol::FrameResult peek() const { return reader_.next(buffered()); }
+  std::span<uint8_t> frame(size_t size) { return {data_.data() + start_, size}; }
+  void consume(size_t n);
+
+  // Space to read into; grows so that a started frame of `needed` bytes fits.
+  std::span<uint8_t> writable(size_t needed);
+  void commit(size_t n) { end_ += n; }
+
+  bool hasPartial() const { return end_ > start_; }
+  std::span<const uint8_t> buffered() const { return {data_.data() + start_, end_ - start_}; }
+  // Gives memory back after a large message, so idle connections stay small.
+  void shrinkIfIdle();
+
+ private:
+  protocol::FrameReader reader_;
+  std::vector<uint8_t> data_;
+  size_t start_ = 0;
+  size_t end_ = 0;
+  size_t initial_capacity_;
+};
+
+}  // namespace shardscope::proxy

@@ -1,0 +1,64 @@
+// Requests sent upstream and not yet answered, matched to replies by responseTo (as Envoy's
+// ActiveQuery). Pipelining depth is small in practice, so a short vector beats a map.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "protocol/compression.h"
+#include "routing/target_result.h"
+#include "stats/recorder.h"
+
+namespace shardscope::proxy {
+
+struct PendingOp {
+  int32_t request_id = 0;
+  std::chrono::steady_clock::time_point start;
+  stats::OpHandle stats;
+  routing::ShardSet shards;
+  bool sharded = false;        // targeting used a routing table: learn cursors from the reply
+  int64_t get_more_cursor = 0; // a getMore's cursor: forgotten when the reply says it is exhausted
+  bool first_hello = false;    // the reply carries the compression negotiation
+  bool never_compress = false; // hello / auth replies travel uncompressed
+  std::optional<protocol::Compressor> reply_compressor;  // the client wrote compressed: answer in kind
+};
+
+class PendingOps {
+ public:
+  static constexpr size_t kMax = 4096;  // a client pipelining more than this is cut off
+
+  bool add(PendingOp op) {
+    if (ops_.size() >= kMax) return false;
+    ops_.push_back(std::move(op));
+    return true;
+  }
+  // The op a reply answers; an exhaust reply (moreToCome) keeps it, re-keyed to the reply's id,
+  // because the next reply of the stream answers that id.
+  std::optional<PendingOp> take(int32_t responseTo, bool moreToCome, int32_t replyId) {
+    for (size_t i = 0; i < ops_.size(); ++i) {
+      if (ops_[i].request_id != responseTo) continue;
+      PendingOp op = ops_[i];
+      if (moreToCome) ops_[i].request_id = replyId;
+      else {
+        ops_[i] = std::move(ops_.back());
+        ops_.pop_back();
+      }
+      return op;
+    }
+    return std::nullopt;
+  }
+  bool empty() const { return ops_.empty(); }
+  size_t size() const { return ops_.size(); }
+  std::optional<std::chrono::steady_clock::time_point> oldestStart() const {
+    std::optional<std::chrono::steady_clock::time_point> t;
+    for (const auto& op : ops_)
+      if (!t || op.start < *t) t = op.start;
+    return t;
+  }
+
+ private:
+  std::vector<PendingOp> ops_;
+};
+
+}  // namespace shardscope::proxy

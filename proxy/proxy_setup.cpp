@@ -1,0 +1,100 @@
+#include "proxy/proxy_setup.h"
+
+#include <spdlog/spdlog.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "routing/routing_table.h"
+
+namespace shardscope::proxy {
+namespace {
+
+std::vector<protocol::Compressor> compressorsOf(const std::vector<std::string>& names) {
+  std::vector<protocol::Compressor> out;
+  for (const auto& n : names)
+    if (auto c = protocol::compressorFromName(n)) out.push_back(*c);
+  return out;
+}
+
+std::unique_ptr<ssl::context> makeClientSideTls(const config::ServerTls& tls) {
+  auto ctx = std::make_unique<ssl::context>(ssl::context::tls_server);
+  ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
+                   ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 | ssl::context::single_dh_use);
+  ctx->use_certificate_chain_file(tls.cert_file);
+  ctx->use_private_key_file(tls.key_file, ssl::context::pem);
+  if (!tls.ca_file.empty()) {
+    ctx->load_verify_file(tls.ca_file);
+    ctx->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
+  }
+  return ctx;
+}
+
+}  // namespace
+
+bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string& error) {
+  ctx.config = config;
+  auto upstream = parseUpstreamUri(config.upstream, error);
+  if (!upstream) return false;
+  ctx.upstream = *upstream;
+  try {
+    if (ctx.upstream.tls) ctx.upstream_tls = makeUpstreamTlsContext(ctx.upstream);
+  } catch (const std::exception& e) {
+    error = std::string("upstream: TLS options (tlsCAFile / tlsCertificateKeyFile): ") + e.what();
+    return false;
+  }
+  try {
+    if (config.client_tls.enabled()) ctx.client_tls = makeClientSideTls(config.client_tls);
+  } catch (const std::exception& e) {
+    error = std::string("client_tls: cannot load certificate, key or CA: ") + e.what();
+    return false;
+  }
+  ctx.client_compressors = compressorsOf(config.client_compressors);
+  ctx.upstream_compressors = compressorsOf(config.upstream_compressors);
+
+  if (!config.routing_file.empty()) {
+    std::string routingError;
+    auto table = routing::loadRoutingFile(config.routing_file, routingError);
+    if (!table) {
+      error = "routing.file: " + routingError;
+      return false;
+    }
+    ctx.routing.publish(std::move(table));
+  }
+  ctx.stats = std::make_unique<stats::Registry>(
+      stats::StatsOptions{config.stats_record_values, config.stats_max_shapes_per_namespace});
+  return true;
+}
+
+std::unique_ptr<RoutingDiscovery> startDiscovery(ProxyContext& ctx) {
+  if (!ctx.config.discovery) return nullptr;
+  auto discovery = std::make_unique<RoutingDiscovery>(
+      ctx.config.upstream, std::chrono::seconds(ctx.config.discovery_interval_s),
+      [&ctx](std::shared_ptr<const routing::RoutingTable> table) { ctx.routing.publish(std::move(table)); });
+  auto* raw = discovery.get();
+  ctx.on_stale_config = [raw] { raw->requestRefresh(); };
+  discovery->start();
+  return discovery;
+}
+
+std::unique_ptr<AdminServer> makeAdminServer(asio::io_context& io, ProxyContext& ctx) {
+  std::string token;
+  if (!ctx.config.admin_token_file.empty()) {
+    std::ifstream in(ctx.config.admin_token_file);
+    if (!in) throw std::runtime_error("admin_token_file: cannot read " + ctx.config.admin_token_file);
+    std::getline(in, token);
+    if (token.empty()) throw std::runtime_error("admin_token_file: " + ctx.config.admin_token_file + " is empty");
+  }
+  return std::make_unique<AdminServer>(
+      io, ctx.config.admin.host, ctx.config.admin.port, token, *ctx.stats,
+      [&ctx] { return ctx.upstream_reachable.load() && (ctx.routing.loaded() || !ctx.config.discovery); },
+      [&ctx] {
+        RoutingState::Snapshot snap;
+        std::vector<std::string> names;
+        if (auto* table = ctx.routing.current(snap))
+          for (size_t i = 0; i < table->shardCount(); ++i) names.push_back(table->shardName(i));
+        return names;
+      });
+}
+
+}  // namespace shardscope::proxy

@@ -1,0 +1,21 @@
+// Turns a validated Config into a ready ProxyContext: upstream URI, TLS contexts, compressors,
+// the routing source and the statistics registry. Errors name the config key.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "config/config.h"
+#include "proxy/admin_server.h"
+#include "proxy/proxy_context.h"
+#include "proxy/routing_discovery.h"
+
+namespace shardscope::proxy {
+
+bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string& error);
+
+// Starts live discovery when the config asks for it (null otherwise).
+std::unique_ptr<RoutingDiscovery> startDiscovery(ProxyContext& ctx);
+
+std::unique_ptr<AdminServer> makeAdminServer(asio::io_context& io, ProxyContext& ctx);
+
+}  // namespace shardscope::proxy

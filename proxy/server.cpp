@@ -1,0 +1,100 @@
+#include "proxy/server.h"
+
+#include <spdlog/spdlog.h>
+
+#include "proxy/session.h"
+
+namespace shardscope::proxy {
+
+Server::Server(asio::io_context& io, ProxyContext& ctx) : io_(io), ctx_(ctx), acceptor_(io) {}
+
+void Server::start() {
+  const auto& listen = ctx_.config.listen;
+  tcp::resolver resolver(io_);
+  boost::system::error_code ec;
+  auto results = resolver.resolve(listen.host, std::to_string(listen.port), tcp::resolver::passive, ec);
+  if (ec || results.empty()) throw std::runtime_error("listen: cannot resolve '" + listen.host + "': " + ec.message());
+  tcp::endpoint endpoint = results.begin()->endpoint();
+  acceptor_.open(endpoint.protocol());
+  acceptor_.set_option(tcp::acceptor::reuse_address(true));
+  acceptor_.bind(endpoint, ec);
+  if (ec) throw std::runtime_error("listen: cannot bind " + listen.str() + ": " + ec.message());
+  acceptor_.listen(asio::socket_base::max_listen_connections);
+  asio::co_spawn(io_, acceptLoop(), asio::detached);
+}
+
+awaitable<void> Server::acceptLoop() {
+  for (;;) {
+    auto [ec, socket] = co_await acceptor_.async_accept(asio::make_strand(io_), asio::as_tuple(use_awaitable));
+    if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
+    if (ec) {
+      // Out of descriptors and similar: back off instead of spinning; existing sessions go on.
+      spdlog::error("accept failed: {}", ec.message());
+      asio::steady_timer t(io_, std::chrono::milliseconds(100));
+      co_await t.async_wait(asio::as_tuple(use_awaitable));
+      continue;
+    }
+    if (ctx_.open_connections.load() >= ctx_.config.max_connections) {
+      spdlog::warn("refusing connection: max_connections ({}) reached", ctx_.config.max_connections);
+      boost::system::error_code ignored;
+      socket.close(ignored);
+      continue;
+    }
+    auto session = std::make_shared<Session>(ctx_, std::move(socket));
+    const uint64_t id = session->id();
+    {
+      std::lock_guard lock(mutex_);
+      sessions_[id] = session;
+    }
+    auto executor = session->socketExecutor();
+    asio::co_spawn(executor, session->run(), [this, id](std::exception_ptr) {
+      std::lock_guard lock(mutex_);
+      sessions_.erase(id);
+    });
+  }
+}
+
+size_t Server::sessionCount() const {
+  std::lock_guard lock(mutex_);
+  return sessions_.size();
+}
+
+void Server::forEachSession(const std::function<void(const std::shared_ptr<Session>&)>& f) {
+  std::vector<std::shared_ptr<Session>> live;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& [id, weak] : sessions_)
+      if (auto s = weak.lock()) live.push_back(std::move(s));
+  }
+  for (auto& s : live) f(s);
+}
+
+void Server::drain(std::function<void()> done) {
+  boost::system::error_code ignored;
+  acceptor_.close(ignored);
+  spdlog::info("draining {} connection(s), deadline {} ms", sessionCount(), ctx_.config.timeouts.drain_ms);
+  forEachSession([](const std::shared_ptr<Session>& s) {
+    asio::post(s->socketExecutor(), [s] { s->beginDrain(); });
+  });
+  asio::co_spawn(io_, drainLoop(std::move(done)), asio::detached);
+}
+
+awaitable<void> Server::drainLoop(std::function<void()> done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ctx_.config.timeouts.drain_ms);
+  asio::steady_timer t(io_);
+  while (sessionCount() > 0 && std::chrono::steady_clock::now() < deadline) {
+    t.expires_after(std::chrono::milliseconds(20));
+    co_await t.async_wait(use_awaitable);
+  }
+  if (size_t left = sessionCount()) {
+    spdlog::warn("drain deadline passed: closing {} connection(s) with requests in flight", left);
+    forEachSession([](const std::shared_ptr<Session>& s) {
+      asio::post(s->socketExecutor(), [s] { s->forceClose(); });
+    });
+    t.expires_after(std::chrono::milliseconds(200));
+    co_await t.async_wait(use_awaitable);
+  }
+  done();
+}
+
+}  // namespace shardscope::proxy

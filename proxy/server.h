@@ -1,0 +1,39 @@
+// The listening side: accepts client connections, gives each its strand and Session, and drains
+// on shutdown (stop accepting, let in-flight requests finish, close after a deadline).
+#pragma once
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "proxy/asio.h"
+#include "proxy/proxy_context.h"
+
+namespace shardscope::proxy {
+
+class Session;
+
+class Server {
+ public:
+  Server(asio::io_context& io, ProxyContext& ctx);
+
+  // Binds and starts accepting. Throws with a clear message when the address cannot be bound.
+  void start();
+  tcp::endpoint localEndpoint() const { return acceptor_.local_endpoint(); }
+  // Stops accepting and drains; `done` runs once every session ended or the deadline passed.
+  void drain(std::function<void()> done);
+  size_t sessionCount() const;
+
+ private:
+  awaitable<void> acceptLoop();
+  awaitable<void> drainLoop(std::function<void()> done);
+  void forEachSession(const std::function<void(const std::shared_ptr<Session>&)>& f);
+
+  asio::io_context& io_;
+  ProxyContext& ctx_;
+  tcp::acceptor acceptor_;
+  mutable std::mutex mutex_;
+  std::unordered_map<uint64_t, std::weak_ptr<Session>> sessions_;
+};
+
+}  // namespace shardscope::proxy

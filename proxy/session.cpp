@@ -1,0 +1,423 @@
+#include "proxy/session.h"
+
+#include <spdlog/spdlog.h>
+
+#include "protocol/compression.h"
+#include "protocol/hello.h"
+#include "routing/targeting.h"
+
+namespace shardscope::proxy {
+
+using namespace asio::experimental::awaitable_operators;
+using protocol::Compressor;
+using protocol::OpCode;
+
+namespace {
+
+// A peer broke the protocol: the connection is closed (as mongod does), other connections go on.
+struct ProtocolError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+constexpr int32_t kStaleConfigCodes[] = {13388 /*StaleConfig*/, 150 /*StaleEpoch*/, 63 /*StaleShardVersion*/};
+
+awaitable<void> sleepFor(std::chrono::milliseconds d) {
+  asio::steady_timer t(co_await asio::this_coro::executor, d);
+  co_await t.async_wait(use_awaitable);
+}
+
+std::span<const uint8_t> bytesOf(const bson_t& b) { return {bson_get_data(&b), b.len}; }
+
+}  // namespace
+
+Session::Session(ProxyContext& ctx, tcp::socket client)
+    : ctx_(ctx),
+      id_(ctx.next_connection_id.fetch_add(1)),
+      executor_(client.get_executor()),
+      client_(std::move(client)),
+      client_in_(ctx.config.max_message_size),
+      upstream_in_(ctx.config.max_message_size),
+      watchdog_timer_(executor_),
+      last_activity_(Clock::now()),
+      stats_(ctx.stats->newRecorder()) {
+  ctx_.open_connections.fetch_add(1);
+  stats_->onConnectionOpen();
+}
+
+Session::~Session() {
+  ctx_.open_connections.fetch_sub(1);
+  stats_->onConnectionClose();
+}
+
+awaitable<void> Session::run() {
+  auto self = shared_from_this();
+  const std::string peer = client_.peer();
+  spdlog::info("conn={} open from {}", id_, peer);
+  std::string why = "client closed";
+  try {
+    client_.socket().set_option(tcp::no_delay(true));
+    if (ctx_.client_tls) {
+      client_.enableTls(*ctx_.client_tls);
+      auto r = co_await (client_.handshake(ssl::stream_base::server) ||
+                         sleepFor(std::chrono::milliseconds(ctx_.config.timeouts.connect_ms)));
+      if (r.index() == 1) throw ProtocolError("TLS handshake timed out");
+    }
+    if (co_await connectUpstream()) {
+      watchdog_timer_.expires_at(nextDeadline());
+      auto r = co_await (clientToUpstream() || upstreamToClient() || watchdog());
+      (void)r;
+      why = closed_ ? "closed by proxy" : "timeout";
+    } else {
+      why = "upstream unreachable";
+    }
+  } catch (const ProtocolError& e) {
+    why = std::string("protocol error: ") + e.what();
+    stats_->onDecodeError();
+  } catch (const boost::system::system_error& e) {
+    auto ec = e.code();
+    if (ec == asio::error::eof || ec == asio::error::connection_reset || ec == asio::error::operation_aborted ||
+        ec == asio::ssl::error::stream_truncated)
+      why = closed_ ? "closed by proxy" : "peer closed";
+    else
+      why = e.code().message();
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  closed_ = true;
+  client_.close();
+  if (upstream_) upstream_->close();
+  spdlog::info("conn={} closed ({}), {} request(s) unanswered", id_, why, pending_.size());
+}
+
+awaitable<bool> Session::connectUpstream() {
+  tcp::resolver resolver(executor_);
+  const auto timeout = std::chrono::milliseconds(ctx_.config.timeouts.connect_ms);
+  for (const auto& host : ctx_.upstream.hosts) {
+    try {
+      auto endpoints = co_await resolver.async_resolve(host.name, std::to_string(host.port), use_awaitable);
+      tcp::socket socket(executor_);
+      auto r = co_await (asio::async_connect(socket, endpoints, use_awaitable) || sleepFor(timeout));
+      if (r.index() == 1) throw std::runtime_error("connect timed out");
+      socket.set_option(tcp::no_delay(true));
+      upstream_.emplace(std::move(socket));
+      if (ctx_.upstream_tls) {
+        upstream_->enableTls(*ctx_.upstream_tls, ctx_.upstream.allow_invalid_hostnames ? std::string() : host.name);
+        auto h = co_await (upstream_->handshake(ssl::stream_base::client) || sleepFor(timeout));
+        if (h.index() == 1) throw std::runtime_error("TLS handshake timed out");
+      }
+      ctx_.upstream_reachable = true;
+      co_return true;
+    } catch (const std::exception& e) {
+      if (upstream_) upstream_->close();
+      upstream_.reset();
+      spdlog::warn("conn={} upstream {}:{} unreachable: {}", id_, host.name, host.port, e.what());
+    }
+  }
+  ctx_.upstream_reachable = false;
+  co_return false;
+}
+
+awaitable<size_t> Session::readFrame(Stream& stream, FrameBuffer& in, bool fromClient) {
+  for (;;) {
+    auto r = in.peek();
+    if (r.result.ok()) {
+      if (fromClient) frame_deadline_ = Clock::time_point::max();
+      co_return r.frameSize;
+    }
+    if (r.result.status != protocol::ParseStatus::NeedMore) throw ProtocolError(std::string(r.result.error));
+    if (fromClient && in.hasPartial() && frame_deadline_ == Clock::time_point::max() &&
+        ctx_.config.timeouts.frame_read_ms)
+      armDeadline(Clock::now() + std::chrono::milliseconds(ctx_.config.timeouts.frame_read_ms));
+    auto space = in.writable(r.frameSize);
+    size_t n = co_await stream.readSome(asio::buffer(space.data(), space.size()));
+    in.commit(n);
+    last_activity_ = Clock::now();
+  }
+}
+
+awaitable<void> Session::clientToUpstream() {
+  for (;;) {
+    size_t size = co_await readFrame(client_, client_in_, true);
+    auto out = onRequest(client_in_.frame(size));
+    co_await upstream_->writeAll(asio::buffer(out.data(), out.size()));
+    client_in_.consume(size);
+    client_in_.shrinkIfIdle();
+  }
+}
+
+awaitable<void> Session::upstreamToClient() {
+  for (;;) {
+    size_t size = co_await readFrame(*upstream_, upstream_in_, false);
+    auto out = onReply(upstream_in_.frame(size));
+    co_await client_.writeAll(asio::buffer(out.data(), out.size()));
+    upstream_in_.consume(size);
+    upstream_in_.shrinkIfIdle();
+    maybeFinishDrain();
+  }
+}
+
+// ---- request path ----------------------------------------------------------------------------
+
+std::span<const uint8_t> Session::onRequest(std::span<uint8_t> frame) {
+  std::span<uint8_t> message = frame;
+  std::optional<Compressor> clientCompressor;
+  if (protocol::readHeader(frame.data()).opCode == static_cast<int32_t>(OpCode::Compressed)) {
+    Compressor used;
+    auto r = protocol::decompressMessage(frame, ctx_.config.max_message_size, request_plain_, &used);
+    if (!r.ok()) throw ProtocolError(std::string(r.error));
+    clientCompressor = used;
+    message = request_plain_;
+  }
+  switch (static_cast<OpCode>(protocol::readHeader(message.data()).opCode)) {
+    case OpCode::Msg: return onOpMsgRequest(message, clientCompressor);
+    case OpCode::Query: return onQueryRequest(message);
+    default:
+      // Legacy write/read opcodes (removed in 6.0): forwarded as they are, counted as unparsed.
+      stats_->onUnparsed(static_cast<uint32_t>(frame.size()));
+      return toUpstream(message, false);
+  }
+}
+
+std::span<const uint8_t> Session::onOpMsgRequest(std::span<uint8_t> message, std::optional<Compressor> clientCompressor) {
+  auto r = protocol::decodeOpMsg(message, msg_);
+  if (!r.ok()) throw ProtocolError(std::string(r.error));
+  r = protocol::buildCommandView(msg_, view_);
+  if (!r.ok()) throw ProtocolError(std::string(r.error));
+
+  std::span<const uint8_t> out = message;
+  const bool firstHello = protocol::isHelloCommand(view_.name) && !handshake_seen_;
+  if (firstHello) {
+    // The proxy negotiates compression on each hop itself: the client's offer is answered from
+    // our client-side list, and upstream is offered our upstream-side list.
+    handshake_seen_ = true;
+    client_offer_ = protocol::intersectCompressors(protocol::readCompressionList(&view_.body), ctx_.client_compressors);
+    bson_t rewritten = BSON_INITIALIZER;
+    protocol::replaceCompressionList(&view_.body, ctx_.upstream_compressors, &rewritten);
+    protocol::encodeOpMsg(msg_.header, msg_.flags, bytesOf(rewritten), msg_.sequences, request_rewritten_);
+    bson_destroy(&rewritten);
+    out = request_rewritten_;
+  } else {
+    protocol::clearUnknownOptionalFlags(message);
+  }
+  registerRequest(view_, msg_.header.requestId, static_cast<uint32_t>(message.size()), clientCompressor, firstHello);
+  return toUpstream(out, protocol::isNeverCompressed(view_.name));
+}
+
+std::span<const uint8_t> Session::onQueryRequest(std::span<uint8_t> message) {
+  protocol::OpQuery query;
+  auto r = protocol::decodeOpQuery(message, query);
+  if (!r.ok()) throw ProtocolError(std::string(r.error));
+  if (!protocol::buildCommandViewFromQuery(query.fullCollectionName, query.query, view_).ok()) {
+    stats_->onUnparsed(static_cast<uint32_t>(message.size()));
+    return toUpstream(message, false);
+  }
+  std::span<const uint8_t> out = message;
+  const bool firstHello = protocol::isHelloCommand(view_.name) && !handshake_seen_;
+  if (firstHello) {
+    handshake_seen_ = true;
+    client_offer_ = protocol::intersectCompressors(protocol::readCompressionList(&view_.body), ctx_.client_compressors);
+    bson_t original, rewritten = BSON_INITIALIZER;
+    bson_init_static(&original, query.query.data(), query.query.size());
+    protocol::replaceCompressionList(&original, ctx_.upstream_compressors, &rewritten);
+    query.query = bytesOf(rewritten);
+    protocol::encodeOpQuery(query, request_rewritten_);
+    bson_destroy(&rewritten);
+    out = request_rewritten_;
+  }
+  registerRequest(view_, query.header.requestId, static_cast<uint32_t>(message.size()), std::nullopt, firstHello);
+  return toUpstream(out, true);
+}
+
+void Session::registerRequest(const protocol::CommandView& view, int32_t requestId, uint32_t bytes,
+                              std::optional<Compressor> clientCompressor, bool firstHello) {
+  routing::TargetResult target;
+  const routing::RoutingTable* table = ctx_.routing.current(routing_snapshot_);
+  if (table) {
+    target = routing::target(*table, view, &cursors_, false);
+  } else {
+    target.targeting = view.collection.empty() ? routing::Targeting::NoCollection : routing::Targeting::Unsharded;
+    target.reason = "no routing table loaded";
+  }
+  if (view.name == "killCursors") forgetKilledCursors(view);
+
+  PendingOp op;
+  op.request_id = requestId;
+  op.start = Clock::now();
+  op.stats = stats_->onRequest(view, view.ns(ns_buffer_), target, bytes);
+  op.shards = target.shards;
+  op.sharded = table && (target.targeting == routing::Targeting::Single || target.targeting == routing::Targeting::Multi ||
+                         target.targeting == routing::Targeting::Broadcast);
+  op.get_more_cursor = view.cursorId.value_or(0);
+  op.first_hello = firstHello;
+  op.never_compress = protocol::isNeverCompressed(view.name);
+  op.reply_compressor = clientCompressor;
+  if (view.moreToCome) {  // fire-and-forget (w:0): no reply will come
+    stats_->onReply(op.stats, nullptr, 0, 0);
+    return;
+  }
+  if (!pending_.add(std::move(op))) throw ProtocolError("too many pipelined requests");
+  if (ctx_.config.timeouts.request_ms)
+    armDeadline(Clock::now() + std::chrono::milliseconds(ctx_.config.timeouts.request_ms));
+}
+
+void Session::forgetKilledCursors(const protocol::CommandView& view) {
+  bson_iter_t it, child;
+  if (!bson_iter_init_find(&it, &view.body, "cursors") || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &child))
+    return;
+  while (bson_iter_next(&child))
+    if (BSON_ITER_HOLDS_INT64(&child)) cursors_.forget(bson_iter_int64(&child));
+}
+
+std::span<const uint8_t> Session::toUpstream(std::span<const uint8_t> message, bool neverCompress) {
+  if (!upstream_compressor_ || neverCompress) return message;
+  protocol::compressMessage(message, *upstream_compressor_, request_wire_);
+  return request_wire_;
+}
+
+// ---- reply path ------------------------------------------------------------------------------
+
+std::span<const uint8_t> Session::onReply(std::span<uint8_t> frame) {
+  std::span<uint8_t> message = frame;
+  if (protocol::readHeader(frame.data()).opCode == static_cast<int32_t>(OpCode::Compressed)) {
+    auto r = protocol::decompressMessage(frame, ctx_.config.max_message_size, reply_plain_);
+    if (!r.ok()) throw ProtocolError(std::string("upstream: ") + std::string(r.error));
+    message = reply_plain_;
+  }
+  const auto header = protocol::readHeader(message.data());
+  bson_t body;
+  const bson_t* bodyPtr = nullptr;
+  bool moreToCome = false;
+  protocol::OpReply legacy;
+  if (header.opCode == static_cast<int32_t>(OpCode::Msg)) {
+    // Replies are only navigated (bounds-checked by bson_iter), so full validation is skipped.
+    auto r = protocol::decodeOpMsg(message, reply_msg_, {.verifyChecksum = true, .validateBson = false});
+    if (!r.ok()) throw ProtocolError(std::string("upstream: ") + std::string(r.error));
+    protocol::clearUnknownOptionalFlags(message);
+    moreToCome = reply_msg_.moreToCome();
+    if (bson_init_static(&body, reply_msg_.body.data(), reply_msg_.body.size())) bodyPtr = &body;
+  } else if (header.opCode == static_cast<int32_t>(OpCode::Reply)) {
+    if (protocol::decodeOpReply(message, legacy).ok() && legacy.numberReturned >= 1 &&
+        bson_init_static(&body, legacy.documents.data(), static_cast<size_t>(protocol::loadInt32(legacy.documents.data()))))
+      bodyPtr = &body;
+  }
+
+  auto op = pending_.take(header.responseTo, moreToCome, header.requestId);
+  if (!op) return toClient(message, nullptr);  // a reply to nothing we track: pass it on
+  if (bodyPtr) learnFromReply(*op, bodyPtr);
+  if (!moreToCome) {
+    auto latency = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - op->start).count();
+    stats_->onReply(op->stats, bodyPtr, static_cast<uint32_t>(frame.size()), static_cast<uint64_t>(latency));
+  }
+  std::span<const uint8_t> out = message;
+  if (op->first_hello && bodyPtr) out = rewriteHelloReply(message, bodyPtr);
+  return toClient(out, &*op);
+}
+
+std::span<const uint8_t> Session::rewriteHelloReply(std::span<const uint8_t> message, const bson_t* body) {
+  // Upstream answered our upstream-side offer: use the first of our preferences it accepted.
+  auto accepted = protocol::readCompressionList(body);
+  auto agreed = protocol::intersectCompressors(ctx_.upstream_compressors, accepted);
+  if (!agreed.empty()) upstream_compressor_ = agreed.front();
+  bson_t rewritten = BSON_INITIALIZER;
+  protocol::replaceCompressionList(body, client_offer_, &rewritten);
+  const auto header = protocol::readHeader(message.data());
+  if (header.opCode == static_cast<int32_t>(OpCode::Msg)) {
+    protocol::encodeOpMsg(header, reply_msg_.flags, bytesOf(rewritten), reply_msg_.sequences, reply_rewritten_);
+  } else {
+    protocol::OpReply legacy;
+    protocol::decodeOpReply(message, legacy);
+    legacy.documents = bytesOf(rewritten);
+    legacy.numberReturned = 1;
+    protocol::encodeOpReply(legacy, reply_rewritten_);
+  }
+  bson_destroy(&rewritten);
+  return reply_rewritten_;
+}
+
+void Session::learnFromReply(const PendingOp& op, const bson_t* body) {
+  bson_iter_t it;
+  if (bson_iter_init_find(&it, body, "ok") && !bson_iter_as_bool(&it)) {
+    bson_iter_t code;
+    if (bson_iter_init_find(&code, body, "code") && BSON_ITER_HOLDS_INT32(&code)) {
+      int32_t c = bson_iter_int32(&code);
+      for (int32_t stale : kStaleConfigCodes)
+        if (c == stale && ctx_.on_stale_config) ctx_.on_stale_config();
+    }
+    return;
+  }
+  if (!op.sharded) return;
+  bson_iter_t cursor, id;
+  if (bson_iter_init_find(&cursor, body, "cursor") && BSON_ITER_HOLDS_DOCUMENT(&cursor) &&
+      bson_iter_recurse(&cursor, &id) && bson_iter_find(&id, "id") && BSON_ITER_HOLDS_INT64(&id)) {
+    int64_t cursorId = bson_iter_int64(&id);
+    if (op.get_more_cursor) {
+      if (cursorId == 0) cursors_.forget(op.get_more_cursor);
+    } else if (cursorId != 0) {
+      cursors_.remember(cursorId, op.shards);
+    }
+  }
+}
+
+std::span<const uint8_t> Session::toClient(std::span<const uint8_t> message, const PendingOp* op) {
+  if (!op || !op->reply_compressor || op->never_compress) return message;
+  protocol::compressMessage(message, *op->reply_compressor, reply_wire_);
+  return reply_wire_;
+}
+
+// ---- timeouts and drain ----------------------------------------------------------------------
+
+Session::Clock::time_point Session::nextDeadline() const {
+  auto next = frame_deadline_;
+  const auto& t = ctx_.config.timeouts;
+  if (t.idle_ms) next = std::min(next, last_activity_ + std::chrono::milliseconds(t.idle_ms));
+  if (t.request_ms)
+    if (auto oldest = pending_.oldestStart()) next = std::min(next, *oldest + std::chrono::milliseconds(t.request_ms));
+  return next;
+}
+
+void Session::armDeadline(Clock::time_point t) {
+  if (t < watchdog_timer_.expiry()) watchdog_timer_.expires_at(t);
+}
+
+awaitable<void> Session::watchdog() {
+  const auto& t = ctx_.config.timeouts;
+  for (;;) {
+    auto [ec] = co_await watchdog_timer_.async_wait(asio::as_tuple(use_awaitable));
+    auto cs = co_await asio::this_coro::cancellation_state;
+    if (closed_ || cs.cancelled() != asio::cancellation_type::none) co_return;
+    if (ec == asio::error::operation_aborted) continue;  // re-armed to an earlier deadline
+    const auto now = Clock::now();
+    if (now >= frame_deadline_) {
+      spdlog::warn("conn={} closing: a message did not arrive whole within {} ms", id_, t.frame_read_ms);
+      co_return;
+    }
+    if (t.idle_ms && pending_.empty() && !client_in_.hasPartial() && now - last_activity_ >= std::chrono::milliseconds(t.idle_ms)) {
+      spdlog::info("conn={} closing: idle for {} ms", id_, t.idle_ms);
+      co_return;
+    }
+    if (auto oldest = pending_.oldestStart(); t.request_ms && oldest && now - *oldest >= std::chrono::milliseconds(t.request_ms)) {
+      spdlog::warn("conn={} closing: upstream did not answer within {} ms", id_, t.request_ms);
+      co_return;
+    }
+    watchdog_timer_.expires_at(std::max(nextDeadline(), now + std::chrono::milliseconds(1)));
+  }
+}
+
+void Session::beginDrain() {
+  draining_ = true;
+  maybeFinishDrain();
+}
+
+void Session::maybeFinishDrain() {
+  if (draining_ && pending_.empty() && !client_in_.hasPartial()) forceClose();
+}
+
+void Session::forceClose() {
+  if (closed_) return;
+  closed_ = true;
+  client_.close();
+  if (upstream_) upstream_->close();
+  watchdog_timer_.cancel();
+}
+
+}  // namespace shardscope::proxy

@@ -1,0 +1,93 @@
+// One client connection and its pinned upstream connection. Two loops run on the session's
+// strand (client -> upstream, upstream -> client) plus a watchdog for timeouts; the first to end
+// cancels the others (Asio's awaitable `||`).
+#pragma once
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "protocol/command_view.h"
+#include "protocol/op_msg.h"
+#include "protocol/op_query.h"
+#include "proxy/asio.h"
+#include "proxy/frame_buffer.h"
+#include "proxy/pending_ops.h"
+#include "proxy/proxy_context.h"
+#include "proxy/stream.h"
+#include "routing/cursor_shards.h"
+
+namespace shardscope::proxy {
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(ProxyContext& ctx, tcp::socket client);
+  ~Session();
+
+  awaitable<void> run();
+  // SIGTERM: close as soon as nothing is in flight. Runs on the session's executor.
+  void beginDrain();
+  void forceClose();
+  uint64_t id() const { return id_; }
+  const asio::any_io_executor& socketExecutor() const { return executor_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  awaitable<bool> connectUpstream();
+  awaitable<void> clientToUpstream();
+  awaitable<void> upstreamToClient();
+  awaitable<void> watchdog();
+  // Reads until FrameBuffer holds a complete frame; returns its size. Throws on EOF/errors.
+  awaitable<size_t> readFrame(Stream& stream, FrameBuffer& in, bool fromClient);
+
+  // Request path: inspects, routes and records one client frame; returns the bytes to send.
+  std::span<const uint8_t> onRequest(std::span<uint8_t> frame);
+  std::span<const uint8_t> onOpMsgRequest(std::span<uint8_t> message, std::optional<protocol::Compressor> clientCompressor);
+  std::span<const uint8_t> onQueryRequest(std::span<uint8_t> message);
+  std::span<const uint8_t> toClient(std::span<const uint8_t> message, const PendingOp* op);
+  std::span<const uint8_t> rewriteHelloReply(std::span<const uint8_t> message, const bson_t* body);
+  std::span<const uint8_t> toUpstream(std::span<const uint8_t> message, bool neverCompress);
+  void registerRequest(const protocol::CommandView& view, int32_t requestId, uint32_t bytes,
+                       std::optional<protocol::Compressor> clientCompressor, bool firstHello);
+  void forgetKilledCursors(const protocol::CommandView& view);
+
+  // Reply path: learns from one upstream frame; returns the bytes to send to the client.
+  std::span<const uint8_t> onReply(std::span<uint8_t> frame);
+  void learnFromReply(const PendingOp& op, const bson_t* body);
+
+  void armDeadline(Clock::time_point t);
+  Clock::time_point nextDeadline() const;
+  void maybeFinishDrain();
+
+  ProxyContext& ctx_;
+  uint64_t id_;
+  asio::any_io_executor executor_;
+  Stream client_;
+  std::optional<Stream> upstream_;
+  FrameBuffer client_in_;
+  FrameBuffer upstream_in_;
+  asio::steady_timer watchdog_timer_;
+  Clock::time_point frame_deadline_ = Clock::time_point::max();
+  Clock::time_point last_activity_;
+
+  // Scratch buffers reused for every message: no allocation per op once warmed up.
+  std::vector<uint8_t> request_plain_, request_rewritten_, request_wire_;
+  std::vector<uint8_t> reply_plain_, reply_rewritten_, reply_wire_;
+  protocol::OpMsg msg_;
+  protocol::OpMsg reply_msg_;
+  protocol::CommandView view_;
+  std::string ns_buffer_;
+
+  PendingOps pending_;
+  routing::CursorShards cursors_;
+  RoutingState::Snapshot routing_snapshot_;
+  std::shared_ptr<stats::Recorder> stats_;
+  std::optional<protocol::Compressor> upstream_compressor_;
+  std::vector<protocol::Compressor> client_offer_;  // from the first hello, answered in its reply
+  bool handshake_seen_ = false;
+  bool draining_ = false;
+  bool closed_ = false;
+};
+
+}  // namespace shardscope::proxy

@@ -1,0 +1,36 @@
+// A client or upstream connection that is either plain TCP or TLS, with one read/write surface.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "proxy/asio.h"
+
+namespace shardscope::proxy {
+
+class Stream {
+ public:
+  explicit Stream(tcp::socket socket) : socket_(std::move(socket)) {}
+
+  // Wraps the connected socket in TLS; call before any read or write. A non-empty `verifyHost`
+  // is sent as SNI and checked against the peer certificate (client side).
+  void enableTls(ssl::context& context, const std::string& verifyHost = {});
+  bool tls() const { return tls_.has_value(); }
+
+  awaitable<void> handshake(ssl::stream_base::handshake_type type);
+  awaitable<size_t> readSome(asio::mutable_buffer buffer);
+  awaitable<void> writeAll(asio::const_buffer buffer);
+  // Closes the socket; pending operations complete with an error. Safe to call twice.
+  void close();
+  // TLS close_notify, bounded by the caller's cancellation.
+  awaitable<void> shutdown();
+
+  tcp::socket& socket() { return tls_ ? tls_->next_layer() : socket_; }
+  std::string peer() const;
+
+ private:
+  tcp::socket socket_;
+  std::optional<ssl::stream<tcp::socket>> tls_;
+};
+
+}  // namespace shardscope::proxy

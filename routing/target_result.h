@@ -1,0 +1,35 @@
+// What targeting decided for one operation: the class, the exact shard set and why.
+// Shared by the proxy (inline, per message), statistics and `shardscope explain`.
+#pragma once
+#include <bitset>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace shardscope::routing {
+
+// A cluster with more shards than this is refused when the routing table loads.
+constexpr size_t kMaxShards = 1024;
+// Indices into RoutingTable's shard list; fixed size so the hot path never allocates.
+using ShardSet = std::bitset<kMaxShards>;
+
+enum class Targeting : uint8_t {
+  Single,        // exactly one shard
+  Multi,         // several shards, chosen by shard-key bounds
+  Broadcast,     // the shard key is not constrained: every shard owning chunks
+  Unsharded,     // the namespace is not sharded (goes to its db-primary)
+  NoCollection,  // the command names no collection (hello, ping, auth, ...)
+  Unclassified,  // the engine could not parse it; forwarded unchanged
+};
+
+std::string_view targetingName(Targeting t);  // "single", "multi", "broadcast", ...
+
+struct TargetResult {
+  Targeting targeting = Targeting::Unclassified;
+  ShardSet shards;
+  // Static text on the hot path (no allocation); `detail` is filled only when explaining.
+  std::string_view reason;
+  std::string detail;
+};
+
+}  // namespace shardscope::routing

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs everything shardscope needs on a fresh Debian 12 machine (as root) and builds it.
+# Safe to run twice: each step checks whether its result is already there.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cache="${SHARDSCOPE_CACHE:-$HOME/.cache/shardscope}"
+mkdir -p "$cache"
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+apt_packages=(
+  build-essential cmake ninja-build pkg-config git ca-certificates curl
+  libboost1.81-dev libmongoc-dev libbson-dev libspdlog-dev libfmt-dev libyaml-cpp-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libsnappy-dev libzstd-dev zlib1g-dev libssl-dev
+  clang libclang-rt-14-dev prometheus haproxy chromium python3-pip golang-go nodejs npm
+)
+
+missing=()
+for p in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# golang-go, nodejs and npm may come from outside Debian on some images; skip them if the tools exist.
+filtered=()
+for p in "${missing[@]}"; do
+  case "$p" in
+    golang-go) command -v go >/dev/null || filtered+=("$p") ;;
+    nodejs) command -v node >/dev/null || filtered+=("$p") ;;
+    npm) command -v npm >/dev/null || filtered+=("$p") ;;
+    python3-pip) python3 -m pip --version >/dev/null 2>&1 || filtered+=("$p") ;;
+    *) filtered+=("$p") ;;
+  esac
+done
+if ((${#filtered[@]})); then
+  log "apt-get install ${filtered[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${filtered[@]}" >/dev/null
+fi
