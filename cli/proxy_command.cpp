@@ -1,5 +1,5 @@
 // `shardscope proxy`: load and validate the config, then run the sidecar until SIGTERM/SIGINT.
-#include <spdlog/sinks/stderr_color_sinks.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <csignal>
@@ -12,12 +12,14 @@
 #include "proxy/admin_server.h"
 #include "proxy/proxy_setup.h"
 #include "proxy/server.h"
+#include "proxy/upstream_probe.h"
 
 extern char** environ;
 
 namespace shardscope::cli {
 
 int runProxy(int argc, char** argv) {
+  namespace asio = boost::asio;
   std::vector<std::string> args(argv + 1, argv + argc);
   auto loaded = config::loadConfig(args, environ);
   if (loaded.help) {
@@ -55,6 +57,7 @@ int runProxy(int argc, char** argv) {
     std::cerr << "shardscope: " << e.what() << "\n";
     return 1;
   }
+  proxy::startUpstreamProbe(io, ctx);
   auto discovery = proxy::startDiscovery(ctx);
   spdlog::info("shardscope proxy listening on {}:{}, upstream {}", server.localEndpoint().address().to_string(),
                server.localEndpoint().port(), ctx.config.upstream);

@@ -8,7 +8,7 @@
 
 #include "protocol/compression.h"
 #include "routing/target_result.h"
-#include "stats/recorder.h"
+#include "stats/registry.h"
 
 namespace shardscope::proxy {
 

@@ -92,7 +92,7 @@ std::unique_ptr<AdminServer> makeAdminServer(asio::io_context& io, ProxyContext&
         RoutingState::Snapshot snap;
         std::vector<std::string> names;
         if (auto* table = ctx.routing.current(snap))
-          for (size_t i = 0; i < table->shardCount(); ++i) names.push_back(table->shardName(i));
+          for (size_t i = 0; i < table->shardCount(); ++i) names.emplace_back(table->shardName(i));
         return names;
       });
 }

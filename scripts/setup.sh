@@ -35,3 +35,18 @@ if ((${#filtered[@]})); then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${filtered[@]}" >/dev/null
 fi
+
+# Test and demo dependencies: FerretDB (Go module proxy), drivers (PyPI, npm, Go modules).
+if [[ "${SHARDSCOPE_SKIP_TEST_DEPS:-0}" != 1 && -f "$here/scripts/install_test_deps.sh" ]]; then
+  bash "$here/scripts/install_test_deps.sh"
+fi
+
+# Build: build/shardscope and the test and benchmark executables.
+build_dir="${SHARDSCOPE_BUILD_DIR:-$here/build}"
+if [[ ! -f "$build_dir/build.ninja" ]]; then
+  log "configuring $build_dir"
+  cmake -S "$here" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+fi
+log "building (this takes a few minutes on 2 cores the first time)"
+ninja -C "$build_dir" -j "$(nproc)" --quiet || { log "build failed"; exit 1; }
+log "ready: $build_dir/shardscope"

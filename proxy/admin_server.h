@@ -1,0 +1,61 @@
+// The admin HTTP endpoint (Boost.Beast): /healthz, /readyz, /stats, /metrics, POST /stats/reset
+// and the dashboard page at /. Bound to localhost by default; optional bearer token.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stats/registry.h"
+
+namespace boost::asio {
+class io_context;
+}
+
+namespace shardscope::proxy {
+
+// Limits of one admin request; a request past them gets 413 and the connection is closed.
+struct AdminLimits {
+  uint32_t max_header_bytes = 8 * 1024;
+  uint32_t max_body_bytes = 8 * 1024;  // header + body stay within 16 KiB
+  uint32_t read_timeout_ms = 10'000;   // per request, including a keep-alive idle wait
+  uint32_t max_connections = 64;
+};
+
+// What the router answers; kept apart from the socket code so it can be tested directly.
+struct AdminResponse {
+  unsigned status = 200;
+  std::string contentType = "text/plain; charset=utf-8";
+  std::string body;
+  std::string allow;  // for 405
+};
+
+class AdminServer {
+ public:
+  AdminServer(boost::asio::io_context& io, const std::string& host, uint16_t port, std::string bearerToken,
+              stats::Registry& registry, std::function<bool()> ready,
+              std::function<std::vector<std::string>()> shardNames, AdminLimits limits = {});
+  ~AdminServer();
+  AdminServer(const AdminServer&) = delete;
+  AdminServer& operator=(const AdminServer&) = delete;
+
+  // Binds and starts accepting; throws std::runtime_error naming the address when it cannot bind.
+  void start();
+  // Stops accepting and closes open admin connections. Safe to call twice.
+  void stop();
+  uint16_t port() const;  // the bound port (useful with port 0)
+
+  // Routes one request. `authorization` is the Authorization header's value (may be empty).
+  AdminResponse handle(std::string_view method, std::string_view target, std::string_view authorization) const;
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+// The self-contained dashboard (HTML, CSS and JS in one page; no external assets).
+std::string_view dashboardPage();
+
+}  // namespace shardscope::proxy

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The whole test suite on a fresh machine: set-up and build, unit tests (ctest), then the
+# integration suites with real drivers, a real upstream (FerretDB), Prometheus and Chromium (pytest).
+#   bash scripts/test.sh            # everything
+#   bash scripts/test.sh -k stats   # extra arguments go to pytest
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$here"
+bash scripts/setup.sh
+
+echo "== unit tests (ctest)"
+ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 300
+
+echo "== integration tests (pytest: real drivers through build/shardscope to FerretDB)"
+python3 -m pytest tests/integration -q -p no:cacheprovider "$@"

@@ -1,0 +1,99 @@
+#include "config/loader.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+namespace shardscope::config {
+namespace {
+
+LoadResult load(std::vector<std::string> args, std::vector<std::string> env = {}) {
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  return loadConfig(args, envp.data());
+}
+
+std::string writeFile(const std::string& text) {
+  char path[] = "/tmp/shardscope-config-XXXXXX";
+  int fd = mkstemp(path);
+  close(fd);
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(ConfigLoader, FlagsAloneAreEnough) {
+  auto r = load({"--listen", "127.0.0.1:4000", "--upstream", "mongodb://127.0.0.1:27017"});
+  ASSERT_TRUE(r.ok()) << r.errors.front();
+  EXPECT_EQ(r.config.listen.host, "127.0.0.1");
+  EXPECT_EQ(r.config.listen.port, 4000);
+  EXPECT_EQ(r.config.upstream, "mongodb://127.0.0.1:27017");
+  EXPECT_TRUE(r.config.admin.empty());
+}
+
+TEST(ConfigLoader, FlagsBeatEnvironmentWhichBeatsTheFile) {
+  auto file = writeFile(
+      "listen: 127.0.0.1:1111\nupstream: mongodb://file:1\ntimeouts:\n  connect_ms: 100\n  drain_ms: 7\n"
+      "compression:\n  upstream: [zstd, snappy]\n");
+  auto r = load({"--config", file, "--timeouts.connect_ms", "300"},
+                {"SHARDSCOPE_TIMEOUTS__CONNECT_MS=200", "SHARDSCOPE_UPSTREAM=mongodb://env:2", "OTHER=1"});
+  ASSERT_TRUE(r.ok()) << r.errors.front();
+  EXPECT_EQ(r.config.listen.port, 1111);
+  EXPECT_EQ(r.config.upstream, "mongodb://env:2");
+  EXPECT_EQ(r.config.timeouts.connect_ms, 300u);
+  EXPECT_EQ(r.config.timeouts.drain_ms, 7u);
+  EXPECT_EQ(r.config.upstream_compressors, (std::vector<std::string>{"zstd", "snappy"}));
+  std::remove(file.c_str());
+}
+
+TEST(ConfigLoader, ErrorsNameTheKeyAndTheProblem) {
+  auto r = load({"--listen", "nohostport", "--upstream", "http://x", "--threads", "0", "--bogus", "1",
+                 "--upstream-compressors", "lz4", "--log-level", "loud"});
+  ASSERT_FALSE(r.ok());
+  auto has = [&](const std::string& needle) {
+    for (const auto& e : r.errors)
+      if (e.find(needle) != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(has("listen: expected HOST:PORT"));
+  EXPECT_TRUE(has("upstream: must start with mongodb://"));
+  EXPECT_TRUE(has("threads: must be between 1 and 64"));
+  EXPECT_TRUE(has("unknown key 'bogus'"));
+  EXPECT_TRUE(has("unknown compressor 'lz4'"));
+  EXPECT_TRUE(has("log.level"));
+}
+
+TEST(ConfigLoader, BrokenFilesAreRefused) {
+  auto r = load({"--config", "/nonexistent/shardscope.yaml", "--upstream", "mongodb://a:1"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.errors.front().find("cannot be read"), std::string::npos);
+
+  auto file = writeFile("listen: [unclosed\n");
+  r = load({"--config", file, "--upstream", "mongodb://a:1"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.errors.front().find(file), std::string::npos);
+  std::remove(file.c_str());
+
+  file = writeFile("- a\n- b\n");
+  r = load({"--config", file, "--upstream", "mongodb://a:1"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.errors.front().find("top level must be a mapping"), std::string::npos);
+  std::remove(file.c_str());
+}
+
+TEST(ConfigLoader, TlsKeysMustComeTogether) {
+  auto r = load({"--upstream", "mongodb://a:1", "--tls-cert-file", "/x.pem"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.errors.front().find("client_tls.key_file"), std::string::npos);
+}
+
+TEST(ConfigLoader, MissingValueAndHelp) {
+  auto r = load({"--upstream"});
+  EXPECT_FALSE(r.ok());
+  EXPECT_TRUE(load({"--help"}).help);
+  EXPECT_NE(flagHelp().find("timeouts.connect_ms"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace shardscope::config

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Seed 003's order service as a seeded, repeatable workload driven through a real driver (pymongo).
+
+Customers have a heavy-tailed order count (Zipf-like; the top customer holds --top-share of the
+orders). The query profile is the seed's: 62% orders of one customer (recent first), 21% one order
+by orderId, 9% a date range, 6% by status, 2% a revenue aggregation; plus status updates.
+Prints one JSON object with what it did, so tests can compare counts with the proxy's statistics.
+"""
+import argparse
+import datetime
+import json
+import random
+import sys
+import time
+
+from bson import ObjectId
+from pymongo import MongoClient
+
+STATUSES = ["new", "paid", "shipped", "delivered", "returned"]
+PROFILE = [("by_customer", 62), ("by_order_id", 21), ("date_range", 9), ("by_status", 6), ("revenue", 2)]
+EPOCH = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+def customer_id(i):
+    return "C%04d" % i
+
+
+def customer_weights(customers, top_share):
+    """Zipf-like weights with weight[0] / sum == top_share."""
+    tail = [1.0 / (i + 1) for i in range(1, customers)]
+    tail_total = sum(tail)
+    top = top_share / (1.0 - top_share) * tail_total if top_share < 1 else 1.0
+    return [top] + tail
+
+
+def make_orders(rng, customers, orders, top_share):
+    weights = customer_weights(customers, top_share)
+    picks = rng.choices(range(customers), weights=weights, k=orders)
+    docs = []
+    for n, c in enumerate(picks):
+        created = EPOCH + datetime.timedelta(minutes=n)  # monotonic, as real order times are
+        docs.append({
+            "_id": ObjectId(),
+            "orderId": "O%07d" % n,
+            "customerId": customer_id(c),
+            "orderDate": created,
+            "status": rng.choice(STATUSES),
+            "total": round(rng.uniform(5, 500), 2),
+        })
+    return docs
+
+
+def run(args):
+    rng = random.Random(args.seed)
+    client = MongoClient(args.uri, serverSelectionTimeoutMS=10000)
+    coll = client[args.db][args.collection]
+    done = {"inserted": 0, "by_customer": 0, "by_order_id": 0, "date_range": 0, "by_status": 0, "revenue": 0,
+            "status_updates": 0, "errors": 0}
+    if args.drop:
+        coll.drop()
+    orders = make_orders(rng, args.customers, args.orders, args.top_share)
+    for i in range(0, len(orders), args.batch):
+        coll.insert_many(orders[i:i + args.batch], ordered=False)
+    done["inserted"] = len(orders)
+
+    weights = customer_weights(args.customers, args.top_share)
+    kinds = [k for k, _ in PROFILE]
+    shares = [w for _, w in PROFILE]
+    started = time.time()
+    for _ in range(args.ops):
+        kind = rng.choices(kinds, weights=shares)[0]
+        if kind == "by_customer":
+            c = customer_id(rng.choices(range(args.customers), weights=weights)[0])
+            list(coll.find({"customerId": c}).sort("orderDate", -1).limit(20))
+        elif kind == "by_order_id":
+            coll.find_one({"orderId": "O%07d" % rng.randrange(len(orders))})
+        elif kind == "date_range":
+            start = EPOCH + datetime.timedelta(minutes=rng.randrange(len(orders)))
+            list(coll.find({"orderDate": {"$gte": start, "$lt": start + datetime.timedelta(minutes=60)}}))
+        elif kind == "by_status":
+            list(coll.find({"status": rng.choice(STATUSES)}).limit(50))
+        else:
+            start = EPOCH + datetime.timedelta(minutes=rng.randrange(len(orders)))
+            list(coll.aggregate([{"$match": {"orderDate": {"$gte": start}}},
+                                 {"$group": {"_id": "$customerId", "revenue": {"$sum": "$total"}}}]))
+        done[kind] += 1
+        if rng.random() < args.update_share:
+            coll.update_one({"orderId": "O%07d" % rng.randrange(len(orders))}, {"$set": {"status": rng.choice(STATUSES)}})
+            done["status_updates"] += 1
+    done["seconds"] = round(time.time() - started, 3)
+    return done
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--uri", required=True)
+    p.add_argument("--db", default="shop")
+    p.add_argument("--collection", default="orders")
+    p.add_argument("--customers", type=int, default=500)
+    p.add_argument("--orders", type=int, default=5000)
+    p.add_argument("--ops", type=int, default=2000)
+    p.add_argument("--top-share", type=float, default=0.03, help="share of orders held by the top customer")
+    p.add_argument("--update-share", type=float, default=0.1, help="chance of a status update after each query")
+    p.add_argument("--batch", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=3)
+    p.add_argument("--drop", action="store_true", help="drop the collection first")
+    json.dump(run(p.parse_args()), sys.stdout)
+    print()
+
+
+if __name__ == "__main__":
+    main()
