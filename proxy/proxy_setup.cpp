@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "routing/routing_table.h"
+#include "routing/routing_file.h"
 
 namespace shardscope::proxy {
 namespace {

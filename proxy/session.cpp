@@ -53,7 +53,6 @@ awaitable<void> Session::run() {
   auto self = shared_from_this();
   const std::string peer = client_.peer();
   spdlog::info("conn={} open from {}", id_, peer);
-  std::string why = "client closed";
   try {
     client_.socket().set_option(tcp::no_delay(true));
     if (ctx_.client_tls) {
@@ -64,29 +63,47 @@ awaitable<void> Session::run() {
     }
     if (co_await connectUpstream()) {
       watchdog_timer_.expires_at(nextDeadline());
-      auto r = co_await (clientToUpstream() || upstreamToClient() || watchdog());
-      (void)r;
-      why = closed_ ? "closed by proxy" : "timeout";
+      // Each loop closes both sockets when it ends, which ends the others: no reliance on
+      // cancellation reaching every nested operation.
+      co_await (guard(clientToUpstream()) && guard(upstreamToClient()) && guard(watchdog()));
     } else {
-      why = "upstream unreachable";
+      noteClose("upstream unreachable");
     }
+  } catch (...) {
+    noteClose(describe(std::current_exception()));
+  }
+  forceClose();
+  spdlog::info("conn={} closed ({}), {} request(s) unanswered", id_, close_reason_, pending_.size());
+}
+
+awaitable<void> Session::guard(awaitable<void> loop) {
+  try {
+    co_await std::move(loop);
+  } catch (...) {
+    noteClose(describe(std::current_exception()));
+  }
+  forceClose();
+}
+
+void Session::noteClose(const std::string& why) {
+  if (close_reason_.empty()) close_reason_ = why;
+}
+
+std::string Session::describe(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
   } catch (const ProtocolError& e) {
-    why = std::string("protocol error: ") + e.what();
     stats_->onDecodeError();
+    return std::string("protocol error: ") + e.what();
   } catch (const boost::system::system_error& e) {
     auto ec = e.code();
-    if (ec == asio::error::eof || ec == asio::error::connection_reset || ec == asio::error::operation_aborted ||
-        ec == asio::ssl::error::stream_truncated)
-      why = closed_ ? "closed by proxy" : "peer closed";
-    else
-      why = e.code().message();
+    if (ec == asio::error::eof || ec == asio::error::connection_reset || ec == asio::ssl::error::stream_truncated)
+      return "peer closed";
+    if (ec == asio::error::operation_aborted || ec == asio::error::bad_descriptor) return "closed by proxy";
+    return ec.message();
   } catch (const std::exception& e) {
-    why = e.what();
+    return e.what();
   }
-  closed_ = true;
-  client_.close();
-  if (upstream_) upstream_->close();
-  spdlog::info("conn={} closed ({}), {} request(s) unanswered", id_, why, pending_.size());
 }
 
 awaitable<bool> Session::connectUpstream() {
@@ -376,27 +393,35 @@ Session::Clock::time_point Session::nextDeadline() const {
 }
 
 void Session::armDeadline(Clock::time_point t) {
-  if (t < watchdog_timer_.expiry()) watchdog_timer_.expires_at(t);
+  if (t < watchdog_timer_.expiry()) {
+    rearmed_ = true;
+    watchdog_timer_.expires_at(t);
+  }
 }
 
 awaitable<void> Session::watchdog() {
   const auto& t = ctx_.config.timeouts;
   for (;;) {
     auto [ec] = co_await watchdog_timer_.async_wait(asio::as_tuple(use_awaitable));
-    auto cs = co_await asio::this_coro::cancellation_state;
-    if (closed_ || cs.cancelled() != asio::cancellation_type::none) co_return;
-    if (ec == asio::error::operation_aborted) continue;  // re-armed to an earlier deadline
+    if (closed_) co_return;
+    if (ec == asio::error::operation_aborted) {
+      if (!rearmed_) co_return;  // cancelled: the session is ending
+      rearmed_ = false;          // re-armed to an earlier deadline
+      continue;
+    }
     const auto now = Clock::now();
     if (now >= frame_deadline_) {
       spdlog::warn("conn={} closing: a message did not arrive whole within {} ms", id_, t.frame_read_ms);
+      noteClose("frame read timeout");
       co_return;
     }
     if (t.idle_ms && pending_.empty() && !client_in_.hasPartial() && now - last_activity_ >= std::chrono::milliseconds(t.idle_ms)) {
-      spdlog::info("conn={} closing: idle for {} ms", id_, t.idle_ms);
+      noteClose("idle timeout");
       co_return;
     }
     if (auto oldest = pending_.oldestStart(); t.request_ms && oldest && now - *oldest >= std::chrono::milliseconds(t.request_ms)) {
       spdlog::warn("conn={} closing: upstream did not answer within {} ms", id_, t.request_ms);
+      noteClose("request timeout");
       co_return;
     }
     watchdog_timer_.expires_at(std::max(nextDeadline(), now + std::chrono::milliseconds(1)));
@@ -409,10 +434,14 @@ void Session::beginDrain() {
 }
 
 void Session::maybeFinishDrain() {
-  if (draining_ && pending_.empty() && !client_in_.hasPartial()) forceClose();
+  if (draining_ && pending_.empty() && !client_in_.hasPartial()) {
+    noteClose("drained");
+    forceClose();
+  }
 }
 
 void Session::forceClose() {
+  noteClose("closed by proxy");
   if (closed_) return;
   closed_ = true;
   client_.close();

@@ -38,6 +38,9 @@ class Session : public std::enable_shared_from_this<Session> {
   awaitable<void> clientToUpstream();
   awaitable<void> upstreamToClient();
   awaitable<void> watchdog();
+  awaitable<void> guard(awaitable<void> loop);
+  void noteClose(const std::string& why);
+  std::string describe(std::exception_ptr error);
   // Reads until FrameBuffer holds a complete frame; returns its size. Throws on EOF/errors.
   awaitable<size_t> readFrame(Stream& stream, FrameBuffer& in, bool fromClient);
 
@@ -88,6 +91,8 @@ class Session : public std::enable_shared_from_this<Session> {
   bool handshake_seen_ = false;
   bool draining_ = false;
   bool closed_ = false;
+  std::string close_reason_;  // the first reason the session ended, for the log
+  bool rearmed_ = false;  // the watchdog's wait was cancelled to move its deadline, not to stop
 };
 
 }  // namespace shardscope::proxy

@@ -1,0 +1,299 @@
+#include "proxy/admin_server.h"
+
+#include <atomic>
+#include <charconv>
+#include <mutex>
+#include <stdexcept>
+#include <unordered_map>
+
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "proxy/asio.h"
+
+namespace shardscope::proxy {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+constexpr std::string_view kJson = "application/json";
+constexpr std::string_view kPrometheus = "text/plain; version=0.0.4; charset=utf-8";
+constexpr std::string_view kHtml = "text/html; charset=utf-8";
+
+// Compares in time independent of where the first difference is (the length may leak; fine).
+bool tokenMatches(std::string_view given, std::string_view expected) {
+  if (given.size() != expected.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < given.size(); ++i) diff |= static_cast<unsigned char>(given[i] ^ expected[i]);
+  return diff == 0;
+}
+
+std::string_view bearerOf(std::string_view header) {
+  while (!header.empty() && header.front() == ' ') header.remove_prefix(1);
+  constexpr std::string_view kScheme = "bearer ";
+  if (header.size() < kScheme.size()) return {};
+  for (size_t i = 0; i < kScheme.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(header[i])) != kScheme[i]) return {};
+  header.remove_prefix(kScheme.size());
+  while (!header.empty() && header.front() == ' ') header.remove_prefix(1);
+  while (!header.empty() && (header.back() == ' ' || header.back() == '\r')) header.remove_suffix(1);
+  return header;
+}
+
+// Value of `name` in a query string ("a=1&top=20"), empty when absent.
+std::string_view queryParam(std::string_view query, std::string_view name) {
+  while (!query.empty()) {
+    size_t amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    size_t eq = pair.find('=');
+    if (pair.substr(0, eq) == name) return eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1);
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return {};
+}
+
+AdminResponse text(unsigned status, std::string body) {
+  AdminResponse r;
+  r.status = status;
+  r.body = std::move(body);
+  return r;
+}
+
+}  // namespace
+
+struct AdminServer::Impl : std::enable_shared_from_this<Impl> {
+  Impl(asio::io_context& io, std::string host, uint16_t port, std::string token, stats::Registry& registry,
+       std::function<bool()> ready, std::function<std::vector<std::string>()> shardNames, AdminLimits limits)
+      : io(io),
+        host(std::move(host)),
+        requested_port(port),
+        token(std::move(token)),
+        registry(registry),
+        ready(std::move(ready)),
+        shard_names(std::move(shardNames)),
+        limits(limits),
+        acceptor(io) {}
+
+  awaitable<void> acceptLoop();
+  awaitable<void> serve(std::shared_ptr<beast::tcp_stream> stream, uint64_t id);
+  AdminResponse route(std::string_view method, std::string_view target, std::string_view authorization) const;
+  std::vector<std::string> shards() const { return shard_names ? shard_names() : std::vector<std::string>{}; }
+
+  asio::io_context& io;
+  const std::string host;
+  const uint16_t requested_port;
+  const std::string token;
+  stats::Registry& registry;
+  const std::function<bool()> ready;
+  const std::function<std::vector<std::string>()> shard_names;
+  const AdminLimits limits;
+  tcp::acceptor acceptor;
+  uint16_t bound_port = 0;
+  std::atomic<bool> stopped{false};
+  std::mutex mutex;  // the open connections, so stop() can close them
+  std::unordered_map<uint64_t, std::weak_ptr<beast::tcp_stream>> open;
+  uint64_t next_id = 1;
+};
+
+AdminResponse AdminServer::Impl::route(std::string_view method, std::string_view target,
+                                       std::string_view authorization) const {
+  size_t q = target.find('?');
+  std::string_view path = target.substr(0, q);
+  std::string_view query = q == std::string_view::npos ? std::string_view{} : target.substr(q + 1);
+  bool get = method == "GET" || method == "HEAD";
+
+  // Probes and the page itself carry no statistics, so they answer without the token (the page
+  // asks for it and sends it with every /stats request).
+  bool open = path == "/healthz" || path == "/readyz" || path == "/";
+  if (!open && !token.empty() && !tokenMatches(bearerOf(authorization), token)) return text(401, "unauthorized\n");
+
+  struct Route {
+    std::string_view path;
+    std::string_view allow;
+  };
+  static constexpr Route kRoutes[] = {{"/healthz", "GET, HEAD"}, {"/readyz", "GET, HEAD"}, {"/stats", "GET, HEAD"},
+                                      {"/metrics", "GET, HEAD"}, {"/", "GET, HEAD"},      {"/stats/reset", "POST"}};
+  const Route* found = nullptr;
+  for (const auto& r : kRoutes)
+    if (r.path == path) found = &r;
+  if (!found) return text(404, "not found\n");
+  bool allowed = found->allow == "POST" ? method == "POST" : get;
+  if (!allowed) {
+    AdminResponse r = text(405, "method not allowed\n");
+    r.allow = found->allow;
+    return r;
+  }
+
+  if (path == "/healthz") return text(200, "ok\n");
+  if (path == "/readyz") return (!ready || ready()) ? text(200, "ready\n") : text(503, "not ready\n");
+  if (path == "/stats/reset") {
+    registry.reset();
+    AdminResponse r = text(200, "{\"reset\":true}\n");
+    r.contentType = kJson;
+    return r;
+  }
+  AdminResponse r;
+  if (path == "/stats") {
+    size_t top = SIZE_MAX;
+    std::string_view topText = queryParam(query, "top");
+    if (!topText.empty()) {
+      size_t parsed = 0;
+      auto [end, ec] = std::from_chars(topText.data(), topText.data() + topText.size(), parsed);
+      if (ec != std::errc() || end != topText.data() + topText.size()) return text(400, "top must be a number\n");
+      top = parsed;
+    }
+    r.body = registry.renderJson(shards(), top);
+    r.contentType = kJson;
+  } else if (path == "/metrics") {
+    r.body = registry.renderPrometheus(shards());
+    r.contentType = kPrometheus;
+  } else {
+    r.body = dashboardPage();
+    r.contentType = kHtml;
+  }
+  return r;
+}
+
+awaitable<void> AdminServer::Impl::acceptLoop() {
+  auto self = shared_from_this();
+  for (;;) {
+    auto [ec, socket] = co_await acceptor.async_accept(asio::make_strand(io), asio::as_tuple(use_awaitable));
+    if (stopped || ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
+    if (ec) {
+      asio::steady_timer t(io, std::chrono::milliseconds(100));  // e.g. out of descriptors: back off
+      co_await t.async_wait(asio::as_tuple(use_awaitable));
+      continue;
+    }
+    auto stream = std::make_shared<beast::tcp_stream>(std::move(socket));
+    uint64_t id;
+    {
+      std::lock_guard lock(mutex);
+      if (open.size() >= limits.max_connections) {
+        boost::system::error_code ignored;
+        stream->socket().close(ignored);
+        continue;
+      }
+      id = next_id++;
+      open.emplace(id, stream);
+    }
+    asio::co_spawn(stream->get_executor(), serve(stream, id), asio::detached);
+  }
+}
+
+awaitable<void> AdminServer::Impl::serve(std::shared_ptr<beast::tcp_stream> stream, uint64_t id) {
+  auto self = shared_from_this();
+  beast::flat_buffer buffer(limits.max_header_bytes + limits.max_body_bytes);
+  for (;;) {
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(limits.max_header_bytes);
+    parser.body_limit(limits.max_body_bytes);
+    stream->expires_after(std::chrono::milliseconds(limits.read_timeout_ms));
+    auto [ec, bytes] = co_await http::async_read(*stream, buffer, parser, asio::as_tuple(use_awaitable));
+    http::response<http::string_body> res;
+    bool close = false;
+    if (ec) {
+      if (ec == http::error::body_limit || ec == http::error::header_limit || ec == http::error::buffer_overflow) {
+        res.result(http::status::payload_too_large);
+        res.body() = "request too large\n";
+      } else if (ec.category() == http::make_error_code(http::error::bad_method).category() &&
+                 ec != http::error::end_of_stream && ec != http::error::partial_message) {
+        res.result(http::status::bad_request);
+        res.body() = "bad request\n";
+      } else {
+        break;  // EOF, timeout, reset: nothing to answer
+      }
+      stats::bump(registry.process().admin_rejected);
+      close = true;
+      res.version(11);
+      res.set(http::field::content_type, "text/plain; charset=utf-8");
+    } else {
+      stats::bump(registry.process().admin_requests);
+      const auto& req = parser.get();
+      AdminResponse r = route(std::string_view(req.method_string()), std::string_view(req.target()),
+                              std::string_view(req[http::field::authorization]));
+      if (r.status == 401 || r.status == 404 || r.status == 405) stats::bump(registry.process().admin_rejected);
+      res.result(r.status);
+      res.version(req.version());
+      res.set(http::field::content_type, r.contentType);
+      if (r.status == 401) res.set(http::field::www_authenticate, "Bearer realm=\"shardscope\"");
+      if (!r.allow.empty()) res.set(http::field::allow, r.allow);
+      res.body() = std::move(r.body);
+      close = !req.keep_alive() || stopped;
+      if (req.method() == http::verb::head) {
+        res.content_length(res.body().size());
+        res.body().clear();
+      }
+    }
+    res.set(http::field::server, "shardscope");
+    res.set(http::field::cache_control, "no-store");
+    res.set("X-Content-Type-Options", "nosniff");
+    if (res[http::field::content_type].starts_with("text/html"))
+      res.set("Content-Security-Policy",
+              "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; "
+              "img-src data:");
+    res.keep_alive(!close);
+    if (!res.has_content_length()) res.prepare_payload();
+    stream->expires_after(std::chrono::milliseconds(limits.read_timeout_ms));
+    auto [wec, written] = co_await http::async_write(*stream, res, asio::as_tuple(use_awaitable));
+    if (wec || close) break;
+  }
+  boost::system::error_code ignored;
+  stream->socket().shutdown(tcp::socket::shutdown_send, ignored);
+  stream->socket().close(ignored);
+  std::lock_guard lock(mutex);
+  open.erase(id);
+}
+
+AdminServer::AdminServer(asio::io_context& io, const std::string& host, uint16_t port, std::string bearerToken,
+                         stats::Registry& registry, std::function<bool()> ready,
+                         std::function<std::vector<std::string>()> shardNames, AdminLimits limits)
+    : impl_(std::make_shared<Impl>(io, host, port, std::move(bearerToken), registry, std::move(ready),
+                                   std::move(shardNames), limits)) {}
+
+AdminServer::~AdminServer() { stop(); }
+
+void AdminServer::start() {
+  Impl& s = *impl_;
+  tcp::resolver resolver(s.io);
+  boost::system::error_code ec;
+  auto results = resolver.resolve(s.host, std::to_string(s.requested_port), tcp::resolver::passive, ec);
+  std::string where = s.host + ":" + std::to_string(s.requested_port);
+  if (ec || results.empty()) throw std::runtime_error("admin: cannot resolve " + where + ": " + ec.message());
+  tcp::endpoint endpoint = results.begin()->endpoint();
+  s.acceptor.open(endpoint.protocol());
+  s.acceptor.set_option(tcp::acceptor::reuse_address(true));
+  s.acceptor.bind(endpoint, ec);
+  if (ec) throw std::runtime_error("admin: cannot bind " + where + ": " + ec.message());
+  s.acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) throw std::runtime_error("admin: cannot listen on " + where + ": " + ec.message());
+  s.bound_port = s.acceptor.local_endpoint().port();
+  asio::co_spawn(s.acceptor.get_executor(), s.acceptLoop(), asio::detached);
+}
+
+void AdminServer::stop() {
+  if (!impl_ || impl_->stopped.exchange(true)) return;
+  auto impl = impl_;
+  // Sockets belong to the io_context's threads: close them there.
+  asio::post(impl->acceptor.get_executor(), [impl] {
+    boost::system::error_code ignored;
+    impl->acceptor.close(ignored);
+  });
+  std::lock_guard lock(impl->mutex);
+  for (auto& [id, weak] : impl->open)
+    if (auto stream = weak.lock())
+      asio::post(stream->get_executor(), [stream] {
+        boost::system::error_code ignored;
+        stream->socket().close(ignored);
+      });
+}
+
+uint16_t AdminServer::port() const { return impl_->bound_port; }
+
+AdminResponse AdminServer::handle(std::string_view method, std::string_view target,
+                                  std::string_view authorization) const {
+  return impl_->route(method, target, authorization);
+}
+
+}  // namespace shardscope::proxy
