@@ -6,5 +6,6 @@ namespace shardscope::cli {
 int runProxy(int argc, char** argv);
 int runExplain(int argc, char** argv);
 int runStats(int argc, char** argv);
+int runEvaluate(int argc, char** argv);
 
 }  // namespace shardscope::cli

@@ -15,6 +15,7 @@ void printUsage(FILE* out) {
       "  proxy     run the sidecar: --listen HOST:PORT --upstream URI [--admin HOST:PORT] [--config FILE]\n"
       "  explain   offline targeting: --routing FILE (--command JSON | --range JSON)\n"
       "  stats     live routing statistics of a running proxy: --admin URL [--json]\n"
+      "  evaluate  shard-key evaluation from one or many sidecars: --from URL [--from URL ...] [--json]\n"
       "\n"
       "Run 'shardscope <command> --help' for the options of a command.\n",
       out);
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
   if (command == "proxy") return runProxy(argc - 1, argv + 1);
   if (command == "explain") return runExplain(argc - 1, argv + 1);
   if (command == "stats") return runStats(argc - 1, argv + 1);
+  if (command == "evaluate") return runEvaluate(argc - 1, argv + 1);
   std::fprintf(stderr, "shardscope: unknown command '%s'\n\n", argv[1]);
   printUsage(stderr);
   return 2;

@@ -46,6 +46,11 @@ struct Config {
   uint32_t discovery_interval_s = 60;
   bool stats_record_values = false;
   uint32_t stats_max_shapes_per_namespace = 1000;
+  bool evaluation_enabled = true;
+  uint32_t evaluation_simulated_shards = 4;
+  bool evaluation_allow_values = false;
+  std::vector<std::string> evaluation_candidates;  // "db.coll: {customerId: 1, orderDate: 1}"
+  std::vector<std::string> rewrite_rules;  // "db.coll: lookupField -> addField[,addField] [file=..] [collection=..]"
   std::string log_level = "info";
   std::string config_file;  // where the file layer came from, for messages
 };

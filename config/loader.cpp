@@ -79,6 +79,21 @@ Setter compressors(std::vector<std::string> Config::*m) {
   };
 }
 
+// Lists whose items contain commas themselves are joined and split on ';'.
+char listSeparator(const std::string& key) {
+  return key == "rewrite.rules" || key == "evaluation.candidates" ? ';' : ',';
+}
+
+Setter rules(std::vector<std::string> Config::*m) {
+  return [m](Config& c, const std::string& v) {
+    c.*m = {};
+    std::stringstream ss(v);
+    for (std::string item; std::getline(ss, item, ';');)
+      if (item.find_first_not_of(" \t") != std::string::npos) (c.*m).push_back(item);
+    return std::string();
+  };
+}
+
 const std::map<std::string, Setter>& keyTable() {
   static const std::map<std::string, Setter> table = {
       {"listen", hostPort(&Config::listen)},
@@ -103,6 +118,11 @@ const std::map<std::string, Setter>& keyTable() {
       {"routing.discovery_interval_s", number(&Config::discovery_interval_s, 1, 86'400)},
       {"stats.record_values", flag(&Config::stats_record_values)},
       {"stats.max_shapes_per_namespace", number(&Config::stats_max_shapes_per_namespace, 1, 1'000'000)},
+      {"rewrite.rules", rules(&Config::rewrite_rules)},
+      {"evaluation.enabled", flag(&Config::evaluation_enabled)},
+      {"evaluation.simulated_shards", number(&Config::evaluation_simulated_shards, 1, 1024)},
+      {"evaluation.allow_values", flag(&Config::evaluation_allow_values)},
+      {"evaluation.candidates", rules(&Config::evaluation_candidates)},
       {"log.level", text(&Config::log_level)},
   };
   return table;
@@ -119,6 +139,7 @@ const std::map<std::string, std::string>& flagAliases() {
       {"tls-key-file", "client_tls.key_file"},
       {"tls-ca-file", "client_tls.ca_file"},
       {"admin-token-file", "admin_token_file"},
+      {"rewrite-rule", "rewrite.rules"},
       {"max-message-size", "max_message_size"},
   };
   return aliases;
@@ -138,7 +159,8 @@ void flattenYaml(const YAML::Node& node, const std::string& prefix, std::map<std
         errors.push_back(prefix + ": expected a list of plain values");
         return;
       }
-      joined += (joined.empty() ? "" : ",") + item.as<std::string>();
+      if (!joined.empty()) joined += listSeparator(prefix);
+      joined += item.as<std::string>();
     }
     out[prefix] = joined;
   } else if (node.IsScalar()) {

@@ -129,6 +129,26 @@ void encodeOpMsg(const MsgHeader& header, uint32_t flags, std::span<const uint8_
   if (flags & kChecksumPresent) storeUint32(p, crc32c({out.data(), size - 4}));
 }
 
+namespace {
+
+void fixChecksum(std::span<uint8_t> message) {
+  if (message.size() < kHeaderSize + 8 || readHeader(message.data()).opCode != static_cast<int32_t>(OpCode::Msg)) return;
+  if (loadUint32(message.data() + kFlagsOffset) & kChecksumPresent)
+    storeUint32(message.data() + message.size() - 4, crc32c(message.first(message.size() - 4)));
+}
+
+}  // namespace
+
+void setRequestId(std::span<uint8_t> message, int32_t requestId) {
+  storeInt32(message.data() + 4, requestId);
+  fixChecksum(message);
+}
+
+void setResponseTo(std::span<uint8_t> message, int32_t responseTo) {
+  storeInt32(message.data() + 8, responseTo);
+  fixChecksum(message);
+}
+
 bool clearUnknownOptionalFlags(std::span<uint8_t> message) {
   if (message.size() < kHeaderSize + 4) return false;
   if (readHeader(message.data()).opCode != static_cast<int32_t>(OpCode::Msg)) return false;
@@ -136,8 +156,7 @@ bool clearUnknownOptionalFlags(std::span<uint8_t> message) {
   uint32_t cleared = flags & kAllowedFlags;
   if (cleared == flags) return false;
   storeUint32(message.data() + kFlagsOffset, cleared);
-  if ((cleared & kChecksumPresent) && message.size() >= kHeaderSize + 8)
-    storeUint32(message.data() + message.size() - 4, crc32c(message.first(message.size() - 4)));
+  fixChecksum(message);
   return true;
 }
 

@@ -50,6 +50,10 @@ void encodeOpMsg(const MsgHeader& header, uint32_t flags, std::span<const uint8_
 // checksum when one is present. Returns true when the message changed.
 bool clearUnknownOptionalFlags(std::span<uint8_t> message);
 
+// Rewrites the header's requestID / responseTo in place; an OP_MSG checksum is recomputed.
+void setRequestId(std::span<uint8_t> message, int32_t requestId);
+void setResponseTo(std::span<uint8_t> message, int32_t responseTo);
+
 // Iterates the documents of a document sequence; stops (returns false) at a malformed boundary.
 template <typename F>
 bool forEachDocument(std::span<const uint8_t> documents, F&& f) {

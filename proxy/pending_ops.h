@@ -3,14 +3,26 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "protocol/compression.h"
+#include "routing/lookup_guard.h"
 #include "routing/target_result.h"
 #include "stats/registry.h"
 
 namespace shardscope::proxy {
+
+// A command the lookup rule rewrote: what is needed to run the original instead if the reply
+// shows the mapping was stale. Allocated only for rewritten commands.
+struct RewriteState {
+  routing::RewritePlan plan;
+  std::string command;
+  std::vector<uint8_t> original;  // the client's message, uncompressed, as it arrived
+  routing::Targeting before = routing::Targeting::Unclassified;
+};
 
 struct PendingOp {
   int32_t request_id = 0;
@@ -22,6 +34,9 @@ struct PendingOp {
   bool first_hello = false;    // the reply carries the compression negotiation
   bool never_compress = false; // hello / auth replies travel uncompressed
   std::optional<protocol::Compressor> reply_compressor;  // the client wrote compressed: answer in kind
+  routing::LookupIndex* lookup = nullptr;  // the namespace has a lookup rule: learn from the reply
+  std::shared_ptr<RewriteState> rewrite;   // set when this request was rewritten
+  int32_t client_request_id = 0;           // a proxy-issued re-run: the reply answers this client id
 };
 
 class PendingOps {

@@ -12,6 +12,8 @@
 #include "proxy/asio.h"
 #include "proxy/routing_state.h"
 #include "proxy/upstream_target.h"
+#include "routing/lookup_mapping.h"
+#include "evaluation/evaluator.h"
 #include "stats/registry.h"
 
 namespace shardscope::proxy {
@@ -25,10 +27,18 @@ struct ProxyContext {
   std::vector<protocol::Compressor> upstream_compressors;
   RoutingState routing;
   std::unique_ptr<stats::Registry> stats;
+  std::unique_ptr<evaluation::Evaluator> evaluator;  // null when evaluation.enabled is false
   std::atomic<uint64_t> next_connection_id{1};
   std::atomic<uint64_t> open_connections{0};
   std::atomic<bool> upstream_reachable{false};  // last connect attempt succeeded
   std::function<void()> on_stale_config;        // asks discovery for a refresh (may be empty)
+  std::vector<std::unique_ptr<routing::LookupIndex>> lookups;  // lookup-rewrite rules, one per namespace
+
+  routing::LookupIndex* lookupFor(std::string_view ns) const {
+    for (const auto& l : lookups)
+      if (l->rule().ns == ns) return l.get();
+    return nullptr;
+  }
 };
 
 }  // namespace shardscope::proxy

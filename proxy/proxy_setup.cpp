@@ -61,6 +61,53 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
     }
     ctx.routing.publish(std::move(table));
   }
+  for (const auto& spec : config.rewrite_rules) {
+    routing::LookupRule rule;
+    std::string ruleError;
+    if (!routing::parseLookupRule(spec, rule, ruleError)) {
+      error = "rewrite.rules: " + ruleError;
+      return false;
+    }
+    if (ctx.lookupFor(rule.ns)) {
+      error = "rewrite.rules: two rules for " + rule.ns + " (one rule per namespace)";
+      return false;
+    }
+    auto index = std::make_unique<routing::LookupIndex>(rule);
+    if (!rule.mapping_file.empty()) {
+      size_t loaded = 0;
+      if (!index->loadFile(rule.mapping_file, loaded, ruleError)) {
+        error = "rewrite.rules: " + ruleError;
+        return false;
+      }
+      spdlog::info("lookup rule {}: {} mapping(s) loaded from {}", rule.ns, loaded, rule.mapping_file);
+    }
+    ctx.lookups.push_back(std::move(index));
+  }
+  if (config.evaluation_enabled) {
+    evaluation::EvaluationOptions options;
+    options.simulated_shards = config.evaluation_simulated_shards;
+    options.allow_values = config.evaluation_allow_values;
+    for (const auto& spec : config.evaluation_candidates) {
+      auto colon = spec.find(':');
+      if (colon == std::string::npos || spec.find('{') < colon) {
+        error = "evaluation.candidates: expected 'db.coll: {field: 1, ...}', got '" + spec + "'";
+        return false;
+      }
+      auto ns = spec.substr(0, colon);
+      ns.erase(0, ns.find_first_not_of(" "));
+      ns.erase(ns.find_last_not_of(" ") + 1);
+      std::string keyError;
+      if (!routing::ShardKeyPattern::fromJson(spec.substr(colon + 1), keyError)) {
+        error = "evaluation.candidates: " + ns + ": " + keyError;
+        return false;
+      }
+      options.configured_candidates.emplace_back(ns, spec.substr(colon + 1));
+    }
+    ctx.evaluator = std::make_unique<evaluation::Evaluator>(options);
+    RoutingState::Snapshot snap;
+    ctx.routing.current(snap);
+    if (snap.table) ctx.evaluator->setCurrentKeys(snap.table);
+  }
   ctx.stats = std::make_unique<stats::Registry>(
       stats::StatsOptions{config.stats_record_values, config.stats_max_shapes_per_namespace});
   return true;
@@ -70,7 +117,10 @@ std::unique_ptr<RoutingDiscovery> startDiscovery(ProxyContext& ctx) {
   if (!ctx.config.discovery) return nullptr;
   auto discovery = std::make_unique<RoutingDiscovery>(
       ctx.config.upstream, std::chrono::seconds(ctx.config.discovery_interval_s),
-      [&ctx](std::shared_ptr<const routing::RoutingTable> table) { ctx.routing.publish(std::move(table)); });
+      [&ctx](std::shared_ptr<const routing::RoutingTable> table) {
+        if (ctx.evaluator) ctx.evaluator->setCurrentKeys(table);
+        ctx.routing.publish(std::move(table));
+      });
   auto* raw = discovery.get();
   ctx.on_stale_config = [raw] { raw->requestRefresh(); };
   discovery->start();

@@ -38,8 +38,10 @@ Session::Session(ProxyContext& ctx, tcp::socket client)
       client_in_(ctx.config.max_message_size),
       upstream_in_(ctx.config.max_message_size),
       watchdog_timer_(executor_),
+      upstream_idle_(executor_, Clock::time_point::max()),
       last_activity_(Clock::now()),
-      stats_(ctx.stats->newRecorder()) {
+      stats_(ctx.stats->newRecorder()),
+      evaluation_(ctx.evaluator ? ctx.evaluator->newObserver() : nullptr) {
   ctx_.open_connections.fetch_add(1);
   stats_->onConnectionOpen();
 }
@@ -156,7 +158,7 @@ awaitable<void> Session::clientToUpstream() {
   for (;;) {
     size_t size = co_await readFrame(client_, client_in_, true);
     auto out = onRequest(client_in_.frame(size));
-    co_await upstream_->writeAll(asio::buffer(out.data(), out.size()));
+    co_await writeUpstream(out);
     client_in_.consume(size);
     client_in_.shrinkIfIdle();
   }
@@ -165,12 +167,29 @@ awaitable<void> Session::clientToUpstream() {
 awaitable<void> Session::upstreamToClient() {
   for (;;) {
     size_t size = co_await readFrame(*upstream_, upstream_in_, false);
-    auto out = onReply(upstream_in_.frame(size));
-    co_await client_.writeAll(asio::buffer(out.data(), out.size()));
+    auto action = onReply(upstream_in_.frame(size));
+    if (!action.resend.empty()) co_await writeUpstream(action.resend);
+    if (!action.to_client.empty()) co_await client_.writeAll(asio::buffer(action.to_client.data(), action.to_client.size()));
     upstream_in_.consume(size);
     upstream_in_.shrinkIfIdle();
     maybeFinishDrain();
   }
+}
+
+awaitable<void> Session::writeUpstream(std::span<const uint8_t> bytes) {
+  // Both loops may write upstream (the reply loop re-runs a rewritten command's original): one
+  // message at a time, so frames never interleave. The timer serves as a condition variable.
+  while (upstream_writing_) co_await upstream_idle_.async_wait(asio::as_tuple(use_awaitable));
+  upstream_writing_ = true;
+  try {
+    co_await upstream_->writeAll(asio::buffer(bytes.data(), bytes.size()));
+  } catch (...) {
+    upstream_writing_ = false;
+    upstream_idle_.cancel();
+    throw;
+  }
+  upstream_writing_ = false;
+  upstream_idle_.cancel();
 }
 
 // ---- request path ----------------------------------------------------------------------------
@@ -191,7 +210,7 @@ std::span<const uint8_t> Session::onRequest(std::span<uint8_t> frame) {
     default:
       // Legacy write/read opcodes (removed in 6.0): forwarded as they are, counted as unparsed.
       stats_->onUnparsed(static_cast<uint32_t>(frame.size()));
-      return toUpstream(message, false);
+      return toUpstream(message, false, request_wire_);
   }
 }
 
@@ -215,9 +234,10 @@ std::span<const uint8_t> Session::onOpMsgRequest(std::span<uint8_t> message, std
     out = request_rewritten_;
   } else {
     protocol::clearUnknownOptionalFlags(message);
+    if (auto* index = ctx_.lookupFor(view_.ns(ns_buffer_))) out = applyLookupRule(*index, message);
   }
   registerRequest(view_, msg_.header.requestId, static_cast<uint32_t>(message.size()), clientCompressor, firstHello);
-  return toUpstream(out, protocol::isNeverCompressed(view_.name));
+  return toUpstream(out, protocol::isNeverCompressed(view_.name), request_wire_);
 }
 
 std::span<const uint8_t> Session::onQueryRequest(std::span<uint8_t> message) {
@@ -226,7 +246,7 @@ std::span<const uint8_t> Session::onQueryRequest(std::span<uint8_t> message) {
   if (!r.ok()) throw ProtocolError(std::string(r.error));
   if (!protocol::buildCommandViewFromQuery(query.fullCollectionName, query.query, view_).ok()) {
     stats_->onUnparsed(static_cast<uint32_t>(message.size()));
-    return toUpstream(message, false);
+    return toUpstream(message, false, request_wire_);
   }
   std::span<const uint8_t> out = message;
   const bool firstHello = protocol::isHelloCommand(view_.name) && !handshake_seen_;
@@ -242,7 +262,7 @@ std::span<const uint8_t> Session::onQueryRequest(std::span<uint8_t> message) {
     out = request_rewritten_;
   }
   registerRequest(view_, query.header.requestId, static_cast<uint32_t>(message.size()), std::nullopt, firstHello);
-  return toUpstream(out, true);
+  return toUpstream(out, true, request_wire_);
 }
 
 void Session::registerRequest(const protocol::CommandView& view, int32_t requestId, uint32_t bytes,
@@ -261,6 +281,7 @@ void Session::registerRequest(const protocol::CommandView& view, int32_t request
   op.request_id = requestId;
   op.start = Clock::now();
   op.stats = stats_->onRequest(view, view.ns(ns_buffer_), target, bytes);
+  if (evaluation_ && !view.collection.empty()) evaluation_->observe(view, view.ns(ns_buffer_));
   op.shards = target.shards;
   op.sharded = table && (target.targeting == routing::Targeting::Single || target.targeting == routing::Targeting::Multi ||
                          target.targeting == routing::Targeting::Broadcast);
@@ -268,6 +289,9 @@ void Session::registerRequest(const protocol::CommandView& view, int32_t request
   op.first_hello = firstHello;
   op.never_compress = protocol::isNeverCompressed(view.name);
   op.reply_compressor = clientCompressor;
+  op.lookup = ctx_.lookups.empty() ? nullptr : ctx_.lookupFor(view.ns(ns_buffer_));
+  op.rewrite = std::move(pending_rewrite_);
+  if (op.rewrite) op.lookup->stats().onRewrite(op.rewrite->before, target.targeting);
   if (view.moreToCome) {  // fire-and-forget (w:0): no reply will come
     stats_->onReply(op.stats, nullptr, 0, 0);
     return;
@@ -285,15 +309,41 @@ void Session::forgetKilledCursors(const protocol::CommandView& view) {
     if (BSON_ITER_HOLDS_INT64(&child)) cursors_.forget(bson_iter_int64(&child));
 }
 
-std::span<const uint8_t> Session::toUpstream(std::span<const uint8_t> message, bool neverCompress) {
+std::span<const uint8_t> Session::toUpstream(std::span<const uint8_t> message, bool neverCompress,
+                                             std::vector<uint8_t>& scratch) {
   if (!upstream_compressor_ || neverCompress) return message;
-  protocol::compressMessage(message, *upstream_compressor_, request_wire_);
-  return request_wire_;
+  protocol::compressMessage(message, *upstream_compressor_, scratch);
+  return scratch;
+}
+
+std::span<const uint8_t> Session::applyLookupRule(routing::LookupIndex& index, std::span<const uint8_t> message) {
+  routing::learnFromRequest(index, view_);
+  auto plan = routing::planLookupRewrite(index, view_);
+  if (plan.kind == routing::RewriteKind::None) {
+    if (!plan.skipped.empty()) index.stats().onSkipped(plan.skipped);
+    return message;
+  }
+
+  auto state = std::make_shared<RewriteState>();
+  state->command.assign(view_.name);
+  state->original.assign(message.begin(), message.end());
+  if (const auto* table = ctx_.routing.current(routing_snapshot_))
+    state->before = routing::target(*table, view_, &cursors_, false).targeting;
+  std::vector<protocol::DocumentSequence> sequences(msg_.sequences.begin(), msg_.sequences.end());
+  for (auto& seq : sequences)
+    if (seq.identifier == plan.sequence_id) seq.documents = plan.sequence_docs;
+  protocol::encodeOpMsg(msg_.header, msg_.flags, plan.body, sequences, request_rewritten_);
+  state->plan = std::move(plan);
+  // Target and record the command as it will run.
+  if (!protocol::decodeOpMsg(request_rewritten_, msg_).ok() || !protocol::buildCommandView(msg_, view_).ok())
+    throw std::logic_error("lookup rewrite produced an undecodable message");
+  pending_rewrite_ = std::move(state);
+  return request_rewritten_;
 }
 
 // ---- reply path ------------------------------------------------------------------------------
 
-std::span<const uint8_t> Session::onReply(std::span<uint8_t> frame) {
+Session::ReplyAction Session::onReply(std::span<uint8_t> frame) {
   std::span<uint8_t> message = frame;
   if (protocol::readHeader(frame.data()).opCode == static_cast<int32_t>(OpCode::Compressed)) {
     auto r = protocol::decompressMessage(frame, ctx_.config.max_message_size, reply_plain_);
@@ -319,15 +369,36 @@ std::span<const uint8_t> Session::onReply(std::span<uint8_t> frame) {
   }
 
   auto op = pending_.take(header.responseTo, moreToCome, header.requestId);
-  if (!op) return toClient(message, nullptr);  // a reply to nothing we track: pass it on
+  if (!op) return {toClient(message, nullptr), {}};  // a reply to nothing we track: pass it on
   if (bodyPtr) learnFromReply(*op, bodyPtr);
+  if (op->rewrite && !moreToCome) {
+    auto cause = routing::fallbackNeeded(op->rewrite->plan, op->rewrite->command, op->lookup->rule(), bodyPtr);
+    if (cause != routing::FallbackCause::None) return {{}, rerunOriginal(*op, cause)};
+  }
   if (!moreToCome) {
     auto latency = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - op->start).count();
     stats_->onReply(op->stats, bodyPtr, static_cast<uint32_t>(frame.size()), static_cast<uint64_t>(latency));
   }
+  // A re-run's reply answers the client's original request.
+  if (op->client_request_id) protocol::setResponseTo(message, op->client_request_id);
   std::span<const uint8_t> out = message;
   if (op->first_hello && bodyPtr) out = rewriteHelloReply(message, bodyPtr);
-  return toClient(out, &*op);
+  return {toClient(out, &*op), {}};
+}
+
+std::span<const uint8_t> Session::rerunOriginal(const PendingOp& op, routing::FallbackCause cause) {
+  // The rewritten command's reply is dropped; the client's original runs in its place, under a
+  // request id of the proxy's own (negative: drivers never use those).
+  op.lookup->stats().onFallback(cause);
+  spdlog::debug("conn={} lookup rewrite fell back ({})", id_, routing::fallbackCauseName(cause));
+  PendingOp retry = op;
+  retry.request_id = next_proxy_request_id_--;
+  retry.client_request_id = op.request_id;
+  retry.rewrite.reset();
+  rerun_message_ = std::move(op.rewrite->original);
+  protocol::setRequestId(rerun_message_, retry.request_id);
+  if (!pending_.add(std::move(retry))) throw ProtocolError("too many pipelined requests");
+  return toUpstream(rerun_message_, false, rerun_wire_);
 }
 
 std::span<const uint8_t> Session::rewriteHelloReply(std::span<const uint8_t> message, const bson_t* body) {
@@ -362,6 +433,7 @@ void Session::learnFromReply(const PendingOp& op, const bson_t* body) {
     }
     return;
   }
+  if (op.lookup) routing::learnFromReply(*op.lookup, body);
   if (!op.sharded) return;
   bson_iter_t cursor, id;
   if (bson_iter_init_find(&cursor, body, "cursor") && BSON_ITER_HOLDS_DOCUMENT(&cursor) &&

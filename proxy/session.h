@@ -50,13 +50,21 @@ class Session : public std::enable_shared_from_this<Session> {
   std::span<const uint8_t> onQueryRequest(std::span<uint8_t> message);
   std::span<const uint8_t> toClient(std::span<const uint8_t> message, const PendingOp* op);
   std::span<const uint8_t> rewriteHelloReply(std::span<const uint8_t> message, const bson_t* body);
-  std::span<const uint8_t> toUpstream(std::span<const uint8_t> message, bool neverCompress);
+  std::span<const uint8_t> toUpstream(std::span<const uint8_t> message, bool neverCompress, std::vector<uint8_t>& scratch);
   void registerRequest(const protocol::CommandView& view, int32_t requestId, uint32_t bytes,
                        std::optional<protocol::Compressor> clientCompressor, bool firstHello);
   void forgetKilledCursors(const protocol::CommandView& view);
 
-  // Reply path: learns from one upstream frame; returns the bytes to send to the client.
-  std::span<const uint8_t> onReply(std::span<uint8_t> frame);
+  // Reply path: learns from one upstream frame; says what to send to the client, and what to send
+  // upstream instead when a rewritten command must be re-run as the client wrote it.
+  struct ReplyAction {
+    std::span<const uint8_t> to_client;
+    std::span<const uint8_t> resend;
+  };
+  ReplyAction onReply(std::span<uint8_t> frame);
+  std::span<const uint8_t> rerunOriginal(const PendingOp& op, routing::FallbackCause cause);
+  std::span<const uint8_t> applyLookupRule(routing::LookupIndex& index, std::span<const uint8_t> message);
+  awaitable<void> writeUpstream(std::span<const uint8_t> bytes);
   void learnFromReply(const PendingOp& op, const bson_t* body);
 
   void armDeadline(Clock::time_point t);
@@ -77,6 +85,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // Scratch buffers reused for every message: no allocation per op once warmed up.
   std::vector<uint8_t> request_plain_, request_rewritten_, request_wire_;
   std::vector<uint8_t> reply_plain_, reply_rewritten_, reply_wire_;
+  std::vector<uint8_t> rerun_message_, rerun_wire_;  // a rewritten command's original, re-run
   protocol::OpMsg msg_;
   protocol::OpMsg reply_msg_;
   protocol::CommandView view_;
@@ -86,11 +95,16 @@ class Session : public std::enable_shared_from_this<Session> {
   routing::CursorShards cursors_;
   RoutingState::Snapshot routing_snapshot_;
   std::shared_ptr<stats::Recorder> stats_;
+  std::shared_ptr<evaluation::Observer> evaluation_;  // null when evaluation is off
   std::optional<protocol::Compressor> upstream_compressor_;
   std::vector<protocol::Compressor> client_offer_;  // from the first hello, answered in its reply
   bool handshake_seen_ = false;
   bool draining_ = false;
   bool closed_ = false;
+  bool upstream_writing_ = false;
+  asio::steady_timer upstream_idle_;  // wakes writers waiting for upstream_writing_ to clear
+  std::shared_ptr<RewriteState> pending_rewrite_;  // from applyLookupRule to registerRequest
+  int32_t next_proxy_request_id_ = -1;
   std::string close_reason_;  // the first reason the session ended, for the log
   bool rearmed_ = false;  // the watchdog's wait was cancelled to move its deadline, not to stop
 };

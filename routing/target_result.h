@@ -2,6 +2,7 @@
 // Shared by the proxy (inline, per message), statistics and `shardscope explain`.
 #pragma once
 #include <bitset>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -30,6 +31,12 @@ struct TargetResult {
   // Static text on the hot path (no allocation); `detail` is filled only when explaining.
   std::string_view reason;
   std::string detail;
+  // mongos would refuse the operation (e.g. an insert whose shard-key value is an array); the
+  // message is still forwarded unchanged, `reason` says why.
+  bool refused = false;
+  // Explain only: BSON of the full shard-key value pinned by equality ({field: value, ...}, hashed
+  // fields as NumberLong); empty when the operation does not pin every key field.
+  std::string shard_key;
 };
 
 }  // namespace shardscope::routing

@@ -25,16 +25,19 @@ def customer_id(i):
     return "C%04d" % i
 
 
-def customer_weights(customers, top_share):
-    """Zipf-like weights with weight[0] / sum == top_share."""
-    tail = [1.0 / (i + 1) for i in range(1, customers)]
+def customer_weights(customers, top_share, seed=3):
+    """Heavy-tailed weights: one customer holds exactly top_share; the others share the rest as
+    1/(i+10) (top 20 together ~25%, as in seed 003), so no tail customer outweighs the top one.
+    Weights are assigned to customer ids in a seeded random order: id and size are unrelated."""
+    tail = [1.0 / (i + 10) for i in range(1, customers)]
     tail_total = sum(tail)
-    top = top_share / (1.0 - top_share) * tail_total if top_share < 1 else 1.0
-    return [top] + tail
+    weights = [top_share] + [w / tail_total * (1.0 - top_share) for w in tail]
+    random.Random(seed * 7919 + customers).shuffle(weights)
+    return weights
 
 
-def make_orders(rng, customers, orders, top_share):
-    weights = customer_weights(customers, top_share)
+def make_orders(rng, customers, orders, top_share, seed):
+    weights = customer_weights(customers, top_share, seed)
     picks = rng.choices(range(customers), weights=weights, k=orders)
     docs = []
     for n, c in enumerate(picks):
@@ -58,12 +61,18 @@ def run(args):
             "status_updates": 0, "errors": 0}
     if args.drop:
         coll.drop()
-    orders = make_orders(rng, args.customers, args.orders, args.top_share)
+    orders = make_orders(rng, args.customers, args.orders, args.top_share, args.seed)
     for i in range(0, len(orders), args.batch):
         coll.insert_many(orders[i:i + args.batch], ordered=False)
     done["inserted"] = len(orders)
 
-    weights = customer_weights(args.customers, args.top_share)
+    weights = customer_weights(args.customers, args.top_share, args.seed)
+    by_order = {d["orderId"]: d["_id"] for d in orders}
+
+    def lookup(order_id):
+        # --lookup-field _id reproduces seed 003's "find one order by order_id" as an _id lookup.
+        return {"_id": by_order[order_id]} if args.lookup_field == "_id" else {"orderId": order_id}
+
     kinds = [k for k, _ in PROFILE]
     shares = [w for _, w in PROFILE]
     started = time.time()
@@ -73,7 +82,7 @@ def run(args):
             c = customer_id(rng.choices(range(args.customers), weights=weights)[0])
             list(coll.find({"customerId": c}).sort("orderDate", -1).limit(20))
         elif kind == "by_order_id":
-            coll.find_one({"orderId": "O%07d" % rng.randrange(len(orders))})
+            coll.find_one(lookup("O%07d" % rng.randrange(len(orders))))
         elif kind == "date_range":
             start = EPOCH + datetime.timedelta(minutes=rng.randrange(len(orders)))
             list(coll.find({"orderDate": {"$gte": start, "$lt": start + datetime.timedelta(minutes=60)}}))
@@ -85,7 +94,7 @@ def run(args):
                                  {"$group": {"_id": "$customerId", "revenue": {"$sum": "$total"}}}]))
         done[kind] += 1
         if rng.random() < args.update_share:
-            coll.update_one({"orderId": "O%07d" % rng.randrange(len(orders))}, {"$set": {"status": rng.choice(STATUSES)}})
+            coll.update_one(lookup("O%07d" % rng.randrange(len(orders))), {"$set": {"status": rng.choice(STATUSES)}})
             done["status_updates"] += 1
     done["seconds"] = round(time.time() - started, 3)
     return done
@@ -103,6 +112,8 @@ def main():
     p.add_argument("--update-share", type=float, default=0.1, help="chance of a status update after each query")
     p.add_argument("--batch", type=int, default=1000)
     p.add_argument("--seed", type=int, default=3)
+    p.add_argument("--lookup-field", choices=["orderId", "_id"], default="orderId",
+                   help="field of the one-order lookups and status updates")
     p.add_argument("--drop", action="store_true", help="drop the collection first")
     json.dump(run(p.parse_args()), sys.stdout)
     print()

@@ -29,6 +29,18 @@ TEST_CACHE_DIR = REPO_ROOT / "build" / "test-cache"
 
 _LIVE: list["ManagedProcess"] = []
 
+# Variables of the test harness itself. shardscope reads SHARDSCOPE_<KEY> as configuration and rejects
+# unknown keys, so these are removed from the proxy's environment.
+HARNESS_ENV_VARS = ("SHARDSCOPE_BIN", "SHARDSCOPE_CACHE", "SHARDSCOPE_FERRETDB", "SHARDSCOPE_REQUIRE_PROXY",
+                    "SHARDSCOPE_KEEP_TEST_LOGS")
+
+
+def proxy_env(extra: dict | None = None) -> dict:
+    """os.environ without the harness's own SHARDSCOPE_* variables, plus extra."""
+    env = {k: v for k, v in os.environ.items() if k not in HARNESS_ENV_VARS}
+    env.update(extra or {})
+    return env
+
 
 def shardscope_bin() -> Path:
     p = Path(os.environ.get("SHARDSCOPE_BIN", str(REPO_ROOT / "build" / "shardscope")))
@@ -127,7 +139,7 @@ class ManagedProcess:
         raise ProcessFailed(f"{self.name} did not listen on {port} within {timeout}s:\n"
                             f"{' '.join(self.argv)}\n--- stderr ---\n{self.stderr_text()[-4000:]}")
 
-    def signal(self, sig: int) -> None:
+    def send_signal(self, sig: int) -> None:
         if self.alive():
             try:
                 os.killpg(self.proc.pid, sig)
@@ -139,11 +151,11 @@ class ManagedProcess:
         if self.proc is None:
             return None
         if self.proc.poll() is None:
-            self.signal(sig)
+            self.send_signal(sig)
             try:
                 self.proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
-                self.signal(signal.SIGKILL)
+                self.send_signal(signal.SIGKILL)
                 self.proc.wait(timeout=10)
         # Reap anything left in the group (children of the main process).
         try:
@@ -256,7 +268,8 @@ class Proxy:
     extra_args are appended to the command line. admin=True adds
     `--admin 127.0.0.1:<free port>`; an explicit `--admin HOST:PORT` in
     extra_args is honoured too. client_tls=True makes .uri a TLS URI (pass
-    tls_ca for the client's CA file).
+    tls_ca for the client's CA file). env: extra environment variables (e.g.
+    SHARDSCOPE_TIMEOUTS__CONNECT_MS); the harness's own SHARDSCOPE_* variables are removed.
     """
 
     def __init__(self, upstream_uri: str, *extra_args: str, workdir: Path, binary: Path | None = None,
@@ -287,7 +300,7 @@ class Proxy:
         self.tls_ca = tls_ca
         self.client_tls = any(a == "--tls-cert-file" or a.startswith("--tls-cert-file=") for a in args)
         self.args = args
-        self.env = env
+        self.env = proxy_env(env)
         self.process: ManagedProcess | None = None
 
     def argv(self) -> list[str]:

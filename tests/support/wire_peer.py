@@ -10,6 +10,7 @@ WirePeer is a tiny MongoDB-like server (threads, one per connection):
     pymongo: hello/isMaster, ping, buildInfo, insert, find (equality filter,
     batchSize, limit), getMore, killCursors, delete, drop, count,
     endSessions, listCollections;
+  * streams exhaust getMore replies (moreToCome) when the request allows it;
   * records every frame it receives, raw and parsed (`peer.frames`);
   * injects faults on the next matching command: stop reading, close the
     connection, close in the middle of a reply, send garbage.
@@ -328,9 +329,10 @@ class RecordedFrame:
 
 @dataclass
 class Fault:
-    kind: str  # stop_reading | close | close_mid_reply | garbage
+    kind: str  # stop_reading | close | close_mid_reply | garbage | delay
     command: str | None = None
     remaining: int = 1
+    seconds: float = 0.0
 
 
 class _Conn:
@@ -350,15 +352,23 @@ def _matches(doc: dict, flt: dict) -> bool:
 class WirePeer:
     def __init__(self, compressors: tuple[str, ...] | list[str] = ("zstd", "snappy", "zlib"),
                  host: str = "127.0.0.1", port: int = 0, max_wire_version: int = 21,
-                 compress_replies: str = "as-request", default_batch_size: int = 101):
+                 compress_replies: str = "as-request", default_batch_size: int = 101, exhaust: bool = True,
+                 reply_checksum: bool = False):
         """compress_replies: 'as-request' (mongod's behaviour), 'never', or 'always'
-        (every non-handshake reply with the first negotiated compressor)."""
+        (every non-handshake reply with the first negotiated compressor).
+        exhaust: answer a getMore sent with exhaustAllowed by streaming all remaining batches
+        with moreToCome (like mongod 4.2+).
+        reply_checksum: OP_MSG replies to requests that carried a CRC-32C carry one too (mongod and
+        mongos exchange checksums on non-TLS connections; pymongo rejects checksummed replies)."""
         self.supported = list(compressors)
         self.host = host
         self._port = port
         self.max_wire_version = max_wire_version
         self.compress_replies = compress_replies
         self.default_batch_size = default_batch_size
+        self.exhaust = exhaust
+        self.reply_checksum = reply_checksum
+        self.exhaust_replies = 0
         self.frames: list[RecordedFrame] = []
         self.sent: list[tuple[int, bytes]] = []
         self.errors: list[str] = []
@@ -421,10 +431,13 @@ class WirePeer:
         return f"mongodb://{self.host}:{self._port}/"
 
     # faults and records
-    def add_fault(self, kind: str, command: str | None = None, count: int = 1) -> None:
-        assert kind in ("stop_reading", "close", "close_mid_reply", "garbage"), kind
+    def add_fault(self, kind: str, command: str | None = None, count: int = 1, seconds: float = 1.0) -> None:
+        """kind: stop_reading (read nothing more, never answer), close (close without answering),
+        close_mid_reply (send half the reply, then close), garbage (random bytes, then close),
+        delay (answer after `seconds`)."""
+        assert kind in ("stop_reading", "close", "close_mid_reply", "garbage", "delay"), kind
         with self._lock:
-            self._faults.append(Fault(kind, command, count))
+            self._faults.append(Fault(kind, command, count, seconds))
 
     def clear_faults(self) -> None:
         with self._lock:
@@ -502,6 +515,8 @@ class WirePeer:
                     break
                 if fault and fault.kind == "close":
                     break
+                if fault and fault.kind == "delay":
+                    time.sleep(fault.seconds)
                 reply = self._reply(conn, msg)
                 if reply is None:
                     continue
@@ -538,7 +553,6 @@ class WirePeer:
         doc = self._handle(conn, m.body, m.sequences)
         if m.flag_bits and m.flag_bits & FLAG_MORE_TO_COME:
             return None
-        out = encode_op_msg(doc, response_to=msg.request_id)
         name = (m.command_name or "").lower()
         cid = None
         if name not in NEVER_COMPRESSED:
@@ -546,9 +560,32 @@ class WirePeer:
                 cid = msg.compressor_id
             elif self.compress_replies == "always" and conn.compressors:
                 cid = COMPRESSOR_IDS[conn.compressors[0]]
-        if cid is not None:
-            out = encode_compressed(out, cid)
-        return out
+
+        want_checksum = bool(self.reply_checksum and m.flag_bits & FLAG_CHECKSUM_PRESENT)
+
+        def frame(d: dict, response_to: int, flags: int = 0) -> tuple[bytes, int]:
+            rid = next_request_id()
+            out = encode_op_msg(d, request_id=rid, response_to=response_to, flags=flags,
+                                checksum=want_checksum)
+            return (encode_compressed(out, cid) if cid is not None else out), rid
+
+        exhaust = (self.exhaust and name == "getmore" and m.flag_bits is not None
+                   and m.flag_bits & FLAG_EXHAUST_ALLOWED)
+        if not exhaust:
+            return frame(doc, msg.request_id)[0]
+        # Exhaust: stream every remaining batch; all but the last carry moreToCome, and each
+        # reply answers the previous one (responseTo = previous reply's requestID).
+        out = b""
+        response_to = msg.request_id
+        while True:
+            more = doc.get("ok") == 1 and int(doc["cursor"]["id"]) != 0
+            data, rid = frame(doc, response_to, FLAG_MORE_TO_COME if more else 0)
+            out += data
+            self.exhaust_replies += 1
+            if not more:
+                return out
+            response_to = rid
+            doc = self._handle(conn, m.body, m.sequences)
 
     # commands
     def _handle(self, conn: _Conn, cmd: dict, seqs: dict) -> dict:
@@ -667,6 +704,31 @@ class WirePeer:
             n = sum(1 for d in self.store.get(ns, []) if _matches(d, q))
         return {"n": n, "ok": 1.0}
 
+    def _cmd_aggregate(self, conn, cmd, seqs, db):
+        """Only what count_documents needs: $match (equality), $skip, $limit, $group {_id, n: {$sum: 1}}."""
+        ns = f"{db}.{cmd['aggregate']}"
+        with self._lock:
+            docs = list(self.store.get(ns, []))
+        for stage in cmd.get("pipeline") or []:
+            op, arg = next(iter(stage.items()))
+            if op == "$match":
+                docs = [d for d in docs if _matches(d, arg)]
+            elif op == "$skip":
+                docs = docs[int(arg):]
+            elif op == "$limit":
+                docs = docs[:int(arg)]
+            elif op == "$group":
+                out = {"_id": arg.get("_id")}
+                for k, v in arg.items():
+                    if k != "_id":
+                        out[k] = len(docs) if v == {"$sum": 1} else None
+                docs = [out] if docs else []
+            else:
+                return {"ok": 0.0, "errmsg": f"wire peer: unsupported stage {op}", "code": 168,
+                        "codeName": "InvalidPipelineOperator"}
+        bs = int((cmd.get("cursor") or {}).get("batchSize") or self.default_batch_size)
+        return self._batch(0, ns, docs, bs, True)
+
     def _batch(self, cursor_id: int, ns: str, docs: list[dict], batch_size: int, first: bool) -> dict:
         batch, rest = docs[:batch_size], docs[batch_size:]
         if rest:
@@ -771,18 +833,25 @@ class RawClient:
             body["compression"] = compression
         return self.command(body)
 
-    def closed_by_peer(self, timeout: float = 5.0) -> bool:
-        """True if the other side closed (EOF or reset) within timeout; False if still open."""
+    def drain(self, timeout: float = 5.0) -> tuple[bool, bytes]:
+        """Reads until the other side closes or timeout passes with nothing more.
+        Returns (closed, bytes received)."""
         self.sock.settimeout(timeout)
+        got = bytearray()
         try:
             while True:
                 data = self.sock.recv(65536)
                 if not data:
-                    return True
+                    return True, bytes(got)
+                got += data
         except socket.timeout:
-            return False
+            return False, bytes(got)
         except OSError:
-            return True
+            return True, bytes(got)
+
+    def closed_by_peer(self, timeout: float = 5.0) -> bool:
+        """True if the other side closed (EOF or reset) within timeout; False if still open."""
+        return self.drain(timeout)[0]
 
     def close(self) -> None:
         try:

@@ -1,0 +1,240 @@
+#!/usr/bin/env python3
+"""Turns the load generator's JSON lines (one per run) into the Markdown of bench/RESULTS.md.
+
+usage: report.py RESULTS.jsonl NOTES.txt CMDLINE PIN RATE IDLE DURATION
+"""
+import datetime
+import json
+import os
+import platform
+import sys
+
+ROWS = [
+    ("direct", "direct to the canned upstream"),
+    ("haproxy", "haproxy 2.6, TCP mode (byte relay)"),
+    ("shardscope-fwd", "shardscope, forwarding only"),
+    ("shardscope-full", "shardscope, routing + stats + admin"),
+    ("mongobetween", "mongobetween v0.1.0"),
+]
+
+
+def load(path):
+    runs = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line:
+                runs.append(json.loads(line))
+    return runs
+
+
+def pick(runs, label, mode, loop=None):
+    for r in runs:
+        if r.get("label") == label and r.get("mode") == mode and (loop is None or r.get("loop") == loop):
+            return r
+    return None
+
+
+def fmt(v, digits=0, dash="—"):
+    if v is None:
+        return dash
+    return f"{v:,.{digits}f}"
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def main():
+    jsonl, notes_path, cmdline, pin, rate, idle, duration = sys.argv[1:8]
+    runs = load(jsonl)
+    notes = [n for n in open(notes_path).read().splitlines() if n.strip()] if os.path.exists(notes_path) else []
+    out = []
+    w = out.append
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    w("# shardscope benchmark results")
+    w("")
+    w(f"- command: `{cmdline.strip()}`")
+    w(f"- date: {now}; machine: {os.cpu_count()} cores ({cpu_model()}), kernel {platform.release()}")
+    w("- load: 64 connections, pipelining depth 1, mix find 70 % / insert 10 % / update 10 % / getMore 10 %, "
+      f"real OP_MSG messages; {duration} s measured after 2 s warm-up (closed loop), "
+      f"then an open-loop run at {int(float(rate)):,} ops/s for the added-latency columns")
+    if pin == "1":
+        w("- CPU layout: load generator + canned upstream pinned to CPU 0, the proxy under test pinned to CPU 1 "
+          "(`taskset`), one proxy thread; every row does identical work on CPU 0")
+    else:
+        w("- CPU layout: not pinned (scheduler's choice)")
+    w("")
+
+    direct = pick(runs, "direct", "load", "closed")
+    direct_open = pick(runs, "direct", "load", "open")
+    haproxy = pick(runs, "haproxy", "load", "closed")
+
+    w("## Side by side (canned upstream)")
+    w("")
+    w("| setup | ops/s | vs direct | vs haproxy | p50 / p99 µs (closed loop) | added p50 / p99 µs at "
+      f"{int(float(rate)):,} ops/s | proxy CPU µs/op | ops per proxy CPU-s | proxy RSS MiB | KiB per idle conn | errors |")
+    w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    disturbed = []
+    for label, title in ROWS:
+        c = pick(runs, label, "load", "closed")
+        o = pick(runs, label, "load", "open")
+        idle_run = pick(runs, label, "idle")
+        if not c and not o:
+            if label != "direct":
+                w(f"| {title} | not measured | | | | | | | | | |")
+            continue
+        ops = c["ops_per_s"] if c and c.get("ops") else None
+        vs_d = ops / direct["ops_per_s"] if ops and direct and direct.get("ops") else None
+        vs_h = ops / haproxy["ops_per_s"] if ops and haproxy and haproxy.get("ops") else None
+        lat = f"{fmt(c['lat_us']['p50'], 1)} / {fmt(c['lat_us']['p99'], 1)}" if ops else "—"
+        added = "—"
+        if o and o.get("ops") and direct_open and direct_open.get("ops") and label != "direct":
+            a50 = o["service_us"]["p50"] - direct_open["service_us"]["p50"]
+            a99 = o["service_us"]["p99"] - direct_open["service_us"]["p99"]
+            added = f"{a50:+.1f} / {a99:+.1f}"
+        elif o and label == "direct":
+            added = f"(base {o['service_us']['p50']:.1f} / {o['service_us']['p99']:.1f})"
+        proxy = (c or {}).get("watch", {}).get("proxy")
+        cpu = fmt(proxy["cpu_us_per_op"], 2) if proxy else "—"
+        capacity = fmt(1e6 / proxy["cpu_us_per_op"]) if proxy and proxy["cpu_us_per_op"] > 0 else "—"
+        rss = fmt(proxy["rss_kib"] / 1024, 1) if proxy else "—"
+        per_conn = "—"
+        if idle_run and "proxy" in idle_run.get("watch", {}):
+            per_conn = f"{idle_run['watch']['proxy']['kib_per_conn']:.1f} (N={idle_run['connections']:,})"
+        errs = sum((r or {}).get("errors", 0) for r in (c, o))
+        first = next((r["first_error"] for r in (c, o) if r and r.get("first_error")), "")
+        err_cell = str(errs) + (f" ({first[:80]})" if first else "")
+        for r in (c, o):
+            if r and r.get("run_error"):
+                err_cell += f"; run: {r['run_error']}"
+            if r and r.get("other_cores", 0) > 0.15:
+                disturbed.append(f"{label} ({r['loop']} loop): other processes used {r['other_cores']:.2f} cores")
+        vs_d_s = f"{vs_d:.2f}×" if vs_d else "—"
+        vs_h_s = f"{vs_h:.2f}×" if vs_h else "—"
+        w(f"| {title} | {fmt(ops)} | {vs_d_s} | {vs_h_s} | {lat} | {added} | {cpu} | {capacity} | {rss} | {per_conn} | {err_cell} |")
+    w("")
+    w("Columns: *ops/s* closed loop (each connection sends its next request when the reply arrives); "
+      "*added p50 / p99* = this row's open-loop latency minus the direct row's, both measured from the moment the "
+      "request was written (service latency); *proxy CPU µs/op* = (utime + stime of the proxy process over the "
+      "window, from /proc/PID/stat) / operations; *ops per proxy CPU-s* = 1 / that, the throughput one proxy core "
+      "could carry at this efficiency (the figure least disturbed by other load on the machine); *proxy RSS* at the end of the closed-loop run; *KiB per idle conn* "
+      "= (RSS with N idle clients that each did a hello − RSS before) / N.")
+    w("")
+
+    w("## Targets (issue 8)")
+    w("")
+    full = pick(runs, "shardscope-full", "load", "closed")
+    full_open = pick(runs, "shardscope-full", "load", "open")
+    full_idle = pick(runs, "shardscope-full", "idle")
+    def verdict(ok):
+        return "**met**" if ok else "**not met**"
+    if full and full.get("ops") and haproxy and haproxy.get("ops"):
+        ratio = full["ops_per_s"] / haproxy["ops_per_s"]
+        cap_full = 1 / full["watch"]["proxy"]["cpu_us_per_op"]
+        cap_h = 1 / haproxy["watch"]["proxy"]["cpu_us_per_op"]
+        w(f"- shardscope with everything on ≥ haproxy throughput: {ratio:.2f}× measured, {cap_full / cap_h:.2f}× in "
+          f"CPU per operation — {verdict(ratio >= 1)}")
+    if full_open and full_open.get("ops") and direct_open and direct_open.get("ops"):
+        a50 = full_open["service_us"]["p50"] - direct_open["service_us"]["p50"]
+        a99 = full_open["service_us"]["p99"] - direct_open["service_us"]["p99"]
+        w(f"- added latency at 64 connections ({int(float(rate)):,} ops/s): p50 {a50:+.1f} µs (target ≤ 25) — "
+          f"{verdict(a50 <= 25)}; p99 {a99:+.1f} µs (target ≤ 150) — {verdict(a99 <= 150)}")
+    if full_idle and "proxy" in full_idle.get("watch", {}):
+        k = full_idle["watch"]["proxy"]["kib_per_conn"]
+        w(f"- RSS per idle client connection: {k:.1f} KiB at N = {full_idle['connections']:,} (target ≤ 64 KiB at "
+          f"10,000) — {verdict(k <= 64)}")
+    for r in runs:
+        if r.get("label", "").endswith("-malloc") and r.get("mallocs_per_op") is not None:
+            per = r["mallocs_per_op"]
+            w(f"- no heap allocation per operation ({r['label'].replace('-malloc', '')}): {per:.2f} per op — "
+              f"{verdict(per < 0.01)}")
+    w("")
+
+    w("## Cost breakdown (closed loop)")
+    w("")
+    w("| setup | loadgen CPU µs/op | upstream CPU µs/op | proxy CPU µs/op | machine busy (cores) | other processes (cores) |")
+    w("|---|---:|---:|---:|---:|---:|")
+    for label, title in ROWS:
+        c = pick(runs, label, "load", "closed")
+        if not c or not c.get("ops"):
+            continue
+        up = c["watch"].get("upstream")
+        px = c["watch"].get("proxy")
+        w(f"| {title} | {c['loadgen_cpu_s'] * 1e6 / c['ops']:.2f} | {fmt(up['cpu_us_per_op'] if up else None, 2)} | "
+          f"{fmt(px['cpu_us_per_op'] if px else None, 2)} | {c['machine_busy_cores']:.2f} | {c['other_cores']:.2f} |")
+    w("")
+
+    w("## Latency detail (µs)")
+    w("")
+    w("| setup | run | p50 | p90 | p99 | p99.9 | max |")
+    w("|---|---|---:|---:|---:|---:|---:|")
+    for label, title in ROWS:
+        for loop in ("closed", "open"):
+            r = pick(runs, label, "load", loop)
+            if not r or not r.get("ops"):
+                continue
+            l = r["service_us"] if loop == "open" else r["lat_us"]
+            name = "closed loop" if loop == "closed" else f"{int(r['rate']):,} ops/s (service)"
+            w(f"| {title} | {name} | {l['p50']:.1f} | {l['p90']:.1f} | {l['p99']:.1f} | {l['p999']:.1f} | "
+              f"{(r['lat_us']['max'] if loop == 'closed' else float('nan')):.1f} |".replace("nan", "—"))
+    w("")
+
+    mallocs = [r for r in runs if r.get("label", "").endswith("-malloc")]
+    w("## Heap allocations on the forward path")
+    w("")
+    if mallocs:
+        w("Short closed-loop run with the proxy under `LD_PRELOAD=build/bench-loadgen/malloc_counter.so` "
+          "(counts malloc, calloc, realloc, aligned allocations; operator new goes through malloc); SIGUSR2 at the "
+          "window's start and end.")
+        w("")
+        w("| setup | ops | allocations | per operation |")
+        w("|---|---:|---:|---:|")
+        for r in mallocs:
+            w(f"| {r['label'].replace('-malloc', '')} | {r.get('ops', 0):,} | {r.get('mallocs', '—'):,} | "
+              f"{r.get('mallocs_per_op', -1):.2f} |")
+    else:
+        w("Not measured (shardscope did not run).")
+    w("")
+
+    fd = pick(runs, "ferret-direct", "load")
+    fs = pick(runs, "ferret-shardscope-full", "load")
+    w("## End to end: FerretDB (SQLite) upstream")
+    w("")
+    if fd or fs:
+        w("16 connections, depth 1, find 70 % / insert 15 % / update 15 %, 5 s closed loop.")
+        w("")
+        w("| setup | ops/s | p50 µs | p99 µs | proxy CPU µs/op | errors |")
+        w("|---|---:|---:|---:|---:|---:|")
+        for name, r in (("direct to FerretDB", fd), ("shardscope (routing + stats) → FerretDB", fs)):
+            if not r or not r.get("ops"):
+                w(f"| {name} | not measured ({(r or {}).get('error', '')}) | | | | |")
+                continue
+            px = r["watch"].get("proxy")
+            err = str(r["errors"]) + (f" ({r['first_error'][:80]})" if r.get("first_error") else "")
+            w(f"| {name} | {r['ops_per_s']:,.0f} | {r['lat_us']['p50']:.1f} | {r['lat_us']['p99']:.1f} | "
+              f"{fmt(px['cpu_us_per_op'] if px else None, 2)} | {err} |")
+    else:
+        w("Not measured.")
+    w("")
+
+    if notes or disturbed:
+        w("## Notes from this run")
+        w("")
+        for n in notes:
+            w(f"- {n}")
+        for d in disturbed:
+            w(f"- disturbed: {d} — this machine was shared during the run; treat those rows with care")
+        w("")
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,356 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark: direct to a canned upstream, haproxy (TCP relay), shardscope forwarding only,
+# shardscope with routing + admin/statistics, and mongobetween; plus shardscope against FerretDB.
+# Prints one table and writes bench/RESULTS.md. All traffic stays on 127.0.0.1; the run takes ~4 min.
+#
+#   bash bench/run.sh [--duration S (10)] [--rate OPS (10000)] [--idle N (9900)] [--quick]
+#                     [--no-pin] [--no-ferret] [--no-mongobetween] [--no-results] [--out FILE]
+#                     [--quiet-wait S (30)] [--priority NICE (-10)] [--profile]
+# --profile adds a perf profile of shardscope (routing + stats) under the closed-loop load (~15 s more).
+# The machine should be otherwise idle: the script waits up to --quiet-wait seconds for other processes
+# to calm down and flags every run during which they used more than 0.15 of a core.
+#
+# CPU layout (default): the load generator and the upstream share CPU 0, the proxy under test gets CPU 1
+# alone (one thread). Every row therefore does the same work on CPU 0, and a proxy that costs less
+# than the client+server pair never limits throughput. --no-pin lets the scheduler place everything.
+# The script runs in a session of its own whose autogroup gets nice --priority: Linux shares CPU
+# between sessions' autogroups, so a process's own nice value does not help against other sessions'
+# builds on a shared machine; --priority 0 turns that off.
+set -euo pipefail
+if [[ -z "${BENCH_RUN_SESSION:-}" ]] && command -v setsid >/dev/null; then
+  export BENCH_RUN_SESSION=1
+  exec setsid --wait bash "$0" "$@"
+fi
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cache="${SHARDSCOPE_CACHE:-$HOME/.cache/shardscope}"
+duration=10 rate=10000 idle=9900 pin=1 ferret=1 mongobetween=1 write_results=1 quick=0 quiet_wait=30 profile=0 priority=-10
+results="$here/bench/RESULTS.md"
+cmdline="bash bench/run.sh $*"
+while (($#)); do
+  case "$1" in
+    --duration) duration="$2"; shift 2 ;;
+    --rate) rate="$2"; shift 2 ;;
+    --idle) idle="$2"; shift 2 ;;
+    --quick) quick=1; duration=4; idle=2000; shift ;;
+    --no-pin) pin=0; shift ;;
+    --no-ferret) ferret=0; shift ;;
+    --no-mongobetween) mongobetween=0; shift ;;
+    --no-results) write_results=0; shift ;;
+    --out) results="$2"; shift 2 ;;
+    --quiet-wait) quiet_wait="$2"; shift 2 ;;
+    --profile) profile=1; shift ;;
+    --priority) priority="$2"; shift 2 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+log() { printf '[bench] %s\n' "$*" >&2; }
+if [[ "$priority" != 0 ]]; then
+  echo "$priority" 2>/dev/null >/proc/self/autogroup || log "could not set the autogroup priority to $priority"
+fi
+autogroup="$(cat /proc/self/autogroup 2>/dev/null || echo '?')"
+
+work="$(mktemp -d /tmp/shardscope-bench.XXXXXX)"
+json="$work/results.jsonl"
+notes="$work/notes.txt"
+: >"$json"
+: >"$notes"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+note() { echo "$*" >>"$notes"; log "$*"; }
+note "scheduling: autogroup ${autogroup#/} (see --priority); load average before the run: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# --- limits: idle mode needs ~2 fds per connection in a relaying proxy -----------------------------
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+fd_limit="$(ulimit -n)"
+max_idle=$(((fd_limit - 200) / 2))
+if ((idle > max_idle)); then
+  note "idle connections capped at $max_idle (not $idle): the fd hard limit here is $fd_limit and a 1:1 proxy holds 2 fds per client"
+  idle=$max_idle
+fi
+
+# --- build -----------------------------------------------------------------------------------------
+B="$here/build/bench-loadgen"
+log "building the load generator, canned upstream and malloc counter"
+cmake -S "$here/bench/loadgen" -B "$B" -DCMAKE_BUILD_TYPE=Release $(command -v ninja >/dev/null && echo -G Ninja) >/dev/null
+cmake --build "$B" >/dev/null
+LOADGEN="$B/shardscope-loadgen" UPSTREAM="$B/canned-upstream" MALLOC_COUNTER="$B/malloc_counter.so"
+
+SHARDSCOPE="${BENCH_SHARDSCOPE_BIN:-$here/build/shardscope}"
+if [[ ! -x "$SHARDSCOPE" && -f "$here/build/CMakeCache.txt" ]]; then
+  log "building shardscope"
+  cmake --build "$here/build" --target shardscope >/dev/null 2>&1 || true
+fi
+if [[ -x "$SHARDSCOPE" ]]; then
+  # A private copy: a rebuild during the run must not swap the binary between rows.
+  cp "$SHARDSCOPE" "$work/shardscope"
+  note "shardscope binary: $SHARDSCOPE ($(stat -c %y "$SHARDSCOPE" | cut -d. -f1), commit $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$here" diff --quiet HEAD -- proxy protocol routing stats config cli 2>/dev/null || echo ', with uncommitted changes'))"
+  SHARDSCOPE="$work/shardscope"
+else
+  note "shardscope: $SHARDSCOPE is not built: its rows are skipped"
+fi
+
+MONGOBETWEEN="$cache/bin/mongobetween"
+if ((mongobetween)) && [[ ! -x "$MONGOBETWEEN" ]] && command -v go >/dev/null; then
+  log "installing mongobetween from the Go module proxy"
+  mkdir -p "$cache/bin"
+  if ! GOBIN="$cache/bin" go install github.com/coinbase/mongobetween@latest >"$work/mb-install.log" 2>&1; then
+    # @latest needs the module's version list, which the proxy may refuse; a tagged version in a
+    # throw-away module resolves without it.
+    mb="$cache/mongobetween-build"
+    mkdir -p "$mb"
+    printf 'module mbbuild\n\ngo 1.18\n\nrequire github.com/coinbase/mongobetween v0.1.0\n' >"$mb/go.mod"
+    printf '//go:build tools\n\npackage tools\n\nimport _ "github.com/coinbase/mongobetween"\n' >"$mb/tools.go"
+    (cd "$mb" && go mod tidy && go build -o "$cache/bin/mongobetween" github.com/coinbase/mongobetween) \
+      >>"$work/mb-install.log" 2>&1 || true
+  fi
+fi
+if ((mongobetween)) && [[ ! -x "$MONGOBETWEEN" ]]; then
+  note "mongobetween: did not install/build from the Go module proxy ($(tail -1 "$work/mb-install.log" 2>/dev/null)): skipped"
+  mongobetween=0
+fi
+
+FERRETDB=""
+for f in "$cache/bin/ferretdb" /tmp/ferret/bin/ferretdb; do [[ -x "$f" ]] && FERRETDB="$f" && break; done
+if ((ferret)) && [[ -z "$FERRETDB" ]]; then note "FerretDB binary not found: end-to-end rows skipped"; ferret=0; fi
+
+routing=""
+for f in "$here/tests/data/routing/orders_6shards.json" "$here/examples/routing/orders_6shards.json"; do
+  [[ -f "$f" ]] && routing="$f" && break
+done
+if [[ -z "$routing" ]]; then
+  routing="$work/orders_6shards.json"
+  python3 - "$routing" <<'EOF'
+import json, sys
+bounds = [None, "C1667", "C3334", "C5000", "C6667", "C8334", None]
+chunks = []
+for i in range(6):
+    lo = {"customerId": {"$minKey": 1} if bounds[i] is None else bounds[i], "orderDate": {"$minKey": 1}}
+    hi = {"customerId": {"$maxKey": 1} if bounds[i + 1] is None else bounds[i + 1],
+          "orderDate": {"$maxKey": 1} if bounds[i + 1] is None else {"$minKey": 1}}
+    chunks.append({"min": lo, "max": hi, "shard": "shard%d" % i})
+json.dump({"collections": [{"ns": "shop.orders", "key": {"customerId": 1, "orderDate": 1}, "unique": False,
+                            "chunks": chunks}]}, open(sys.argv[1], "w"), indent=1)
+EOF
+  note "tests/data/routing/orders_6shards.json not found: used a generated 6-shard table for shop.orders {customerId, orderDate}"
+fi
+
+# --- helpers ---------------------------------------------------------------------------------------
+busy_cores() {  # CPU use of the whole machine over one second, in cores (user+nice+system+irq+softirq+steal)
+  local c u1 n1 s1 i1 w1 q1 sq1 st1 u2 n2 s2 i2 w2 q2 sq2 st2
+  read -r c u1 n1 s1 i1 w1 q1 sq1 st1 _ </proc/stat
+  sleep 1
+  read -r c u2 n2 s2 i2 w2 q2 sq2 st2 _ </proc/stat
+  local ticks=$(((u2 + n2 + s2 + q2 + sq2 + st2) - (u1 + n1 + s1 + q1 + sq1 + st1)))
+  echo "$((ticks * 100 / $(getconf CLK_TCK)))"  # hundredths of a core
+}
+waited=0
+while :; do
+  b=$(busy_cores)
+  ((b <= 25)) && break
+  if ((waited >= quiet_wait)); then
+    note "the machine was busy before the run (other processes used $((b))% of a core after waiting ${waited} s): figures are disturbed"
+    break
+  fi
+  ((waited == 0)) && log "waiting for other processes to go quiet (busy: $b% of a core; up to ${quiet_wait} s)"
+  sleep 4
+  waited=$((waited + 5))
+done
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+wait_port() {  # port, pid, seconds
+  local i
+  for ((i = 0; i < $3 * 20; i++)); do
+    kill -0 "$2" 2>/dev/null || return 1
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    sleep 0.05
+  done
+  return 1
+}
+cpu_load="" cpu_proxy=""
+if ((pin)); then cpu_load="taskset -c 0" cpu_proxy="taskset -c 1"; fi
+stop_pid() {
+  kill -TERM "$1" 2>/dev/null || true
+  local i
+  for ((i = 0; i < 50; i++)); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+}
+loadgen() { $cpu_load "$LOADGEN" --json-out "$json" "$@"; }
+
+mix_canned="find=70,insert=10,update=10,getmore=10"
+mix_ferret="find=70,insert=15,update=15"
+
+# --- canned upstream -------------------------------------------------------------------------------
+up_port=$(free_port)
+$cpu_load "$UPSTREAM" --listen "127.0.0.1:$up_port" 2>"$work/upstream.log" &
+up_pid=$!
+pids+=("$up_pid")
+wait_port "$up_port" "$up_pid" 5 || { cat "$work/upstream.log" >&2; exit 1; }
+upstream_uri="mongodb://127.0.0.1:$up_port/"
+
+# start_proxy KIND PORT -> sets proxy_pid (empty when the proxy cannot run)
+start_proxy() {
+  local kind=$1 port=$2 extra=()
+  proxy_pid=""
+  case "$kind" in
+    haproxy)
+      cat >"$work/haproxy.cfg" <<EOF
+global
+  maxconn $((idle + 40))
+  nbthread 1
+defaults
+  mode tcp
+  timeout connect 5s
+  timeout client 120s
+  timeout server 120s
+frontend fe
+  bind 127.0.0.1:$port
+  default_backend be
+backend be
+  server up 127.0.0.1:$up_port maxconn $((idle + 40))
+EOF
+      $cpu_proxy haproxy -db -f "$work/haproxy.cfg" >"$work/$kind.log" 2>&1 &
+      ;;
+    shardscope-fwd | shardscope-full | shardscope-fwd-malloc | shardscope-full-malloc)
+      [[ -x "$SHARDSCOPE" ]] || return 1
+      if [[ "$kind" == shardscope-full* ]]; then
+        extra=(--routing "$routing" --admin "127.0.0.1:$(free_port)")
+      fi
+      local env_prefix=()
+      if [[ "$kind" == *-malloc ]]; then
+        : >"$work/malloc.log"
+        env_prefix=(env "LD_PRELOAD=$MALLOC_COUNTER" "MALLOC_COUNTER_FILE=$work/malloc.log")
+      fi
+      # shardscope reads SHARDSCOPE_* variables as configuration and rejects unknown ones (SHARDSCOPE_CACHE).
+      env -u SHARDSCOPE_CACHE "${env_prefix[@]}" $cpu_proxy "$SHARDSCOPE" proxy --listen "127.0.0.1:$port" --upstream "${proxy_upstream:-$upstream_uri}" \
+        --threads 1 --log-level warn "${extra[@]}" >"$work/$kind.log" 2>&1 &
+      ;;
+    mongobetween)
+      ((mongobetween)) || return 1
+      $cpu_proxy "$MONGOBETWEEN" -loglevel warn -network tcp4 "127.0.0.1:$port=$upstream_uri?maxPoolSize=$((idle + 100))" \
+        >"$work/$kind.log" 2>&1 &
+      ;;
+  esac
+  proxy_pid=$!
+  pids+=("$proxy_pid")
+  if ! wait_port "$port" "$proxy_pid" 15; then
+    note "$kind: did not start listening ($(tail -2 "$work/$kind.log" | tr '\n' ' '))"
+    stop_pid "$proxy_pid"
+    proxy_pid=""
+    return 1
+  fi
+  sleep 0.3
+}
+
+# --- scenarios -------------------------------------------------------------------------------------
+common=(--connections 64 --depth 1 --warmup 2)
+log "direct"
+loadgen --label direct --target "127.0.0.1:$up_port" "${common[@]}" --duration "$duration" --mix "$mix_canned" \
+  --watch "upstream=$up_pid" || true
+loadgen --label direct --target "127.0.0.1:$up_port" "${common[@]}" --duration $((duration * 3 / 4)) --rate "$rate" \
+  --mix "$mix_canned" --watch "upstream=$up_pid" || true
+
+for kind in haproxy shardscope-fwd shardscope-full mongobetween; do
+  port=$(free_port)
+  start_proxy "$kind" "$port" || { note "$kind: skipped"; continue; }
+  log "$kind (pid $proxy_pid)"
+  loadgen --label "$kind" --target "127.0.0.1:$port" "${common[@]}" --duration "$duration" --mix "$mix_canned" \
+    --watch "proxy=$proxy_pid" --watch "upstream=$up_pid" || note "$kind: throughput run failed"
+  loadgen --label "$kind" --target "127.0.0.1:$port" "${common[@]}" --duration $((duration * 3 / 4)) --rate "$rate" \
+    --mix "$mix_canned" --watch "proxy=$proxy_pid" --watch "upstream=$up_pid" || note "$kind: latency run failed"
+  loadgen --label "$kind" --target "127.0.0.1:$port" --idle "$idle" --watch "proxy=$proxy_pid" \
+    || note "$kind: idle-connection run stopped early"
+  kill -0 "$proxy_pid" 2>/dev/null || note "$kind: the proxy process died during the run ($(tail -2 "$work/$kind.log" | tr '\n' ' '))"
+  stop_pid "$proxy_pid"
+done
+
+# Allocations per operation on the forward path (a short run under the LD_PRELOAD counter).
+for kind in shardscope-fwd-malloc shardscope-full-malloc; do
+  port=$(free_port)
+  start_proxy "$kind" "$port" || continue
+  log "$kind (pid $proxy_pid)"
+  loadgen --label "$kind" --target "127.0.0.1:$port" "${common[@]}" --duration 4 --mix "$mix_canned" \
+    --watch "proxy=$proxy_pid" --malloc-pid "$proxy_pid" --malloc-file "$work/malloc.log" || true
+  stop_pid "$proxy_pid"
+done
+
+# End to end: FerretDB (SQLite) as the upstream, direct and through shardscope with everything on.
+if ((ferret)); then
+  fdir="$work/ferret"
+  [[ -d /dev/shm && -w /dev/shm ]] && fdir="$(mktemp -d /dev/shm/shardscope-bench-ferret.XXXXXX)"  # no fsync waits
+  mkdir -p "$fdir"
+  fport=$(free_port)
+  $cpu_load "$FERRETDB" --handler=sqlite --sqlite-url="file:$fdir/" --listen-addr="127.0.0.1:$fport" \
+    --debug-addr=- --telemetry=disable --log-level=error >"$work/ferretdb.log" 2>&1 &
+  ferret_pid=$!
+  pids+=("$ferret_pid")
+  if wait_port "$fport" "$ferret_pid" 20; then
+    fcommon=(--connections 16 --depth 1 --warmup 1 --duration 5 --mix "$mix_ferret" --watch "upstream=$ferret_pid")
+    log "ferretdb direct"
+    loadgen --label ferret-direct --target "127.0.0.1:$fport" "${fcommon[@]}" || true
+    port=$(free_port)
+    if proxy_upstream="mongodb://127.0.0.1:$fport/" start_proxy shardscope-full "$port"; then
+      log "ferretdb through shardscope-full"
+      loadgen --label ferret-shardscope-full --target "127.0.0.1:$port" "${fcommon[@]}" --watch "proxy=$proxy_pid" || true
+      stop_pid "$proxy_pid"
+    fi
+  else
+    note "FerretDB did not start ($(tail -2 "$work/ferretdb.log" | tr '\n' ' '))"
+  fi
+  stop_pid "$ferret_pid"
+  [[ "$fdir" == /dev/shm/* ]] && rm -rf "$fdir"
+fi
+
+# Optional: where shardscope (routing + stats) spends its CPU under the closed-loop load.
+if ((profile)) && command -v perf >/dev/null; then
+  port=$(free_port)
+  if start_proxy shardscope-full "$port"; then
+    log "profiling shardscope-full (pid $proxy_pid)"
+    $cpu_load "$LOADGEN" --label profile --target "127.0.0.1:$port" "${common[@]}" --duration 12 --mix "$mix_canned" \
+      >/dev/null &
+    lg=$!
+    sleep 3
+    perf record -F 1999 -g -p "$proxy_pid" -o "$work/perf.data" -- sleep 8 >/dev/null 2>&1 || true
+    wait "$lg" || true
+    stop_pid "$proxy_pid"
+    clean() { grep -v '^#' | grep -v '^$' | sed -E 's/ +- +- *$//; s/ +$//' | cut -c1-150; }
+    perf report -i "$work/perf.data" --no-children --sort dso --stdio -g none 2>/dev/null | clean | head -8 \
+      >"$work/profile-dso.txt" || true
+    perf report -i "$work/perf.data" --no-children --sort dso,symbol --percent-limit 0.7 --stdio -g none 2>/dev/null \
+      | clean | head -30 >"$work/profile.txt" || true
+    perf report -i "$work/perf.data" --children --sort symbol --stdio -g none 2>/dev/null | clean \
+      | grep -E '(shardscope::|__send|__libc_recv|epoll_wait|malloc|_int_free|sock_def_readable|net_rx_action)' \
+      | head -25 >"$work/profile-children.txt" || true
+    cp "$work/perf.data" "$here/build/bench-loadgen/last-perf.data" 2>/dev/null || true
+  fi
+fi
+
+# --- report ----------------------------------------------------------------------------------------
+python3 "$here/bench/loadgen/report.py" "$json" "$notes" "$cmdline" "$pin" "$rate" "$idle" "$duration" \
+  >"$work/report.md"
+if [[ -s "$work/profile.txt" ]]; then
+  { echo "## Profile: shardscope (routing + stats) under the closed-loop load"
+    echo
+    echo '`perf record -F 1999 -g -p PID` for 8 s (the proxy only). Self time by object:'
+    echo; echo '```'; cat "$work/profile-dso.txt"; echo '```'; echo
+    echo 'Self time by symbol (over 0.7 %):'
+    echo; echo '```'; cat "$work/profile.txt"; echo '```'; echo
+    echo 'Inclusive time of selected symbols (children; user frames need frame pointers, so these undercount):'
+    echo; echo '```'; cat "$work/profile-children.txt"; echo '```'; echo
+  } >>"$work/report.md"
+fi
+cat "$work/report.md"
+if ((write_results)); then
+  # Hand-written sections (profile findings) after the marker line survive a new run.
+  marker='<!-- end of generated results -->'
+  { cat "$work/report.md"; echo; echo "$marker"
+    [[ -f "$results" ]] && grep -qF "$marker" "$results" && sed -n "/^$marker\$/,\$p" "$results" | tail -n +2 || true
+  } >"$work/RESULTS.md"
+  cp "$work/RESULTS.md" "$results"
+  cp "$json" "$here/build/bench-loadgen/last-results.jsonl"
+  log "wrote $results (raw: build/bench-loadgen/last-results.jsonl)"
+fi

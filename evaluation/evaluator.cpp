@@ -1,0 +1,463 @@
+#include "evaluation/evaluator.h"
+
+#include <chrono>
+#include <cstring>
+#include <unordered_map>
+
+#include "evaluation/analysis.h"
+#include "evaluation/namespace_state.h"
+#include "routing/command_fields.h"
+#include "stats/query_shape.h"
+
+namespace shardscope::evaluation {
+
+struct Evaluator::Event {
+  std::string ns;
+  bool insert = false;
+  std::string doc;  // insert: the document
+  int64_t time_us = 0;
+  OpEvent op;
+};
+
+struct Evaluator::Slot {
+  std::mutex mutex;
+  std::unique_ptr<NamespaceState> state;
+};
+
+namespace {
+
+int64_t nowMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+StateLimits limitsFrom(const EvaluationOptions& o) {
+  StateLimits l;
+  l.simulated_shards = std::max<uint32_t>(1, o.simulated_shards);
+  l.sample_size = std::max<uint32_t>(16, o.sample_size);
+  l.max_fields = o.max_fields_per_namespace;
+  l.max_shapes = o.max_shapes_per_namespace;
+  l.allow_values = o.allow_values;
+  return l;
+}
+
+AnalysisOptions analysisFrom(const EvaluationOptions& o) {
+  AnalysisOptions a;
+  a.simulated_shards = std::max<uint32_t>(1, o.simulated_shards);
+  a.max_candidates = o.max_candidates_per_namespace;
+  a.allow_values = o.allow_values;
+  return a;
+}
+
+std::string bytesOf(const bson_t& b) { return {reinterpret_cast<const char*>(bson_get_data(&b)), b.len}; }
+
+void sortFields(const bson_t& body, const char* key, std::vector<std::string>& out) {
+  bson_t sort;
+  if (!routing::subDocument(body, key, sort)) return;
+  bson_iter_t it;
+  if (!bson_iter_init(&it, &sort)) return;
+  while (bson_iter_next(&it) && out.size() < 8) out.emplace_back(bson_iter_key(&it));
+}
+
+void modifiedPaths(const bson_iter_t& u, std::vector<std::string>& out) {
+  if (!BSON_ITER_HOLDS_DOCUMENT(&u)) {  // pipeline update: may change anything
+    out.emplace_back();
+    return;
+  }
+  bson_iter_t ops;
+  bson_iter_recurse(&u, &ops);
+  while (bson_iter_next(&ops)) {
+    if (bson_iter_key(&ops)[0] != '$') {  // replacement document
+      out.emplace_back();
+      return;
+    }
+    if (!BSON_ITER_HOLDS_DOCUMENT(&ops)) continue;
+    bson_iter_t fields;
+    bson_iter_recurse(&ops, &fields);
+    while (bson_iter_next(&fields) && out.size() < 32) out.emplace_back(bson_iter_key(&fields));
+  }
+}
+
+const std::string kEmptyDoc("\x05\x00\x00\x00\x00", 5);
+
+}  // namespace
+
+struct Observer::Impl {
+  Impl(Evaluator& e, uint32_t ops, uint32_t ms) : evaluator(e), flush_ops(ops), flush_ms(ms) {}
+  Evaluator& evaluator;
+  uint32_t flush_ops, flush_ms;
+  std::mutex mutex;
+  std::vector<Evaluator::Event> buffer;
+  std::unordered_map<uint64_t, uint32_t> shape_seen;  // local sampling of filters per shape
+  int64_t last_flush_us = nowMicros();
+  std::string shape, ns_buffer;
+
+  bool sampleFilter(uint64_t hash) {
+    if (shape_seen.size() > 4096) shape_seen.clear();
+    uint32_t n = ++shape_seen[hash];
+    return n <= 8 || n % 16 == 0;
+  }
+
+  void addOp(std::string_view ns, OpKind kind, bool multi, std::string&& shape_text, const bson_t* filter,
+             std::vector<std::string>&& modified, std::vector<std::string>&& sort) {
+    Evaluator::Event e;
+    e.ns = std::string(ns);
+    e.op.kind = kind;
+    e.op.multi = multi;
+    e.op.shape_hash = stats::hashBytes(shape_text, static_cast<uint64_t>(kind) + 1);
+    if (sampleFilter(e.op.shape_hash)) e.op.filter = filter ? bytesOf(*filter) : kEmptyDoc;
+    e.op.shape = std::move(shape_text);
+    e.op.modified = std::move(modified);
+    e.op.sort = std::move(sort);
+    buffer.push_back(std::move(e));
+  }
+};
+
+Observer::Observer(Evaluator& evaluator, uint32_t flush_every_ops, uint32_t flush_every_ms)
+    : impl_(std::make_unique<Impl>(evaluator, flush_every_ops, flush_every_ms)) {}
+
+Observer::~Observer() { flush(); }
+
+void Observer::flush() {
+  std::lock_guard lock(impl_->mutex);
+  if (impl_->buffer.empty()) return;
+  impl_->evaluator.apply(impl_->buffer);
+  impl_->buffer.clear();
+  impl_->last_flush_us = nowMicros();
+}
+
+void Observer::observe(const protocol::CommandView& view, std::string_view ns) {
+  if (ns.empty() || view.name.empty()) return;
+  std::string_view name = view.name;
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);  // uncontended except while a render flushes this observer
+  const int64_t now = nowMicros();
+  size_t before = m.buffer.size();
+  if (name == "insert") {
+    routing::forEachStatement(view, "documents", [&](const bson_t& doc) {
+      Evaluator::Event e;
+      e.ns = std::string(ns);
+      e.insert = true;
+      e.doc = bytesOf(doc);
+      e.time_us = now;
+      m.buffer.push_back(std::move(e));
+      return true;
+    });
+  } else if (name == "find" || name == "count" || name == "distinct" || name == "aggregate") {
+    OpKind kind = name == "find" ? OpKind::Find : name == "count" ? OpKind::Count : name == "distinct" ? OpKind::Distinct : OpKind::Aggregate;
+    bson_t filter;
+    bool has = false;
+    if (kind == OpKind::Find) {
+      has = routing::subDocument(view.body, "filter", filter);
+    } else if (kind == OpKind::Aggregate) {
+      bson_iter_t it, arr;
+      if (bson_iter_init_find(&it, &view.body, "pipeline") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &arr) &&
+          bson_iter_next(&arr) && BSON_ITER_HOLDS_DOCUMENT(&arr)) {
+        uint32_t len;
+        const uint8_t* data;
+        bson_iter_document(&arr, &len, &data);
+        bson_t stage;
+        if (bson_init_static(&stage, data, len)) has = routing::subDocument(stage, "$match", filter);
+      }
+    } else {
+      has = routing::subDocument(view.body, "query", filter);
+    }
+    stats::computeShape(view, m.shape);
+    std::vector<std::string> sort;
+    if (kind == OpKind::Find) sortFields(view.body, "sort", sort);
+    m.addOp(ns, kind, false, std::string(m.shape), has ? &filter : nullptr, {}, std::move(sort));
+  } else if (name == "update" || name == "delete") {
+    bool update = name == "update";
+    routing::forEachStatement(view, update ? "updates" : "deletes", [&](const bson_t& st) {
+      bson_t q;
+      bool has = routing::subDocument(st, "q", q);
+      bool multi = update ? routing::boolField(st, "multi", false) : routing::intField(st, "limit", 1) == 0;
+      std::string shape = update ? "update " : "delete ";
+      if (has) stats::appendFilterShape(q, shape);
+      std::vector<std::string> modified;
+      if (update) {
+        bson_iter_t u;
+        if (bson_iter_init_find(&u, &st, "u")) {
+          modifiedPaths(u, modified);
+          if (BSON_ITER_HOLDS_DOCUMENT(&u)) {
+            uint32_t len;
+            const uint8_t* data;
+            bson_iter_document(&u, &len, &data);
+            bson_t ud;
+            if (bson_init_static(&ud, data, len)) {
+              shape += " u:";
+              stats::appendFilterShape(ud, shape);
+            }
+          }
+        }
+      }
+      if (multi) shape += " multi";
+      m.addOp(ns, update ? OpKind::Update : OpKind::Delete, multi, std::move(shape), has ? &q : nullptr,
+              std::move(modified), {});
+      return true;
+    });
+  } else if (name == "findAndModify" || name == "findandmodify") {
+    bson_t q;
+    bool has = routing::subDocument(view.body, "query", q);
+    std::vector<std::string> modified, sort;
+    bson_iter_t u;
+    if (bson_iter_init_find(&u, &view.body, "update")) modifiedPaths(u, modified);
+    sortFields(view.body, "sort", sort);
+    stats::computeShape(view, m.shape);
+    m.addOp(ns, OpKind::FindAndModify, false, std::string(m.shape), has ? &q : nullptr, std::move(modified),
+            std::move(sort));
+  }
+  if (m.buffer.size() == before) return;
+  if (m.buffer.size() >= m.flush_ops || now - m.last_flush_us >= static_cast<int64_t>(m.flush_ms) * 1000) {
+    m.evaluator.apply(m.buffer);
+    m.buffer.clear();
+    m.last_flush_us = now;
+  }
+}
+
+Evaluator::Evaluator(EvaluationOptions options) : options_(std::move(options)) {}
+Evaluator::~Evaluator() = default;
+
+std::shared_ptr<Observer> Evaluator::newObserver() {
+  auto o = std::make_shared<Observer>(*this, options_.flush_every_ops, options_.flush_every_ms);
+  std::lock_guard lock(mutex_);
+  std::erase_if(observers_, [](const std::weak_ptr<Observer>& w) { return w.expired(); });
+  observers_.push_back(o);
+  return o;
+}
+
+void Evaluator::setCurrentKeys(std::shared_ptr<const routing::RoutingTable> table) {
+  std::lock_guard lock(mutex_);
+  table_ = std::move(table);
+}
+
+void Evaluator::apply(std::vector<Event>& batch) {
+  Slot* slot = nullptr;
+  std::string_view slot_ns;
+  std::unique_lock<std::mutex> held;
+  for (auto& e : batch) {
+    if (!slot || e.ns != slot_ns) {
+      if (held.owns_lock()) held.unlock();
+      slot = nullptr;
+      {
+        std::lock_guard lock(mutex_);
+        auto it = namespaces_.find(e.ns);
+        if (it == namespaces_.end()) {
+          if (namespaces_.size() >= options_.max_namespaces) {
+            ++dropped_;
+            continue;
+          }
+          auto s = std::make_unique<Slot>();
+          s->state = std::make_unique<NamespaceState>(e.ns, limitsFrom(options_));
+          it = namespaces_.emplace(e.ns, std::move(s)).first;
+        }
+        slot = it->second.get();
+        slot_ns = it->first;
+      }
+      held = std::unique_lock<std::mutex>(slot->mutex);
+    }
+    if (e.insert) {
+      bson_t doc;
+      if (bson_init_static(&doc, reinterpret_cast<const uint8_t*>(e.doc.data()), e.doc.size()))
+        slot->state->applyInsert(doc, e.time_us);
+    } else {
+      slot->state->applyOp(std::move(e.op));
+    }
+  }
+}
+
+uint64_t Evaluator::droppedNamespaceOps() const {
+  std::lock_guard lock(mutex_);
+  return dropped_;
+}
+
+void Evaluator::flushObservers() const {
+  std::vector<std::shared_ptr<Observer>> live;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& w : observers_)
+      if (auto o = w.lock()) live.push_back(std::move(o));
+  }
+  for (auto& o : live) o->flush();
+}
+
+std::vector<std::pair<std::string, std::unique_ptr<NamespaceState>>> Evaluator::snapshot() const {
+  flushObservers();
+  std::vector<std::pair<std::string, std::unique_ptr<NamespaceState>>> out;
+  std::vector<Slot*> slots;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [ns, s] : namespaces_) slots.push_back(s.get());
+  }
+  for (Slot* s : slots) {
+    std::lock_guard lock(s->mutex);
+    out.emplace_back(s->state->ns(), std::make_unique<NamespaceState>(*s->state));
+  }
+  return out;
+}
+
+namespace {
+
+std::vector<NamespaceReport> analyzeAll(const std::vector<std::pair<std::string, std::unique_ptr<NamespaceState>>>& states,
+                                        const AnalysisOptions& opt, const routing::RoutingTable* table,
+                                        const std::vector<std::pair<std::string, std::string>>& configured,
+                                        const std::map<std::string, std::string>& current_json) {
+  std::vector<NamespaceReport> reports;
+  for (const auto& [ns, st] : states) {
+    std::vector<std::string> conf;
+    for (const auto& [cns, key] : configured)
+      if (cns == ns) conf.push_back(key);
+    const routing::ShardKeyPattern* current = table ? table->shardKey(ns) : nullptr;
+    std::optional<routing::ShardKeyPattern> parsed;
+    if (!current) {
+      auto it = current_json.find(ns);
+      std::string error;
+      if (it != current_json.end() && (parsed = routing::ShardKeyPattern::fromJson(it->second, error))) current = &*parsed;
+    }
+    reports.push_back(analyzeNamespace(*st, opt, current, conf));
+  }
+  return reports;
+}
+
+}  // namespace
+
+std::string Evaluator::renderJson() const {
+  auto states = snapshot();
+  std::shared_ptr<const routing::RoutingTable> table;
+  {
+    std::lock_guard lock(mutex_);
+    table = table_;
+  }
+  return renderReportsJson(analyzeAll(states, analysisFrom(options_), table.get(), options_.configured_candidates, {}));
+}
+
+std::string Evaluator::renderText() const {
+  auto states = snapshot();
+  std::shared_ptr<const routing::RoutingTable> table;
+  {
+    std::lock_guard lock(mutex_);
+    table = table_;
+  }
+  return renderReportsText(analyzeAll(states, analysisFrom(options_), table.get(), options_.configured_candidates, {}));
+}
+
+std::string Evaluator::exportSketches() const {
+  auto states = snapshot();
+  std::shared_ptr<const routing::RoutingTable> table;
+  {
+    std::lock_guard lock(mutex_);
+    table = table_;
+  }
+  bson_t doc = BSON_INITIALIZER, arr, item;
+  bson_append_int32(&doc, "version", -1, 1);
+  bson_append_int32(&doc, "simulatedShards", -1, static_cast<int32_t>(options_.simulated_shards));
+  bson_append_int32(&doc, "sampleSize", -1, static_cast<int32_t>(options_.sample_size));
+  bson_append_array_begin(&doc, "namespaces", -1, &arr);
+  char idx[16];
+  const char* k;
+  for (size_t i = 0; i < states.size(); ++i) {
+    bson_uint32_to_string(static_cast<uint32_t>(i), &k, idx, sizeof idx);
+    bson_append_document_begin(&arr, k, -1, &item);
+    states[i].second->toBson(&item);
+    if (const auto* key = table ? table->shardKey(states[i].first) : nullptr)
+      bson_append_utf8(&item, "currentKey", -1, key->toJson().c_str(), -1);
+    bson_t conf;
+    bson_append_array_begin(&item, "configuredKeys", -1, &conf);
+    uint32_t j = 0;
+    for (const auto& [ns, key] : options_.configured_candidates) {
+      if (ns != states[i].first) continue;
+      char idx2[16];
+      const char* k2;
+      bson_uint32_to_string(j++, &k2, idx2, sizeof idx2);
+      bson_append_utf8(&conf, k2, -1, key.c_str(), -1);
+    }
+    bson_append_array_end(&item, &conf);
+    bson_append_document_end(&arr, &item);
+  }
+  bson_append_array_end(&doc, &arr);
+  char* json = bson_as_canonical_extended_json(&doc, nullptr);
+  std::string out = json ? json : "{}";
+  bson_free(json);
+  bson_destroy(&doc);
+  return out;
+}
+
+std::string Evaluator::mergeAndEvaluate(const std::vector<std::string>& sketchJsons, bool text, std::string& error) {
+  std::vector<std::pair<std::string, std::unique_ptr<NamespaceState>>> states;
+  std::map<std::string, std::string> current;
+  std::vector<std::pair<std::string, std::string>> configured;
+  EvaluationOptions opts;
+  bool first = true;
+  for (size_t s = 0; s < sketchJsons.size(); ++s) {
+    bson_error_t berr;
+    bson_t* doc = bson_new_from_json(reinterpret_cast<const uint8_t*>(sketchJsons[s].data()),
+                                     static_cast<ssize_t>(sketchJsons[s].size()), &berr);
+    if (!doc) {
+      error = "input " + std::to_string(s + 1) + ": not JSON: " + berr.message;
+      return {};
+    }
+    bson_iter_t it;
+    uint32_t shards = bson_iter_init_find(&it, doc, "simulatedShards") ? bson_iter_as_int64(&it) : 0;
+    uint32_t sample = bson_iter_init_find(&it, doc, "sampleSize") ? bson_iter_as_int64(&it) : 4096;
+    if (shards == 0) {
+      error = "input " + std::to_string(s + 1) + ": no simulatedShards (not a /evaluate/sketches export)";
+      bson_destroy(doc);
+      return {};
+    }
+    if (first) {
+      opts.simulated_shards = shards;
+      opts.sample_size = sample;
+      first = false;
+    } else if (shards != opts.simulated_shards) {
+      error = "input " + std::to_string(s + 1) + ": taken for " + std::to_string(shards) + " simulated shards, the first for " +
+              std::to_string(opts.simulated_shards);
+      bson_destroy(doc);
+      return {};
+    }
+    bson_iter_t arr;
+    if (bson_iter_init_find(&it, doc, "namespaces") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &arr)) {
+      while (bson_iter_next(&arr)) {
+        if (!BSON_ITER_HOLDS_DOCUMENT(&arr)) continue;
+        uint32_t len;
+        const uint8_t* data;
+        bson_iter_document(&arr, &len, &data);
+        bson_t nsdoc;
+        if (!bson_init_static(&nsdoc, data, len)) continue;
+        bson_iter_t f;
+        if (!bson_iter_init_find(&f, &nsdoc, "ns") || !BSON_ITER_HOLDS_UTF8(&f)) continue;
+        std::string ns = bson_iter_utf8(&f, nullptr);
+        if (bson_iter_init_find(&f, &nsdoc, "currentKey") && BSON_ITER_HOLDS_UTF8(&f)) current[ns] = bson_iter_utf8(&f, nullptr);
+        bson_iter_t conf;
+        if (bson_iter_init_find(&f, &nsdoc, "configuredKeys") && BSON_ITER_HOLDS_ARRAY(&f) && bson_iter_recurse(&f, &conf))
+          while (bson_iter_next(&conf))
+            if (BSON_ITER_HOLDS_UTF8(&conf)) {
+              std::pair<std::string, std::string> p{ns, bson_iter_utf8(&conf, nullptr)};
+              if (std::find(configured.begin(), configured.end(), p) == configured.end()) configured.push_back(p);
+            }
+        auto pos = std::find_if(states.begin(), states.end(), [&](auto& p) { return p.first == ns; });
+        if (pos == states.end()) {
+          states.emplace_back(ns, std::make_unique<NamespaceState>(ns, limitsFrom(opts)));
+          pos = states.end() - 1;
+        }
+        std::string merr;
+        if (!pos->second->mergeBson(nsdoc, merr)) {
+          error = "input " + std::to_string(s + 1) + ": " + merr;
+          bson_destroy(doc);
+          return {};
+        }
+      }
+    }
+    bson_destroy(doc);
+  }
+  auto reports = analyzeAll(states, analysisFrom(opts), nullptr, configured, current);
+  return text ? renderReportsText(reports) : renderReportsJson(reports);
+}
+
+void Evaluator::reset() {
+  flushObservers();
+  std::lock_guard lock(mutex_);
+  namespaces_.clear();
+  dropped_ = 0;
+}
+
+}  // namespace shardscope::evaluation

@@ -1,0 +1,86 @@
+// The process-wide shard-key evaluator the proxy feeds: one Observer per session buffers what it
+// sees and merges into the shared per-namespace state in batches (no global lock per operation);
+// renders the evaluation (JSON, text), exports mergeable sketches and evaluates merged fleets.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "protocol/command_view.h"
+#include "routing/routing_table.h"
+
+namespace shardscope::evaluation {
+
+struct EvaluationOptions {
+  uint32_t simulated_shards = 4;
+  uint32_t max_candidates_per_namespace = 16;
+  uint32_t max_namespaces = 64;
+  uint32_t sample_size = 4096;  // inserted documents kept per namespace (bounds memory)
+  bool allow_values = false;
+  std::vector<std::pair<std::string /*ns*/, std::string /*key pattern JSON*/>> configured_candidates;
+  // Beyond the contract: per-namespace memory bounds and the flush cadence of observers.
+  uint32_t max_fields_per_namespace = 32;
+  uint32_t max_shapes_per_namespace = 256;
+  uint32_t flush_every_ops = 64;
+  uint32_t flush_every_ms = 100;
+};
+
+class NamespaceState;
+class Observer;
+
+class Evaluator {
+ public:
+  explicit Evaluator(EvaluationOptions options);
+  ~Evaluator();
+  Evaluator(const Evaluator&) = delete;
+  Evaluator& operator=(const Evaluator&) = delete;
+
+  std::shared_ptr<Observer> newObserver();
+  void setCurrentKeys(std::shared_ptr<const routing::RoutingTable> table);
+
+  std::string renderJson() const;
+  std::string renderText() const;
+  std::string exportSketches() const;
+  // Merges sketch exports of several sidecars (all taken with the same simulated shard count) and
+  // evaluates the union. Empty result and `error` set when an input does not parse.
+  static std::string mergeAndEvaluate(const std::vector<std::string>& sketchJsons, bool text, std::string& error);
+  void reset();
+
+  // Observers call this with a batch (one lock per namespace per batch).
+  struct Event;
+  void apply(std::vector<Event>& batch);
+  uint64_t droppedNamespaceOps() const;
+
+ private:
+  struct Slot;
+  void flushObservers() const;
+  std::vector<std::pair<std::string, std::unique_ptr<NamespaceState>>> snapshot() const;
+
+  EvaluationOptions options_;
+  mutable std::mutex mutex_;  // guards the maps below (not the states, which have their own locks)
+  std::map<std::string, std::unique_ptr<Slot>, std::less<>> namespaces_;
+  std::vector<std::weak_ptr<Observer>> observers_;
+  std::shared_ptr<const routing::RoutingTable> table_;
+  uint64_t dropped_ = 0;
+};
+
+class Observer {
+ public:
+  explicit Observer(Evaluator& evaluator, uint32_t flush_every_ops, uint32_t flush_every_ms);
+  ~Observer();
+  // Per request, on the session's thread. Copies what it needs; never blocks on other sessions
+  // except when handing over a batch.
+  void observe(const protocol::CommandView& view, std::string_view ns);
+  void flush();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace shardscope::evaluation

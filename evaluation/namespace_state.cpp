@@ -1,0 +1,647 @@
+#include "evaluation/namespace_state.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "evaluation/value_codec.h"
+#include "routing/bson_order.h"
+
+namespace shardscope::evaluation {
+
+namespace {
+
+constexpr uint32_t kMaxProjectedValueBytes = 512;
+constexpr uint32_t kMaxProjectedFields = 48;
+
+const bson_value_t kNull = [] {
+  bson_value_t v{};
+  v.value_type = BSON_TYPE_NULL;
+  return v;
+}();
+
+std::string_view bytesOf(const bson_t& b) { return {reinterpret_cast<const char*>(bson_get_data(&b)), b.len}; }
+
+}  // namespace
+
+const char* opKindName(OpKind k) {
+  switch (k) {
+    case OpKind::Find: return "find";
+    case OpKind::Aggregate: return "aggregate";
+    case OpKind::Count: return "count";
+    case OpKind::Distinct: return "distinct";
+    case OpKind::Update: return "update";
+    case OpKind::Delete: return "delete";
+    case OpKind::FindAndModify: return "findAndModify";
+  }
+  return "?";
+}
+
+NamespaceState::NamespaceState(std::string ns, const StateLimits& limits) : ns_(std::move(ns)), limits_(limits) {}
+
+const FieldState* NamespaceState::field(std::string_view path) const {
+  auto it = field_index_.find(std::string(path));
+  return it == field_index_.end() ? nullptr : &fields[it->second];
+}
+
+FieldState& NamespaceState::trackField(std::string_view path) {
+  auto it = field_index_.find(std::string(path));
+  if (it != field_index_.end()) return fields[it->second];
+  field_index_.emplace(std::string(path), fields.size());
+  FieldState f;
+  f.path = std::string(path);
+  f.freq = SpaceSaving(limits_.heavy_hitters);
+  f.distinct = BottomK(limits_.distinct_sample);
+  f.ranged_shard_inserts.assign(limits_.simulated_shards, 0);
+  f.hashed_shard_inserts.assign(limits_.simulated_shards, 0);
+  fields.push_back(std::move(f));
+  return fields.back();
+}
+
+std::vector<std::string> NamespaceState::computeSplits(const BottomK& distinct, uint32_t shards) {
+  // Decode once, sort views, then copy out only the split values.
+  std::vector<std::pair<bson_value_t, const std::string*>> values;
+  values.reserve(distinct.values().size());
+  for (const auto& [h, v] : distinct.values()) {
+    bson_value_t dv;
+    if (decodeValue(v, dv)) values.push_back({dv, &v});
+  }
+  std::sort(values.begin(), values.end(),
+            [](const auto& a, const auto& b) { return routing::compareValues(a.first, b.first) < 0; });
+  std::vector<std::string> splits;
+  if (values.size() < 2 || shards < 2) return splits;
+  const bson_value_t* last = &values.front().first;  // a split at the minimum adds nothing
+  for (uint32_t i = 1; i < shards; ++i) {
+    const auto& s = values[values.size() * i / shards];
+    if (routing::compareValues(*last, s.first) >= 0) continue;  // duplicates: fewer chunks
+    splits.push_back(*s.second);
+    last = &s.first;
+  }
+  return splits;
+}
+
+uint32_t NamespaceState::rangedShard(const std::vector<std::string>& splits, const bson_value_t& v) {
+  uint32_t lo = 0, hi = static_cast<uint32_t>(splits.size());
+  while (lo < hi) {  // first split > v
+    uint32_t mid = (lo + hi) / 2;
+    bson_value_t sv;
+    decodeValue(splits[mid], sv);
+    if (routing::compareValues(sv, v) <= 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+uint32_t NamespaceState::hashedShard(uint64_t value_hash, uint32_t shards) {
+  uint64_t h = mix64(value_hash) >> 32;
+  return static_cast<uint32_t>((h * shards) >> 32);
+}
+
+void NamespaceState::observeField(FieldState& f, const bson_value_t& v) {
+  ++f.count;
+  uint64_t h = valueHash(v);
+  f.hll.add(h);
+  if (limits_.allow_values) {
+    std::string label = displayValue(v);
+    f.freq.add(h, 1, &label);
+  } else {
+    f.freq.add(h, 1, nullptr);
+  }
+  switch (v.value_type) {
+    case BSON_TYPE_OID: ++f.type_oid; break;
+    case BSON_TYPE_DATE_TIME:
+    case BSON_TYPE_TIMESTAMP: ++f.type_date; break;
+    case BSON_TYPE_INT32:
+    case BSON_TYPE_INT64:
+    case BSON_TYPE_DOUBLE:
+    case BSON_TYPE_DECIMAL128: ++f.type_number; break;
+    case BSON_TYPE_UTF8: ++f.type_string; break;
+    default: ++f.type_other; break;
+  }
+  std::string enc;
+  auto encoded = [&]() -> const std::string& {
+    if (enc.empty()) enc = encodeValue(v);
+    return enc;
+  };
+  if (f.distinct.values().size() < f.distinct.k() || h < f.distinct.values().rbegin()->first)
+    f.distinct.add(h, encoded());
+
+  // Monotonicity: is this value a new maximum or minimum of everything seen before it?
+  if (f.max.empty()) {
+    f.max = f.min = encoded();
+  } else {
+    ++f.compared;
+    bson_value_t mx, mn;
+    decodeValue(f.max, mx);
+    if (routing::compareValues(v, mx) > 0) {
+      ++f.new_max;
+      f.max = encoded();
+    } else {
+      decodeValue(f.min, mn);
+      if (routing::compareValues(v, mn) < 0) {
+        ++f.new_min;
+        f.min = encoded();
+      }
+    }
+  }
+
+  // Simulated cluster: split points are re-derived every `resplit_every` inserts, as a balancer
+  // that keeps splitting at the quantiles of the values seen so far would.
+  if (++f.since_split >= limits_.resplit_every || (f.splits.empty() && f.since_split >= limits_.resplit_every / 2)) {
+    f.splits = computeSplits(f.distinct, limits_.simulated_shards);
+    f.since_split = 0;
+    for (auto& c : f.ranged_shard_inserts) c *= kShardCountDecay;
+    for (auto& c : f.hashed_shard_inserts) c *= kShardCountDecay;
+    if (f.splits.empty()) f.splits.reserve(1);  // capacity marks "warm-up over" even for one value
+  }
+  if (f.splits.capacity() > 0) {
+    // Chunks are numbered from the top: the chunk ending at MaxKey is always on the last shard,
+    // as it stays on one shard in a real cluster while the balancer moves the others.
+    uint32_t chunk = rangedShard(f.splits, v);
+    uint32_t from_top = static_cast<uint32_t>(f.splits.size()) - chunk;
+    ++f.ranged_shard_inserts[limits_.simulated_shards - 1 - std::min(from_top, limits_.simulated_shards - 1)];
+    ++f.hashed_shard_inserts[hashedShard(h, limits_.simulated_shards)];
+  }
+}
+
+void NamespaceState::applyInsert(const bson_t& doc, int64_t time_us) {
+  ++inserts;
+  insert_bytes += doc.len;
+  bson_iter_t it;
+  std::vector<bool> seen(fields.size(), false);
+  if (bson_iter_init(&it, &doc)) {
+    while (bson_iter_next(&it)) {
+      std::string_view key = bson_iter_key(&it);
+      auto fi = field_index_.find(std::string(key));
+      FieldState* f = nullptr;
+      if (fi != field_index_.end()) {
+        f = &fields[fi->second];
+        seen[fi->second] = true;
+      } else if (fields.size() < limits_.max_fields) {
+        f = &trackField(key);
+        seen.push_back(true);
+      }
+      if (!f) continue;
+      bson_type_t t = bson_iter_type(&it);
+      if (t == BSON_TYPE_ARRAY) {  // not a valid shard key value; count as missing
+        ++f->missing;
+        continue;
+      }
+      observeField(*f, *bson_iter_value(&it));
+    }
+  }
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (i < seen.size() && seen[i]) continue;
+    ++fields[i].missing;
+    observeField(fields[i], kNull);  // a missing shard-key field counts as null
+  }
+
+  // Reservoir of projected documents, in arrival order (for compound keys and monotonicity).
+  ++reservoir_seen;
+  int64_t slot;
+  if (reservoir_seen <= limits_.sample_size) {
+    slot = static_cast<int64_t>(reservoir.size());
+  } else {
+    uint64_t j = nextRandom() % reservoir_seen;
+    slot = j < limits_.sample_size ? static_cast<int64_t>(j) : -1;
+  }
+  if (slot < 0) return;
+  bson_t proj = BSON_INITIALIZER;
+  uint32_t n = 0;
+  if (bson_iter_init(&it, &doc)) {
+    while (bson_iter_next(&it) && n < kMaxProjectedFields) {
+      uint32_t vlen = it.next_off - it.d1;
+      if (vlen > kMaxProjectedValueBytes) continue;
+      bson_append_iter(&proj, bson_iter_key(&it), -1, &it);
+      ++n;
+    }
+  }
+  SampleDoc s{time_us, reservoir_seen, std::string(bytesOf(proj))};
+  bson_destroy(&proj);
+  if (slot == static_cast<int64_t>(reservoir.size()))
+    reservoir.push_back(std::move(s));
+  else
+    reservoir[slot] = std::move(s);
+}
+
+void NamespaceState::applyOp(OpEvent&& ev) {
+  (isRead(ev.kind) ? reads : writes)++;
+  auto it = shapes.find(ev.shape_hash);
+  if (it == shapes.end()) {
+    if (shapes.size() >= limits_.max_shapes) {
+      ++other_shape_ops;
+      return;
+    }
+    ShapeState s;
+    s.shape = std::move(ev.shape);
+    s.kind = ev.kind;
+    s.multi = ev.multi;
+    s.modified = std::move(ev.modified);
+    s.sort = std::move(ev.sort);
+    it = shapes.emplace(ev.shape_hash, std::move(s)).first;
+  }
+  ShapeState& s = it->second;
+  ++s.count;
+  if (ev.filter.empty()) return;
+  ++s.offered;
+  if (s.samples.size() < limits_.samples_per_shape) {
+    s.samples.push_back(std::move(ev.filter));
+  } else {
+    uint64_t j = nextRandom() % s.offered;
+    if (j < s.samples.size()) s.samples[j] = std::move(ev.filter);
+  }
+}
+
+size_t NamespaceState::memoryBytes() const {
+  size_t n = sizeof(*this);
+  for (const auto& f : fields) {
+    n += sizeof(f) + f.hll.registers().size() + f.freq.entries().size() * (sizeof(SpaceSaving::Entry) + 16);
+    for (const auto& [h, v] : f.distinct.values()) n += v.size() + 48;
+    n += f.max.size() + f.min.size();
+    for (const auto& s : f.splits) n += s.size() + 32;
+  }
+  for (const auto& s : reservoir) n += sizeof(s) + s.doc.size();
+  for (const auto& [h, s] : shapes) {
+    n += sizeof(s) + s.shape.size() + 64;
+    for (const auto& f : s.samples) n += f.size() + 32;
+  }
+  return n;
+}
+
+// ---- export / merge -------------------------------------------------------------------------
+
+namespace {
+
+void appendBin(bson_t* doc, const char* key, std::string_view bytes) {
+  bson_append_binary(doc, key, -1, BSON_SUBTYPE_BINARY, reinterpret_cast<const uint8_t*>(bytes.data()),
+                     static_cast<uint32_t>(bytes.size()));
+}
+
+void appendCounts(bson_t* doc, const char* key, const std::vector<double>& v) {
+  bson_t arr;
+  bson_append_array_begin(doc, key, -1, &arr);
+  char idx[16];
+  for (size_t i = 0; i < v.size(); ++i) {
+    const char* k;
+    bson_uint32_to_string(static_cast<uint32_t>(i), &k, idx, sizeof idx);
+    bson_append_double(&arr, k, -1, v[i]);
+  }
+  bson_append_array_end(doc, &arr);
+}
+
+void appendStrings(bson_t* doc, const char* key, const std::vector<std::string>& v) {
+  bson_t arr;
+  bson_append_array_begin(doc, key, -1, &arr);
+  char idx[16];
+  for (size_t i = 0; i < v.size(); ++i) {
+    const char* k;
+    bson_uint32_to_string(static_cast<uint32_t>(i), &k, idx, sizeof idx);
+    bson_append_utf8(&arr, k, -1, v[i].data(), static_cast<int>(v[i].size()));
+  }
+  bson_append_array_end(doc, &arr);
+}
+
+int64_t getInt(const bson_t& doc, const char* key) {
+  bson_iter_t it;
+  if (bson_iter_init_find(&it, &doc, key) && BSON_ITER_HOLDS_NUMBER(&it)) return bson_iter_as_int64(&it);
+  return 0;
+}
+
+std::string getString(const bson_t& doc, const char* key) {
+  bson_iter_t it;
+  if (bson_iter_init_find(&it, &doc, key) && BSON_ITER_HOLDS_UTF8(&it)) {
+    uint32_t len = 0;
+    const char* s = bson_iter_utf8(&it, &len);
+    return std::string(s, len);
+  }
+  return {};
+}
+
+std::string getBin(const bson_iter_t& it) {
+  if (!BSON_ITER_HOLDS_BINARY(&it)) return {};
+  bson_subtype_t st;
+  uint32_t len = 0;
+  const uint8_t* data = nullptr;
+  bson_iter_binary(&it, &st, &len, &data);
+  return std::string(reinterpret_cast<const char*>(data), len);
+}
+
+std::string getBin(const bson_t& doc, const char* key) {
+  bson_iter_t it;
+  if (bson_iter_init_find(&it, &doc, key)) return getBin(it);
+  return {};
+}
+
+// Calls f(const bson_t&) for each sub-document of array doc[key].
+template <typename F>
+void forEachDoc(const bson_t& doc, const char* key, F&& f) {
+  bson_iter_t it, arr;
+  if (!bson_iter_init_find(&it, &doc, key) || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &arr)) return;
+  while (bson_iter_next(&arr)) {
+    if (!BSON_ITER_HOLDS_DOCUMENT(&arr)) continue;
+    uint32_t len = 0;
+    const uint8_t* data = nullptr;
+    bson_iter_document(&arr, &len, &data);
+    bson_t sub;
+    if (bson_init_static(&sub, data, len)) f(sub);
+  }
+}
+
+std::vector<double> getCounts(const bson_t& doc, const char* key) {
+  std::vector<double> out;
+  bson_iter_t it, arr;
+  if (!bson_iter_init_find(&it, &doc, key) || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &arr)) return out;
+  while (bson_iter_next(&arr)) out.push_back(bson_iter_as_double(&arr));
+  return out;
+}
+
+std::vector<std::string> getStrings(const bson_t& doc, const char* key) {
+  std::vector<std::string> out;
+  bson_iter_t it, arr;
+  if (!bson_iter_init_find(&it, &doc, key) || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &arr)) return out;
+  while (bson_iter_next(&arr)) {
+    if (BSON_ITER_HOLDS_UTF8(&arr)) {
+      uint32_t len = 0;
+      const char* s = bson_iter_utf8(&arr, &len);
+      out.emplace_back(s, len);
+    } else if (BSON_ITER_HOLDS_BINARY(&arr)) {
+      out.push_back(getBin(arr));
+    }
+  }
+  return out;
+}
+
+void addCounts(std::vector<double>& into, const std::vector<double>& from) {
+  if (into.size() < from.size()) into.resize(from.size(), 0);
+  for (size_t i = 0; i < from.size(); ++i) into[i] += from[i];
+}
+
+bool lessEncoded(const std::string& a, const std::string& b) {
+  bson_value_t va, vb;
+  if (!decodeValue(a, va) || !decodeValue(b, vb)) return false;
+  return routing::compareValues(va, vb) < 0;
+}
+
+}  // namespace
+
+void NamespaceState::toBson(bson_t* out) const {
+  bson_append_utf8(out, "ns", -1, ns_.c_str(), -1);
+  bson_append_int32(out, "shards", -1, static_cast<int32_t>(limits_.simulated_shards));
+  bson_append_int64(out, "inserts", -1, static_cast<int64_t>(inserts));
+  bson_append_int64(out, "insertBytes", -1, static_cast<int64_t>(insert_bytes));
+  bson_append_int64(out, "reads", -1, static_cast<int64_t>(reads));
+  bson_append_int64(out, "writes", -1, static_cast<int64_t>(writes));
+  bson_append_int64(out, "otherShapeOps", -1, static_cast<int64_t>(other_shape_ops));
+  bson_t arr, item;
+  char idx[16];
+  const char* k;
+  bson_append_array_begin(out, "fields", -1, &arr);
+  for (size_t i = 0; i < fields.size(); ++i) {
+    const FieldState& f = fields[i];
+    bson_uint32_to_string(static_cast<uint32_t>(i), &k, idx, sizeof idx);
+    bson_append_document_begin(&arr, k, -1, &item);
+    bson_append_utf8(&item, "path", -1, f.path.c_str(), -1);
+    bson_append_int64(&item, "count", -1, static_cast<int64_t>(f.count));
+    appendBin(&item, "hll", {reinterpret_cast<const char*>(f.hll.registers().data()), f.hll.registers().size()});
+    bson_append_int64(&item, "freqTotal", -1, static_cast<int64_t>(f.freq.total()));
+    bson_t fa, fe;
+    bson_append_array_begin(&item, "freq", -1, &fa);
+    for (size_t j = 0; j < f.freq.entries().size(); ++j) {
+      const auto& e = f.freq.entries()[j];
+      char idx2[16];
+      const char* k2;
+      bson_uint32_to_string(static_cast<uint32_t>(j), &k2, idx2, sizeof idx2);
+      bson_append_document_begin(&fa, k2, -1, &fe);
+      bson_append_int64(&fe, "h", -1, static_cast<int64_t>(e.hash));
+      bson_append_int64(&fe, "c", -1, static_cast<int64_t>(e.count));
+      bson_append_int64(&fe, "e", -1, static_cast<int64_t>(e.error));
+      if (!e.label.empty()) bson_append_utf8(&fe, "l", -1, e.label.c_str(), -1);
+      bson_append_document_end(&fa, &fe);
+    }
+    bson_append_array_end(&item, &fa);
+    bson_append_array_begin(&item, "distinct", -1, &fa);
+    size_t j = 0;
+    for (const auto& [h, v] : f.distinct.values()) {
+      char idx2[16];
+      const char* k2;
+      bson_uint32_to_string(static_cast<uint32_t>(j++), &k2, idx2, sizeof idx2);
+      bson_append_document_begin(&fa, k2, -1, &fe);
+      bson_append_int64(&fe, "h", -1, static_cast<int64_t>(h));
+      appendBin(&fe, "v", v);
+      bson_append_document_end(&fa, &fe);
+    }
+    bson_append_array_end(&item, &fa);
+    appendBin(&item, "max", f.max);
+    appendBin(&item, "min", f.min);
+    bson_append_int64(&item, "newMax", -1, static_cast<int64_t>(f.new_max));
+    bson_append_int64(&item, "newMin", -1, static_cast<int64_t>(f.new_min));
+    bson_append_int64(&item, "compared", -1, static_cast<int64_t>(f.compared));
+    bson_append_int64(&item, "oid", -1, static_cast<int64_t>(f.type_oid));
+    bson_append_int64(&item, "date", -1, static_cast<int64_t>(f.type_date));
+    bson_append_int64(&item, "number", -1, static_cast<int64_t>(f.type_number));
+    bson_append_int64(&item, "string", -1, static_cast<int64_t>(f.type_string));
+    bson_append_int64(&item, "other", -1, static_cast<int64_t>(f.type_other));
+    bson_append_int64(&item, "missing", -1, static_cast<int64_t>(f.missing));
+    appendCounts(&item, "ranged", f.ranged_shard_inserts);
+    appendCounts(&item, "hashed", f.hashed_shard_inserts);
+    bson_append_document_end(&arr, &item);
+  }
+  bson_append_array_end(out, &arr);
+
+  bson_append_int64(out, "reservoirSeen", -1, static_cast<int64_t>(reservoir_seen));
+  bson_append_array_begin(out, "reservoir", -1, &arr);
+  for (size_t i = 0; i < reservoir.size(); ++i) {
+    bson_uint32_to_string(static_cast<uint32_t>(i), &k, idx, sizeof idx);
+    bson_append_document_begin(&arr, k, -1, &item);
+    bson_append_int64(&item, "t", -1, reservoir[i].time_us);
+    bson_append_int64(&item, "s", -1, static_cast<int64_t>(reservoir[i].seq));
+    appendBin(&item, "d", reservoir[i].doc);
+    bson_append_document_end(&arr, &item);
+  }
+  bson_append_array_end(out, &arr);
+
+  bson_append_array_begin(out, "shapes", -1, &arr);
+  size_t i = 0;
+  for (const auto& [h, s] : shapes) {
+    bson_uint32_to_string(static_cast<uint32_t>(i++), &k, idx, sizeof idx);
+    bson_append_document_begin(&arr, k, -1, &item);
+    bson_append_int64(&item, "h", -1, static_cast<int64_t>(h));
+    bson_append_utf8(&item, "shape", -1, s.shape.c_str(), -1);
+    bson_append_utf8(&item, "kind", -1, opKindName(s.kind), -1);
+    bson_append_bool(&item, "multi", -1, s.multi);
+    bson_append_int64(&item, "count", -1, static_cast<int64_t>(s.count));
+    bson_append_int64(&item, "offered", -1, static_cast<int64_t>(s.offered));
+    bson_t sa;
+    bson_append_array_begin(&item, "samples", -1, &sa);
+    for (size_t j = 0; j < s.samples.size(); ++j) {
+      char idx2[16];
+      const char* k2;
+      bson_uint32_to_string(static_cast<uint32_t>(j), &k2, idx2, sizeof idx2);
+      appendBin(&sa, k2, s.samples[j]);
+    }
+    bson_append_array_end(&item, &sa);
+    appendStrings(&item, "modified", s.modified);
+    appendStrings(&item, "sort", s.sort);
+    bson_append_document_end(&arr, &item);
+  }
+  bson_append_array_end(out, &arr);
+}
+
+void NamespaceState::merge(const NamespaceState& o) {
+  inserts += o.inserts;
+  insert_bytes += o.insert_bytes;
+  reads += o.reads;
+  writes += o.writes;
+  other_shape_ops += o.other_shape_ops;
+  for (const FieldState& of : o.fields) {
+    if (!field(of.path) && fields.size() >= limits_.max_fields) continue;
+    FieldState& f = trackField(of.path);
+    f.count += of.count;
+    f.hll.merge(of.hll);
+    f.freq.merge(of.freq);
+    f.distinct.merge(of.distinct);
+    if (f.max.empty() || (!of.max.empty() && lessEncoded(f.max, of.max))) f.max = of.max;
+    if (f.min.empty() || (!of.min.empty() && lessEncoded(of.min, f.min))) f.min = of.min;
+    f.new_max += of.new_max;
+    f.new_min += of.new_min;
+    f.compared += of.compared;
+    f.type_oid += of.type_oid;
+    f.type_date += of.type_date;
+    f.type_number += of.type_number;
+    f.type_string += of.type_string;
+    f.type_other += of.type_other;
+    f.missing += of.missing;
+    addCounts(f.ranged_shard_inserts, of.ranged_shard_inserts);
+    addCounts(f.hashed_shard_inserts, of.hashed_shard_inserts);
+    f.splits = computeSplits(f.distinct, limits_.simulated_shards);
+  }
+  // Reservoirs: each side keeps a share proportional to what it saw, so the union stays uniform.
+  uint64_t total = reservoir_seen + o.reservoir_seen;
+  if (total > 0) {
+    size_t cap = limits_.sample_size;
+    size_t from_other = o.reservoir.size();
+    size_t from_mine = reservoir.size();
+    if (from_mine + from_other > cap) {
+      from_other = static_cast<size_t>(static_cast<double>(cap) * o.reservoir_seen / total + 0.5);
+      from_other = std::min(from_other, o.reservoir.size());
+      from_mine = std::min(reservoir.size(), cap - from_other);
+    }
+    std::vector<SampleDoc> merged;
+    auto pick = [&](const std::vector<SampleDoc>& src, size_t n) {
+      std::vector<size_t> idx(src.size());
+      for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+      for (size_t i = 0; i < n && i < idx.size(); ++i) std::swap(idx[i], idx[i + nextRandom() % (idx.size() - i)]);
+      for (size_t i = 0; i < n && i < idx.size(); ++i) merged.push_back(src[idx[i]]);
+    };
+    pick(reservoir, from_mine);
+    pick(o.reservoir, from_other);
+    reservoir = std::move(merged);
+    reservoir_seen = total;
+  }
+  for (const auto& [h, os] : o.shapes) {
+    auto it = shapes.find(h);
+    if (it == shapes.end()) {
+      if (shapes.size() >= limits_.max_shapes) {
+        other_shape_ops += os.count;
+        continue;
+      }
+      shapes.emplace(h, os);
+      continue;
+    }
+    ShapeState& s = it->second;
+    s.count += os.count;
+    s.offered += os.offered;
+    for (const auto& f : os.samples)
+      if (s.samples.size() < limits_.samples_per_shape) s.samples.push_back(f);
+  }
+}
+
+bool NamespaceState::mergeBson(const bson_t& doc, std::string& error) {
+  NamespaceState o(getString(doc, "ns"), limits_);
+  if (o.ns_ != ns_) {
+    error = "namespace mismatch";
+    return false;
+  }
+  int64_t shards = getInt(doc, "shards");
+  if (shards != static_cast<int64_t>(limits_.simulated_shards)) {
+    error = "sketches of " + ns_ + " were taken for " + std::to_string(shards) + " simulated shards, not " +
+            std::to_string(limits_.simulated_shards);
+    return false;
+  }
+  o.inserts = getInt(doc, "inserts");
+  o.insert_bytes = getInt(doc, "insertBytes");
+  o.reads = getInt(doc, "reads");
+  o.writes = getInt(doc, "writes");
+  o.other_shape_ops = getInt(doc, "otherShapeOps");
+  bool ok = true;
+  forEachDoc(doc, "fields", [&](const bson_t& fd) {
+    std::string path = getString(fd, "path");
+    if (path.empty() || o.field(path)) return;
+    if (o.fields.size() >= limits_.max_fields) return;
+    FieldState& f = o.trackField(path);
+    f.count = getInt(fd, "count");
+    std::string hll = getBin(fd, "hll");
+    if (!f.hll.load(reinterpret_cast<const uint8_t*>(hll.data()), hll.size())) ok = false;
+    forEachDoc(fd, "freq", [&](const bson_t& e) {
+      std::string label = getString(e, "l");
+      f.freq.add(static_cast<uint64_t>(getInt(e, "h")), static_cast<uint64_t>(getInt(e, "c")),
+                 label.empty() ? nullptr : &label);
+    });
+    f.freq.setTotal(static_cast<uint64_t>(getInt(fd, "freqTotal")));
+    forEachDoc(fd, "distinct", [&](const bson_t& e) { f.distinct.add(getInt(e, "h"), getBin(e, "v")); });
+    f.max = getBin(fd, "max");
+    f.min = getBin(fd, "min");
+    f.new_max = getInt(fd, "newMax");
+    f.new_min = getInt(fd, "newMin");
+    f.compared = getInt(fd, "compared");
+    f.type_oid = getInt(fd, "oid");
+    f.type_date = getInt(fd, "date");
+    f.type_number = getInt(fd, "number");
+    f.type_string = getInt(fd, "string");
+    f.type_other = getInt(fd, "other");
+    f.missing = getInt(fd, "missing");
+    f.ranged_shard_inserts = getCounts(fd, "ranged");
+    f.hashed_shard_inserts = getCounts(fd, "hashed");
+    if (f.ranged_shard_inserts.size() != limits_.simulated_shards ||
+        f.hashed_shard_inserts.size() != limits_.simulated_shards)
+      ok = false;
+  });
+  o.reservoir_seen = getInt(doc, "reservoirSeen");
+  forEachDoc(doc, "reservoir", [&](const bson_t& s) {
+    if (o.reservoir.size() < limits_.sample_size)
+      o.reservoir.push_back({getInt(s, "t"), static_cast<uint64_t>(getInt(s, "s")), getBin(s, "d")});
+  });
+  forEachDoc(doc, "shapes", [&](const bson_t& sd) {
+    ShapeState s;
+    s.shape = getString(sd, "shape");
+    std::string kind = getString(sd, "kind");
+    bool known = false;
+    for (int k = 0; k <= static_cast<int>(OpKind::FindAndModify); ++k)
+      if (kind == opKindName(static_cast<OpKind>(k))) {
+        s.kind = static_cast<OpKind>(k);
+        known = true;
+      }
+    if (!known) {
+      ok = false;
+      return;
+    }
+    bson_iter_t it;
+    s.multi = bson_iter_init_find(&it, &sd, "multi") && bson_iter_as_bool(&it);
+    s.count = getInt(sd, "count");
+    s.offered = getInt(sd, "offered");
+    s.samples = getStrings(sd, "samples");
+    if (s.samples.size() > limits_.samples_per_shape) s.samples.resize(limits_.samples_per_shape);
+    s.modified = getStrings(sd, "modified");
+    s.sort = getStrings(sd, "sort");
+    if (o.shapes.size() < limits_.max_shapes) o.shapes.emplace(static_cast<uint64_t>(getInt(sd, "h")), std::move(s));
+  });
+  if (!ok) {
+    error = "malformed sketches for " + ns_;
+    return false;
+  }
+  merge(o);
+  return true;
+}
+
+}  // namespace shardscope::evaluation

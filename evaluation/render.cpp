@@ -1,0 +1,392 @@
+// JSON and text renderings of namespace reports, and the written defence of the recommendation
+// in the form of seed 003's worked example: the numbers for each property, what stays broadcast
+// and its share, and what would change the decision.
+#include <cmath>
+#include <cstdio>
+
+#include "evaluation/analysis.h"
+#include "stats/json_writer.h"
+
+namespace shardscope::evaluation {
+
+namespace {
+
+std::string pct(double x) {
+  char b[32];
+  std::snprintf(b, sizeof b, x > 0 && x < 0.001 ? "%.2f%%" : "%.1f%%", 100.0 * x);
+  return b;
+}
+
+std::string num(double x) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.0f", x);
+  std::string s = b, out;
+  int n = 0;
+  for (auto it = s.rbegin(); it != s.rend(); ++it) {
+    if (n && n % 3 == 0 && *it != '-') out.insert(out.begin(), ',');
+    out.insert(out.begin(), *it);
+    ++n;
+  }
+  return out;
+}
+
+std::string fixed(double x, int digits) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.*f", digits, x);
+  return b;
+}
+
+std::string bytesText(double b) {
+  const char* units[] = {"B", "KB", "MB", "GB", "TB", "PB"};
+  int u = 0;
+  while (b >= 1024 && u < 5) b /= 1024, ++u;
+  return fixed(b, b < 10 ? 1 : 0) + " " + units[u];
+}
+
+std::string shapeLabel(const ShapeOutcome& s) {
+  std::string k = opKindName(s.kind);
+  if (s.shape.rfind(k, 0) == 0) return s.shape;
+  return k + " " + s.shape;
+}
+
+std::string ratioText(const CandidateResult& c) {
+  if (c.simulated_inserts == 0) return "no inserts observed";
+  if (c.max_min_ratio == 0) return "max/min infinite: a shard got no inserts";
+  return "max/min " + fixed(c.max_min_ratio, 2) + "x";
+}
+
+std::string sharesText(const CandidateResult& c) {
+  std::string s;
+  for (size_t i = 0; i < c.shard_insert_share.size(); ++i) s += (i ? " / " : "") + pct(c.shard_insert_share[i]);
+  return s;
+}
+
+double maxShare(const CandidateResult& c) {
+  double m = 0;
+  for (double v : c.shard_insert_share) m = std::max(m, v);
+  return m;
+}
+
+std::string leadName(const CandidateResult& c) { return c.pattern.field(0).path; }
+
+// Shapes (with their share of reads + writes) that stay scatter-gather under a candidate.
+std::vector<std::pair<std::string, double>> broadcastShapes(const NamespaceReport& r, const CandidateResult& c) {
+  double all = static_cast<double>(r.reads + r.writes + r.other_shape_ops);
+  std::vector<std::pair<std::string, double>> out;
+  for (const auto& s : c.shapes)
+    if (s.scatter > 0.5 && all > 0) out.push_back({shapeLabel(s), s.count / all});
+  return out;
+}
+
+std::string propertyLines(const NamespaceReport& r, const CandidateResult& c) {
+  std::string t;
+  const auto& lead = leadName(c);
+  t += "  Cardinality  ";
+  if (c.pattern.size() > 1 && c.prefix_cardinality > 0)
+    t += lead + " ~" + num(c.prefix_cardinality) + " distinct (HyperLogLog); the full key ~" + num(c.cardinality) +
+         " (" + c.cardinality_method + ").";
+  else
+    t += "~" + num(c.cardinality) + " distinct values (" + c.cardinality_method + ").";
+  t += c.pass_cardinality ? " Pass.\n" : " Fails: fewer than " + num(64.0 * r.shards) + " values cannot keep " +
+                                             std::to_string(r.shards) + " shards split finely.\n";
+  t += "  Frequency    ";
+  if (c.pattern.size() > 1)
+    t += "top " + lead + " value " + c.prefix_top_label + " = " + pct(c.prefix_top_share) + " of inserts; full key: top value " +
+         pct(c.top_share) + ", top 5 " + pct(c.top5_share) + ".";
+  else if (!c.top_values.empty())
+    t += "top value " + c.top_values[0].first + " = " + pct(c.top_share) + " of inserts; top 5 = " + pct(c.top5_share) + ".";
+  else
+    t += "no inserts observed.";
+  if (!c.pass_frequency)
+    t += " Fails: one value holds at least a shard's fair share (" + pct(1.0 / r.shards) + ").";
+  else if (c.jumbo_risk)
+    t += " Jumbo risk: that value's chunk cannot be split and passes " + bytesText(128.0 * 1024 * 1024) +
+         " once the collection reaches " + bytesText(c.jumbo_at_bytes) + ".";
+  else
+    t += " Pass.";
+  t += "\n  Monotonic    ";
+  if (c.hashed_prefix)
+    t += "No: the leading field is hashed.";
+  else
+    t += std::string(c.monotonic ? "Yes: " : "No: ") + pct(c.new_extreme_share) +
+         " of inserts set a new maximum or minimum; rank correlation with arrival order " + fixed(c.rank_correlation, 2) +
+         (c.leading_type == "ObjectId" ? " (ObjectId: its leading bytes are a timestamp)."
+          : c.leading_type == "date"   ? " (a date)."
+                                       : ".");
+  t += c.pass_monotonicity ? " Pass.\n" : " Fails.\n";
+  t += "  Routes       " + pct(c.targeted) + " of reads and writes targeted. Reads: " + pct(c.read_single) +
+       " single-shard, " + pct(c.read_multi) + " multi-shard, " + pct(c.read_scatter) +
+       " scatter-gather (analyzeShardKey's classes); targeted reads touch " + fixed(c.targeted_read_shards, 2) + " of " +
+       std::to_string(r.shards) + " simulated shards.";
+  if (r.writes > 0)
+    t += " Writes: " + pct(c.write_single) + " single-shard, " + pct(c.write_multi) + " multi-shard, " +
+         pct(c.write_scatter) + " scatter-gather; single-document writes without the key " +
+         pct(c.single_writes_without_key) + ", shard-key updates " + pct(c.shard_key_updates) + ".";
+  t += "\n  Inserts      " + std::to_string(r.shards) + " simulated shards: " + sharesText(c) + " (" + ratioText(c) + ").\n";
+  return t;
+}
+
+std::string defence(const NamespaceReport& r) {
+  if (r.recommended < 0) return "No traffic observed for " + r.ns + " yet.\n";
+  const CandidateResult& c = r.candidates[r.recommended];
+  const std::string lead = leadName(c);
+  std::string t;
+  if (!c.passes())
+    t += "No candidate passes all three properties. The least bad is " + c.label + " (fails " + c.failures[0] +
+         (c.failures.size() > 1 ? " and more" : "") + "); fix the data model before sharding on any of these.\n\n";
+  t += "Choice: " + c.label + ". ";
+  // Cardinality.
+  bool unbounded = c.cardinality >= 0.9 * static_cast<double>(r.inserts);
+  if (c.pattern.size() > 1)
+    t += "Cardinality is ~" + num(c.prefix_cardinality) + " on the prefix and " +
+         (unbounded ? "effectively unbounded with the suffix (about one value per document)"
+                    : "~" + num(c.cardinality) + " with the suffix") +
+         ", so we can split as far as we ever need to. ";
+  else
+    t += "Cardinality is ~" + num(c.cardinality) + (unbounded ? " (about one value per document)" : "") +
+         ", so we can split as far as we need to. ";
+  // Frequency.
+  if (c.pattern.size() > 1 && !c.pattern.field(0).hashed && c.prefix_top_share > 0) {
+    t += "Frequency: the top " + lead + " value holds " + pct(c.prefix_top_share) + " of inserts";
+    if (c.prefix_top_share >= 0.01)
+      t += ", which would be a jumbo-chunk risk on {" + lead + ": 1} alone (its chunk passes " + bytesText(128.0 * 1024 * 1024) +
+           " once the collection reaches " + bytesText(128.0 * 1024 * 1024 / c.prefix_top_share) + "), and the " +
+           c.pattern.field(1).path + " suffix removes it because that value's documents split by " + c.pattern.field(1).path;
+    t += "; the full key's top value is " + pct(c.top_share) + ". ";
+  } else {
+    t += "Frequency: the top value holds " + pct(c.top_share) + " of inserts" +
+         (c.jumbo_risk ? ", a jumbo-chunk risk once the collection reaches " + bytesText(c.jumbo_at_bytes) + ". "
+                       : ", so no chunk is stuck on one value. ");
+  }
+  // Monotonicity.
+  if (c.hashed_prefix)
+    t += "It is not monotonic: the leading field is hashed, so consecutive values land on unrelated chunks";
+  else
+    t += "It is not monotonic: " + pct(c.new_extreme_share) + " of inserts set a new maximum or minimum, so new documents spread";
+  t += "; on " + std::to_string(r.shards) + " simulated shards the busiest takes " + pct(maxShare(c)) + " of inserts (" +
+       ratioText(c) + "). ";
+  // Routing.
+  const ShapeOutcome* dominant = nullptr;
+  for (const auto& s : c.shapes)
+    if (s.scatter < 0.5) {
+      dominant = &s;
+      break;
+    }
+  double all = static_cast<double>(r.reads + r.writes + r.other_shape_ops);
+  t += "And it targets " + pct(c.targeted) + " of reads and writes";
+  if (dominant && all > 0)
+    t += ", including " + shapeLabel(*dominant) + " (" + pct(dominant->count / all) + " of traffic, " +
+         fixed(dominant->targeted_shards, 2) + " shard each on the simulated cluster" +
+         (dominant->single < 0.5 ? "; analyzeShardKey counts it multi-shard because it does not pin every key field" : "") + ")";
+  t += ".\n\n";
+
+  // What stays broadcast.
+  auto bc = broadcastShapes(r, c);
+  double bsum = 0;
+  for (auto& [l, s] : bc) bsum += s;
+  if (!bc.empty()) {
+    t += "What I am accepting: " + pct(bsum) + " of reads and writes stay broadcast: ";
+    for (size_t i = 0; i < bc.size(); ++i) t += (i ? "; " : "") + bc[i].first + " (" + pct(bc[i].second) + ")";
+    t += ". Analytical ones belong on a secondary or an analytics store; point lookups on another field can carry " + lead +
+         " at the API level (the caller usually has it), which turns a broadcast into a targeted query.\n\n";
+  } else {
+    t += "Nothing observed stays broadcast.\n\n";
+  }
+
+  // What would change the decision.
+  t += "What would change my mind: ";
+  if (c.pattern.size() > 1 && !c.pattern.field(0).hashed)
+    t += "if the top " + lead + " value grew from " + pct(c.prefix_top_share) + " to above " + pct(1.0 / r.shards) +
+         " of inserts (one shard's fair share), the prefix would be too skewed even with the suffix, since that value's new "
+         "documents go to the chunk at the top of its " + c.pattern.field(1).path + " range; then a synthetic prefix. ";
+  else if (c.jumbo_risk)
+    t += "if the top value kept growing past " + pct(1.0 / r.shards) + " of inserts it would fail frequency outright. ";
+  if (r.candidates.size() > 1) {
+    const CandidateResult& ru = r.candidates[1];
+    t += "The runner-up is " + ru.label + " (" + pct(ru.targeted) + " targeted";
+    if (!ru.failures.empty()) t += ", fails " + ru.failures[0];
+    if (!ru.warnings.empty()) t += ", warning: " + ru.warnings[0];
+    t += ")";
+    if (std::fabs(ru.targeted - c.targeted) <= 0.005 && ru.passes())
+      t += ": it targets as much, and loses on " +
+           std::string(ru.warnings.size() > c.warnings.size() ? (ru.warnings[0] == "jumbo" ? "jumbo risk" : "insert balance")
+                       : ru.hashed_prefix != c.hashed_prefix ? "locality (a hashed prefix turns ranges on it into broadcasts)"
+                                                             : "splittability (lower cardinality)");
+    t += ". ";
+  }
+  t += "\n\n";
+
+  // The rejected, one line each.
+  t += "Rejected:\n";
+  for (size_t i = 0; i < r.candidates.size(); ++i) {
+    if (static_cast<int>(i) == r.recommended) continue;
+    const CandidateResult& o = r.candidates[i];
+    t += "  " + o.label + ": " + pct(o.targeted) + " targeted";
+    if (!o.failures.empty()) {
+      t += "; fails";
+      for (const auto& f : o.failures) t += " " + f;
+    }
+    if (o.monotonic)
+      t += " (" + pct(o.new_extreme_share) + " of inserts are a new extreme" +
+           (o.leading_type == "ObjectId" ? ", ObjectId" : o.leading_type == "date" ? ", a date" : "") + "; " +
+           std::to_string(r.shards) + " simulated shards: the busiest takes " + pct(maxShare(o)) + " of inserts)";
+    if (!o.pass_frequency) t += " (top value " + pct(std::max(o.top_share, o.prefix_top_share)) + " of inserts)";
+    if (!o.pass_cardinality) t += " (~" + num(o.cardinality) + " values)";
+    for (const auto& w : o.warnings) {
+      if (w == "jumbo") t += "; jumbo risk (top value " + pct(o.top_share) + " of inserts)";
+      if (w == "imbalance") t += "; uneven inserts (" + ratioText(o) + ")";
+    }
+    if (o.passes() && o.targeted < 0.005 && o.hashed_prefix)
+      t += "; perfect spread, but no observed query names " + leadName(o) + ", so every read broadcasts: fixes writes, makes reads worse";
+    t += ".\n";
+  }
+  return t;
+}
+
+void writeCandidate(stats::JsonWriter& w, const NamespaceReport& r, const CandidateResult& c, size_t rank) {
+  w.beginObject();
+  w.key("key").raw(c.key_json);
+  w.key("rank").value(static_cast<uint64_t>(rank + 1));
+  w.key("sources").beginArray();
+  for (const auto& s : c.sources) w.value(s);
+  w.endArray();
+  w.key("passes").value(c.passes());
+  w.key("failures").beginArray();
+  for (const auto& s : c.failures) w.value(s);
+  w.endArray();
+  w.key("warnings").beginArray();
+  for (const auto& s : c.warnings) w.value(s);
+  w.endArray();
+  w.key("targetedShare").value(c.targeted);
+  w.key("readDistribution").beginObject();
+  w.key("percentageOfSingleShardReads").value(100 * c.read_single);
+  w.key("percentageOfMultiShardReads").value(100 * c.read_multi);
+  w.key("percentageOfScatterGatherReads").value(100 * c.read_scatter);
+  w.key("meanShardsTouched").value(c.read_shards);
+  w.key("meanShardsTouchedWhenTargeted").value(c.targeted_read_shards);
+  w.endObject();
+  w.key("writeDistribution").beginObject();
+  w.key("percentageOfSingleShardWrites").value(100 * c.write_single);
+  w.key("percentageOfMultiShardWrites").value(100 * c.write_multi);
+  w.key("percentageOfScatterGatherWrites").value(100 * c.write_scatter);
+  w.key("percentageOfShardKeyUpdates").value(100 * c.shard_key_updates);
+  w.key("percentageOfSingleWritesWithoutShardKey").value(100 * c.single_writes_without_key);
+  w.key("percentageOfMultiWritesWithoutShardKey").value(100 * c.multi_writes_without_key);
+  w.endObject();
+  w.key("byShape").beginArray();
+  for (const auto& s : c.shapes) {
+    w.beginObject();
+    w.key("shape").value(s.shape);
+    w.key("command").value(opKindName(s.kind));
+    w.key("count").value(s.count);
+    w.key("single").value(s.single);
+    w.key("multi").value(s.multi);
+    w.key("scatterGather").value(s.scatter);
+    w.key("meanShardsTouched").value(s.shards);
+    w.endObject();
+  }
+  w.endArray();
+  w.key("cardinality").beginObject();
+  w.key("estimate").value(c.cardinality);
+  w.key("method").value(c.cardinality_method);
+  w.key("prefixEstimate").value(c.prefix_cardinality);
+  w.key("pass").value(c.pass_cardinality);
+  w.endObject();
+  w.key("frequency").beginObject();
+  w.key("topShare").value(c.top_share);
+  w.key("top5Share").value(c.top5_share);
+  w.key("prefixTopShare").value(c.prefix_top_share);
+  w.key("mostCommonValues").beginArray();
+  for (const auto& [l, s] : c.top_values) w.beginObject().key("value").value(l).key("share").value(s).endObject();
+  w.endArray();
+  w.key("pass").value(c.pass_frequency);
+  w.endObject();
+  w.key("monotonicity").beginObject();
+  w.key("type").value(c.hashed_prefix ? "not monotonic" : c.monotonic ? "monotonic" : "not monotonic");
+  w.key("newExtremeShare").value(c.new_extreme_share);
+  w.key("rankCorrelation").value(c.rank_correlation);
+  w.key("leadingType").value(c.leading_type);
+  w.key("pass").value(c.pass_monotonicity);
+  w.endObject();
+  w.key("simulatedCluster").beginObject();
+  w.key("shards").value(r.shards);
+  w.key("inserts").value(c.simulated_inserts);
+  w.key("insertShare").beginArray();
+  for (double s : c.shard_insert_share) w.value(s);
+  w.endArray();
+  if (c.max_min_ratio > 0)
+    w.key("maxMinRatio").value(c.max_min_ratio);
+  else
+    w.key("maxMinRatio").null();
+  w.key("maxShare").value(maxShare(c));
+  w.key("jumboRisk").value(c.jumbo_risk);
+  if (c.jumbo_risk) w.key("jumboAtCollectionBytes").value(c.jumbo_at_bytes);
+  w.endObject();
+  w.endObject();
+}
+
+}  // namespace
+
+std::string renderReportsJson(const std::vector<NamespaceReport>& reports) {
+  std::string out;
+  stats::JsonWriter w(out);
+  w.beginObject();
+  w.key("namespaces").beginArray();
+  for (const auto& r : reports) {
+    w.beginObject();
+    w.key("ns").value(r.ns);
+    w.key("simulatedShards").value(r.shards);
+    w.key("reads").value(r.reads);
+    w.key("writes").value(r.writes);
+    w.key("inserts").value(r.inserts);
+    w.key("otherShapeOps").value(r.other_shape_ops);
+    w.key("avgDocBytes").value(r.avg_doc_bytes);
+    w.key("memoryBytes").value(static_cast<uint64_t>(r.memory_bytes));
+    w.key("verdict").beginObject();
+    if (r.recommended >= 0) {
+      w.key("key").raw(r.candidates[r.recommended].key_json);
+      w.key("passesAllProperties").value(r.recommended_passes);
+    } else {
+      w.key("key").null();
+    }
+    w.key("text").value(defence(r));
+    w.endObject();
+    w.key("candidates").beginArray();
+    for (size_t i = 0; i < r.candidates.size(); ++i) writeCandidate(w, r, r.candidates[i], i);
+    w.endArray();
+    w.endObject();
+  }
+  w.endArray();
+  w.endObject();
+  return out;
+}
+
+std::string renderReportsText(const std::vector<NamespaceReport>& reports) {
+  std::string t;
+  if (reports.empty()) return "No namespaces observed yet.\n";
+  for (const auto& r : reports) {
+    t += r.ns + ": " + num(static_cast<double>(r.reads)) + " reads, " + num(static_cast<double>(r.writes)) +
+         " writes (update/delete/findAndModify), " + num(static_cast<double>(r.inserts)) +
+         " inserts observed; simulated cluster of " + std::to_string(r.shards) + " shards.\n\n";
+    double all = static_cast<double>(r.reads + r.writes + r.other_shape_ops);
+    t += "Query shape                                                        share\n";
+    t += "-------------------------------------------------------------------------\n";
+    for (const auto& s : r.shapes) {
+      std::string l = shapeLabel(s);
+      if (l.size() > 64) l = l.substr(0, 61) + "...";
+      l.resize(std::max<size_t>(l.size(), 66), ' ');
+      t += l + " " + pct(all > 0 ? s.count / all : 0) + "\n";
+    }
+    t += "\nCandidates, ranked:\n";
+    for (size_t i = 0; i < r.candidates.size(); ++i) {
+      const auto& c = r.candidates[i];
+      t += "\n" + std::to_string(i + 1) + ". " + c.label + (static_cast<int>(i) == r.recommended ? "   <- recommended" : "") +
+           (c.passes() ? "" : "   (fails " + c.failures[0] + ")") + "\n";
+      t += propertyLines(r, c);
+    }
+    t += "\n" + defence(r) + "\n";
+  }
+  return t;
+}
+
+}  // namespace shardscope::evaluation

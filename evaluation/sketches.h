@@ -1,0 +1,93 @@
+// Mergeable streaming sketches for key evaluation: HyperLogLog (cardinality), SpaceSaving (heavy
+// hitters), a bottom-k sample of distinct values (split points) and a seeded reservoir.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace shardscope::evaluation {
+
+// 64-bit finaliser (splitmix64); used to derive register/rank bits from value hashes.
+inline uint64_t mix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+class HyperLogLog {
+ public:
+  static constexpr int kPrecision = 12;  // 4096 registers, ~1.6% standard error
+  HyperLogLog() : registers_(size_t{1} << kPrecision, 0) {}
+  void add(uint64_t hash);
+  double estimate() const;
+  void merge(const HyperLogLog& other);
+  const std::vector<uint8_t>& registers() const { return registers_; }
+  bool load(const uint8_t* data, size_t len);  // false on a size mismatch
+
+ private:
+  std::vector<uint8_t> registers_;
+};
+
+// Metwally et al.'s SpaceSaving: at most `capacity` counters; a value's count is over-estimated
+// by at most its `error`. `label` is kept only when the caller passes one (values allowed).
+class SpaceSaving {
+ public:
+  struct Entry {
+    uint64_t hash = 0;
+    uint64_t count = 0;
+    uint64_t error = 0;
+    std::string label;
+  };
+  explicit SpaceSaving(size_t capacity = 64) : capacity_(capacity) {}
+  void add(uint64_t hash, uint64_t weight = 1, const std::string* label = nullptr);
+  void merge(const SpaceSaving& other);
+  std::vector<Entry> top(size_t n) const;  // by count, descending
+  uint64_t total() const { return total_; }
+  const std::vector<Entry>& entries() const { return entries_; }
+  void setTotal(uint64_t t) { total_ = t; }
+
+ private:
+  size_t capacity_;
+  uint64_t total_ = 0;
+  std::vector<Entry> entries_;
+  std::unordered_map<uint64_t, size_t> index_;
+};
+
+// A uniform sample of distinct values: the k values with the smallest hashes (KMV). Independent of
+// how often each value occurs, so its quantiles split the key's value range evenly, and it merges
+// exactly (union, keep the k smallest).
+class BottomK {
+ public:
+  explicit BottomK(size_t k = 256) : k_(k) {}
+  // `value` is an encoded value (value_codec.h); copied only when it enters the sample.
+  void add(uint64_t hash, std::string_view value);
+  void merge(const BottomK& other);
+  const std::map<uint64_t, std::string>& values() const { return values_; }
+  size_t k() const { return k_; }
+
+ private:
+  size_t k_;
+  std::map<uint64_t, std::string> values_;
+};
+
+// Vitter's algorithm R with a fixed seed, so the same traffic gives the same evaluation.
+class ReservoirIndex {
+ public:
+  explicit ReservoirIndex(size_t capacity, uint64_t seed = 0x5eed) : capacity_(capacity), state_(seed) {}
+  // Returns the slot to write (== size for an append) or -1 to skip.
+  int64_t offer();
+  uint64_t seen() const { return seen_; }
+  size_t capacity() const { return capacity_; }
+  void setSeen(uint64_t s) { seen_ = s; }
+
+ private:
+  uint64_t next() { return mix64(state_++); }
+  size_t capacity_;
+  uint64_t state_;
+  uint64_t seen_ = 0;
+};
+
+}  // namespace shardscope::evaluation

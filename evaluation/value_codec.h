@@ -1,0 +1,29 @@
+// Owned encodings of single BSON values (a one-element BSON document {"": value}) and the stable
+// 64-bit value hash that sketches, frequency labels and the privacy-preserving output use.
+#pragma once
+#include <bson/bson.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace shardscope::evaluation {
+
+std::string encodeValue(const bson_value_t& v);
+// A view into `encoded` (strings, documents point into it); false when malformed.
+bool decodeValue(std::string_view encoded, bson_value_t& out);
+
+// Equal values (in BSON comparison terms: 1 == 1.0 == 1L) hash equally; stable across processes.
+uint64_t valueHash(const bson_value_t& v);
+uint64_t combineHash(uint64_t seed, uint64_t h);
+
+// Relaxed Extended JSON of the value, truncated to `max_chars` (only when values are allowed).
+std::string displayValue(const bson_value_t& v, size_t max_chars = 48);
+// "#1a2b3c4d5e6f": how a value is shown when values are not allowed.
+std::string hashLabel(uint64_t hash);
+
+// Base64 for binary sketch state in the exported JSON.
+std::string base64Encode(std::string_view bytes);
+bool base64Decode(std::string_view text, std::string& out);
+
+}  // namespace shardscope::evaluation

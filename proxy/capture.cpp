@@ -1,0 +1,328 @@
+#include "proxy/capture.h"
+
+#include <spdlog/spdlog.h>
+
+#include <strings.h>
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+
+#include "protocol/op_msg.h"
+#include "protocol/wire.h"
+#include "shadow/command_prep.h"
+#include "shadow/reply_summary.h"
+#include "stats/json_writer.h"
+#include "stats/query_shape.h"
+
+namespace shardscope::proxy {
+namespace {
+
+uint64_t random64() {
+  std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+}
+
+int64_t unixNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Commands whose payload carries credentials or proofs: never captured.
+bool isSecret(std::string_view name) {
+  for (std::string_view s : {"saslStart", "saslContinue", "authenticate", "getnonce", "createUser", "updateUser",
+                             "copydbsaslstart", "copydbgetnonce", "copydb"})
+    if (name.size() == s.size() && strncasecmp(name.data(), s.data(), s.size()) == 0) return true;
+  return false;
+}
+
+std::string segmentPath(const std::string& base, uint32_t segment) {
+  return segment == 0 ? base : base + "." + std::to_string(segment);
+}
+
+}  // namespace
+
+std::unique_ptr<CaptureWriter> CaptureWriter::create(const CaptureOptions& options, std::string& error) {
+  if (options.file.empty()) {
+    error = "capture.file is empty";
+    return nullptr;
+  }
+  if (options.rotate_bytes && options.rotate_bytes < 4096) {
+    error = "capture.rotate_bytes must be at least 4096";
+    return nullptr;
+  }
+  std::unique_ptr<CaptureWriter> w(new CaptureWriter(options));
+  if (!w->openSegment(error)) return nullptr;
+  w->thread_ = std::thread([p = w.get()] { p->run(); });
+  spdlog::info("capture: writing {} capture to {}", shadow::captureModeName(options.mode), options.file);
+  return w;
+}
+
+CaptureWriter::CaptureWriter(const CaptureOptions& options)
+    : options_(options),
+      capture_id_(random64()),
+      salt_(random64()),
+      start_unix_ns_(unixNowNs()),
+      start_(std::chrono::steady_clock::now()) {}
+
+CaptureWriter::~CaptureWriter() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  if (file_) std::fclose(file_);
+}
+
+uint64_t CaptureWriter::nowNs() const {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start_).count());
+}
+
+bool CaptureWriter::openSegment(std::string& error) {
+  const std::string path = segmentPath(options_.file, segment_);
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) {
+    error = "capture: cannot open " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  if (file_) std::fclose(file_);
+  file_ = f;
+  shadow::FileHeader h;
+  h.mode = options_.mode;
+  h.segment = segment_;
+  h.capture_id = capture_id_;
+  h.start_unix_ns = start_unix_ns_;
+  h.metadata = std::string(R"({"writer":"shardscope 0.1.0","mode":")") + shadow::captureModeName(options_.mode) + "\"}";
+  std::vector<uint8_t> bytes;
+  shadow::encodeFileHeader(h, bytes);
+  if (std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) {
+    error = "capture: cannot write " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  segment_bytes_ = bytes.size();
+  total_bytes_ += bytes.size();
+  std::lock_guard lock(mutex_);
+  ++counters_.segments;
+  return true;
+}
+
+void CaptureWriter::enqueue(std::vector<uint8_t>&& record) {
+  {
+    std::lock_guard lock(mutex_);
+    if (full_.load(std::memory_order_relaxed)) {
+      ++counters_.dropped_limit;
+      return;
+    }
+    if (queued_bytes_ + record.size() > options_.queue_bytes) {
+      ++counters_.dropped_queue;
+      ++dropped_pending_;
+      return;
+    }
+    queued_bytes_ += record.size();
+    queue_.push_back(std::move(record));
+  }
+  wake_.notify_one();
+}
+
+void CaptureWriter::onRequest(uint64_t connectionId, int32_t requestId, const protocol::CommandView& view,
+                              std::string_view ns, std::span<const uint8_t> plainMessage) {
+  if (full_.load(std::memory_order_relaxed) || isSecret(view.name)) return;
+  shadow::Record r;
+  r.type = shadow::RecordType::Request;
+  r.connection_id = connectionId;
+  r.time_ns = nowNs();
+  r.request_id = requestId;
+  std::vector<uint8_t> out;
+  if (options_.mode == shadow::CaptureMode::Full) {
+    r.flags = shadow::kPayloadWireMessage;
+    r.payload = plainMessage;
+    out.reserve(shadow::encodedRecordSize(plainMessage.size()));
+    shadow::encodeRecord(r, out);
+  } else {
+    bson_t doc = BSON_INITIALIZER, body;
+    std::string shape;
+    stats::computeShape(view, shape);
+    std::string db(view.db), name(view.name), nsText(ns);
+    BSON_APPEND_UTF8(&doc, "ns", nsText.c_str());
+    BSON_APPEND_UTF8(&doc, "db", db.c_str());
+    BSON_APPEND_UTF8(&doc, "command", name.c_str());
+    BSON_APPEND_UTF8(&doc, "shape", shape.c_str());
+    BSON_APPEND_DOCUMENT_BEGIN(&doc, "body", &body);
+    shadow::redactCommand(view, salt_, &body);
+    bson_append_document_end(&doc, &body);
+    r.flags = shadow::kPayloadRedactedBson;
+    r.payload = {bson_get_data(&doc), doc.len};
+    shadow::encodeRecord(r, out);
+    bson_destroy(&doc);
+  }
+  enqueue(std::move(out));
+}
+
+void CaptureWriter::onReply(uint64_t connectionId, int32_t responseTo, std::span<const uint8_t> plainReply,
+                            uint64_t latencyNs) {
+  if (full_.load(std::memory_order_relaxed) || plainReply.size() < protocol::kHeaderSize) return;
+  shadow::Record r;
+  r.type = shadow::RecordType::Reply;
+  r.connection_id = connectionId;
+  r.time_ns = nowNs();
+  r.request_id = protocol::readHeader(plainReply.data()).requestId;
+  r.response_to = responseTo;
+  r.extra = latencyNs;
+  std::vector<uint8_t> out;
+  if (options_.mode == shadow::CaptureMode::Full) {
+    r.flags = shadow::kPayloadWireMessage;
+    r.payload = plainReply;
+    shadow::encodeRecord(r, out);
+  } else {
+    shadow::ReplySummary s;
+    protocol::OpMsg msg;
+    if (protocol::readHeader(plainReply.data()).opCode == static_cast<int32_t>(protocol::OpCode::Msg) &&
+        protocol::decodeOpMsg(plainReply, msg, {.verifyChecksum = false, .validateBson = false}).ok())
+      s = shadow::summarizeReply(msg.body);
+    bson_t doc = BSON_INITIALIZER;
+    BSON_APPEND_BOOL(&doc, "ok", s.ok);
+    if (s.code) BSON_APPEND_INT32(&doc, "code", s.code);
+    if (s.has_n) BSON_APPEND_INT64(&doc, "n", s.n);
+    if (s.has_n_modified) BSON_APPEND_INT64(&doc, "nModified", s.n_modified);
+    if (s.write_errors) BSON_APPEND_INT32(&doc, "writeErrors", static_cast<int32_t>(s.write_errors));
+    BSON_APPEND_INT64(&doc, "docs", static_cast<int64_t>(s.docs));
+    BSON_APPEND_INT32(&doc, "bytes", static_cast<int32_t>(plainReply.size()));
+    r.flags = shadow::kPayloadRedactedBson;
+    r.payload = {bson_get_data(&doc), doc.len};
+    shadow::encodeRecord(r, out);
+    bson_destroy(&doc);
+  }
+  enqueue(std::move(out));
+}
+
+void CaptureWriter::onConnectionOpen(uint64_t connectionId) {
+  shadow::Record r;
+  r.type = shadow::RecordType::ConnectionOpen;
+  r.connection_id = connectionId;
+  r.time_ns = nowNs();
+  std::vector<uint8_t> out;
+  shadow::encodeRecord(r, out);
+  enqueue(std::move(out));
+}
+
+void CaptureWriter::onConnectionClose(uint64_t connectionId) {
+  shadow::Record r;
+  r.type = shadow::RecordType::ConnectionClose;
+  r.connection_id = connectionId;
+  r.time_ns = nowNs();
+  std::vector<uint8_t> out;
+  shadow::encodeRecord(r, out);
+  enqueue(std::move(out));
+}
+
+void CaptureWriter::writeRecord(const std::vector<uint8_t>& record) {
+  if (full_.load(std::memory_order_relaxed)) {
+    std::lock_guard lock(mutex_);
+    ++counters_.dropped_limit;
+    return;
+  }
+  if (options_.max_bytes && total_bytes_ + record.size() > options_.max_bytes) {
+    full_ = true;
+    spdlog::warn("capture: size limit of {} bytes reached, capture stopped ({})", options_.max_bytes, options_.file);
+    std::lock_guard lock(mutex_);
+    ++counters_.dropped_limit;
+    return;
+  }
+  if (options_.rotate_bytes && segment_bytes_ + record.size() > options_.rotate_bytes &&
+      segment_bytes_ > shadow::kFileHeaderFixedSize + 256) {
+    std::string error;
+    ++segment_;
+    if (!openSegment(error)) {
+      spdlog::error("{}; capture stopped", error);
+      full_ = true;
+      return;
+    }
+  }
+  if (std::fwrite(record.data(), 1, record.size(), file_) != record.size()) {
+    std::lock_guard lock(mutex_);
+    ++counters_.write_errors;
+    return;
+  }
+  segment_bytes_ += record.size();
+  total_bytes_ += record.size();
+  std::lock_guard lock(mutex_);
+  ++counters_.records;
+  counters_.bytes = total_bytes_;
+}
+
+void CaptureWriter::run() {
+  std::deque<std::vector<uint8_t>> batch;
+  for (;;) {
+    uint64_t dropped = 0;
+    {
+      std::unique_lock lock(mutex_);
+      writing_ = false;
+      idle_.notify_all();
+      wake_.wait(lock, [&] { return stop_ || !queue_.empty() || dropped_pending_; });
+      if (queue_.empty() && !dropped_pending_ && stop_) break;
+      batch.swap(queue_);
+      queued_bytes_ = 0;
+      dropped = dropped_pending_;
+      dropped_pending_ = 0;
+      writing_ = true;
+    }
+    for (const auto& record : batch) writeRecord(record);
+    batch.clear();
+    if (dropped) {  // after this batch: the loss happened before the records still to come
+      shadow::Record r;
+      r.type = shadow::RecordType::Dropped;
+      r.time_ns = nowNs();
+      r.extra = dropped;
+      std::vector<uint8_t> out;
+      shadow::encodeRecord(r, out);
+      writeRecord(out);
+    }
+    if (file_) std::fflush(file_);
+  }
+  if (file_) std::fflush(file_);
+}
+
+void CaptureWriter::flush() {
+  std::unique_lock lock(mutex_);
+  idle_.wait(lock, [&] { return queue_.empty() && !writing_ && !dropped_pending_; });
+}
+
+CaptureWriter::Counters CaptureWriter::counters() const {
+  std::lock_guard lock(mutex_);
+  return counters_;
+}
+
+std::string CaptureWriter::renderJson() const {
+  Counters c = counters();
+  std::string out;
+  stats::JsonWriter w(out);
+  w.beginObject();
+  w.field("file", options_.file).field("mode", shadow::captureModeName(options_.mode));
+  w.field("active", !full_.load());
+  w.field("records", c.records).field("bytes", c.bytes).field("segments", c.segments);
+  w.field("droppedQueueFull", c.dropped_queue).field("droppedSizeLimit", c.dropped_limit);
+  w.field("writeErrors", c.write_errors);
+  w.field("maxBytes", options_.max_bytes).field("rotateBytes", options_.rotate_bytes);
+  w.endObject();
+  return out;
+}
+
+void CaptureWriter::renderPrometheus(std::string& out) const {
+  Counters c = counters();
+  out += "# HELP shardscope_capture_records_total Records written to the capture file.\n";
+  out += "# TYPE shardscope_capture_records_total counter\n";
+  out += "shardscope_capture_records_total " + std::to_string(c.records) + "\n";
+  out += "# HELP shardscope_capture_bytes_total Bytes written to the capture file(s).\n";
+  out += "# TYPE shardscope_capture_bytes_total counter\n";
+  out += "shardscope_capture_bytes_total " + std::to_string(c.bytes) + "\n";
+  out += "# HELP shardscope_capture_dropped_total Records not captured (queue full, size limit reached).\n";
+  out += "# TYPE shardscope_capture_dropped_total counter\n";
+  out += "shardscope_capture_dropped_total{reason=\"queue_full\"} " + std::to_string(c.dropped_queue) + "\n";
+  out += "shardscope_capture_dropped_total{reason=\"size_limit\"} " + std::to_string(c.dropped_limit) + "\n";
+  out += "# HELP shardscope_capture_segments Capture file segments written (rotation).\n";
+  out += "# TYPE shardscope_capture_segments gauge\n";
+  out += "shardscope_capture_segments " + std::to_string(c.segments) + "\n";
+}
+
+}  // namespace shardscope::proxy

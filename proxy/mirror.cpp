@@ -1,0 +1,743 @@
+#include "proxy/mirror.h"
+
+#include <mongoc/mongoc.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <random>
+#include <cstring>
+
+#include "routing/routing_file.h"
+#include "routing/targeting.h"
+#include "shadow/command_prep.h"
+#include "shadow/reply_summary.h"
+#include "stats/json_writer.h"
+#include "stats/query_shape.h"
+
+namespace shardscope::proxy {
+
+// Counters declared once; rendered in this order (JSON key, Prometheus outcome label).
+#define SHARDSCOPE_MIRROR_COUNTERS(X)                                                          \
+  X(seen, "seen", "")                                                                          \
+  X(mirrored, "mirrored", "mirrored")                                                          \
+  X(sampled_out, "sampledOut", "sampled_out")                                                  \
+  X(filtered, "filteredNamespace", "filtered_namespace")                                       \
+  X(skipped_write, "skippedWrites", "skipped_write")                                           \
+  X(skipped_transaction, "skippedTransaction", "skipped_transaction")                          \
+  X(skipped_other, "skippedOther", "skipped_other")                                            \
+  X(skipped_cursor, "skippedCursor", "skipped_cursor")                                         \
+  X(dropped_queue_full, "droppedQueueFull", "dropped_queue_full")                              \
+  X(shadow_errors, "shadowErrors", "shadow_error")                                             \
+  X(compared, "compared", "")                                                                  \
+  X(divergent, "divergent", "")                                                                \
+  X(cursors_abandoned, "cursorsNotCompared", "")
+
+struct Mirror::Counters {
+#define X(name, json, prom) std::atomic<uint64_t> name{0};
+  SHARDSCOPE_MIRROR_COUNTERS(X)
+#undef X
+  std::atomic<uint64_t> by_kind[shadow::kDivergenceKinds] = {};
+};
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr size_t kMaxInFlightPerConnection = 256;
+constexpr int kMaxDrainBatches = 100;
+constexpr size_t kMaxCommandJson = 2048;
+
+bool contains(const std::vector<int64_t>& v, int64_t x) {
+  for (int64_t y : v)
+    if (y == x) return true;
+  return false;
+}
+void erase(std::vector<int64_t>& v, int64_t x) {
+  for (size_t i = 0; i < v.size(); ++i)
+    if (v[i] == x) {
+      v[i] = v.back();
+      v.pop_back();
+      return;
+    }
+}
+
+double uniform01() {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+}
+
+uint64_t elapsedNs(Clock::time_point since) {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - since).count());
+}
+
+}  // namespace
+
+struct Mirror::Job {
+  enum class Kind { Request, PrimaryReply, ForgetCursor, Close } kind = Kind::Request;
+  uint64_t conn = 0;
+  int32_t request_id = 0;
+  // Request
+  std::string db, collection, name;
+  shadow::CommandClass cls = shadow::CommandClass::Other;
+  std::vector<uint8_t> command;  // BSON for the shadow: no $db, no session fields, sequences folded
+  int64_t get_more_cursor = 0;   // getMore: the primary's cursor id
+  std::vector<int64_t> killed;   // killCursors: the primary's cursor ids
+  uint64_t shape_hash = 0;
+  std::string command_json;      // only with record_values
+  bool expects_reply = true;
+  // PrimaryReply
+  shadow::ReplySummary summary;
+  uint64_t latency_ns = 0;
+  // ForgetCursor
+  int64_t cursor = 0;
+};
+
+struct Mirror::Worker {
+  struct Pending {
+    bool ran = false;     // sent to the shadow
+    bool error = false;   // the shadow could not answer (network, timeout, selection)
+    bool get_more = false;
+    int64_t get_more_cursor = 0;
+    shadow::ReplySummary shadow;
+    uint64_t shadow_latency = 0;
+    uint64_t shape_hash = 0;
+    std::string db, collection, command_json;
+  };
+  struct CursorAcc {
+    uint64_t shape_hash = 0;
+    shadow::ReplySummary primary, shadow;
+    int64_t shadow_cursor = 0;
+    uint64_t primary_latency = 0, shadow_latency = 0;
+    std::string db, collection, command_json;
+  };
+  struct Conn {
+    std::unordered_map<int32_t, Pending> pending;
+    std::unordered_map<int64_t, CursorAcc> cursors;  // by the primary's cursor id
+    mongoc_client_session_t* session = nullptr;
+    bool session_tried = false;
+  };
+
+  std::mutex mutex;
+  std::condition_variable wake, idle;
+  std::deque<std::unique_ptr<Job>> queue;
+  bool stop = false;
+  bool busy = false;
+  std::thread thread;
+  mongoc_client_t* client = nullptr;
+  std::unordered_map<uint64_t, Conn> conns;
+};
+
+// ---- setup -----------------------------------------------------------------------------------
+
+std::unique_ptr<Mirror> Mirror::create(const MirrorOptions& options, std::string& error) {
+  if (options.upstream.empty()) {
+    error = "mirror.upstream is empty";
+    return nullptr;
+  }
+  if (!(options.sample_rate >= 0.0 && options.sample_rate <= 1.0)) {
+    error = "mirror.sample_rate must be between 0 and 1";
+    return nullptr;
+  }
+  if (options.queue_size == 0 || options.workers == 0) {
+    error = "mirror.queue_size and mirror.workers must be at least 1";
+    return nullptr;
+  }
+  std::unique_ptr<Mirror> m(new Mirror(options));
+  if (!m->start(error)) return nullptr;
+  return m;
+}
+
+Mirror::Mirror(const MirrorOptions& options)
+    : options_(options), table_(options.max_shapes, options.max_examples), counters_(std::make_unique<Counters>()) {}
+
+bool Mirror::start(std::string& error) {
+  mongoc_init();  // idempotent
+  bson_error_t err;
+  mongoc_uri_t* uri = mongoc_uri_new_with_error(options_.upstream.c_str(), &err);
+  if (!uri) {
+    error = std::string("mirror.upstream: ") + err.message;
+    return false;
+  }
+  // The shadow must fail fast: a stalled shadow costs a worker `timeout_ms`, never the primary.
+  const int32_t t = static_cast<int32_t>(options_.timeout_ms);
+  for (const char* opt : {MONGOC_URI_SOCKETTIMEOUTMS, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, MONGOC_URI_CONNECTTIMEOUTMS})
+    if (!mongoc_uri_has_option(uri, opt)) mongoc_uri_set_option_as_int32(uri, opt, t);
+  if (!mongoc_uri_get_appname(uri)) mongoc_uri_set_appname(uri, "shardscope-mirror");
+  for (const mongoc_host_list_t* h = mongoc_uri_get_hosts(uri); h; h = h->next) {
+    if (!upstream_hosts_.empty()) upstream_hosts_ += ",";
+    upstream_hosts_ += h->host_and_port;
+  }
+  auto* pool = mongoc_client_pool_new(uri);
+  mongoc_uri_destroy(uri);
+  if (!pool) {
+    error = "mirror.upstream: cannot create a client pool (TLS options?)";
+    return false;
+  }
+  mongoc_client_pool_set_error_api(pool, MONGOC_ERROR_API_VERSION_2);
+  pool_ = pool;
+  if (!options_.routing_file.empty()) {
+    shadow_routing_ = routing::loadRoutingFile(options_.routing_file, error);
+    if (!shadow_routing_) {
+      error = "mirror.routing_file: " + error;
+      return false;
+    }
+  }
+  for (uint32_t i = 0; i < options_.workers; ++i) {
+    auto w = std::make_unique<Worker>();
+    w->client = mongoc_client_pool_pop(pool);
+    Worker* raw = w.get();
+    workers_.push_back(std::move(w));
+    raw->thread = std::thread([this, raw] { runWorker(*raw); });
+  }
+  spdlog::info("mirror: {} to {} (sample rate {}, queue {}, {} worker(s))",
+               options_.mode == MirrorOptions::Mode::All ? "all operations" : "reads", upstream_hosts_,
+               options_.sample_rate, options_.queue_size, options_.workers);
+  return true;
+}
+
+Mirror::~Mirror() {
+  for (auto& w : workers_) {
+    {
+      std::lock_guard lock(w->mutex);
+      w->stop = true;
+    }
+    w->wake.notify_all();
+  }
+  for (auto& w : workers_) {
+    if (w->thread.joinable()) w->thread.join();
+    for (auto& [id, c] : w->conns)
+      if (c.session) mongoc_client_session_destroy(c.session);
+    if (w->client) mongoc_client_pool_push(static_cast<mongoc_client_pool_t*>(pool_), w->client);
+  }
+  if (pool_) mongoc_client_pool_destroy(static_cast<mongoc_client_pool_t*>(pool_));
+}
+
+bool Mirror::namespaceSelected(std::string_view ns) const {
+  if (options_.namespaces.empty()) return true;
+  for (const auto& f : options_.namespaces) {
+    if (f == "*" || f == ns) return true;
+    if (f.size() >= 2 && f.ends_with(".*") && ns.size() > f.size() - 1 && ns.starts_with(f.substr(0, f.size() - 1)))
+      return true;
+  }
+  return false;
+}
+
+// ---- session side ----------------------------------------------------------------------------
+
+void Mirror::push(size_t worker, std::unique_ptr<Job> job, bool bounded) {
+  Worker& w = *workers_[worker % workers_.size()];
+  if (bounded) queued_.fetch_add(1, std::memory_order_relaxed);
+  {
+    std::lock_guard lock(w.mutex);
+    w.queue.push_back(std::move(job));
+  }
+  w.wake.notify_one();
+}
+
+void Mirror::onRequest(uint64_t connectionId, int32_t requestId, const protocol::CommandView& view, std::string_view ns,
+                       routing::Targeting primaryTargeting) {
+  auto& c = *counters_;
+  c.seen.fetch_add(1, std::memory_order_relaxed);
+  const auto cls = shadow::classifyCommand(view);
+  switch (cls) {
+    case shadow::CommandClass::Other: c.skipped_other++; return;
+    case shadow::CommandClass::Transaction: c.skipped_transaction++; return;
+    case shadow::CommandClass::Write:
+      if (options_.mode != MirrorOptions::Mode::All) {
+        c.skipped_write++;
+        return;
+      }
+      break;
+    default: break;
+  }
+  const bool getMore = view.name == "getMore";
+  const bool killCursors = view.name == "killCursors";
+  std::vector<int64_t> killed;
+  {
+    std::lock_guard lock(conn_mutex_);
+    auto it = conns_.find(connectionId);
+    if (cls == shadow::CommandClass::CursorFollow) {
+      // Only cursors of mirrored commands are followed; their getMores are not sampled again.
+      if (it == conns_.end()) {
+        c.skipped_cursor++;
+        return;
+      }
+      if (getMore) {
+        if (!view.cursorId || !contains(it->second.cursors, *view.cursorId)) {
+          c.skipped_cursor++;
+          return;
+        }
+        if (view.exhaustAllowed) {  // an exhaust stream answers one request many times: not followed
+          erase(it->second.cursors, *view.cursorId);
+          auto job = std::make_unique<Job>();
+          job->kind = Job::Kind::ForgetCursor;
+          job->conn = connectionId;
+          job->cursor = *view.cursorId;
+          push(connectionId, std::move(job), false);
+          c.skipped_cursor++;
+          return;
+        }
+      } else {
+        bson_iter_t arr, id;
+        if (bson_iter_init_find(&arr, &view.body, "cursors") && BSON_ITER_HOLDS_ARRAY(&arr) && bson_iter_recurse(&arr, &id))
+          while (bson_iter_next(&id))
+            if (BSON_ITER_HOLDS_INT64(&id) && contains(it->second.cursors, bson_iter_int64(&id))) {
+              killed.push_back(bson_iter_int64(&id));
+              erase(it->second.cursors, bson_iter_int64(&id));
+            }
+        if (killed.empty()) {
+          c.skipped_cursor++;
+          return;
+        }
+      }
+    }
+  }
+  if (cls != shadow::CommandClass::CursorFollow) {
+    if (!namespaceSelected(ns)) {
+      c.filtered++;
+      return;
+    }
+    if (options_.sample_rate < 1.0 && uniform01() >= options_.sample_rate) {
+      c.sampled_out++;
+      return;
+    }
+  }
+
+  auto job = std::make_unique<Job>();
+  job->conn = connectionId;
+  job->request_id = requestId;
+  job->db = view.db;
+  job->collection = view.collection;
+  job->name = view.name;
+  job->cls = cls;
+  job->get_more_cursor = getMore ? *view.cursorId : 0;
+  job->killed = std::move(killed);
+  job->expects_reply = !view.moreToCome && !killCursors;
+  {
+    bson_t cmd = BSON_INITIALIZER;
+    shadow::ForeignOptions fo;
+    fo.strip_db = fo.strip_session = fo.fold_sequences = true;
+    shadow::buildForeignCommand(view, fo, &cmd);
+    job->command.assign(bson_get_data(&cmd), bson_get_data(&cmd) + cmd.len);
+    if (options_.record_values && !getMore && !killCursors) {
+      char* s = bson_as_relaxed_extended_json(&cmd, nullptr);
+      if (s && strlen(s) <= kMaxCommandJson) job->command_json = s;
+      bson_free(s);
+    }
+    bson_destroy(&cmd);
+  }
+  if (!getMore && !killCursors) {
+    std::string shape;
+    stats::computeShape(view, shape);
+    job->shape_hash = shadow::shapeHash(ns, view.name, shape);
+    routing::Targeting shadowTargeting = routing::Targeting::Unclassified;
+    if (shadow_routing_) shadowTargeting = routing::target(*shadow_routing_, view, nullptr, false).targeting;
+    table_.onMirrored(job->shape_hash, ns, view.name, shape, primaryTargeting, shadowTargeting, shadow_routing_ != nullptr);
+  }
+
+  // Admission: the queue bound, then the per-connection in-flight record.
+  if (queued_.load(std::memory_order_relaxed) >= options_.queue_size) {
+    c.dropped_queue_full++;
+    if (getMore) {  // a lost batch would make the cursor's comparison wrong: stop following it
+      {
+        std::lock_guard lock(conn_mutex_);
+        if (auto it = conns_.find(connectionId); it != conns_.end()) erase(it->second.cursors, job->get_more_cursor);
+      }
+      auto forget = std::make_unique<Job>();
+      forget->kind = Job::Kind::ForgetCursor;
+      forget->conn = connectionId;
+      forget->cursor = job->get_more_cursor;
+      push(connectionId, std::move(forget), false);
+    }
+    return;
+  }
+  if (job->expects_reply) {
+    std::lock_guard lock(conn_mutex_);
+    auto& st = conns_[connectionId];
+    if (st.in_flight.size() >= kMaxInFlightPerConnection) {
+      c.dropped_queue_full++;
+      return;
+    }
+    st.in_flight.push_back({requestId, job->get_more_cursor});
+  }
+  c.mirrored++;
+  push(connectionId, std::move(job), true);
+}
+
+void Mirror::onPrimaryReply(uint64_t connectionId, int32_t requestId, const bson_t* replyBody, uint64_t latencyNs) {
+  int64_t getMoreCursor = 0;
+  {
+    std::lock_guard lock(conn_mutex_);
+    auto it = conns_.find(connectionId);
+    if (it == conns_.end()) return;
+    auto& inFlight = it->second.in_flight;
+    size_t i = 0;
+    while (i < inFlight.size() && inFlight[i].request_id != requestId) ++i;
+    if (i == inFlight.size()) return;
+    getMoreCursor = inFlight[i].get_more_cursor;
+    inFlight.erase(inFlight.begin() + static_cast<long>(i));
+  }
+  auto job = std::make_unique<Job>();
+  job->kind = Job::Kind::PrimaryReply;
+  job->conn = connectionId;
+  job->request_id = requestId;
+  job->summary = shadow::summarizeReply(replyBody);
+  job->latency_ns = latencyNs;
+  const auto& s = job->summary;
+  {
+    std::lock_guard lock(conn_mutex_);
+    auto& st = conns_[connectionId];
+    if (getMoreCursor && (!s.ok || s.cursor_id == 0)) erase(st.cursors, getMoreCursor);
+    if (!getMoreCursor && s.ok && s.has_cursor && s.cursor_id != 0 && !contains(st.cursors, s.cursor_id))
+      st.cursors.push_back(s.cursor_id);
+  }
+  push(connectionId, std::move(job), false);
+}
+
+void Mirror::onConnectionClose(uint64_t connectionId) {
+  {
+    std::lock_guard lock(conn_mutex_);
+    if (conns_.erase(connectionId) == 0) return;
+  }
+  auto job = std::make_unique<Job>();
+  job->kind = Job::Kind::Close;
+  job->conn = connectionId;
+  push(connectionId, std::move(job), false);
+}
+
+// ---- worker side -----------------------------------------------------------------------------
+
+namespace {
+
+struct ShadowResult {
+  bool error = false;  // no server reply (network, timeout, no server)
+  shadow::ReplySummary summary;
+  uint64_t latency_ns = 0;
+  std::string message;
+};
+
+ShadowResult runOnShadow(mongoc_client_t* client, mongoc_client_session_t* session, const std::string& db,
+                         const bson_t* command) {
+  ShadowResult r;
+  bson_t opts = BSON_INITIALIZER;
+  if (session) mongoc_client_session_append(session, &opts, nullptr);
+  bson_t reply;
+  bson_error_t err;
+  const auto t0 = Clock::now();
+  bool ok = mongoc_client_command_with_opts(client, db.c_str(), command, nullptr, &opts, &reply, &err);
+  r.latency_ns = elapsedNs(t0);
+  if (ok || err.domain == MONGOC_ERROR_SERVER || err.domain == MONGOC_ERROR_WRITE_CONCERN) {
+    r.summary = shadow::summarizeReply(&reply);
+    if (!r.summary.valid) r.error = true;
+  } else {
+    r.error = true;
+    r.message = err.message;
+  }
+  bson_destroy(&reply);
+  bson_destroy(&opts);
+  return r;
+}
+
+void appendGetMore(bson_t* cmd, int64_t cursor, const std::string& collection) {
+  BSON_APPEND_INT64(cmd, "getMore", cursor);
+  BSON_APPEND_UTF8(cmd, "collection", collection.c_str());
+}
+
+// getMore's body with the primary's cursor id replaced by the shadow's.
+void remapGetMore(std::span<const uint8_t> bytes, int64_t shadowCursor, bson_t* out) {
+  bson_t in;
+  bson_iter_t it;
+  if (!bson_init_static(&in, bytes.data(), bytes.size()) || !bson_iter_init(&it, &in)) return;
+  bool first = true;
+  while (bson_iter_next(&it)) {
+    if (first) {
+      first = false;
+      BSON_APPEND_INT64(out, "getMore", shadowCursor);
+      continue;
+    }
+    bson_append_iter(out, bson_iter_key(&it), -1, &it);
+  }
+}
+
+}  // namespace
+
+void Mirror::runWorker(Worker& w) {
+  auto& c = *counters_;
+  auto sessionFor = [&](Worker::Conn& conn) -> mongoc_client_session_t* {
+    // One shadow session per client connection, so a cursor's getMores run in the session that
+    // opened it (mongos refuses them otherwise). No sessions support: implicit sessions.
+    if (!conn.session_tried) {
+      conn.session_tried = true;
+      bson_error_t err;
+      conn.session = mongoc_client_start_session(w.client, nullptr, &err);
+    }
+    return conn.session;
+  };
+  auto killShadowCursor = [&](Worker::Conn& conn, const std::string& db, const std::string& coll, int64_t id) {
+    if (!id) return;
+    bson_t cmd = BSON_INITIALIZER, arr;
+    BSON_APPEND_UTF8(&cmd, "killCursors", coll.c_str());
+    BSON_APPEND_ARRAY_BEGIN(&cmd, "cursors", &arr);
+    BSON_APPEND_INT64(&arr, "0", id);
+    bson_append_array_end(&cmd, &arr);
+    runOnShadow(w.client, sessionFor(conn), db, &cmd);
+    bson_destroy(&cmd);
+  };
+  // Reads the rest of a shadow cursor the primary no longer needs, so totals can be compared.
+  auto drain = [&](Worker::Conn& conn, Worker::CursorAcc& acc) {
+    for (int i = 0; acc.shadow_cursor && i < kMaxDrainBatches; ++i) {
+      bson_t cmd = BSON_INITIALIZER;
+      appendGetMore(&cmd, acc.shadow_cursor, acc.collection);
+      auto r = runOnShadow(w.client, sessionFor(conn), acc.db, &cmd);
+      bson_destroy(&cmd);
+      if (r.error || !r.summary.ok) {
+        acc.shadow_cursor = 0;
+        return;
+      }
+      acc.shadow.addBatch(r.summary);
+      acc.shadow_cursor = r.summary.cursor_id;
+    }
+    if (acc.shadow_cursor) {
+      killShadowCursor(conn, acc.db, acc.collection, acc.shadow_cursor);
+      acc.shadow.docs++;  // at least one more document than counted: still a divergence
+      acc.shadow_cursor = 0;
+    }
+  };
+  auto compare = [&](uint64_t shapeHash, const shadow::ReplySummary& p, const shadow::ReplySummary& s, uint64_t pl,
+                     uint64_t sl, const std::string& json) {
+    uint32_t kinds = shadow::compareSummaries(p, s);
+    c.compared++;
+    if (kinds) {
+      c.divergent++;
+      for (size_t b = 0; b < shadow::kDivergenceKinds; ++b)
+        if (kinds & (1u << b)) c.by_kind[b]++;
+    }
+    table_.onCompared(shapeHash, p, s, pl, sl, json);
+  };
+
+  for (;;) {
+    std::unique_ptr<Job> job;
+    {
+      std::unique_lock lock(w.mutex);
+      w.busy = false;
+      w.idle.notify_all();
+      w.wake.wait(lock, [&] { return w.stop || !w.queue.empty(); });
+      if (w.stop) return;
+      job = std::move(w.queue.front());
+      w.queue.pop_front();
+      w.busy = true;
+    }
+    auto& conn = w.conns[job->conn];
+    switch (job->kind) {
+      case Job::Kind::Request: {
+        queued_.fetch_sub(1, std::memory_order_relaxed);
+        Worker::Pending p;
+        p.shape_hash = job->shape_hash;
+        p.db = job->db;
+        p.collection = job->collection;
+        p.command_json = std::move(job->command_json);
+        bson_t cmd;
+        bson_t remapped = BSON_INITIALIZER;
+        const bson_t* toSend = nullptr;
+        if (bson_init_static(&cmd, job->command.data(), job->command.size())) toSend = &cmd;
+        if (job->name == "getMore") {
+          p.get_more = true;
+          p.get_more_cursor = job->get_more_cursor;
+          auto acc = conn.cursors.find(job->get_more_cursor);
+          if (acc == conn.cursors.end() || acc->second.shadow_cursor == 0) toSend = nullptr;  // shadow already done
+          else {
+            remapGetMore(job->command, acc->second.shadow_cursor, &remapped);
+            toSend = &remapped;
+          }
+        } else if (job->name == "killCursors") {
+          for (int64_t id : job->killed) {
+            auto acc = conn.cursors.find(id);
+            if (acc == conn.cursors.end()) continue;
+            killShadowCursor(conn, acc->second.db, acc->second.collection, acc->second.shadow_cursor);
+            conn.cursors.erase(acc);
+            c.cursors_abandoned++;
+          }
+          toSend = nullptr;
+        }
+        if (toSend) {
+          auto r = runOnShadow(w.client, sessionFor(conn), job->db, toSend);
+          p.ran = true;
+          p.error = r.error;
+          p.shadow = r.summary;
+          p.shadow_latency = r.latency_ns;
+          if (r.error) {
+            c.shadow_errors++;
+            table_.onShadowError(job->shape_hash);
+            spdlog::debug("mirror: shadow error on {}: {}", job->name, r.message);
+          }
+        }
+        bson_destroy(&remapped);
+        if (job->expects_reply) conn.pending[job->request_id] = std::move(p);
+        break;
+      }
+      case Job::Kind::PrimaryReply: {
+        auto it = conn.pending.find(job->request_id);
+        if (it == conn.pending.end()) break;
+        Worker::Pending p = std::move(it->second);
+        conn.pending.erase(it);
+        const auto& primary = job->summary;
+        if (!p.get_more) {
+          if (!p.ran || p.error) break;
+          if (primary.ok && primary.has_cursor && primary.cursor_id != 0) {
+            Worker::CursorAcc acc;
+            acc.shape_hash = p.shape_hash;
+            acc.primary = primary;
+            acc.shadow = p.shadow;
+            acc.shadow_cursor = p.shadow.ok ? p.shadow.cursor_id : 0;
+            acc.primary_latency = job->latency_ns;
+            acc.shadow_latency = p.shadow_latency;
+            acc.db = p.db;
+            acc.collection = p.collection;
+            acc.command_json = std::move(p.command_json);
+            conn.cursors[primary.cursor_id] = std::move(acc);
+            break;
+          }
+          if (p.shadow.ok && p.shadow.cursor_id) {
+            Worker::CursorAcc acc;
+            acc.shadow = p.shadow;
+            acc.shadow_cursor = p.shadow.cursor_id;
+            acc.db = p.db;
+            acc.collection = p.collection;
+            drain(conn, acc);
+            p.shadow = acc.shadow;
+          }
+          compare(p.shape_hash, primary, p.shadow, job->latency_ns, p.shadow_latency, p.command_json);
+          break;
+        }
+        auto accIt = conn.cursors.find(p.get_more_cursor);
+        if (accIt == conn.cursors.end()) break;
+        auto& acc = accIt->second;
+        if (p.error) {  // the shadow lost this batch: the totals can no longer be compared
+          killShadowCursor(conn, acc.db, acc.collection, acc.shadow_cursor);
+          conn.cursors.erase(accIt);
+          c.cursors_abandoned++;
+          break;
+        }
+        acc.primary_latency += job->latency_ns;
+        if (p.ran) {
+          acc.shadow_latency += p.shadow_latency;
+          if (!p.shadow.ok) {
+            acc.shadow.ok = false;
+            acc.shadow.code = p.shadow.code;
+            acc.shadow_cursor = 0;
+          } else {
+            acc.shadow.addBatch(p.shadow);
+            acc.shadow_cursor = p.shadow.cursor_id;
+          }
+        }
+        if (!primary.ok) {
+          acc.primary.ok = false;
+          acc.primary.code = primary.code;
+        } else {
+          acc.primary.addBatch(primary);
+        }
+        if (!primary.ok || primary.cursor_id == 0) {
+          drain(conn, acc);
+          compare(acc.shape_hash, acc.primary, acc.shadow, acc.primary_latency, acc.shadow_latency, acc.command_json);
+          conn.cursors.erase(accIt);
+        }
+        break;
+      }
+      case Job::Kind::ForgetCursor: {
+        auto acc = conn.cursors.find(job->cursor);
+        if (acc != conn.cursors.end()) {
+          killShadowCursor(conn, acc->second.db, acc->second.collection, acc->second.shadow_cursor);
+          conn.cursors.erase(acc);
+          c.cursors_abandoned++;
+        }
+        break;
+      }
+      case Job::Kind::Close: {
+        for (auto& [id, acc] : conn.cursors) {
+          killShadowCursor(conn, acc.db, acc.collection, acc.shadow_cursor);
+          c.cursors_abandoned++;
+        }
+        if (conn.session) mongoc_client_session_destroy(conn.session);
+        w.conns.erase(job->conn);
+        break;
+      }
+    }
+  }
+}
+
+void Mirror::waitIdle() {
+  for (auto& w : workers_) {
+    std::unique_lock lock(w->mutex);
+    w->idle.wait(lock, [&] { return w->queue.empty() && !w->busy; });
+  }
+}
+
+// ---- rendering -------------------------------------------------------------------------------
+
+std::string Mirror::renderJson(size_t topShapes) const {
+  const auto& c = *counters_;
+  std::string out;
+  stats::JsonWriter w(out);
+  w.beginObject();
+  w.field("upstream", upstream_hosts_);
+  w.field("mode", options_.mode == MirrorOptions::Mode::All ? "all" : "reads");
+  w.field("sampleRate", options_.sample_rate);
+  w.key("namespaces").beginArray();
+  for (const auto& n : options_.namespaces) w.value(n);
+  w.endArray();
+  w.field("routingFile", options_.routing_file);
+  w.key("queue").beginObject();
+  w.field("depth", static_cast<uint64_t>(queued_.load())).field("capacity", options_.queue_size);
+  w.endObject();
+  w.key("counters").beginObject();
+#define X(name, json, prom) w.field(json, c.name.load());
+  SHARDSCOPE_MIRROR_COUNTERS(X)
+#undef X
+  w.endObject();
+  w.key("divergences").beginObject();
+  for (size_t b = 0; b < shadow::kDivergenceKinds; ++b) w.field(shadow::divergenceKindName(b), c.by_kind[b].load());
+  w.endObject();
+  w.key("shapes");
+  shadow::renderDivergenceJson(table_.snapshot(), topShapes, w);
+  w.endObject();
+  return out;
+}
+
+void Mirror::renderPrometheus(std::string& out) const {
+  const auto& c = *counters_;
+  out += "# HELP shardscope_mirror_requests_total Requests seen by the mirror, by what happened to them.\n";
+  out += "# TYPE shardscope_mirror_requests_total counter\n";
+#define X(name, json, prom)                                                                     \
+  if (*prom) out += std::string("shardscope_mirror_requests_total{outcome=\"") + prom + "\"} " + \
+                    std::to_string(c.name.load()) + "\n";
+  SHARDSCOPE_MIRROR_COUNTERS(X)
+#undef X
+  out += "# HELP shardscope_mirror_queue_depth Mirrored requests waiting for the shadow.\n";
+  out += "# TYPE shardscope_mirror_queue_depth gauge\n";
+  out += "shardscope_mirror_queue_depth " + std::to_string(queued_.load()) + "\n";
+  out += "# HELP shardscope_mirror_queue_capacity Size of the mirror queue (requests beyond it are dropped).\n";
+  out += "# TYPE shardscope_mirror_queue_capacity gauge\n";
+  out += "shardscope_mirror_queue_capacity " + std::to_string(options_.queue_size) + "\n";
+  out += "# HELP shardscope_mirror_comparisons_total Shadow replies compared with the primary's.\n";
+  out += "# TYPE shardscope_mirror_comparisons_total counter\n";
+  out += "shardscope_mirror_comparisons_total " + std::to_string(c.compared.load()) + "\n";
+  out += "# HELP shardscope_mirror_divergent_total Comparisons where the shadow answered differently.\n";
+  out += "# TYPE shardscope_mirror_divergent_total counter\n";
+  out += "shardscope_mirror_divergent_total " + std::to_string(c.divergent.load()) + "\n";
+  out += "# HELP shardscope_mirror_divergences_total Divergences by kind (one comparison may have several).\n";
+  out += "# TYPE shardscope_mirror_divergences_total counter\n";
+  for (size_t b = 0; b < shadow::kDivergenceKinds; ++b)
+    out += std::string("shardscope_mirror_divergences_total{kind=\"") + shadow::divergenceKindName(b) + "\"} " +
+           std::to_string(c.by_kind[b].load()) + "\n";
+  shadow::renderDivergencePrometheus(table_.snapshot(), 50, out);
+}
+
+void Mirror::reset() {
+  auto& c = *counters_;
+#define X(name, json, prom) c.name = 0;
+  SHARDSCOPE_MIRROR_COUNTERS(X)
+#undef X
+  for (auto& k : c.by_kind) k = 0;
+  table_.reset();
+}
+
+}  // namespace shardscope::proxy

@@ -1,0 +1,103 @@
+// Mirroring to a shadow cluster (docs/mirroring.md): sampled requests are copied into a bounded
+// queue that drops (and counts) when full, replayed in per-connection order by worker threads on
+// their own libmongoc connections, and each shadow reply is compared with the primary's reply.
+// Divergences are counted per query shape. The primary path never waits for the shadow.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "protocol/command_view.h"
+#include "routing/routing_table.h"
+#include "routing/target_result.h"
+#include "shadow/divergence_stats.h"
+
+namespace shardscope::proxy {
+
+struct MirrorOptions {
+  enum class Mode { Reads, All };
+  std::string upstream;                 // mongodb:// URI of the shadow (its own credentials, TLS options)
+  Mode mode = Mode::Reads;              // All also mirrors writes: the shadow's data changes
+  double sample_rate = 1.0;             // share of eligible operations mirrored, 0..1
+  std::vector<std::string> namespaces;  // "db.coll" or "db.*"; empty = every namespace
+  uint32_t queue_size = 1000;           // requests waiting for the shadow; beyond: dropped
+  uint32_t workers = 2;                 // shadow connections (a client connection sticks to one)
+  uint32_t timeout_ms = 5000;           // socket/server-selection timeout unless the URI sets one
+  std::string routing_file;             // the shadow's routing (e.g. the resharded layout)
+  bool record_values = false;           // keep the command with its values in divergence examples
+  uint32_t max_shapes = 1000;
+  uint32_t max_examples = 3;
+};
+
+class Mirror {
+ public:
+  // `error` is set (and null returned) for an invalid URI or routing file. An unreachable shadow
+  // is not an error: it is retried per operation and counted.
+  static std::unique_ptr<Mirror> create(const MirrorOptions& options, std::string& error);
+  ~Mirror();
+  Mirror(const Mirror&) = delete;
+  Mirror& operator=(const Mirror&) = delete;
+
+  // Session hooks, called on the session's thread in this order per request; they copy what they
+  // need, take one short lock, and never block on the shadow.
+  // `primaryTargeting`: the class the session computed on the current cluster.
+  void onRequest(uint64_t connectionId, int32_t requestId, const protocol::CommandView& view, std::string_view ns,
+                 routing::Targeting primaryTargeting);
+  // The primary's reply body (uncompressed OP_MSG kind-0 document; null when there is none) and
+  // the latency the session measured. Replies to requests that were not mirrored cost a lookup.
+  void onPrimaryReply(uint64_t connectionId, int32_t requestId, const bson_t* replyBody, uint64_t latencyNs);
+  void onConnectionClose(uint64_t connectionId);
+
+  // {"mirror": ...} contents for /stats, and the shardscope_mirror_* metrics.
+  std::string renderJson(size_t topShapes = 100) const;
+  void renderPrometheus(std::string& out) const;
+  void reset();
+
+  // Blocks until every queued item has been processed (tests).
+  void waitIdle();
+
+  struct Counters;
+  struct Job;
+  struct Worker;
+
+ private:
+  explicit Mirror(const MirrorOptions& options);
+  bool start(std::string& error);
+  bool namespaceSelected(std::string_view ns) const;
+  void push(size_t worker, std::unique_ptr<Job> job, bool bounded);
+  void runWorker(Worker& w);
+
+  MirrorOptions options_;
+  std::string upstream_hosts_;  // for display: hosts only, never credentials
+  std::shared_ptr<const routing::RoutingTable> shadow_routing_;
+  shadow::DivergenceTable table_;
+  std::unique_ptr<Counters> counters_;
+
+  // Per client connection, session side: mirrored requests awaiting their primary reply and the
+  // primary cursor ids being followed.
+  struct InFlight {
+    int32_t request_id;
+    int64_t get_more_cursor;
+  };
+  struct ConnState {
+    std::vector<InFlight> in_flight;
+    std::vector<int64_t> cursors;
+  };
+  mutable std::mutex conn_mutex_;
+  std::unordered_map<uint64_t, ConnState> conns_;
+
+  std::atomic<uint32_t> queued_{0};
+  std::vector<std::unique_ptr<Worker>> workers_;
+  void* pool_ = nullptr;  // mongoc_client_pool_t
+};
+
+}  // namespace shardscope::proxy

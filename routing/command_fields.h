@@ -1,0 +1,80 @@
+// Small readers over a command body shared by the per-command targeting code: sub-documents,
+// statements that come inline (body array) or as an OP_MSG document sequence, namespaces.
+#pragma once
+#include <bson/bson.h>
+
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "protocol/command_view.h"
+
+namespace shardscope::routing {
+
+// A static view of body[key] when it is a document.
+inline bool subDocument(const bson_t& body, const char* key, bson_t& out) {
+  bson_iter_t it;
+  if (!bson_iter_init_find(&it, &body, key) || !BSON_ITER_HOLDS_DOCUMENT(&it)) return false;
+  uint32_t len = 0;
+  const uint8_t* data = nullptr;
+  bson_iter_document(&it, &len, &data);
+  return bson_init_static(&out, data, len);
+}
+
+inline bool boolField(const bson_t& doc, const char* key, bool fallback) {
+  bson_iter_t it;
+  if (!bson_iter_init_find(&it, &doc, key)) return fallback;
+  return bson_iter_as_bool(&it);
+}
+
+inline int64_t intField(const bson_t& doc, const char* key, int64_t fallback) {
+  bson_iter_t it;
+  if (!bson_iter_init_find(&it, &doc, key) || !BSON_ITER_HOLDS_NUMBER(&it)) return fallback;
+  return bson_iter_as_int64(&it);
+}
+
+// Calls f(const bson_t&) for each document of body[field] (an array) and of the document sequence
+// named `field`. Returns false when either is malformed (a non-document element, bad bytes).
+template <typename F>
+bool forEachStatement(const protocol::CommandView& cmd, const char* field, F&& f) {
+  bson_iter_t it;
+  if (bson_iter_init_find(&it, &cmd.body, field)) {
+    if (!BSON_ITER_HOLDS_ARRAY(&it)) return false;
+    bson_iter_t arr;
+    if (!bson_iter_recurse(&it, &arr)) return false;
+    while (bson_iter_next(&arr)) {
+      bson_t doc;
+      uint32_t len = 0;
+      const uint8_t* data = nullptr;
+      if (!BSON_ITER_HOLDS_DOCUMENT(&arr)) return false;
+      bson_iter_document(&arr, &len, &data);
+      if (!bson_init_static(&doc, data, len)) return false;
+      if (!f(doc)) return true;
+    }
+  }
+  for (const auto& seq : cmd.sequences) {
+    if (seq.identifier != field) continue;
+    bool ok = true, stop = false;
+    bool whole = protocol::forEachDocument(seq.documents, [&](std::span<const uint8_t> bytes) {
+      if (stop) return;
+      bson_t doc;
+      if (!bson_init_static(&doc, bytes.data(), bytes.size())) {
+        ok = false;
+        return;
+      }
+      if (!f(doc)) stop = true;
+    });
+    if (!whole || !ok) return false;
+  }
+  return true;
+}
+
+// "db.coll" in `buffer` without allocating for ordinary lengths.
+inline std::string_view joinNamespace(std::string_view db, std::string_view coll, std::string& buffer) {
+  buffer.clear();
+  buffer.reserve(db.size() + coll.size() + 1);
+  buffer.append(db).append(1, '.').append(coll);
+  return buffer;
+}
+
+}  // namespace shardscope::routing

@@ -1,0 +1,299 @@
+// target(): find the namespace and dispatch by command name. Reads and aggregate live here;
+// writes in write_targeting.cpp. Commands naming no collection are NoCollection, unsharded
+// namespaces Unsharded; nothing is guessed.
+#include <cstring>
+#include <string>
+
+#include "routing/command_fields.h"
+#include "routing/targeting.h"
+#include "routing/write_targeting.h"
+
+namespace shardscope::routing {
+namespace {
+
+using protocol::CommandView;
+
+bool is(std::string_view name, const char* s) { return name == s; }
+
+bool isCollectionlessStage(const char* stage) {
+  return std::strcmp(stage, "$changeStream") == 0 || std::strcmp(stage, "$currentOp") == 0 ||
+         std::strcmp(stage, "$listLocalSessions") == 0 || std::strcmp(stage, "$listSessions") == 0;
+}
+
+// Stages that run on every shard whatever the filter.
+bool isEveryShardStage(const char* stage) {
+  return isCollectionlessStage(stage) || std::strcmp(stage, "$indexStats") == 0 ||
+         std::strcmp(stage, "$collStats") == 0 || std::strcmp(stage, "$planCacheStats") == 0;
+}
+
+void fromFilterTarget(const FilterTarget& ft, const CollectionRouting& coll, bool explain, TargetResult& out) {
+  out.targeting = ft.targeting;
+  out.shards = ft.shards;
+  out.reason = ft.reason;
+  if (explain && ft.key_pinned) {
+    bson_t doc = BSON_INITIALIZER;
+    appendKeyDocument(coll.key, ft.key, &doc);
+    out.shard_key.assign(reinterpret_cast<const char*>(bson_get_data(&doc)), doc.len);
+    bson_destroy(&doc);
+  }
+}
+
+bool simpleCollationFor(const CollectionRouting& coll, const bson_t& body) {
+  bson_t collation;
+  if (subDocument(body, "collation", collation)) return isSimpleCollation(&collation);
+  return coll.simple_default_collation;
+}
+
+void targetRead(const CollectionRouting& coll, const CommandView& cmd, const char* filter_field,
+                const TargetOptions& opts, TargetResult& out) {
+  bson_t filter;
+  if (!subDocument(cmd.body, filter_field, filter)) bson_init(&filter);  // no filter: {} (inline, no free needed)
+  FilterTarget ft;
+  targetFilter(coll, filter, simpleCollationFor(coll, cmd.body), opts, ft, opts.explain ? &out.detail : nullptr);
+  fromFilterTarget(ft, coll, opts.explain, out);
+}
+
+void allShards(const RoutingTable& table, TargetResult& out) {
+  out.shards.reset();
+  for (size_t i = 0; i < table.shardCount(); ++i) out.shards.set(i);
+}
+
+// aggregate: the leading $match (consecutive $match stages, across $sort, are combined by the
+// optimiser), $geoNear's query, or every chunk-owning shard.
+void targetAggregate(const RoutingTable& table, const CollectionRouting& coll, const CommandView& cmd,
+                     const TargetOptions& opts, TargetResult& out) {
+  bson_iter_t it, stages;
+  if (!bson_iter_init_find(&it, &cmd.body, "pipeline") || !BSON_ITER_HOLDS_ARRAY(&it) ||
+      !bson_iter_recurse(&it, &stages)) {
+    out.targeting = Targeting::Unclassified;
+    out.reason = "aggregate without a pipeline array";
+    return;
+  }
+  bson_t matches = BSON_INITIALIZER;  // {$and: [...]} when several $match stages lead
+  bson_t and_array;
+  bson_append_array_begin(&matches, "$and", 4, &and_array);
+  int n_match = 0;
+  bool geo = false;
+  const char* first_stage = nullptr;
+  while (bson_iter_next(&stages)) {
+    bson_iter_t stage;
+    if (!BSON_ITER_HOLDS_DOCUMENT(&stages) || !bson_iter_recurse(&stages, &stage) || !bson_iter_next(&stage)) break;
+    const char* name = bson_iter_key(&stage);
+    if (!first_stage) first_stage = name;
+    if (std::strcmp(name, "$match") == 0 && BSON_ITER_HOLDS_DOCUMENT(&stage)) {
+      uint32_t len;
+      const uint8_t* data;
+      bson_iter_document(&stage, &len, &data);
+      char key[16];
+      const char* k;
+      bson_uint32_to_string(n_match++, &k, key, sizeof key);
+      bson_t sub;
+      bson_init_static(&sub, data, len);
+      bson_append_document(&and_array, k, -1, &sub);
+      continue;
+    }
+    if (std::strcmp(name, "$sort") == 0) continue;
+    if (n_match == 0 && std::strcmp(name, "$geoNear") == 0 && BSON_ITER_HOLDS_DOCUMENT(&stage)) {
+      bson_iter_t q;
+      if (bson_iter_recurse(&stage, &q) && bson_iter_find(&q, "query") && BSON_ITER_HOLDS_DOCUMENT(&q)) {
+        uint32_t len;
+        const uint8_t* data;
+        bson_iter_document(&q, &len, &data);
+        bson_t sub;
+        bson_init_static(&sub, data, len);
+        bson_append_document(&and_array, "0", 1, &sub);
+        n_match = 1;
+      }
+      geo = true;
+    }
+    break;
+  }
+  bson_append_array_end(&matches, &and_array);
+  if (first_stage && isEveryShardStage(first_stage)) {
+    bson_destroy(&matches);
+    allShards(table, out);
+    out.targeting = Targeting::Broadcast;
+    out.reason = "$changeStream/$currentOp-style stage: runs on every shard";
+    return;
+  }
+  FilterTarget ft;
+  targetFilter(coll, matches, simpleCollationFor(coll, cmd.body), opts, ft, opts.explain ? &out.detail : nullptr);
+  bson_destroy(&matches);
+  fromFilterTarget(ft, coll, opts.explain, out);
+  if (n_match == 0 && ft.targeting == Targeting::Broadcast) out.reason = "pipeline does not start with $match: broadcast";
+  if (geo && ft.targeting == Targeting::Broadcast && n_match == 0)
+    out.reason = "$geoNear without a shard-key query: broadcast";
+}
+
+void targetCursor(const CommandView& cmd, const CursorShards* cursors, TargetResult& out) {
+  ShardSet shards;
+  bool found = false;
+  if (is(cmd.name, "getMore")) {
+    int64_t id = 0;
+    bson_iter_t it;
+    if (cmd.cursorId) {
+      id = *cmd.cursorId;
+    } else if (bson_iter_init_find(&it, &cmd.body, "getMore") && BSON_ITER_HOLDS_NUMBER(&it)) {
+      id = bson_iter_as_int64(&it);
+    }
+    found = cursors && cursors->lookup(id, shards);
+  } else {  // killCursors: the union of every listed cursor's shards
+    bson_iter_t it, ids;
+    if (cursors && bson_iter_init_find(&it, &cmd.body, "cursors") && BSON_ITER_HOLDS_ARRAY(&it) &&
+        bson_iter_recurse(&it, &ids)) {
+      while (bson_iter_next(&ids)) {
+        ShardSet one;
+        if (BSON_ITER_HOLDS_NUMBER(&ids) && cursors->lookup(bson_iter_as_int64(&ids), one)) {
+          shards |= one;
+          found = true;
+        }
+      }
+    }
+  }
+  if (!found) {
+    out.targeting = Targeting::Unclassified;
+    out.reason = "unknown cursor: its opening query was not seen";
+    return;
+  }
+  out.shards = shards;
+  out.targeting = shards.count() == 1 ? Targeting::Single : Targeting::Multi;
+  out.reason = "continues the cursor on the shards that opened it";
+}
+
+std::string_view collectionOf(const CommandView& cmd) {
+  if (!cmd.collection.empty()) return cmd.collection;
+  bson_iter_t it;
+  if (is(cmd.name, "getMore")) {
+    if (bson_iter_init_find(&it, &cmd.body, "collection") && BSON_ITER_HOLDS_UTF8(&it)) return bson_iter_utf8(&it, nullptr);
+    return {};
+  }
+  if (bson_iter_init(&it, &cmd.body) && bson_iter_next(&it) && BSON_ITER_HOLDS_UTF8(&it)) {
+    uint32_t len = 0;
+    const char* s = bson_iter_utf8(&it, &len);
+    return {s, len};
+  }
+  return {};
+}
+
+TargetResult targetImpl(const RoutingTable& table, const CommandView& cmd, const CursorShards* cursors,
+                        const TargetOptions& opts, int depth);
+
+// explain wraps a command: classify the inner one.
+TargetResult targetExplain(const RoutingTable& table, const CommandView& cmd, const CursorShards* cursors,
+                           const TargetOptions& opts, int depth) {
+  TargetResult out;
+  bson_iter_t it, inner_it;
+  if (depth > 2 || !bson_iter_init_find(&it, &cmd.body, "explain") || !BSON_ITER_HOLDS_DOCUMENT(&it)) {
+    out.reason = "explain without an inner command document";
+    return out;
+  }
+  CommandView inner;
+  uint32_t len;
+  const uint8_t* data;
+  bson_iter_document(&it, &len, &data);
+  if (!bson_init_static(&inner.body, data, len) || !bson_iter_init(&inner_it, &inner.body) || !bson_iter_next(&inner_it)) {
+    out.reason = "explain of an empty command";
+    return out;
+  }
+  inner.name = bson_iter_key(&inner_it);
+  inner.db = cmd.db;
+  if (BSON_ITER_HOLDS_UTF8(&inner_it)) {
+    uint32_t clen = 0;
+    const char* c = bson_iter_utf8(&inner_it, &clen);
+    inner.collection = {c, clen};
+  }
+  return targetImpl(table, inner, cursors, opts, depth + 1);
+}
+
+bool isDdlOnEveryShard(std::string_view name) {
+  return is(name, "createIndexes") || is(name, "dropIndexes") || is(name, "drop") || is(name, "collMod") ||
+         is(name, "validate") || is(name, "collStats") || is(name, "reIndex");
+}
+
+TargetResult targetImpl(const RoutingTable& table, const CommandView& cmd, const CursorShards* cursors,
+                        const TargetOptions& opts, int depth) {
+  TargetResult out;
+  std::string_view name = cmd.name;
+  if (name.empty()) {
+    out.reason = "no command name";
+    return out;
+  }
+  if (is(name, "explain")) return targetExplain(table, cmd, cursors, opts, depth);
+  if (is(name, "getMore") || is(name, "killCursors")) {
+    targetCursor(cmd, cursors, out);
+    if (out.targeting != Targeting::Unclassified || !is(name, "killCursors")) return out;
+  }
+  if (is(name, "bulkWrite")) {
+    targetBulkWrite(table, cmd, opts, out);
+    return out;
+  }
+  std::string_view coll_name = collectionOf(cmd);
+  if (coll_name.empty()) {
+    if (is(name, "aggregate")) {
+      // aggregate: 1 with $changeStream/$currentOp runs on every shard.
+      bson_iter_t it, stages, stage;
+      if (bson_iter_init_find(&it, &cmd.body, "pipeline") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &stages) &&
+          bson_iter_next(&stages) && BSON_ITER_HOLDS_DOCUMENT(&stages) && bson_iter_recurse(&stages, &stage) &&
+          bson_iter_next(&stage) && isCollectionlessStage(bson_iter_key(&stage))) {
+        allShards(table, out);
+        out.targeting = Targeting::Broadcast;
+        out.reason = "database-wide $changeStream/$currentOp: runs on every shard";
+        return out;
+      }
+    }
+    out.targeting = Targeting::NoCollection;
+    out.reason = "command names no collection";
+    return out;
+  }
+  thread_local std::string ns_buffer;
+  const CollectionRouting* coll = table.collection(joinNamespace(cmd.db, coll_name, ns_buffer));
+  if (!coll) {
+    out.targeting = Targeting::Unsharded;
+    out.reason = "namespace is not sharded: goes to its database's primary shard";
+    return out;
+  }
+  if (is(name, "find")) {
+    targetRead(*coll, cmd, "filter", opts, out);
+  } else if (is(name, "count") || is(name, "distinct")) {
+    targetRead(*coll, cmd, "query", opts, out);
+  } else if (is(name, "aggregate")) {
+    targetAggregate(table, *coll, cmd, opts, out);
+  } else if (is(name, "insert")) {
+    targetInsert(*coll, cmd, opts, out);
+  } else if (is(name, "update")) {
+    targetUpdate(*coll, cmd, opts, out);
+  } else if (is(name, "delete")) {
+    targetDelete(*coll, cmd, opts, out);
+  } else if (is(name, "findAndModify") || is(name, "findandmodify")) {
+    targetFindAndModify(*coll, cmd, opts, out);
+  } else if (isDdlOnEveryShard(name)) {
+    out.targeting = Targeting::Broadcast;
+    out.shards = coll->chunks.owningShards();
+    out.reason = "collection-wide command: runs on every shard owning chunks";
+  } else {
+    out.targeting = Targeting::Unclassified;
+    out.reason = "command is not routed by shard key";
+  }
+  return out;
+}
+
+}  // namespace
+
+TargetResult target(const RoutingTable& table, const CommandView& command, const CursorShards* cursors,
+                    const TargetOptions& options) {
+  try {
+    return targetImpl(table, command, cursors, options, 0);
+  } catch (...) {  // allocation failure in the general path: never take the proxy down
+    TargetResult out;
+    out.reason = "internal error while targeting";
+    return out;
+  }
+}
+
+TargetResult target(const RoutingTable& table, const CommandView& command, const CursorShards* cursors, bool explain) {
+  TargetOptions options;
+  options.explain = explain;
+  return target(table, command, cursors, options);
+}
+
+}  // namespace shardscope::routing

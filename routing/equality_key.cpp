@@ -1,0 +1,163 @@
+// Equality extraction follows mongo-semantics.md B step 2: {f: v}, {f: {$eq: v}}, nested $and,
+// and with a dotted key 'a.b' also {a: {b: v}} (but not {a: {b: {$eq: v}}}).
+#include "routing/equality_key.h"
+
+#include <cstring>
+
+#include "routing/bson_order.h"
+#include "routing/shard_key_hash.h"
+
+namespace shardscope::routing {
+namespace {
+
+constexpr int kMaxDepth = 64;
+
+struct Found {
+  bool found = false;
+  bool conflict = false;
+  bson_value_t value{};
+  void offer(const bson_value_t& v) {
+    if (found && compareValues(value, v) != 0) conflict = true;
+    value = v;
+    found = true;
+  }
+};
+
+bool keyEquals(const char* key, std::string_view s) { return std::strlen(key) == s.size() && std::memcmp(key, s.data(), s.size()) == 0; }
+
+bool isOperatorObject(const bson_iter_t& it) {
+  if (bson_iter_type(&it) != BSON_TYPE_DOCUMENT) return false;
+  bson_iter_t child;
+  bson_iter_t copy = it;
+  if (!bson_iter_recurse(&copy, &child) || !bson_iter_next(&child)) return false;
+  return bson_iter_key(&child)[0] == '$';
+}
+
+void offerOperators(bson_iter_t& it, Found& f) {
+  bson_iter_t ops;
+  if (!bson_iter_recurse(&it, &ops)) return;
+  while (bson_iter_next(&ops)) {
+    const char* op = bson_iter_key(&ops);
+    if (std::strcmp(op, "$eq") == 0) {
+      f.offer(*bson_iter_value(&ops));
+    } else if (std::strcmp(op, "$in") == 0 && bson_iter_type(&ops) == BSON_TYPE_ARRAY) {
+      // A one-element $in is rewritten to an equality by the server's optimiser.
+      bson_iter_t elems;
+      if (!bson_iter_recurse(&ops, &elems) || !bson_iter_next(&elems)) continue;
+      bson_value_t only = *bson_iter_value(&elems);
+      if (!bson_iter_next(&elems) && only.value_type != BSON_TYPE_REGEX) f.offer(only);
+    }
+  }
+}
+
+// {a: {b: v}} against the remaining path "b": literal nested values only.
+void offerNested(bson_iter_t& it, std::string_view rest, Found& f) {
+  bson_iter_t cur;
+  if (!bson_iter_recurse(&it, &cur)) return;
+  while (true) {
+    size_t dot = rest.find('.');
+    std::string_view part = rest.substr(0, dot);
+    bool matched = false;
+    while (bson_iter_next(&cur)) {
+      if (keyEquals(bson_iter_key(&cur), part)) {
+        matched = true;
+        break;
+      }
+    }
+    if (!matched) return;
+    if (dot == std::string_view::npos) {
+      f.offer(*bson_iter_value(&cur));
+      return;
+    }
+    if (bson_iter_type(&cur) != BSON_TYPE_DOCUMENT) return;
+    bson_iter_t child;
+    if (!bson_iter_recurse(&cur, &child)) return;
+    cur = child;
+    rest = rest.substr(dot + 1);
+  }
+}
+
+void scan(bson_iter_t it, std::string_view path, Found& f, int depth) {
+  if (depth > kMaxDepth) {
+    f.conflict = true;
+    return;
+  }
+  while (bson_iter_next(&it)) {
+    const char* key = bson_iter_key(&it);
+    if (std::strcmp(key, "$and") == 0 && bson_iter_type(&it) == BSON_TYPE_ARRAY) {
+      bson_iter_t arr;
+      if (!bson_iter_recurse(&it, &arr)) continue;
+      while (bson_iter_next(&arr)) {
+        bson_iter_t sub;
+        if (bson_iter_type(&arr) == BSON_TYPE_DOCUMENT && bson_iter_recurse(&arr, &sub)) scan(sub, path, f, depth + 1);
+      }
+      continue;
+    }
+    if (keyEquals(key, path)) {
+      if (isOperatorObject(it)) {
+        offerOperators(it, f);
+      } else {
+        f.offer(*bson_iter_value(&it));
+      }
+      continue;
+    }
+    size_t klen = std::strlen(key);
+    if (klen < path.size() && path[klen] == '.' && std::memcmp(key, path.data(), klen) == 0 &&
+        bson_iter_type(&it) == BSON_TYPE_DOCUMENT && !isOperatorObject(it)) {
+      offerNested(it, path.substr(klen + 1), f);
+    }
+  }
+}
+
+bool storable(const bson_value_t& v) {
+  switch (v.value_type) {
+    case BSON_TYPE_ARRAY:
+    case BSON_TYPE_REGEX:
+    case BSON_TYPE_UNDEFINED: return false;
+    case BSON_TYPE_DOCUMENT: {
+      bson_t doc;
+      bson_iter_t it;
+      if (!bson_init_static(&doc, v.value.v_doc.data, v.value.v_doc.data_len) || !bson_iter_init(&it, &doc)) return false;
+      while (bson_iter_next(&it))
+        if (bson_iter_key(&it)[0] == '$') return false;
+      return true;
+    }
+    default: return true;
+  }
+}
+
+bool collatable(bson_type_t t) {
+  return t == BSON_TYPE_UTF8 || t == BSON_TYPE_SYMBOL || t == BSON_TYPE_DOCUMENT || t == BSON_TYPE_ARRAY;
+}
+
+void setWhy(std::string_view* why, std::string_view text) {
+  if (why) *why = text;
+}
+
+}  // namespace
+
+EqualityStatus extractEqualityKey(const ShardKeyPattern& pattern, const bson_t& filter, bool simple_collation,
+                                  KeyPoint& out, std::string_view* why) {
+  bool collation_blocks = false;
+  out.size = pattern.size();
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    bson_iter_t it;
+    if (!bson_iter_init(&it, &filter)) return setWhy(why, "filter is not valid BSON"), EqualityStatus::Partial;
+    Found f;
+    scan(it, pattern.field(i).path, f, 0);
+    if (f.conflict) return setWhy(why, "conflicting equalities on a shard key field"), EqualityStatus::Partial;
+    if (!f.found) return setWhy(why, "no equality on every shard key field"), EqualityStatus::Partial;
+    if (!storable(f.value))
+      return setWhy(why, "shard key equality value is an array, regex or $-prefixed object"), EqualityStatus::Unstorable;
+    if (!simple_collation && (pattern.field(i).hashed || collatable(f.value.value_type))) collation_blocks = true;
+    out.fields[i] = pattern.field(i).hashed ? Bound::int64(hashShardKeyValue(f.value)) : Bound::of(f.value);
+  }
+  if (collation_blocks) {
+    setWhy(why, "non-simple collation on a string or hashed shard key field: cannot target a single shard");
+    return EqualityStatus::FullCollation;
+  }
+  setWhy(why, "equality on the full shard key");
+  return EqualityStatus::Full;
+}
+
+}  // namespace shardscope::routing

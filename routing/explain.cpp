@@ -1,0 +1,212 @@
+// Offline explain: builds a CommandView over the parsed command and runs the same target() the
+// proxy runs live, then renders the contract's JSON object.
+#include "routing/explain.h"
+
+#include <bson/bson.h>
+
+#include <cstring>
+
+#include "routing/command_fields.h"
+#include "routing/targeting.h"
+
+namespace shardscope::routing {
+namespace {
+
+std::string render(const bson_t* doc) {
+  char* s = bson_as_relaxed_extended_json(doc, nullptr);
+  std::string out = s ? s : "{}";
+  bson_free(s);
+  return out;
+}
+
+ExplainOutput error(const std::string& message) {
+  bson_t doc = BSON_INITIALIZER;
+  BSON_APPEND_UTF8(&doc, "error", message.c_str());
+  ExplainOutput out{false, render(&doc)};
+  bson_destroy(&doc);
+  return out;
+}
+
+// The pinned key with hashed fields spelled {"$numberLong": "..."} as the contract asks (relaxed
+// Extended JSON would print a bare number); other fields relaxed.
+std::string renderShardKey(const CollectionRouting* coll, const bson_t& key) {
+  std::string out = "{ ";
+  bson_iter_t it;
+  bson_iter_init(&it, &key);
+  bool first = true;
+  while (bson_iter_next(&it)) {
+    bson_t one = BSON_INITIALIZER;
+    bson_append_value(&one, "v", 1, bson_iter_value(&it));
+    bool hashed = coll && coll->key.fieldIndex(bson_iter_key(&it)) == coll->key.hashedField() && coll->key.hasHashedField();
+    char* s = hashed ? bson_as_canonical_extended_json(&one, nullptr) : bson_as_relaxed_extended_json(&one, nullptr);
+    std::string v = s ? s : "{ \"v\" : null }";
+    bson_free(s);
+    bson_destroy(&one);
+    // v is `{ "v" : <value> }`: keep <value>.
+    v = v.substr(8, v.size() - 10);
+    bson_t name_doc = BSON_INITIALIZER;
+    BSON_APPEND_UTF8(&name_doc, "k", bson_iter_key(&it));
+    char* n = bson_as_relaxed_extended_json(&name_doc, nullptr);
+    std::string name = n;  // `{ "k" : "<escaped name>" }`
+    bson_free(n);
+    bson_destroy(&name_doc);
+    name = name.substr(8, name.size() - 10);
+    out += (first ? "" : ", ") + name + " : " + v;
+    first = false;
+  }
+  return out + " }";
+}
+
+struct OwnedBson {
+  bson_t* doc = nullptr;
+  ~OwnedBson() {
+    if (doc) bson_destroy(doc);
+  }
+};
+
+bool parseJson(std::string_view json, OwnedBson& out, std::string& why) {
+  bson_error_t err;
+  out.doc = bson_new_from_json(reinterpret_cast<const uint8_t*>(json.data()), static_cast<ssize_t>(json.size()), &err);
+  if (!out.doc) why = err.message;
+  return out.doc != nullptr;
+}
+
+const CollectionRouting* onlyCollection(const RoutingTable& table) {
+  return table.collections().size() == 1 ? table.collections().begin()->second.get() : nullptr;
+}
+
+void appendShards(bson_t* doc, const RoutingTable& table, const ShardSet& shards) {
+  bson_t arr;
+  bson_append_array_begin(doc, "shards", -1, &arr);
+  int n = 0;
+  for (size_t i = 0; i < table.shardCount(); ++i) {
+    if (!shards.test(i)) continue;
+    char key[16];
+    const char* k;
+    bson_uint32_to_string(n++, &k, key, sizeof key);
+    std::string name(table.shardName(i));
+    bson_append_utf8(&arr, k, -1, name.c_str(), -1);
+  }
+  bson_append_array_end(doc, &arr);
+}
+
+// The namespace a command is about, for the output (bulkWrite: its first nsInfo entry).
+std::string namespaceOf(const protocol::CommandView& cmd) {
+  if (cmd.name == "bulkWrite") {
+    std::string ns;
+    forEachStatement(cmd, "nsInfo", [&](const bson_t& info) {
+      bson_iter_t it;
+      if (bson_iter_init_find(&it, &info, "ns") && BSON_ITER_HOLDS_UTF8(&it)) ns = bson_iter_utf8(&it, nullptr);
+      return false;
+    });
+    return ns;
+  }
+  bson_iter_t it;
+  std::string_view coll = cmd.collection;
+  bson_t inner;
+  if (cmd.name == "explain" && subDocument(cmd.body, "explain", inner) && bson_iter_init(&it, &inner) &&
+      bson_iter_next(&it) && BSON_ITER_HOLDS_UTF8(&it))
+    coll = bson_iter_utf8(&it, nullptr);
+  if (cmd.name == "getMore" && bson_iter_init_find(&it, &cmd.body, "collection") && BSON_ITER_HOLDS_UTF8(&it))
+    coll = bson_iter_utf8(&it, nullptr);
+  if (coll.empty()) return "";
+  return std::string(cmd.db) + "." + std::string(coll);
+}
+
+}  // namespace
+
+ExplainOutput explainCommand(const RoutingTable& table, std::string_view command_json, bool verbose) {
+  OwnedBson cmd_doc;
+  std::string why;
+  if (!parseJson(command_json, cmd_doc, why)) return error("--command is not valid JSON: " + why);
+  protocol::CommandView cmd;
+  bson_init_static(&cmd.body, bson_get_data(cmd_doc.doc), cmd_doc.doc->len);
+  bson_iter_t it;
+  if (!bson_iter_init(&it, &cmd.body) || !bson_iter_next(&it)) return error("--command is an empty document");
+  cmd.name = bson_iter_key(&it);
+  if (BSON_ITER_HOLDS_UTF8(&it)) cmd.collection = bson_iter_utf8(&it, nullptr);
+  if (cmd.name == "getMore" && BSON_ITER_HOLDS_NUMBER(&it)) cmd.cursorId = bson_iter_as_int64(&it);
+  std::string db;
+  if (bson_iter_init_find(&it, &cmd.body, "$db") && BSON_ITER_HOLDS_UTF8(&it)) {
+    db = bson_iter_utf8(&it, nullptr);
+  } else if (const CollectionRouting* only = onlyCollection(table)) {
+    db = only->db;
+  } else {
+    return error("--command has no $db and the routing file has several collections");
+  }
+  cmd.db = db;
+
+  TargetResult r = target(table, cmd, nullptr, true);
+  if (r.refused) return error(std::string(r.reason));
+  if (r.targeting == Targeting::Unclassified) return error("cannot classify: " + std::string(r.reason));
+
+  bson_t out = BSON_INITIALIZER;
+  std::string ns = namespaceOf(cmd);
+  BSON_APPEND_UTF8(&out, "ns", ns.c_str());
+  std::string t(targetingName(r.targeting));
+  BSON_APPEND_UTF8(&out, "targeting", t.c_str());
+  appendShards(&out, table, r.shards);
+  bson_t key;
+  std::string key_json = "null";
+  if (!r.shard_key.empty() &&
+      bson_init_static(&key, reinterpret_cast<const uint8_t*>(r.shard_key.data()), r.shard_key.size()))
+    key_json = renderShardKey(table.collection(ns), key);
+  BSON_APPEND_NULL(&out, "shardKey");  // placeholder, replaced below
+  std::string reason(r.reason);
+  if (r.targeting == Targeting::Unsharded) reason += " (the db-primary is not in the routing file)";
+  BSON_APPEND_UTF8(&out, "reason", reason.c_str());
+  if (verbose && !r.detail.empty()) BSON_APPEND_UTF8(&out, "detail", r.detail.c_str());
+  ExplainOutput result{true, render(&out)};
+  bson_destroy(&out);
+  // Strings in the output escape their quotes, so this placeholder occurs exactly once.
+  const std::string placeholder = "\"shardKey\" : null";
+  size_t at = result.json.find(placeholder);
+  if (at != std::string::npos) result.json.replace(at, placeholder.size(), "\"shardKey\" : " + key_json);
+  return result;
+}
+
+ExplainOutput explainRange(const RoutingTable& table, std::string_view range_json, std::string_view ns) {
+  const CollectionRouting* coll = ns.empty() ? onlyCollection(table) : table.collection(ns);
+  if (!coll) return error(ns.empty() ? "--range needs --ns when the routing file has several collections"
+                                     : "namespace '" + std::string(ns) + "' is not in the routing file");
+  OwnedBson range;
+  std::string why;
+  if (!parseJson(range_json, range, why)) return error("--range is not valid JSON: " + why);
+  KeyPoint lo, hi;
+  lo.size = hi.size = coll->key.size();
+  // Fields left out default to MinKey in min and MaxKey in max, so {customerId: "C1"} works.
+  for (size_t i = 0; i < coll->key.size(); ++i) {
+    lo.fields[i] = Bound::minKey();
+    hi.fields[i] = Bound::maxKey();
+  }
+  for (int side = 0; side < 2; ++side) {
+    bson_t bound;
+    if (!subDocument(*range.doc, side == 0 ? "min" : "max", bound)) return error("--range needs \"min\" and \"max\" objects");
+    bson_iter_t it;
+    bson_iter_init(&it, &bound);
+    while (bson_iter_next(&it)) {
+      int f = coll->key.fieldIndex(bson_iter_key(&it));
+      if (f < 0) return error(std::string("--range field '") + bson_iter_key(&it) + "' is not in the shard key " + coll->key.toJson());
+      (side == 0 ? lo : hi).fields[f] = Bound::of(*bson_iter_value(&it));
+    }
+  }
+  ShardSet shards;
+  coll->chunks.addShardsForRange(lo.span(), hi.span(), shards);
+  bool whole = true;
+  for (size_t i = 0; i < coll->key.size(); ++i) whole = whole && lo.fields[i].isMinKey() && hi.fields[i].isMaxKey();
+  Targeting t = whole ? Targeting::Broadcast : (shards.count() == 1 ? Targeting::Single : Targeting::Multi);
+  bson_t out = BSON_INITIALIZER;
+  BSON_APPEND_UTF8(&out, "ns", coll->ns.c_str());
+  std::string tn(targetingName(t));
+  BSON_APPEND_UTF8(&out, "targeting", tn.c_str());
+  appendShards(&out, table, shards);
+  BSON_APPEND_NULL(&out, "shardKey");
+  BSON_APPEND_UTF8(&out, "reason",
+                   shards.none() ? "min is above max: no chunk intersects the range"
+                                 : "shards owning chunks that intersect the inclusive range [min, max]");
+  ExplainOutput result{true, render(&out)};
+  bson_destroy(&out);
+  return result;
+}
+
+}  // namespace shardscope::routing

@@ -1,0 +1,24 @@
+// `shardscope explain` without the process around it: a command (relaxed Extended JSON) or a
+// key range in, the one JSON object of the DESIGN.md contract out. The CLI and tests share it.
+#pragma once
+#include <string>
+#include <string_view>
+
+#include "routing/routing_table.h"
+
+namespace shardscope::routing {
+
+struct ExplainOutput {
+  bool ok = false;   // false: `json` is {"error": "..."} and the process exits non-zero
+  std::string json;  // one relaxed Extended JSON object
+};
+
+// {"ns", "targeting", "shards", "shardKey", "reason"} (+ "detail" when verbose). Without $db the
+// table's only collection's db is used.
+ExplainOutput explainCommand(const RoutingTable& table, std::string_view command_json, bool verbose = false);
+
+// Shards owning chunks that intersect the inclusive range {"min": {...}, "max": {...}}, given in
+// shard-key space (hashed fields as hashes). `ns` may be empty when the table has one collection.
+ExplainOutput explainRange(const RoutingTable& table, std::string_view range_json, std::string_view ns);
+
+}  // namespace shardscope::routing

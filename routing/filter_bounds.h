@@ -1,0 +1,43 @@
+// Filter -> per-shard-key-field interval lists: the bounds mongos gets from planning a query
+// against a virtual index shaped like the shard key (mongo-semantics.md B step 3).
+#pragma once
+#include <bson/bson.h>
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "routing/interval.h"
+#include "routing/shard_key_pattern.h"
+
+namespace shardscope::routing {
+
+struct FilterOptions {
+  bool simple_collation = true;
+  // Elements the analysis may visit before it gives up and the query is broadcast.
+  size_t budget = 20000;
+};
+
+enum class BoundsStatus {
+  Ok,          // `fields` holds the bounds (a field may be full)
+  AllShards,   // the planner would have no usable plan: [MinKey, MaxKey] ($text, $near outside AND)
+  AlwaysFalse, // trivially false filter (EOF plan): mongos sends it everywhere (SERVER-84547)
+  TooComplex,  // over the budget: broadcast rather than spend time on the hot path
+  Malformed,
+};
+
+struct FilterBounds {
+  BoundsStatus status = BoundsStatus::Ok;
+  std::string_view why;              // static text, for AllShards/AlwaysFalse/TooComplex/Malformed
+  std::vector<IntervalList> fields;  // one per shard-key field, in pattern order
+  // Storage for bound values that are not in the filter (regex upper bounds); keeps views valid.
+  std::vector<std::unique_ptr<char[]>> arena;
+
+  // True when the leading field is unconstrained: no index plan, so every chunk-owning shard.
+  bool unconstrained() const { return fields.empty() || isFull(fields[0]); }
+};
+
+void computeFilterBounds(const ShardKeyPattern& pattern, const bson_t& filter, const FilterOptions& options,
+                         FilterBounds& out);
+
+}  // namespace shardscope::routing

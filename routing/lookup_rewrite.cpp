@@ -1,0 +1,312 @@
+#include "routing/lookup_rewrite.h"
+
+#include <cstring>
+#include <functional>
+
+namespace shardscope::routing {
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+
+Bytes bytesOf(const bson_t& b) { return {bson_get_data(&b), bson_get_data(&b) + b.len}; }
+
+bool subDocument(const bson_iter_t& it, bson_t& out) {
+  uint32_t len;
+  const uint8_t* data;
+  if (BSON_ITER_HOLDS_DOCUMENT(&it)) bson_iter_document(&it, &len, &data);
+  else if (BSON_ITER_HOLDS_ARRAY(&it)) bson_iter_array(&it, &len, &data);
+  else return false;
+  return bson_init_static(&out, data, len);
+}
+
+bool plainScalar(const bson_iter_t& it) {
+  auto t = bson_iter_type(&it);
+  return t != BSON_TYPE_DOCUMENT && t != BSON_TYPE_ARRAY && t != BSON_TYPE_REGEX && t != BSON_TYPE_MINKEY &&
+         t != BSON_TYPE_MAXKEY && t != BSON_TYPE_UNDEFINED;
+}
+
+bool namesAddedField(std::string_view key, const LookupRule& rule) {
+  for (const auto& f : rule.add_fields)
+    if (key == f || (key.size() > f.size() && key.substr(0, f.size()) == f && key[f.size()] == '.') ||
+        (f.size() > key.size() && std::string_view(f).substr(0, key.size()) == key && f[key.size()] == '.'))
+      return true;
+  return false;
+}
+
+// Rewrites one filter. Returns false (with `why`) when it cannot; true with `out` filled otherwise.
+bool rewriteFilter(LookupIndex& index, const bson_t& filter, bool allowIn, bson_t& out, RewritePlan& plan,
+                   std::string_view& why) {
+  const auto& rule = index.rule();
+  bson_iter_t it;
+  if (!bson_iter_init(&it, &filter)) return false;
+  bool found = false;
+  std::vector<std::string> values;  // BSON docs of added fields, one per lookup value
+  std::vector<std::string> keys;
+  while (bson_iter_next(&it)) {
+    std::string_view key = bson_iter_key(&it);
+    if (namesAddedField(key, rule)) {
+      why = "the filter already constrains an added field";
+      return false;
+    }
+    if (key != rule.lookup_field) continue;
+    found = true;
+    if (plainScalar(it)) {
+      values.emplace_back();
+      keys.push_back(canonicalValueKey(it));
+      if (!index.valuesFor(it, values.back())) {
+        why = "no mapping known for the lookup value";
+        return false;
+      }
+      continue;
+    }
+    bson_t ops;
+    bson_iter_t op;
+    if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !subDocument(it, ops) || bson_count_keys(&ops) != 1 ||
+        !bson_iter_init(&op, &ops) || !bson_iter_next(&op)) {
+      why = "the lookup field is not compared by equality or $in";
+      return false;
+    }
+    std::string_view opName = bson_iter_key(&op);
+    if (opName == "$eq" && plainScalar(op)) {
+      values.emplace_back();
+      keys.push_back(canonicalValueKey(op));
+      if (!index.valuesFor(op, values.back())) {
+        why = "no mapping known for the lookup value";
+        return false;
+      }
+    } else if (opName == "$in" && BSON_ITER_HOLDS_ARRAY(&op)) {
+      if (!allowIn) {
+        why = "$in is rewritten only for find, where every value can be checked in the reply";
+        return false;
+      }
+      bson_t list;
+      bson_iter_t v;
+      if (!subDocument(op, list) || !bson_iter_init(&v, &list)) return false;
+      while (bson_iter_next(&v)) {
+        if (!plainScalar(v)) {
+          why = "a $in value cannot be mapped";
+          return false;
+        }
+        values.emplace_back();
+        keys.push_back(canonicalValueKey(v));
+        if (!index.valuesFor(v, values.back())) {
+          why = "no mapping known for a $in value";
+          return false;
+        }
+      }
+      if (values.empty()) {
+        why = "empty $in";
+        return false;
+      }
+      plan.in_list = true;
+    } else {
+      why = "the lookup field is not compared by equality or $in";
+      return false;
+    }
+  }
+  if (!found) return false;
+  for (const auto& k : keys)
+    if (k.empty()) {
+      why = "a lookup value cannot be mapped";
+      return false;
+    }
+
+  bson_copy_to(&filter, &out);
+  for (const auto& field : rule.add_fields) {
+    // Distinct values of this added field across the requested lookup values.
+    std::vector<std::pair<std::string, bson_iter_t>> distinct;
+    std::vector<bson_t> docs(values.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+      bson_init_static(&docs[i], reinterpret_cast<const uint8_t*>(values[i].data()), values[i].size());
+      bson_iter_t f;
+      if (!bson_iter_init_find(&f, &docs[i], field.c_str())) return false;
+      std::string k = canonicalValueKey(f);
+      bool seen = false;
+      for (auto& d : distinct) seen = seen || d.first == k;
+      if (!seen) distinct.emplace_back(k, f);
+    }
+    if (distinct.size() == 1) {
+      bson_append_iter(&out, field.c_str(), static_cast<int>(field.size()), &distinct[0].second);
+    } else {
+      bson_t cond, list;
+      bson_append_document_begin(&out, field.c_str(), static_cast<int>(field.size()), &cond);
+      bson_append_array_begin(&cond, "$in", 3, &list);
+      char buf[16];
+      for (size_t i = 0; i < distinct.size(); ++i) {
+        const char* idx;
+        bson_uint32_to_string(static_cast<uint32_t>(i), &idx, buf, sizeof buf);
+        bson_append_iter(&list, idx, -1, &distinct[i].second);
+      }
+      bson_append_array_end(&cond, &list);
+      bson_append_document_end(&out, &cond);
+    }
+  }
+  plan.in_keys = std::move(keys);
+  return true;
+}
+
+// Copies `src`, handing the element named `field` to `replace` (which appends its replacement).
+void copyReplacing(const bson_t& src, std::string_view field, const std::function<void(bson_t&, bson_iter_t&)>& replace,
+                   bson_t& out) {
+  bson_iter_t it;
+  bson_iter_init(&it, &src);
+  while (bson_iter_next(&it)) {
+    if (std::string_view(bson_iter_key(&it)) == field) replace(out, it);
+    else bson_append_iter(&out, nullptr, 0, &it);
+  }
+}
+
+bool hasField(const bson_t& doc, const char* field, bson_iter_t* found = nullptr) {
+  bson_iter_t it;
+  if (!bson_iter_init_find(&it, &doc, field)) return false;
+  if (found) *found = it;
+  return true;
+}
+
+bool truthy(const bson_t& doc, const char* field) {
+  bson_iter_t it;
+  return bson_iter_init_find(&it, &doc, field) && bson_iter_as_bool(&it);
+}
+
+// find / count / distinct / findAndModify: the filter is a top-level field of the body.
+bool rewriteTopLevelFilter(LookupIndex& index, const protocol::CommandView& view, const char* filterField, bool allowIn,
+                           RewritePlan& plan) {
+  bson_iter_t it;
+  bson_t filter;
+  if (!hasField(view.body, filterField, &it) || !BSON_ITER_HOLDS_DOCUMENT(&it) || !subDocument(it, filter)) return false;
+  bson_t rewritten = BSON_INITIALIZER;
+  bool ok = rewriteFilter(index, filter, allowIn, rewritten, plan, plan.skipped);
+  if (ok) {
+    bson_t body = BSON_INITIALIZER;
+    copyReplacing(view.body, filterField,
+                  [&](bson_t& out, bson_iter_t&) { bson_append_document(&out, filterField, -1, &rewritten); }, body);
+    plan.body = bytesOf(body);
+    bson_destroy(&body);
+  }
+  bson_destroy(&rewritten);
+  return ok;
+}
+
+bool rewriteAggregate(LookupIndex& index, const protocol::CommandView& view, RewritePlan& plan) {
+  bson_iter_t it, stage, match;
+  bson_t pipeline, first, filter;
+  if (!hasField(view.body, "pipeline", &it) || !subDocument(it, pipeline)) return false;
+  if (!bson_iter_init(&stage, &pipeline) || !bson_iter_next(&stage) || !subDocument(stage, first)) return false;
+  if (!bson_iter_init_find(&match, &first, "$match") || !subDocument(match, filter) || bson_count_keys(&first) != 1)
+    return false;
+  bson_t rewritten = BSON_INITIALIZER;
+  bool ok = rewriteFilter(index, filter, false, rewritten, plan, plan.skipped);
+  if (ok) {
+    bson_t body = BSON_INITIALIZER;
+    copyReplacing(view.body, "pipeline", [&](bson_t& out, bson_iter_t&) {
+      bson_t arr, firstStage;
+      bson_append_array_begin(&out, "pipeline", -1, &arr);
+      bson_append_document_begin(&arr, "0", 1, &firstStage);
+      bson_append_document(&firstStage, "$match", -1, &rewritten);
+      bson_append_document_end(&arr, &firstStage);
+      bson_iter_t rest = stage;
+      while (bson_iter_next(&rest)) bson_append_iter(&arr, nullptr, 0, &rest);
+      bson_append_array_end(&out, &arr);
+    }, body);
+    plan.body = bytesOf(body);
+    bson_destroy(&body);
+  }
+  bson_destroy(&rewritten);
+  return ok;
+}
+
+// update / delete with exactly one statement, in the body array or a document sequence.
+bool rewriteWriteStatement(LookupIndex& index, const protocol::CommandView& view, const char* listField, RewritePlan& plan) {
+  if (view.hasTxnNumber) {
+    // A retryable write's result is recorded under its txnNumber: a fallback could neither re-run
+    // it nor keep the driver's retry from applying it twice. Not rewritten.
+    plan.skipped = "retryable writes and transactions are not rewritten";
+    return false;
+  }
+  std::vector<std::span<const uint8_t>> statements;
+  const auto* seq = view.findSequence(listField);
+  bson_iter_t it;
+  bson_t list;
+  if (seq) {
+    protocol::forEachDocument(seq->documents, [&](std::span<const uint8_t> d) { statements.push_back(d); });
+  } else if (hasField(view.body, listField, &it) && subDocument(it, list)) {
+    bson_iter_t s;
+    bson_iter_init(&s, &list);
+    while (bson_iter_next(&s)) {
+      uint32_t len;
+      const uint8_t* data;
+      if (!BSON_ITER_HOLDS_DOCUMENT(&s)) return false;
+      bson_iter_document(&s, &len, &data);
+      statements.emplace_back(data, len);
+    }
+  }
+  if (statements.size() != 1) {
+    if (!statements.empty()) plan.skipped = "only single-statement writes are rewritten";
+    return false;
+  }
+  bson_t statement, filter;
+  bson_init_static(&statement, statements[0].data(), statements[0].size());
+  if (!hasField(statement, "q", &it) || !subDocument(it, filter)) return false;
+  if (truthy(statement, "upsert")) {
+    plan.skipped = "upserts are not rewritten (an insert with a stale mapping would change data)";
+    return false;
+  }
+  bson_t rewritten = BSON_INITIALIZER;
+  bool ok = rewriteFilter(index, filter, false, rewritten, plan, plan.skipped);
+  if (ok) {
+    bson_t newStatement = BSON_INITIALIZER;
+    copyReplacing(statement, "q", [&](bson_t& out, bson_iter_t&) { bson_append_document(&out, "q", 1, &rewritten); },
+                  newStatement);
+    if (seq) {
+      plan.sequence_id = seq->identifier;
+      plan.sequence_docs = bytesOf(newStatement);
+      plan.body.assign(bson_get_data(&view.body), bson_get_data(&view.body) + view.body.len);
+    } else {
+      bson_t body = BSON_INITIALIZER;
+      copyReplacing(view.body, listField, [&](bson_t& out, bson_iter_t&) {
+        bson_t arr;
+        bson_append_array_begin(&out, listField, -1, &arr);
+        bson_append_document(&arr, "0", 1, &newStatement);
+        bson_append_array_end(&out, &arr);
+      }, body);
+      plan.body = bytesOf(body);
+      bson_destroy(&body);
+    }
+    bson_destroy(&newStatement);
+  }
+  bson_destroy(&rewritten);
+  return ok;
+}
+
+}  // namespace
+
+RewritePlan planLookupRewrite(LookupIndex& index, const protocol::CommandView& view) {
+  RewritePlan plan;
+  bool ok = false;
+  const std::string_view name = view.name;
+  if (name == "find") {
+    ok = rewriteTopLevelFilter(index, view, "filter", true, plan);
+    if (ok) plan.kind = RewriteKind::Read;
+  } else if (name == "count" || name == "distinct") {
+    ok = rewriteTopLevelFilter(index, view, "query", false, plan);
+    if (ok) plan.kind = RewriteKind::Read;
+  } else if (name == "aggregate") {
+    ok = rewriteAggregate(index, view, plan);
+    if (ok) plan.kind = RewriteKind::Read;
+  } else if (name == "findAndModify" || name == "findandmodify") {
+    if (view.hasTxnNumber) plan.skipped = "retryable writes and transactions are not rewritten";
+    else if (truthy(view.body, "upsert")) plan.skipped = "upserts are not rewritten (an insert with a stale mapping would change data)";
+    else ok = rewriteTopLevelFilter(index, view, "query", false, plan);
+    if (ok) plan.kind = RewriteKind::Write;
+  } else if (name == "update" || name == "delete") {
+    ok = rewriteWriteStatement(index, view, name == "update" ? "updates" : "deletes", plan);
+    if (ok) plan.kind = RewriteKind::Write;
+  }
+  if (!ok) {
+    plan.kind = RewriteKind::None;
+    plan.body.clear();
+  }
+  return plan;
+}
+
+}  // namespace shardscope::routing

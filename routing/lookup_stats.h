@@ -1,0 +1,58 @@
+// Counters of one lookup rule: rewrites applied (with the targeting before and after), fallbacks
+// by cause and commands left alone by reason. Atomics: rewrites are rare next to all traffic.
+#pragma once
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "routing/target_result.h"
+
+namespace shardscope::routing {
+
+enum class FallbackCause : uint8_t {
+  None,
+  EmptyRead,       // a rewritten read found nothing: the mapping may be stale
+  MissingInValue,  // a rewritten $in read did not return every requested value
+  NoMatchWrite,    // a rewritten write matched nothing (n: 0)
+};
+std::string_view fallbackCauseName(FallbackCause c);  // "empty_read", "missing_in_value", "no_match_write"
+
+class LookupStats {
+ public:
+  static constexpr size_t kClasses = static_cast<size_t>(Targeting::Unclassified) + 1;
+  static constexpr size_t kCauses = static_cast<size_t>(FallbackCause::NoMatchWrite) + 1;
+
+  void onRewrite(Targeting before, Targeting after) {
+    applied_.fetch_add(1, std::memory_order_relaxed);
+    before_[static_cast<size_t>(before)].fetch_add(1, std::memory_order_relaxed);
+    after_[static_cast<size_t>(after)].fetch_add(1, std::memory_order_relaxed);
+  }
+  void onFallback(FallbackCause cause) { fallbacks_[static_cast<size_t>(cause)].fetch_add(1, std::memory_order_relaxed); }
+  // `why` is static text from the planner.
+  void onSkipped(std::string_view why) {
+    std::lock_guard lock(mutex_);
+    ++skipped_[std::string(why)];
+  }
+
+  uint64_t applied() const { return applied_.load(); }
+  uint64_t before(Targeting t) const { return before_[static_cast<size_t>(t)].load(); }
+  uint64_t after(Targeting t) const { return after_[static_cast<size_t>(t)].load(); }
+  uint64_t fallbacks(FallbackCause c) const { return fallbacks_[static_cast<size_t>(c)].load(); }
+  std::map<std::string, uint64_t> skipped() const {
+    std::lock_guard lock(mutex_);
+    return skipped_;
+  }
+
+ private:
+  std::atomic<uint64_t> applied_{0};
+  std::array<std::atomic<uint64_t>, kClasses> before_{}, after_{};
+  std::array<std::atomic<uint64_t>, kCauses> fallbacks_{};
+  mutable std::mutex mutex_;
+  std::map<std::string, uint64_t> skipped_;
+};
+
+}  // namespace shardscope::routing

@@ -1,0 +1,121 @@
+// Filter targeting; classification: one shard = single, an unconstrained key prefix = broadcast,
+// otherwise multi (shards chosen by bounds).
+#include "routing/query_targeting.h"
+
+#include "routing/equality_key.h"
+#include "routing/filter_bounds.h"
+#include "routing/key_ranges.h"
+
+namespace shardscope::routing {
+namespace {
+
+void finish(FilterTarget& out, std::string_view single_reason, std::string_view multi_reason) {
+  size_t n = out.shards.count();
+  out.targeting = n == 1 ? Targeting::Single : Targeting::Multi;
+  out.reason = n == 1 ? single_reason : multi_reason;
+}
+
+const ShardKeyPattern& idPattern() {
+  static const ShardKeyPattern pattern = [] {
+    std::string error;
+    return *ShardKeyPattern::fromJson("{\"_id\": 1}", error);
+  }();
+  return pattern;
+}
+
+}  // namespace
+
+std::string keyToJson(const ShardKeyPattern& pattern, std::span<const Bound> key) {
+  bson_t doc = BSON_INITIALIZER;
+  for (size_t i = 0; i < pattern.size() && i < key.size(); ++i) appendBound(&doc, pattern.field(i).path.c_str(), key[i]);
+  char* s = bson_as_relaxed_extended_json(&doc, nullptr);
+  std::string out = s ? s : "{}";
+  bson_free(s);
+  bson_destroy(&doc);
+  return out;
+}
+
+void targetAllChunkOwners(const CollectionRouting& coll, std::string_view reason, FilterTarget& out) {
+  out.targeting = Targeting::Broadcast;
+  out.shards = coll.chunks.owningShards();
+  out.reason = reason;
+}
+
+bool hasExactId(const bson_t& filter) {
+  KeyPoint key;
+  return extractEqualityKey(idPattern(), filter, true, key) == EqualityStatus::Full;
+}
+
+void targetFilter(const CollectionRouting& coll, const bson_t& filter, bool simple_collation,
+                  const TargetOptions& options, FilterTarget& out, std::string* detail) {
+  out.shards.reset();
+  out.full_key = false;
+  out.key_pinned = false;
+  std::string_view why;
+  EqualityStatus eq = extractEqualityKey(coll.key, filter, simple_collation, out.key, &why);
+  if (eq == EqualityStatus::Full || eq == EqualityStatus::FullCollation) out.key_pinned = true;
+  if (eq == EqualityStatus::Full) {
+    out.full_key = true;
+    out.shards.set(coll.chunks.shardForKey(out.key.span()));
+    out.targeting = Targeting::Single;
+    out.reason = "equality on the full shard key";
+    if (detail) *detail = "key " + keyToJson(coll.key, out.key.span()) + " is in one chunk";
+    return;
+  }
+
+  FilterOptions fo;
+  fo.simple_collation = simple_collation;
+  fo.budget = options.analysis_budget;
+  FilterBounds bounds;
+  computeFilterBounds(coll.key, filter, fo, bounds);
+  if (bounds.status != BoundsStatus::Ok) {
+    targetAllChunkOwners(coll, bounds.why, out);
+    return;
+  }
+  if (bounds.unconstrained()) {
+    std::string_view r = "filter does not constrain the shard key prefix: broadcast";
+    if (!simple_collation) {
+      // Tell a collation-blocked key apart from a filter that never had one (off the hot path).
+      FilterOptions simple = fo;
+      simple.simple_collation = true;
+      FilterBounds again;
+      computeFilterBounds(coll.key, filter, simple, again);
+      if (again.status == BoundsStatus::Ok && !again.unconstrained())
+        r = "non-simple collation: string predicates on the shard key cannot be used, broadcast";
+    }
+    targetAllChunkOwners(coll, r, out);
+    if (detail) *detail = "leading shard key field '" + coll.key.field(0).path + "' is unconstrained";
+    return;
+  }
+  KeyRanges ranges;
+  if (!ranges.flatten(bounds.fields, options.max_ranges)) {
+    targetAllChunkOwners(coll, "too many shard-key ranges ($in fan-out above the cap): counted as broadcast", out);
+    return;
+  }
+  if (ranges.size() == 0) {
+    // No key can match; mongos still sends the query to one shard (SERVER-4914).
+    out.shards.set(coll.chunks.chunkShard(0));
+    out.targeting = Targeting::Single;
+    out.reason = "contradictory shard-key bounds: no key can match, sent to one shard (SERVER-4914)";
+    return;
+  }
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    coll.chunks.addShardsForRange(ranges.min(i), ranges.max(i), out.shards);
+    if ((out.shards & coll.chunks.owningShards()) == coll.chunks.owningShards()) break;
+  }
+  if (eq == EqualityStatus::FullCollation) {
+    finish(out, "non-simple collation: single-key path refused, bounds select one shard",
+           "non-simple collation: single-key path refused, bounds select several shards");
+  } else {
+    finish(out, "shard key bounds select one shard", "shard key bounds select several shards");
+  }
+  if (detail) {
+    *detail = std::to_string(ranges.size()) + " shard-key range(s)";
+    for (size_t i = 0; i < ranges.size() && i < 5; ++i)
+      *detail += (i ? ", " : ": ") + std::string("[") + keyToJson(coll.key, ranges.min(i)) + ", " +
+                 keyToJson(coll.key, ranges.max(i)) + "]";
+    if (ranges.size() > 5) *detail += ", ...";
+  }
+}
+
+}  // namespace shardscope::routing

@@ -1,0 +1,44 @@
+// Targeting one filter against one sharded collection: the equality fast path, else bounds ->
+// ranges -> shards (mongo-semantics.md B "Read targeting"). Shared by reads and writes.
+#pragma once
+#include <bson/bson.h>
+
+#include <string>
+
+#include "routing/key_bound.h"
+#include "routing/routing_table.h"
+#include "routing/target_result.h"
+
+namespace shardscope::routing {
+
+struct TargetOptions {
+  bool explain = false;  // fill TargetResult::detail and shard_key
+  // More ranges than this are not mapped one by one: the operation counts as broadcast. mongos
+  // itself errors above kMongosMaxRanges (4,000,000); the hot path wants a much lower cap.
+  size_t max_ranges = 100000;
+  size_t analysis_budget = 20000;  // filter elements visited before giving up (broadcast)
+};
+
+struct FilterTarget {
+  Targeting targeting = Targeting::Broadcast;
+  ShardSet shards;
+  std::string_view reason;
+  bool full_key = false;    // the single-key path applies (equality on the full key, collation ok)
+  bool key_pinned = false;  // every key field pinned by equality (`key` holds it), collation aside
+  KeyPoint key;
+};
+
+// `detail` (may be null) receives a readable account of the bounds when explaining.
+void targetFilter(const CollectionRouting& coll, const bson_t& filter, bool simple_collation,
+                  const TargetOptions& options, FilterTarget& out, std::string* detail);
+
+// Every shard owning chunks of the collection, as a broadcast.
+void targetAllChunkOwners(const CollectionRouting& coll, std::string_view reason, FilterTarget& out);
+
+// True when the filter has an exact (storable equality) match on _id.
+bool hasExactId(const bson_t& filter);
+
+// JSON of a key span under the pattern's field names (explain detail).
+std::string keyToJson(const ShardKeyPattern& pattern, std::span<const Bound> key);
+
+}  // namespace shardscope::routing

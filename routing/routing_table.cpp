@@ -1,0 +1,94 @@
+// Routing table lookup and construction.
+#include "routing/routing_table.h"
+
+#include <cstring>
+
+namespace shardscope::routing {
+
+const CollectionRouting* RoutingTable::collection(std::string_view ns) const {
+  auto it = collections_.find(ns);
+  return it == collections_.end() ? nullptr : it->second.get();
+}
+
+const ShardKeyPattern* RoutingTable::shardKey(std::string_view ns) const {
+  const CollectionRouting* c = collection(ns);
+  return c ? &c->key : nullptr;
+}
+
+int RoutingTable::shardIndex(std::string_view name) const {
+  for (size_t i = 0; i < shard_names_.size(); ++i)
+    if (shard_names_[i] == name) return static_cast<int>(i);
+  return -1;
+}
+
+bool isSimpleCollation(const bson_t* collation) {
+  if (!collation || bson_empty(collation)) return true;
+  bson_iter_t it;
+  if (bson_iter_init_find(&it, collation, "locale") && BSON_ITER_HOLDS_UTF8(&it))
+    return std::strcmp(bson_iter_utf8(&it, nullptr), "simple") == 0;
+  return false;
+}
+
+int RoutingTableBuilder::shardIndexFor(std::string_view name, std::string& error) {
+  int i = table_->shardIndex(name);
+  if (i >= 0) return i;
+  if (shards_declared_) {
+    error = "unknown shard '" + std::string(name) + "' (not in the shard list)";
+    return -1;
+  }
+  return declareShard(name, error) ? static_cast<int>(table_->shard_names_.size() - 1) : -1;
+}
+
+bool RoutingTableBuilder::declareShard(std::string_view name, std::string& error) {
+  if (name.empty()) {
+    error = "empty shard name";
+    return false;
+  }
+  if (table_->shardIndex(name) >= 0) return true;
+  if (table_->shard_names_.size() >= kMaxShards) {
+    error = "more than 1024 shards";
+    return false;
+  }
+  table_->shard_names_.emplace_back(name);
+  return true;
+}
+
+bool RoutingTableBuilder::addCollection(std::string_view ns, const bson_t& key, bool unique,
+                                        const bson_t* default_collation, std::vector<ChunkDoc> chunks,
+                                        std::string& error) {
+  auto fail = [&](const std::string& why) {
+    error = "collection '" + std::string(ns) + "': " + why;
+    return false;
+  };
+  size_t dot = ns.find('.');
+  if (dot == std::string_view::npos || dot == 0 || dot + 1 == ns.size()) return fail("ns must be \"db.collection\"");
+  if (table_->collections_.count(ns)) return fail("listed twice");
+  std::string why;
+  auto pattern = ShardKeyPattern::parse(key, why);
+  if (!pattern) return fail(why);
+  auto c = std::make_unique<CollectionRouting>();
+  c->ns = std::string(ns);
+  c->db = std::string(ns.substr(0, dot));
+  c->coll = std::string(ns.substr(dot + 1));
+  c->key = std::move(*pattern);
+  c->unique = unique;
+  c->simple_default_collation = isSimpleCollation(default_collation);
+  std::vector<ChunkInput> inputs;
+  inputs.reserve(chunks.size());
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    int shard = shardIndexFor(chunks[i].shard, why);
+    if (shard < 0) return fail("chunk " + std::to_string(i) + ": " + why);
+    inputs.push_back({std::move(chunks[i].min), std::move(chunks[i].max), static_cast<uint16_t>(shard)});
+  }
+  if (!c->chunks.build(c->key, std::move(inputs), why)) return fail(why);
+  table_->collections_.emplace(c->ns, std::move(c));
+  return true;
+}
+
+std::shared_ptr<const RoutingTable> RoutingTableBuilder::build() {
+  std::shared_ptr<const RoutingTable> out(std::move(table_));
+  table_ = std::make_unique<RoutingTable>();
+  return out;
+}
+
+}  // namespace shardscope::routing

@@ -1,0 +1,307 @@
+// Write targeting. Single-document writes (update multi:false, delete limit:1, findAndModify) that
+// do not resolve to one shard are flagged in the reason: before 7.1 mongos refuses them unless
+// the filter has the full shard key or an exact _id; 7.1+ runs them two-phase.
+#include "routing/write_targeting.h"
+
+#include <cstring>
+#include <vector>
+
+#include "routing/command_fields.h"
+
+namespace shardscope::routing {
+namespace {
+
+bool effectiveSimpleCollation(const CollectionRouting& coll, const bson_t& doc) {
+  bson_t collation;
+  if (subDocument(doc, "collation", collation)) return isSimpleCollation(&collation);
+  return coll.simple_default_collation;
+}
+
+bson_t emptyDoc() {
+  bson_t d;
+  bson_init(&d);
+  return d;
+}
+
+// A replacement document has no $-operators (and is not a pipeline).
+bool isReplacement(const bson_t& stmt, const char* field) {
+  bson_iter_t it, child;
+  if (!bson_iter_init_find(&it, &stmt, field) || !BSON_ITER_HOLDS_DOCUMENT(&it)) return false;
+  if (!bson_iter_recurse(&it, &child)) return false;
+  if (!bson_iter_next(&child)) return true;  // {} replaces the document
+  return bson_iter_key(&child)[0] != '$';
+}
+
+// One single-document write (update multi:false, delete limit:1, bulkWrite equivalents).
+void foldSingleDocWrite(const CollectionRouting& coll, const bson_t& filter, const bson_t* replacement, bool upsert,
+                        bool simple_collation, const TargetOptions& opts, WriteFold& fold, bool first,
+                        const char* what) {
+  FilterTarget ft;
+  targetFilter(coll, filter, simple_collation, opts, ft, nullptr);
+  if (first) fold.setFirstKey(coll.key, ft);
+  if (ft.targeting == Targeting::Single) {
+    fold.add(Targeting::Single, ft.shards,
+             upsert && !ft.full_key ? "single-document upsert on one shard without full shard-key equality "
+                                      "(refused before 7.1: 'Failed to target upsert by query')"
+                                    : ft.reason);
+    return;
+  }
+  if (upsert) {
+    fold.add(ft.targeting, ft.shards,
+             "single-document upsert without full shard-key equality: refused before 7.1, two-phase on 7.1+");
+    return;
+  }
+  if (replacement) {
+    // Before 7.1 a replacement is targeted by the key of the replacement document.
+    KeyPoint key;
+    if (coll.key.extractFromDocument(*replacement, key) == KeyExtractStatus::Ok) {
+      ShardSet s;
+      s.set(coll.chunks.shardForKey(key.span()));
+      fold.add(Targeting::Single, s, "replacement targeted by the shard key of the replacement document (pre-7.1 rule)");
+      return;
+    }
+  }
+  if (hasExactId(filter)) {
+    fold.add(Targeting::Broadcast, coll.chunks.owningShards(),
+             "single-document write by exact _id without the shard key: broadcast (_id is not unique across shards)");
+    return;
+  }
+  fold.add(ft.targeting, ft.shards,
+           std::strcmp(what, "delete") == 0
+               ? "single delete without the shard key or an exact _id: refused before 7.1 (ShardKeyNotFound), "
+                 "two-phase broadcast on 7.1+"
+               : "single-document update without the shard key or an exact _id: refused before 7.1 (InvalidOptions), "
+                 "two-phase broadcast on 7.1+");
+}
+
+void foldMultiWrite(const CollectionRouting& coll, const bson_t& filter, bool upsert, bool simple_collation,
+                    const TargetOptions& opts, WriteFold& fold, bool first) {
+  FilterTarget ft;
+  targetFilter(coll, filter, simple_collation, opts, ft, nullptr);
+  if (first) fold.setFirstKey(coll.key, ft);
+  fold.add(ft.targeting, ft.shards,
+           upsert && !ft.full_key ? "multi upsert without full shard-key equality: refused before 7.1" : ft.reason);
+}
+
+void foldInsertDocument(const CollectionRouting& coll, const bson_t& doc, WriteFold& fold, bool first) {
+  KeyPoint key;
+  switch (coll.key.extractFromDocument(doc, key)) {
+    case KeyExtractStatus::ArrayValue:
+      fold.add(Targeting::Unclassified, {}, "Shard key cannot contain array values or array descendants", true);
+      return;
+    case KeyExtractStatus::MissingId:
+      fold.add(Targeting::Unclassified, {}, "document has no _id but _id is part of the shard key", true);
+      return;
+    case KeyExtractStatus::Ok: break;
+  }
+  if (first) fold.setFirstKey(coll.key, key);
+  ShardSet s;
+  s.set(coll.chunks.shardForKey(key.span()));
+  fold.add(Targeting::Single, s, "insert targeted by each document's shard key (missing fields count as null)");
+}
+
+}  // namespace
+
+int WriteFold::rank(Targeting t, bool refused) const {
+  if (refused) return 4;
+  switch (t) {
+    case Targeting::Single: return 0;
+    case Targeting::Multi: return 1;
+    case Targeting::Broadcast: return 2;
+    default: return 3;
+  }
+}
+
+void WriteFold::add(Targeting t, const ShardSet& shards, std::string_view reason, bool refused) {
+  ++statements_;
+  shards_ |= shards;
+  refused_ = refused_ || refused;
+  int r = rank(t, refused);
+  if (r > worst_) {
+    worst_ = r;
+    worst_targeting_ = t;
+    reason_ = reason;
+  }
+}
+
+void WriteFold::setFirstKey(const ShardKeyPattern& pattern, const FilterTarget& ft) {
+  if (ft.key_pinned) setFirstKey(pattern, ft.key);
+  first_key_set_ = true;
+}
+
+void WriteFold::setFirstKey(const ShardKeyPattern& pattern, const KeyPoint& key) {
+  if (first_key_set_) return;
+  first_key_set_ = true;
+  bson_t doc = BSON_INITIALIZER;
+  appendKeyDocument(pattern, key, &doc);
+  first_key_.assign(reinterpret_cast<const char*>(bson_get_data(&doc)), doc.len);
+  bson_destroy(&doc);
+}
+
+void WriteFold::finish(TargetResult& out, bool explain) const {
+  out.shards = shards_;
+  out.reason = reason_;
+  out.refused = refused_;
+  if (refused_) {
+    out.targeting = Targeting::Unclassified;
+  } else if (worst_targeting_ == Targeting::Broadcast) {
+    out.targeting = Targeting::Broadcast;
+  } else if (worst_targeting_ == Targeting::Single || worst_targeting_ == Targeting::Multi) {
+    out.targeting = shards_.count() == 1 ? Targeting::Single : Targeting::Multi;
+    if (out.targeting == Targeting::Multi && worst_targeting_ == Targeting::Single)
+      out.reason = "statements target different shards";
+  } else {
+    out.targeting = worst_targeting_;
+  }
+  if (explain) {
+    out.shard_key = first_key_;
+    out.detail = std::to_string(statements_) + " statement(s)";
+  }
+}
+
+void targetInsert(const CollectionRouting& coll, const protocol::CommandView& cmd, const TargetOptions& opts,
+                  TargetResult& out) {
+  WriteFold fold;
+  bool first = true;
+  bool ok = forEachStatement(cmd, "documents", [&](const bson_t& doc) {
+    foldInsertDocument(coll, doc, fold, first);
+    first = false;
+    return true;
+  });
+  if (!ok || fold.empty()) {
+    out.targeting = Targeting::Unclassified;
+    out.reason = "insert without a readable documents array or sequence";
+    return;
+  }
+  fold.finish(out, opts.explain);
+}
+
+void targetUpdate(const CollectionRouting& coll, const protocol::CommandView& cmd, const TargetOptions& opts,
+                  TargetResult& out) {
+  WriteFold fold;
+  bool first = true;
+  bool ok = forEachStatement(cmd, "updates", [&](const bson_t& stmt) {
+    bson_t q, u;
+    if (!subDocument(stmt, "q", q)) q = emptyDoc();
+    bool multi = boolField(stmt, "multi", false), upsert = boolField(stmt, "upsert", false);
+    bool simple = effectiveSimpleCollation(coll, stmt);
+    if (multi) {
+      foldMultiWrite(coll, q, upsert, simple, opts, fold, first);
+    } else {
+      bool replacement = isReplacement(stmt, "u") && subDocument(stmt, "u", u);
+      foldSingleDocWrite(coll, q, replacement ? &u : nullptr, upsert, simple, opts, fold, first, "update");
+    }
+    first = false;
+    return true;
+  });
+  if (!ok || fold.empty()) {
+    out.targeting = Targeting::Unclassified;
+    out.reason = "update without a readable updates array or sequence";
+    return;
+  }
+  fold.finish(out, opts.explain);
+}
+
+void targetDelete(const CollectionRouting& coll, const protocol::CommandView& cmd, const TargetOptions& opts,
+                  TargetResult& out) {
+  WriteFold fold;
+  bool first = true;
+  bool ok = forEachStatement(cmd, "deletes", [&](const bson_t& stmt) {
+    bson_t q;
+    if (!subDocument(stmt, "q", q)) q = emptyDoc();
+    bool simple = effectiveSimpleCollation(coll, stmt);
+    if (intField(stmt, "limit", 0) == 0) {
+      foldMultiWrite(coll, q, false, simple, opts, fold, first);
+    } else {
+      foldSingleDocWrite(coll, q, nullptr, false, simple, opts, fold, first, "delete");
+    }
+    first = false;
+    return true;
+  });
+  if (!ok || fold.empty()) {
+    out.targeting = Targeting::Unclassified;
+    out.reason = "delete without a readable deletes array or sequence";
+    return;
+  }
+  fold.finish(out, opts.explain);
+}
+
+void targetFindAndModify(const CollectionRouting& coll, const protocol::CommandView& cmd, const TargetOptions& opts,
+                         TargetResult& out) {
+  bson_t q;
+  if (!subDocument(cmd.body, "query", q)) q = emptyDoc();
+  FilterTarget ft;
+  targetFilter(coll, q, effectiveSimpleCollation(coll, cmd.body), opts, ft, opts.explain ? &out.detail : nullptr);
+  WriteFold fold;
+  fold.setFirstKey(coll.key, ft);
+  if (ft.full_key) {
+    fold.add(ft.targeting, ft.shards, ft.reason);
+  } else {
+    fold.add(ft.targeting, ft.shards,
+             ft.targeting == Targeting::Single
+                 ? "findAndModify on one shard without shard-key equality (refused before 7.1)"
+                 : "findAndModify without shard-key equality: refused before 7.1, two-phase on 7.1+");
+  }
+  std::string detail = std::move(out.detail);
+  fold.finish(out, opts.explain);
+  if (opts.explain) out.detail = detail;
+}
+
+void targetBulkWrite(const RoutingTable& table, const protocol::CommandView& cmd, const TargetOptions& opts,
+                     TargetResult& out) {
+  std::vector<std::string> namespaces;
+  bool ok = forEachStatement(cmd, "nsInfo", [&](const bson_t& info) {
+    bson_iter_t it;
+    namespaces.push_back(bson_iter_init_find(&it, &info, "ns") && BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, nullptr)
+                                                                                            : "");
+    return true;
+  });
+  WriteFold fold;
+  bool first = true, any_sharded = false, any_unsharded = false;
+  ok = ok && forEachStatement(cmd, "ops", [&](const bson_t& op) {
+    bson_iter_t it;
+    if (!bson_iter_init(&it, &op) || !bson_iter_next(&it)) return true;
+    const char* kind = bson_iter_key(&it);
+    int64_t index = BSON_ITER_HOLDS_NUMBER(&it) ? bson_iter_as_int64(&it) : -1;
+    const CollectionRouting* coll =
+        index >= 0 && static_cast<size_t>(index) < namespaces.size() ? table.collection(namespaces[index]) : nullptr;
+    if (!coll) {
+      any_unsharded = true;
+      return true;
+    }
+    any_sharded = true;
+    bson_t filter, doc;
+    bool simple = effectiveSimpleCollation(*coll, op);
+    if (std::strcmp(kind, "insert") == 0) {
+      if (subDocument(op, "document", doc)) foldInsertDocument(*coll, doc, fold, first);
+    } else if (std::strcmp(kind, "update") == 0 || std::strcmp(kind, "delete") == 0) {
+      if (!subDocument(op, "filter", filter)) filter = emptyDoc();
+      bool is_delete = kind[0] == 'd';
+      bool multi = boolField(op, "multi", false), upsert = !is_delete && boolField(op, "upsert", false);
+      if (multi) {
+        foldMultiWrite(*coll, filter, upsert, simple, opts, fold, first);
+      } else {
+        bson_t u;
+        bool replacement = !is_delete && isReplacement(op, "updateMods") && subDocument(op, "updateMods", u);
+        foldSingleDocWrite(*coll, filter, replacement ? &u : nullptr, upsert, simple, opts, fold, first,
+                           is_delete ? "delete" : "update");
+      }
+    }
+    first = false;
+    return true;
+  });
+  if (!ok) {
+    out.targeting = Targeting::Unclassified;
+    out.reason = "bulkWrite without readable ops/nsInfo";
+    return;
+  }
+  if (!any_sharded) {
+    out.targeting = any_unsharded ? Targeting::Unsharded : Targeting::Unclassified;
+    out.reason = any_unsharded ? "bulkWrite on unsharded namespaces only" : "bulkWrite without ops";
+    return;
+  }
+  fold.finish(out, opts.explain);
+  if (any_unsharded && !out.refused) out.reason = "bulkWrite mixing sharded and unsharded namespaces";
+}
+
+}  // namespace shardscope::routing

@@ -1,0 +1,343 @@
+#include "shadow/command_prep.h"
+
+#include <cstring>
+#include <string>
+
+#include "protocol/hello.h"
+#include "stats/query_shape.h"
+
+namespace shardscope::shadow {
+namespace {
+
+bool equalsAny(std::string_view s, std::initializer_list<std::string_view> names) {
+  for (auto n : names)
+    if (s == n) return true;
+  return false;
+}
+
+bool pipelineWrites(const bson_t& body) {
+  bson_iter_t it, stages;
+  if (!bson_iter_init_find(&it, &body, "pipeline") || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &stages))
+    return false;
+  while (bson_iter_next(&stages)) {
+    bson_iter_t stage;
+    if (BSON_ITER_HOLDS_DOCUMENT(&stages) && bson_iter_recurse(&stages, &stage) && bson_iter_next(&stage)) {
+      std::string_view k = bson_iter_key(&stage);
+      if (k == "$out" || k == "$merge") return true;
+    }
+  }
+  return false;
+}
+
+bool isPerClusterCommandField(std::string_view k) {
+  return equalsAny(k, {"$clusterTime", "$readPreference", "$audit", "$client", "$configTime", "$topologyTime",
+                       "$configServerState", "mayBypassWriteBlocking"});
+}
+bool isSessionField(std::string_view k) {
+  return equalsAny(k, {"lsid", "txnNumber", "autocommit", "startTransaction", "stmtId", "stmtIds"});
+}
+
+void appendReadConcern(const bson_iter_t& it, bson_t* out) {
+  bson_iter_t rc;
+  if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &rc)) return;
+  bson_t child;
+  bson_append_document_begin(out, "readConcern", -1, &child);
+  while (bson_iter_next(&rc)) {
+    std::string_view k = bson_iter_key(&rc);
+    if (k == "afterClusterTime" || k == "atClusterTime" || k == "afterOpTime") continue;
+    bson_append_iter(&child, bson_iter_key(&rc), -1, &rc);
+  }
+  bson_append_document_end(out, &child);
+}
+
+void appendKilledCursors(const bson_iter_t& it, const std::function<int64_t(int64_t)>& map, bson_t* out) {
+  bson_iter_t ids;
+  bson_t arr;
+  bson_append_array_begin(out, "cursors", -1, &arr);
+  uint32_t i = 0;
+  if (BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &ids)) {
+    while (bson_iter_next(&ids)) {
+      if (!BSON_ITER_HOLDS_INT64(&ids)) continue;
+      int64_t mapped = map(bson_iter_int64(&ids));
+      if (!mapped) continue;  // a cursor the other cluster never opened
+      char key[16];
+      const char* k;
+      size_t kl = bson_uint32_to_string(i++, &k, key, sizeof key);
+      bson_append_int64(&arr, k, static_cast<int>(kl), mapped);
+    }
+  }
+  bson_append_array_end(out, &arr);
+}
+
+void foldSequences(const protocol::CommandView& view, bson_t* out) {
+  for (const auto& seq : view.sequences) {
+    bson_t arr;
+    std::string id(seq.identifier);
+    bson_append_array_begin(out, id.c_str(), static_cast<int>(id.size()), &arr);
+    uint32_t i = 0;
+    protocol::forEachDocument(seq.documents, [&](std::span<const uint8_t> doc) {
+      bson_t d;
+      if (!bson_init_static(&d, doc.data(), doc.size())) return;
+      char key[16];
+      const char* k;
+      size_t kl = bson_uint32_to_string(i++, &k, key, sizeof key);
+      bson_append_document(&arr, k, static_cast<int>(kl), &d);
+    });
+    bson_append_array_end(out, &arr);
+  }
+}
+
+// ---- redaction ------------------------------------------------------------------------------
+
+class Redactor {
+ public:
+  explicit Redactor(uint64_t salt) : salt_(salt) {}
+
+  void value(const bson_iter_t& it, const char* key, int keyLen, bson_t* out) {
+    switch (bson_iter_type(&it)) {
+      case BSON_TYPE_DOCUMENT:
+      case BSON_TYPE_ARRAY: {
+        bson_iter_t child;
+        bson_t sub;
+        const bool array = BSON_ITER_HOLDS_ARRAY(&it);
+        if (array) bson_append_array_begin(out, key, keyLen, &sub);
+        else bson_append_document_begin(out, key, keyLen, &sub);
+        if (bson_iter_recurse(&it, &child))
+          while (bson_iter_next(&child)) value(child, bson_iter_key(&child), static_cast<int>(bson_iter_key_len(&child)), &sub);
+        if (array) bson_append_array_end(out, &sub);
+        else bson_append_document_end(out, &sub);
+        return;
+      }
+      case BSON_TYPE_BOOL:
+      case BSON_TYPE_NULL:
+      case BSON_TYPE_UNDEFINED:
+      case BSON_TYPE_MINKEY:
+      case BSON_TYPE_MAXKEY:
+        bson_append_iter(out, key, keyLen, &it);  // carry no information worth hiding
+        return;
+      default: break;
+    }
+    const uint64_t h = hashOf(it);
+    switch (bson_iter_type(&it)) {
+      case BSON_TYPE_INT32: bson_append_int32(out, key, keyLen, static_cast<int32_t>(h)); break;
+      case BSON_TYPE_INT64: bson_append_int64(out, key, keyLen, static_cast<int64_t>(h)); break;
+      case BSON_TYPE_DOUBLE: bson_append_double(out, key, keyLen, static_cast<double>(h >> 11)); break;
+      case BSON_TYPE_DATE_TIME: bson_append_date_time(out, key, keyLen, static_cast<int64_t>(h >> 22)); break;
+      case BSON_TYPE_OID: {
+        bson_oid_t oid;
+        uint64_t h2 = mixSalt(h);
+        std::memcpy(oid.bytes, &h, 8);
+        std::memcpy(oid.bytes + 8, &h2, 4);
+        bson_append_oid(out, key, keyLen, &oid);
+        break;
+      }
+      case BSON_TYPE_BINARY: {
+        bson_subtype_t sub;
+        uint32_t len;
+        const uint8_t* data;
+        bson_iter_binary(&it, &sub, &len, &data);
+        uint8_t bytes[16];
+        uint64_t h2 = mixSalt(h);
+        std::memcpy(bytes, &h, 8);
+        std::memcpy(bytes + 8, &h2, 8);
+        bson_append_binary(out, key, keyLen, sub, bytes, 16);
+        break;
+      }
+      default: {  // strings, decimals, regexes, timestamps, ...: a pseudonym string
+        char text[20];
+        std::snprintf(text, sizeof text, "~%016llx", static_cast<unsigned long long>(h));
+        bson_append_utf8(out, key, keyLen, text, -1);
+      }
+    }
+  }
+
+  // A document whose values are redacted but whose keys stay (filters, documents, updates).
+  void document(const bson_iter_t& it, bson_t* out) { value(it, bson_iter_key(&it), -1, out); }
+
+ private:
+  uint64_t mixSalt(uint64_t h) const { return stats::hashBytes({reinterpret_cast<const char*>(&h), 8}, salt_ ^ 0x5a5a); }
+  uint64_t hashOf(const bson_iter_t& it) const {
+    bson_iter_t copy = it;
+    bson_t tmp = BSON_INITIALIZER;
+    bson_append_value(&tmp, "", 0, bson_iter_value(&copy));
+    uint64_t h = stats::hashBytes({reinterpret_cast<const char*>(bson_get_data(&tmp)), tmp.len}, salt_);
+    bson_destroy(&tmp);
+    return h;
+  }
+  uint64_t salt_;
+};
+
+// Per command, the fields holding user values; within write statements, the statement fields.
+bool isValueField(std::string_view command, std::string_view key) {
+  return equalsAny(key, {"filter", "query", "q", "u", "update", "documents", "updates", "deletes", "pipeline", "let",
+                         "min", "max", "arrayFilters"});
+}
+
+}  // namespace
+
+const char* commandClassName(CommandClass c) {
+  switch (c) {
+    case CommandClass::Read: return "read";
+    case CommandClass::Write: return "write";
+    case CommandClass::CursorFollow: return "cursor";
+    case CommandClass::Transaction: return "transaction";
+    case CommandClass::Other: return "other";
+  }
+  return "other";
+}
+
+CommandClass classifyCommand(const protocol::CommandView& view) {
+  const std::string_view name = view.name;
+  bson_iter_t it;
+  if (equalsAny(name, {"commitTransaction", "abortTransaction"}) ||
+      bson_iter_init_find(&it, &view.body, "autocommit") || bson_iter_init_find(&it, &view.body, "startTransaction"))
+    return CommandClass::Transaction;
+  if (equalsAny(name, {"getMore", "killCursors"})) return CommandClass::CursorFollow;
+  if (equalsAny(name, {"find", "count", "distinct"})) return CommandClass::Read;
+  if (name == "aggregate") return pipelineWrites(view.body) ? CommandClass::Write : CommandClass::Read;
+  if (equalsAny(name, {"insert", "update", "delete", "findAndModify", "findandmodify", "create", "drop",
+                       "createIndexes", "dropIndexes", "collMod", "renameCollection", "dropDatabase", "bulkWrite"}))
+    return CommandClass::Write;
+  return CommandClass::Other;
+}
+
+void buildForeignCommand(const protocol::CommandView& view, const ForeignOptions& options, bson_t* out) {
+  bson_iter_t it;
+  if (!bson_iter_init(&it, &view.body)) return;
+  const bool getMore = view.name == "getMore";
+  const bool killCursors = view.name == "killCursors";
+  bool first = true;
+  while (bson_iter_next(&it)) {
+    std::string_view k = bson_iter_key(&it);
+    const bool isFirst = first;
+    first = false;
+    if (isPerClusterCommandField(k)) continue;
+    if (options.strip_db && k == "$db") continue;
+    if (options.strip_session && isSessionField(k)) continue;
+    if (k == "readConcern") {
+      appendReadConcern(it, out);
+      continue;
+    }
+    if (isFirst && getMore && options.map_cursor && BSON_ITER_HOLDS_INT64(&it)) {
+      int64_t mapped = options.map_cursor(bson_iter_int64(&it));
+      bson_append_int64(out, bson_iter_key(&it), -1, mapped ? mapped : bson_iter_int64(&it));
+      continue;
+    }
+    if (killCursors && k == "cursors" && options.map_cursor) {
+      appendKilledCursors(it, options.map_cursor, out);
+      continue;
+    }
+    if (protocol::isHelloCommand(view.name) && k == "compression") continue;
+    bson_append_iter(out, bson_iter_key(&it), -1, &it);
+  }
+  if (options.fold_sequences) foldSequences(view, out);
+}
+
+namespace {
+
+// An update/delete statement: only q, u and arrayFilters hold values (multi, upsert, limit stay).
+void redactStatement(Redactor& r, std::string_view command, const bson_t& doc, const char* key, int keyLen,
+                     bool allValues, bson_t* out) {
+  bson_iter_t di;
+  bson_t sub;
+  bson_append_document_begin(out, key, keyLen, &sub);
+  if (bson_iter_init(&di, &doc))
+    while (bson_iter_next(&di)) {
+      if (allValues || isValueField(command, bson_iter_key(&di))) r.value(di, bson_iter_key(&di), -1, &sub);
+      else bson_append_iter(&sub, bson_iter_key(&di), -1, &di);
+    }
+  bson_append_document_end(out, &sub);
+}
+
+// The documents of an array field or of a document sequence, statement by statement.
+template <typename ForEach>
+void redactStatements(Redactor& r, std::string_view command, std::string_view field, ForEach&& forEach, bson_t* out) {
+  bson_t arr;
+  std::string id(field);
+  bson_append_array_begin(out, id.c_str(), static_cast<int>(id.size()), &arr);
+  uint32_t i = 0;
+  const bool allValues = field == "documents";
+  forEach([&](const bson_t& doc) {
+    char key[16];
+    const char* k;
+    size_t kl = bson_uint32_to_string(i++, &k, key, sizeof key);
+    redactStatement(r, command, doc, k, static_cast<int>(kl), allValues, &arr);
+  });
+  bson_append_array_end(out, &arr);
+}
+
+template <typename F>
+void forEachArrayDocument(const bson_iter_t& it, F&& f) {
+  bson_iter_t child;
+  if (!bson_iter_recurse(&it, &child)) return;
+  while (bson_iter_next(&child)) {
+    uint32_t len;
+    const uint8_t* data;
+    bson_t doc;
+    if (!BSON_ITER_HOLDS_DOCUMENT(&child)) continue;
+    bson_iter_document(&child, &len, &data);
+    if (bson_init_static(&doc, data, len)) f(doc);
+  }
+}
+
+// Pipelines: only $match stages hold filter values; stage specs ("$field" paths, limits) stay.
+void redactPipeline(Redactor& r, const bson_iter_t& it, bson_t* out) {
+  bson_t arr;
+  bson_append_array_begin(out, bson_iter_key(&it), -1, &arr);
+  bson_iter_t stages;
+  uint32_t i = 0;
+  if (bson_iter_recurse(&it, &stages))
+    while (bson_iter_next(&stages)) {
+      char key[16];
+      const char* k;
+      size_t kl = bson_uint32_to_string(i++, &k, key, sizeof key);
+      bson_iter_t stage;
+      if (!BSON_ITER_HOLDS_DOCUMENT(&stages) || !bson_iter_recurse(&stages, &stage)) continue;
+      bson_t sub;
+      bson_append_document_begin(&arr, k, static_cast<int>(kl), &sub);
+      while (bson_iter_next(&stage)) {
+        if (std::string_view(bson_iter_key(&stage)) == "$match") r.value(stage, bson_iter_key(&stage), -1, &sub);
+        else bson_append_iter(&sub, bson_iter_key(&stage), -1, &stage);
+      }
+      bson_append_document_end(&arr, &sub);
+    }
+  bson_append_array_end(out, &arr);
+}
+
+}  // namespace
+
+void redactCommand(const protocol::CommandView& view, uint64_t salt, bson_t* out) {
+  Redactor r(salt);
+  bson_iter_t it;
+  if (!bson_iter_init(&it, &view.body)) return;
+  bool first = true;
+  while (bson_iter_next(&it)) {
+    std::string_view k = bson_iter_key(&it);
+    if (first) {
+      // The command name's value is a collection name or a flag: kept (namespaces are not redacted).
+      first = false;
+      bson_append_iter(out, bson_iter_key(&it), -1, &it);
+      continue;
+    }
+    if (isPerClusterCommandField(k) || isSessionField(k)) continue;
+    if ((k == "updates" || k == "deletes" || k == "documents") && BSON_ITER_HOLDS_ARRAY(&it)) {
+      redactStatements(r, view.name, k, [&](auto&& f) { forEachArrayDocument(it, f); }, out);
+    } else if (k == "pipeline" && BSON_ITER_HOLDS_ARRAY(&it)) {
+      redactPipeline(r, it, out);
+    } else if (isValueField(view.name, k) && (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it))) {
+      r.document(it, out);
+    } else {
+      bson_append_iter(out, bson_iter_key(&it), -1, &it);
+    }
+  }
+  for (const auto& seq : view.sequences) {
+    redactStatements(r, view.name, seq.identifier, [&](auto&& f) {
+      protocol::forEachDocument(seq.documents, [&](std::span<const uint8_t> bytes) {
+        bson_t doc;
+        if (bson_init_static(&doc, bytes.data(), bytes.size())) f(doc);
+      });
+    }, out);
+  }
+}
+
+}  // namespace shardscope::shadow

@@ -1,0 +1,43 @@
+// Preparing a captured or mirrored command for another cluster: which commands are mirrored,
+// which fields are per-cluster (sessions, cluster time) and are stripped, cursor ids mapped to the
+// other cluster's, document sequences folded into the body, and value redaction for captures.
+#pragma once
+#include <bson/bson.h>
+
+#include <cstdint>
+#include <functional>
+#include <string_view>
+
+#include "protocol/command_view.h"
+
+namespace shardscope::shadow {
+
+enum class CommandClass : uint8_t {
+  Read,          // find, aggregate without $out/$merge, count, distinct
+  Write,         // insert, update, delete, findAndModify, aggregate with $out/$merge, DDL
+  CursorFollow,  // getMore, killCursors: follow the cursor of a mirrored command
+  Transaction,   // any statement of a multi-document transaction, commit/abortTransaction
+  Other,         // handshake, auth, sessions, diagnostics: never mirrored
+};
+const char* commandClassName(CommandClass c);
+CommandClass classifyCommand(const protocol::CommandView& view);
+
+struct ForeignOptions {
+  bool strip_db = false;       // drop "$db" (libmongoc adds its own)
+  bool strip_session = false;  // drop lsid, txnNumber, autocommit, startTransaction
+  bool fold_sequences = false; // append OP_MSG document sequences to the body as arrays
+  // Maps getMore's and killCursors' cursor ids; returning 0 keeps the id unchanged.
+  std::function<int64_t(int64_t)> map_cursor;
+};
+
+// Copies the command body into `out` (initialised by the caller) without $clusterTime,
+// $readPreference, readConcern.afterClusterTime/atClusterTime and what `options` says.
+void buildForeignCommand(const protocol::CommandView& view, const ForeignOptions& options, bson_t* out);
+
+// Values of a command replaced by salted, type-preserving pseudonyms: equal values stay equal
+// within one capture (so cardinality and frequency survive), nothing else about them does. Only
+// the value-bearing parts (filters, documents, updates, pipelines) are touched; options such as
+// sort directions, limits and flags are kept. Sequences are folded into the body.
+void redactCommand(const protocol::CommandView& view, uint64_t salt, bson_t* out);
+
+}  // namespace shardscope::shadow

@@ -1,0 +1,195 @@
+#include "shadow/divergence_stats.h"
+
+#include <algorithm>
+#include <map>
+
+#include "stats/query_shape.h"
+#include "stats/registry.h"
+#include "stats/render.h"
+
+namespace shardscope::shadow {
+namespace {
+
+constexpr std::string_view kOther = "<other>";
+constexpr uint64_t kOtherHash = 0;
+
+std::string promEscape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\\' || c == '"') out.push_back('\\');
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::vector<const ShapeDivergence*> ranked(const std::vector<ShapeDivergence>& rows) {
+  std::vector<const ShapeDivergence*> r;
+  for (const auto& s : rows) r.push_back(&s);
+  std::stable_sort(r.begin(), r.end(), [](const ShapeDivergence* a, const ShapeDivergence* b) {
+    if (a->divergent != b->divergent) return a->divergent > b->divergent;
+    return a->mirrored > b->mirrored;
+  });
+  return r;
+}
+
+void latencyJson(stats::JsonWriter& w, std::string_view key, const stats::LatencyHistogram& h) {
+  w.key(key).beginObject();
+  uint64_t n = h.total();
+  w.field("count", n);
+  w.field("meanMicros", n ? static_cast<double>(h.sum) / n / 1000.0 : 0.0);
+  w.field("p50Micros", static_cast<double>(h.quantile(0.5)) / 1000.0);
+  w.field("p99Micros", static_cast<double>(h.quantile(0.99)) / 1000.0);
+  w.field("maxMicros", static_cast<double>(h.max) / 1000.0);
+  w.endObject();
+}
+
+}  // namespace
+
+uint64_t shapeHash(std::string_view ns, std::string_view command, std::string_view shape) {
+  return stats::hashBytes(shape, stats::hashBytes(command, stats::hashBytes(ns, 0x5348415244ull)));
+}
+
+ShapeDivergence* DivergenceTable::findLocked(uint64_t hash) {
+  auto it = index_.find(hash);
+  if (it == index_.end()) it = index_.find(kOtherHash);
+  return it == index_.end() ? nullptr : &shapes_[it->second];
+}
+
+void DivergenceTable::onMirrored(uint64_t hash, std::string_view ns, std::string_view command, std::string_view shape,
+                                 routing::Targeting primary, routing::Targeting shadow, bool shadowKnown) {
+  std::lock_guard lock(mutex_);
+  auto it = index_.find(hash);
+  if (it == index_.end()) {
+    if (shapes_.size() >= max_shapes_) {
+      hash = kOtherHash;
+      it = index_.find(kOtherHash);
+      if (it == index_.end()) {
+        ShapeDivergence s;
+        s.ns = kOther;
+        s.command = kOther;
+        s.shape = kOther;
+        s.hash = kOtherHash;
+        shapes_.push_back(std::move(s));
+        it = index_.emplace(kOtherHash, shapes_.size() - 1).first;
+      }
+    } else {
+      ShapeDivergence s;
+      s.ns = ns;
+      s.command = command;
+      s.shape = shape;
+      s.hash = hash;
+      shapes_.push_back(std::move(s));
+      it = index_.emplace(hash, shapes_.size() - 1).first;
+    }
+  }
+  auto& s = shapes_[it->second];
+  ++s.mirrored;
+  s.primary_targeting = primary;
+  s.shadow_targeting = shadow;
+  s.shadow_targeting_known = shadowKnown;
+}
+
+void DivergenceTable::onShadowError(uint64_t hash) {
+  std::lock_guard lock(mutex_);
+  if (auto* s = findLocked(hash)) ++s->shadow_errors;
+}
+
+void DivergenceTable::onCompared(uint64_t hash, const ReplySummary& primary, const ReplySummary& shadow,
+                                 uint64_t primaryLatencyNs, uint64_t shadowLatencyNs, std::string_view commandJson) {
+  const uint32_t kinds = compareSummaries(primary, shadow);
+  std::string detail = kinds ? describeDivergence(kinds, primary, shadow) : std::string();
+  std::lock_guard lock(mutex_);
+  auto* s = findLocked(hash);
+  if (!s) return;
+  ++s->compared;
+  if (primaryLatencyNs) s->primary_latency.record(primaryLatencyNs);
+  if (shadowLatencyNs) s->shadow_latency.record(shadowLatencyNs);
+  if (!kinds) return;
+  ++s->divergent;
+  for (size_t b = 0; b < kDivergenceKinds; ++b)
+    if (kinds & (1u << b)) ++s->by_kind[b];
+  if (s->examples.size() < max_examples_)
+    s->examples.push_back({stats::coarseNowMs(), kinds, std::move(detail), std::string(commandJson)});
+}
+
+std::vector<ShapeDivergence> DivergenceTable::snapshot() const {
+  std::lock_guard lock(mutex_);
+  return {shapes_.begin(), shapes_.end()};
+}
+
+void DivergenceTable::reset() {
+  std::lock_guard lock(mutex_);
+  shapes_.clear();
+  index_.clear();
+}
+
+void renderDivergenceJson(const std::vector<ShapeDivergence>& rows, size_t top, stats::JsonWriter& w) {
+  w.beginArray();
+  size_t n = 0;
+  for (const ShapeDivergence* s : ranked(rows)) {
+    if (n++ >= top) break;
+    w.beginObject();
+    w.field("ns", s->ns).field("command", s->command).key("shape").value(s->shape);
+    w.field("shapeId", stats::shapeIdHex(s->hash));
+    w.key("targeting").beginObject();
+    w.field("primary", routing::targetingName(s->primary_targeting));
+    if (s->shadow_targeting_known) w.field("shadow", routing::targetingName(s->shadow_targeting));
+    else w.key("shadow").null();
+    w.endObject();
+    w.field("mirrored", s->mirrored).field("compared", s->compared).field("divergent", s->divergent);
+    w.field("shadowErrors", s->shadow_errors);
+    w.key("divergences").beginObject();
+    for (size_t b = 0; b < kDivergenceKinds; ++b) w.field(divergenceKindName(b), s->by_kind[b]);
+    w.endObject();
+    latencyJson(w, "primaryLatency", s->primary_latency);
+    latencyJson(w, "shadowLatency", s->shadow_latency);
+    w.key("examples").beginArray();
+    for (const auto& e : s->examples) {
+      w.beginObject();
+      w.field("time", stats::isoTime(e.unix_ms));
+      w.key("kinds").beginArray();
+      for (size_t b = 0; b < kDivergenceKinds; ++b)
+        if (e.kinds & (1u << b)) w.value(divergenceKindName(b));
+      w.endArray();
+      w.field("detail", e.detail);
+      if (!e.command.empty()) w.key("command").raw(e.command);
+      w.endObject();
+    }
+    w.endArray();
+    w.endObject();
+  }
+  w.endArray();
+}
+
+void renderDivergencePrometheus(const std::vector<ShapeDivergence>& rows, size_t top, std::string& out) {
+  out += "# HELP shardscope_mirror_shape_divergences_total Mirrored operations whose shadow reply differed, per query shape (top shapes; shape_id=\"rest\" sums the others).\n";
+  out += "# TYPE shardscope_mirror_shape_divergences_total counter\n";
+  std::map<std::pair<std::string, std::string>, uint64_t> rest;
+  size_t n = 0;
+  std::string compared;
+  for (const ShapeDivergence* s : ranked(rows)) {
+    if (n++ >= top) {
+      rest[{s->ns, s->command}] += s->divergent;
+      continue;
+    }
+    std::string labels = "ns=\"" + promEscape(s->ns) + "\",command=\"" + promEscape(s->command) + "\",shape_id=\"" +
+                         stats::shapeIdHex(s->hash) + "\",primary_targeting=\"" +
+                         std::string(routing::targetingName(s->primary_targeting)) + "\",shadow_targeting=\"" +
+                         (s->shadow_targeting_known ? std::string(routing::targetingName(s->shadow_targeting)) : "unknown") +
+                         "\"";
+    out += "shardscope_mirror_shape_divergences_total{" + labels + "} " + std::to_string(s->divergent) + "\n";
+    compared += "shardscope_mirror_shape_compared_total{" + labels + "} " + std::to_string(s->compared) + "\n";
+  }
+  for (const auto& [k, v] : rest)
+    out += "shardscope_mirror_shape_divergences_total{ns=\"" + promEscape(k.first) + "\",command=\"" +
+           promEscape(k.second) + "\",shape_id=\"rest\"} " + std::to_string(v) + "\n";
+  out += "# HELP shardscope_mirror_shape_compared_total Mirrored operations whose replies were compared, per query shape (top shapes).\n";
+  out += "# TYPE shardscope_mirror_shape_compared_total counter\n";
+  out += compared;
+}
+
+}  // namespace shardscope::shadow

@@ -1,0 +1,437 @@
+#include "stats/query_shape.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstring>
+
+#include "protocol/op_msg.h"
+
+namespace shardscope::stats {
+namespace {
+
+// Deep or huge documents still get a bounded shape: past these limits the rest is a placeholder.
+constexpr int kMaxDepth = 16;
+constexpr size_t kMaxShapeBytes = 4096;
+constexpr size_t kMaxSortedKeys = 32;
+
+std::string_view keyOf(const bson_iter_t& it) { return {bson_iter_key(&it), bson_iter_key_len(&it)}; }
+
+std::string_view utf8Of(const bson_iter_t& it) {
+  uint32_t len = 0;
+  const char* s = bson_iter_utf8(&it, &len);
+  return {s, len};
+}
+
+void appendJsonString(std::string_view s, std::string& out) {
+  out.push_back('"');
+  // Field names almost never need escaping: copy runs of plain bytes in one append.
+  size_t run = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    auto u = static_cast<unsigned char>(s[i]);
+    if (u >= 0x20 && u != '"' && u != '\\') continue;
+    out.append(s.data() + run, i - run);
+    run = i + 1;
+    if (u >= 0x20) {
+      out.push_back('\\');
+      out.push_back(static_cast<char>(u));
+    } else {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out.append("\\u00");
+      out.push_back(kHex[u >> 4]);
+      out.push_back(kHex[u & 15]);
+    }
+  }
+  out.append(s.data() + run, s.size() - run);
+  out.push_back('"');
+}
+
+std::string_view placeholder(bson_type_t type) {
+  switch (type) {
+    case BSON_TYPE_DOUBLE:
+    case BSON_TYPE_INT32:
+    case BSON_TYPE_INT64:
+    case BSON_TYPE_DECIMAL128: return "\"<number>\"";  // drivers disagree on number types; one shape
+    case BSON_TYPE_UTF8:
+    case BSON_TYPE_SYMBOL: return "\"<string>\"";
+    case BSON_TYPE_DOCUMENT: return "\"<object>\"";
+    case BSON_TYPE_ARRAY: return "\"<array>\"";
+    case BSON_TYPE_BINARY: return "\"<binData>\"";
+    case BSON_TYPE_UNDEFINED: return "\"<undefined>\"";
+    case BSON_TYPE_OID: return "\"<objectId>\"";
+    case BSON_TYPE_BOOL: return "\"<bool>\"";
+    case BSON_TYPE_DATE_TIME: return "\"<date>\"";
+    case BSON_TYPE_NULL: return "\"<null>\"";
+    case BSON_TYPE_REGEX: return "\"<regex>\"";
+    case BSON_TYPE_DBPOINTER: return "\"<dbPointer>\"";
+    case BSON_TYPE_CODE:
+    case BSON_TYPE_CODEWSCOPE: return "\"<javascript>\"";
+    case BSON_TYPE_TIMESTAMP: return "\"<timestamp>\"";
+    case BSON_TYPE_MINKEY: return "\"<minKey>\"";
+    case BSON_TYPE_MAXKEY: return "\"<maxKey>\"";
+    default: return "\"<unknown>\"";
+  }
+}
+
+bool isFieldPath(std::string_view s) {
+  // "$field.path" or "$$VARIABLE": names, not values, so they stay in the shape.
+  size_t start = s.starts_with("$$") ? 2 : s.starts_with("$") ? 1 : 0;
+  if (start == 0 || s.size() == start) return false;
+  for (size_t i = start; i < s.size(); ++i) {
+    char c = s[i];
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-')) return false;
+  }
+  return true;
+}
+
+bool operatorTakesList(std::string_view op) { return op == "$in" || op == "$nin" || op == "$all"; }
+bool logicalOperator(std::string_view op) { return op == "$and" || op == "$or" || op == "$nor"; }
+
+bool recurse(const bson_iter_t& it, bson_iter_t& child) { return bson_iter_recurse(&it, &child); }
+
+class ShapeWriter {
+ public:
+  explicit ShapeWriter(std::string& out) : out_(out) {}
+
+  // A filter document; keys sorted per level.
+  void filter(const bson_iter_t& it, int depth) { sortedDocument(it, depth, Mode::Filter); }
+
+  // An aggregation expression or stage: key order kept, field paths kept.
+  void expression(const bson_iter_t& value, int depth) {
+    if (tooDeep(depth)) return;
+    bson_type_t type = bson_iter_type(&value);
+    bson_iter_t child;
+    if (type == BSON_TYPE_DOCUMENT && recurse(value, child)) {
+      out_.push_back('{');
+      bool first = true;
+      while (bson_iter_next(&child)) {
+        if (!first) out_.push_back(',');
+        first = false;
+        std::string_view key = keyOf(child);
+        appendJsonString(key, out_);
+        out_.push_back(':');
+        bson_iter_t inner;
+        if (key == "$match" && BSON_ITER_HOLDS_DOCUMENT(&child) && recurse(child, inner)) filter(inner, depth + 1);
+        else if (key == "$sort" && BSON_ITER_HOLDS_DOCUMENT(&child)) sortSpec(child);
+        else expression(child, depth + 1);
+      }
+      out_.push_back('}');
+    } else if (type == BSON_TYPE_ARRAY && recurse(value, child)) {
+      out_.push_back('[');
+      bool first = true;
+      while (bson_iter_next(&child)) {
+        if (!first) out_.push_back(',');
+        first = false;
+        expression(child, depth + 1);
+      }
+      out_.push_back(']');
+    } else if (type == BSON_TYPE_UTF8 && isFieldPath(utf8Of(value))) {
+      appendJsonString(utf8Of(value), out_);
+    } else {
+      out_.append(placeholder(type));
+    }
+  }
+
+  // A sort specification: keys in order, directions kept (1/-1 are structure, not data).
+  void sortSpec(const bson_iter_t& value) {
+    bson_iter_t child;
+    if (!recurse(value, child)) {
+      out_.append(placeholder(bson_iter_type(&value)));
+      return;
+    }
+    out_.push_back('{');
+    bool first = true;
+    while (bson_iter_next(&child)) {
+      if (!first) out_.push_back(',');
+      first = false;
+      appendJsonString(keyOf(child), out_);
+      out_.push_back(':');
+      if (BSON_ITER_HOLDS_NUMBER(&child)) out_.append(bson_iter_as_int64(&child) < 0 ? "-1" : "1");
+      else expression(child, 1);
+    }
+    out_.push_back('}');
+  }
+
+  // The shape of an update's `u`: operator documents keep their field names, replacement documents
+  // become one placeholder, pipelines are shaped as pipelines.
+  void update(const bson_iter_t& value) {
+    bson_iter_t child;
+    if (BSON_ITER_HOLDS_ARRAY(&value)) {
+      expression(value, 1);
+      return;
+    }
+    if (!BSON_ITER_HOLDS_DOCUMENT(&value) || !recurse(value, child)) {
+      out_.append(placeholder(bson_iter_type(&value)));
+      return;
+    }
+    bson_iter_t probe = child;
+    if (bson_iter_next(&probe) && bson_iter_key(&probe)[0] != '$') {
+      out_.append("\"<replacement>\"");
+      return;
+    }
+    expression(value, 1);
+  }
+
+ private:
+  enum class Mode { Filter, Operators };
+
+  bool tooDeep(int depth) {
+    if (depth <= kMaxDepth && out_.size() <= kMaxShapeBytes) return false;
+    out_.append("\"<...>\"");
+    return true;
+  }
+
+  // Writes {key:shape,...} with keys sorted, so field order in the query does not split shapes.
+  void sortedDocument(const bson_iter_t& start_it, int depth, Mode mode) {
+    bson_iter_t it = start_it;
+    if (tooDeep(depth)) return;
+    struct Entry {  // trivially constructible: no per-level zeroing
+      const char* key;
+      size_t keyLen, begin, end;
+      std::string_view name() const { return {key, keyLen}; }
+    };
+    Entry entries[kMaxSortedKeys];
+    size_t count = 0;
+    bool sorted = true, overflow = false;
+    size_t start = out_.size();
+    out_.push_back('{');
+    while (bson_iter_next(&it)) {
+      if (count > 0) out_.push_back(',');
+      std::string_view key = keyOf(it);
+      size_t begin = out_.size();
+      appendJsonString(key, out_);
+      out_.push_back(':');
+      if (mode == Mode::Filter) filterValue(key, it, depth);
+      else operatorValue(key, it, depth);
+      if (count < kMaxSortedKeys) {
+        if (count > 0 && key < entries[count - 1].name()) sorted = false;
+        entries[count] = {key.data(), key.size(), begin, out_.size()};
+      } else {
+        overflow = true;  // too many keys to reorder cheaply: keep the order as sent
+      }
+      ++count;
+    }
+    out_.push_back('}');
+    if (sorted || overflow) return;
+    std::sort(entries, entries + count, [](const Entry& a, const Entry& b) { return a.name() < b.name(); });
+    std::string reordered;
+    reordered.reserve(out_.size() - start);
+    reordered.push_back('{');
+    for (size_t i = 0; i < count; ++i) {
+      if (i > 0) reordered.push_back(',');
+      reordered.append(out_, entries[i].begin, entries[i].end - entries[i].begin);
+    }
+    reordered.push_back('}');
+    out_.replace(start, std::string::npos, reordered);
+  }
+
+  // The value of a field (or of a top-level operator such as $and) in a filter.
+  void filterValue(std::string_view key, const bson_iter_t& value, int depth) {
+    bson_iter_t child;
+    if (logicalOperator(key) && BSON_ITER_HOLDS_ARRAY(&value) && recurse(value, child)) {
+      out_.push_back('[');
+      bool first = true;
+      while (bson_iter_next(&child)) {
+        if (!first) out_.push_back(',');
+        first = false;
+        bson_iter_t branch;
+        if (BSON_ITER_HOLDS_DOCUMENT(&child) && recurse(child, branch)) filter(branch, depth + 1);
+        else out_.append(placeholder(bson_iter_type(&child)));
+      }
+      out_.push_back(']');
+      return;
+    }
+    if (key == "$expr") {
+      expression(value, depth + 1);
+      return;
+    }
+    if (BSON_ITER_HOLDS_DOCUMENT(&value) && recurse(value, child)) {
+      bson_iter_t probe = child;
+      if (bson_iter_next(&probe) && bson_iter_key(&probe)[0] == '$') {
+        sortedDocument(child, depth + 1, Mode::Operators);
+        return;
+      }
+    }
+    out_.append(placeholder(bson_iter_type(&value)));
+  }
+
+  // The argument of a query operator ($gte, $in, $elemMatch, $not, ...).
+  void operatorValue(std::string_view op, const bson_iter_t& value, int depth) {
+    bson_iter_t child;
+    if (operatorTakesList(op)) {
+      out_.append("\"<array>\"");  // one shape whatever the list's length
+      return;
+    }
+    if ((op == "$elemMatch" || op == "$not") && BSON_ITER_HOLDS_DOCUMENT(&value) && recurse(value, child)) {
+      bson_iter_t probe = child;
+      bool operators = bson_iter_next(&probe) && bson_iter_key(&probe)[0] == '$' && !logicalOperator(keyOf(probe));
+      sortedDocument(child, depth + 1, operators ? Mode::Operators : Mode::Filter);
+      return;
+    }
+    if (BSON_ITER_HOLDS_DOCUMENT(&value) && recurse(value, child)) {
+      bson_iter_t probe = child;
+      if (bson_iter_next(&probe) && bson_iter_key(&probe)[0] == '$') {  // e.g. $geoWithin: {$box: ...}
+        sortedDocument(child, depth + 1, Mode::Operators);
+        return;
+      }
+    }
+    out_.append(placeholder(bson_iter_type(&value)));
+  }
+
+  std::string& out_;
+};
+
+// kNoShape is one character; written by hand (GCC 12 warns falsely on assign() here).
+void setNoShape(std::string& out) {
+  out.clear();
+  out.push_back(kNoShape[0]);
+}
+
+bool findDocument(const bson_t& doc, const char* key, bson_iter_t& child) {
+  bson_iter_t it;
+  return bson_iter_init_find(&it, &doc, key) && (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) &&
+         bson_iter_recurse(&it, &child);
+}
+
+// The first write statement, from the OP_MSG document sequence or the body's array.
+bool firstStatement(const protocol::CommandView& view, std::string_view field, bson_t& out) {
+  if (const auto* seq = view.findSequence(field)) {
+    bool found = false;
+    protocol::forEachDocument(seq->documents, [&](std::span<const uint8_t> doc) {
+      if (!found) found = bson_init_static(&out, doc.data(), doc.size());
+    });
+    return found;
+  }
+  bson_iter_t it, child;
+  if (!bson_iter_init_find_w_len(&it, &view.body, field.data(), static_cast<int>(field.size()))) return false;
+  if (!BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &child) || !bson_iter_next(&child) ||
+      !BSON_ITER_HOLDS_DOCUMENT(&child))
+    return false;
+  uint32_t len = 0;
+  const uint8_t* data = nullptr;
+  bson_iter_document(&child, &len, &data);
+  return bson_init_static(&out, data, len);
+}
+
+void appendFilterField(const bson_t& doc, const char* key, std::string& out) {
+  bson_iter_t child;
+  if (findDocument(doc, key, child)) ShapeWriter(out).filter(child, 0);
+  else out.append("{}");
+}
+
+void appendSortField(const bson_t& doc, const char* key, std::string& out) {
+  bson_iter_t it;
+  if (!bson_iter_init_find(&it, &doc, key) || !BSON_ITER_HOLDS_DOCUMENT(&it)) return;
+  out.append(" sort:");
+  ShapeWriter(out).sortSpec(it);
+}
+
+void shapeOf(std::string_view name, const bson_t& body, const protocol::CommandView* view, std::string& out) {
+  bson_iter_t it;
+  if (name == "find") {
+    appendFilterField(body, "filter", out);
+    appendSortField(body, "sort", out);
+  } else if (name == "count") {
+    appendFilterField(body, "query", out);
+  } else if (name == "distinct") {
+    appendFilterField(body, "query", out);
+    if (bson_iter_init_find(&it, &body, "key") && BSON_ITER_HOLDS_UTF8(&it)) {
+      out.append(" key:");
+      appendJsonString(utf8Of(it), out);
+    }
+  } else if (name == "aggregate") {
+    if (bson_iter_init_find(&it, &body, "pipeline")) ShapeWriter(out).expression(it, 0);
+    else out.append("[]");
+  } else if (name == "findAndModify" || name == "findandmodify") {
+    appendFilterField(body, "query", out);
+    appendSortField(body, "sort", out);
+    if (bson_iter_init_find(&it, &body, "update")) {
+      out.append(" update:");
+      ShapeWriter(out).update(it);
+    } else if (bson_iter_init_find(&it, &body, "remove") && bson_iter_as_bool(&it)) {
+      out.append(" remove");
+    }
+  } else if ((name == "delete" || name == "update") && view) {
+    bson_t statement;
+    if (!firstStatement(*view, name == "delete" ? "deletes" : "updates", statement)) {
+      setNoShape(out);
+      return;
+    }
+    appendFilterField(statement, "q", out);
+    if (name == "update") {
+      if (bson_iter_init_find(&it, &statement, "u")) {
+        out.append(" update:");
+        ShapeWriter(out).update(it);
+      }
+      if (bson_iter_init_find(&it, &statement, "multi") && bson_iter_as_bool(&it)) out.append(" multi");
+      if (bson_iter_init_find(&it, &statement, "upsert") && bson_iter_as_bool(&it)) out.append(" upsert");
+    }
+  } else if (name == "explain" && bson_iter_init_find(&it, &body, "explain") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+    uint32_t len = 0;
+    const uint8_t* data = nullptr;
+    bson_iter_document(&it, &len, &data);
+    bson_t inner;
+    bson_iter_t first;
+    if (!bson_init_static(&inner, data, len) || !bson_iter_init(&first, &inner) || !bson_iter_next(&first)) {
+      setNoShape(out);
+      return;
+    }
+    std::string_view innerName = keyOf(first);
+    out.append(innerName.data(), innerName.size());
+    out.push_back(' ');
+    size_t before = out.size();
+    shapeOf(innerName, inner, nullptr, out);
+    if (out.size() == before) out.append(kNoShape);
+  } else {
+    setNoShape(out);
+  }
+}
+
+}  // namespace
+
+uint64_t hashBytes(std::string_view bytes, uint64_t seed) {
+  // 8 bytes at a time with a murmur-style finaliser: fast on ~100-byte shapes, good enough spread
+  // for a catalog keyed by 64 bits.
+  constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
+  uint64_t h = seed ^ (bytes.size() * kMul);
+  const char* p = bytes.data();
+  size_t n = bytes.size();
+  while (n >= 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    h = (h ^ (w * kMul)) * 0xC2B2AE3D27D4EB4Full;
+    h ^= h >> 29;
+    p += 8;
+    n -= 8;
+  }
+  uint64_t tail = 0;
+  std::memcpy(&tail, p, n);
+  h = (h ^ (tail * kMul)) * 0xC2B2AE3D27D4EB4Full;
+  h ^= h >> 32;
+  h *= 0xFF51AFD7ED558CCDull;
+  h ^= h >> 33;
+  return h;
+}
+
+void appendFilterShape(const bson_t& filter, std::string& out) {
+  bson_iter_t it;
+  if (bson_iter_init(&it, &filter)) ShapeWriter(out).filter(it, 0);
+  else out.append("{}");
+}
+
+void appendPipelineShape(const bson_t& pipeline, std::string& out) {
+  bson_t wrapper;
+  bson_init(&wrapper);
+  bson_append_array(&wrapper, "p", 1, &pipeline);
+  bson_iter_t it;
+  if (bson_iter_init_find(&it, &wrapper, "p")) ShapeWriter(out).expression(it, 0);
+  bson_destroy(&wrapper);
+}
+
+void computeShape(const protocol::CommandView& view, std::string& out) {
+  out.clear();
+  shapeOf(view.name, view.body, &view, out);
+  if (out.empty()) setNoShape(out);
+}
+
+}  // namespace shardscope::stats

@@ -1,0 +1,413 @@
+#include "stats/registry.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "stats/query_shape.h"
+#include "stats/render.h"
+
+namespace shardscope::stats {
+namespace {
+
+constexpr std::string_view kOther = "<other>";
+constexpr std::string_view kUnparsed = "<unparsed>";
+constexpr size_t kMaxCommands = 256;         // command names are client-chosen: bounded too
+constexpr size_t kLocalCacheEntries = 4096;  // a session's hash -> slot cache
+constexpr size_t kSampleBytes = 1024;
+
+uint64_t shapeKey(std::string_view ns, std::string_view command, std::string_view shape) {
+  return hashBytes(shape, hashBytes(command, hashBytes(ns, 0x5348415244ull)));
+}
+
+// What a reply says about errors, read once outside any lock.
+struct ReplyOutcome {
+  static constexpr size_t kMaxCodes = 8;
+  bool error = false;
+  int32_t codes[kMaxCodes];
+  size_t ncodes = 0;
+  uint64_t extraCodes = 0;  // codes past kMaxCodes (a large batch of write errors)
+  void addCode(int32_t code) {
+    if (ncodes < kMaxCodes) codes[ncodes++] = code;
+    else ++extraCodes;
+  }
+};
+
+int32_t codeOf(const bson_iter_t& doc) {
+  bson_iter_t child;
+  if (bson_iter_recurse(&doc, &child) && bson_iter_find(&child, "code") && BSON_ITER_HOLDS_NUMBER(&child))
+    return static_cast<int32_t>(bson_iter_as_int64(&child));
+  return 0;
+}
+
+ReplyOutcome readReply(const bson_t* reply) {
+  ReplyOutcome out;
+  bson_iter_t it;
+  if (!reply || !bson_iter_init(&it, reply)) return out;
+  bool okZero = false;
+  int32_t code = 0;
+  while (bson_iter_next(&it)) {
+    const char* key = bson_iter_key(&it);
+    if (std::strcmp(key, "ok") == 0) {
+      okZero = !bson_iter_as_bool(&it);
+    } else if (std::strcmp(key, "code") == 0 && BSON_ITER_HOLDS_NUMBER(&it)) {
+      code = static_cast<int32_t>(bson_iter_as_int64(&it));
+    } else if (std::strcmp(key, "writeErrors") == 0 && BSON_ITER_HOLDS_ARRAY(&it)) {
+      bson_iter_t item;
+      if (bson_iter_recurse(&it, &item))
+        while (bson_iter_next(&item)) {
+          out.error = true;
+          out.addCode(BSON_ITER_HOLDS_DOCUMENT(&item) ? codeOf(item) : 0);
+        }
+    } else if (std::strcmp(key, "writeConcernError") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+      out.error = true;
+      out.addCode(codeOf(it));
+    }
+  }
+  if (okZero) {
+    out.error = true;
+    out.addCode(code);
+  }
+  return out;
+}
+
+void applyReply(ShapeCounters& c, const ReplyOutcome& r, uint32_t bytesOut, uint64_t latencyNs) {
+  c.latency.record(latencyNs);
+  c.bytesOut += bytesOut;
+  if (!r.error) return;
+  ++c.errors;
+  for (size_t i = 0; i < r.ncodes; ++i) c.errorCodes.add(r.codes[i]);
+  c.errorCodes.other += r.extraCodes;
+}
+
+void applyRequest(ShapeCounters& c, const routing::TargetResult& target, uint32_t shardCount, uint32_t bytesIn,
+                  int64_t nowMs) {
+  ++c.count;
+  ++c.byTargeting[static_cast<size_t>(target.targeting)];
+  c.fanout.record(shardCount);
+  c.bytesIn += bytesIn;
+  if (c.firstSeenMs == 0) c.firstSeenMs = nowMs;
+  c.lastSeenMs = nowMs;
+}
+
+bool touchesShards(routing::Targeting t) {
+  return t == routing::Targeting::Single || t == routing::Targeting::Multi || t == routing::Targeting::Broadcast ||
+         t == routing::Targeting::Unsharded;
+}
+
+void addShardOps(std::vector<uint64_t>& ops, const routing::ShardSet& shards) {
+  for (size_t i = shards._Find_first(); i < shards.size(); i = shards._Find_next(i)) {
+    if (i >= ops.size()) ops.resize(i + 1, 0);
+    ++ops[i];
+  }
+}
+
+void addAll(std::vector<uint64_t>& into, const std::vector<uint64_t>& from) {
+  if (into.size() < from.size()) into.resize(from.size(), 0);
+  for (size_t i = 0; i < from.size(); ++i) into[i] += from[i];
+}
+
+std::string sampleOf(const bson_t* body) {
+  size_t len = 0;
+  char* json = bson_as_relaxed_extended_json(body, &len);
+  if (!json) return {};
+  std::string out(json, std::min(len, kSampleBytes));
+  bson_free(json);
+  return out;
+}
+
+}  // namespace
+
+int64_t coarseNowMs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+// ---------------------------------------------------------------- Recorder
+
+Recorder::Recorder(Registry& registry) : registry_(registry), opened_ms_(coarseNowMs()) {
+  std::lock_guard lock(registry_.mutex_);
+  id_ = registry_.next_recorder_id_++;
+  registry_.recorders_.push_back(this);
+}
+
+Recorder::~Recorder() {
+  onConnectionClose();
+  registry_.retire(*this);
+}
+
+OpHandle Recorder::onRequest(const protocol::CommandView& view, std::string_view ns,
+                             const routing::TargetResult& target, uint32_t bytesIn) {
+  // Commands without a collection (hello, ping, ...) are counted under their database.
+  if (ns.empty()) ns = view.db;
+  computeShape(view, shape_scratch_);
+  uint64_t hash = shapeKey(ns, view.name, shape_scratch_);
+  return record(hash, ns, view.name, shape_scratch_, target, bytesIn,
+                registry_.options_.record_values ? &view.body : nullptr);
+}
+
+OpHandle Recorder::onUnparsed(uint32_t bytesIn) {
+  bump(registry_.process_.unparsed_messages);
+  static const uint64_t hash = shapeKey(kUnparsed, kUnparsed, kNoShape);
+  routing::TargetResult target;  // Unclassified, no shards
+  OpHandle h = record(hash, kUnparsed, kUnparsed, kNoShape, target, bytesIn, nullptr);
+  std::lock_guard lock(mutex_);
+  ++totals_.unparsed;
+  return h;
+}
+
+OpHandle Recorder::record(uint64_t hash, std::string_view ns, std::string_view command, std::string_view shape,
+                          const routing::TargetResult& target, uint32_t bytesIn, const bson_t* sampleSource) {
+  uint32_t slot;
+  if (auto it = slot_by_hash_.find(hash); it != slot_by_hash_.end()) {
+    slot = it->second;
+  } else {
+    // First time this session sees the shape: one trip to the shared catalog.
+    uint32_t shapeId = registry_.intern(hash, ns, command, shape);
+    if (auto s = slot_by_shape_.find(shapeId); s != slot_by_shape_.end()) {
+      slot = s->second;
+    } else if (slots_.size() >= registry_.options_.max_shapes_per_recorder) {
+      int64_t now = coarseNowMs();
+      registry_.recordShared(shapeId, target, bytesIn, now);
+      std::lock_guard lock(mutex_);
+      ++totals_.ops;
+      totals_.bytesIn += bytesIn;
+      ++totals_.byTargeting[static_cast<size_t>(target.targeting)];
+      return {shapeId, true};
+    } else {
+      std::lock_guard lock(mutex_);
+      slot = static_cast<uint32_t>(slots_.size());
+      slots_.push_back(Slot{shapeId, {}, {}});
+      slot_by_shape_.emplace(shapeId, slot);
+    }
+    if (slot_by_hash_.size() < kLocalCacheEntries) slot_by_hash_.emplace(hash, slot);
+  }
+  auto shardCount = static_cast<uint32_t>(touchesShards(target.targeting) ? target.shards.count() : 0);
+  int64_t now = coarseNowMs();
+  std::string sample = sampleSource ? sampleOf(sampleSource) : std::string();
+  std::lock_guard lock(mutex_);
+  Slot& s = slots_[slot];
+  applyRequest(s.counters, target, shardCount, bytesIn, now);
+  if (sampleSource) s.sample = std::move(sample);
+  ++totals_.ops;
+  totals_.bytesIn += bytesIn;
+  ++totals_.byTargeting[static_cast<size_t>(target.targeting)];
+  if (shardCount) addShardOps(shard_ops_, target.shards);
+  return {slot, false};
+}
+
+void Recorder::onReply(OpHandle h, const bson_t* replyBody, uint32_t bytesOut, uint64_t latencyNs) {
+  if (!h.valid()) return;
+  ReplyOutcome r = readReply(replyBody);
+  if (h.shared) registry_.replyShared(h.slot, latencyNs, bytesOut, r.error, r.codes, r.ncodes, r.extraCodes);
+  std::lock_guard lock(mutex_);
+  if (!h.shared && h.slot < slots_.size()) applyReply(slots_[h.slot].counters, r, bytesOut, latencyNs);
+  ++totals_.replies;
+  totals_.bytesOut += bytesOut;
+  if (r.error) ++totals_.errors;
+}
+
+void Recorder::onConnectionOpen() {
+  if (open_.exchange(true)) return;
+  bump(registry_.process_.connections_opened);
+  registry_.process_.connections_active.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Recorder::onConnectionClose() {
+  if (!open_.exchange(false)) return;
+  bump(registry_.process_.connections_closed);
+  registry_.process_.connections_active.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void Recorder::onDecodeError() {
+  bump(registry_.process_.decode_errors);
+  std::lock_guard lock(mutex_);
+  ++totals_.decodeErrors;
+}
+
+// ---------------------------------------------------------------- Registry
+
+Registry::Registry(StatsOptions options)
+    : options_(options), started_ms_(coarseNowMs()), reset_ms_(started_ms_) {}
+
+Registry::~Registry() = default;
+
+std::shared_ptr<Recorder> Registry::newRecorder() { return std::make_shared<Recorder>(*this); }
+
+uint32_t Registry::intern(uint64_t hash, std::string_view ns, std::string_view command, std::string_view shape) {
+  std::lock_guard lock(mutex_);
+  return internLocked(hash, ns, command, shape);
+}
+
+uint32_t Registry::internLocked(uint64_t hash, std::string_view ns, std::string_view command,
+                                std::string_view shape) {
+  if (auto it = shape_by_hash_.find(hash); it != shape_by_hash_.end()) return it->second;
+
+  std::string nsKey(ns);
+  auto nit = namespace_index_.find(nsKey);
+  if (nit == namespace_index_.end()) {
+    if (namespace_index_.size() >= options_.max_namespaces) nsKey.assign(kOther);
+    nit = namespace_index_.find(nsKey);
+    if (nit == namespace_index_.end()) {
+      nit = namespace_index_.emplace(nsKey, static_cast<uint32_t>(namespaces_.size())).first;
+      namespaces_.push_back(NamespaceState{nsKey});
+    }
+  }
+  uint32_t nsIndex = nit->second;
+  NamespaceState& state = namespaces_[nsIndex];
+
+  std::string_view cmd = command;
+  if (!commands_.contains(std::string(command))) {
+    if (commands_.size() >= kMaxCommands) cmd = kOther;
+    else commands_.emplace(std::string(command), true);
+  }
+
+  size_t realShapes = shapes_.size();  // includes `other` buckets: a slightly early total cap is fine
+  bool full = state.ns == kOther || state.shapes >= options_.max_shapes_per_namespace ||
+              realShapes >= options_.max_shapes_total;
+  if (!full && cmd == command) {
+    auto id = static_cast<uint32_t>(shapes_.size());
+    shapes_.push_back(ShapeInfo{state.ns, std::string(command), std::string(shape), hash, nsIndex, false});
+    shape_by_hash_.emplace(hash, id);
+    ++state.shapes;
+    return id;
+  }
+  // Past a cap: the namespace's `other` bucket for this command. The overflowing hash is not kept,
+  // so the catalog stays bounded whatever the client sends.
+  if (state.shapes >= options_.max_shapes_per_namespace) state.atCap = true;
+  ++overflow_lookups_;
+  uint64_t otherHash = shapeKey(state.ns, cmd, kOther);
+  if (auto it = shape_by_hash_.find(otherHash); it != shape_by_hash_.end()) return it->second;
+  auto id = static_cast<uint32_t>(shapes_.size());
+  shapes_.push_back(ShapeInfo{state.ns, std::string(cmd), std::string(kOther), otherHash, nsIndex, true});
+  shape_by_hash_.emplace(otherHash, id);
+  return id;
+}
+
+void Registry::recordShared(uint32_t shapeId, const routing::TargetResult& target, uint32_t bytesIn,
+                            int64_t nowMs) {
+  auto shardCount = static_cast<uint32_t>(touchesShards(target.targeting) ? target.shards.count() : 0);
+  std::lock_guard lock(mutex_);
+  applyRequest(retired_[shapeId], target, shardCount, bytesIn, nowMs);
+  if (shardCount) addShardOps(retired_shard_ops_, target.shards);
+}
+
+void Registry::replyShared(uint32_t shapeId, uint64_t latencyNs, uint32_t bytesOut, bool error,
+                           const int32_t* codes, size_t ncodes, uint64_t extraCodes) {
+  ReplyOutcome r;
+  r.error = error;
+  for (size_t i = 0; i < ncodes; ++i) r.addCode(codes[i]);
+  r.extraCodes = extraCodes;
+  std::lock_guard lock(mutex_);
+  applyReply(retired_[shapeId], r, bytesOut, latencyNs);
+}
+
+void Registry::retire(Recorder& recorder) {
+  std::lock_guard lock(mutex_);
+  std::lock_guard recorderLock(recorder.mutex_);
+  for (auto& slot : recorder.slots_) {
+    if (slot.counters.count == 0 && slot.counters.latency.total() == 0) continue;
+    retired_[slot.shapeId] += slot.counters;
+    if (!slot.sample.empty()) retired_samples_[slot.shapeId] = slot.sample;
+  }
+  retired_totals_ += recorder.totals_;
+  addAll(retired_shard_ops_, recorder.shard_ops_);
+  std::erase(recorders_, &recorder);
+}
+
+void Registry::reset() {
+  std::lock_guard lock(mutex_);
+  for (Recorder* r : recorders_) {
+    std::lock_guard recorderLock(r->mutex_);
+    for (auto& slot : r->slots_) {
+      slot.counters = ShapeCounters{};
+      slot.sample.clear();
+    }
+    r->totals_ = ConnectionTotals{};
+    std::fill(r->shard_ops_.begin(), r->shard_ops_.end(), 0);
+  }
+  retired_.clear();
+  retired_samples_.clear();
+  retired_totals_ = ConnectionTotals{};
+  retired_shard_ops_.clear();
+  overflow_lookups_ = 0;
+  reset_ms_ = coarseNowMs();
+}
+
+Snapshot Registry::snapshot() const {
+  Snapshot snap;
+  snap.nowMs = coarseNowMs();
+  snap.startedMs = started_ms_;
+  snap.recordValues = options_.record_values;
+  snap.maxShapesPerNamespace = options_.max_shapes_per_namespace;
+  snap.maxNamespaces = options_.max_namespaces;
+  snap.maxShapesTotal = options_.max_shapes_total;
+  snap.prometheusTopShapes = options_.prometheus_top_shapes;
+
+  std::unordered_map<uint32_t, ShapeCounters> merged;
+  std::unordered_map<uint32_t, std::string> samples;
+  {
+    std::lock_guard lock(mutex_);
+    snap.resetMs = reset_ms_;
+    snap.overflowLookups = overflow_lookups_;
+    merged = retired_;
+    samples = retired_samples_;
+    snap.totals = retired_totals_;
+    snap.shardOps = retired_shard_ops_;
+    for (const Recorder* r : recorders_) {
+      std::lock_guard recorderLock(r->mutex_);
+      for (const auto& slot : r->slots_) {
+        if (slot.counters.count == 0 && slot.counters.latency.total() == 0) continue;
+        merged[slot.shapeId] += slot.counters;
+        if (!slot.sample.empty()) samples[slot.shapeId] = slot.sample;
+      }
+      snap.totals += r->totals_;
+      addAll(snap.shardOps, r->shard_ops_);
+      if (r->open_) snap.connections.push_back(ConnectionSnapshot{r->id_, r->opened_ms_, r->totals_});
+    }
+    snap.shapesTracked = shapes_.size();
+    for (const auto& ns : namespaces_) snap.namespaces.push_back(NamespaceSnapshot{ns.ns, ns.shapes, ns.atCap});
+    snap.shapes.reserve(merged.size());
+    for (auto& [id, counters] : merged) {
+      const ShapeInfo& info = shapes_[id];
+      ShapeSnapshot s;
+      s.id = id;
+      s.hash = info.hash;
+      s.ns = info.ns;
+      s.command = info.command;
+      s.shape = info.shape;
+      s.other = info.other;
+      s.counters = counters;
+      counters.errorCodes.mergeInto(s.errorCodes);
+      s.otherErrorCodes = counters.errorCodes.other;
+      if (auto it = samples.find(id); it != samples.end()) s.sample = std::move(it->second);
+      snap.shapes.push_back(std::move(s));
+    }
+  }
+  std::sort(snap.shapes.begin(), snap.shapes.end(), [](const ShapeSnapshot& a, const ShapeSnapshot& b) {
+    if (a.counters.count != b.counters.count) return a.counters.count > b.counters.count;
+    return a.hash < b.hash;
+  });
+  std::sort(snap.connections.begin(), snap.connections.end(),
+            [](const ConnectionSnapshot& a, const ConnectionSnapshot& b) { return a.id < b.id; });
+#define SHARDSCOPE_SNAPSHOT_COUNTER(name, help) \
+  snap.process.push_back({#name, help, true, static_cast<int64_t>(process_.name.load(std::memory_order_relaxed))});
+#define SHARDSCOPE_SNAPSHOT_GAUGE(name, help) \
+  snap.process.push_back({#name, help, false, process_.name.load(std::memory_order_relaxed)});
+  SHARDSCOPE_PROCESS_COUNTERS(SHARDSCOPE_SNAPSHOT_COUNTER, SHARDSCOPE_SNAPSHOT_GAUGE)
+#undef SHARDSCOPE_SNAPSHOT_COUNTER
+#undef SHARDSCOPE_SNAPSHOT_GAUGE
+  return snap;
+}
+
+std::string Registry::renderJson(const ShardNames& shards, size_t top) const {
+  return stats::renderJson(snapshot(), shards, top);
+}
+
+std::string Registry::renderPrometheus(const ShardNames& shards) const {
+  return stats::renderPrometheus(snapshot(), shards);
+}
+
+}  // namespace shardscope::stats

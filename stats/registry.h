@@ -1,0 +1,162 @@
+// Live routing statistics: a process-wide Registry (shape catalog, merged reads, rendering) and one
+// Recorder per client session (the hot path: no lock shared between sessions per operation).
+#pragma once
+#include <bson/bson.h>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "protocol/command_view.h"
+#include "routing/target_result.h"
+#include "stats/process_counters.h"
+#include "stats/shape_counters.h"
+#include "stats/snapshot.h"
+
+namespace shardscope::stats {
+
+struct StatsOptions {
+  bool record_values = false;               // keep one sample filter (with values) per shape
+  uint32_t max_shapes_per_namespace = 1000;  // then the namespace's `other` bucket per command
+  uint32_t max_namespaces = 256;            // then namespace "<other>"
+  uint32_t max_shapes_total = 10000;        // across namespaces; then each namespace's `other`
+  uint32_t max_shapes_per_recorder = 1024;  // a session beyond this records into the shared table
+  uint32_t prometheus_top_shapes = 100;     // per-shape series in /metrics; the rest as shape_id="other"
+};
+
+// Index of a shard in the routing table -> its name; indices past the end render as "shard<i>".
+using ShardNames = std::vector<std::string>;
+
+class Registry;
+
+// Returned by onRequest and handed back to onReply: small and trivially copyable.
+struct OpHandle {
+  static constexpr uint32_t kNone = UINT32_MAX;
+  uint32_t slot = kNone;  // index into the recorder's slots, or a shape id when `shared`
+  bool shared = false;    // recorded in the registry's shared table (session over its shape budget)
+  bool valid() const { return slot != kNone; }
+};
+
+class Recorder {
+ public:
+  explicit Recorder(Registry& registry);  // registers itself; prefer Registry::newRecorder()
+  ~Recorder();  // folds this session's counters into the registry, so totals survive the close
+  Recorder(const Recorder&) = delete;
+  Recorder& operator=(const Recorder&) = delete;
+
+  // Computes the query shape of the command and counts the operation (class, fan-out, bytes in).
+  OpHandle onRequest(const protocol::CommandView& view, std::string_view ns, const routing::TargetResult& target,
+                     uint32_t bytesIn);
+  // Latency, bytes out and errors (ok:0 code, writeErrors codes, writeConcernError) of the reply.
+  void onReply(OpHandle h, const bson_t* replyBody, uint32_t bytesOut, uint64_t latencyNs);
+  // A legacy opcode or a frame the engine could not parse: counted as unclassified.
+  OpHandle onUnparsed(uint32_t bytesIn);
+  void onConnectionOpen();
+  void onConnectionClose();
+  void onDecodeError();
+
+  uint64_t id() const { return id_; }
+  size_t cachedShapes() const { return slot_by_hash_.size(); }  // for tests: the local cache is bounded
+  size_t slotCount() const { return slots_.size(); }
+
+ private:
+  friend class Registry;
+  struct Slot {
+    uint32_t shapeId;
+    ShapeCounters counters;
+    std::string sample;  // only with record_values
+  };
+
+  OpHandle record(uint64_t hash, std::string_view ns, std::string_view command, std::string_view shape,
+                  const routing::TargetResult& target, uint32_t bytesIn, const bson_t* sampleSource);
+
+  Registry& registry_;
+  uint64_t id_ = 0;
+  const int64_t opened_ms_;
+  std::atomic<bool> open_{false};  // read by snapshot() without the owner
+  // Owner-only (the session's strand): hash of (ns, command, shape) -> slot; bounded.
+  std::unordered_map<uint64_t, uint32_t> slot_by_hash_;
+  std::unordered_map<uint32_t, uint32_t> slot_by_shape_;
+  std::string shape_scratch_;
+  std::string ns_scratch_;
+  // Guarded by mutex_: written by the owner per operation, read by Registry::snapshot(). Only the
+  // owner and readers take it, so it is uncontended on the hot path.
+  mutable std::mutex mutex_;
+  std::deque<Slot> slots_;  // deque: growth never moves a slot
+  ConnectionTotals totals_;
+  std::vector<uint64_t> shard_ops_;
+};
+
+class Registry {
+ public:
+  explicit Registry(StatsOptions options = {});
+  ~Registry();
+  Registry(const Registry&) = delete;
+  Registry& operator=(const Registry&) = delete;
+
+  // Called at connection open. The registry must outlive every recorder it hands out.
+  std::shared_ptr<Recorder> newRecorder();
+
+  Snapshot snapshot() const;
+  std::string renderJson(const ShardNames& shards, size_t top = SIZE_MAX) const;
+  std::string renderPrometheus(const ShardNames& shards) const;
+  // Zeroes every shape, shard and connection counter (not the process counters, which Prometheus
+  // expects to be monotonic). The shape catalog, and so the cap, survives a reset.
+  void reset();
+
+  ProcessCounters& process() { return process_; }
+  const StatsOptions& options() const { return options_; }
+
+ private:
+  friend class Recorder;
+  struct ShapeInfo {
+    std::string ns;
+    std::string command;
+    std::string shape;
+    uint64_t hash;
+    uint32_t nsIndex;
+    bool other;
+  };
+  struct NamespaceState {
+    std::string ns;
+    uint32_t shapes = 0;
+    bool atCap = false;
+  };
+
+  // Finds or adds the shape; returns its id (an `other` bucket once a cap is reached).
+  uint32_t intern(uint64_t hash, std::string_view ns, std::string_view command, std::string_view shape);
+  uint32_t internLocked(uint64_t hash, std::string_view ns, std::string_view command, std::string_view shape);
+  void recordShared(uint32_t shapeId, const routing::TargetResult& target, uint32_t bytesIn, int64_t nowMs);
+  void replyShared(uint32_t shapeId, uint64_t latencyNs, uint32_t bytesOut, bool error, const int32_t* codes,
+                   size_t ncodes, uint64_t extraCodes);
+  void retire(Recorder& recorder);
+
+  const StatsOptions options_;
+  const int64_t started_ms_;
+  ProcessCounters process_;
+  mutable std::mutex mutex_;  // the catalog, the recorder list and the retired counters
+  std::deque<ShapeInfo> shapes_;
+  std::unordered_map<uint64_t, uint32_t> shape_by_hash_;
+  std::vector<NamespaceState> namespaces_;
+  std::unordered_map<std::string, uint32_t> namespace_index_;
+  std::unordered_map<std::string, bool> commands_;
+  std::vector<Recorder*> recorders_;
+  std::unordered_map<uint32_t, ShapeCounters> retired_;  // closed sessions and the shared table
+  std::unordered_map<uint32_t, std::string> retired_samples_;
+  ConnectionTotals retired_totals_;
+  std::vector<uint64_t> retired_shard_ops_;
+  uint64_t next_recorder_id_ = 1;
+  int64_t reset_ms_;
+  uint64_t overflow_lookups_ = 0;  // shapes turned into `other` (per session that met them)
+};
+
+// Wall clock in unix ms from a coarse clock (a few ns; ms resolution is enough for first/last seen).
+int64_t coarseNowMs();
+
+}  // namespace shardscope::stats

@@ -1,0 +1,23 @@
+// Renders a Snapshot as the /stats JSON document (schema: docs/stats-schema.md) and as Prometheus
+// text exposition format (/metrics).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stats/snapshot.h"
+
+namespace shardscope::stats {
+
+// `top` limits the shapes listed (by count); the totals always cover everything.
+std::string renderJson(const Snapshot& snap, const std::vector<std::string>& shardNames, size_t top = SIZE_MAX);
+std::string renderPrometheus(const Snapshot& snap, const std::vector<std::string>& shardNames);
+
+std::string shardName(const std::vector<std::string>& names, size_t index);
+std::string shapeIdHex(uint64_t hash);
+// The class most operations of a shape got (ties: the more expensive class).
+std::string_view dominantTargeting(const ShapeCounters& c);
+
+}  // namespace shardscope::stats

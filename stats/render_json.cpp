@@ -1,0 +1,232 @@
+#include <algorithm>
+#include <cstdio>
+#include <unordered_map>
+
+#include "stats/json_writer.h"
+#include "stats/render.h"
+
+namespace shardscope::stats {
+namespace {
+
+constexpr size_t kMaxConnectionsListed = 256;
+
+// Indexed by routing::Targeting; the same spelling in /stats, /metrics and the dashboard.
+constexpr std::string_view kTargetingNames[kTargetingCount] = {"single",    "multi",         "broadcast",
+                                                               "unsharded", "no_collection", "unclassified"};
+
+std::string camelCase(std::string_view snake) {
+  std::string out;
+  bool upper = false;
+  for (char c : snake) {
+    if (c == '_') {
+      upper = true;
+      continue;
+    }
+    out.push_back(upper ? static_cast<char>(c - 'a' + 'A') : c);
+    upper = false;
+  }
+  return out;
+}
+
+void writeTargeting(JsonWriter& w, const std::array<uint64_t, kTargetingCount>& counts) {
+  w.beginObject();
+  for (size_t i = 0; i < kTargetingCount; ++i) w.field(kTargetingNames[i], counts[i]);
+  w.endObject();
+}
+
+void writeLatency(JsonWriter& w, const LatencyHistogram& h) {
+  uint64_t n = h.total();
+  w.beginObject();
+  w.field("count", n);
+  w.field("meanNs", n ? h.sum / n : uint64_t{0});
+  w.field("p50Ns", h.quantile(0.50));
+  w.field("p90Ns", h.quantile(0.90));
+  w.field("p99Ns", h.quantile(0.99));
+  w.field("maxNs", h.max);
+  w.endObject();
+}
+
+void writeFanout(JsonWriter& w, const FanoutHistogram& h) {
+  uint64_t n = h.total();
+  w.beginObject();
+  w.field("mean", n ? static_cast<double>(h.sum) / static_cast<double>(n) : 0.0);
+  w.field("max", h.max);
+  w.key("histogram").beginObject();  // upper bound (shards, inclusive) -> operations
+  for (size_t i = 0; i < h.counts.size(); ++i) {
+    if (h.counts[i] == 0) continue;
+    std::string le = i < FanoutBounds::kShards.size() ? std::to_string(FanoutBounds::kShards[i]) : "+Inf";
+    w.field(le, h.counts[i]);
+  }
+  w.endObject();
+  w.endObject();
+}
+
+void writeShape(JsonWriter& w, const ShapeSnapshot& s, bool recordValues) {
+  const ShapeCounters& c = s.counters;
+  w.beginObject();
+  w.field("id", shapeIdHex(s.hash));
+  w.field("ns", s.ns);
+  w.field("command", s.command);
+  w.field("shape", s.shape);
+  w.field("other", s.other);
+  w.field("count", c.count);
+  w.field("class", dominantTargeting(c));
+  w.key("targeting");
+  writeTargeting(w, c.byTargeting);
+  auto broadcast = c.byTargeting[static_cast<size_t>(routing::Targeting::Broadcast)];
+  w.field("broadcastShare", c.count ? static_cast<double>(broadcast) / static_cast<double>(c.count) : 0.0);
+  w.key("shardsTouched");
+  writeFanout(w, c.fanout);
+  w.key("latency");
+  writeLatency(w, c.latency);
+  w.key("errors").beginObject();
+  w.field("total", c.errors);
+  w.key("byCode").beginObject();
+  for (const auto& [code, n] : s.errorCodes) w.field(std::to_string(code), n);
+  w.endObject();
+  w.field("otherCodes", s.otherErrorCodes);
+  w.endObject();
+  w.field("bytesIn", c.bytesIn);
+  w.field("bytesOut", c.bytesOut);
+  w.field("firstSeen", isoTime(c.firstSeenMs));
+  w.field("lastSeen", isoTime(c.lastSeenMs));
+  if (recordValues) w.field("sample", s.sample);
+  w.endObject();
+}
+
+void writeTotals(JsonWriter& w, const ConnectionTotals& t) {
+  w.field("ops", t.ops);
+  w.field("replies", t.replies);
+  w.field("errors", t.errors);
+  w.field("unparsed", t.unparsed);
+  w.field("decodeErrors", t.decodeErrors);
+  w.field("bytesIn", t.bytesIn);
+  w.field("bytesOut", t.bytesOut);
+  w.key("targeting");
+  writeTargeting(w, t.byTargeting);
+}
+
+}  // namespace
+
+std::string shardName(const std::vector<std::string>& names, size_t index) {
+  if (index < names.size() && !names[index].empty()) return names[index];
+  return "shard" + std::to_string(index);
+}
+
+std::string shapeIdHex(uint64_t hash) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(hash));
+  return buf;
+}
+
+std::string_view dominantTargeting(const ShapeCounters& c) {
+  // Ties go to the later (more expensive or less known) class: a shape that broadcasts half the
+  // time is reported as broadcast.
+  size_t best = kTargetingCount - 1;
+  uint64_t bestCount = 0;
+  for (size_t i = 0; i < kTargetingCount; ++i)
+    if (c.byTargeting[i] > 0 && c.byTargeting[i] >= bestCount) {
+      best = i;
+      bestCount = c.byTargeting[i];
+    }
+  return kTargetingNames[best];
+}
+
+std::string renderJson(const Snapshot& snap, const std::vector<std::string>& shardNames, size_t top) {
+  std::string out;
+  out.reserve(4096 + snap.shapes.size() * 700);
+  JsonWriter w(out);
+  w.beginObject();
+  w.field("schemaVersion", uint64_t{1});
+  w.field("now", isoTime(snap.nowMs));
+  w.field("startedAt", isoTime(snap.startedMs));
+  w.field("resetAt", isoTime(snap.resetMs));
+  w.field("uptimeSeconds", static_cast<double>(snap.nowMs - snap.startedMs) / 1000.0);
+  w.field("windowSeconds", static_cast<double>(snap.nowMs - snap.resetMs) / 1000.0);
+
+  w.key("options").beginObject();
+  w.field("recordValues", snap.recordValues);
+  w.field("maxShapesPerNamespace", snap.maxShapesPerNamespace);
+  w.field("maxNamespaces", snap.maxNamespaces);
+  w.field("maxShapesTotal", snap.maxShapesTotal);
+  w.endObject();
+
+  uint64_t otherOps = 0;
+  for (const auto& s : snap.shapes)
+    if (s.other) otherOps += s.counters.count;
+  w.key("shapeCap").beginObject();
+  w.field("maxShapesPerNamespace", snap.maxShapesPerNamespace);
+  w.field("shapesTracked", static_cast<uint64_t>(snap.shapesTracked));
+  w.field("opsInOther", otherOps);
+  w.field("overflowLookups", snap.overflowLookups);
+  w.key("namespacesAtCap").beginArray();
+  for (const auto& ns : snap.namespaces)
+    if (ns.atCap) w.value(ns.ns);
+  w.endArray();
+  w.endObject();
+
+  w.key("totals").beginObject();
+  writeTotals(w, snap.totals);
+  w.endObject();
+
+  w.key("process").beginObject();
+  for (const auto& p : snap.process) w.field(camelCase(p.name), p.value);
+  w.endObject();
+
+  uint64_t shardOpsTotal = 0;
+  for (uint64_t n : snap.shardOps) shardOpsTotal += n;
+  size_t shardCount = std::max(snap.shardOps.size(), shardNames.size());
+  w.key("shards").beginArray();
+  for (size_t i = 0; i < shardCount; ++i) {
+    uint64_t n = i < snap.shardOps.size() ? snap.shardOps[i] : 0;
+    w.beginObject();
+    w.field("index", static_cast<uint64_t>(i));
+    w.field("name", shardName(shardNames, i));
+    w.field("ops", n);
+    w.field("share", shardOpsTotal ? static_cast<double>(n) / static_cast<double>(shardOpsTotal) : 0.0);
+    w.endObject();
+  }
+  w.endArray();
+
+  std::unordered_map<std::string_view, uint64_t> nsOps;
+  for (const auto& s : snap.shapes) nsOps[s.ns] += s.counters.count;
+  w.key("namespaces").beginArray();
+  for (const auto& ns : snap.namespaces) {
+    uint64_t ops = nsOps.contains(ns.ns) ? nsOps[ns.ns] : 0;
+    w.beginObject();
+    w.field("ns", ns.ns);
+    w.field("shapes", ns.shapes);
+    w.field("atCap", ns.atCap);
+    w.field("ops", ops);
+    w.endObject();
+  }
+  w.endArray();
+
+  // Open connections, oldest first; the list is capped, the totals above cover every connection.
+  w.field("connectionsOpen", static_cast<uint64_t>(snap.connections.size()));
+  w.key("connections").beginArray();
+  size_t connectionsListed = 0;
+  for (const auto& c : snap.connections) {
+    if (connectionsListed++ >= kMaxConnectionsListed) break;
+    w.beginObject();
+    w.field("id", c.id);
+    w.field("openedAt", isoTime(c.openedMs));
+    writeTotals(w, c.totals);
+    w.endObject();
+  }
+  w.endArray();
+
+  w.field("shapesTotal", static_cast<uint64_t>(snap.shapes.size()));
+  w.key("shapes").beginArray();
+  size_t listed = 0;
+  for (const auto& s : snap.shapes) {
+    if (listed++ >= top) break;
+    writeShape(w, s, snap.recordValues);
+  }
+  w.endArray();
+  w.endObject();
+  out.push_back('\n');
+  return out;
+}
+
+}  // namespace shardscope::stats

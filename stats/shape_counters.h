@@ -1,0 +1,97 @@
+// The counters kept per (namespace, command, query shape) and per connection: plain structs with
+// += so per-session copies merge on read (no atomics on the hot path).
+#pragma once
+#include <array>
+#include <cstdint>
+#include <map>
+
+#include "routing/target_result.h"
+#include "stats/histogram.h"
+
+namespace shardscope::stats {
+
+constexpr size_t kTargetingCount = static_cast<size_t>(routing::Targeting::Unclassified) + 1;
+
+// Error codes seen for one shape: a few distinct codes exactly, the rest summed under `other`.
+struct ErrorCodes {
+  static constexpr size_t kSlots = 8;
+  std::array<int32_t, kSlots> codes{};
+  std::array<uint64_t, kSlots> counts{};
+  uint64_t other = 0;
+
+  void add(int32_t code, uint64_t n = 1) {
+    for (size_t i = 0; i < kSlots; ++i) {
+      if (counts[i] != 0 && codes[i] == code) {
+        counts[i] += n;
+        return;
+      }
+      if (counts[i] == 0) {
+        codes[i] = code;
+        counts[i] = n;
+        return;
+      }
+    }
+    other += n;
+  }
+  void mergeInto(std::map<int32_t, uint64_t>& out) const {
+    for (size_t i = 0; i < kSlots && counts[i] != 0; ++i) out[codes[i]] += counts[i];
+  }
+  ErrorCodes& operator+=(const ErrorCodes& o) {
+    for (size_t i = 0; i < kSlots && o.counts[i] != 0; ++i) add(o.codes[i], o.counts[i]);
+    other += o.other;
+    return *this;
+  }
+};
+
+struct ShapeCounters {
+  uint64_t count = 0;
+  std::array<uint64_t, kTargetingCount> byTargeting{};
+  FanoutHistogram fanout;
+  LatencyHistogram latency;  // one entry per reply
+  uint64_t errors = 0;       // replies with ok:0, writeErrors or a writeConcernError
+  ErrorCodes errorCodes;     // ok:0 code, each writeError's code, writeConcernError's code
+  uint64_t bytesIn = 0;
+  uint64_t bytesOut = 0;
+  int64_t firstSeenMs = 0;  // unix ms; 0 = never
+  int64_t lastSeenMs = 0;
+
+  ShapeCounters& operator+=(const ShapeCounters& o) {
+    count += o.count;
+    for (size_t i = 0; i < kTargetingCount; ++i) byTargeting[i] += o.byTargeting[i];
+    fanout += o.fanout;
+    latency += o.latency;
+    errors += o.errors;
+    errorCodes += o.errorCodes;
+    bytesIn += o.bytesIn;
+    bytesOut += o.bytesOut;
+    if (o.firstSeenMs != 0 && (firstSeenMs == 0 || o.firstSeenMs < firstSeenMs)) firstSeenMs = o.firstSeenMs;
+    if (o.lastSeenMs > lastSeenMs) lastSeenMs = o.lastSeenMs;
+    return *this;
+  }
+};
+
+// Totals of one connection (and, summed, of the process).
+struct ConnectionTotals {
+  uint64_t ops = 0;
+  uint64_t replies = 0;
+  uint64_t errors = 0;
+  uint64_t unparsed = 0;
+  uint64_t decodeErrors = 0;
+  uint64_t bytesIn = 0;
+  uint64_t bytesOut = 0;
+  std::array<uint64_t, kTargetingCount> byTargeting{};
+
+  ConnectionTotals& operator+=(const ConnectionTotals& o) {
+    ops += o.ops;
+    replies += o.replies;
+    errors += o.errors;
+    unparsed += o.unparsed;
+    decodeErrors += o.decodeErrors;
+    bytesIn += o.bytesIn;
+    bytesOut += o.bytesOut;
+    for (size_t i = 0; i < kTargetingCount; ++i) byTargeting[i] += o.byTargeting[i];
+    return *this;
+  }
+};
+
+}  // namespace shardscope::stats

@@ -1,0 +1,200 @@
+// Evaluation of the seed scenarios from synthetic traffic (the offline path of the acceptance
+// tests), sketches, and the fleet merge.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <iostream>
+
+#include "evaluation/evaluator.h"
+#include "evaluation/sketches.h"
+#include "tests/evaluation/scenario_support.h"
+
+namespace shardscope::evaluation {
+namespace {
+
+using testing::generateOrderService;
+using testing::generateTelemetry;
+using testing::OrderServiceOptions;
+using testing::OwnedCommand;
+using testing::TelemetryOptions;
+
+bool findPath(bson_iter_t* it, const bson_t* doc, const std::string& path) {
+  bson_iter_t root;
+  return bson_iter_init(&root, doc) && bson_iter_find_descendant(&root, path.c_str(), it);
+}
+
+std::string verdictKey(const std::string& json) {
+  bson_error_t err;
+  bson_t* doc = bson_new_from_json(reinterpret_cast<const uint8_t*>(json.data()), json.size(), &err);
+  EXPECT_NE(doc, nullptr) << err.message;
+  bson_iter_t it;
+  EXPECT_TRUE(findPath(&it, doc, "namespaces.0.verdict.key"));
+  std::string out;
+  if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+    uint32_t len;
+    const uint8_t* data;
+    bson_iter_document(&it, &len, &data);
+    bson_t k;
+    bson_init_static(&k, data, len);
+    char* s = bson_as_relaxed_extended_json(&k, nullptr);
+    out = s;
+    bson_free(s);
+  }
+  bson_destroy(doc);
+  return out;
+}
+
+// Looks up candidates[i] where key matches; returns a field as double (dotted path below it).
+double candidateNumber(const std::string& json, const std::string& key, const std::string& path) {
+  bson_error_t err;
+  bson_t* doc = bson_new_from_json(reinterpret_cast<const uint8_t*>(json.data()), json.size(), &err);
+  double out = NAN;
+  for (int i = 0; i < 16; ++i) {
+    bson_iter_t it;
+    std::string base = "namespaces.0.candidates." + std::to_string(i);
+    if (!findPath(&it, doc, base + ".key")) break;
+    uint32_t len;
+    const uint8_t* data;
+    bson_iter_document(&it, &len, &data);
+    bson_t k;
+    bson_init_static(&k, data, len);
+    char* s = bson_as_relaxed_extended_json(&k, nullptr);
+    bool match = key == s;
+    bson_free(s);
+    if (!match) continue;
+    bson_iter_t v;
+    if (findPath(&v, doc, base + "." + path)) {
+      out = BSON_ITER_HOLDS_BOOL(&v) ? (bson_iter_bool(&v) ? 1 : 0) : BSON_ITER_HOLDS_NULL(&v) ? INFINITY : bson_iter_as_double(&v);
+    }
+    break;
+  }
+  bson_destroy(doc);
+  return out;
+}
+
+std::string runOrders(double top_share, Evaluator& ev) {
+  auto obs = ev.newObserver();
+  OrderServiceOptions o;
+  o.top_share = top_share;
+  generateOrderService(o, [&](OwnedCommand& c) { obs->observe(c.view(), c.ns()); });
+  return ev.renderJson();
+}
+
+TEST(EvaluatorScenario, OrderServiceRecommendsCustomerAndDate) {
+  Evaluator ev(EvaluationOptions{});
+  std::string json = runOrders(0.03, ev);
+  EXPECT_EQ(verdictKey(json), R"({ "customerId" : 1, "orderDate" : 1 })");
+  // {_id: 1} is flagged monotonic, and one simulated shard takes (nearly) every insert.
+  EXPECT_EQ(candidateNumber(json, R"({ "_id" : 1 })", "monotonicity.pass"), 0);
+  EXPECT_GT(candidateNumber(json, R"({ "_id" : 1 })", "simulatedCluster.maxShare"), 0.95);
+  // {_id: "hashed"} spreads inserts but targets nothing of this profile (no query names _id).
+  EXPECT_LT(candidateNumber(json, R"({ "_id" : "hashed" })", "simulatedCluster.maxMinRatio"), 1.3);
+  EXPECT_LT(candidateNumber(json, R"({ "_id" : "hashed" })", "targetedShare"), 0.01);
+  // {customerId: 1} alone: jumbo risk from the heavy customer.
+  EXPECT_EQ(candidateNumber(json, R"({ "customerId" : 1 })", "simulatedCluster.jumboRisk"), 1);
+  // analyzeShardKey's classes: the customer query pins the full key of {customerId: 1} only.
+  EXPECT_NEAR(candidateNumber(json, R"({ "customerId" : 1 })", "readDistribution.percentageOfSingleShardReads"), 62, 4);
+  EXPECT_NEAR(candidateNumber(json, R"({ "customerId" : 1, "orderDate" : 1 })", "readDistribution.percentageOfMultiShardReads"), 62, 4);
+  EXPECT_NEAR(candidateNumber(json, R"({ "customerId" : 1, "orderDate" : 1 })", "readDistribution.meanShardsTouchedWhenTargeted"), 1.0, 0.01);
+  std::string text = ev.renderText();
+  if (std::getenv("SHARDSCOPE_SHOW_EVALUATION")) std::cout << text;
+  EXPECT_NE(text.find("Choice: {customerId: 1, orderDate: 1}"), std::string::npos) << text;
+  EXPECT_NE(text.find("What I am accepting"), std::string::npos);
+  EXPECT_NE(text.find("What would change my mind"), std::string::npos);
+  EXPECT_EQ(text.find("C0"), std::string::npos) << "raw customer ids must not appear";
+}
+
+TEST(EvaluatorScenario, OrderServiceHeavyCustomerChangesTheVerdict) {
+  Evaluator ev(EvaluationOptions{});
+  std::string json = runOrders(0.4, ev);
+  std::string key = verdictKey(json);
+  if (std::getenv("SHARDSCOPE_SHOW_EVALUATION")) std::cout << ev.renderText();
+  EXPECT_NE(key, R"({ "customerId" : 1, "orderDate" : 1 })");
+  EXPECT_EQ(candidateNumber(json, R"({ "customerId" : 1, "orderDate" : 1 })", "frequency.pass"), 0);
+  EXPECT_EQ(candidateNumber(json, R"({ "customerId" : 1 })", "frequency.pass"), 0);
+}
+
+TEST(EvaluatorScenario, TelemetryRangedVersusHashed) {
+  Evaluator ev(EvaluationOptions{});
+  auto obs = ev.newObserver();
+  generateTelemetry(TelemetryOptions{}, [&](OwnedCommand& c) { obs->observe(c.view(), c.ns()); });
+  std::string json = ev.renderJson();
+  if (std::getenv("SHARDSCOPE_SHOW_EVALUATION")) std::cout << ev.renderText();
+  double ranged = candidateNumber(json, R"({ "sensorId" : 1, "ts" : 1 })", "simulatedCluster.maxMinRatio");
+  double hashed = candidateNumber(json, R"({ "sensorId" : "hashed" })", "simulatedCluster.maxMinRatio");
+  EXPECT_GT(ranged, 2.0);
+  EXPECT_LT(hashed, 1.15);
+  EXPECT_EQ(candidateNumber(json, R"({ "ts" : 1 })", "monotonicity.pass"), 0);
+  EXPECT_GT(candidateNumber(json, R"({ "ts" : 1 })", "simulatedCluster.maxShare"), 0.95);
+}
+
+TEST(EvaluatorFleet, MergedSketchesMatchOneSidecar) {
+  Evaluator whole(EvaluationOptions{});
+  Evaluator a(EvaluationOptions{}), b(EvaluationOptions{});
+  auto ow = whole.newObserver(), oa = a.newObserver(), ob = b.newObserver();
+  int i = 0;
+  generateOrderService(OrderServiceOptions{}, [&](OwnedCommand& c) {
+    ow->observe(c.view(), c.ns());
+    (i++ % 2 ? oa : ob)->observe(c.view(), c.ns());
+  });
+  std::string error;
+  std::string merged = Evaluator::mergeAndEvaluate({a.exportSketches(), b.exportSketches()}, false, error);
+  ASSERT_TRUE(error.empty()) << error;
+  EXPECT_EQ(verdictKey(merged), verdictKey(whole.renderJson()));
+  EXPECT_EQ(verdictKey(merged), R"({ "customerId" : 1, "orderDate" : 1 })");
+  std::string text = Evaluator::mergeAndEvaluate({a.exportSketches(), b.exportSketches()}, true, error);
+  EXPECT_NE(text.find("Choice:"), std::string::npos);
+}
+
+TEST(EvaluatorFleet, RejectsMismatchedShardCounts) {
+  EvaluationOptions eight;
+  eight.simulated_shards = 8;
+  Evaluator a(EvaluationOptions{}), b(eight);
+  std::string error;
+  EXPECT_TRUE(Evaluator::mergeAndEvaluate({a.exportSketches(), b.exportSketches()}, false, error).empty());
+  EXPECT_FALSE(error.empty());
+  EXPECT_TRUE(Evaluator::mergeAndEvaluate({"not json"}, false, error).empty());
+}
+
+TEST(Sketches, HyperLogLogWithinTwoPercent) {
+  HyperLogLog h, h2;
+  for (uint64_t i = 0; i < 100000; ++i) (i % 2 ? h : h2).add(i * 7919);
+  h.merge(h2);
+  EXPECT_NEAR(h.estimate(), 100000, 2000);
+}
+
+TEST(Sketches, SpaceSavingFindsHeavyHitter) {
+  SpaceSaving s(16);
+  for (uint64_t i = 0; i < 10000; ++i) s.add(i % 10 == 0 ? 42 : 1000 + i);
+  auto top = s.top(1);
+  ASSERT_EQ(top.size(), 1u);
+  EXPECT_EQ(top[0].hash, 42u);
+  EXPECT_GE(top[0].count, 1000u);
+}
+
+TEST(Sketches, BottomKIsIndependentOfFrequency) {
+  BottomK k(4);
+  for (int rep = 0; rep < 100; ++rep) k.add(5, "a");
+  k.add(1, "b");
+  k.add(9, "c");
+  EXPECT_EQ(k.values().size(), 3u);
+}
+
+TEST(EvaluatorBounds, NamespacesAreCapped) {
+  EvaluationOptions o;
+  o.max_namespaces = 2;
+  Evaluator ev(o);
+  auto obs = ev.newObserver();
+  for (const char* coll : {"a", "b", "c"}) {
+    bson_t* cmd = bson_new();
+    BSON_APPEND_UTF8(cmd, "find", coll);
+    OwnedCommand c(cmd, "db", coll);
+    obs->observe(c.view(), c.ns());
+  }
+  obs->flush();
+  EXPECT_EQ(ev.droppedNamespaceOps(), 1u);
+}
+
+}  // namespace
+}  // namespace shardscope::evaluation

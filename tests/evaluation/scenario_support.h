@@ -1,0 +1,263 @@
+// Synthetic traffic for the evaluation tests and benchmark: the seed scenarios (order service,
+// telemetry) generated with the same distributions as workload/*.py, fed as CommandViews.
+#pragma once
+#include <bson/bson.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "evaluation/evaluator.h"
+#include "protocol/command_view.h"
+
+namespace shardscope::evaluation::testing {
+
+// Owns a command body and exposes it as a CommandView (name = first key, $db, collection).
+class OwnedCommand {
+ public:
+  OwnedCommand(bson_t* body, std::string db, std::string coll) : body_(body), db_(std::move(db)), coll_(std::move(coll)) {
+    bson_iter_t it;
+    bson_iter_init(&it, body_);
+    bson_iter_next(&it);
+    name_ = bson_iter_key(&it);
+    view_.name = name_;
+    view_.db = db_;
+    view_.collection = coll_;
+    bson_init_static(&view_.body, bson_get_data(body_), body_->len);
+  }
+  ~OwnedCommand() { bson_destroy(body_); }
+  OwnedCommand(const OwnedCommand&) = delete;
+  const protocol::CommandView& view() const { return view_; }
+  std::string ns() const { return db_ + "." + coll_; }
+
+ private:
+  bson_t* body_;
+  std::string db_, coll_, name_;
+  protocol::CommandView view_{};
+};
+
+inline void appendOid(bson_t* d, const char* key, uint64_t counter) {
+  uint8_t bytes[12] = {0};
+  uint32_t t = 1767225600u + static_cast<uint32_t>(counter / 1000);  // increasing timestamp
+  bytes[0] = t >> 24, bytes[1] = t >> 16, bytes[2] = t >> 8, bytes[3] = t;
+  bytes[4] = 0x42, bytes[5] = 0x17;
+  bytes[9] = counter >> 16, bytes[10] = counter >> 8, bytes[11] = counter;
+  bson_oid_t oid;
+  bson_oid_init_from_data(&oid, bytes);
+  bson_append_oid(d, key, -1, &oid);
+}
+
+struct OrderServiceOptions {
+  int customers = 500;
+  int orders = 5000;
+  int ops = 2000;
+  double top_share = 0.03;
+  double update_share = 0.1;
+  uint32_t seed = 3;
+};
+
+// Heavy-tailed customers: customer 0 holds top_share; the rest share 1 - top_share as 1/(i+10),
+// assigned to customer ids in a random order (id and size are unrelated).
+inline std::vector<double> customerWeights(int customers, double top_share, std::mt19937_64& rng) {
+  std::vector<double> tail;
+  for (int i = 1; i < customers; ++i) tail.push_back(1.0 / (i + 10));
+  double sum = std::accumulate(tail.begin(), tail.end(), 0.0);
+  std::vector<double> w{top_share};
+  for (double x : tail) w.push_back(x / sum * (1 - top_share));
+  std::shuffle(w.begin(), w.end(), rng);
+  return w;
+}
+
+template <typename Sink>
+void generateOrderService(const OrderServiceOptions& o, Sink&& sink) {
+  std::mt19937_64 rng(o.seed);
+  auto weights = customerWeights(o.customers, o.top_share, rng);
+  std::discrete_distribution<int> pickCustomer(weights.begin(), weights.end());
+  const char* statuses[] = {"new", "paid", "shipped", "delivered", "returned"};
+  const int64_t epoch_ms = 1767225600000LL;
+  char buf[32];
+  for (int start = 0; start < o.orders; start += 1000) {
+    bson_t* cmd = bson_new();
+    BSON_APPEND_UTF8(cmd, "insert", "orders");
+    bson_t arr;
+    bson_append_array_begin(cmd, "documents", -1, &arr);
+    for (int n = start; n < std::min(o.orders, start + 1000); ++n) {
+      bson_t d;
+      std::snprintf(buf, sizeof buf, "%d", n - start);
+      bson_append_document_begin(&arr, buf, -1, &d);
+      appendOid(&d, "_id", static_cast<uint64_t>(n));
+      std::snprintf(buf, sizeof buf, "O%07d", n);
+      BSON_APPEND_UTF8(&d, "orderId", buf);
+      std::snprintf(buf, sizeof buf, "C%04d", pickCustomer(rng));
+      BSON_APPEND_UTF8(&d, "customerId", buf);
+      BSON_APPEND_DATE_TIME(&d, "orderDate", epoch_ms + int64_t{n} * 60000);
+      { const char* st_ = statuses[rng() % 5]; BSON_APPEND_UTF8(&d, "status", st_); }  // the macro evaluates its value twice
+      BSON_APPEND_DOUBLE(&d, "total", 5 + (rng() % 49500) / 100.0);
+      bson_append_document_end(&arr, &d);
+    }
+    bson_append_array_end(cmd, &arr);
+    OwnedCommand c(cmd, "shop", "orders");
+    sink(c);
+  }
+  std::discrete_distribution<int> pickKind({62, 21, 9, 6, 2});
+  std::uniform_real_distribution<double> u01(0, 1);
+  for (int i = 0; i < o.ops; ++i) {
+    int kind = pickKind(rng);
+    bson_t* cmd = bson_new();
+    if (kind == 0) {
+      std::snprintf(buf, sizeof buf, "C%04d", pickCustomer(rng));
+      BSON_APPEND_UTF8(cmd, "find", "orders");
+      bson_t f, s;
+      BSON_APPEND_DOCUMENT_BEGIN(cmd, "filter", &f);
+      BSON_APPEND_UTF8(&f, "customerId", buf);
+      bson_append_document_end(cmd, &f);
+      BSON_APPEND_DOCUMENT_BEGIN(cmd, "sort", &s);
+      BSON_APPEND_INT32(&s, "orderDate", -1);
+      bson_append_document_end(cmd, &s);
+      BSON_APPEND_INT32(cmd, "limit", 20);
+    } else if (kind == 1) {
+      std::snprintf(buf, sizeof buf, "O%07d", static_cast<int>(rng() % o.orders));
+      BSON_APPEND_UTF8(cmd, "find", "orders");
+      bson_t f;
+      BSON_APPEND_DOCUMENT_BEGIN(cmd, "filter", &f);
+      BSON_APPEND_UTF8(&f, "orderId", buf);
+      bson_append_document_end(cmd, &f);
+      BSON_APPEND_INT32(cmd, "limit", 1);
+    } else if (kind == 2 || kind == 4) {
+      int64_t start = epoch_ms + static_cast<int64_t>(rng() % o.orders) * 60000;
+      bson_t f, r;
+      if (kind == 2) {
+        BSON_APPEND_UTF8(cmd, "find", "orders");
+        BSON_APPEND_DOCUMENT_BEGIN(cmd, "filter", &f);
+      } else {
+        BSON_APPEND_UTF8(cmd, "aggregate", "orders");
+        bson_t p, st;
+        BSON_APPEND_ARRAY_BEGIN(cmd, "pipeline", &p);
+        BSON_APPEND_DOCUMENT_BEGIN(&p, "0", &st);
+        BSON_APPEND_DOCUMENT_BEGIN(&st, "$match", &f);
+        BSON_APPEND_DOCUMENT_BEGIN(&f, "orderDate", &r);
+        BSON_APPEND_DATE_TIME(&r, "$gte", start);
+        bson_append_document_end(&f, &r);
+        bson_append_document_end(&st, &f);
+        bson_append_document_end(&p, &st);
+        bson_append_array_end(cmd, &p);
+      }
+      if (kind == 2) {
+        BSON_APPEND_DOCUMENT_BEGIN(&f, "orderDate", &r);
+        BSON_APPEND_DATE_TIME(&r, "$gte", start);
+        BSON_APPEND_DATE_TIME(&r, "$lt", start + 3600000);
+        bson_append_document_end(&f, &r);
+        bson_append_document_end(cmd, &f);
+      }
+    } else {
+      BSON_APPEND_UTF8(cmd, "find", "orders");
+      bson_t f;
+      BSON_APPEND_DOCUMENT_BEGIN(cmd, "filter", &f);
+      { const char* st_ = statuses[rng() % 5]; BSON_APPEND_UTF8(&f, "status", st_); }  // the macro evaluates its value twice
+      bson_append_document_end(cmd, &f);
+    }
+    {
+      OwnedCommand c(cmd, "shop", "orders");
+      sink(c);
+    }
+    if (u01(rng) < o.update_share) {
+      bson_t* up = bson_new();
+      BSON_APPEND_UTF8(up, "update", "orders");
+      bson_t arr, st, q, u, set;
+      BSON_APPEND_ARRAY_BEGIN(up, "updates", &arr);
+      BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &st);
+      BSON_APPEND_DOCUMENT_BEGIN(&st, "q", &q);
+      std::snprintf(buf, sizeof buf, "O%07d", static_cast<int>(rng() % o.orders));
+      BSON_APPEND_UTF8(&q, "orderId", buf);
+      bson_append_document_end(&st, &q);
+      BSON_APPEND_DOCUMENT_BEGIN(&st, "u", &u);
+      BSON_APPEND_DOCUMENT_BEGIN(&u, "$set", &set);
+      { const char* st_ = statuses[rng() % 5]; BSON_APPEND_UTF8(&set, "status", st_); }  // the macro evaluates its value twice
+      bson_append_document_end(&u, &set);
+      bson_append_document_end(&st, &u);
+      bson_append_document_end(&arr, &st);
+      bson_append_array_end(up, &arr);
+      OwnedCommand c(up, "shop", "orders");
+      sink(c);
+    }
+  }
+}
+
+struct TelemetryOptions {
+  int sensors = 10000;
+  double fast_share = 0.4;  // "Building HQ": the lowest ids report every 2 s, the rest every 5 s
+  int seconds = 20;         // simulated
+  int queries = 1000;
+  uint32_t seed = 2;
+};
+
+template <typename Sink>
+void generateTelemetry(const TelemetryOptions& o, Sink&& sink) {
+  std::mt19937_64 rng(o.seed);
+  const int fast = static_cast<int>(o.sensors * o.fast_share);
+  const int64_t epoch_ms = 1767225600000LL;
+  std::vector<int> phase(o.sensors), offset_ms(o.sensors), order(o.sensors);
+  for (int s = 0; s < o.sensors; ++s) {
+    phase[s] = static_cast<int>(rng() % (s < fast ? 2 : 5));
+    offset_ms[s] = static_cast<int>(rng() % 1000);
+    order[s] = s;
+  }
+  char buf[32];
+  uint64_t oid = 0;
+  bson_t* cmd = nullptr;
+  bson_t arr;
+  int in_batch = 0;
+  auto flush = [&] {
+    if (!cmd) return;
+    bson_append_array_end(cmd, &arr);
+    OwnedCommand c(cmd, "telemetry", "readings");
+    sink(c);
+    cmd = nullptr;
+    in_batch = 0;
+  };
+  for (int t = 0; t < o.seconds; ++t) {
+    std::shuffle(order.begin(), order.end(), rng);  // reports arrive in no particular sensor order
+    for (int s : order) {
+      int every = s < fast ? 2 : 5;
+      if ((t + phase[s]) % every != 0) continue;
+      if (!cmd) {
+        cmd = bson_new();
+        BSON_APPEND_UTF8(cmd, "insert", "readings");
+        bson_append_array_begin(cmd, "documents", -1, &arr);
+      }
+      bson_t d;
+      std::snprintf(buf, sizeof buf, "%d", in_batch++);
+      bson_append_document_begin(&arr, buf, -1, &d);
+      appendOid(&d, "_id", oid++);
+      std::snprintf(buf, sizeof buf, "sensor-%05d", s);
+      BSON_APPEND_UTF8(&d, "sensorId", buf);
+      BSON_APPEND_DATE_TIME(&d, "ts", epoch_ms + int64_t{t} * 1000 + offset_ms[s]);
+      BSON_APPEND_DOUBLE(&d, "value", (rng() % 10000) / 100.0);
+      bson_append_document_end(&arr, &d);
+      if (in_batch == 1000) flush();
+    }
+  }
+  flush();
+  for (int i = 0; i < o.queries; ++i) {
+    bson_t* q = bson_new();
+    BSON_APPEND_UTF8(q, "find", "readings");
+    bson_t f, r;
+    BSON_APPEND_DOCUMENT_BEGIN(q, "filter", &f);
+    std::snprintf(buf, sizeof buf, "sensor-%05d", static_cast<int>(rng() % o.sensors));
+    BSON_APPEND_UTF8(&f, "sensorId", buf);
+    BSON_APPEND_DOCUMENT_BEGIN(&f, "ts", &r);
+    int64_t from = epoch_ms + static_cast<int64_t>(rng() % std::max(1, o.seconds)) * 1000;
+    BSON_APPEND_DATE_TIME(&r, "$gte", from);
+    BSON_APPEND_DATE_TIME(&r, "$lt", from + 3600000);
+    bson_append_document_end(&f, &r);
+    bson_append_document_end(q, &f);
+    OwnedCommand c(q, "telemetry", "readings");
+    sink(c);
+  }
+}
+
+}  // namespace shardscope::evaluation::testing

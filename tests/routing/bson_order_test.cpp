@@ -1,0 +1,83 @@
+// BSON total order across and within types (mongo-semantics.md E).
+#include "routing/bson_order.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "tests/routing/routing_test_util.h"
+
+namespace shardscope::routing {
+namespace {
+
+using testing::Json;
+
+// Values of {"v": <json>} documents, compared through their first element.
+int cmp(const std::string& a, const std::string& b) {
+  Json da("{\"v\": " + a + "}"), db("{\"v\": " + b + "}");
+  bson_iter_t ia, ib;
+  bson_iter_init_find(&ia, da.get(), "v");
+  bson_iter_init_find(&ib, db.get(), "v");
+  return compareValues(*bson_iter_value(&ia), *bson_iter_value(&ib));
+}
+
+TEST(BsonOrder, AcrossTypesFollowsCanonicalOrder) {
+  // MinKey < undefined < null < numbers < string < object < array < binData < ObjectId < bool
+  // < date < timestamp < regex < code < MaxKey
+  std::vector<std::string> ascending = {
+      R"({"$minKey": 1})", R"({"$undefined": true})", "null", "-1e300", "5", R"("")", R"("abc")", "{}", R"({"a": 1})",
+      "[]", R"({"$binary": {"base64": "AA==", "subType": "00"}})", R"({"$oid": "000000000000000000000000"})",
+      "false", "true", R"({"$date": {"$numberLong": "-5"}})", R"({"$timestamp": {"t": 1, "i": 1}})",
+      R"({"$regularExpression": {"pattern": "a", "options": ""}})", R"({"$code": "x"})", R"({"$maxKey": 1})"};
+  for (size_t i = 0; i + 1 < ascending.size(); ++i) {
+    EXPECT_LT(cmp(ascending[i], ascending[i + 1]), 0) << ascending[i] << " vs " << ascending[i + 1];
+    EXPECT_GT(cmp(ascending[i + 1], ascending[i]), 0);
+  }
+}
+
+TEST(BsonOrder, NumbersCompareByValueAcrossTypes) {
+  EXPECT_EQ(cmp("1", "1.0"), 0);
+  EXPECT_EQ(cmp(R"({"$numberLong": "1"})", "1.0"), 0);
+  EXPECT_LT(cmp("1", "1.5"), 0);
+  EXPECT_LT(cmp(R"({"$numberLong": "9007199254740993"})", R"({"$numberLong": "9007199254740994"})"), 0);
+  EXPECT_GT(cmp(R"({"$numberLong": "9007199254740993"})", "9007199254740992.0"), 0);  // beyond double precision
+  EXPECT_EQ(cmp(R"({"$numberDecimal": "2.5"})", "2.5"), 0);
+  EXPECT_LT(cmp(R"({"$numberDouble": "NaN"})", R"({"$numberDouble": "-Infinity"})"), 0);  // NaN below all
+  EXPECT_EQ(cmp(R"({"$numberDouble": "NaN"})", R"({"$numberDouble": "NaN"})"), 0);
+}
+
+TEST(BsonOrder, WithinTypes) {
+  EXPECT_LT(cmp(R"("C0800")", R"("C1700")"), 0);
+  EXPECT_LT(cmp(R"("ABC")", R"("abc")"), 0);  // binary, not collated
+  EXPECT_LT(cmp(R"("ab")", R"("abc")"), 0);
+  EXPECT_LT(cmp(R"({"a": 1})", R"({"a": 1, "b": 1})"), 0);  // fewer pairs is smaller
+  EXPECT_LT(cmp(R"({"a": 1})", R"({"b": 0})"), 0);          // names before values
+  EXPECT_LT(cmp(R"({"a": 5})", R"({"a": "x"})"), 0);        // types before names and values
+  // BinData: length first, then subtype, then bytes.
+  EXPECT_LT(cmp(R"({"$binary": {"base64": "/w==", "subType": "00"}})", R"({"$binary": {"base64": "AAA=", "subType": "00"}})"), 0);
+  EXPECT_LT(cmp(R"({"$binary": {"base64": "/w==", "subType": "00"}})", R"({"$binary": {"base64": "AA==", "subType": "04"}})"), 0);
+  EXPECT_LT(cmp(R"({"$timestamp": {"t": 1, "i": 9}})", R"({"$timestamp": {"t": 2, "i": 0}})"), 0);
+  EXPECT_LT(cmp(R"({"$date": {"$numberLong": "-1"}})", R"({"$date": {"$numberLong": "0"}})"), 0);
+  EXPECT_EQ(cmp("null", "null"), 0);
+  EXPECT_EQ(cmp(R"("abc")", R"({"$symbol": "abc"})"), 0);
+}
+
+TEST(BsonOrder, SafeNumberLongForHashSaturates) {
+  bson_value_t v{};
+  v.value_type = BSON_TYPE_DOUBLE;
+  v.value.v_double = 2.9;
+  EXPECT_EQ(safeNumberLongForHash(v), 2);
+  v.value.v_double = -2.9;
+  EXPECT_EQ(safeNumberLongForHash(v), -2);
+  v.value.v_double = 1e300;
+  EXPECT_EQ(safeNumberLongForHash(v), INT64_MAX);
+  v.value.v_double = -1e300;
+  EXPECT_EQ(safeNumberLongForHash(v), INT64_MIN);
+  v.value.v_double = std::nan("");
+  EXPECT_EQ(safeNumberLongForHash(v), 0);
+}
+
+}  // namespace
+}  // namespace shardscope::routing

@@ -1,0 +1,86 @@
+// `shardscope explain` contract: the routing::explain functions, and the built binary when present.
+#include "routing/explain.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/routing/routing_test_util.h"
+
+namespace shardscope::routing {
+namespace {
+
+TEST(Explain, SingleWithShardKey) {
+  auto t = testing::loadData("orders_6shards.json");
+  auto out = explainCommand(*t, R"({"find": "orders", "filter": {"customerId": "C0001", "orderDate": {"$date": "2024-03-01T00:00:00Z"}}, "$db": "shop"})");
+  ASSERT_TRUE(out.ok) << out.json;
+  EXPECT_EQ(out.json,
+            R"({ "ns" : "shop.orders", "targeting" : "single", "shards" : [ "shardA" ], "shardKey" : { "customerId" : "C0001", "orderDate" : { "$date" : "2024-03-01T00:00:00Z" } }, "reason" : "equality on the full shard key" })");
+}
+
+TEST(Explain, BroadcastHasNullShardKeyAndDbDefaults) {
+  auto t = testing::loadData("orders_6shards.json");
+  auto out = explainCommand(*t, R"({"find": "orders", "filter": {"status": "x"}})");  // no $db: one collection
+  ASSERT_TRUE(out.ok) << out.json;
+  EXPECT_NE(out.json.find(R"("targeting" : "broadcast")"), std::string::npos) << out.json;
+  EXPECT_NE(out.json.find(R"("shardKey" : null)"), std::string::npos) << out.json;
+  EXPECT_NE(out.json.find(R"("ns" : "shop.orders")"), std::string::npos) << out.json;
+}
+
+TEST(Explain, HashedKeyPrintedAsNumberLong) {
+  auto t = testing::loadData("hashed_4shards.json");
+  auto out = explainCommand(*t, R"({"find": "events", "filter": {"_id": "string to hash"}, "$db": "shop"})");
+  ASSERT_TRUE(out.ok) << out.json;
+  EXPECT_NE(out.json.find(R"("shardKey" : { "_id" : { "$numberLong" : "763543691661428748" } })"), std::string::npos)
+      << out.json;
+}
+
+TEST(Explain, RefusedAndUnparseableAreErrors) {
+  auto t = testing::loadData("orders_6shards.json");
+  auto refused = explainCommand(*t, R"({"insert": "orders", "documents": [{"customerId": ["a"]}], "$db": "shop"})");
+  EXPECT_FALSE(refused.ok);
+  EXPECT_EQ(refused.json.rfind(R"({ "error" : )", 0), 0u) << refused.json;
+  EXPECT_FALSE(explainCommand(*t, "{not json").ok);
+  auto multi = testing::loadData("hashed_4shards.json");
+  EXPECT_FALSE(explainCommand(*multi, R"({"find": "events"})").ok);  // no $db, several collections
+}
+
+TEST(Explain, Range) {
+  auto t = testing::loadData("orders_6shards.json");
+  auto out = explainRange(*t, R"({"min": {"customerId": "C1000"}, "max": {"customerId": "C2000"}})", "");
+  ASSERT_TRUE(out.ok) << out.json;
+  EXPECT_NE(out.json.find(R"("shards" : [ "shardB", "shardC" ])"), std::string::npos) << out.json;
+  auto all = explainRange(*t, R"({"min": {"customerId": {"$minKey": 1}}, "max": {"customerId": {"$maxKey": 1}}})", "shop.orders");
+  EXPECT_NE(all.json.find(R"("targeting" : "broadcast")"), std::string::npos) << all.json;
+  EXPECT_FALSE(explainRange(*t, R"({"min": {"nope": 1}, "max": {}})", "").ok);
+}
+
+// Runs build*/shardscope when it has been built next to this test binary's build tree.
+TEST(ExplainBinary, PrintsOneJsonObjectAndExitCodes) {
+  std::string bin;
+  for (const char* dir : {"/build/shardscope", "/build-routing/shardscope"})
+    if (access((testing::repoRoot() + dir).c_str(), X_OK) == 0) bin = testing::repoRoot() + dir;
+  if (bin.empty()) GTEST_SKIP() << "shardscope binary not built";
+  auto run = [&](const std::string& args, int& code) {
+    std::string cmd = bin + " explain --routing " + testing::dataPath("orders_6shards.json") + " " + args;
+    FILE* p = popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[4096];
+    while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+    code = WEXITSTATUS(pclose(p));
+    return out;
+  };
+  int code = -1;
+  std::string out = run(R"(--command '{"find": "orders", "filter": {"customerId": "C9000"}, "$db": "shop"}')", code);
+  EXPECT_EQ(code, 0);
+  EXPECT_NE(out.find(R"("shards" : [ "shardF" ])"), std::string::npos) << out;
+  out = run(R"(--command '{"insert": "orders", "documents": [{"customerId": [1]}], "$db": "shop"}')", code);
+  EXPECT_NE(code, 0);
+  EXPECT_NE(out.find("error"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace shardscope::routing

@@ -1,0 +1,148 @@
+// The admin HTTP endpoint: routing, auth, limits, and that a real socket gets the right status.
+#include "proxy/admin_server.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <string>
+#include <thread>
+
+namespace shardscope::proxy {
+namespace {
+
+class AdminServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = std::make_unique<AdminServer>(
+        io_, "127.0.0.1", 0, token_, registry_, [this] { return ready_.load(); },
+        [] { return std::vector<std::string>{"shardA", "shardB"}; });
+    server_->start();
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  void TearDown() override {
+    server_->stop();
+    io_.stop();
+    thread_.join();
+    server_.reset();
+  }
+
+  // Sends raw bytes, returns everything the server sent back before closing (or 3 s).
+  std::string exchange(const std::string& request, bool halfClose = true) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(server_->port());
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    timeval tv{3, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    size_t sent = 0;
+    while (sent < request.size()) {
+      ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) break;  // the server may close early on an oversized request
+      sent += static_cast<size_t>(n);
+    }
+    if (halfClose) ::shutdown(fd, SHUT_WR);
+    std::string out;
+    char buf[65536];
+    for (;;) {
+      ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      out.append(buf, static_cast<size_t>(n));
+    }
+    ::close(fd);
+    return out;
+  }
+  static std::string get(const std::string& path, const std::string& extra = "") {
+    return "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + extra + "\r\n";
+  }
+
+  boost::asio::io_context io_;
+  std::string token_ = "s3cret";
+  stats::Registry registry_;
+  std::atomic<bool> ready_{true};
+  std::unique_ptr<AdminServer> server_;
+  std::thread thread_;
+};
+
+TEST_F(AdminServerTest, Routes) {
+  const std::string auth = "Bearer s3cret";
+  EXPECT_EQ(server_->handle("GET", "/healthz", "").status, 200u);
+  EXPECT_EQ(server_->handle("GET", "/readyz", "").status, 200u);
+  ready_ = false;
+  EXPECT_EQ(server_->handle("GET", "/readyz", "").status, 503u);
+  EXPECT_EQ(server_->handle("GET", "/", "").status, 200u);  // the page carries no data
+  EXPECT_EQ(server_->handle("GET", "/stats", "").status, 401u);
+  EXPECT_EQ(server_->handle("GET", "/stats", "Bearer wrong").status, 401u);
+  EXPECT_EQ(server_->handle("GET", "/metrics", "Basic czNjcmV0").status, 401u);
+  EXPECT_EQ(server_->handle("GET", "/stats", auth).status, 200u);
+  EXPECT_EQ(server_->handle("GET", "/stats?top=5", auth).status, 200u);
+  EXPECT_EQ(server_->handle("GET", "/stats?top=x", auth).status, 400u);
+  EXPECT_EQ(server_->handle("GET", "/metrics", "bearer  s3cret").status, 200u);
+  EXPECT_EQ(server_->handle("GET", "/nope", auth).status, 404u);
+  auto r = server_->handle("GET", "/stats/reset", auth);
+  EXPECT_EQ(r.status, 405u);
+  EXPECT_EQ(r.allow, "POST");
+  EXPECT_EQ(server_->handle("DELETE", "/stats", auth).status, 405u);
+  EXPECT_EQ(server_->handle("POST", "/stats/reset", auth).status, 200u);
+  EXPECT_EQ(server_->handle("POST", "/stats/reset", "").status, 401u);
+  EXPECT_NE(server_->handle("GET", "/stats", auth).body.find("\"shardA\""), std::string::npos);
+  EXPECT_EQ(server_->handle("GET", "/metrics", auth).contentType, "text/plain; version=0.0.4; charset=utf-8");
+}
+
+TEST_F(AdminServerTest, OverTheWire) {
+  std::string ok = exchange(get("/stats", "Authorization: Bearer s3cret\r\n"));
+  EXPECT_TRUE(ok.starts_with("HTTP/1.1 200")) << ok.substr(0, 200);
+  EXPECT_NE(ok.find("\"schemaVersion\":1"), std::string::npos);
+  EXPECT_TRUE(exchange(get("/stats")).starts_with("HTTP/1.1 401"));
+  EXPECT_TRUE(exchange(get("/missing", "Authorization: Bearer s3cret\r\n")).starts_with("HTTP/1.1 404"));
+  EXPECT_TRUE(exchange("PUT /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret\r\nContent-Length: 0\r\n\r\n")
+                  .starts_with("HTTP/1.1 405"));
+  std::string head = exchange("HEAD /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_TRUE(head.starts_with("HTTP/1.1 200"));
+  EXPECT_NE(head.find("Content-Length: 3"), std::string::npos);
+  EXPECT_TRUE(exchange("garbage\r\n\r\n").starts_with("HTTP/1.1 400"));
+}
+
+TEST_F(AdminServerTest, OversizedRequestsRejected) {
+  std::string bigHeader = get("/healthz", "X-Pad: " + std::string(20'000, 'a') + "\r\n");
+  std::string r1 = exchange(bigHeader, false);
+  EXPECT_TRUE(r1.empty() || r1.starts_with("HTTP/1.1 413")) << r1.substr(0, 100);
+  std::string bigBody = "POST /stats/reset HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret\r\nContent-Length: 100000\r\n\r\n" +
+                        std::string(100'000, 'b');
+  std::string r2 = exchange(bigBody, false);
+  EXPECT_TRUE(r2.empty() || r2.starts_with("HTTP/1.1 413")) << r2.substr(0, 100);
+  // The server is still fine afterwards.
+  EXPECT_TRUE(exchange(get("/healthz")).starts_with("HTTP/1.1 200"));
+}
+
+TEST_F(AdminServerTest, KeepAlive) {
+  std::string two = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  std::string out = exchange(two);
+  size_t first = out.find("HTTP/1.1 200");
+  ASSERT_NE(first, std::string::npos);
+  EXPECT_NE(out.find("HTTP/1.1 200", first + 1), std::string::npos);
+}
+
+TEST(AdminServerNoToken, OpenWhenNoTokenConfigured) {
+  boost::asio::io_context io;
+  stats::Registry registry;
+  AdminServer server(io, "127.0.0.1", 0, "", registry, nullptr, nullptr);
+  EXPECT_EQ(server.handle("GET", "/stats", "").status, 200u);
+  EXPECT_EQ(server.handle("GET", "/readyz", "").status, 200u);
+  EXPECT_NE(server.handle("GET", "/", "").body.find("<!doctype html>"), std::string::npos);
+}
+
+TEST(AdminServerBind, BadAddressThrows) {
+  boost::asio::io_context io;
+  stats::Registry registry;
+  AdminServer server(io, "203.0.113.77", 1, "", registry, nullptr, nullptr);
+  EXPECT_THROW(server.start(), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace shardscope::proxy

@@ -1,0 +1,182 @@
+// Query shapes: values become type placeholders, structure and field names stay.
+#include "stats/query_shape.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace shardscope::stats {
+namespace {
+
+// A command parsed from relaxed Extended JSON, viewed the way the proxy views a decoded OP_MSG.
+struct Command {
+  explicit Command(const char* json, std::vector<std::pair<std::string, std::vector<std::string>>> seqs = {}) {
+    bson_error_t error;
+    doc = bson_new_from_json(reinterpret_cast<const uint8_t*>(json), -1, &error);
+    EXPECT_NE(doc, nullptr) << error.message << " in " << json;
+    bson_init_static(&view.body, bson_get_data(doc), doc->len);
+    bson_iter_t it;
+    bson_iter_init(&it, doc);
+    bson_iter_next(&it);
+    view.name = bson_iter_key(&it);
+    if (BSON_ITER_HOLDS_UTF8(&it)) view.collection = bson_iter_utf8(&it, nullptr);
+    if (bson_iter_init_find(&it, doc, "$db")) view.db = bson_iter_utf8(&it, nullptr);
+    for (auto& [id, docs] : seqs) {
+      auto& bytes = storage.emplace_back();
+      for (auto& d : docs) {
+        bson_t* b = bson_new_from_json(reinterpret_cast<const uint8_t*>(d.c_str()), -1, &error);
+        const uint8_t* data = bson_get_data(b);
+        bytes.insert(bytes.end(), data, data + b->len);
+        bson_destroy(b);
+      }
+      ids.push_back(std::make_unique<std::string>(id));
+    }
+    for (size_t i = 0; i < storage.size(); ++i)
+      sequences.push_back(protocol::DocumentSequence{*ids[i], std::span<const uint8_t>(storage[i])});
+    view.sequences = sequences;
+  }
+  ~Command() { bson_destroy(doc); }
+  std::string shape() const {
+    std::string out;
+    computeShape(view, out);
+    return out;
+  }
+
+  bson_t* doc = nullptr;
+  protocol::CommandView view;
+  std::vector<std::vector<uint8_t>> storage;
+  std::vector<std::unique_ptr<std::string>> ids;
+  std::vector<protocol::DocumentSequence> sequences;
+};
+
+TEST(QueryShape, FindValuesBecomePlaceholders) {
+  Command a(R"({"find":"orders","filter":{"customerId":"C1","orderDate":{"$gte":{"$date":"2024-01-01T00:00:00Z"}}},"$db":"shop"})");
+  Command b(R"({"find":"orders","filter":{"customerId":"C2","orderDate":{"$gte":{"$date":"2024-02-01T00:00:00Z"}}},"$db":"shop"})");
+  EXPECT_EQ(a.shape(), R"({"customerId":"<string>","orderDate":{"$gte":"<date>"}})");
+  EXPECT_EQ(a.shape(), b.shape());
+}
+
+TEST(QueryShape, KeyOrderDoesNotSplitShapes) {
+  Command a(R"({"find":"orders","filter":{"b":1,"a":{"$lt":5,"$gt":1}},"$db":"shop"})");
+  Command b(R"({"find":"orders","filter":{"a":{"$gt":1,"$lt":5},"b":2},"$db":"shop"})");
+  EXPECT_EQ(a.shape(), R"({"a":{"$gt":"<number>","$lt":"<number>"},"b":"<number>"})");
+  EXPECT_EQ(a.shape(), b.shape());
+}
+
+TEST(QueryShape, NumbersOfAnyTypeShareAShape) {
+  Command a(R"({"find":"t","filter":{"qty":5},"$db":"d"})");
+  Command b(R"({"find":"t","filter":{"qty":5.5},"$db":"d"})");
+  Command c(R"({"find":"t","filter":{"qty":{"$numberLong":"5"}},"$db":"d"})");
+  EXPECT_EQ(a.shape(), b.shape());
+  EXPECT_EQ(a.shape(), c.shape());
+}
+
+TEST(QueryShape, InListsCollapse) {
+  Command a(R"({"find":"orders","filter":{"status":{"$in":["a","b","c"]}},"$db":"shop"})");
+  Command b(R"({"find":"orders","filter":{"status":{"$in":["x"]}},"$db":"shop"})");
+  EXPECT_EQ(a.shape(), R"({"status":{"$in":"<array>"}})");
+  EXPECT_EQ(a.shape(), b.shape());
+}
+
+TEST(QueryShape, LogicalOperatorsKeptStructurally) {
+  Command a(R"({"find":"o","filter":{"$or":[{"customerId":"C1"},{"orderId":{"$oid":"65a000000000000000000000"}}]},"$db":"s"})");
+  EXPECT_EQ(a.shape(), R"({"$or":[{"customerId":"<string>"},{"orderId":"<objectId>"}]})");
+}
+
+TEST(QueryShape, FindSortIncludedProjectionNot) {
+  Command a(R"({"find":"orders","filter":{"customerId":"C1"},"sort":{"orderDate":-1},"projection":{"total":1},"limit":20,"$db":"shop"})");
+  EXPECT_EQ(a.shape(), R"({"customerId":"<string>"} sort:{"orderDate":-1})");
+}
+
+TEST(QueryShape, EmptyAndMissingFilter) {
+  Command a(R"({"find":"orders","$db":"shop"})");
+  Command b(R"({"find":"orders","filter":{},"$db":"shop"})");
+  EXPECT_EQ(a.shape(), "{}");
+  EXPECT_EQ(b.shape(), "{}");
+}
+
+TEST(QueryShape, NoValuesLeak) {
+  Command a(R"({"find":"users","filter":{"email":"alice@example.com","age":{"$gt":42},"tags":["secret"],"addr":{"city":"Paris"},"re":{"$regex":"^bob"}},"$db":"app"})");
+  std::string s = a.shape();
+  for (const char* v : {"alice", "42", "secret", "Paris", "bob"}) EXPECT_EQ(s.find(v), std::string::npos) << v << " in " << s;
+  EXPECT_EQ(s, R"({"addr":"<object>","age":{"$gt":"<number>"},"email":"<string>","re":"<regex>","tags":"<array>"})");
+}
+
+TEST(QueryShape, ElemMatchAndNot) {
+  Command a(R"({"find":"o","filter":{"items":{"$elemMatch":{"sku":"X","qty":{"$gte":2}}},"s":{"$not":{"$eq":"a"}}},"$db":"s"})");
+  EXPECT_EQ(a.shape(), R"({"items":{"$elemMatch":{"qty":{"$gte":"<number>"},"sku":"<string>"}},"s":{"$not":{"$eq":"<string>"}}})");
+}
+
+TEST(QueryShape, CountAndDistinct) {
+  Command count(R"({"count":"orders","query":{"status":"pending"},"$db":"shop"})");
+  Command distinct(R"({"distinct":"orders","key":"region","query":{"status":"pending"},"$db":"shop"})");
+  EXPECT_EQ(count.shape(), R"({"status":"<string>"})");
+  EXPECT_EQ(distinct.shape(), R"({"status":"<string>"} key:"region")");
+}
+
+TEST(QueryShape, AggregateKeepsStagesAndFieldPaths) {
+  Command a(R"({"aggregate":"orders","pipeline":[
+      {"$match":{"orderDate":{"$gte":{"$date":"2024-01-01T00:00:00Z"}}}},
+      {"$group":{"_id":{"region":"$region","month":{"$month":"$orderDate"}},"revenue":{"$sum":"$total"}}},
+      {"$sort":{"revenue":-1}},{"$limit":10}],"cursor":{},"$db":"shop"})");
+  EXPECT_EQ(a.shape(),
+            R"([{"$match":{"orderDate":{"$gte":"<date>"}}},{"$group":{"_id":{"region":"$region","month":{"$month":"$orderDate"}},"revenue":{"$sum":"$total"}}},{"$sort":{"revenue":-1}},{"$limit":"<number>"}])");
+}
+
+TEST(QueryShape, UpdateFromSequenceAndBody) {
+  Command seq(R"({"update":"orders","ordered":true,"$db":"shop"})",
+              {{"updates", {R"({"q":{"orderId":"O1"},"u":{"$set":{"status":"shipped"}}})",
+                            R"({"q":{"other":1},"u":{"$set":{"x":1}}})"}}});
+  Command body(R"({"update":"orders","updates":[{"q":{"orderId":"O2"},"u":{"$set":{"status":"paid"}},"multi":true}],"$db":"shop"})");
+  EXPECT_EQ(seq.shape(), R"({"orderId":"<string>"} update:{"$set":{"status":"<string>"}})");
+  EXPECT_EQ(body.shape(), R"({"orderId":"<string>"} update:{"$set":{"status":"<string>"}} multi)");
+}
+
+TEST(QueryShape, ReplacementUpdateAndDelete) {
+  Command repl(R"({"update":"orders","updates":[{"q":{"_id":1},"u":{"name":"x","total":3}}],"$db":"shop"})");
+  Command del(R"({"delete":"orders","$db":"shop"})", {{"deletes", {R"({"q":{"status":"cancelled"},"limit":0})"}}});
+  EXPECT_EQ(repl.shape(), R"({"_id":"<number>"} update:"<replacement>")");
+  EXPECT_EQ(del.shape(), R"({"status":"<string>"})");
+}
+
+TEST(QueryShape, FindAndModifyAndExplain) {
+  Command fam(R"({"findAndModify":"orders","query":{"orderId":"O1"},"update":{"$inc":{"n":1}},"$db":"shop"})");
+  Command explain(R"({"explain":{"find":"orders","filter":{"customerId":"C9"}},"verbosity":"queryPlanner","$db":"shop"})");
+  EXPECT_EQ(fam.shape(), R"({"orderId":"<string>"} update:{"$inc":{"n":"<number>"}})");
+  EXPECT_EQ(explain.shape(), R"(find {"customerId":"<string>"})");
+}
+
+TEST(QueryShape, CommandsWithoutFilter) {
+  Command insert(R"({"insert":"orders","$db":"shop"})", {{"documents", {R"({"customerId":"C1"})"}}});
+  Command hello(R"({"hello":1,"$db":"admin"})");
+  EXPECT_EQ(insert.shape(), "-");
+  EXPECT_EQ(hello.shape(), "-");
+}
+
+TEST(QueryShape, FieldNamesAreEscaped) {
+  Command a(R"({"find":"o","filter":{"we\"ird\\key":1},"$db":"s"})");
+  EXPECT_EQ(a.shape(), R"({"we\"ird\\key":"<number>"})");
+}
+
+TEST(QueryShape, DeepDocumentsAreBounded) {
+  std::string filter = "{\"a\":1}";
+  for (int i = 0; i < 30; ++i) filter = "{\"$and\":[" + filter + "]}";
+  std::string json = "{\"find\":\"o\",\"filter\":" + filter + ",\"$db\":\"s\"}";
+  Command a(json.c_str());
+  std::string s = a.shape();
+  EXPECT_LT(s.size(), 2000u);
+  EXPECT_NE(s.find("<...>"), std::string::npos);
+}
+
+TEST(QueryShape, HashIsStable) {
+  // Shape ids must be the same in every process: this value is part of the /metrics contract.
+  EXPECT_EQ(hashBytes("abc"), hashBytes("abc"));
+  EXPECT_NE(hashBytes("abc"), hashBytes("abd"));
+  EXPECT_NE(hashBytes("abc", 1), hashBytes("abc", 2));
+  EXPECT_NE(hashBytes(std::string(17, 'x')), hashBytes(std::string(18, 'x')));
+}
+
+}  // namespace
+}  // namespace shardscope::stats

@@ -1,0 +1,284 @@
+// Registry and Recorder: counts per shape and class, fan-out, latency, errors, per-shard load,
+// folding of closed sessions, reset, and the bounded shape catalog.
+#include "stats/registry.h"
+
+#include <gtest/gtest.h>
+#include <malloc.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "stats/render.h"
+
+namespace shardscope::stats {
+namespace {
+
+struct Doc {
+  explicit Doc(const std::string& json) {
+    bson_error_t error;
+    doc = bson_new_from_json(reinterpret_cast<const uint8_t*>(json.data()), static_cast<ssize_t>(json.size()), &error);
+    EXPECT_NE(doc, nullptr) << error.message << " in " << json;
+  }
+  ~Doc() { bson_destroy(doc); }
+  Doc(const Doc&) = delete;
+  bson_t* doc;
+};
+
+// A command view over a JSON command (no document sequences).
+struct Command : Doc {
+  explicit Command(const std::string& json) : Doc(json) {
+    bson_init_static(&view.body, bson_get_data(doc), doc->len);
+    bson_iter_t it;
+    bson_iter_init(&it, doc);
+    bson_iter_next(&it);
+    view.name = bson_iter_key(&it);
+    if (BSON_ITER_HOLDS_UTF8(&it)) view.collection = bson_iter_utf8(&it, nullptr);
+    if (bson_iter_init_find(&it, doc, "$db")) view.db = bson_iter_utf8(&it, nullptr);
+  }
+  protocol::CommandView view;
+};
+
+routing::TargetResult target(routing::Targeting t, std::initializer_list<size_t> shards) {
+  routing::TargetResult r;
+  r.targeting = t;
+  for (size_t s : shards) r.shards.set(s);
+  return r;
+}
+
+const ShapeSnapshot* findShape(const Snapshot& snap, std::string_view command, std::string_view shape) {
+  for (const auto& s : snap.shapes)
+    if (s.command == command && s.shape == shape) return &s;
+  return nullptr;
+}
+
+const std::string kByCustomer = R"({"customerId":"<string>"} sort:{"orderDate":-1})";
+const std::string kByStatus = R"({"status":"<string>"})";
+
+TEST(Registry, CountsPerShapeAndClass) {
+  Registry registry;
+  auto a = registry.newRecorder();
+  auto b = registry.newRecorder();
+  a->onConnectionOpen();
+  b->onConnectionOpen();
+  auto single = target(routing::Targeting::Single, {2});
+  auto broadcast = target(routing::Targeting::Broadcast, {0, 1, 2, 3, 4, 5});
+  for (int i = 0; i < 62; ++i) {
+    Command c(R"({"find":"orders","filter":{"customerId":"C)" + std::to_string(i) +
+              R"("},"sort":{"orderDate":-1},"$db":"shop"})");
+    auto& rec = i % 2 ? a : b;
+    OpHandle h = rec->onRequest(c.view, "shop.orders", single, 100);
+    Doc reply(R"({"cursor":{"id":0,"ns":"shop.orders","firstBatch":[]},"ok":1})");
+    rec->onReply(h, reply.doc, 200, 1'000'000);
+  }
+  for (int i = 0; i < 6; ++i) {
+    Command c(R"({"find":"orders","filter":{"status":"pending"},"$db":"shop"})");
+    OpHandle h = a->onRequest(c.view, "shop.orders", broadcast, 80);
+    a->onReply(h, nullptr, 50, 5'000'000);
+  }
+  Snapshot snap = registry.snapshot();
+  const auto* byCustomer = findShape(snap, "find", kByCustomer);
+  const auto* byStatus = findShape(snap, "find", kByStatus);
+  ASSERT_NE(byCustomer, nullptr);
+  ASSERT_NE(byStatus, nullptr);
+  EXPECT_EQ(byCustomer->counters.count, 62u);
+  EXPECT_EQ(byCustomer->counters.byTargeting[0], 62u);
+  EXPECT_EQ(byCustomer->counters.fanout.max, 1u);
+  EXPECT_EQ(byCustomer->counters.bytesIn, 6200u);
+  EXPECT_EQ(byCustomer->counters.bytesOut, 12400u);
+  EXPECT_EQ(byCustomer->counters.latency.total(), 62u);
+  EXPECT_EQ(byStatus->counters.count, 6u);
+  EXPECT_EQ(byStatus->counters.byTargeting[static_cast<size_t>(routing::Targeting::Broadcast)], 6u);
+  EXPECT_EQ(byStatus->counters.fanout.counts[6], 6u);
+  EXPECT_EQ(dominantTargeting(byStatus->counters), "broadcast");
+  EXPECT_EQ(snap.shapes.front().shape, kByCustomer);  // sorted by count
+  EXPECT_EQ(snap.totals.ops, 68u);
+  ASSERT_EQ(snap.shardOps.size(), 6u);
+  EXPECT_EQ(snap.shardOps[2], 68u);
+  EXPECT_EQ(snap.shardOps[0], 6u);
+  EXPECT_EQ(snap.connections.size(), 2u);
+}
+
+TEST(Registry, TotalsSurviveConnectionClose) {
+  Registry registry;
+  {
+    auto rec = registry.newRecorder();
+    rec->onConnectionOpen();
+    Command c(R"({"find":"orders","filter":{"status":"x"},"$db":"shop"})");
+    for (int i = 0; i < 5; ++i) rec->onReply(rec->onRequest(c.view, "shop.orders", target(routing::Targeting::Single, {1}), 10), nullptr, 20, 1000);
+    rec->onConnectionClose();
+  }
+  Snapshot snap = registry.snapshot();
+  ASSERT_NE(findShape(snap, "find", kByStatus), nullptr);
+  EXPECT_EQ(findShape(snap, "find", kByStatus)->counters.count, 5u);
+  EXPECT_EQ(snap.totals.ops, 5u);
+  EXPECT_EQ(snap.totals.replies, 5u);
+  EXPECT_TRUE(snap.connections.empty());
+  EXPECT_EQ(registry.process().connections_opened.load(), 1u);
+  EXPECT_EQ(registry.process().connections_active.load(), 0);
+}
+
+TEST(Registry, ErrorsByCode) {
+  Registry registry;
+  auto rec = registry.newRecorder();
+  Command c(R"({"insert":"orders","$db":"shop"})");
+  auto t = target(routing::Targeting::Single, {0});
+  Doc dup(R"({"n":1,"writeErrors":[{"index":0,"code":11000,"errmsg":"dup"},{"index":1,"code":11000,"errmsg":"dup"}],"ok":1})");
+  Doc fail(R"({"ok":0,"errmsg":"no","code":13,"codeName":"Unauthorized"})");
+  Doc wce(R"({"n":1,"writeConcernError":{"code":64,"errmsg":"timeout"},"ok":1})");
+  Doc ok(R"({"n":1,"ok":1})");
+  rec->onReply(rec->onRequest(c.view, "shop.orders", t, 10), dup.doc, 10, 10);
+  rec->onReply(rec->onRequest(c.view, "shop.orders", t, 10), fail.doc, 10, 10);
+  rec->onReply(rec->onRequest(c.view, "shop.orders", t, 10), wce.doc, 10, 10);
+  rec->onReply(rec->onRequest(c.view, "shop.orders", t, 10), ok.doc, 10, 10);
+  Snapshot snap = registry.snapshot();
+  const auto* s = findShape(snap, "insert", "-");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->counters.count, 4u);
+  EXPECT_EQ(s->counters.errors, 3u);
+  EXPECT_EQ(s->errorCodes.at(11000), 2u);
+  EXPECT_EQ(s->errorCodes.at(13), 1u);
+  EXPECT_EQ(s->errorCodes.at(64), 1u);
+  EXPECT_EQ(snap.totals.errors, 3u);
+}
+
+TEST(Registry, UnparsedAndNoCollection) {
+  Registry registry;
+  auto rec = registry.newRecorder();
+  rec->onUnparsed(40);
+  rec->onDecodeError();
+  Command hello(R"({"hello":1,"$db":"admin"})");
+  rec->onRequest(hello.view, "", target(routing::Targeting::NoCollection, {}), 30);
+  Snapshot snap = registry.snapshot();
+  EXPECT_EQ(snap.totals.byTargeting[static_cast<size_t>(routing::Targeting::Unclassified)], 1u);
+  EXPECT_EQ(snap.totals.byTargeting[static_cast<size_t>(routing::Targeting::NoCollection)], 1u);
+  EXPECT_EQ(snap.totals.unparsed, 1u);
+  EXPECT_EQ(snap.totals.decodeErrors, 1u);
+  const auto* h = findShape(snap, "hello", "-");
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->ns, "admin");  // commands without a collection count under their database
+  EXPECT_EQ(registry.process().unparsed_messages.load(), 1u);
+  EXPECT_EQ(registry.process().decode_errors.load(), 1u);
+}
+
+TEST(Registry, ResetZeroesCountersButKeepsHandlesValid) {
+  Registry registry;
+  auto rec = registry.newRecorder();
+  Command c(R"({"find":"orders","filter":{"status":"x"},"$db":"shop"})");
+  OpHandle pending = rec->onRequest(c.view, "shop.orders", target(routing::Targeting::Single, {0}), 10);
+  registry.reset();
+  EXPECT_EQ(registry.snapshot().totals.ops, 0u);
+  EXPECT_TRUE(registry.snapshot().shapes.empty());
+  rec->onReply(pending, nullptr, 5, 100);  // in flight across the reset: still safe
+  rec->onRequest(c.view, "shop.orders", target(routing::Targeting::Single, {0}), 10);
+  Snapshot snap = registry.snapshot();
+  EXPECT_EQ(snap.totals.ops, 1u);
+  EXPECT_EQ(findShape(snap, "find", kByStatus)->counters.count, 1u);
+}
+
+TEST(Registry, LatencyQuantiles) {
+  LatencyHistogram h;
+  for (int i = 1; i <= 1000; ++i) h.record(static_cast<uint64_t>(i) * 10'000);  // 10us .. 10ms uniform
+  EXPECT_NEAR(static_cast<double>(h.quantile(0.5)), 5e6, 5e6 * 0.25);
+  EXPECT_NEAR(static_cast<double>(h.quantile(0.9)), 9e6, 9e6 * 0.25);
+  EXPECT_NEAR(static_cast<double>(h.quantile(0.99)), 9.9e6, 9.9e6 * 0.25);
+  EXPECT_EQ(h.max, 10'000'000u);
+  EXPECT_LE(h.quantile(1.0), h.max);
+}
+
+// 100,000 distinct shapes into one namespace: the catalog stops at the cap, the rest lands in the
+// namespace's `other` bucket, and memory stays bounded.
+TEST(Registry, ShapeCapBoundsMemory) {
+  StatsOptions options;
+  options.max_shapes_per_namespace = 1000;
+  Registry registry(options);
+  auto rec = registry.newRecorder();
+  auto t = target(routing::Targeting::Broadcast, {0, 1});
+  size_t before = mallinfo2().uordblks;
+  for (int i = 0; i < 100'000; ++i) {
+    Command c(R"({"find":"events","filter":{"f)" + std::to_string(i) + R"(":1},"$db":"shop"})");
+    rec->onReply(rec->onRequest(c.view, "shop.events", t, 10), nullptr, 10, 1000);
+  }
+  size_t grown = mallinfo2().uordblks - before;
+  Snapshot snap = registry.snapshot();
+  EXPECT_LE(snap.shapesTracked, 1001u);
+  EXPECT_LE(rec->cachedShapes(), 4096u);
+  EXPECT_LE(rec->slotCount(), 1001u);
+  const auto* other = findShape(snap, "find", "<other>");
+  ASSERT_NE(other, nullptr);
+  EXPECT_TRUE(other->other);
+  EXPECT_EQ(other->counters.count, 99'000u);
+  EXPECT_EQ(snap.totals.ops, 100'000u);
+  ASSERT_EQ(snap.namespaces.size(), 1u);
+  EXPECT_TRUE(snap.namespaces[0].atCap);
+  EXPECT_LT(grown, 8u * 1024 * 1024) << "catalog and caches should stay small";
+  std::string json = renderJson(snap, {});
+  EXPECT_NE(json.find(R"("namespacesAtCap":["shop.events"])"), std::string::npos);
+  EXPECT_NE(json.find(R"("opsInOther":99000)"), std::string::npos);
+}
+
+TEST(Registry, NamespaceAndSessionBudgets) {
+  StatsOptions options;
+  options.max_namespaces = 3;
+  options.max_shapes_per_recorder = 2;
+  Registry registry(options);
+  auto rec = registry.newRecorder();
+  auto t = target(routing::Targeting::Single, {0});
+  for (int i = 0; i < 10; ++i) {
+    std::string coll = "c" + std::to_string(i);
+    Command c(R"({"find":")" + coll + R"(","filter":{"x":1},"$db":"db"})");
+    rec->onReply(rec->onRequest(c.view, "db." + coll, t, 1), nullptr, 1, 1);
+  }
+  Snapshot snap = registry.snapshot();
+  EXPECT_EQ(snap.namespaces.size(), 4u);  // 3 + "<other>"
+  EXPECT_LE(rec->slotCount(), 2u);
+  uint64_t total = 0, replies = 0;
+  for (const auto& s : snap.shapes) {
+    total += s.counters.count;
+    replies += s.counters.latency.total();
+  }
+  EXPECT_EQ(total, 10u);
+  EXPECT_EQ(replies, 10u);
+}
+
+TEST(Registry, ConcurrentRecordersAndReaders) {
+  Registry registry;
+  constexpr int kThreads = 4, kOps = 20'000;
+  std::atomic<bool> done{false};
+  std::thread reader([&] {
+    while (!done) (void)registry.renderJson({});
+  });
+  std::vector<std::thread> writers;
+  for (int t = 0; t < kThreads; ++t)
+    writers.emplace_back([&] {
+      auto rec = registry.newRecorder();
+      rec->onConnectionOpen();
+      Command c(R"({"find":"orders","filter":{"status":"x"},"$db":"shop"})");
+      for (int i = 0; i < kOps; ++i)
+        rec->onReply(rec->onRequest(c.view, "shop.orders", target(routing::Targeting::Single, {3}), 1), nullptr, 1, 1);
+    });
+  for (auto& w : writers) w.join();
+  done = true;
+  reader.join();
+  Snapshot snap = registry.snapshot();
+  EXPECT_EQ(findShape(snap, "find", kByStatus)->counters.count, static_cast<uint64_t>(kThreads * kOps));
+  EXPECT_EQ(snap.shardOps[3], static_cast<uint64_t>(kThreads * kOps));
+}
+
+TEST(Registry, RecordValuesKeepsASample) {
+  Command c(R"({"find":"users","filter":{"email":"alice@example.com"},"$db":"app"})");
+  for (bool recordValues : {false, true}) {
+    StatsOptions options;
+    options.record_values = recordValues;
+    Registry registry(options);
+    auto rec = registry.newRecorder();
+    rec->onRequest(c.view, "app.users", target(routing::Targeting::Single, {0}), 1);
+    std::string json = registry.renderJson({});
+    std::string metrics = registry.renderPrometheus({});
+    EXPECT_EQ(metrics.find("alice"), std::string::npos);
+    EXPECT_EQ(json.find("alice") != std::string::npos, recordValues) << json;
+  }
+}
+
+}  // namespace
+}  // namespace shardscope::stats
