@@ -5,7 +5,7 @@
 #
 #   bash bench/run.sh [--duration S (10)] [--rate OPS (10000)] [--idle N (9900)] [--quick]
 #                     [--no-pin] [--no-ferret] [--no-mongobetween] [--no-results] [--out FILE]
-#                     [--quiet-wait S (30)] [--priority NICE (-10)] [--profile]
+#                     [--quiet-wait S (10)] [--priority NICE (-20)] [--profile]
 # --profile adds a perf profile of shardscope (routing + stats) under the closed-loop load (~15 s more).
 # The machine should be otherwise idle: the script waits up to --quiet-wait seconds for other processes
 # to calm down and flags every run during which they used more than 0.15 of a core.
@@ -23,7 +23,7 @@ if [[ -z "${BENCH_RUN_SESSION:-}" ]] && command -v setsid >/dev/null; then
 fi
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cache="${SHARDSCOPE_CACHE:-$HOME/.cache/shardscope}"
-duration=10 rate=10000 idle=9900 pin=1 ferret=1 mongobetween=1 write_results=1 quick=0 quiet_wait=30 profile=0 priority=-10
+duration=10 rate=10000 idle=9900 pin=1 ferret=1 mongobetween=1 write_results=1 quick=0 quiet_wait=10 profile=0 priority=-20
 results="$here/bench/RESULTS.md"
 cmdline="bash bench/run.sh $*"
 while (($#)); do
@@ -260,8 +260,13 @@ for kind in haproxy shardscope-fwd shardscope-full mongobetween; do
   log "$kind (pid $proxy_pid)"
   loadgen --label "$kind" --target "127.0.0.1:$port" "${common[@]}" --duration "$duration" --mix "$mix_canned" \
     --watch "proxy=$proxy_pid" --watch "upstream=$up_pid" || note "$kind: throughput run failed"
+  # The latency run puts the proxy on CPU 0 too: at this low rate one core is plenty, and a wake-up on the
+  # other vCPU (an IPI; the vCPU may have been idle or running another session's build) would add its own
+  # 50-200 µs here, which is the machine's cost, not the proxy's.
+  ((pin)) && taskset -a -p -c 0 "$proxy_pid" >/dev/null
   loadgen --label "$kind" --target "127.0.0.1:$port" "${common[@]}" --duration $((duration * 3 / 4)) --rate "$rate" \
     --mix "$mix_canned" --watch "proxy=$proxy_pid" --watch "upstream=$up_pid" || note "$kind: latency run failed"
+  ((pin)) && taskset -a -p -c 1 "$proxy_pid" >/dev/null
   loadgen --label "$kind" --target "127.0.0.1:$port" --idle "$idle" --watch "proxy=$proxy_pid" \
     || note "$kind: idle-connection run stopped early"
   kill -0 "$proxy_pid" 2>/dev/null || note "$kind: the proxy process died during the run ($(tail -2 "$work/$kind.log" | tr '\n' ' '))"
@@ -279,30 +284,37 @@ for kind in shardscope-fwd-malloc shardscope-full-malloc; do
 done
 
 # End to end: FerretDB (SQLite) as the upstream, direct and through shardscope with everything on.
+# Each row gets a fresh FerretDB: its finds scan the collection, so a database that earlier rows
+# filled with inserts would make later rows slower.
 if ((ferret)); then
-  fdir="$work/ferret"
-  [[ -d /dev/shm && -w /dev/shm ]] && fdir="$(mktemp -d /dev/shm/shardscope-bench-ferret.XXXXXX)"  # no fsync waits
-  mkdir -p "$fdir"
-  fport=$(free_port)
-  $cpu_load "$FERRETDB" --handler=sqlite --sqlite-url="file:$fdir/" --listen-addr="127.0.0.1:$fport" \
-    --debug-addr=- --telemetry=disable --log-level=error >"$work/ferretdb.log" 2>&1 &
-  ferret_pid=$!
-  pids+=("$ferret_pid")
-  if wait_port "$fport" "$ferret_pid" 20; then
-    fcommon=(--connections 16 --depth 1 --warmup 1 --duration 5 --mix "$mix_ferret" --watch "upstream=$ferret_pid")
-    log "ferretdb direct"
-    loadgen --label ferret-direct --target "127.0.0.1:$fport" "${fcommon[@]}" || true
-    port=$(free_port)
-    if proxy_upstream="mongodb://127.0.0.1:$fport/" start_proxy shardscope-full "$port"; then
-      log "ferretdb through shardscope-full"
-      loadgen --label ferret-shardscope-full --target "127.0.0.1:$port" "${fcommon[@]}" --watch "proxy=$proxy_pid" || true
-      stop_pid "$proxy_pid"
+  for row in ferret-direct ferret-shardscope-full; do
+    fdir="$work/ferret-$row"
+    [[ -d /dev/shm && -w /dev/shm ]] && fdir="$(mktemp -d /dev/shm/shardscope-bench-ferret.XXXXXX)"  # no fsync waits
+    mkdir -p "$fdir"
+    fport=$(free_port)
+    $cpu_load "$FERRETDB" --handler=sqlite --sqlite-url="file:$fdir/" --listen-addr="127.0.0.1:$fport" \
+      --debug-addr=- --telemetry=disable --log-level=error >"$work/$row-ferretdb.log" 2>&1 &
+    ferret_pid=$!
+    pids+=("$ferret_pid")
+    if wait_port "$fport" "$ferret_pid" 20; then
+      fcommon=(--connections 16 --depth 1 --warmup 1 --duration 5 --mix "$mix_ferret" --watch "upstream=$ferret_pid")
+      if [[ "$row" == ferret-direct ]]; then
+        log "ferretdb direct"
+        loadgen --label "$row" --target "127.0.0.1:$fport" "${fcommon[@]}" || true
+      else
+        port=$(free_port)
+        if proxy_upstream="mongodb://127.0.0.1:$fport/" start_proxy shardscope-full "$port"; then
+          log "ferretdb through shardscope-full"
+          loadgen --label "$row" --target "127.0.0.1:$port" "${fcommon[@]}" --watch "proxy=$proxy_pid" || true
+          stop_pid "$proxy_pid"
+        fi
+      fi
+    else
+      note "FerretDB did not start ($(tail -2 "$work/$row-ferretdb.log" | tr '\n' ' '))"
     fi
-  else
-    note "FerretDB did not start ($(tail -2 "$work/ferretdb.log" | tr '\n' ' '))"
-  fi
-  stop_pid "$ferret_pid"
-  [[ "$fdir" == /dev/shm/* ]] && rm -rf "$fdir"
+    stop_pid "$ferret_pid"
+    [[ "$fdir" == /dev/shm/* ]] && rm -rf "$fdir"
+  done
 fi
 
 # Optional: where shardscope (routing + stats) spends its CPU under the closed-loop load.

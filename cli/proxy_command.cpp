@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "config/loader.h"
+#include "proxy/admin_extensions.h"
 #include "proxy/admin_server.h"
 #include "proxy/proxy_setup.h"
 #include "proxy/server.h"
@@ -50,6 +51,8 @@ int runProxy(int argc, char** argv) {
     server.start();
     if (!ctx.config.admin.empty()) {
       admin = proxy::makeAdminServer(io, ctx);
+      admin->extend(proxy::evaluationExtension(ctx));
+      admin->extend(proxy::rewriteExtension(ctx));
       admin->start();
       spdlog::info("admin endpoint on http://{}:{}/", ctx.config.admin.host, admin->port());
     }

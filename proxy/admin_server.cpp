@@ -89,6 +89,7 @@ struct AdminServer::Impl : std::enable_shared_from_this<Impl> {
   const std::function<bool()> ready;
   const std::function<std::vector<std::string>()> shard_names;
   const AdminLimits limits;
+  AdminExtension extension;
   tcp::acceptor acceptor;
   uint16_t bound_port = 0;
   std::atomic<bool> stopped{false};
@@ -118,7 +119,19 @@ AdminResponse AdminServer::Impl::route(std::string_view method, std::string_view
   const Route* found = nullptr;
   for (const auto& r : kRoutes)
     if (r.path == path) found = &r;
-  if (!found) return text(404, "not found\n");
+  if (!found) {
+    for (const auto& r : extension.routes) {
+      if (r.path != path) continue;
+      bool ok = r.allow == "POST" ? method == "POST" : get;
+      if (!ok) {
+        AdminResponse res = text(405, "method not allowed\n");
+        res.allow = r.allow;
+        return res;
+      }
+      return r.handler(query);
+    }
+    return text(404, "not found\n");
+  }
   bool allowed = found->allow == "POST" ? method == "POST" : get;
   if (!allowed) {
     AdminResponse r = text(405, "method not allowed\n");
@@ -145,9 +158,16 @@ AdminResponse AdminServer::Impl::route(std::string_view method, std::string_view
       top = parsed;
     }
     r.body = registry.renderJson(shards(), top);
+    // Extension sections join the top-level object: {..., "rewrite": {...}}.
+    for (const auto& [key, render] : extension.stats_sections) {
+      if (r.body.empty() || r.body.back() != '}') break;
+      r.body.pop_back();
+      r.body += ",\"" + key + "\":" + render() + "}";
+    }
     r.contentType = kJson;
   } else if (path == "/metrics") {
     r.body = registry.renderPrometheus(shards());
+    for (const auto& append : extension.metrics) append(r.body);
     r.contentType = kPrometheus;
   } else {
     r.body = dashboardPage();
@@ -290,6 +310,12 @@ void AdminServer::stop() {
 }
 
 uint16_t AdminServer::port() const { return impl_->bound_port; }
+
+void AdminServer::extend(AdminExtension extension) {
+  for (auto& r : extension.routes) impl_->extension.routes.push_back(std::move(r));
+  for (auto& s : extension.stats_sections) impl_->extension.stats_sections.push_back(std::move(s));
+  for (auto& m : extension.metrics) impl_->extension.metrics.push_back(std::move(m));
+}
 
 AdminResponse AdminServer::handle(std::string_view method, std::string_view target,
                                   std::string_view authorization) const {

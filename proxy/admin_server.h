@@ -32,6 +32,19 @@ struct AdminResponse {
   std::string allow;  // for 405
 };
 
+// Features beyond statistics (evaluation, rewrite, mirror, config) plug in their own pages and
+// their own sections of /stats and /metrics, so the server does not depend on each of them.
+struct AdminExtension {
+  struct Route {
+    std::string path;  // exact path, e.g. "/evaluate"
+    std::string allow;  // "GET, HEAD" or "POST"
+    std::function<AdminResponse(std::string_view query)> handler;
+  };
+  std::vector<Route> routes;
+  std::vector<std::pair<std::string, std::function<std::string()>>> stats_sections;  // key -> JSON value
+  std::vector<std::function<void(std::string&)>> metrics;  // append Prometheus text
+};
+
 class AdminServer {
  public:
   AdminServer(boost::asio::io_context& io, const std::string& host, uint16_t port, std::string bearerToken,
@@ -49,6 +62,8 @@ class AdminServer {
 
   // Routes one request. `authorization` is the Authorization header's value (may be empty).
   AdminResponse handle(std::string_view method, std::string_view target, std::string_view authorization) const;
+  // Call before start().
+  void extend(AdminExtension extension);
 
  private:
   struct Impl;

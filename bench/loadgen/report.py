@@ -67,8 +67,10 @@ def main():
       f"real OP_MSG messages; {duration} s measured after 2 s warm-up (closed loop), "
       f"then an open-loop run at {int(float(rate)):,} ops/s for the added-latency columns")
     if pin == "1":
-        w("- CPU layout: load generator + canned upstream pinned to CPU 0, the proxy under test pinned to CPU 1 "
-          "(`taskset`), one proxy thread; every row does identical work on CPU 0")
+        w("- CPU layout: closed loop — load generator + canned upstream pinned to CPU 0, the proxy under test pinned to "
+          "CPU 1 (`taskset`), one proxy thread, so every row does identical work on CPU 0; open-loop latency runs — "
+          "the proxy moved to CPU 0 as well (no cross-CPU wake-ups, whose cost on this VM is 50–200 µs and not the "
+          "proxy's)")
     else:
         w("- CPU layout: not pinned (scheduler's choice)")
     w("")
@@ -209,7 +211,7 @@ def main():
     w("## End to end: FerretDB (SQLite) upstream")
     w("")
     if fd or fs:
-        w("16 connections, depth 1, find 70 % / insert 15 % / update 15 %, 5 s closed loop.")
+        w("16 connections, depth 1, find 70 % / insert 15 % / update 15 %, 5 s closed loop, a fresh FerretDB (SQLite in /dev/shm) per row, pinned with the load generator on CPU 0.")
         w("")
         w("| setup | ops/s | p50 µs | p99 µs | proxy CPU µs/op | errors |")
         w("|---|---:|---:|---:|---:|---:|")

@@ -320,3 +320,56 @@ def test_message_over_max_message_size_is_refused(wire_peer, proxy):
     time.sleep(0.2)
     assert not [f for f in peer.frames_snapshot() if f.command_name == "insert"], "oversized message was forwarded"
     assert px.alive()
+
+
+def test_pipelined_requests_answered_in_order(wire_peer, proxy):
+    """Several requests written back to back on one connection (plus a moreToCome write in between)."""
+    peer = wire_peer()
+    px = proxy(peer.uri)
+    with RawClient.for_address(px.address) as rc:
+        rc.hello()
+        frames = [encode_op_msg({"ping": 1, "seq": i, "$db": "admin"}) for i in range(5)]
+        frames.insert(2, encode_op_msg({"insert": "p", "$db": "pipe", "writeConcern": {"w": 0}},
+                                       flags=FLAG_MORE_TO_COME, sequences={"documents": [{"_id": 1}]}))
+        frames.append(encode_op_msg({"find": "p", "filter": {}, "$db": "pipe"}))
+        rc.send(b"".join(frames))
+        expected = [f for f in frames if not (int.from_bytes(f[16:20], "little") & FLAG_MORE_TO_COME)]
+        for f in expected:
+            reply = rc.recv_message(timeout=10)
+            assert reply is not None
+            assert reply.response_to == int.from_bytes(f[4:8], "little", signed=True)
+        assert reply.reply_doc["cursor"]["firstBatch"] == [{"_id": 1}]
+    assert px.alive()
+
+
+def test_killcursors_reaches_upstream(wire_peer, proxy):
+    peer = wire_peer()
+    px = proxy(peer.uri)
+    client = pymongo.MongoClient(px.uri, serverSelectionTimeoutMS=10000)
+    try:
+        coll = client.kc.items
+        coll.insert_many([{"_id": i} for i in range(100)])
+        cur = coll.find({}, batch_size=10)
+        next(cur)
+        cursor_id = cur.cursor_id
+        assert cursor_id
+        cur.close()
+        f = peer.wait_for(lambda f: f.command_name == "killCursors", timeout=10)
+        assert f is not None, "killCursors never reached the upstream"
+        assert [int(c) for c in f.message.command["cursors"]] == [int(cursor_id)]
+        assert coll.find_one({"_id": 99}) == {"_id": 99}
+    finally:
+        client.close()
+
+
+def test_hello_through_proxy_matches_upstream(ferretdb, proxy):
+    """The handshake reply is the upstream's, apart from per-connection fields."""
+    px = proxy(ferretdb.uri)
+    replies = []
+    for addr in (ferretdb.address, px.address):
+        with RawClient.for_address(addr) as rc:
+            replies.append(rc.hello().reply_doc)
+    direct, through = replies
+    volatile = {"localTime", "connectionId", "compression", "topologyVersion", "$clusterTime", "operationTime"}
+    assert {k: v for k, v in through.items() if k not in volatile} == \
+        {k: v for k, v in direct.items() if k not in volatile}

@@ -1,0 +1,453 @@
+// `shardscope replay`: replays a capture file (docs/capture-format.md) against an upstream, one
+// connection per captured connection with its order and relative timing kept, or feeds it to the
+// shard-key evaluation without any upstream (--evaluate). The whole capture is validated first: a
+// truncated or corrupt file is refused with the offset where it breaks, and nothing is replayed.
+#include <arpa/inet.h>
+#include <mongoc/mongoc.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "cli/commands.h"
+#include "evaluation/evaluator.h"
+#include "protocol/command_view.h"
+#include "protocol/op_msg.h"
+#include "protocol/op_query.h"
+#include "protocol/wire.h"
+#include "routing/routing_file.h"
+#include "shadow/capture_format.h"
+#include "shadow/command_prep.h"
+#include "shadow/reply_summary.h"
+
+namespace shardscope::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void usage(FILE* out) {
+  std::fputs(
+      "usage: shardscope replay FILE --upstream URI [--speed X] [--no-timing] [--json]\n"
+      "       shardscope replay FILE --evaluate [--json] [--routing FILE] [--shards N] [--candidate NS=KEYJSON]...\n"
+      "  FILE          a capture (segment 0); rotated segments FILE.1, FILE.2, ... are read after it\n"
+      "  --upstream    replay a full capture: one connection per captured connection, in order\n"
+      "  --speed X     timing factor (2 = twice as fast); --no-timing sends as fast as replies allow\n"
+      "  --evaluate    feed the requests to the shard-key evaluation; works on redacted captures\n"
+      "  --validate    only check the file(s) and print a summary\n",
+      out);
+}
+
+struct CapturedRequest {
+  uint64_t time_ns = 0;
+  int32_t request_id = 0;
+  uint8_t flags = 0;
+  std::vector<uint8_t> payload;
+  int64_t reply_cursor = 0;  // the cursor id the captured reply returned (for mapping)
+  bool reply_ok = true;
+  bool has_reply = false;
+};
+
+struct Capture {
+  shadow::CaptureMode mode = shadow::CaptureMode::Redacted;
+  std::map<uint64_t, std::vector<CapturedRequest>> connections;  // by captured connection id
+  std::vector<std::pair<uint64_t, size_t>> order;                 // (connection, index) in file order
+  uint64_t records = 0, dropped = 0, first_ns = UINT64_MAX;
+  uint32_t segments = 0;
+};
+
+int failWith(const std::string& message, int code = 2) {
+  std::fprintf(stderr, "shardscope replay: %s\n", message.c_str());
+  return code;
+}
+
+// Reads and validates every segment; any corruption fails the whole load.
+bool loadCapture(const std::string& path, Capture& cap, std::string& error) {
+  uint64_t captureId = 0;
+  std::unordered_map<uint64_t, std::unordered_map<int32_t, std::pair<uint64_t, size_t>>> byRequest;
+  for (uint32_t seg = 0;; ++seg) {
+    const std::string file = seg == 0 ? path : path + "." + std::to_string(seg);
+    FILE* f = std::fopen(file.c_str(), "rb");
+    if (!f) {
+      if (seg == 0) {
+        error = file + ": " + std::strerror(errno);
+        return false;
+      }
+      break;
+    }
+    std::unique_ptr<FILE, int (*)(FILE*)> guard(f, std::fclose);
+    shadow::CaptureReader reader(f);
+    shadow::FileHeader header;
+    if (reader.readHeader(header, error) != shadow::CaptureReader::Status::Ok) {
+      error = file + ": " + error;
+      return false;
+    }
+    if (seg == 0) {
+      captureId = header.capture_id;
+      cap.mode = header.mode;
+    } else if (header.capture_id != captureId) {
+      break;  // a stale segment of an older capture
+    } else if (header.segment != seg) {
+      error = file + ": segment number " + std::to_string(header.segment) + ", expected " + std::to_string(seg);
+      return false;
+    }
+    ++cap.segments;
+    shadow::Record r;
+    for (;;) {
+      auto s = reader.next(r, error);
+      if (s == shadow::CaptureReader::Status::End) break;
+      if (s == shadow::CaptureReader::Status::Corrupt) {
+        error = file + ": " + error;
+        return false;
+      }
+      ++cap.records;
+      if (r.type == shadow::RecordType::Dropped) cap.dropped += r.extra;
+      if (r.type == shadow::RecordType::Request) {
+        auto& list = cap.connections[r.connection_id];
+        CapturedRequest q;
+        q.time_ns = r.time_ns;
+        q.request_id = r.request_id;
+        q.flags = r.flags;
+        q.payload.assign(r.payload.begin(), r.payload.end());
+        cap.first_ns = std::min(cap.first_ns, r.time_ns);
+        list.push_back(std::move(q));
+        cap.order.emplace_back(r.connection_id, list.size() - 1);
+        byRequest[r.connection_id][r.request_id] = {r.connection_id, list.size() - 1};
+      } else if (r.type == shadow::RecordType::Reply && (r.flags & shadow::kPayloadWireMessage)) {
+        auto c = byRequest.find(r.connection_id);
+        if (c == byRequest.end()) continue;
+        auto q = c->second.find(r.response_to);
+        if (q == c->second.end()) continue;
+        auto& req = cap.connections[r.connection_id][q->second.second];
+        protocol::OpMsg msg;
+        if (protocol::readHeader(r.payload.data()).opCode == static_cast<int32_t>(protocol::OpCode::Msg) &&
+            protocol::decodeOpMsg(r.payload, msg, {.verifyChecksum = false, .validateBson = false}).ok()) {
+          auto s = shadow::summarizeReply(msg.body);
+          req.has_reply = true;
+          req.reply_ok = s.ok;
+          req.reply_cursor = s.cursor_id;
+        }
+        c->second.erase(q);
+      }
+    }
+  }
+  return true;
+}
+
+// A command view over a captured request, full (wire message) or redacted (BSON summary).
+struct ViewHolder {
+  protocol::OpMsg msg;
+  protocol::OpQuery query;
+  protocol::CommandView view;
+  std::string fullName;
+  bool build(const CapturedRequest& q) {
+    if (q.flags & shadow::kPayloadWireMessage) {
+      auto op = protocol::readHeader(q.payload.data()).opCode;
+      if (op == static_cast<int32_t>(protocol::OpCode::Msg))
+        return protocol::decodeOpMsg(q.payload, msg).ok() && protocol::buildCommandView(msg, view).ok();
+      if (op == static_cast<int32_t>(protocol::OpCode::Query))
+        return protocol::decodeOpQuery(q.payload, query).ok() &&
+               protocol::buildCommandViewFromQuery(query.fullCollectionName, query.query, view).ok();
+      return false;
+    }
+    bson_t doc;
+    bson_iter_t it;
+    if (!bson_init_static(&doc, q.payload.data(), q.payload.size())) return false;
+    std::string db;
+    if (bson_iter_init_find(&it, &doc, "db") && BSON_ITER_HOLDS_UTF8(&it)) db = bson_iter_utf8(&it, nullptr);
+    if (!bson_iter_init_find(&it, &doc, "body") || !BSON_ITER_HOLDS_DOCUMENT(&it)) return false;
+    uint32_t len;
+    const uint8_t* data;
+    bson_iter_document(&it, &len, &data);
+    fullName = db + ".$cmd";
+    return protocol::buildCommandViewFromQuery(fullName, {data, len}, view).ok();
+  }
+};
+
+// ---- --evaluate --------------------------------------------------------------------------------
+
+int runEvaluate(const Capture& cap, bool json, const std::string& routingFile, uint32_t shards,
+                const std::vector<std::pair<std::string, std::string>>& candidates) {
+  evaluation::EvaluationOptions options;
+  if (shards) options.simulated_shards = shards;
+  options.configured_candidates = candidates;
+  evaluation::Evaluator evaluator(options);
+  if (!routingFile.empty()) {
+    std::string error;
+    auto table = routing::loadRoutingFile(routingFile, error);
+    if (!table) return failWith(error);
+    evaluator.setCurrentKeys(table);
+  }
+  auto observer = evaluator.newObserver();
+  uint64_t observed = 0, unparsed = 0;
+  std::string ns;
+  for (const auto& [conn, index] : cap.order) {
+    const auto& q = cap.connections.at(conn)[index];
+    ViewHolder v;
+    if (!v.build(q)) {
+      ++unparsed;
+      continue;
+    }
+    observer->observe(v.view, v.view.ns(ns));
+    ++observed;
+  }
+  observer->flush();
+  std::string out = json ? evaluator.renderJson() : evaluator.renderText();
+  std::fputs(out.c_str(), stdout);
+  if (!out.empty() && out.back() != '\n') std::fputc('\n', stdout);
+  std::fprintf(stderr, "shardscope replay: evaluated %llu request(s) from a %s capture (%llu unparsed)\n",
+               static_cast<unsigned long long>(observed), shadow::captureModeName(cap.mode),
+               static_cast<unsigned long long>(unparsed));
+  return 0;
+}
+
+// ---- --upstream ------------------------------------------------------------------------------
+
+struct Totals {
+  std::atomic<uint64_t> sent{0}, replies{0}, errors{0}, outcome_changed{0}, skipped{0}, failed_connections{0};
+};
+
+int connectTo(const std::string& host, uint16_t port, std::string& error) {
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_socktype = SOCK_STREAM;
+  if (int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res); rc != 0) {
+    error = gai_strerror(rc);
+    return -1;
+  }
+  int fd = -1;
+  for (auto* a = res; a; a = a->ai_next) {
+    fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+    if (fd < 0) continue;
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) break;
+    ::close(fd);
+    fd = -1;
+  }
+  freeaddrinfo(res);
+  if (fd < 0) {
+    error = std::string("connect: ") + std::strerror(errno);
+    return -1;
+  }
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  timeval tv{60, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd;
+}
+
+bool sendAll(int fd, const std::vector<uint8_t>& bytes) {
+  size_t at = 0;
+  while (at < bytes.size()) {
+    ssize_t n = ::send(fd, bytes.data() + at, bytes.size() - at, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    at += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool recvExact(int fd, uint8_t* into, size_t n) {
+  size_t at = 0;
+  while (at < n) {
+    ssize_t k = ::recv(fd, into + at, n - at, 0);
+    if (k <= 0) return false;
+    at += static_cast<size_t>(k);
+  }
+  return true;
+}
+
+bool readMessage(int fd, std::vector<uint8_t>& out) {
+  out.resize(protocol::kHeaderSize);
+  if (!recvExact(fd, out.data(), protocol::kHeaderSize)) return false;
+  int32_t len = protocol::loadInt32(out.data());
+  if (len < static_cast<int32_t>(protocol::kHeaderSize) || static_cast<uint32_t>(len) > protocol::kDefaultMaxMessageSize)
+    return false;
+  out.resize(static_cast<size_t>(len));
+  return recvExact(fd, out.data() + protocol::kHeaderSize, out.size() - protocol::kHeaderSize);
+}
+
+void replayConnection(const std::vector<CapturedRequest>& requests, const std::string& host, uint16_t port,
+                      Clock::time_point start, uint64_t firstNs, double speed, bool timing, Totals& totals) {
+  std::string error;
+  int fd = connectTo(host, port, error);
+  if (fd < 0) {
+    totals.failed_connections++;
+    std::fprintf(stderr, "shardscope replay: %s:%u: %s\n", host.c_str(), port, error.c_str());
+    return;
+  }
+  std::unordered_map<int64_t, int64_t> cursors;  // captured cursor id -> replayed cursor id
+  int32_t nextId = 1;
+  std::vector<uint8_t> out, reply;
+  for (const auto& q : requests) {
+    if (timing) {
+      auto due = start + std::chrono::nanoseconds(static_cast<int64_t>(static_cast<double>(q.time_ns - firstNs) / speed));
+      std::this_thread::sleep_until(due);
+    }
+    ViewHolder v;
+    const int32_t op = protocol::readHeader(q.payload.data()).opCode;
+    bool moreToCome = false;
+    out.clear();
+    if (op == static_cast<int32_t>(protocol::OpCode::Msg) && v.build(q)) {
+      bson_t body = BSON_INITIALIZER;
+      shadow::ForeignOptions fo;  // sessions and transactions are kept: the replay is one client
+      fo.map_cursor = [&](int64_t id) -> int64_t {
+        auto it = cursors.find(id);
+        return it == cursors.end() ? 0 : it->second;
+      };
+      shadow::buildForeignCommand(v.view, fo, &body);
+      protocol::MsgHeader h{0, nextId++, 0, static_cast<int32_t>(protocol::OpCode::Msg)};
+      moreToCome = v.msg.moreToCome();
+      uint32_t flags = moreToCome ? protocol::kMoreToCome : 0;  // no checksum, no exhaust
+      protocol::encodeOpMsg(h, flags, {bson_get_data(&body), body.len}, v.msg.sequences, out);
+      bson_destroy(&body);
+    } else if (op == static_cast<int32_t>(protocol::OpCode::Query)) {
+      out = q.payload;  // the legacy hello: sent as captured, with a fresh request id
+      protocol::storeInt32(out.data() + 4, nextId++);
+    } else {
+      totals.skipped++;
+      continue;
+    }
+    if (!sendAll(fd, out)) {
+      totals.errors++;
+      break;
+    }
+    totals.sent++;
+    if (moreToCome) continue;
+    if (!readMessage(fd, reply)) {
+      totals.errors++;
+      break;
+    }
+    totals.replies++;
+    protocol::OpMsg msg;
+    if (protocol::readHeader(reply.data()).opCode != static_cast<int32_t>(protocol::OpCode::Msg) ||
+        !protocol::decodeOpMsg(reply, msg, {.verifyChecksum = false, .validateBson = false}).ok())
+      continue;
+    auto s = shadow::summarizeReply(msg.body);
+    if (q.has_reply && s.ok != q.reply_ok) totals.outcome_changed++;
+    if (q.reply_cursor && s.cursor_id && v.view.name != "getMore") cursors[q.reply_cursor] = s.cursor_id;
+  }
+  ::close(fd);
+}
+
+int runUpstream(const Capture& cap, const std::string& uriText, double speed, bool timing, bool json) {
+  if (cap.mode != shadow::CaptureMode::Full)
+    return failWith("a redacted capture has no values and cannot be replayed against an upstream "
+                    "(capture with capture.mode: full, or use --evaluate)");
+  mongoc_init();
+  bson_error_t err;
+  mongoc_uri_t* uri = mongoc_uri_new_with_error(uriText.c_str(), &err);
+  if (!uri) return failWith(std::string("--upstream: ") + err.message);
+  const mongoc_host_list_t* hosts = mongoc_uri_get_hosts(uri);
+  const bool tls = mongoc_uri_get_tls(uri);
+  const bool auth = mongoc_uri_get_username(uri) != nullptr;
+  std::string host = hosts ? hosts->host : "127.0.0.1";
+  uint16_t port = hosts ? hosts->port : 27017;
+  mongoc_uri_destroy(uri);
+  if (tls || auth)
+    return failWith("--upstream: replay speaks plain, unauthenticated TCP (no TLS, no credentials in the URI)");
+  if (cap.dropped)
+    std::fprintf(stderr, "shardscope replay: warning: the capture lost %llu record(s) while recording\n",
+                 static_cast<unsigned long long>(cap.dropped));
+  Totals totals;
+  const auto start = Clock::now();
+  std::vector<std::thread> threads;
+  for (const auto& [conn, requests] : cap.connections)
+    threads.emplace_back(replayConnection, std::cref(requests), host, port, start, cap.first_ns, speed, timing,
+                         std::ref(totals));
+  for (auto& t : threads) t.join();
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  char line[512];
+  std::snprintf(line, sizeof line,
+                json ? "{\"connections\": %zu, \"sent\": %llu, \"replies\": %llu, \"errors\": %llu, "
+                       "\"outcomeChanged\": %llu, \"skipped\": %llu, \"failedConnections\": %llu, \"seconds\": %.3f}\n"
+                     : "replayed %zu connection(s): %llu request(s) sent, %llu repl(ies), %llu error(s), "
+                       "%llu outcome change(s), %llu skipped, %llu connection(s) failed, %.3f s\n",
+                cap.connections.size(), static_cast<unsigned long long>(totals.sent.load()),
+                static_cast<unsigned long long>(totals.replies.load()), static_cast<unsigned long long>(totals.errors.load()),
+                static_cast<unsigned long long>(totals.outcome_changed.load()),
+                static_cast<unsigned long long>(totals.skipped.load()),
+                static_cast<unsigned long long>(totals.failed_connections.load()), seconds);
+  std::fputs(line, stdout);
+  return totals.errors || totals.failed_connections ? 1 : 0;
+}
+
+}  // namespace
+
+int runReplay(int argc, char** argv) {
+  std::string file, upstream, routingFile;
+  double speed = 1.0;
+  bool timing = true, evaluate = false, json = false, validateOnly = false;
+  uint32_t shards = 0;
+  std::vector<std::pair<std::string, std::string>> candidates;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&](std::string& into) {
+      if (i + 1 >= argc) return false;
+      into = argv[++i];
+      return true;
+    };
+    std::string v;
+    if (arg == "--help" || arg == "-h") {
+      usage(stdout);
+      return 0;
+    } else if (arg == "--upstream") {
+      if (!value(upstream)) return failWith("--upstream needs a URI");
+    } else if (arg == "--speed") {
+      if (!value(v)) return failWith("--speed needs a number");
+      speed = std::atof(v.c_str());
+      if (!(speed > 0)) return failWith("--speed must be positive");
+    } else if (arg == "--no-timing") {
+      timing = false;
+    } else if (arg == "--evaluate") {
+      evaluate = true;
+    } else if (arg == "--validate") {
+      validateOnly = true;
+    } else if (arg == "--json") {
+      json = true;
+    } else if (arg == "--routing") {
+      if (!value(routingFile)) return failWith("--routing needs a file");
+    } else if (arg == "--shards") {
+      if (!value(v)) return failWith("--shards needs a number");
+      shards = static_cast<uint32_t>(std::atoi(v.c_str()));
+    } else if (arg == "--candidate") {
+      if (!value(v) || v.find('=') == std::string::npos) return failWith("--candidate needs NS=KEYJSON");
+      candidates.emplace_back(v.substr(0, v.find('=')), v.substr(v.find('=') + 1));
+    } else if (!arg.empty() && arg[0] != '-' && file.empty()) {
+      file = arg;
+    } else {
+      usage(stderr);
+      return failWith("unknown option " + arg);
+    }
+  }
+  if (file.empty()) {
+    usage(stderr);
+    return failWith("a capture FILE is required");
+  }
+  if (!validateOnly && evaluate == !upstream.empty()) return failWith("give exactly one of --upstream URI or --evaluate");
+  Capture cap;
+  std::string error;
+  if (!loadCapture(file, cap, error)) return failWith("refusing to replay: " + error, 3);
+  if (validateOnly) {
+    size_t requests = cap.order.size();
+    std::printf("{\"mode\": \"%s\", \"segments\": %u, \"records\": %llu, \"requests\": %zu, \"connections\": %zu, "
+                "\"dropped\": %llu}\n",
+                shadow::captureModeName(cap.mode), cap.segments, static_cast<unsigned long long>(cap.records), requests,
+                cap.connections.size(), static_cast<unsigned long long>(cap.dropped));
+    return 0;
+  }
+  if (evaluate) return runEvaluate(cap, json, routingFile, shards, candidates);
+  return runUpstream(cap, upstream, speed, timing, json);
+}
+
+}  // namespace shardscope::cli

@@ -1,0 +1,117 @@
+#include "proxy/admin_extensions.h"
+
+#include "routing/lookup_guard.h"
+#include "stats/json_writer.h"
+
+namespace shardscope::proxy {
+namespace {
+
+AdminResponse json(std::string body) {
+  AdminResponse r;
+  r.contentType = "application/json";
+  r.body = std::move(body);
+  return r;
+}
+
+std::string_view queryValue(std::string_view query, std::string_view name) {
+  while (!query.empty()) {
+    auto amp = query.find('&');
+    auto pair = query.substr(0, amp);
+    if (pair.substr(0, pair.find('=')) == name && pair.find('=') != std::string_view::npos)
+      return pair.substr(pair.find('=') + 1);
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return {};
+}
+
+constexpr routing::Targeting kClasses[] = {routing::Targeting::Single, routing::Targeting::Multi,
+                                           routing::Targeting::Broadcast, routing::Targeting::Unsharded,
+                                           routing::Targeting::NoCollection, routing::Targeting::Unclassified};
+constexpr routing::FallbackCause kCauses[] = {routing::FallbackCause::EmptyRead, routing::FallbackCause::MissingInValue,
+                                              routing::FallbackCause::NoMatchWrite};
+
+std::string renderRewrite(const ProxyContext& ctx) {
+  std::string out;
+  stats::JsonWriter w(out);
+  w.beginArray();
+  for (const auto& index : ctx.lookups) {
+    const auto& rule = index->rule();
+    auto& st = index->stats();
+    auto m = index->store().counters();
+    w.beginObject().field("ns", std::string_view(rule.ns)).field("lookupField", std::string_view(rule.lookup_field));
+    w.key("addFields").beginArray();
+    for (const auto& f : rule.add_fields) w.value(std::string_view(f));
+    w.endArray();
+    w.field("applied", st.applied());
+    w.key("targetingBefore").beginObject();
+    for (auto t : kClasses) w.field(routing::targetingName(t), st.before(t));
+    w.endObject().key("targetingAfter").beginObject();
+    for (auto t : kClasses) w.field(routing::targetingName(t), st.after(t));
+    w.endObject().key("fallbacks").beginObject();
+    for (auto c : kCauses) w.field(routing::fallbackCauseName(c), st.fallbacks(c));
+    w.endObject().key("skipped").beginObject();
+    for (const auto& [why, n] : st.skipped()) w.field(why, n);
+    w.endObject().key("mapping").beginObject();
+    w.field("size", m.size).field("capacity", m.capacity).field("hits", m.hits).field("misses", m.misses);
+    w.field("learned", m.learned).field("corrected", m.corrected).field("evicted", m.evicted).field("forgotten", m.forgotten);
+    w.endObject().endObject();
+  }
+  w.endArray();
+  return out;
+}
+
+void appendRewriteMetrics(const ProxyContext& ctx, std::string& out) {
+  if (ctx.lookups.empty()) return;
+  out += "# HELP shardscope_rewrites_total Lookup rewrites applied, by namespace and targeting before/after.\n"
+         "# TYPE shardscope_rewrites_total counter\n";
+  for (const auto& index : ctx.lookups)
+    for (auto b : kClasses)
+      if (index->stats().before(b))
+        out += "shardscope_rewrites_total{ns=\"" + index->rule().ns + "\",before=\"" +
+               std::string(routing::targetingName(b)) + "\"} " + std::to_string(index->stats().before(b)) + "\n";
+  out += "# HELP shardscope_rewrite_fallbacks_total Rewritten commands re-run as written, by cause.\n"
+         "# TYPE shardscope_rewrite_fallbacks_total counter\n";
+  for (const auto& index : ctx.lookups)
+    for (auto c : kCauses)
+      out += "shardscope_rewrite_fallbacks_total{ns=\"" + index->rule().ns + "\",cause=\"" +
+             std::string(routing::fallbackCauseName(c)) + "\"} " + std::to_string(index->stats().fallbacks(c)) + "\n";
+  out += "# HELP shardscope_rewrite_mappings Mappings held in memory.\n# TYPE shardscope_rewrite_mappings gauge\n";
+  for (const auto& index : ctx.lookups)
+    out += "shardscope_rewrite_mappings{ns=\"" + index->rule().ns + "\"} " +
+           std::to_string(index->store().counters().size) + "\n";
+}
+
+}  // namespace
+
+AdminExtension evaluationExtension(ProxyContext& ctx) {
+  AdminExtension ext;
+  if (!ctx.evaluator) return ext;
+  auto* evaluator = ctx.evaluator.get();
+  ext.routes.push_back({"/evaluate", "GET, HEAD", [evaluator](std::string_view query) {
+                          if (queryValue(query, "format") == "text") {
+                            AdminResponse r;
+                            r.body = evaluator->renderText();
+                            return r;
+                          }
+                          return json(evaluator->renderJson());
+                        }});
+  ext.routes.push_back({"/evaluate/sketches", "GET, HEAD",
+                        [evaluator](std::string_view) { return json(evaluator->exportSketches()); }});
+  ext.routes.push_back({"/evaluate/reset", "POST", [evaluator](std::string_view) {
+                          evaluator->reset();
+                          return json("{\"reset\":true}\n");
+                        }});
+  return ext;
+}
+
+AdminExtension rewriteExtension(ProxyContext& ctx) {
+  AdminExtension ext;
+  if (ctx.lookups.empty()) return ext;
+  ext.routes.push_back({"/rewrite", "GET, HEAD", [&ctx](std::string_view) { return json(renderRewrite(ctx)); }});
+  ext.stats_sections.emplace_back("rewrite", [&ctx] { return renderRewrite(ctx); });
+  ext.metrics.push_back([&ctx](std::string& out) { appendRewriteMetrics(ctx, out); });
+  return ext;
+}
+
+}  // namespace shardscope::proxy
