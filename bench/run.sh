@@ -269,7 +269,11 @@ for kind in haproxy shardscope-fwd shardscope-full mongobetween; do
   ((pin)) && taskset -a -p -c 1 "$proxy_pid" >/dev/null
   loadgen --label "$kind" --target "127.0.0.1:$port" --idle "$idle" --watch "proxy=$proxy_pid" \
     || note "$kind: idle-connection run stopped early"
-  kill -0 "$proxy_pid" 2>/dev/null || note "$kind: the proxy process died during the run ($(tail -2 "$work/$kind.log" | tr '\n' ' '))"
+  if ! kill -0 "$proxy_pid" 2>/dev/null; then
+    st=0
+    wait "$proxy_pid" 2>/dev/null || st=$?
+    note "$kind: the proxy process died during the run (exit status $st$( ((st > 128)) && echo ", signal $((st - 128))"); log: $(tail -2 "$work/$kind.log" | tr '\n' ' '))"
+  fi
   stop_pid "$proxy_pid"
 done
 

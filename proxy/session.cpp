@@ -221,6 +221,7 @@ std::span<const uint8_t> Session::onOpMsgRequest(std::span<uint8_t> message, std
   if (!r.ok()) throw ProtocolError(std::string(r.error));
 
   std::span<const uint8_t> out = message;
+  const protocol::CommandView* routed = &view_;
   const bool firstHello = protocol::isHelloCommand(view_.name) && !handshake_seen_;
   if (firstHello) {
     // The proxy negotiates compression on each hop itself: the client's offer is answered from
@@ -234,9 +235,13 @@ std::span<const uint8_t> Session::onOpMsgRequest(std::span<uint8_t> message, std
     out = request_rewritten_;
   } else {
     protocol::clearUnknownOptionalFlags(message);
-    if (auto* index = ctx_.lookupFor(view_.ns(ns_buffer_))) out = applyLookupRule(*index, message);
+    if (auto* index = ctx_.lookupFor(view_.ns(ns_buffer_))) {
+      out = applyLookupRule(*index, message);
+      if (pending_rewrite_) routed = &rewritten_view_;
+    }
   }
-  registerRequest(view_, msg_.header.requestId, static_cast<uint32_t>(message.size()), clientCompressor, firstHello);
+  registerRequest(view_, *routed, msg_.header.requestId, static_cast<uint32_t>(message.size()), clientCompressor,
+                  firstHello);
   return toUpstream(out, protocol::isNeverCompressed(view_.name), request_wire_);
 }
 
@@ -261,18 +266,19 @@ std::span<const uint8_t> Session::onQueryRequest(std::span<uint8_t> message) {
     bson_destroy(&rewritten);
     out = request_rewritten_;
   }
-  registerRequest(view_, query.header.requestId, static_cast<uint32_t>(message.size()), std::nullopt, firstHello);
+  registerRequest(view_, view_, query.header.requestId, static_cast<uint32_t>(message.size()), std::nullopt, firstHello);
   return toUpstream(out, true, request_wire_);
 }
 
-void Session::registerRequest(const protocol::CommandView& view, int32_t requestId, uint32_t bytes,
+void Session::registerRequest(const protocol::CommandView& view, const protocol::CommandView& routed, int32_t requestId,
+                              uint32_t bytes,
                               std::optional<Compressor> clientCompressor, bool firstHello) {
   routing::TargetResult target;
   const routing::RoutingTable* table = ctx_.routing.current(routing_snapshot_);
   if (table) {
-    target = routing::target(*table, view, &cursors_, false);
+    target = routing::target(*table, routed, &cursors_, false);
   } else {
-    target.targeting = view.collection.empty() ? routing::Targeting::NoCollection : routing::Targeting::Unsharded;
+    target.targeting = routed.collection.empty() ? routing::Targeting::NoCollection : routing::Targeting::Unsharded;
     target.reason = "no routing table loaded";
   }
   if (view.name == "killCursors") forgetKilledCursors(view);
@@ -291,7 +297,10 @@ void Session::registerRequest(const protocol::CommandView& view, int32_t request
   op.reply_compressor = clientCompressor;
   op.lookup = ctx_.lookups.empty() ? nullptr : ctx_.lookupFor(view.ns(ns_buffer_));
   op.rewrite = std::move(pending_rewrite_);
-  if (op.rewrite) op.lookup->stats().onRewrite(op.rewrite->before, target.targeting);
+  if (op.rewrite) {
+    op.lookup->stats().onRewrite(op.rewrite->before, target.targeting);
+    stats_->onRewrite(op.stats, op.rewrite->before);
+  }
   if (view.moreToCome) {  // fire-and-forget (w:0): no reply will come
     stats_->onReply(op.stats, nullptr, 0, 0);
     return;
@@ -334,8 +343,9 @@ std::span<const uint8_t> Session::applyLookupRule(routing::LookupIndex& index, s
     if (seq.identifier == plan.sequence_id) seq.documents = plan.sequence_docs;
   protocol::encodeOpMsg(msg_.header, msg_.flags, plan.body, sequences, request_rewritten_);
   state->plan = std::move(plan);
-  // Target and record the command as it will run.
-  if (!protocol::decodeOpMsg(request_rewritten_, msg_).ok() || !protocol::buildCommandView(msg_, view_).ok())
+  // Targeted as it will run; recorded under the shape the client sent.
+  if (!protocol::decodeOpMsg(request_rewritten_, rewritten_msg_).ok() ||
+      !protocol::buildCommandView(rewritten_msg_, rewritten_view_).ok())
     throw std::logic_error("lookup rewrite produced an undecodable message");
   pending_rewrite_ = std::move(state);
   return request_rewritten_;
@@ -390,6 +400,7 @@ std::span<const uint8_t> Session::rerunOriginal(const PendingOp& op, routing::Fa
   // The rewritten command's reply is dropped; the client's original runs in its place, under a
   // request id of the proxy's own (negative: drivers never use those).
   op.lookup->stats().onFallback(cause);
+  stats_->onRewriteFallback(op.stats);
   spdlog::debug("conn={} lookup rewrite fell back ({})", id_, routing::fallbackCauseName(cause));
   PendingOp retry = op;
   retry.request_id = next_proxy_request_id_--;

@@ -51,7 +51,10 @@ class Session : public std::enable_shared_from_this<Session> {
   std::span<const uint8_t> toClient(std::span<const uint8_t> message, const PendingOp* op);
   std::span<const uint8_t> rewriteHelloReply(std::span<const uint8_t> message, const bson_t* body);
   std::span<const uint8_t> toUpstream(std::span<const uint8_t> message, bool neverCompress, std::vector<uint8_t>& scratch);
-  void registerRequest(const protocol::CommandView& view, int32_t requestId, uint32_t bytes,
+  // `view` is the command as the client sent it (statistics, evaluation); `routed` as it goes
+  // upstream (targeting), which differs when a lookup rule rewrote it.
+  void registerRequest(const protocol::CommandView& view, const protocol::CommandView& routed, int32_t requestId,
+                       uint32_t bytes,
                        std::optional<protocol::Compressor> clientCompressor, bool firstHello);
   void forgetKilledCursors(const protocol::CommandView& view);
 
@@ -88,6 +91,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::vector<uint8_t> rerun_message_, rerun_wire_;  // a rewritten command's original, re-run
   protocol::OpMsg msg_;
   protocol::OpMsg reply_msg_;
+  protocol::OpMsg rewritten_msg_;  // a lookup rewrite's output, decoded for targeting
+  protocol::CommandView rewritten_view_;
   protocol::CommandView view_;
   std::string ns_buffer_;
 

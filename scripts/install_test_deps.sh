@@ -12,6 +12,8 @@ cache="${SHARDSCOPE_CACHE:-$HOME/.cache/shardscope}"
 ferret_version="v1.24.2"
 mkdir -p "$cache/bin"
 log() { printf '[install_test_deps] %s\n' "$*" >&2; }
+# A Go toolchain installed from the upstream tarball may not be on PATH in non-login shells.
+if ! command -v go >/dev/null && [[ -x /usr/local/go/bin/go ]]; then export PATH="/usr/local/go/bin:$PATH"; fi
 
 # ---------------------------------------------------------------- FerretDB
 # `go install github.com/FerretDB/FerretDB/cmd/ferretdb@v1.24.2` builds a binary that panics at start:

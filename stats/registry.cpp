@@ -209,6 +209,25 @@ void Recorder::onReply(OpHandle h, const bson_t* replyBody, uint32_t bytesOut, u
   if (r.error) ++totals_.errors;
 }
 
+void Recorder::onRewrite(OpHandle h, routing::Targeting before) {
+  if (!h.valid()) return;
+  auto update = [before](ShapeCounters& c) {
+    ++c.rewrites;
+    ++c.beforeRewrite[static_cast<size_t>(before)];
+  };
+  if (h.shared) return registry_.updateShared(h.slot, update);
+  std::lock_guard lock(mutex_);
+  if (h.slot < slots_.size()) update(slots_[h.slot].counters);
+}
+
+void Recorder::onRewriteFallback(OpHandle h) {
+  if (!h.valid()) return;
+  auto update = [](ShapeCounters& c) { ++c.rewriteFallbacks; };
+  if (h.shared) return registry_.updateShared(h.slot, update);
+  std::lock_guard lock(mutex_);
+  if (h.slot < slots_.size()) update(slots_[h.slot].counters);
+}
+
 void Recorder::onConnectionOpen() {
   if (open_.exchange(true)) return;
   bump(registry_.process_.connections_opened);
@@ -292,6 +311,11 @@ void Registry::recordShared(uint32_t shapeId, const routing::TargetResult& targe
   std::lock_guard lock(mutex_);
   applyRequest(retired_[shapeId], target, shardCount, bytesIn, nowMs);
   if (shardCount) addShardOps(retired_shard_ops_, target.shards);
+}
+
+void Registry::updateShared(uint32_t shapeId, const std::function<void(ShapeCounters&)>& update) {
+  std::lock_guard lock(mutex_);
+  update(retired_[shapeId]);
 }
 
 void Registry::replyShared(uint32_t shapeId, uint64_t latencyNs, uint32_t bytesOut, bool error,

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -57,6 +58,10 @@ class Recorder {
   void onReply(OpHandle h, const bson_t* replyBody, uint32_t bytesOut, uint64_t latencyNs);
   // A legacy opcode or a frame the engine could not parse: counted as unclassified.
   OpHandle onUnparsed(uint32_t bytesIn);
+  // A lookup rule rewrote the command (targeted as `before` when written by the client), or the
+  // rewrite fell back to the original.
+  void onRewrite(OpHandle h, routing::Targeting before);
+  void onRewriteFallback(OpHandle h);
   void onConnectionOpen();
   void onConnectionClose();
   void onDecodeError();
@@ -133,6 +138,7 @@ class Registry {
   uint32_t intern(uint64_t hash, std::string_view ns, std::string_view command, std::string_view shape);
   uint32_t internLocked(uint64_t hash, std::string_view ns, std::string_view command, std::string_view shape);
   void recordShared(uint32_t shapeId, const routing::TargetResult& target, uint32_t bytesIn, int64_t nowMs);
+  void updateShared(uint32_t shapeId, const std::function<void(ShapeCounters&)>& update);
   void replyShared(uint32_t shapeId, uint64_t latencyNs, uint32_t bytesOut, bool error, const int32_t* codes,
                    size_t ncodes, uint64_t extraCodes);
   void retire(Recorder& recorder);

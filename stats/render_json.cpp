@@ -77,6 +77,12 @@ void writeShape(JsonWriter& w, const ShapeSnapshot& s, bool recordValues) {
   w.field("broadcastShare", c.count ? static_cast<double>(broadcast) / static_cast<double>(c.count) : 0.0);
   w.key("shardsTouched");
   writeFanout(w, c.fanout);
+  if (c.rewrites) {
+    w.key("rewrite").beginObject().field("applied", c.rewrites);
+    w.key("targetingBefore");
+    writeTargeting(w, c.beforeRewrite);
+    w.field("fallbacks", c.rewriteFallbacks).endObject();
+  }
   w.key("latency");
   writeLatency(w, c.latency);
   w.key("errors").beginObject();

@@ -54,9 +54,17 @@ struct ShapeCounters {
   uint64_t bytesOut = 0;
   int64_t firstSeenMs = 0;  // unix ms; 0 = never
   int64_t lastSeenMs = 0;
+  // Lookup rewrites of this shape: how many, how they were targeted as the client wrote them
+  // (byTargeting holds the class after the rewrite), and how many fell back to the original.
+  uint64_t rewrites = 0;
+  std::array<uint64_t, kTargetingCount> beforeRewrite{};
+  uint64_t rewriteFallbacks = 0;
 
   ShapeCounters& operator+=(const ShapeCounters& o) {
     count += o.count;
+    rewrites += o.rewrites;
+    for (size_t i = 0; i < kTargetingCount; ++i) beforeRewrite[i] += o.beforeRewrite[i];
+    rewriteFallbacks += o.rewriteFallbacks;
     for (size_t i = 0; i < kTargetingCount; ++i) byTargeting[i] += o.byTargeting[i];
     fanout += o.fanout;
     latency += o.latency;

@@ -715,7 +715,8 @@ int runLoad(const Options& o, const Messages& m) {
   std::printf("  loadgen CPU %.2f s (%.2f us/op)\n", self_b - self_a,
               total.ops ? (self_b - self_a) * 1e6 / static_cast<double>(total.ops) : 0);
   double watched = 0;
-  for (auto& x : w) watched += x.b.cpu_s - x.a.cpu_s;
+  for (auto& x : w)
+    if (x.b.ok) watched += x.b.cpu_s - x.a.cpu_s;
   double others = std::max(0.0, (busy_b - busy_a) - (self_b - self_a) - watched) / secs;
   std::printf("  machine busy %.2f cores; other processes %.2f cores%s\n", (busy_b - busy_a) / secs, others,
               others > 0.15 ? "  (WARNING: the machine was not idle; figures are disturbed)" : "");
@@ -733,6 +734,11 @@ int runLoad(const Options& o, const Messages& m) {
      << ",\"p999\":" << sus(0.999) << "},\"loadgen_cpu_s\":" << (self_b - self_a) << ",\"machine_busy_cores\":" << (busy_b - busy_a) / secs
      << ",\"other_cores\":" << others << ",\"watch\":{";
   for (size_t i = 0; i < w.size(); ++i) {
+    if (!w[i].b.ok) {
+      std::printf("  %-10s EXITED during the measurement window\n", w[i].name.c_str());
+      js << (i ? "," : "") << "\"" << jsonEscape(w[i].name) << "\":{\"alive\":false}";
+      continue;
+    }
     double cpu = w[i].b.cpu_s - w[i].a.cpu_s;
     double per = total.ops ? cpu * 1e6 / static_cast<double>(total.ops) : 0;
     std::printf("  %-10s CPU %.2f s (%.2f us/op, %.0f%% of a core), RSS %ld KiB\n", w[i].name.c_str(), cpu, per,

@@ -105,11 +105,14 @@ def main():
         elif o and label == "direct":
             added = f"(base {o['service_us']['p50']:.1f} / {o['service_us']['p99']:.1f})"
         proxy = (c or {}).get("watch", {}).get("proxy")
-        cpu = fmt(proxy["cpu_us_per_op"], 2) if proxy else "—"
+        died = proxy is not None and proxy.get("alive") is False
+        if died:
+            proxy = None
+        cpu = "died" if died else (fmt(proxy["cpu_us_per_op"], 2) if proxy else "—")
         capacity = fmt(1e6 / proxy["cpu_us_per_op"]) if proxy and proxy["cpu_us_per_op"] > 0 else "—"
         rss = fmt(proxy["rss_kib"] / 1024, 1) if proxy else "—"
         per_conn = "—"
-        if idle_run and "proxy" in idle_run.get("watch", {}):
+        if idle_run and "proxy" in idle_run.get("watch", {}) and idle_run.get("connections", 0) > 0:
             per_conn = f"{idle_run['watch']['proxy']['kib_per_conn']:.1f} (N={idle_run['connections']:,})"
         errs = sum((r or {}).get("errors", 0) for r in (c, o))
         first = next((r["first_error"] for r in (c, o) if r and r.get("first_error")), "")
@@ -138,7 +141,7 @@ def main():
     full_idle = pick(runs, "shardscope-full", "idle")
     def verdict(ok):
         return "**met**" if ok else "**not met**"
-    if full and full.get("ops") and haproxy and haproxy.get("ops"):
+    if full and full.get("ops") and haproxy and haproxy.get("ops") and full["watch"].get("proxy", {}).get("alive", True):
         ratio = full["ops_per_s"] / haproxy["ops_per_s"]
         cap_full = 1 / full["watch"]["proxy"]["cpu_us_per_op"]
         cap_h = 1 / haproxy["watch"]["proxy"]["cpu_us_per_op"]
@@ -149,7 +152,7 @@ def main():
         a99 = full_open["service_us"]["p99"] - direct_open["service_us"]["p99"]
         w(f"- added latency at 64 connections ({int(float(rate)):,} ops/s): p50 {a50:+.1f} µs (target ≤ 25) — "
           f"{verdict(a50 <= 25)}; p99 {a99:+.1f} µs (target ≤ 150) — {verdict(a99 <= 150)}")
-    if full_idle and "proxy" in full_idle.get("watch", {}):
+    if full_idle and "proxy" in full_idle.get("watch", {}) and full_idle.get("connections", 0) > 0:
         k = full_idle["watch"]["proxy"]["kib_per_conn"]
         w(f"- RSS per idle client connection: {k:.1f} KiB at N = {full_idle['connections']:,} (target ≤ 64 KiB at "
           f"10,000) — {verdict(k <= 64)}")
@@ -170,6 +173,7 @@ def main():
             continue
         up = c["watch"].get("upstream")
         px = c["watch"].get("proxy")
+        px = px if px and px.get("alive", True) else None
         w(f"| {title} | {c['loadgen_cpu_s'] * 1e6 / c['ops']:.2f} | {fmt(up['cpu_us_per_op'] if up else None, 2)} | "
           f"{fmt(px['cpu_us_per_op'] if px else None, 2)} | {c['machine_busy_cores']:.2f} | {c['other_cores']:.2f} |")
     w("")
@@ -220,6 +224,7 @@ def main():
                 w(f"| {name} | not measured ({(r or {}).get('error', '')}) | | | | |")
                 continue
             px = r["watch"].get("proxy")
+            px = px if px and px.get("alive", True) else None
             err = str(r["errors"]) + (f" ({r['first_error'][:80]})" if r.get("first_error") else "")
             w(f"| {name} | {r['ops_per_s']:,.0f} | {r['lat_us']['p50']:.1f} | {r['lat_us']['p99']:.1f} | "
               f"{fmt(px['cpu_us_per_op'] if px else None, 2)} | {err} |")

@@ -171,12 +171,13 @@ class DriverPrograms:
         return self._cmds[driver]
 
     def _build_go(self) -> list[str]:
-        if shutil.which("go") is None:
+        go = shutil.which("go") or ("/usr/local/go/bin/go" if os.path.exists("/usr/local/go/bin/go") else None)
+        if go is None:
             pytest.fail("go toolchain not found")
         src = DRIVERS_DIR / "go"
         out = TEST_CACHE_DIR / f"go-scenario-{_digest(src / 'main.go', src / 'go.mod', src / 'go.sum')}"
         if not out.exists():
-            r = subprocess.run(["go", "build", "-o", str(out) + ".tmp", "."], cwd=src,
+            r = subprocess.run([go, "build", "-o", str(out) + ".tmp", "."], cwd=src,
                                capture_output=True, text=True, timeout=480)
             if r.returncode != 0:
                 pytest.fail(f"go build failed:\n{r.stderr}")

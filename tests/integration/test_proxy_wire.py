@@ -157,7 +157,7 @@ def test_sigterm_drains_and_exits_zero(wire_peer, proxy):
     while px.alive() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not px.alive(), "proxy still running 15 s after SIGTERM"
-    assert px.process.proc.returncode == 0, (px.process.proc.returncode, px.stderr_text()[-3000:])
+    assert px.process.exit_code() == 0, (px.process.exit_code(), px.stderr_text()[-3000:])
 
 
 def test_exhaust_cursor_streams_through_proxy(wire_peer, proxy):
@@ -242,7 +242,7 @@ def test_sigterm_waits_for_in_flight_request(wire_peer, proxy):
     while px.alive() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not px.alive()
-    assert px.process.proc.returncode == 0, px.stderr_text()[-3000:]
+    assert px.process.exit_code() == 0, px.stderr_text()[-3000:]
 
 
 def test_concurrent_clients_through_proxy(ferretdb, proxy):

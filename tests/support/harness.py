@@ -112,7 +112,12 @@ class ManagedProcess:
         return self.proc.pid if self.proc else None
 
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        """Running (an exited but unreaped process counts as not alive)."""
+        return self.proc is not None and self.proc.returncode is None and not self._exited_unreaped()
+
+    def exit_code(self) -> int | None:
+        """The exit code once the process has ended (reaps it), else None."""
+        return None if self.proc is None else self.proc.poll()
 
     def stderr_text(self) -> str:
         try:
@@ -140,28 +145,37 @@ class ManagedProcess:
                             f"{' '.join(self.argv)}\n--- stderr ---\n{self.stderr_text()[-4000:]}")
 
     def send_signal(self, sig: int) -> None:
-        if self.alive():
+        if self.proc is not None and self.proc.returncode is None and not self._exited_unreaped():
             try:
                 os.killpg(self.proc.pid, sig)
             except ProcessLookupError:
                 pass
 
+    def _exited_unreaped(self) -> bool:
+        """True once the main process has exited; it stays a zombie (its pid is not reused)."""
+        try:
+            return os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        except ChildProcessError:  # already reaped
+            return True
+
     def stop(self, timeout: float = 10.0, sig: int = signal.SIGTERM) -> int | None:
         """Stops the process group; returns the exit code of the main process."""
         if self.proc is None:
             return None
-        if self.proc.poll() is None:
-            self.send_signal(sig)
-            try:
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.send_signal(signal.SIGKILL)
-                self.proc.wait(timeout=10)
-        # Reap anything left in the group (children of the main process).
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        if self.proc.returncode is None:
+            if not self._exited_unreaped():
+                self.send_signal(sig)
+                deadline = time.monotonic() + timeout
+                while not self._exited_unreaped() and time.monotonic() < deadline:
+                    time.sleep(0.02)
+            # Kill whatever is left in the group (children of the main process) while the main
+            # process is still an unreaped zombie, so the group id cannot belong to anyone else.
+            if self.proc.returncode is None:
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            self.proc.wait(timeout=10)
         self.returncode = self.proc.returncode
         if self in _LIVE:
             _LIVE.remove(self)

@@ -1,0 +1,80 @@
+"""A stalled or dying shadow never hurts the primary: clients see no error, their latency stays
+within noise of a run without mirroring, and what the shadow could not take is counted."""
+from __future__ import annotations
+
+import statistics
+import time
+
+import pymongo
+import pytest
+
+from mirror_helpers import mirror_args, mirror_stats, wait_mirror
+
+pytestmark = pytest.mark.needs_proxy
+
+OPS = 300
+
+
+def timed_reads(uri: str) -> list[float]:
+    c = pymongo.MongoClient(uri, retryReads=False, socketTimeoutMS=5000)
+    coll = c.shop.orders
+    coll.find_one({"_id": 0})  # connect and warm up
+    lat = []
+    for i in range(OPS):
+        t0 = time.perf_counter()
+        doc = coll.find_one({"_id": i % 100})
+        lat.append(time.perf_counter() - t0)
+        assert doc is not None and doc["_id"] == i % 100
+    c.close()
+    return lat
+
+
+def p50(v):
+    return statistics.median(v)
+
+
+def p95(v):
+    return sorted(v)[int(len(v) * 0.95)]
+
+
+def assert_within_noise(baseline: list[float], mirrored: list[float]) -> None:
+    # Generous: the machine is shared with builds. A primary that waited for a stalled shadow
+    # would take seconds per operation, far outside these bounds.
+    assert p50(mirrored) <= 3 * p50(baseline) + 0.005, (p50(baseline), p50(mirrored))
+    assert p95(mirrored) <= 3 * p95(baseline) + 0.020, (p95(baseline), p95(mirrored))
+
+
+def seed(uri: str) -> None:
+    pymongo.MongoClient(uri).shop.orders.insert_many([{"_id": i, "v": i} for i in range(100)])
+
+
+def test_stalled_shadow_costs_the_primary_nothing(ferretdb, proxy, wire_peer):
+    seed(ferretdb.uri)
+    peer = wire_peer()
+    peer.add_fault("stop_reading", command="find", count=1000)
+    baseline = timed_reads(proxy(ferretdb.uri).uri)
+    px = proxy(ferretdb.uri, *mirror_args(peer.uri, queue_size=20, timeout_ms=60000), admin=True)
+    mirrored = timed_reads(px.uri)
+    assert_within_noise(baseline, mirrored)
+    m = mirror_stats(px.admin_url)
+    assert m["counters"]["droppedQueueFull"] >= OPS - 20 - 2 * 2, m  # queue + in-flight per worker
+    assert m["queue"]["depth"] <= m["queue"]["capacity"]
+    assert px.alive()
+
+
+def test_shadow_dies_mid_run(ferretdb_factory, proxy):
+    primary, shadow = ferretdb_factory(), ferretdb_factory()
+    seed(primary.uri)
+    seed(shadow.uri)
+    baseline = timed_reads(proxy(primary.uri).uri)
+    px = proxy(primary.uri, *mirror_args(shadow.uri, queue_size=50, timeout_ms=1000), admin=True)
+    c = pymongo.MongoClient(px.uri, retryReads=False)
+    for i in range(20):
+        c.shop.orders.find_one({"_id": i})
+    wait_mirror(px.admin_url, lambda m: m["counters"]["compared"] >= 20)
+    shadow.kill()
+    mirrored = timed_reads(px.uri)  # no client error (asserted inside)
+    assert_within_noise(baseline, mirrored)
+    m = wait_mirror(px.admin_url, lambda m: m["counters"]["shadowErrors"] + m["counters"]["droppedQueueFull"] >= 10)
+    assert m["counters"]["divergent"] == 0, m  # an unanswered shadow is an error, not a divergence
+    assert px.alive()
