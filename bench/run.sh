@@ -3,7 +3,7 @@
 # shardscope with routing + admin/statistics, and mongobetween; plus shardscope against FerretDB.
 # Prints one table and writes bench/RESULTS.md. All traffic stays on 127.0.0.1; the run takes ~4 min.
 #
-#   bash bench/run.sh [--duration S (10)] [--rate OPS (10000)] [--idle N (9900)] [--quick]
+#   bash bench/run.sh [--duration S (10)] [--rate OPS (5000)] [--idle N (9900)] [--quick]
 #                     [--no-pin] [--no-ferret] [--no-mongobetween] [--no-results] [--out FILE]
 #                     [--quiet-wait S (10)] [--priority NICE (-20)] [--profile]
 # --profile adds a perf profile of shardscope (routing + stats) under the closed-loop load (~15 s more).
@@ -23,7 +23,7 @@ if [[ -z "${BENCH_RUN_SESSION:-}" ]] && command -v setsid >/dev/null; then
 fi
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cache="${SHARDSCOPE_CACHE:-$HOME/.cache/shardscope}"
-duration=10 rate=10000 idle=9900 pin=1 ferret=1 mongobetween=1 write_results=1 quick=0 quiet_wait=10 profile=0 priority=-20
+duration=10 rate=5000 idle=9900 pin=1 ferret=1 mongobetween=1 write_results=1 quick=0 quiet_wait=10 profile=0 priority=-20
 results="$here/bench/RESULTS.md"
 cmdline="bash bench/run.sh $*"
 while (($#)); do

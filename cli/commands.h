@@ -7,5 +7,6 @@ int runProxy(int argc, char** argv);
 int runExplain(int argc, char** argv);
 int runStats(int argc, char** argv);
 int runEvaluate(int argc, char** argv);
+int runReplay(int argc, char** argv);
 
 }  // namespace shardscope::cli

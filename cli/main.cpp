@@ -16,6 +16,7 @@ void printUsage(FILE* out) {
       "  explain   offline targeting: --routing FILE (--command JSON | --range JSON)\n"
       "  stats     live routing statistics of a running proxy: --admin URL [--json]\n"
       "  evaluate  shard-key evaluation from one or many sidecars: --from URL [--from URL ...] [--json]\n"
+      "  replay    replay a capture: FILE --upstream URI [--speed X] | FILE --evaluate\n"
       "\n"
       "Run 'shardscope <command> --help' for the options of a command.\n",
       out);
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
   if (command == "explain") return runExplain(argc - 1, argv + 1);
   if (command == "stats") return runStats(argc - 1, argv + 1);
   if (command == "evaluate") return runEvaluate(argc - 1, argv + 1);
+  if (command == "replay") return runReplay(argc - 1, argv + 1);
   std::fprintf(stderr, "shardscope: unknown command '%s'\n\n", argv[1]);
   printUsage(stderr);
   return 2;

@@ -12,6 +12,7 @@
 #include "proxy/admin_extensions.h"
 #include "proxy/admin_server.h"
 #include "proxy/proxy_setup.h"
+#include "proxy/reloader.h"
 #include "proxy/server.h"
 #include "proxy/upstream_probe.h"
 
@@ -36,6 +37,7 @@ int runProxy(int argc, char** argv) {
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::from_str(loaded.config.log_level));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  for (const auto& w : loaded.warnings) spdlog::warn("config: {}", w);
 
   proxy::ProxyContext ctx;
   std::string error;
@@ -44,15 +46,19 @@ int runProxy(int argc, char** argv) {
     return 2;
   }
 
-  asio::io_context io(static_cast<int>(ctx.config.threads));
+  // One thread (the sidecar default): no reactor locking, and sessions need no strand.
+  asio::io_context io(ctx.config.threads == 1 ? BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO : static_cast<int>(ctx.config.threads));
   proxy::Server server(io, ctx);
   std::unique_ptr<proxy::AdminServer> admin;
+  proxy::Reloader reloader(ctx, args, environ);
   try {
     server.start();
     if (!ctx.config.admin.empty()) {
       admin = proxy::makeAdminServer(io, ctx);
       admin->extend(proxy::evaluationExtension(ctx));
       admin->extend(proxy::rewriteExtension(ctx));
+      admin->extend(proxy::shadowExtension(ctx));
+      admin->extend(proxy::configExtension(reloader));
       admin->start();
       spdlog::info("admin endpoint on http://{}:{}/", ctx.config.admin.host, admin->port());
     }
@@ -65,11 +71,22 @@ int runProxy(int argc, char** argv) {
   spdlog::info("shardscope proxy listening on {}:{}, upstream {}", server.localEndpoint().address().to_string(),
                server.localEndpoint().port(), ctx.config.upstream);
 
+  // SIGHUP reloads; the handler re-arms itself.
+  asio::signal_set hangup(io, SIGHUP);
+  std::function<void(const boost::system::error_code&, int)> onHangup = [&](const boost::system::error_code& ec, int) {
+    if (ec) return;
+    std::string error;
+    reloader.reload(error);
+    hangup.async_wait(onHangup);
+  };
+  hangup.async_wait(onHangup);
+
   asio::signal_set signals(io, SIGTERM, SIGINT);
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {
     if (ec) return;
     spdlog::info("received signal {}: draining", signo);
     if (admin) admin->stop();
+    hangup.cancel();
     server.drain([&] { io.stop(); });
   });
 

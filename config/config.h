@@ -29,6 +29,36 @@ struct Timeouts {
   uint32_t drain_ms = 10000;         // on SIGTERM, time given to in-flight requests
 };
 
+struct MirrorConfig {  // shadow traffic to a second cluster (on when upstream is set)
+  std::string upstream;
+  std::string mode = "reads";  // reads | all
+  double sample_rate = 1.0;
+  std::vector<std::string> namespaces;  // "db.coll" or "db.*"; empty = all
+  uint32_t queue_size = 1000;
+  uint32_t workers = 2;
+  uint32_t timeout_ms = 5000;
+  std::string routing_file;
+  bool record_values = false;
+};
+
+struct CaptureConfig {  // traffic capture to a file (on when file is set)
+  std::string file;
+  std::string mode = "redacted";  // redacted | full
+  uint64_t max_bytes = 1ull << 30;
+  uint64_t rotate_bytes = 256ull << 20;
+  uint64_t queue_bytes = 64ull << 20;
+};
+
+struct FaultConfig {  // fault injection for application teams' retry tests (off by default)
+  uint32_t delay_ms = 0;
+  double delay_percent = 0;
+  int32_t error_code = 0;  // e.g. 91 ShutdownInProgress, 189 PrimarySteppedDown
+  double error_percent = 0;
+  std::vector<std::string> namespaces;  // empty = all
+  std::vector<std::string> commands;    // empty = all
+  bool enabled() const { return (delay_ms && delay_percent > 0) || (error_code && error_percent > 0); }
+};
+
 struct Config {
   HostPort listen{"127.0.0.1", 27016};
   std::string upstream;  // mongodb://host:port/?tls=true&tlsCAFile=...
@@ -50,7 +80,10 @@ struct Config {
   uint32_t evaluation_simulated_shards = 4;
   bool evaluation_allow_values = false;
   std::vector<std::string> evaluation_candidates;  // "db.coll: {customerId: 1, orderDate: 1}"
-  std::vector<std::string> rewrite_rules;  // "db.coll: lookupField -> addField[,addField] [file=..] [collection=..]"
+  std::vector<std::string> rewrite_rules;
+  MirrorConfig mirror;
+  CaptureConfig capture;
+  FaultConfig fault;  // "db.coll: lookupField -> addField[,addField] [file=..] [collection=..]"
   std::string log_level = "info";
   std::string config_file;  // where the file layer came from, for messages
 };

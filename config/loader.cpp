@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <functional>
 #include <sstream>
 
@@ -94,6 +95,38 @@ Setter rules(std::vector<std::string> Config::*m) {
   };
 }
 
+std::string parseDouble(const std::string& v, double& out, double min, double max) {
+  char* end = nullptr;
+  double d = std::strtod(v.c_str(), &end);
+  if (v.empty() || end != v.c_str() + v.size()) return "expected a number, got '" + v + "'";
+  if (!(d >= min && d <= max)) return "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " + v;
+  out = d;
+  return "";
+}
+
+std::string parseUint64(const std::string& v, uint64_t& out) {
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc() || p != v.data() + v.size()) return "expected a whole number, got '" + v + "'";
+  return "";
+}
+
+std::string oneOf(const std::string& v, std::initializer_list<const char*> allowed, std::string& out) {
+  std::string list;
+  for (const char* a : allowed) {
+    if (v == a) {
+      out = v;
+      return "";
+    }
+    list += (list.empty() ? "" : ", ") + std::string(a);
+  }
+  return "must be one of " + list + " (got '" + v + "')";
+}
+
+template <typename T>
+Setter member(T Config::*section, std::function<std::string(T&, const std::string&)> set) {
+  return [section, set](Config& c, const std::string& v) { return set(c.*section, v); };
+}
+
 const std::map<std::string, Setter>& keyTable() {
   static const std::map<std::string, Setter> table = {
       {"listen", hostPort(&Config::listen)},
@@ -124,6 +157,31 @@ const std::map<std::string, Setter>& keyTable() {
       {"evaluation.allow_values", flag(&Config::evaluation_allow_values)},
       {"evaluation.candidates", rules(&Config::evaluation_candidates)},
       {"log.level", text(&Config::log_level)},
+      {"mirror.upstream", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return m.upstream = v, std::string(); })},
+      {"mirror.mode", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return oneOf(v, {"reads", "all"}, m.mode); })},
+      {"mirror.sample_rate", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return parseDouble(v, m.sample_rate, 0, 1); })},
+      {"mirror.namespaces", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return m.namespaces = splitList(v), std::string(); })},
+      {"mirror.queue_size", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return parseUint(v, m.queue_size, 1, 1'000'000); })},
+      {"mirror.workers", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return parseUint(v, m.workers, 1, 64); })},
+      {"mirror.timeout_ms", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return parseUint(v, m.timeout_ms, 1, 600'000); })},
+      {"mirror.routing_file", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return m.routing_file = v, std::string(); })},
+      {"mirror.record_values", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return parseBool(v, m.record_values); })},
+      {"capture.file", member<CaptureConfig>(&Config::capture, [](auto& c, auto& v) { return c.file = v, std::string(); })},
+      {"capture.mode", member<CaptureConfig>(&Config::capture, [](auto& c, auto& v) { return oneOf(v, {"redacted", "full"}, c.mode); })},
+      {"capture.max_bytes", member<CaptureConfig>(&Config::capture, [](auto& c, auto& v) { return parseUint64(v, c.max_bytes); })},
+      {"capture.rotate_bytes", member<CaptureConfig>(&Config::capture, [](auto& c, auto& v) { return parseUint64(v, c.rotate_bytes); })},
+      {"capture.queue_bytes", member<CaptureConfig>(&Config::capture, [](auto& c, auto& v) { return parseUint64(v, c.queue_bytes); })},
+      {"fault.delay_ms", member<FaultConfig>(&Config::fault, [](auto& f, auto& v) { return parseUint(v, f.delay_ms, 0, 600'000); })},
+      {"fault.delay_percent", member<FaultConfig>(&Config::fault, [](auto& f, auto& v) { return parseDouble(v, f.delay_percent, 0, 100); })},
+      {"fault.error_code", member<FaultConfig>(&Config::fault, [](auto& f, auto& v) {
+         uint32_t code = 0;
+         auto err = parseUint(v, code, 0, 1'000'000);
+         f.error_code = static_cast<int32_t>(code);
+         return err;
+       })},
+      {"fault.error_percent", member<FaultConfig>(&Config::fault, [](auto& f, auto& v) { return parseDouble(v, f.error_percent, 0, 100); })},
+      {"fault.namespaces", member<FaultConfig>(&Config::fault, [](auto& f, auto& v) { return f.namespaces = splitList(v), std::string(); })},
+      {"fault.commands", member<FaultConfig>(&Config::fault, [](auto& f, auto& v) { return f.commands = splitList(v), std::string(); })},
   };
   return table;
 }
@@ -194,7 +252,9 @@ void applySettings(const std::map<std::string, std::string>& settings, const std
   for (const auto& [key, value] : settings) {
     auto it = table.find(key);
     if (it == table.end()) {
-      out.errors.push_back(source + ": unknown key '" + key + "'");
+      // The environment is shared with other tools (and our own scripts): a stray SHARDSCOPE_*
+      // variable is reported, not fatal. In files and flags an unknown key is an error.
+      (source == "environment" ? out.warnings : out.errors).push_back(source + ": unknown key '" + key + "'");
       continue;
     }
     if (auto err = it->second(out.config, value); !err.empty()) out.errors.push_back(source + ": " + key + ": " + err);
@@ -214,6 +274,12 @@ void validate(LoadResult& out) {
   static const char* levels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
   if (std::none_of(std::begin(levels), std::end(levels), [&](const char* l) { return c.log_level == l; }))
     out.errors.push_back("log.level: must be one of trace, debug, info, warn, error, critical, off (got '" + c.log_level + "')");
+  if (c.fault.error_percent > 0 && c.fault.error_code == 0)
+    out.errors.push_back("fault.error_code: required when fault.error_percent is set");
+  if (c.fault.delay_percent > 0 && c.fault.delay_ms == 0)
+    out.errors.push_back("fault.delay_ms: required when fault.delay_percent is set");
+  if (!c.mirror.upstream.empty() && c.mirror.upstream.rfind("mongodb://", 0) != 0)
+    out.errors.push_back("mirror.upstream: must start with mongodb:// (got '" + c.mirror.upstream + "')");
   if (c.discovery && !c.routing_file.empty())
     out.errors.push_back("routing.discovery: cannot be combined with routing.file (choose one source)");
 }
@@ -271,7 +337,6 @@ LoadResult loadConfig(const std::vector<std::string>& args, char** environ) {
     if (entry.rfind("SHARDSCOPE_", 0) != 0) continue;
     auto eq = entry.find('=');
     std::string name = entry.substr(11, eq - 11);
-    if (name == "CACHE" || name == "BIN") continue;  // used by the scripts, not by the proxy
     env[envKey(name)] = entry.substr(eq + 1);
   }
   applySettings(env, "environment", out);

@@ -11,7 +11,8 @@ namespace shardscope::config {
 
 struct LoadResult {
   Config config;
-  std::vector<std::string> errors;  // empty when the config is valid
+  std::vector<std::string> errors;    // empty when the config is valid
+  std::vector<std::string> warnings;  // e.g. SHARDSCOPE_* variables that name no key
   bool help = false;                // --help was given
   bool ok() const { return errors.empty(); }
 };

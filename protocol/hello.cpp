@@ -33,7 +33,7 @@ void copyReplacing(const bson_t* doc, std::span<const Compressor> compressors, b
         const uint8_t* data;
         bson_iter_document(&it, &len, &data);
         bson_t inner, rewritten;
-        bson_init_static(&inner, data, len);
+        if (!bson_init_static(&inner, data, len)) continue;  // unterminated: left out
         bson_append_document_begin(out, "$query", -1, &rewritten);
         copyReplacing(&inner, compressors, &rewritten, false);
         bson_append_document_end(out, &rewritten);

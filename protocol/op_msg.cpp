@@ -12,12 +12,46 @@ namespace {
 constexpr size_t kFlagsOffset = kHeaderSize;
 constexpr uint32_t kAllowedFlags = kRequiredFlagBits | kExhaustAllowed;
 
-bool validBson(std::span<const uint8_t> doc) {
+// libbson 1.23's bson_validate accepts an embedded document or array whose last byte is not 0, which
+// bson_init_static then refuses: code that builds a bson_t over such a sub-document would read an
+// uninitialised one (found by fuzz_lookup_rewrite). Checked first, with MongoDB's own nesting
+// limit, so bson_validate's recursion never sees a deeper document either.
+constexpr int kMaxBsonDepth = 200;
+
+bool embeddedDocumentsTerminated(const bson_t* doc, int depth) {
+  if (depth > kMaxBsonDepth) return false;
+  bson_iter_t it;
+  if (!bson_iter_init(&it, doc)) return false;
+  while (bson_iter_next(&it)) {
+    uint32_t len = 0;
+    const uint8_t* data = nullptr;
+    if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+      bson_iter_document(&it, &len, &data);
+    } else if (BSON_ITER_HOLDS_ARRAY(&it)) {
+      bson_iter_array(&it, &len, &data);
+    } else if (BSON_ITER_HOLDS_CODEWSCOPE(&it)) {
+      uint32_t codeLen;
+      bson_iter_codewscope(&it, &codeLen, &len, &data);
+    } else {
+      continue;
+    }
+    bson_t child;
+    if (!data || !bson_init_static(&child, data, len) || !embeddedDocumentsTerminated(&child, depth + 1)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool isValidBson(std::span<const uint8_t> doc) {
   bson_t b;
   if (!bson_init_static(&b, doc.data(), doc.size())) return false;
+  if (!embeddedDocumentsTerminated(&b, 0)) return false;
   size_t offset = 0;
   return bson_validate(&b, BSON_VALIDATE_NONE, &offset);
 }
+
+namespace {
 
 // Length of a BSON document starting at `at`, or 0 when it does not fit.
 size_t documentLength(std::span<const uint8_t> bytes, size_t at) {
@@ -66,7 +100,7 @@ ParseResult decodeOpMsg(std::span<const uint8_t> message, OpMsg& out, const OpMs
       size_t len = documentLength(sections, at);
       if (len == 0) return ParseResult::malformed("OP_MSG body document is truncated or malformed");
       out.body = sections.subspan(at, len);
-      if (limits.validateBson && !validBson(out.body)) return ParseResult::malformed("OP_MSG body is not valid BSON");
+      if (limits.validateBson && !isValidBson(out.body)) return ParseResult::malformed("OP_MSG body is not valid BSON");
       sawBody = true;
       at += len;
     } else if (kind == 1) {
@@ -84,7 +118,7 @@ ParseResult decodeOpMsg(std::span<const uint8_t> message, OpMsg& out, const OpMs
       while (docAt < ds.documents.size()) {
         size_t len = documentLength(ds.documents, docAt);
         if (len == 0) return ParseResult::malformed("OP_MSG document sequence holds a malformed document");
-        if (limits.validateBson && !validBson(ds.documents.subspan(docAt, len)))
+        if (limits.validateBson && !isValidBson(ds.documents.subspan(docAt, len)))
           return ParseResult::malformed("OP_MSG document sequence holds invalid BSON");
         docAt += len;
       }

@@ -38,6 +38,10 @@ struct OpMsgLimits {
   bool validateBson = true;  // structurally validate every document (bson_validate)
 };
 
+// A structurally valid BSON document: bson_validate, plus every embedded document terminated and at
+// most 200 levels deep (what MongoDB accepts). Every document read from a client passes this.
+bool isValidBson(std::span<const uint8_t> doc);
+
 // `message` is the whole message including its header. `out` is reused (keeps capacity).
 ParseResult decodeOpMsg(std::span<const uint8_t> message, OpMsg& out, const OpMsgLimits& limits = {});
 

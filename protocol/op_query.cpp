@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "protocol/op_msg.h"
+
 namespace shardscope::protocol {
 namespace {
 
@@ -11,10 +13,7 @@ size_t validDocumentAt(std::span<const uint8_t> bytes, size_t at) {
   if (at > bytes.size() || bytes.size() - at < 5) return 0;
   int32_t len = loadInt32(bytes.data() + at);
   if (len < 5 || static_cast<size_t>(len) > bytes.size() - at) return 0;
-  bson_t b;
-  if (!bson_init_static(&b, bytes.data() + at, static_cast<size_t>(len))) return 0;
-  size_t off;
-  if (!bson_validate(&b, BSON_VALIDATE_NONE, &off)) return 0;
+  if (!isValidBson(bytes.subspan(at, static_cast<size_t>(len)))) return 0;
   return static_cast<size_t>(len);
 }
 

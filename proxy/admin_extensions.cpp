@@ -35,7 +35,9 @@ std::string renderRewrite(const ProxyContext& ctx) {
   std::string out;
   stats::JsonWriter w(out);
   w.beginArray();
-  for (const auto& index : ctx.lookups) {
+  auto set = ctx.lookups.get();
+  for (const auto& entry : set ? set->entries : std::vector<LookupSet::Entry>{}) {
+    const auto& index = entry.index;
     const auto& rule = index->rule();
     auto& st = index->stats();
     auto m = index->store().counters();
@@ -55,29 +57,39 @@ std::string renderRewrite(const ProxyContext& ctx) {
     w.endObject().key("mapping").beginObject();
     w.field("size", m.size).field("capacity", m.capacity).field("hits", m.hits).field("misses", m.misses);
     w.field("learned", m.learned).field("corrected", m.corrected).field("evicted", m.evicted).field("forgotten", m.forgotten);
-    w.endObject().endObject();
+    w.endObject();
+    if (entry.collection) {
+      auto c = entry.collection->counters();
+      w.key("mappingCollection").beginObject().field("name", std::string_view(rule.mapping_collection));
+      w.field("lookups", c.lookups).field("found", c.found).field("notFound", c.not_found);
+      w.field("published", c.published).field("errors", c.errors).field("dropped", c.dropped).endObject();
+    }
+    w.endObject();
   }
   w.endArray();
   return out;
 }
 
 void appendRewriteMetrics(const ProxyContext& ctx, std::string& out) {
-  if (ctx.lookups.empty()) return;
+  auto set = ctx.lookups.get();
+  if (!set || set->entries.empty()) return;
+  std::vector<std::shared_ptr<routing::LookupIndex>> indexes;
+  for (const auto& e : set->entries) indexes.push_back(e.index);
   out += "# HELP shardscope_rewrites_total Lookup rewrites applied, by namespace and targeting before/after.\n"
          "# TYPE shardscope_rewrites_total counter\n";
-  for (const auto& index : ctx.lookups)
+  for (const auto& index : indexes)
     for (auto b : kClasses)
       if (index->stats().before(b))
         out += "shardscope_rewrites_total{ns=\"" + index->rule().ns + "\",before=\"" +
                std::string(routing::targetingName(b)) + "\"} " + std::to_string(index->stats().before(b)) + "\n";
   out += "# HELP shardscope_rewrite_fallbacks_total Rewritten commands re-run as written, by cause.\n"
          "# TYPE shardscope_rewrite_fallbacks_total counter\n";
-  for (const auto& index : ctx.lookups)
+  for (const auto& index : indexes)
     for (auto c : kCauses)
       out += "shardscope_rewrite_fallbacks_total{ns=\"" + index->rule().ns + "\",cause=\"" +
              std::string(routing::fallbackCauseName(c)) + "\"} " + std::to_string(index->stats().fallbacks(c)) + "\n";
   out += "# HELP shardscope_rewrite_mappings Mappings held in memory.\n# TYPE shardscope_rewrite_mappings gauge\n";
-  for (const auto& index : ctx.lookups)
+  for (const auto& index : indexes)
     out += "shardscope_rewrite_mappings{ns=\"" + index->rule().ns + "\"} " +
            std::to_string(index->store().counters().size) + "\n";
 }
@@ -107,10 +119,53 @@ AdminExtension evaluationExtension(ProxyContext& ctx) {
 
 AdminExtension rewriteExtension(ProxyContext& ctx) {
   AdminExtension ext;
-  if (ctx.lookups.empty()) return ext;
   ext.routes.push_back({"/rewrite", "GET, HEAD", [&ctx](std::string_view) { return json(renderRewrite(ctx)); }});
   ext.stats_sections.emplace_back("rewrite", [&ctx] { return renderRewrite(ctx); });
   ext.metrics.push_back([&ctx](std::string& out) { appendRewriteMetrics(ctx, out); });
+  return ext;
+}
+
+AdminExtension configExtension(Reloader& reloader) {
+  AdminExtension ext;
+  ext.routes.push_back({"/config", "GET, HEAD", [&reloader](std::string_view) { return json(reloader.renderJson()); }});
+  ext.routes.push_back({"/config/reload", "POST", [&reloader](std::string_view) {
+                          std::string error;
+                          if (reloader.reload(error)) return json("{\"reloaded\":true}\n");
+                          AdminResponse r = json("{\"reloaded\":false,\"error\":" + [&] {
+                            std::string quoted;
+                            stats::JsonWriter::appendString(error, quoted);
+                            return quoted;
+                          }() + "}\n");
+                          r.status = 400;
+                          return r;
+                        }});
+  return ext;
+}
+
+AdminExtension shadowExtension(ProxyContext& ctx) {
+  AdminExtension ext;
+  if (ctx.mirror) {
+    auto* mirror = ctx.mirror.get();
+    ext.routes.push_back({"/mirror", "GET, HEAD", [mirror](std::string_view) { return json(mirror->renderJson()); }});
+    ext.routes.push_back({"/mirror/reset", "POST", [mirror](std::string_view) {
+                            mirror->reset();
+                            return json("{\"reset\":true}\n");
+                          }});
+    ext.stats_sections.emplace_back("mirror", [mirror] { return mirror->renderJson(); });
+    ext.metrics.push_back([mirror](std::string& out) { mirror->renderPrometheus(out); });
+  }
+  ext.stats_sections.emplace_back("faults", [&ctx] {
+    auto faults = ctx.faults.get();
+    return faults ? faults->renderJson() : std::string("{\"enabled\":false}");
+  });
+  ext.metrics.push_back([&ctx](std::string& out) {
+    if (auto faults = ctx.faults.get()) faults->renderPrometheus(out);
+  });
+  if (ctx.capture) {
+    auto* capture = ctx.capture.get();
+    ext.stats_sections.emplace_back("capture", [capture] { return capture->renderJson(); });
+    ext.metrics.push_back([capture](std::string& out) { capture->renderPrometheus(out); });
+  }
   return ext;
 }
 

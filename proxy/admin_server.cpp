@@ -160,9 +160,9 @@ AdminResponse AdminServer::Impl::route(std::string_view method, std::string_view
     r.body = registry.renderJson(shards(), top);
     // Extension sections join the top-level object: {..., "rewrite": {...}}.
     for (const auto& [key, render] : extension.stats_sections) {
-      if (r.body.empty() || r.body.back() != '}') break;
-      r.body.pop_back();
-      r.body += ",\"" + key + "\":" + render() + "}";
+      auto close = r.body.find_last_of('}');
+      if (close == std::string::npos) break;
+      r.body.replace(close, std::string::npos, ",\"" + key + "\":" + render() + "}\n");
     }
     r.contentType = kJson;
   } else if (path == "/metrics") {

@@ -121,6 +121,7 @@ struct Mirror::Worker {
   std::deque<std::unique_ptr<Job>> queue;
   bool stop = false;
   bool busy = false;
+  std::atomic<bool> exited{false};
   std::thread thread;
   mongoc_client_t* client = nullptr;
   std::unordered_map<uint64_t, Conn> conns;
@@ -202,11 +203,26 @@ Mirror::~Mirror() {
     }
     w->wake.notify_all();
   }
+  // A worker stuck on a stalled shadow finishes only at its socket timeout: shutdown does not wait
+  // for it. Such a worker is detached and the shadow connections leaked (the process is exiting).
+  const auto deadline = Clock::now() + std::chrono::seconds(2);
+  bool leaked = false;
   for (auto& w : workers_) {
-    if (w->thread.joinable()) w->thread.join();
+    while (!w->exited.load() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (!w->exited.load()) {
+      w->thread.detach();
+      leaked = true;
+      spdlog::warn("mirror: a shadow worker is still waiting for the shadow; not waiting for it");
+      continue;
+    }
+    w->thread.join();
     for (auto& [id, c] : w->conns)
       if (c.session) mongoc_client_session_destroy(c.session);
     if (w->client) mongoc_client_pool_push(static_cast<mongoc_client_pool_t*>(pool_), w->client);
+  }
+  if (leaked) {
+    for (auto& w : workers_) (void)w.release();  // still referenced by detached threads
+    return;
   }
   if (pool_) mongoc_client_pool_destroy(static_cast<mongoc_client_pool_t*>(pool_));
 }
@@ -521,7 +537,10 @@ void Mirror::runWorker(Worker& w) {
       w.busy = false;
       w.idle.notify_all();
       w.wake.wait(lock, [&] { return w.stop || !w.queue.empty(); });
-      if (w.stop) return;
+      if (w.stop) {
+        w.exited = true;
+        return;
+      }
       job = std::move(w.queue.front());
       w.queue.pop_front();
       w.busy = true;

@@ -34,7 +34,7 @@ struct PendingOp {
   bool first_hello = false;    // the reply carries the compression negotiation
   bool never_compress = false; // hello / auth replies travel uncompressed
   std::optional<protocol::Compressor> reply_compressor;  // the client wrote compressed: answer in kind
-  routing::LookupIndex* lookup = nullptr;  // the namespace has a lookup rule: learn from the reply
+  std::shared_ptr<routing::LookupIndex> lookup;  // the namespace has a lookup rule: learn from the reply
   std::shared_ptr<RewriteState> rewrite;   // set when this request was rewritten
   int32_t client_request_id = 0;           // a proxy-issued re-run: the reply answers this client id
 };

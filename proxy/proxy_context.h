@@ -3,6 +3,7 @@
 #pragma once
 #include <atomic>
 #include <functional>
+#include <map>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -10,6 +11,10 @@
 #include "config/config.h"
 #include "protocol/compression.h"
 #include "proxy/asio.h"
+#include "proxy/capture.h"
+#include "proxy/fault_injector.h"
+#include "proxy/lookup_set.h"
+#include "proxy/mirror.h"
 #include "proxy/routing_state.h"
 #include "proxy/upstream_target.h"
 #include "routing/lookup_mapping.h"
@@ -28,17 +33,15 @@ struct ProxyContext {
   RoutingState routing;
   std::unique_ptr<stats::Registry> stats;
   std::unique_ptr<evaluation::Evaluator> evaluator;  // null when evaluation.enabled is false
+  std::unique_ptr<Mirror> mirror;                    // null unless mirror.upstream is set
+  std::unique_ptr<CaptureWriter> capture;            // null unless capture.file is set
+  Published<FaultInjector> faults;                   // null value unless fault injection is configured
   std::atomic<uint64_t> next_connection_id{1};
   std::atomic<uint64_t> open_connections{0};
   std::atomic<bool> upstream_reachable{false};  // last connect attempt succeeded
   std::function<void()> on_stale_config;        // asks discovery for a refresh (may be empty)
-  std::vector<std::unique_ptr<routing::LookupIndex>> lookups;  // lookup-rewrite rules, one per namespace
+  Published<const LookupSet> lookups;  // lookup-rewrite rules (empty set when none)
 
-  routing::LookupIndex* lookupFor(std::string_view ns) const {
-    for (const auto& l : lookups)
-      if (l->rule().ns == ns) return l.get();
-    return nullptr;
-  }
 };
 
 }  // namespace shardscope::proxy

@@ -1,5 +1,6 @@
 #include "proxy/proxy_setup.h"
 
+#include <mongoc/mongoc.h>
 #include <spdlog/spdlog.h>
 
 #include <fstream>
@@ -33,6 +34,7 @@ std::unique_ptr<ssl::context> makeClientSideTls(const config::ServerTls& tls) {
 }  // namespace
 
 bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string& error) {
+  mongoc_init();  // discovery, mirroring and mapping collections use libmongoc
   ctx.config = config;
   auto upstream = parseUpstreamUri(config.upstream, error);
   if (!upstream) return false;
@@ -61,28 +63,9 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
     }
     ctx.routing.publish(std::move(table));
   }
-  for (const auto& spec : config.rewrite_rules) {
-    routing::LookupRule rule;
-    std::string ruleError;
-    if (!routing::parseLookupRule(spec, rule, ruleError)) {
-      error = "rewrite.rules: " + ruleError;
-      return false;
-    }
-    if (ctx.lookupFor(rule.ns)) {
-      error = "rewrite.rules: two rules for " + rule.ns + " (one rule per namespace)";
-      return false;
-    }
-    auto index = std::make_unique<routing::LookupIndex>(rule);
-    if (!rule.mapping_file.empty()) {
-      size_t loaded = 0;
-      if (!index->loadFile(rule.mapping_file, loaded, ruleError)) {
-        error = "rewrite.rules: " + ruleError;
-        return false;
-      }
-      spdlog::info("lookup rule {}: {} mapping(s) loaded from {}", rule.ns, loaded, rule.mapping_file);
-    }
-    ctx.lookups.push_back(std::move(index));
-  }
+  auto lookups = buildLookupSet(config.rewrite_rules, config.upstream, nullptr, error);
+  if (!lookups) return false;
+  ctx.lookups.publish(std::move(lookups));
   if (config.evaluation_enabled) {
     evaluation::EvaluationOptions options;
     options.simulated_shards = config.evaluation_simulated_shards;
@@ -106,7 +89,48 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
     ctx.evaluator = std::make_unique<evaluation::Evaluator>(options);
     RoutingState::Snapshot snap;
     ctx.routing.current(snap);
-    if (snap.table) ctx.evaluator->setCurrentKeys(snap.table);
+    if (snap.value) ctx.evaluator->setCurrentKeys(snap.value);
+  }
+  if (!config.mirror.upstream.empty()) {
+    MirrorOptions m;
+    m.upstream = config.mirror.upstream;
+    m.mode = config.mirror.mode == "all" ? MirrorOptions::Mode::All : MirrorOptions::Mode::Reads;
+    m.sample_rate = config.mirror.sample_rate;
+    m.namespaces = config.mirror.namespaces;
+    m.queue_size = config.mirror.queue_size;
+    m.workers = config.mirror.workers;
+    m.timeout_ms = config.mirror.timeout_ms;
+    m.routing_file = config.mirror.routing_file;
+    m.record_values = config.mirror.record_values;
+    std::string mirrorError;
+    ctx.mirror = Mirror::create(m, mirrorError);
+    if (!ctx.mirror) {
+      error = "mirror: " + mirrorError;
+      return false;
+    }
+    if (m.mode == MirrorOptions::Mode::All)
+      spdlog::warn("mirror.mode=all: writes are applied to the shadow cluster {}", m.upstream);
+  }
+  if (!config.capture.file.empty()) {
+    CaptureOptions c;
+    c.file = config.capture.file;
+    c.mode = config.capture.mode == "full" ? shadow::CaptureMode::Full : shadow::CaptureMode::Redacted;
+    c.max_bytes = config.capture.max_bytes;
+    c.rotate_bytes = config.capture.rotate_bytes;
+    c.queue_bytes = config.capture.queue_bytes;
+    std::string captureError;
+    ctx.capture = CaptureWriter::create(c, captureError);
+    if (!ctx.capture) {
+      error = "capture: " + captureError;
+      return false;
+    }
+    if (c.mode == shadow::CaptureMode::Full)
+      spdlog::warn("capture.mode=full: {} holds field values of client documents", c.file);
+  }
+  if (config.fault.enabled()) {
+    auto faults = std::make_shared<FaultInjector>(config.fault);
+    spdlog::warn("fault injection is on: {}", faults->renderJson());
+    ctx.faults.publish(std::move(faults));
   }
   ctx.stats = std::make_unique<stats::Registry>(
       stats::StatsOptions{config.stats_record_values, config.stats_max_shapes_per_namespace});

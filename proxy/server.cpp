@@ -25,7 +25,10 @@ void Server::start() {
 
 awaitable<void> Server::acceptLoop() {
   for (;;) {
-    auto [ec, socket] = co_await acceptor_.async_accept(asio::make_strand(io_), asio::as_tuple(use_awaitable));
+    // With one thread the io_context itself serializes a session's loops; more threads need a strand.
+    auto executor = ctx_.config.threads == 1 ? asio::any_io_executor(io_.get_executor())
+                                             : asio::any_io_executor(asio::make_strand(io_));
+    auto [ec, socket] = co_await acceptor_.async_accept(executor, asio::as_tuple(use_awaitable));
     if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
     if (ec) {
       // Out of descriptors and similar: back off instead of spinning; existing sessions go on.
@@ -46,8 +49,8 @@ awaitable<void> Server::acceptLoop() {
       std::lock_guard lock(mutex_);
       sessions_[id] = session;
     }
-    auto executor = session->socketExecutor();
-    asio::co_spawn(executor, session->run(), [this, id](std::exception_ptr) {
+    auto sessionExecutor = session->socketExecutor();
+    asio::co_spawn(sessionExecutor, session->run(), [this, id](std::exception_ptr) {
       std::lock_guard lock(mutex_);
       sessions_.erase(id);
     });

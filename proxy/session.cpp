@@ -38,17 +38,21 @@ Session::Session(ProxyContext& ctx, tcp::socket client)
       client_in_(ctx.config.max_message_size),
       upstream_in_(ctx.config.max_message_size),
       watchdog_timer_(executor_),
-      upstream_idle_(executor_, Clock::time_point::max()),
+      upstream_gate_{executor_},
+      client_gate_{executor_},
       last_activity_(Clock::now()),
       stats_(ctx.stats->newRecorder()),
       evaluation_(ctx.evaluator ? ctx.evaluator->newObserver() : nullptr) {
   ctx_.open_connections.fetch_add(1);
   stats_->onConnectionOpen();
+  if (ctx_.capture) ctx_.capture->onConnectionOpen(id_);
 }
 
 Session::~Session() {
   ctx_.open_connections.fetch_sub(1);
   stats_->onConnectionClose();
+  if (ctx_.capture) ctx_.capture->onConnectionClose(id_);
+  if (ctx_.mirror) ctx_.mirror->onConnectionClose(id_);
 }
 
 awaitable<void> Session::run() {
@@ -158,7 +162,11 @@ awaitable<void> Session::clientToUpstream() {
   for (;;) {
     size_t size = co_await readFrame(client_, client_in_, true);
     auto out = onRequest(client_in_.frame(size));
-    co_await writeUpstream(out);
+    if (fault_.delay.count()) co_await sleepFor(fault_.delay);
+    if (!out.empty()) co_await writeSerialized(*upstream_, out, upstream_gate_);
+    if (!fault_reply_.empty()) co_await writeSerialized(client_, fault_reply_, client_gate_);
+    fault_ = {};
+    fault_reply_.clear();
     client_in_.consume(size);
     client_in_.shrinkIfIdle();
   }
@@ -168,28 +176,39 @@ awaitable<void> Session::upstreamToClient() {
   for (;;) {
     size_t size = co_await readFrame(*upstream_, upstream_in_, false);
     auto action = onReply(upstream_in_.frame(size));
-    if (!action.resend.empty()) co_await writeUpstream(action.resend);
-    if (!action.to_client.empty()) co_await client_.writeAll(asio::buffer(action.to_client.data(), action.to_client.size()));
+    if (!action.resend.empty()) co_await writeSerialized(*upstream_, action.resend, upstream_gate_);
+    if (!action.to_client.empty()) co_await writeSerialized(client_, action.to_client, client_gate_);
     upstream_in_.consume(size);
     upstream_in_.shrinkIfIdle();
     maybeFinishDrain();
   }
 }
 
-awaitable<void> Session::writeUpstream(std::span<const uint8_t> bytes) {
-  // Both loops may write upstream (the reply loop re-runs a rewritten command's original): one
-  // message at a time, so frames never interleave. The timer serves as a condition variable.
-  while (upstream_writing_) co_await upstream_idle_.async_wait(asio::as_tuple(use_awaitable));
-  upstream_writing_ = true;
-  try {
-    co_await upstream_->writeAll(asio::buffer(bytes.data(), bytes.size()));
-  } catch (...) {
-    upstream_writing_ = false;
-    upstream_idle_.cancel();
-    throw;
+awaitable<void> Session::writeSerialized(Stream& stream, std::span<const uint8_t> bytes, WriteGate& gate) {
+  // Two loops may write to one socket (the reply loop re-runs a rewritten command upstream; the
+  // request loop answers injected faults to the client): one message at a time, so frames never
+  // interleave. The timer serves as a condition variable, touched only when someone waits.
+  while (gate.busy) {
+    ++gate.waiters;
+    co_await gate.idle.async_wait(asio::as_tuple(use_awaitable));
+    --gate.waiters;
+    if (closed_) throw boost::system::system_error(asio::error::operation_aborted);
   }
-  upstream_writing_ = false;
-  upstream_idle_.cancel();
+  gate.busy = true;
+  struct Release {
+    WriteGate& g;
+    ~Release() {
+      g.busy = false;
+      if (g.waiters) g.idle.cancel();
+    }
+  } release{gate};
+  co_await stream.writeAll(asio::buffer(bytes.data(), bytes.size()));
+}
+
+const LookupSet* Session::lookups() {
+  static const LookupSet kNone;
+  const LookupSet* set = ctx_.lookups.current(lookups_snapshot_);
+  return set ? set : &kNone;
 }
 
 // ---- request path ----------------------------------------------------------------------------
@@ -235,11 +254,13 @@ std::span<const uint8_t> Session::onOpMsgRequest(std::span<uint8_t> message, std
     out = request_rewritten_;
   } else {
     protocol::clearUnknownOptionalFlags(message);
-    if (auto* index = ctx_.lookupFor(view_.ns(ns_buffer_))) {
+    if (ctx_.faults.current(faults_snapshot_) && injectFault(message, clientCompressor)) return {};
+    if (auto* index = lookups()->find(view_.ns(ns_buffer_))) {
       out = applyLookupRule(*index, message);
       if (pending_rewrite_) routed = &rewritten_view_;
     }
   }
+  plain_request_ = message;
   registerRequest(view_, *routed, msg_.header.requestId, static_cast<uint32_t>(message.size()), clientCompressor,
                   firstHello);
   return toUpstream(out, protocol::isNeverCompressed(view_.name), request_wire_);
@@ -266,6 +287,7 @@ std::span<const uint8_t> Session::onQueryRequest(std::span<uint8_t> message) {
     bson_destroy(&rewritten);
     out = request_rewritten_;
   }
+  plain_request_ = message;
   registerRequest(view_, view_, query.header.requestId, static_cast<uint32_t>(message.size()), std::nullopt, firstHello);
   return toUpstream(out, true, request_wire_);
 }
@@ -288,6 +310,10 @@ void Session::registerRequest(const protocol::CommandView& view, const protocol:
   op.start = Clock::now();
   op.stats = stats_->onRequest(view, view.ns(ns_buffer_), target, bytes);
   if (evaluation_ && !view.collection.empty()) evaluation_->observe(view, view.ns(ns_buffer_));
+  if (!firstHello) {
+    if (ctx_.mirror) ctx_.mirror->onRequest(id_, requestId, view, view.ns(ns_buffer_), target.targeting);
+    if (ctx_.capture) ctx_.capture->onRequest(id_, requestId, view, view.ns(ns_buffer_), plain_request_);
+  }
   op.shards = target.shards;
   op.sharded = table && (target.targeting == routing::Targeting::Single || target.targeting == routing::Targeting::Multi ||
                          target.targeting == routing::Targeting::Broadcast);
@@ -295,7 +321,7 @@ void Session::registerRequest(const protocol::CommandView& view, const protocol:
   op.first_hello = firstHello;
   op.never_compress = protocol::isNeverCompressed(view.name);
   op.reply_compressor = clientCompressor;
-  op.lookup = ctx_.lookups.empty() ? nullptr : ctx_.lookupFor(view.ns(ns_buffer_));
+  if (const auto* set = lookups(); !set->entries.empty()) op.lookup = set->share(view.ns(ns_buffer_));
   op.rewrite = std::move(pending_rewrite_);
   if (op.rewrite) {
     op.lookup->stats().onRewrite(op.rewrite->before, target.targeting);
@@ -323,6 +349,37 @@ std::span<const uint8_t> Session::toUpstream(std::span<const uint8_t> message, b
   if (!upstream_compressor_ || neverCompress) return message;
   protocol::compressMessage(message, *upstream_compressor_, scratch);
   return scratch;
+}
+
+bool Session::injectFault(std::span<const uint8_t> message, std::optional<Compressor> clientCompressor) {
+  fault_ = faults_snapshot_.value->decide(view_.ns(ns_buffer_), view_.name);
+  if (!fault_.error_code) return false;
+  // Answered by the sidecar itself, as a server would fail the command.
+  static constexpr int32_t kRetryable[] = {6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436};
+  bson_t reply = BSON_INITIALIZER;
+  BSON_APPEND_DOUBLE(&reply, "ok", 0.0);
+  BSON_APPEND_UTF8(&reply, "errmsg", "shardscope: injected fault");
+  BSON_APPEND_INT32(&reply, "code", fault_.error_code);
+  BSON_APPEND_UTF8(&reply, "codeName", "ShardscopeInjectedFault");
+  if (view_.hasTxnNumber && std::find(std::begin(kRetryable), std::end(kRetryable), fault_.error_code) != std::end(kRetryable)) {
+    bson_t labels;
+    bson_append_array_begin(&reply, "errorLabels", -1, &labels);
+    BSON_APPEND_UTF8(&labels, "0", "RetryableWriteError");
+    bson_append_array_end(&reply, &labels);
+  }
+  routing::TargetResult target;
+  target.targeting = routing::Targeting::Unclassified;
+  target.reason = "fault injected by the sidecar";
+  auto handle = stats_->onRequest(view_, view_.ns(ns_buffer_), target, static_cast<uint32_t>(message.size()));
+  stats_->onReply(handle, &reply, 0, 0);
+  if (!view_.moreToCome) {
+    std::vector<uint8_t> plain;
+    protocol::encodeOpMsg({0, next_proxy_request_id_--, msg_.header.requestId, 0}, 0, bytesOf(reply), {}, plain);
+    if (clientCompressor) protocol::compressMessage(plain, *clientCompressor, fault_reply_);
+    else fault_reply_ = std::move(plain);
+  }
+  bson_destroy(&reply);
+  return true;
 }
 
 std::span<const uint8_t> Session::applyLookupRule(routing::LookupIndex& index, std::span<const uint8_t> message) {
@@ -386,8 +443,12 @@ Session::ReplyAction Session::onReply(std::span<uint8_t> frame) {
     if (cause != routing::FallbackCause::None) return {{}, rerunOriginal(*op, cause)};
   }
   if (!moreToCome) {
-    auto latency = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - op->start).count();
-    stats_->onReply(op->stats, bodyPtr, static_cast<uint32_t>(frame.size()), static_cast<uint64_t>(latency));
+    auto latency =
+        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - op->start).count());
+    stats_->onReply(op->stats, bodyPtr, static_cast<uint32_t>(frame.size()), latency);
+    const int32_t clientRequest = op->client_request_id ? op->client_request_id : op->request_id;
+    if (ctx_.mirror) ctx_.mirror->onPrimaryReply(id_, clientRequest, bodyPtr, latency);
+    if (ctx_.capture) ctx_.capture->onReply(id_, clientRequest, message, latency);
   }
   // A re-run's reply answers the client's original request.
   if (op->client_request_id) protocol::setResponseTo(message, op->client_request_id);
@@ -530,6 +591,8 @@ void Session::forceClose() {
   client_.close();
   if (upstream_) upstream_->close();
   watchdog_timer_.cancel();
+  upstream_gate_.idle.cancel();
+  client_gate_.idle.cancel();
 }
 
 }  // namespace shardscope::proxy

@@ -11,6 +11,7 @@
 #include "protocol/op_msg.h"
 #include "protocol/op_query.h"
 #include "proxy/asio.h"
+#include "proxy/fault_injector.h"
 #include "proxy/frame_buffer.h"
 #include "proxy/pending_ops.h"
 #include "proxy/proxy_context.h"
@@ -67,9 +68,18 @@ class Session : public std::enable_shared_from_this<Session> {
   ReplyAction onReply(std::span<uint8_t> frame);
   std::span<const uint8_t> rerunOriginal(const PendingOp& op, routing::FallbackCause cause);
   std::span<const uint8_t> applyLookupRule(routing::LookupIndex& index, std::span<const uint8_t> message);
-  awaitable<void> writeUpstream(std::span<const uint8_t> bytes);
+  struct WriteGate {
+    explicit WriteGate(const asio::any_io_executor& ex) : idle(ex, Clock::time_point::max()) {}
+    asio::steady_timer idle;
+    bool busy = false;
+    int waiters = 0;
+  };
+  awaitable<void> writeSerialized(Stream& stream, std::span<const uint8_t> bytes, WriteGate& gate);
+  // Fault injection: true when the sidecar answers this request itself (nothing goes upstream).
+  bool injectFault(std::span<const uint8_t> message, std::optional<protocol::Compressor> clientCompressor);
   void learnFromReply(const PendingOp& op, const bson_t* body);
 
+  const LookupSet* lookups();  // the rules in force (never null)
   void armDeadline(Clock::time_point t);
   Clock::time_point nextDeadline() const;
   void maybeFinishDrain();
@@ -95,10 +105,13 @@ class Session : public std::enable_shared_from_this<Session> {
   protocol::CommandView rewritten_view_;
   protocol::CommandView view_;
   std::string ns_buffer_;
+  std::span<const uint8_t> plain_request_;  // the current request, uncompressed, for capture
 
   PendingOps pending_;
   routing::CursorShards cursors_;
   RoutingState::Snapshot routing_snapshot_;
+  Published<const LookupSet>::Snapshot lookups_snapshot_;
+  Published<FaultInjector>::Snapshot faults_snapshot_;
   std::shared_ptr<stats::Recorder> stats_;
   std::shared_ptr<evaluation::Observer> evaluation_;  // null when evaluation is off
   std::optional<protocol::Compressor> upstream_compressor_;
@@ -106,8 +119,10 @@ class Session : public std::enable_shared_from_this<Session> {
   bool handshake_seen_ = false;
   bool draining_ = false;
   bool closed_ = false;
-  bool upstream_writing_ = false;
-  asio::steady_timer upstream_idle_;  // wakes writers waiting for upstream_writing_ to clear
+  WriteGate upstream_gate_;
+  WriteGate client_gate_;
+  FaultDecision fault_;             // for the request being handled
+  std::vector<uint8_t> fault_reply_;
   std::shared_ptr<RewriteState> pending_rewrite_;  // from applyLookupRule to registerRequest
   int32_t next_proxy_request_id_ = -1;
   std::string close_reason_;  // the first reason the session ended, for the log

@@ -14,16 +14,6 @@ awaitable<void> Stream::handshake(ssl::stream_base::handshake_type type) {
   if (tls_) co_await tls_->async_handshake(type, use_awaitable);
 }
 
-awaitable<size_t> Stream::readSome(asio::mutable_buffer buffer) {
-  if (tls_) co_return co_await tls_->async_read_some(buffer, use_awaitable);
-  co_return co_await socket_.async_read_some(buffer, use_awaitable);
-}
-
-awaitable<void> Stream::writeAll(asio::const_buffer buffer) {
-  if (tls_) co_await asio::async_write(*tls_, buffer, use_awaitable);
-  else co_await asio::async_write(socket_, buffer, use_awaitable);
-}
-
 void Stream::close() {
   boost::system::error_code ignored;
   auto& s = socket();

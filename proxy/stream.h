@@ -18,8 +18,13 @@ class Stream {
   bool tls() const { return tls_.has_value(); }
 
   awaitable<void> handshake(ssl::stream_base::handshake_type type);
-  awaitable<size_t> readSome(asio::mutable_buffer buffer);
-  awaitable<void> writeAll(asio::const_buffer buffer);
+  // Plain functions returning the operation's awaitable: no coroutine frame of their own.
+  awaitable<size_t> readSome(asio::mutable_buffer buffer) {
+    return tls_ ? tls_->async_read_some(buffer, use_awaitable) : socket_.async_read_some(buffer, use_awaitable);
+  }
+  awaitable<size_t> writeAll(asio::const_buffer buffer) {
+    return tls_ ? asio::async_write(*tls_, buffer, use_awaitable) : asio::async_write(socket_, buffer, use_awaitable);
+  }
   // Closes the socket; pending operations complete with an error. Safe to call twice.
   void close();
   // TLS close_notify, bounded by the caller's cancellation.

@@ -88,7 +88,7 @@ void targetAggregate(const RoutingTable& table, const CollectionRouting& coll, c
       const char* k;
       bson_uint32_to_string(n_match++, &k, key, sizeof key);
       bson_t sub;
-      bson_init_static(&sub, data, len);
+      if (!bson_init_static(&sub, data, len)) break;  // unterminated sub-document: stop at the last good stage
       bson_append_document(&and_array, k, -1, &sub);
       continue;
     }
@@ -100,9 +100,10 @@ void targetAggregate(const RoutingTable& table, const CollectionRouting& coll, c
         const uint8_t* data;
         bson_iter_document(&q, &len, &data);
         bson_t sub;
-        bson_init_static(&sub, data, len);
-        bson_append_document(&and_array, "0", 1, &sub);
-        n_match = 1;
+        if (bson_init_static(&sub, data, len)) {
+          bson_append_document(&and_array, "0", 1, &sub);
+          n_match = 1;
+        }
       }
       geo = true;
     }

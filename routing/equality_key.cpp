@@ -77,7 +77,9 @@ void offerNested(bson_iter_t& it, std::string_view rest, Found& f) {
   }
 }
 
-void scan(bson_iter_t it, std::string_view path, Found& f, int depth) {
+// bson_iter_t is declared 128-byte aligned: by value it would sit misaligned on the stack (UBSan).
+void scan(const bson_iter_t& start, std::string_view path, Found& f, int depth) {
+  bson_iter_t it = start;
   if (depth > kMaxDepth) {
     f.conflict = true;
     return;

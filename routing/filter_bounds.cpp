@@ -89,7 +89,9 @@ class Analyzer {
   }
   Fields allFull() const { return Fields(pattern_.size(), fullList()); }
 
-  Fields analyzeAnd(bson_iter_t it, bool top_level, int depth) {
+  // By reference: bson_iter_t is declared 128-byte aligned, a by-value copy would be misaligned.
+  Fields analyzeAnd(const bson_iter_t& start, bool top_level, int depth) {
+    bson_iter_t it = start;
     Fields result = allFull();
     if (depth > kMaxDepth) {
       fail(BoundsStatus::TooComplex, "filter nests too deeply: treated as broadcast");
@@ -117,14 +119,14 @@ class Analyzer {
 
   void analyzeTopOperator(bson_iter_t& it, const char* key, bool top_level, int depth, Fields& result) {
     if (std::strcmp(key, "$and") == 0) {
-      forEachBranch(it, depth, [&](bson_iter_t sub) {
+      forEachBranch(it, depth, [&](const bson_iter_t& sub) {
         Fields f = analyzeAnd(sub, top_level, depth + 1);
         for (size_t i = 0; i < result.size(); ++i) result[i] = intersect(result[i], f[i]);
       });
     } else if (std::strcmp(key, "$or") == 0) {
       Fields united(pattern_.size());
       bool every_branch_indexed = true, any = false;
-      forEachBranch(it, depth, [&](bson_iter_t sub) {
+      forEachBranch(it, depth, [&](const bson_iter_t& sub) {
         Fields f = analyzeAnd(sub, false, depth + 1);
         any = true;
         if (isFull(f[0])) every_branch_indexed = false;

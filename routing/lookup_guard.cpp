@@ -99,7 +99,9 @@ void learnFromUpdate(LookupIndex& index, const bson_t* statement) {
 
 void learnFromRequest(LookupIndex& index, const protocol::CommandView& view) {
   if (view.name == "insert") {
-    forEachStatement(view, "documents", [&](const bson_t* doc) { index.learnFromDocument(doc); });
+    forEachStatement(view, "documents", [&](const bson_t* doc) {
+      if (index.learnFromDocument(doc) && index.on_learned_from_insert) index.on_learned_from_insert(doc);
+    });
   } else if (view.name == "update") {
     forEachStatement(view, "updates", [&](const bson_t* s) { learnFromUpdate(index, s); });
   } else if (view.name == "findAndModify" || view.name == "findandmodify") {

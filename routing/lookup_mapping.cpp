@@ -153,7 +153,10 @@ bool LookupIndex::learnFromDocument(const bson_t* doc) {
 
 bool LookupIndex::valuesFor(const bson_iter_t& lookupValue, std::string& addDoc) {
   std::string key = canonicalValueKey(lookupValue);
-  return !key.empty() && store_.find(key, addDoc);
+  if (key.empty()) return false;
+  if (store_.find(key, addDoc)) return true;
+  if (on_miss) on_miss(lookupValue);
+  return false;
 }
 
 bool LookupIndex::loadFile(const std::string& path, size_t& loaded, std::string& error) {

@@ -4,6 +4,7 @@
 #include <bson/bson.h>
 
 #include <array>
+#include <functional>
 #include <atomic>
 #include <cstdint>
 #include <list>
@@ -55,6 +56,11 @@ class MappingStore {
 // One rule and its mapping: learning from documents and the values a filter would gain.
 class LookupIndex {
  public:
+  // Hooks for a shared mapping collection (set by the proxy; empty otherwise): a lookup value
+  // that missed, and a mapping learned from an inserted document (the authoritative source).
+  std::function<void(const bson_iter_t& value)> on_miss;
+  std::function<void(const bson_t* doc)> on_learned_from_insert;
+
   explicit LookupIndex(LookupRule rule) : rule_(std::move(rule)), store_(rule_.capacity) {}
 
   const LookupRule& rule() const { return rule_; }

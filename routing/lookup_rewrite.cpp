@@ -117,9 +117,9 @@ bool rewriteFilter(LookupIndex& index, const bson_t& filter, bool allowIn, bson_
     std::vector<std::pair<std::string, bson_iter_t>> distinct;
     std::vector<bson_t> docs(values.size());
     for (size_t i = 0; i < values.size(); ++i) {
-      bson_init_static(&docs[i], reinterpret_cast<const uint8_t*>(values[i].data()), values[i].size());
       bson_iter_t f;
-      if (!bson_iter_init_find(&f, &docs[i], field.c_str())) return false;
+      if (!bson_init_static(&docs[i], reinterpret_cast<const uint8_t*>(values[i].data()), values[i].size()) ||
+          !bson_iter_init_find(&f, &docs[i], field.c_str())) return false;
       std::string k = canonicalValueKey(f);
       bool seen = false;
       for (auto& d : distinct) seen = seen || d.first == k;
@@ -245,7 +245,7 @@ bool rewriteWriteStatement(LookupIndex& index, const protocol::CommandView& view
     return false;
   }
   bson_t statement, filter;
-  bson_init_static(&statement, statements[0].data(), statements[0].size());
+  if (!bson_init_static(&statement, statements[0].data(), statements[0].size())) return false;
   if (!hasField(statement, "q", &it) || !subDocument(it, filter)) return false;
   if (truthy(statement, "upsert")) {
     plan.skipped = "upserts are not rewritten (an insert with a stale mapping would change data)";

@@ -23,13 +23,32 @@ std::string_view utf8Of(const bson_iter_t& it) {
   return {s, len};
 }
 
+// Length of the valid UTF-8 sequence at s[i] (libbson's rules: no overlong forms, no surrogates),
+// or 0. Field names are not UTF-8-checked by bson_validate, and the shape must stay valid JSON.
+size_t utf8SequenceAt(std::string_view s, size_t i) {
+  auto c = static_cast<unsigned char>(s[i]);
+  size_t n = (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+  if (n == 0 || i + n > s.size() || !bson_utf8_validate(s.data() + i, n, false)) return 0;
+  return n;
+}
+
 void appendJsonString(std::string_view s, std::string& out) {
   out.push_back('"');
   // Field names almost never need escaping: copy runs of plain bytes in one append.
   size_t run = 0;
   for (size_t i = 0; i < s.size(); ++i) {
     auto u = static_cast<unsigned char>(s[i]);
-    if (u >= 0x20 && u != '"' && u != '\\') continue;
+    if (u >= 0x20 && u < 0x80 && u != '"' && u != '\\') continue;
+    if (u >= 0x80) {
+      if (size_t n = utf8SequenceAt(s, i)) {
+        i += n - 1;
+        continue;
+      }
+      out.append(s.data() + run, i - run);
+      out.append("\\ufffd");  // invalid UTF-8 byte
+      run = i + 1;
+      continue;
+    }
     out.append(s.data() + run, i - run);
     run = i + 1;
     if (u >= 0x20) {

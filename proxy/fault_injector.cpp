@@ -1,0 +1,63 @@
+#include "proxy/fault_injector.h"
+
+#include <random>
+
+namespace shardscope::proxy {
+namespace {
+
+bool chance(double percent) {
+  thread_local std::minstd_rand rng{std::random_device{}()};
+  return std::uniform_real_distribution<double>(0, 100)(rng) < percent;
+}
+
+bool matches(const std::vector<std::string>& patterns, std::string_view value) {
+  if (patterns.empty()) return true;
+  for (const auto& p : patterns) {
+    if (p == value) return true;
+    if (p.size() > 1 && p.back() == '*' && value.substr(0, p.size() - 1) == std::string_view(p).substr(0, p.size() - 1))
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool FaultInjector::selected(std::string_view ns, std::string_view command) const {
+  // The handshake and authentication are never faulted: drivers could not connect at all.
+  if (command == "hello" || command == "isMaster" || command == "ismaster" || command == "saslStart" ||
+      command == "saslContinue" || command == "authenticate" || command == "endSessions")
+    return false;
+  return matches(config_.namespaces, ns) && matches(config_.commands, command);
+}
+
+FaultDecision FaultInjector::decide(std::string_view ns, std::string_view command) {
+  FaultDecision d;
+  if (!config_.enabled() || !selected(ns, command)) return d;
+  if (config_.error_code && chance(config_.error_percent)) {
+    d.error_code = config_.error_code;
+    errored_.fetch_add(1, std::memory_order_relaxed);
+    return d;
+  }
+  if (config_.delay_ms && chance(config_.delay_percent)) {
+    d.delay = std::chrono::milliseconds(config_.delay_ms);
+    delayed_.fetch_add(1, std::memory_order_relaxed);
+  }
+  return d;
+}
+
+std::string FaultInjector::renderJson() const {
+  return "{\"enabled\":" + std::string(config_.enabled() ? "true" : "false") + ",\"delayMs\":" +
+         std::to_string(config_.delay_ms) + ",\"delayPercent\":" + std::to_string(config_.delay_percent) +
+         ",\"errorCode\":" + std::to_string(config_.error_code) + ",\"errorPercent\":" +
+         std::to_string(config_.error_percent) + ",\"delayed\":" + std::to_string(delayed()) +
+         ",\"errored\":" + std::to_string(errored()) + "}";
+}
+
+void FaultInjector::renderPrometheus(std::string& out) const {
+  out += "# HELP shardscope_faults_injected_total Operations delayed or failed by fault injection.\n"
+         "# TYPE shardscope_faults_injected_total counter\n";
+  out += "shardscope_faults_injected_total{kind=\"delay\"} " + std::to_string(delayed()) + "\n";
+  out += "shardscope_faults_injected_total{kind=\"error\"} " + std::to_string(errored()) + "\n";
+}
+
+}  // namespace shardscope::proxy

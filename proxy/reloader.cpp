@@ -1,0 +1,160 @@
+#include "proxy/reloader.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+#include "config/loader.h"
+#include "routing/routing_file.h"
+#include "stats/json_writer.h"
+
+namespace shardscope::proxy {
+namespace {
+
+std::string nowIso() {
+  auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+// What a running proxy cannot change: sockets, TLS contexts and threads are set up at start.
+std::vector<std::string> restartRequired(const config::Config& a, const config::Config& b) {
+  std::vector<std::string> keys;
+  auto check = [&](bool differs, const char* key) {
+    if (differs) keys.emplace_back(key);
+  };
+  check(a.listen.str() != b.listen.str(), "listen");
+  check(a.upstream != b.upstream, "upstream");
+  check(a.admin.str() != b.admin.str(), "admin");
+  check(a.admin_token_file != b.admin_token_file, "admin_token_file");
+  check(a.threads != b.threads, "threads");
+  check(a.max_connections != b.max_connections, "max_connections");
+  check(a.max_message_size != b.max_message_size, "max_message_size");
+  check(a.client_tls.cert_file != b.client_tls.cert_file || a.client_tls.key_file != b.client_tls.key_file ||
+            a.client_tls.ca_file != b.client_tls.ca_file,
+        "client_tls");
+  check(a.client_compressors != b.client_compressors || a.upstream_compressors != b.upstream_compressors, "compression");
+  check(a.timeouts.connect_ms != b.timeouts.connect_ms || a.timeouts.frame_read_ms != b.timeouts.frame_read_ms ||
+            a.timeouts.idle_ms != b.timeouts.idle_ms || a.timeouts.request_ms != b.timeouts.request_ms ||
+            a.timeouts.drain_ms != b.timeouts.drain_ms,
+        "timeouts");
+  check(a.discovery != b.discovery || a.discovery_interval_s != b.discovery_interval_s, "routing.discovery");
+  check(a.stats_record_values != b.stats_record_values ||
+            a.stats_max_shapes_per_namespace != b.stats_max_shapes_per_namespace,
+        "stats");
+  check(a.evaluation_enabled != b.evaluation_enabled || a.evaluation_simulated_shards != b.evaluation_simulated_shards ||
+            a.evaluation_allow_values != b.evaluation_allow_values || a.evaluation_candidates != b.evaluation_candidates,
+        "evaluation");
+  check(a.mirror.upstream != b.mirror.upstream || a.mirror.mode != b.mirror.mode ||
+            a.mirror.sample_rate != b.mirror.sample_rate || a.mirror.namespaces != b.mirror.namespaces ||
+            a.mirror.routing_file != b.mirror.routing_file,
+        "mirror");
+  check(a.capture.file != b.capture.file || a.capture.mode != b.capture.mode, "capture");
+  return keys;
+}
+
+}  // namespace
+
+std::string redactUri(const std::string& uri) {
+  auto scheme = uri.find("://");
+  auto at = uri.find('@');
+  if (scheme == std::string::npos || at == std::string::npos || at < scheme) return uri;
+  return uri.substr(0, scheme + 3) + "***" + uri.substr(at);
+}
+
+bool Reloader::reload(std::string& error) {
+  std::lock_guard lock(mutex_);
+  last_at_ = nowIso();
+  auto loaded = config::loadConfig(args_, environ_);
+  auto refuse = [&](const std::string& why) {
+    error = why;
+    last_error_ = why;
+    ++refused_;
+    spdlog::error("reload refused, the running config stays in force: {}", why);
+    return false;
+  };
+  if (!loaded.ok()) {
+    std::string all;
+    for (const auto& e : loaded.errors) all += (all.empty() ? "" : "; ") + e;
+    return refuse(all);
+  }
+  const config::Config& next = loaded.config;
+
+  // Prepare everything first; publish only when all of it is valid.
+  std::shared_ptr<const routing::RoutingTable> table;
+  if (!next.routing_file.empty()) {
+    std::string routingError;
+    table = routing::loadRoutingFile(next.routing_file, routingError);
+    if (!table) return refuse("routing.file: " + routingError);
+  }
+  std::string lookupError;
+  auto current = ctx_.lookups.get();
+  auto lookups = buildLookupSet(next.rewrite_rules, ctx_.config.upstream, current.get(), lookupError);
+  if (!lookups) return refuse(lookupError);
+
+  if (table) {
+    if (ctx_.evaluator) ctx_.evaluator->setCurrentKeys(table);
+    ctx_.routing.publish(std::move(table));
+  }
+  ctx_.lookups.publish(std::move(lookups));
+  ctx_.faults.publish(next.fault.enabled() ? std::make_shared<FaultInjector>(next.fault) : nullptr);
+  spdlog::set_level(spdlog::level::from_str(next.log_level));
+
+  restart_required_ = restartRequired(ctx_.config, next);
+  for (const auto& key : restart_required_)
+    spdlog::warn("reload: '{}' changed but needs a restart; the running value stays", key);
+  // Record the reloaded keys in the effective config.
+  ctx_.config.routing_file = next.routing_file;
+  ctx_.config.rewrite_rules = next.rewrite_rules;
+  ctx_.config.fault = next.fault;
+  ctx_.config.log_level = next.log_level;
+  last_error_.clear();
+  ++reloads_;
+  spdlog::info("config reloaded ({} rewrite rule(s), routing {}, fault injection {})", next.rewrite_rules.size(),
+               next.routing_file.empty() ? "unchanged" : next.routing_file, next.fault.enabled() ? "on" : "off");
+  return true;
+}
+
+std::string Reloader::renderJson() const {
+  std::lock_guard lock(mutex_);
+  const auto& c = ctx_.config;
+  std::string out;
+  stats::JsonWriter w(out);
+  w.beginObject().key("effective").beginObject();
+  w.field("listen", std::string_view(c.listen.str())).field("upstream", std::string_view(redactUri(c.upstream)));
+  w.field("admin", std::string_view(c.admin.empty() ? "" : c.admin.str()));
+  w.field("admin_token", c.admin_token_file.empty() ? std::string_view("none") : std::string_view("<redacted>"));
+  w.field("threads", c.threads).field("max_connections", c.max_connections).field("max_message_size", c.max_message_size);
+  w.key("timeouts").beginObject().field("connect_ms", c.timeouts.connect_ms).field("frame_read_ms", c.timeouts.frame_read_ms);
+  w.field("idle_ms", c.timeouts.idle_ms).field("request_ms", c.timeouts.request_ms).field("drain_ms", c.timeouts.drain_ms).endObject();
+  w.key("compression").beginObject().key("client").beginArray();
+  for (const auto& x : c.client_compressors) w.value(std::string_view(x));
+  w.endArray().key("upstream").beginArray();
+  for (const auto& x : c.upstream_compressors) w.value(std::string_view(x));
+  w.endArray().endObject();
+  w.field("client_tls", c.client_tls.enabled());
+  w.key("routing").beginObject().field("file", std::string_view(c.routing_file)).field("discovery", c.discovery).endObject();
+  w.key("rewrite_rules").beginArray();
+  for (const auto& r : c.rewrite_rules) w.value(std::string_view(r));
+  w.endArray();
+  w.key("stats").beginObject().field("record_values", c.stats_record_values);
+  w.field("max_shapes_per_namespace", c.stats_max_shapes_per_namespace).endObject();
+  w.key("evaluation").beginObject().field("enabled", c.evaluation_enabled).field("simulated_shards", c.evaluation_simulated_shards).endObject();
+  w.key("mirror").beginObject().field("upstream", std::string_view(redactUri(c.mirror.upstream)));
+  w.field("mode", std::string_view(c.mirror.mode)).field("sample_rate", c.mirror.sample_rate).endObject();
+  w.key("capture").beginObject().field("file", std::string_view(c.capture.file)).field("mode", std::string_view(c.capture.mode)).endObject();
+  w.key("fault").beginObject().field("enabled", c.fault.enabled()).field("delay_ms", c.fault.delay_ms);
+  w.field("delay_percent", c.fault.delay_percent).field("error_code", static_cast<int64_t>(c.fault.error_code));
+  w.field("error_percent", c.fault.error_percent).endObject();
+  w.field("log_level", std::string_view(c.log_level));
+  w.endObject();
+  w.key("reload").beginObject().field("reloads", reloads_).field("refused", refused_);
+  w.field("lastAt", std::string_view(last_at_)).field("lastError", std::string_view(last_error_));
+  w.key("restartRequired").beginArray();
+  for (const auto& k : restart_required_) w.value(std::string_view(k));
+  w.endArray().endObject().endObject();
+  return out;
+}
+
+}  // namespace shardscope::proxy

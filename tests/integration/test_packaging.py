@@ -1,0 +1,129 @@
+"""Packaging: `cmake --install` layout, the example config, the systemd unit.
+
+The Dockerfile and the Kubernetes manifest are examples only (no container engine or cluster here):
+they are checked for presence and, for the manifest, that it parses as YAML.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness import REPO_ROOT, free_port, port_accepts, proxy_env
+
+BUILD = Path(os.environ.get("PACKAGING_BUILD_DIR", str(REPO_ROOT / "build")))  # the tree `cmake --install` reads
+EXAMPLE = REPO_ROOT / "examples" / "shardscope.yaml"
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    if not (BUILD / "cmake_install.cmake").exists():
+        pytest.skip("build/ is not configured (run scripts/setup.sh)")
+    prefix = tmp_path_factory.mktemp("prefix")
+    r = subprocess.run(["cmake", "--install", str(BUILD), "--prefix", str(prefix)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return prefix
+
+
+def test_install_layout(installed):
+    expected = [
+        "bin/shardscope",
+        "etc/shardscope/shardscope.yaml",
+        "share/shardscope/examples/shardscope.yaml",
+        "share/shardscope/examples/routing/orders_6shards.json",
+        "share/doc/shardscope/README.md",
+        "lib/systemd/system/shardscope.service",
+        "share/shardscope/packaging/Dockerfile",
+        "share/shardscope/packaging/kubernetes/sidecar-example.yaml",
+    ]
+    missing = [p for p in expected if not (installed / p).exists()]
+    assert not missing, (f"not installed: {missing} (is packaging/ wired in with add_subdirectory(packaging) "
+                         "in the top-level CMakeLists.txt?)")
+    assert os.access(installed / "bin/shardscope", os.X_OK)
+    docs = {p.name for p in (REPO_ROOT / "docs").glob("*.md")}
+    assert docs <= {p.name for p in (installed / "share/doc/shardscope").glob("*.md")}
+    unit = (installed / "lib/systemd/system/shardscope.service").read_text()
+    assert f"ExecStart={installed}/bin/shardscope proxy --config {installed}/etc/shardscope/shardscope.yaml" in unit
+    assert "/usr/local" not in unit
+
+
+def test_example_routing_file_is_the_test_table():
+    assert (REPO_ROOT / "examples/routing/orders_6shards.json").read_bytes() == \
+        (REPO_ROOT / "tests/data/routing/orders_6shards.json").read_bytes()
+
+
+def _help(binary: Path) -> str:
+    return subprocess.run([str(binary), "proxy", "--help"], capture_output=True, text=True, timeout=30).stdout
+
+
+def _validates(binary: Path, config: Path, cwd: Path) -> None:
+    """The example config passes validation (including loading its routing table and rules).
+
+    With `--check-config` the proxy validates and exits; without it, the proxy must start and
+    listen (upstream unreachable is not a config error) and drain cleanly on SIGTERM.
+    """
+    base = [str(binary), "proxy", "--config", str(config), "--upstream", "mongodb://127.0.0.1:1/"]
+    if "--check-config" in _help(binary):
+        r = subprocess.run(base + ["--check-config"], cwd=cwd, env=proxy_env(), capture_output=True,
+                           text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        return
+    port, admin = free_port(), free_port()
+    p = subprocess.Popen(base + ["--listen", f"127.0.0.1:{port}", "--admin", f"127.0.0.1:{admin}"], cwd=cwd,
+                         env=proxy_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        import time
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and p.poll() is None and not port_accepts(port):
+            time.sleep(0.05)
+        assert p.poll() is None, f"proxy refused the example config:\n{p.stderr.read()}"
+        assert port_accepts(port) and port_accepts(admin)
+    finally:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+        rc = p.wait(timeout=20)
+    assert rc == 0, p.stderr.read()
+
+
+def test_example_config_validates_from_repo(shardscope_binary):
+    _validates(shardscope_binary, EXAMPLE, REPO_ROOT)
+
+
+def test_installed_config_validates_in_unit_working_directory(installed):
+    # The unit runs in <prefix>/share/shardscope so the config's relative routing.file resolves there.
+    if not (installed / "etc/shardscope/shardscope.yaml").exists():
+        pytest.fail("etc/shardscope/shardscope.yaml not installed (add_subdirectory(packaging) missing?)")
+    _validates(installed / "bin/shardscope", installed / "etc/shardscope/shardscope.yaml",
+               installed / "share/shardscope")
+
+
+def test_systemd_unit_verifies(installed):
+    tool = shutil.which("systemd-analyze")
+    if tool is None:
+        pytest.skip("systemd-analyze not installed")
+    unit = installed / "lib/systemd/system/shardscope.service"
+    if not unit.exists():
+        pytest.fail("unit not installed (add_subdirectory(packaging) missing?)")
+    r = subprocess.run([tool, "verify", str(unit)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    text = unit.read_text()
+    for needle in ("DynamicUser=yes", "ProtectSystem=strict", "NoNewPrivileges=yes", "ExecReload=/bin/kill -HUP $MAINPID",
+                   "Restart=on-failure", "LimitNOFILE="):
+        assert needle in text
+
+
+def test_deployment_examples_parse():
+    yaml = pytest.importorskip("yaml")
+    docs = list(yaml.safe_load_all((REPO_ROOT / "packaging/kubernetes/sidecar-example.yaml").read_text()))
+    deployment = next(d for d in docs if d["kind"] == "Deployment")
+    sidecar = next(c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "shardscope")
+    assert sidecar["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert sidecar["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert any(p["name"] == "admin" for p in sidecar["ports"])
+    dockerfile = (REPO_ROOT / "packaging/Dockerfile").read_text()
+    assert "FROM debian:bookworm AS build" in dockerfile and "bookworm-slim" in dockerfile
