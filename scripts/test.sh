@@ -12,4 +12,5 @@ echo "== unit tests (ctest)"
 ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 300
 
 echo "== integration tests (pytest: real drivers through build/shardscope to FerretDB)"
-python3 -m pytest tests/integration -q -p no:cacheprovider "$@"
+# A missing binary fails the run instead of skipping the proxy tests.
+SHARDSCOPE_REQUIRE_PROXY=1 python3 -m pytest tests/integration -q -p no:cacheprovider "$@"
