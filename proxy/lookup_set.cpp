@@ -39,7 +39,8 @@ std::shared_ptr<const LookupSet> buildLookupSet(const std::vector<std::string>& 
   // Start shared collections only once every rule is valid, so a refused reload starts nothing.
   for (auto& e : set->entries) {
     if (e.collection || e.index->rule().mapping_collection.empty()) continue;
-    e.collection = std::make_shared<MappingCollection>(upstream, *e.index);
+    const auto& rule = e.index->rule();
+    e.collection = std::make_shared<MappingCollection>(rule.mapping_uri.empty() ? upstream : rule.mapping_uri, *e.index);
     e.collection->start();
   }
   return set;

@@ -65,6 +65,12 @@ bool parseLookupRule(const std::string& spec, LookupRule& out, std::string& erro
         return false;
       }
       out.mapping_collection = value;
+    } else if (key == "uri") {
+      if (value.rfind("mongodb://", 0) != 0) {
+        error = "uri must be a mongodb:// URI, got '" + value + "'";
+        return false;
+      }
+      out.mapping_uri = value;
     } else if (key == "capacity") {
       auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), out.capacity);
       if (ec != std::errc() || p != value.data() + value.size() || out.capacity == 0) {
@@ -72,7 +78,7 @@ bool parseLookupRule(const std::string& spec, LookupRule& out, std::string& erro
         return false;
       }
     } else {
-      error = "unknown option '" + key + "' (file, collection, capacity)";
+      error = "unknown option '" + key + "' (file, collection, uri, capacity)";
       return false;
     }
   }

@@ -14,10 +14,12 @@ struct LookupRule {
   std::vector<std::string> add_fields; // {"customerId"}
   std::string mapping_file;            // JSON lines loaded at start (optional)
   std::string mapping_collection;      // "db.coll" read through in the cluster (optional)
+  std::string mapping_uri;             // where that collection lives (default: the upstream)
   uint32_t capacity = 1'000'000;       // mappings kept in memory, then least recently used evicted
 };
 
-// Parses "shop.orders: orderId -> customerId[,orderDate] [file=PATH] [collection=DB.COLL] [capacity=N]".
+// Parses "shop.orders: orderId -> customerId[,orderDate] [file=PATH] [collection=DB.COLL] [uri=MONGODB_URI]
+// [capacity=N]".
 // Returns false with `error` naming what is wrong.
 bool parseLookupRule(const std::string& spec, LookupRule& out, std::string& error);
 

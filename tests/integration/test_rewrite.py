@@ -8,6 +8,7 @@ rule are compared with a proxy without it, on the same data.
 from __future__ import annotations
 
 import datetime as dt
+import time
 import json
 import subprocess
 import urllib.request
@@ -168,3 +169,44 @@ def test_invalid_rules_are_refused_at_start(ferretdb, shardscope_binary):
                              capture_output=True, text=True, timeout=20)
         assert run.returncode == 2, spec
         assert "rewrite.rules" in run.stderr and needle in run.stderr, run.stderr
+
+
+def test_mapping_collection_is_shared_between_sidecars(ferretdb, proxy):
+    rule = f"{RULE} collection=shardscope.orderCustomers"
+    first = proxy(ferretdb.uri, "--routing", ROUTING, "--rewrite-rule", rule, admin=True)
+    second = proxy(ferretdb.uri, "--routing", ROUTING, "--rewrite-rule", rule, admin=True)
+    pymongo.MongoClient(first.uri).shop.orders.insert_many(orders(30))  # teaches the first sidecar
+    direct = pymongo.MongoClient(ferretdb.uri)
+    deadline = time.time() + 10
+    while direct.shardscope.orderCustomers.count_documents({}) < 30 and time.time() < deadline:
+        time.sleep(0.1)
+    assert direct.shardscope.orderCustomers.find_one({"_id": "O00004"})["customerId"] == "C0248"
+
+    b = pymongo.MongoClient(second.uri)
+    # The second sidecar has seen no insert: its first lookup misses (broadcast) and reads through...
+    assert b.shop.orders.find_one({"orderId": "O00004"})["_id"] == 4
+    deadline = time.time() + 10
+    while admin_json(second, "/rewrite")[0]["mappingCollection"]["found"] < 1 and time.time() < deadline:
+        time.sleep(0.1)
+    # ...and the next one is targeted.
+    assert b.shop.orders.find_one({"orderId": "O00004"})["_id"] == 4
+    r = admin_json(second, "/rewrite")[0]
+    assert r["applied"] == 1 and r["mappingCollection"]["found"] >= 1
+
+
+def test_unreachable_mapping_collection_degrades_to_no_rewrite(ferretdb, proxy):
+    from harness import free_port
+    dead = f"mongodb://127.0.0.1:{free_port()}/"
+    p = proxy(ferretdb.uri, "--routing", ROUTING, "--rewrite-rule", f"{RULE} collection=s.m uri={dead}", admin=True)
+    client = pymongo.MongoClient(p.uri)
+    pymongo.MongoClient(ferretdb.uri).shop.orders.insert_many(orders(5))  # behind the sidecar's back: no mapping
+    for _ in range(3):
+        assert client.shop.orders.find_one({"orderId": "O00001"})["_id"] == 1  # never an error to the client
+    deadline = time.time() + 15
+    while admin_json(p, "/rewrite")[0]["mappingCollection"]["errors"] < 1 and time.time() < deadline:
+        time.sleep(0.2)
+    r = admin_json(p, "/rewrite")[0]
+    assert r["mappingCollection"]["errors"] >= 1
+    # Without the collection the sidecar still learns from replies: the first lookup broadcast and
+    # taught the mapping, the next two were targeted.
+    assert r["applied"] == 2 and r["fallbacks"]["empty_read"] == 0
