@@ -11,7 +11,9 @@ namespace shardscope::proxy {
 
 class FrameBuffer {
  public:
-  explicit FrameBuffer(uint32_t maxMessageSize, size_t initialCapacity = 16 * 1024);
+  // 4 KiB holds typical commands and replies; idle connections stay small (issue 8: RSS per
+  // idle connection), larger messages grow the buffer and it shrinks back once they are gone.
+  explicit FrameBuffer(uint32_t maxMessageSize, size_t initialCapacity = 4 * 1024);
 
   // The next complete frame if one is buffered (status Ok), else NeedMore / TooLarge / Malformed.
   protocol::FrameResult peek() const { return reader_.next(buffered()); }

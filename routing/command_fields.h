@@ -21,6 +21,16 @@ inline bool subDocument(const bson_t& body, const char* key, bson_t& out) {
   return bson_init_static(&out, data, len);
 }
 
+// A static view of the document or array an iterator points at.
+inline bool documentOrArray(const bson_iter_t& it, bson_t& out) {
+  uint32_t len = 0;
+  const uint8_t* data = nullptr;
+  if (BSON_ITER_HOLDS_DOCUMENT(&it)) bson_iter_document(&it, &len, &data);
+  else if (BSON_ITER_HOLDS_ARRAY(&it)) bson_iter_array(&it, &len, &data);
+  else return false;
+  return bson_init_static(&out, data, len);
+}
+
 inline bool boolField(const bson_t& doc, const char* key, bool fallback) {
   bson_iter_t it;
   if (!bson_iter_init_find(&it, &doc, key)) return fallback;

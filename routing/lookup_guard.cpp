@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "routing/command_fields.h"
+
 namespace shardscope::routing {
 namespace {
 
@@ -10,37 +12,15 @@ bool child(const bson_t* doc, const char* path, bson_iter_t& out) {
   return bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &out);
 }
 
-bool asDocument(const bson_iter_t& it, bson_t& out) {
-  uint32_t len;
-  const uint8_t* data;
-  if (BSON_ITER_HOLDS_DOCUMENT(&it)) bson_iter_document(&it, &len, &data);
-  else if (BSON_ITER_HOLDS_ARRAY(&it)) bson_iter_array(&it, &len, &data);
-  else return false;
-  return bson_init_static(&out, data, len);
-}
-
 template <typename F>
 void forEachArrayDocument(const bson_iter_t& array, F&& f) {
   bson_t list;
   bson_iter_t it;
-  if (!asDocument(array, list) || !bson_iter_init(&it, &list)) return;
+  if (!documentOrArray(array, list) || !bson_iter_init(&it, &list)) return;
   while (bson_iter_next(&it)) {
     bson_t doc;
-    if (BSON_ITER_HOLDS_DOCUMENT(&it) && asDocument(it, doc)) f(&doc);
+    if (BSON_ITER_HOLDS_DOCUMENT(&it) && documentOrArray(it, doc)) f(&doc);
   }
-}
-
-template <typename F>
-void forEachStatement(const protocol::CommandView& view, const char* listField, F&& f) {
-  if (const auto* seq = view.findSequence(listField)) {
-    protocol::forEachDocument(seq->documents, [&](std::span<const uint8_t> d) {
-      bson_t doc;
-      if (bson_init_static(&doc, d.data(), d.size())) f(&doc);
-    });
-    return;
-  }
-  bson_iter_t it;
-  if (bson_iter_init_find(&it, &view.body, listField)) forEachArrayDocument(it, f);
 }
 
 // An update statement {q, u}: when q pins the lookup value and u sets an added field, learn the
@@ -49,7 +29,7 @@ void learnFromUpdate(LookupIndex& index, const bson_t* statement) {
   const auto& rule = index.rule();
   bson_iter_t q, u, lookup;
   bson_t filter, modifier;
-  if (!child(statement, "q", q) || !asDocument(q, filter) || !child(statement, "u", u)) return;
+  if (!child(statement, "q", q) || !documentOrArray(q, filter) || !child(statement, "u", u)) return;
   if (!bson_iter_init_find(&lookup, &filter, rule.lookup_field.c_str())) return;
   std::string key = canonicalValueKey(lookup);
   if (key.empty()) return;
@@ -57,7 +37,7 @@ void learnFromUpdate(LookupIndex& index, const bson_t* statement) {
     index.store().forget(key);
     return;
   }
-  if (!asDocument(u, modifier)) return;
+  if (!documentOrArray(u, modifier)) return;
   bson_iter_t first;
   bool operators = bson_iter_init(&first, &modifier) && bson_iter_next(&first) && bson_iter_key(&first)[0] == '$';
   if (!operators) {  // a replacement keeps the lookup value of the filter
@@ -78,7 +58,7 @@ void learnFromUpdate(LookupIndex& index, const bson_t* statement) {
   bson_iter_init(&op, &modifier);
   while (bson_iter_next(&op)) {
     bson_t args;
-    if (!asDocument(op, args)) continue;
+    if (!documentOrArray(op, args)) continue;
     for (const auto& field : rule.add_fields) {
       bson_iter_t a;
       if (!bson_iter_init(&a, &args)) continue;
@@ -99,11 +79,15 @@ void learnFromUpdate(LookupIndex& index, const bson_t* statement) {
 
 void learnFromRequest(LookupIndex& index, const protocol::CommandView& view) {
   if (view.name == "insert") {
-    forEachStatement(view, "documents", [&](const bson_t* doc) {
-      if (index.learnFromDocument(doc) && index.on_learned_from_insert) index.on_learned_from_insert(doc);
+    forEachStatement(view, "documents", [&](const bson_t& doc) {
+      if (index.learnFromDocument(&doc) && index.on_learned_from_insert) index.on_learned_from_insert(&doc);
+      return true;
     });
   } else if (view.name == "update") {
-    forEachStatement(view, "updates", [&](const bson_t* s) { learnFromUpdate(index, s); });
+    forEachStatement(view, "updates", [&](const bson_t& s) {
+      learnFromUpdate(index, &s);
+      return true;
+    });
   } else if (view.name == "findAndModify" || view.name == "findandmodify") {
     bson_iter_t q, u;
     if (child(&view.body, "query", q) && child(&view.body, "update", u)) {
@@ -123,7 +107,7 @@ size_t learnFromReply(LookupIndex& index, const bson_t* reply) {
   if (child(reply, "cursor.firstBatch", it) || child(reply, "cursor.nextBatch", it)) forEachArrayDocument(it, learn);
   else if (child(reply, "value", it) && BSON_ITER_HOLDS_DOCUMENT(&it)) {
     bson_t doc;
-    if (asDocument(it, doc)) learn(&doc);
+    if (documentOrArray(it, doc)) learn(&doc);
   }
   return learned;
 }
@@ -155,13 +139,13 @@ FallbackCause fallbackNeeded(const RewritePlan& plan, std::string_view command, 
   if (command == "count") return child(reply, "n", it) && bson_iter_as_int64(&it) == 0 ? FallbackCause::EmptyRead : FallbackCause::None;
   if (command == "distinct") {
     bson_t values;
-    return child(reply, "values", it) && asDocument(it, values) && bson_count_keys(&values) == 0 ? FallbackCause::EmptyRead
+    return child(reply, "values", it) && documentOrArray(it, values) && bson_count_keys(&values) == 0 ? FallbackCause::EmptyRead
                                                                                                   : FallbackCause::None;
   }
   // find / aggregate: look at the first batch.
   bson_iter_t batch, id;
   bson_t docs;
-  if (!child(reply, "cursor.firstBatch", batch) || !asDocument(batch, docs)) return FallbackCause::None;
+  if (!child(reply, "cursor.firstBatch", batch) || !documentOrArray(batch, docs)) return FallbackCause::None;
   bool exhausted = child(reply, "cursor.id", id) && bson_iter_as_int64(&id) == 0;
   if (bson_count_keys(&docs) == 0) return exhausted ? FallbackCause::EmptyRead : FallbackCause::None;
   if (!plan.in_list) return FallbackCause::None;

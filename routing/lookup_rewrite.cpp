@@ -3,21 +3,14 @@
 #include <cstring>
 #include <functional>
 
+#include "routing/command_fields.h"
+
 namespace shardscope::routing {
 namespace {
 
 using Bytes = std::vector<uint8_t>;
 
 Bytes bytesOf(const bson_t& b) { return {bson_get_data(&b), bson_get_data(&b) + b.len}; }
-
-bool subDocument(const bson_iter_t& it, bson_t& out) {
-  uint32_t len;
-  const uint8_t* data;
-  if (BSON_ITER_HOLDS_DOCUMENT(&it)) bson_iter_document(&it, &len, &data);
-  else if (BSON_ITER_HOLDS_ARRAY(&it)) bson_iter_array(&it, &len, &data);
-  else return false;
-  return bson_init_static(&out, data, len);
-}
 
 bool plainScalar(const bson_iter_t& it) {
   auto t = bson_iter_type(&it);
@@ -61,7 +54,7 @@ bool rewriteFilter(LookupIndex& index, const bson_t& filter, bool allowIn, bson_
     }
     bson_t ops;
     bson_iter_t op;
-    if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !subDocument(it, ops) || bson_count_keys(&ops) != 1 ||
+    if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !documentOrArray(it, ops) || bson_count_keys(&ops) != 1 ||
         !bson_iter_init(&op, &ops) || !bson_iter_next(&op)) {
       why = "the lookup field is not compared by equality or $in";
       return false;
@@ -81,7 +74,7 @@ bool rewriteFilter(LookupIndex& index, const bson_t& filter, bool allowIn, bson_
       }
       bson_t list;
       bson_iter_t v;
-      if (!subDocument(op, list) || !bson_iter_init(&v, &list)) return false;
+      if (!documentOrArray(op, list) || !bson_iter_init(&v, &list)) return false;
       while (bson_iter_next(&v)) {
         if (!plainScalar(v)) {
           why = "a $in value cannot be mapped";
@@ -173,7 +166,7 @@ bool rewriteTopLevelFilter(LookupIndex& index, const protocol::CommandView& view
                            RewritePlan& plan) {
   bson_iter_t it;
   bson_t filter;
-  if (!hasField(view.body, filterField, &it) || !BSON_ITER_HOLDS_DOCUMENT(&it) || !subDocument(it, filter)) return false;
+  if (!hasField(view.body, filterField, &it) || !BSON_ITER_HOLDS_DOCUMENT(&it) || !documentOrArray(it, filter)) return false;
   bson_t rewritten = BSON_INITIALIZER;
   bool ok = rewriteFilter(index, filter, allowIn, rewritten, plan, plan.skipped);
   if (ok) {
@@ -190,9 +183,9 @@ bool rewriteTopLevelFilter(LookupIndex& index, const protocol::CommandView& view
 bool rewriteAggregate(LookupIndex& index, const protocol::CommandView& view, RewritePlan& plan) {
   bson_iter_t it, stage, match;
   bson_t pipeline, first, filter;
-  if (!hasField(view.body, "pipeline", &it) || !subDocument(it, pipeline)) return false;
-  if (!bson_iter_init(&stage, &pipeline) || !bson_iter_next(&stage) || !subDocument(stage, first)) return false;
-  if (!bson_iter_init_find(&match, &first, "$match") || !subDocument(match, filter) || bson_count_keys(&first) != 1)
+  if (!hasField(view.body, "pipeline", &it) || !documentOrArray(it, pipeline)) return false;
+  if (!bson_iter_init(&stage, &pipeline) || !bson_iter_next(&stage) || !documentOrArray(stage, first)) return false;
+  if (!bson_iter_init_find(&match, &first, "$match") || !documentOrArray(match, filter) || bson_count_keys(&first) != 1)
     return false;
   bson_t rewritten = BSON_INITIALIZER;
   bool ok = rewriteFilter(index, filter, false, rewritten, plan, plan.skipped);
@@ -226,27 +219,18 @@ bool rewriteWriteStatement(LookupIndex& index, const protocol::CommandView& view
   std::vector<std::span<const uint8_t>> statements;
   const auto* seq = view.findSequence(listField);
   bson_iter_t it;
-  bson_t list;
-  if (seq) {
-    protocol::forEachDocument(seq->documents, [&](std::span<const uint8_t> d) { statements.push_back(d); });
-  } else if (hasField(view.body, listField, &it) && subDocument(it, list)) {
-    bson_iter_t s;
-    bson_iter_init(&s, &list);
-    while (bson_iter_next(&s)) {
-      uint32_t len;
-      const uint8_t* data;
-      if (!BSON_ITER_HOLDS_DOCUMENT(&s)) return false;
-      bson_iter_document(&s, &len, &data);
-      statements.emplace_back(data, len);
-    }
-  }
+  bool wellFormed = forEachStatement(view, listField, [&](const bson_t& d) {
+    statements.emplace_back(bson_get_data(&d), d.len);
+    return true;
+  });
+  if (!wellFormed) return false;
   if (statements.size() != 1) {
     if (!statements.empty()) plan.skipped = "only single-statement writes are rewritten";
     return false;
   }
   bson_t statement, filter;
   if (!bson_init_static(&statement, statements[0].data(), statements[0].size())) return false;
-  if (!hasField(statement, "q", &it) || !subDocument(it, filter)) return false;
+  if (!hasField(statement, "q", &it) || !documentOrArray(it, filter)) return false;
   if (truthy(statement, "upsert")) {
     plan.skipped = "upserts are not rewritten (an insert with a stale mapping would change data)";
     return false;
