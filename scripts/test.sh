@@ -11,6 +11,12 @@ bash scripts/setup.sh
 echo "== unit tests (ctest)"
 ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 300
 
+echo "== fuzzing (libFuzzer, ${SHARDSCOPE_FUZZ_SECONDS:-20} s per target over the seed corpora)"
+bash scripts/fuzz.sh "${SHARDSCOPE_FUZZ_SECONDS:-20}"
+
+echo "== sanitizers (ASan + UBSan: unit tests and an integration subset against the sanitized binary)"
+bash scripts/sanitize.sh asan
+
 echo "== integration tests (pytest: real drivers through build/shardscope to FerretDB)"
 # A missing binary fails the run instead of skipping the proxy tests.
 SHARDSCOPE_REQUIRE_PROXY=1 python3 -m pytest tests/integration -q -p no:cacheprovider "$@"
