@@ -5,11 +5,11 @@
 #   bash scripts/demo.sh                         # embedded FerretDB upstream
 #   bash scripts/demo.sh --upstream mongodb://mongos.example:27017/
 #   options: --listen HOST:PORT (127.0.0.1:27016)  --admin HOST:PORT (127.0.0.1:9901)
-#            --routing FILE (examples/routing/orders_6shards.json)  --ops N (3000)  --exit (stop after the workload)
+#            --routing FILE (examples/routing/orders_6shards.json)  --ops N (600)  --exit (stop after the workload)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cache="${SHARDSCOPE_CACHE:-$HOME/.cache/shardscope}"
-upstream="" listen="127.0.0.1:27016" admin="127.0.0.1:9901" ops=3000 exit_after=0
+upstream="" listen="127.0.0.1:27016" admin="127.0.0.1:9901" ops=600 exit_after=0
 routing="$here/examples/routing/orders_6shards.json"
 while (($#)); do
   case "$1" in
@@ -59,7 +59,7 @@ pids+=($!)
 wait_port "${listen%:*}" "${listen##*:}" 20 || { log "proxy did not start; see $work/shardscope.log"; exit 1; }
 
 log "driving the order-service workload ($ops operations) through the proxy"
-python3 "$here/workload/order_service.py" --uri "mongodb://$listen/" --drop --ops "$ops" | tee "$work/workload.json"
+python3 "$here/workload/order_service.py" --uri "mongodb://$listen/" --drop --ops "$ops" --orders 2000 --customers 300 | tee "$work/workload.json"
 
 cat <<MSG
 
