@@ -16,8 +16,11 @@ void FrameBuffer::consume(size_t n) {
 std::span<uint8_t> FrameBuffer::writable(size_t needed) {
   if (data_.empty()) data_.resize(initial_capacity_);
   size_t have = end_ - start_;
-  // Room for the whole started frame, or at least a useful read when no frame size is known yet.
-  size_t required = std::max(needed, have + std::min<size_t>(4096, initial_capacity_));
+  // Room for the started frame, grown with the bytes that actually arrive (at most doubling), so a
+  // header that merely declares 40 MB commits no memory; at least a useful read otherwise.
+  size_t required = std::max(have + std::min<size_t>(4096, initial_capacity_),
+                             std::min(needed, 2 * std::max(have, initial_capacity_)));
+  if (needed > have) required = std::min(required, needed);  // never more than the frame needs
   if (data_.size() - start_ < required) {
     // Move the partial frame to the front first, so the buffer stays bounded by one frame.
     std::memmove(data_.data(), data_.data() + start_, have);

@@ -149,8 +149,10 @@ awaitable<size_t> Session::readFrame(Stream& stream, FrameBuffer& in, bool fromC
     }
     if (r.result.status != protocol::ParseStatus::NeedMore) throw ProtocolError(std::string(r.result.error));
     if (fromClient && in.hasPartial() && frame_deadline_ == Clock::time_point::max() &&
-        ctx_.config.timeouts.frame_read_ms)
-      armDeadline(Clock::now() + std::chrono::milliseconds(ctx_.config.timeouts.frame_read_ms));
+        ctx_.config.timeouts.frame_read_ms) {
+      frame_deadline_ = Clock::now() + std::chrono::milliseconds(ctx_.config.timeouts.frame_read_ms);
+      armDeadline(frame_deadline_);
+    }
     auto space = in.writable(r.frameSize);
     size_t n = co_await stream.readSome(asio::buffer(space.data(), space.size()));
     in.commit(n);
