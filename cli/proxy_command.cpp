@@ -23,9 +23,11 @@ namespace shardscope::cli {
 int runProxy(int argc, char** argv) {
   namespace asio = boost::asio;
   std::vector<std::string> args(argv + 1, argv + argc);
+  // --check-config: validate everything (files included) and exit, as `nginx -t` does.
+  const bool checkOnly = std::erase(args, std::string("--check-config")) > 0;
   auto loaded = config::loadConfig(args, environ);
   if (loaded.help) {
-    std::cout << config::flagHelp();
+    std::cout << config::flagHelp() << "\n  --check-config  validate the configuration (and the files it names) and exit\n";
     return 0;
   }
   if (!loaded.ok()) {
@@ -44,6 +46,10 @@ int runProxy(int argc, char** argv) {
   if (!proxy::prepareContext(loaded.config, ctx, error)) {
     std::cerr << "shardscope: config error: " << error << "\n";
     return 2;
+  }
+  if (checkOnly) {
+    std::cout << "shardscope: config OK\n";
+    return 0;
   }
 
   // One thread (the sidecar default): no reactor locking, and sessions need no strand.
