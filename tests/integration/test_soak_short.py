@@ -44,6 +44,10 @@ def test_soak_short(shardscope_binary):
                         f"{r['connect_failed']} failed, {r['idle_errors']} errors {r['idle_error_samples']}")
     if r["workload_errors"]:
         problems.append(f"workload errors: {r['workload_errors']} {r['workload_error_samples']}")
+    # Command errors the upstream itself returned pass through unchanged; more than 1% would hint at
+    # something the proxy did to the commands.
+    if r["upstream_errors"] > max(5, r["workload_ops"] // 100):
+        problems.append(f"upstream errors: {r['upstream_errors']} {r['upstream_error_samples']}")
     if r["rss_mb_growth_after_warmup"] >= 20:
         problems.append(f"RSS grew {r['rss_mb_growth_after_warmup']} MB after warm-up (bound 20 MB)")
     if r["fds_after_release"] > r["fds_idle_baseline"] + 2:

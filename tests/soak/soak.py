@@ -41,7 +41,7 @@ sys.path.insert(0, str(HERE.parent / "support"))
 import bson  # noqa: E402
 import harness  # noqa: E402
 from pymongo import MongoClient  # noqa: E402
-from pymongo.errors import PyMongoError  # noqa: E402
+from pymongo.errors import OperationFailure, PyMongoError  # noqa: E402
 
 OP_MSG = 2013
 
@@ -112,6 +112,8 @@ class Workload:
         self.ops = 0
         self.errors = 0
         self.error_samples: list[str] = []
+        self.upstream_errors = 0
+        self.upstream_error_samples: list[str] = []
         self.acked_inserts = 0
         self.admin_polls = 0
         self._lock = threading.Lock()
@@ -142,6 +144,15 @@ class Workload:
                     self.coll.delete_one({"k": key, "v": {"$lt": 0}})
                 with self._lock:
                     self.ops += 1
+            except OperationFailure as e:
+                # The upstream answered ok:0 (FerretDB's SQLite backend reports lock contention
+                # under this load): the proxy forwarded it faithfully. Counted apart from transport
+                # errors, which would be the proxy's.
+                with self._lock:
+                    self.upstream_errors += 1
+                    if len(self.upstream_error_samples) < 3:
+                        self.upstream_error_samples.append(repr(e)[:200])
+                time.sleep(0.05)
             except PyMongoError as e:
                 with self._lock:
                     self.errors += 1
@@ -418,6 +429,7 @@ def run(args) -> dict:
             "rss_mb_growth_after_warmup": round((after["rss_kb"] - warm["rss_kb"]) / 1024, 1),
             "workload_ops": wl.ops, "workload_ops_per_s": round(wl.ops / max(soak_s + args.warmup_s, 1), 1),
             "workload_errors": wl.errors, "workload_error_samples": wl.error_samples,
+            "upstream_errors": wl.upstream_errors, "upstream_error_samples": wl.upstream_error_samples,
             "acked_inserts": wl.acked_inserts, "admin_polls": wl.admin_polls, **soak,
         })
         # RSS trend during the soak (first and last third), to tell a leak from a plateau.
