@@ -5,6 +5,8 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "protocol/command_view.h"
+#include "routing/lookup_rewrite.h"
 #include "routing/explain.h"
 #include "routing/routing_file.h"
 
@@ -17,7 +19,9 @@ void usage(FILE* out) {
       "  --command  the command as a driver sends it, relaxed Extended JSON (with $db)\n"
       "  --range    {\"min\": {...}, \"max\": {...}} in shard-key space: shards owning intersecting chunks\n"
       "  --ns       the collection for --range when the routing file has several\n"
-      "  --verbose  add a \"detail\" field (bounds, ranges)\n",
+      "  --verbose  add a \"detail\" field (bounds, ranges)\n"
+      "  --rewrite-rule SPEC  also show what a lookup rule would do ('db.coll: orderId -> customerId file=map.jsonl'):\n"
+      "             the command is explained as rewritten, with a \"rewrite\" field (before, command)\n",
       out);
 }
 
@@ -33,8 +37,53 @@ int fail(const std::string& message) {
 
 }  // namespace
 
+// The command as a lookup rule would rewrite it, explained; the original's targeting under "rewrite".
+int explainWithRule(const routing::RoutingTable& table, const std::string& command, const std::string& spec,
+                    bool verbose) {
+  routing::LookupRule rule;
+  std::string error;
+  if (!routing::parseLookupRule(spec, rule, error)) return fail("--rewrite-rule: " + error);
+  routing::LookupIndex index(rule);
+  size_t loaded = 0;
+  if (!rule.mapping_file.empty() && !index.loadFile(rule.mapping_file, loaded, error)) return fail(error);
+  bson_t body;
+  bson_error_t err;
+  if (!bson_init_from_json(&body, command.c_str(), -1, &err)) return fail(std::string("--command: ") + err.message);
+  std::vector<uint8_t> message;
+  protocol::encodeOpMsg({}, 0, {bson_get_data(&body), body.len}, {}, message);
+  bson_destroy(&body);
+  protocol::OpMsg msg;
+  protocol::CommandView view;
+  if (!protocol::decodeOpMsg(message, msg).ok() || !protocol::buildCommandView(msg, view).ok())
+    return fail("--rewrite-rule needs a command with $db");
+  auto before = routing::explainCommand(table, command, false);
+  auto plan = routing::planLookupRewrite(index, view);
+  std::string rewrittenJson = command;
+  if (plan.kind != routing::RewriteKind::None) {
+    bson_t rewritten;
+    bson_init_static(&rewritten, plan.body.data(), plan.body.size());
+    char* json = bson_as_relaxed_extended_json(&rewritten, nullptr);
+    rewrittenJson = json;
+    bson_free(json);
+  }
+  auto out = routing::explainCommand(table, rewrittenJson, verbose);
+  if (!out.ok) {
+    std::puts(out.json.c_str());
+    return 1;
+  }
+  // {"rewrite": {"applied": bool, "skipped": why, "before": <explain of the original>, "command": <as sent>}}
+  std::string extra = ", \"rewrite\" : { \"applied\" : ";
+  extra += plan.kind != routing::RewriteKind::None ? "true" : "false";
+  if (!plan.skipped.empty()) extra += ", \"skipped\" : \"" + std::string(plan.skipped) + "\"";
+  extra += ", \"before\" : " + before.json + ", \"command\" : " + rewrittenJson + " } }";
+  auto close = out.json.find_last_of('}');
+  out.json.replace(close, std::string::npos, extra);
+  std::puts(out.json.c_str());
+  return 0;
+}
+
 int runExplain(int argc, char** argv) {
-  std::string routing, command, range, ns;
+  std::string routing, command, range, ns, rule_spec;
   bool verbose = false, have_command = false, have_range = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -56,6 +105,8 @@ int runExplain(int argc, char** argv) {
       have_range = true;
     } else if (arg == "--ns") {
       if (!value(ns)) return fail("--ns needs db.collection");
+    } else if (arg == "--rewrite-rule") {
+      if (!value(rule_spec)) return fail("--rewrite-rule needs a rule");
     } else if (arg == "--verbose") {
       verbose = true;
     } else {
@@ -68,6 +119,7 @@ int runExplain(int argc, char** argv) {
   std::string error;
   auto table = routing::loadRoutingFile(routing, error);
   if (!table) return fail(error);
+  if (!rule_spec.empty() && have_command) return explainWithRule(*table, command, rule_spec, verbose);
   routing::ExplainOutput out =
       have_command ? routing::explainCommand(*table, command, verbose) : routing::explainRange(*table, range, ns);
   std::puts(out.json.c_str());

@@ -210,3 +210,21 @@ def test_unreachable_mapping_collection_degrades_to_no_rewrite(ferretdb, proxy):
     # Without the collection the sidecar still learns from replies: the first lookup broadcast and
     # taught the mapping, the next two were targeted.
     assert r["applied"] == 2 and r["fallbacks"]["empty_read"] == 0
+
+
+def test_explain_shows_what_a_rule_would_do(shardscope_binary, workdir):
+    mapping = workdir / "map.jsonl"
+    mapping.write_text('{"orderId": "O0000042", "customerId": "C0042"}\n')
+    base = [str(shardscope_binary), "explain", "--routing", ROUTING, "--rewrite-rule", f"{RULE} file={mapping}"]
+    run = subprocess.run(base + ["--command", '{"find": "orders", "filter": {"orderId": "O0000042"}, "$db": "shop"}'],
+                         capture_output=True, text=True, timeout=20)
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    assert out["targeting"] == "single" and out["rewrite"]["applied"] is True
+    assert out["rewrite"]["before"]["targeting"] == "broadcast" and len(out["rewrite"]["before"]["shards"]) == 6
+    assert out["rewrite"]["command"]["filter"] == {"orderId": "O0000042", "customerId": "C0042"}
+    run = subprocess.run(base + ["--command", '{"find": "orders", "filter": {"orderId": "O1"}, "$db": "shop"}'],
+                         capture_output=True, text=True, timeout=20)
+    out = json.loads(run.stdout)
+    assert out["targeting"] == "broadcast" and out["rewrite"]["applied"] is False
+    assert "no mapping" in out["rewrite"]["skipped"]
