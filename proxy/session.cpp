@@ -307,14 +307,15 @@ void Session::registerRequest(const protocol::CommandView& view, const protocol:
   }
   if (view.name == "killCursors") forgetKilledCursors(view);
 
+  const std::string_view ns = view.ns(ns_buffer_);  // once per request: the hooks below share it
   PendingOp op;
   op.request_id = requestId;
   op.start = Clock::now();
-  op.stats = stats_->onRequest(view, view.ns(ns_buffer_), target, bytes);
-  if (evaluation_ && !view.collection.empty()) evaluation_->observe(view, view.ns(ns_buffer_));
+  op.stats = stats_->onRequest(view, ns, target, bytes);
+  if (evaluation_ && !view.collection.empty()) evaluation_->observe(view, ns);
   if (!firstHello) {
-    if (ctx_.mirror) ctx_.mirror->onRequest(id_, requestId, view, view.ns(ns_buffer_), target.targeting);
-    if (ctx_.capture) ctx_.capture->onRequest(id_, requestId, view, view.ns(ns_buffer_), plain_request_);
+    if (ctx_.mirror) ctx_.mirror->onRequest(id_, requestId, view, ns, target.targeting);
+    if (ctx_.capture) ctx_.capture->onRequest(id_, requestId, view, ns, plain_request_);
   }
   op.shards = target.shards;
   op.sharded = table && (target.targeting == routing::Targeting::Single || target.targeting == routing::Targeting::Multi ||
@@ -323,7 +324,7 @@ void Session::registerRequest(const protocol::CommandView& view, const protocol:
   op.first_hello = firstHello;
   op.never_compress = protocol::isNeverCompressed(view.name);
   op.reply_compressor = clientCompressor;
-  if (const auto* set = lookups(); !set->entries.empty()) op.lookup = set->share(view.ns(ns_buffer_));
+  if (const auto* set = lookups(); !set->entries.empty()) op.lookup = set->share(ns);
   op.rewrite = std::move(pending_rewrite_);
   if (op.rewrite) {
     op.lookup->stats().onRewrite(op.rewrite->before, target.targeting);
@@ -354,7 +355,8 @@ std::span<const uint8_t> Session::toUpstream(std::span<const uint8_t> message, b
 }
 
 bool Session::injectFault(std::span<const uint8_t> message, std::optional<Compressor> clientCompressor) {
-  fault_ = faults_snapshot_.value->decide(view_.ns(ns_buffer_), view_.name);
+  const std::string_view ns = view_.ns(ns_buffer_);
+  fault_ = faults_snapshot_.value->decide(ns, view_.name);
   if (!fault_.error_code) return false;
   // Answered by the sidecar itself, as a server would fail the command.
   static constexpr int32_t kRetryable[] = {6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436};
@@ -372,7 +374,7 @@ bool Session::injectFault(std::span<const uint8_t> message, std::optional<Compre
   routing::TargetResult target;
   target.targeting = routing::Targeting::Unclassified;
   target.reason = "fault injected by the sidecar";
-  auto handle = stats_->onRequest(view_, view_.ns(ns_buffer_), target, static_cast<uint32_t>(message.size()));
+  auto handle = stats_->onRequest(view_, ns, target, static_cast<uint32_t>(message.size()));
   stats_->onReply(handle, &reply, 0, 0);
   if (!view_.moreToCome) {
     std::vector<uint8_t> plain;
