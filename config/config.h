@@ -74,6 +74,7 @@ struct Config {
   std::string routing_file;
   bool discovery = false;
   uint32_t discovery_interval_s = 60;
+  bool stats_enabled = true;  // false: forward only, no per-operation statistics
   bool stats_record_values = false;
   uint32_t stats_max_shapes_per_namespace = 1000;
   bool evaluation_enabled = true;

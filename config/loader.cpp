@@ -149,6 +149,7 @@ const std::map<std::string, Setter>& keyTable() {
       {"routing.file", text(&Config::routing_file)},
       {"routing.discovery", flag(&Config::discovery)},
       {"routing.discovery_interval_s", number(&Config::discovery_interval_s, 1, 86'400)},
+      {"stats.enabled", flag(&Config::stats_enabled)},
       {"stats.record_values", flag(&Config::stats_record_values)},
       {"stats.max_shapes_per_namespace", number(&Config::stats_max_shapes_per_namespace, 1, 1'000'000)},
       {"rewrite.rules", rules(&Config::rewrite_rules)},

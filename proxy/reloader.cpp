@@ -40,7 +40,7 @@ std::vector<std::string> restartRequired(const config::Config& a, const config::
             a.timeouts.drain_ms != b.timeouts.drain_ms,
         "timeouts");
   check(a.discovery != b.discovery || a.discovery_interval_s != b.discovery_interval_s, "routing.discovery");
-  check(a.stats_record_values != b.stats_record_values ||
+  check(a.stats_enabled != b.stats_enabled || a.stats_record_values != b.stats_record_values ||
             a.stats_max_shapes_per_namespace != b.stats_max_shapes_per_namespace,
         "stats");
   check(a.evaluation_enabled != b.evaluation_enabled || a.evaluation_simulated_shards != b.evaluation_simulated_shards ||
@@ -138,7 +138,7 @@ std::string Reloader::renderJson() const {
   w.key("rewrite_rules").beginArray();
   for (const auto& r : c.rewrite_rules) w.value(std::string_view(r));
   w.endArray();
-  w.key("stats").beginObject().field("record_values", c.stats_record_values);
+  w.key("stats").beginObject().field("enabled", c.stats_enabled).field("record_values", c.stats_record_values);
   w.field("max_shapes_per_namespace", c.stats_max_shapes_per_namespace).endObject();
   w.key("evaluation").beginObject().field("enabled", c.evaluation_enabled).field("simulated_shards", c.evaluation_simulated_shards).endObject();
   w.key("mirror").beginObject().field("upstream", std::string_view(redactUri(c.mirror.upstream)));

@@ -38,11 +38,13 @@ Session::Session(ProxyContext& ctx, tcp::socket client)
       client_in_(ctx.config.max_message_size),
       upstream_in_(ctx.config.max_message_size),
       watchdog_timer_(executor_),
-      upstream_gate_{executor_},
-      client_gate_{executor_},
       last_activity_(Clock::now()),
       stats_(ctx.stats->newRecorder()),
-      evaluation_(ctx.evaluator ? ctx.evaluator->newObserver() : nullptr) {
+      evaluation_(ctx.evaluator ? ctx.evaluator->newObserver() : nullptr),
+      upstream_gate_{executor_},
+      client_gate_{executor_},
+      record_stats_(ctx.config.stats_enabled),
+      loops_done_(executor_, Clock::time_point::max()) {
   ctx_.open_connections.fetch_add(1);
   stats_->onConnectionOpen();
   if (ctx_.capture) ctx_.capture->onConnectionOpen(id_);
@@ -69,9 +71,14 @@ awaitable<void> Session::run() {
     }
     if (co_await connectUpstream()) {
       watchdog_timer_.expires_at(nextDeadline());
-      // Each loop closes both sockets when it ends, which ends the others: no reliance on
-      // cancellation reaching every nested operation.
-      co_await (guard(clientToUpstream()) && guard(upstreamToClient()) && guard(watchdog()));
+      // Three coroutines of their own rather than an awaitable `&&` group: a group gives each
+      // branch a cancellation slot, and then every socket operation allocates a cancellation
+      // handler. Each loop closes both sockets when it ends, which ends the others.
+      loops_running_ = 3;
+      asio::co_spawn(executor_, guard(upstreamToClient()), asio::detached);
+      asio::co_spawn(executor_, guard(watchdog()), asio::detached);
+      co_await guard(clientToUpstream());
+      while (loops_running_ > 0) co_await loops_done_.async_wait(asio::as_tuple(use_awaitable));
     } else {
       noteClose("upstream unreachable");
     }
@@ -89,6 +96,7 @@ awaitable<void> Session::guard(awaitable<void> loop) {
     noteClose(describe(std::current_exception()));
   }
   forceClose();
+  if (--loops_running_ == 0) loops_done_.cancel();
 }
 
 void Session::noteClose(const std::string& why) {
@@ -140,33 +148,41 @@ awaitable<bool> Session::connectUpstream() {
   co_return false;
 }
 
-awaitable<size_t> Session::readFrame(Stream& stream, FrameBuffer& in, bool fromClient) {
-  for (;;) {
-    auto r = in.peek();
-    if (r.result.ok()) {
-      if (fromClient) frame_deadline_ = Clock::time_point::max();
-      co_return r.frameSize;
-    }
-    if (r.result.status != protocol::ParseStatus::NeedMore) throw ProtocolError(std::string(r.result.error));
-    if (fromClient && in.hasPartial() && frame_deadline_ == Clock::time_point::max() &&
-        ctx_.config.timeouts.frame_read_ms) {
-      frame_deadline_ = Clock::now() + std::chrono::milliseconds(ctx_.config.timeouts.frame_read_ms);
-      armDeadline(frame_deadline_);
-    }
-    auto space = in.writable(r.frameSize);
-    size_t n = co_await stream.readSome(asio::buffer(space.data(), space.size()));
-    in.commit(n);
-    last_activity_ = Clock::now();
+size_t Session::completeFrame(FrameBuffer& in, bool fromClient, size_t& need) {
+  auto r = in.peek();
+  if (r.result.ok()) {
+    if (fromClient) frame_deadline_ = Clock::time_point::max();
+    return r.frameSize;
   }
+  if (r.result.status != protocol::ParseStatus::NeedMore) throw ProtocolError(std::string(r.result.error));
+  if (fromClient && in.hasPartial() && frame_deadline_ == Clock::time_point::max() && ctx_.config.timeouts.frame_read_ms) {
+    frame_deadline_ = Clock::now() + std::chrono::milliseconds(ctx_.config.timeouts.frame_read_ms);
+    armDeadline(frame_deadline_);
+  }
+  need = r.frameSize;
+  return 0;
 }
 
 awaitable<void> Session::clientToUpstream() {
   for (;;) {
-    size_t size = co_await readFrame(client_, client_in_, true);
+    size_t size, need = 0;
+    while ((size = completeFrame(client_in_, true, need)) == 0) {
+      auto space = client_in_.writable(need);
+      client_in_.commit(co_await client_.readSome(asio::buffer(space.data(), space.size())));
+      last_activity_ = Clock::now();
+    }
     auto out = onRequest(client_in_.frame(size));
     if (fault_.delay.count()) co_await sleepFor(fault_.delay);
-    if (!out.empty()) co_await writeSerialized(*upstream_, out, upstream_gate_);
-    if (!fault_reply_.empty()) co_await writeSerialized(client_, fault_reply_, client_gate_);
+    if (!out.empty()) {
+      if (upstream_gate_.busy) co_await waitForGate(upstream_gate_);
+      GateHold hold(upstream_gate_);
+      co_await upstream_->writeAll(asio::buffer(out.data(), out.size()));
+    }
+    if (!fault_reply_.empty()) {
+      if (client_gate_.busy) co_await waitForGate(client_gate_);
+      GateHold hold(client_gate_);
+      co_await client_.writeAll(asio::buffer(fault_reply_.data(), fault_reply_.size()));
+    }
     fault_ = {};
     fault_reply_.clear();
     client_in_.consume(size);
@@ -176,35 +192,36 @@ awaitable<void> Session::clientToUpstream() {
 
 awaitable<void> Session::upstreamToClient() {
   for (;;) {
-    size_t size = co_await readFrame(*upstream_, upstream_in_, false);
+    size_t size, need = 0;
+    while ((size = completeFrame(upstream_in_, false, need)) == 0) {
+      auto space = upstream_in_.writable(need);
+      upstream_in_.commit(co_await upstream_->readSome(asio::buffer(space.data(), space.size())));
+      last_activity_ = Clock::now();
+    }
     auto action = onReply(upstream_in_.frame(size));
-    if (!action.resend.empty()) co_await writeSerialized(*upstream_, action.resend, upstream_gate_);
-    if (!action.to_client.empty()) co_await writeSerialized(client_, action.to_client, client_gate_);
+    if (!action.resend.empty()) {
+      if (upstream_gate_.busy) co_await waitForGate(upstream_gate_);
+      GateHold hold(upstream_gate_);
+      co_await upstream_->writeAll(asio::buffer(action.resend.data(), action.resend.size()));
+    }
+    if (!action.to_client.empty()) {
+      if (client_gate_.busy) co_await waitForGate(client_gate_);
+      GateHold hold(client_gate_);
+      co_await client_.writeAll(asio::buffer(action.to_client.data(), action.to_client.size()));
+    }
     upstream_in_.consume(size);
     upstream_in_.shrinkIfIdle();
     maybeFinishDrain();
   }
 }
 
-awaitable<void> Session::writeSerialized(Stream& stream, std::span<const uint8_t> bytes, WriteGate& gate) {
-  // Two loops may write to one socket (the reply loop re-runs a rewritten command upstream; the
-  // request loop answers injected faults to the client): one message at a time, so frames never
-  // interleave. The timer serves as a condition variable, touched only when someone waits.
+awaitable<void> Session::waitForGate(WriteGate& gate) {
   while (gate.busy) {
     ++gate.waiters;
     co_await gate.idle.async_wait(asio::as_tuple(use_awaitable));
     --gate.waiters;
     if (closed_) throw boost::system::system_error(asio::error::operation_aborted);
   }
-  gate.busy = true;
-  struct Release {
-    WriteGate& g;
-    ~Release() {
-      g.busy = false;
-      if (g.waiters) g.idle.cancel();
-    }
-  } release{gate};
-  co_await stream.writeAll(asio::buffer(bytes.data(), bytes.size()));
 }
 
 const LookupSet* Session::lookups() {
@@ -311,7 +328,7 @@ void Session::registerRequest(const protocol::CommandView& view, const protocol:
   PendingOp op;
   op.request_id = requestId;
   op.start = Clock::now();
-  op.stats = stats_->onRequest(view, ns, target, bytes);
+  if (record_stats_) op.stats = stats_->onRequest(view, ns, target, bytes);
   if (evaluation_ && !view.collection.empty()) evaluation_->observe(view, ns);
   if (!firstHello) {
     if (ctx_.mirror) ctx_.mirror->onRequest(id_, requestId, view, ns, target.targeting);
@@ -328,10 +345,10 @@ void Session::registerRequest(const protocol::CommandView& view, const protocol:
   op.rewrite = std::move(pending_rewrite_);
   if (op.rewrite) {
     op.lookup->stats().onRewrite(op.rewrite->before, target.targeting);
-    stats_->onRewrite(op.stats, op.rewrite->before);
+    if (record_stats_) stats_->onRewrite(op.stats, op.rewrite->before);
   }
   if (view.moreToCome) {  // fire-and-forget (w:0): no reply will come
-    stats_->onReply(op.stats, nullptr, 0, 0);
+    if (record_stats_) stats_->onReply(op.stats, nullptr, 0, 0);
     return;
   }
   if (!pending_.add(std::move(op))) throw ProtocolError("too many pipelined requests");
@@ -449,7 +466,7 @@ Session::ReplyAction Session::onReply(std::span<uint8_t> frame) {
   if (!moreToCome) {
     auto latency =
         static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - op->start).count());
-    stats_->onReply(op->stats, bodyPtr, static_cast<uint32_t>(frame.size()), latency);
+    if (record_stats_) stats_->onReply(op->stats, bodyPtr, static_cast<uint32_t>(frame.size()), latency);
     const int32_t clientRequest = op->client_request_id ? op->client_request_id : op->request_id;
     if (ctx_.mirror) ctx_.mirror->onPrimaryReply(id_, clientRequest, bodyPtr, latency);
     if (ctx_.capture) ctx_.capture->onReply(id_, clientRequest, message, latency);
@@ -465,7 +482,7 @@ std::span<const uint8_t> Session::rerunOriginal(const PendingOp& op, routing::Fa
   // The rewritten command's reply is dropped; the client's original runs in its place, under a
   // request id of the proxy's own (negative: drivers never use those).
   op.lookup->stats().onFallback(cause);
-  stats_->onRewriteFallback(op.stats);
+  if (record_stats_) stats_->onRewriteFallback(op.stats);
   spdlog::debug("conn={} lookup rewrite fell back ({})", id_, routing::fallbackCauseName(cause));
   PendingOp retry = op;
   retry.request_id = next_proxy_request_id_--;

@@ -42,8 +42,10 @@ class Session : public std::enable_shared_from_this<Session> {
   awaitable<void> guard(awaitable<void> loop);
   void noteClose(const std::string& why);
   std::string describe(std::exception_ptr error);
-  // Reads until FrameBuffer holds a complete frame; returns its size. Throws on EOF/errors.
-  awaitable<size_t> readFrame(Stream& stream, FrameBuffer& in, bool fromClient);
+  // The size of the complete frame at the front of `in`, or 0 when more bytes must be read
+  // (`need`: the started frame's full size). Throws on a malformed or oversized frame. Not a
+  // coroutine: the loops read inline, so a buffered frame costs no coroutine frame.
+  size_t completeFrame(FrameBuffer& in, bool fromClient, size_t& need);
 
   // Request path: inspects, routes and records one client frame; returns the bytes to send.
   std::span<const uint8_t> onRequest(std::span<uint8_t> frame);
@@ -68,13 +70,25 @@ class Session : public std::enable_shared_from_this<Session> {
   ReplyAction onReply(std::span<uint8_t> frame);
   std::span<const uint8_t> rerunOriginal(const PendingOp& op, routing::FallbackCause cause);
   std::span<const uint8_t> applyLookupRule(routing::LookupIndex& index, std::span<const uint8_t> message);
+  // Two loops may write to one socket (the reply loop re-runs a rewritten command upstream; the
+  // request loop answers injected faults to the client): one message at a time, so frames never
+  // interleave. The timer serves as a condition variable, touched only when someone waits.
   struct WriteGate {
     explicit WriteGate(const asio::any_io_executor& ex) : idle(ex, Clock::time_point::max()) {}
     asio::steady_timer idle;
     bool busy = false;
     int waiters = 0;
   };
-  awaitable<void> writeSerialized(Stream& stream, std::span<const uint8_t> bytes, WriteGate& gate);
+  // Held across one message's write; the caller first awaits waitForGate only if the gate is busy.
+  struct GateHold {
+    explicit GateHold(WriteGate& gate) : g(gate) { g.busy = true; }
+    ~GateHold() {
+      g.busy = false;
+      if (g.waiters) g.idle.cancel();
+    }
+    WriteGate& g;
+  };
+  awaitable<void> waitForGate(WriteGate& gate);
   // Fault injection: true when the sidecar answers this request itself (nothing goes upstream).
   bool injectFault(std::span<const uint8_t> message, std::optional<protocol::Compressor> clientCompressor);
   void learnFromReply(const PendingOp& op, const bson_t* body);
@@ -127,6 +141,9 @@ class Session : public std::enable_shared_from_this<Session> {
   int32_t next_proxy_request_id_ = -1;
   std::string close_reason_;  // the first reason the session ended, for the log
   bool rearmed_ = false;  // the watchdog's wait was cancelled to move its deadline, not to stop
+  const bool record_stats_;  // stats.enabled
+  int loops_running_ = 0;
+  asio::steady_timer loops_done_;  // cancelled when the last loop ends
 };
 
 }  // namespace shardscope::proxy
