@@ -6,7 +6,7 @@
 #   bash bench/run.sh [--duration S (10)] [--rate OPS (5000)] [--idle N (9900)] [--quick]
 #                     [--no-pin] [--no-ferret] [--no-mongobetween] [--no-results] [--out FILE]
 #                     [--quiet-wait S (10)] [--priority NICE (-20)] [--profile]
-# --profile adds a perf profile of shardscope (routing + stats) under the closed-loop load (~15 s more).
+# --profile adds a perf profile of shardscope (routing + stats + evaluation) under the closed-loop load (~15 s more).
 # The machine should be otherwise idle: the script waits up to --quiet-wait seconds for other processes
 # to calm down and flags every run during which they used more than 0.15 of a core.
 #
@@ -219,6 +219,8 @@ EOF
       [[ -x "$SHARDSCOPE" ]] || return 1
       if [[ "$kind" == shardscope-full* ]]; then
         extra=(--routing "$routing" --admin "127.0.0.1:$(free_port)")
+      else  # forwarding only: frames parsed and checked, nothing classified or recorded
+        extra=(--stats.enabled false --evaluation.enabled false)
       fi
       local env_prefix=()
       if [[ "$kind" == *-malloc ]]; then
@@ -321,7 +323,7 @@ if ((ferret)); then
   done
 fi
 
-# Optional: where shardscope (routing + stats) spends its CPU under the closed-loop load.
+# Optional: where shardscope (routing + stats + evaluation) spends its CPU under the closed-loop load.
 if ((profile)) && command -v perf >/dev/null; then
   port=$(free_port)
   if start_proxy shardscope-full "$port"; then
@@ -349,7 +351,7 @@ fi
 python3 "$here/bench/loadgen/report.py" "$json" "$notes" "$cmdline" "$pin" "$rate" "$idle" "$duration" \
   >"$work/report.md"
 if [[ -s "$work/profile.txt" ]]; then
-  { echo "## Profile: shardscope (routing + stats) under the closed-loop load"
+  { echo "## Profile: shardscope (routing + stats + evaluation) under the closed-loop load"
     echo
     echo '`perf record -F 1999 -g -p PID` for 8 s (the proxy only). Self time by object:'
     echo; echo '```'; cat "$work/profile-dso.txt"; echo '```'; echo

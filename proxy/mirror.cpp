@@ -129,7 +129,7 @@ struct Mirror::Worker {
 
 // ---- setup -----------------------------------------------------------------------------------
 
-std::unique_ptr<Mirror> Mirror::create(const MirrorOptions& options, std::string& error) {
+std::shared_ptr<Mirror> Mirror::create(const MirrorOptions& options, std::string& error) {
   if (options.upstream.empty()) {
     error = "mirror.upstream is empty";
     return nullptr;
@@ -142,7 +142,7 @@ std::unique_ptr<Mirror> Mirror::create(const MirrorOptions& options, std::string
     error = "mirror.queue_size and mirror.workers must be at least 1";
     return nullptr;
   }
-  std::unique_ptr<Mirror> m(new Mirror(options));
+  std::shared_ptr<Mirror> m(new Mirror(options));
   if (!m->start(error)) return nullptr;
   return m;
 }
@@ -187,7 +187,7 @@ bool Mirror::start(std::string& error) {
     w->client = mongoc_client_pool_pop(pool);
     Worker* raw = w.get();
     workers_.push_back(std::move(w));
-    raw->thread = std::thread([this, raw] { runWorker(*raw); });
+    raw->thread = std::thread([self = shared_from_this(), raw] { self->runWorker(*raw); });
   }
   spdlog::info("mirror: {} to {} (sample rate {}, queue {}, {} worker(s))",
                options_.mode == MirrorOptions::Mode::All ? "all operations" : "reads", upstream_hosts_,
@@ -195,7 +195,7 @@ bool Mirror::start(std::string& error) {
   return true;
 }
 
-Mirror::~Mirror() {
+void Mirror::stop() {
   for (auto& w : workers_) {
     {
       std::lock_guard lock(w->mutex);
@@ -204,25 +204,27 @@ Mirror::~Mirror() {
     w->wake.notify_all();
   }
   // A worker stuck on a stalled shadow finishes only at its socket timeout: shutdown does not wait
-  // for it. Such a worker is detached and the shadow connections leaked (the process is exiting).
+  // for it. It holds a reference, so the mirror is freed when it is done.
   const auto deadline = Clock::now() + std::chrono::seconds(2);
-  bool leaked = false;
   for (auto& w : workers_) {
+    if (!w->thread.joinable()) continue;
     while (!w->exited.load() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    if (!w->exited.load()) {
+    if (w->exited.load()) {
+      w->thread.join();
+    } else {
       w->thread.detach();
-      leaked = true;
       spdlog::warn("mirror: a shadow worker is still waiting for the shadow; not waiting for it");
-      continue;
     }
-    w->thread.join();
+  }
+}
+
+Mirror::~Mirror() {
+  // Every worker has returned from runWorker here (they hold references while they run).
+  for (auto& w : workers_) {
+    if (w->thread.joinable()) w->thread.detach();  // the last reference was this worker's own
     for (auto& [id, c] : w->conns)
       if (c.session) mongoc_client_session_destroy(c.session);
     if (w->client) mongoc_client_pool_push(static_cast<mongoc_client_pool_t*>(pool_), w->client);
-  }
-  if (leaked) {
-    for (auto& w : workers_) (void)w.release();  // still referenced by detached threads
-    return;
   }
   if (pool_) mongoc_client_pool_destroy(static_cast<mongoc_client_pool_t*>(pool_));
 }

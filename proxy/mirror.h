@@ -38,11 +38,15 @@ struct MirrorOptions {
   uint32_t max_examples = 3;
 };
 
-class Mirror {
+// Worker threads share ownership of the mirror: one stuck on a stalled shadow at shutdown keeps
+// it alive until its socket timeout ends the call, and the last reference frees the connections.
+class Mirror : public std::enable_shared_from_this<Mirror> {
  public:
   // `error` is set (and null returned) for an invalid URI or routing file. An unreachable shadow
   // is not an error: it is retried per operation and counted.
-  static std::unique_ptr<Mirror> create(const MirrorOptions& options, std::string& error);
+  static std::shared_ptr<Mirror> create(const MirrorOptions& options, std::string& error);
+  // Tells the workers to finish and waits up to 2 s for them; call once, before the owner lets go.
+  void stop();
   ~Mirror();
   Mirror(const Mirror&) = delete;
   Mirror& operator=(const Mirror&) = delete;

@@ -33,7 +33,7 @@ struct ProxyContext {
   RoutingState routing;
   std::unique_ptr<stats::Registry> stats;
   std::unique_ptr<evaluation::Evaluator> evaluator;  // null when evaluation.enabled is false
-  std::unique_ptr<Mirror> mirror;                    // null unless mirror.upstream is set
+  std::shared_ptr<Mirror> mirror;                    // null unless mirror.upstream is set
   std::unique_ptr<CaptureWriter> capture;            // null unless capture.file is set
   Published<FaultInjector> faults;                   // null value unless fault injection is configured
   std::atomic<uint64_t> next_connection_id{1};
@@ -42,6 +42,9 @@ struct ProxyContext {
   std::function<void()> on_stale_config;        // asks discovery for a refresh (may be empty)
   Published<const LookupSet> lookups;  // lookup-rewrite rules (empty set when none)
 
+  ~ProxyContext() {
+    if (mirror) mirror->stop();
+  }
 };
 
 }  // namespace shardscope::proxy

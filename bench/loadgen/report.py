@@ -12,8 +12,8 @@ import sys
 ROWS = [
     ("direct", "direct to the canned upstream"),
     ("haproxy", "haproxy 2.6, TCP mode (byte relay)"),
-    ("shardscope-fwd", "shardscope, forwarding only"),
-    ("shardscope-full", "shardscope, routing + stats + admin"),
+    ("shardscope-fwd", "shardscope, forwarding only (stats and evaluation off)"),
+    ("shardscope-full", "shardscope, routing + stats + evaluation + admin"),
     ("mongobetween", "mongobetween v0.1.0"),
 ]
 
@@ -219,7 +219,7 @@ def main():
         w("")
         w("| setup | ops/s | p50 µs | p99 µs | proxy CPU µs/op | errors |")
         w("|---|---:|---:|---:|---:|---:|")
-        for name, r in (("direct to FerretDB", fd), ("shardscope (routing + stats) → FerretDB", fs)):
+        for name, r in (("direct to FerretDB", fd), ("shardscope (routing + stats + evaluation) → FerretDB", fs)):
             if not r or not r.get("ops"):
                 w(f"| {name} | not measured ({(r or {}).get('error', '')}) | | | | |")
                 continue
