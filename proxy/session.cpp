@@ -168,7 +168,15 @@ awaitable<void> Session::clientToUpstream() {
     size_t size, need = 0;
     while ((size = completeFrame(client_in_, true, need)) == 0) {
       auto space = client_in_.writable(need);
-      client_in_.commit(co_await client_.readSome(asio::buffer(space.data(), space.size())));
+      size_t n;
+      if (client_.tls()) {
+        n = co_await client_.readSome(asio::buffer(space.data(), space.size()));
+      } else if ((n = client_.readNow(space)) == 0) {
+        co_await client_.waitReadable();
+        client_burst_ = 0;
+        continue;
+      }
+      client_in_.commit(n);
       last_activity_ = Clock::now();
     }
     auto out = onRequest(client_in_.frame(size));
@@ -176,17 +184,23 @@ awaitable<void> Session::clientToUpstream() {
     if (!out.empty()) {
       if (upstream_gate_.busy) co_await waitForGate(upstream_gate_);
       GateHold hold(upstream_gate_);
-      co_await upstream_->writeAll(asio::buffer(out.data(), out.size()));
+      if (auto rest = upstream_->writeNow(out); !rest.empty()) co_await upstream_->writeAll(asio::buffer(rest.data(), rest.size()));
     }
     if (!fault_reply_.empty()) {
       if (client_gate_.busy) co_await waitForGate(client_gate_);
       GateHold hold(client_gate_);
-      co_await client_.writeAll(asio::buffer(fault_reply_.data(), fault_reply_.size()));
+      if (auto rest = client_.writeNow(fault_reply_); !rest.empty()) co_await client_.writeAll(asio::buffer(rest.data(), rest.size()));
     }
     fault_ = {};
     fault_reply_.clear();
     client_in_.consume(size);
     client_in_.shrinkIfIdle();
+    // Reads and writes that complete at once never pass through the event loop: let the other
+    // connections run after a burst (a client pipelining without pause would starve them).
+    if (++client_burst_ == kMaxBurst) {
+      client_burst_ = 0;
+      co_await asio::post(executor_, use_awaitable);
+    }
   }
 }
 
@@ -195,23 +209,37 @@ awaitable<void> Session::upstreamToClient() {
     size_t size, need = 0;
     while ((size = completeFrame(upstream_in_, false, need)) == 0) {
       auto space = upstream_in_.writable(need);
-      upstream_in_.commit(co_await upstream_->readSome(asio::buffer(space.data(), space.size())));
+      size_t n;
+      if (upstream_->tls()) {
+        n = co_await upstream_->readSome(asio::buffer(space.data(), space.size()));
+      } else if ((n = upstream_->readNow(space)) == 0) {
+        co_await upstream_->waitReadable();
+        upstream_burst_ = 0;
+        continue;
+      }
+      upstream_in_.commit(n);
       last_activity_ = Clock::now();
     }
     auto action = onReply(upstream_in_.frame(size));
     if (!action.resend.empty()) {
       if (upstream_gate_.busy) co_await waitForGate(upstream_gate_);
       GateHold hold(upstream_gate_);
-      co_await upstream_->writeAll(asio::buffer(action.resend.data(), action.resend.size()));
+      if (auto rest = upstream_->writeNow(action.resend); !rest.empty()) co_await upstream_->writeAll(asio::buffer(rest.data(), rest.size()));
     }
     if (!action.to_client.empty()) {
       if (client_gate_.busy) co_await waitForGate(client_gate_);
       GateHold hold(client_gate_);
-      co_await client_.writeAll(asio::buffer(action.to_client.data(), action.to_client.size()));
+      if (auto rest = client_.writeNow(action.to_client); !rest.empty()) co_await client_.writeAll(asio::buffer(rest.data(), rest.size()));
     }
     upstream_in_.consume(size);
     upstream_in_.shrinkIfIdle();
     maybeFinishDrain();
+    // Reads and writes that complete at once never pass through the event loop: let the other
+    // connections run after a burst (a client pipelining without pause would starve them).
+    if (++upstream_burst_ == kMaxBurst) {
+      upstream_burst_ = 0;
+      co_await asio::post(executor_, use_awaitable);
+    }
   }
 }
 

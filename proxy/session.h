@@ -143,6 +143,8 @@ class Session : public std::enable_shared_from_this<Session> {
   bool rearmed_ = false;  // the watchdog's wait was cancelled to move its deadline, not to stop
   const bool record_stats_;  // stats.enabled
   int loops_running_ = 0;
+  static constexpr int kMaxBurst = 16;  // messages a loop handles before yielding to other connections
+  int client_burst_ = 0, upstream_burst_ = 0;
   asio::steady_timer loops_done_;  // cancelled when the last loop ends
 };
 

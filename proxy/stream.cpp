@@ -14,6 +14,29 @@ awaitable<void> Stream::handshake(ssl::stream_base::handshake_type type) {
   if (tls_) co_await tls_->async_handshake(type, use_awaitable);
 }
 
+size_t Stream::readNow(std::span<uint8_t> buffer) {
+  if (tls_ || !maybe_readable_) return 0;
+  boost::system::error_code ec;
+  size_t n = socket_.read_some(asio::buffer(buffer.data(), buffer.size()), ec);
+  if (ec == asio::error::would_block || ec == asio::error::try_again) {
+    maybe_readable_ = false;
+    return 0;
+  }
+  if (ec) throw boost::system::system_error(ec);
+  // A short read took everything the kernel had: any later bytes raise a new readiness event.
+  maybe_readable_ = n == buffer.size();
+  return n;
+}
+
+std::span<const uint8_t> Stream::writeNow(std::span<const uint8_t> bytes) {
+  if (tls_) return bytes;
+  boost::system::error_code ec;
+  size_t n = socket_.write_some(asio::buffer(bytes.data(), bytes.size()), ec);
+  if (ec == asio::error::would_block || ec == asio::error::try_again) return bytes;
+  if (ec) throw boost::system::system_error(ec);
+  return bytes.subspan(n);
+}
+
 void Stream::close() {
   boost::system::error_code ignored;
   auto& s = socket();

@@ -2,6 +2,7 @@
 #pragma once
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "proxy/asio.h"
@@ -10,7 +11,10 @@ namespace shardscope::proxy {
 
 class Stream {
  public:
-  explicit Stream(tcp::socket socket) : socket_(std::move(socket)) {}
+  explicit Stream(tcp::socket socket) : socket_(std::move(socket)) {
+    boost::system::error_code ignored;
+    socket_.non_blocking(true, ignored);  // readNow / writeNow return instead of waiting
+  }
 
   // Wraps the connected socket in TLS; call before any read or write. A non-empty `verifyHost`
   // is sent as SNI and checked against the peer certificate (client side).
@@ -25,6 +29,18 @@ class Stream {
   awaitable<size_t> writeAll(asio::const_buffer buffer) {
     return tls_ ? asio::async_write(*tls_, buffer, use_awaitable) : asio::async_write(socket_, buffer, use_awaitable);
   }
+  // Plain TCP fast path: data moves without a trip through the event loop, and a read that found
+  // the socket drained is followed by a wait for readiness instead of a recv that returns EAGAIN.
+  // readNow: bytes read, or 0 when the caller must `co_await waitReadable()` first (always 0 with
+  // TLS: use readSome). Throws on EOF and errors.
+  size_t readNow(std::span<uint8_t> buffer);
+  awaitable<void> waitReadable() {
+    maybe_readable_ = true;
+    return socket_.async_wait(tcp::socket::wait_read, use_awaitable);
+  }
+  // What is left to send after writing what the socket takes at once (all of it with TLS).
+  std::span<const uint8_t> writeNow(std::span<const uint8_t> bytes);
+
   // Closes the socket; pending operations complete with an error. Safe to call twice.
   void close();
   // TLS close_notify, bounded by the caller's cancellation.
@@ -36,6 +52,7 @@ class Stream {
  private:
   tcp::socket socket_;
   std::optional<ssl::stream<tcp::socket>> tls_;
+  bool maybe_readable_ = true;  // false after a read drained the socket (edge-triggered epoll)
 };
 
 }  // namespace shardscope::proxy
