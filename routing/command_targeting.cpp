@@ -53,6 +53,25 @@ void targetRead(const CollectionRouting& coll, const CommandView& cmd, const cha
   fromFilterTarget(ft, coll, opts.explain, out);
 }
 
+// A per-thread document for combining the leading $match stages: bson_reinit keeps the buffer a
+// long $match made it grow to, so only the first such pipeline on a thread allocates. A buffer
+// grown by an unusually large pipeline is given back rather than kept for the thread's life.
+bson_t& reusedMatchDocument() {
+  constexpr uint32_t kLargestKept = 64 * 1024;
+  struct Reused {
+    bson_t doc = BSON_INITIALIZER;
+    ~Reused() { bson_destroy(&doc); }
+  };
+  thread_local Reused reused;
+  if (reused.doc.len > kLargestKept) {
+    bson_destroy(&reused.doc);
+    bson_init(&reused.doc);
+  } else {
+    bson_reinit(&reused.doc);
+  }
+  return reused.doc;
+}
+
 void allShards(const RoutingTable& table, TargetResult& out) {
   out.shards.reset();
   for (size_t i = 0; i < table.shardCount(); ++i) out.shards.set(i);
@@ -69,7 +88,7 @@ void targetAggregate(const RoutingTable& table, const CollectionRouting& coll, c
     out.reason = "aggregate without a pipeline array";
     return;
   }
-  bson_t matches = BSON_INITIALIZER;  // {$and: [...]} when several $match stages lead
+  bson_t& matches = reusedMatchDocument();  // {$and: [...]} of the leading $match stages
   bson_t and_array;
   bson_append_array_begin(&matches, "$and", 4, &and_array);
   int n_match = 0;
@@ -111,7 +130,6 @@ void targetAggregate(const RoutingTable& table, const CollectionRouting& coll, c
   }
   bson_append_array_end(&matches, &and_array);
   if (first_stage && isEveryShardStage(first_stage)) {
-    bson_destroy(&matches);
     allShards(table, out);
     out.targeting = Targeting::Broadcast;
     out.reason = "$changeStream/$currentOp-style stage: runs on every shard";
@@ -119,7 +137,6 @@ void targetAggregate(const RoutingTable& table, const CollectionRouting& coll, c
   }
   FilterTarget ft;
   targetFilter(coll, matches, simpleCollationFor(coll, cmd.body), opts, ft, opts.explain ? &out.detail : nullptr);
-  bson_destroy(&matches);
   fromFilterTarget(ft, coll, opts.explain, out);
   if (n_match == 0 && ft.targeting == Targeting::Broadcast) out.reason = "pipeline does not start with $match: broadcast";
   if (geo && ft.targeting == Targeting::Broadcast && n_match == 0)

@@ -72,7 +72,7 @@ class Analyzer {
   }
 
  private:
-  using Fields = std::vector<IntervalList>;
+  using Fields = FieldBounds;
 
   void fail(BoundsStatus status, std::string_view why) {
     if (out_.status == BoundsStatus::Ok || status == BoundsStatus::AllShards) {

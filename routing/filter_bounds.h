@@ -29,7 +29,7 @@ enum class BoundsStatus {
 struct FilterBounds {
   BoundsStatus status = BoundsStatus::Ok;
   std::string_view why;              // static text, for AllShards/AlwaysFalse/TooComplex/Malformed
-  std::vector<IntervalList> fields;  // one per shard-key field, in pattern order
+  FieldBounds fields;                // one per shard-key field, in pattern order
   // Storage for bound values that are not in the filter (regex upper bounds); keeps views valid.
   std::vector<std::unique_ptr<char[]>> arena;
 

@@ -1,9 +1,9 @@
 // Per-field interval lists in shard-key space (what an index scan on the shard key would read),
-// kept sorted and disjoint, with the set operations the filter analysis needs.
+// kept sorted and disjoint, with the set operations the filter analysis needs. The lists are
+// built and dropped on every targeting call, so their storage is recycled per thread.
 #pragma once
-#include <vector>
-
 #include "routing/key_bound.h"
+#include "routing/recycling_allocator.h"
 
 namespace shardscope::routing {
 
@@ -16,7 +16,9 @@ struct Interval {
 };
 
 // Sorted, disjoint, non-empty intervals.
-using IntervalList = std::vector<Interval>;
+using IntervalList = RecycledVector<Interval>;
+// One interval list per shard-key field, in pattern order.
+using FieldBounds = RecycledVector<IntervalList>;
 
 IntervalList fullList();
 bool isFull(const IntervalList& list);

@@ -1,54 +1,48 @@
-// flattenBounds: see key_ranges.h.
+// flattenBounds: see key_ranges.h. Written straight into the flat min/max arrays: the number of
+// ranges is known once the fan-out field is found.
 #include "routing/key_ranges.h"
 
 namespace shardscope::routing {
+namespace {
 
-bool KeyRanges::flatten(const std::vector<IntervalList>& fields, size_t cap) {
+bool isSinglePoint(const IntervalList& list) { return list.size() == 1 && list[0].isPoint(); }
+
+}  // namespace
+
+bool KeyRanges::flatten(const FieldBounds& fields, size_t cap) {
   width_ = fields.size();
   mins_.clear();
   maxs_.clear();
-  // Built column by column: ranges[r] has the first `i` fields filled after step i.
-  std::vector<std::vector<Bound>> lo(1), hi(1);
-  bool equality_only = true;
-  for (const auto& oil : fields) {
-    if (oil.empty()) {  // no value satisfies this field: no ranges at all
-      lo.clear();
-      hi.clear();
-      break;
-    }
-    if (equality_only && oil.size() == 1 && oil[0].isPoint()) {
-      for (size_t r = 0; r < lo.size(); ++r) {
-        lo[r].push_back(oil[0].lo);
-        hi[r].push_back(oil[0].hi);
-      }
-    } else if (equality_only) {
-      equality_only = false;
-      if (lo.size() * oil.size() > cap) return false;
-      std::vector<std::vector<Bound>> nlo, nhi;
-      nlo.reserve(lo.size() * oil.size());
-      nhi.reserve(lo.size() * oil.size());
-      for (size_t r = 0; r < lo.size(); ++r) {
-        for (const auto& iv : oil) {
-          nlo.push_back(lo[r]);
-          nlo.back().push_back(iv.lo);
-          nhi.push_back(hi[r]);
-          nhi.back().push_back(iv.hi);
-        }
-      }
-      lo.swap(nlo);
-      hi.swap(nhi);
-    } else {
-      for (size_t r = 0; r < lo.size(); ++r) {
-        lo[r].push_back(oil.front().lo);
-        hi[r].push_back(oil.back().hi);
-      }
+  // The fan-out field is the first that is not a single point. Fields are checked in order: an
+  // empty one (no value matches) means no ranges, a fan-out above the cap means failure,
+  // whichever comes first.
+  size_t fan_out = width_;
+  for (size_t i = 0; i < width_; ++i) {
+    if (fields[i].empty()) return true;
+    if (fan_out == width_ && !isSinglePoint(fields[i])) {
+      if (fields[i].size() > cap) return false;
+      fan_out = i;
     }
   }
-  mins_.reserve(lo.size() * width_);
-  maxs_.reserve(lo.size() * width_);
-  for (size_t r = 0; r < lo.size(); ++r) {
-    mins_.insert(mins_.end(), lo[r].begin(), lo[r].end());
-    maxs_.insert(maxs_.end(), hi[r].begin(), hi[r].end());
+  size_t count = fan_out < width_ ? fields[fan_out].size() : 1;
+  mins_.resize(count * width_);
+  maxs_.resize(count * width_);
+  for (size_t r = 0; r < count; ++r) {
+    Bound* lo = mins_.data() + r * width_;
+    Bound* hi = maxs_.data() + r * width_;
+    for (size_t i = 0; i < width_; ++i) {
+      const IntervalList& field = fields[i];
+      if (i < fan_out) {  // a single point
+        lo[i] = field[0].lo;
+        hi[i] = field[0].hi;
+      } else if (i == fan_out) {  // one range per interval
+        lo[i] = field[r].lo;
+        hi[i] = field[r].hi;
+      } else {  // after the fan-out: the field's overall extent
+        lo[i] = field.front().lo;
+        hi[i] = field.back().hi;
+      }
+    }
   }
   return true;
 }

@@ -3,7 +3,6 @@
 // fields only contribute their overall first start and last end.
 #pragma once
 #include <span>
-#include <vector>
 
 #include "routing/interval.h"
 
@@ -19,13 +18,13 @@ class KeyRanges {
   std::span<const Bound> min(size_t i) const { return {mins_.data() + i * width_, width_}; }
   std::span<const Bound> max(size_t i) const { return {maxs_.data() + i * width_, width_}; }
 
-  // Returns false (and leaves the ranges incomplete) when more than `cap` ranges would result.
+  // Returns false (and leaves no ranges) when more than `cap` ranges would result.
   // Range ends are inclusive, as mongos treats them (interval inclusivity is not carried).
-  bool flatten(const std::vector<IntervalList>& fields, size_t cap);
+  bool flatten(const FieldBounds& fields, size_t cap);
 
  private:
   size_t width_ = 0;
-  std::vector<Bound> mins_, maxs_;
+  RecycledVector<Bound> mins_, maxs_;  // range r is [r * width_, (r + 1) * width_)
 };
 
 }  // namespace shardscope::routing

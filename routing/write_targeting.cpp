@@ -4,9 +4,9 @@
 #include "routing/write_targeting.h"
 
 #include <cstring>
-#include <vector>
 
 #include "routing/command_fields.h"
+#include "routing/recycling_allocator.h"
 
 namespace shardscope::routing {
 namespace {
@@ -132,13 +132,14 @@ void WriteFold::setFirstKey(const ShardKeyPattern& pattern, const FilterTarget& 
 void WriteFold::setFirstKey(const ShardKeyPattern& pattern, const KeyPoint& key) {
   if (first_key_set_) return;
   first_key_set_ = true;
+  if (!explain_) return;
   bson_t doc = BSON_INITIALIZER;
   appendKeyDocument(pattern, key, &doc);
   first_key_.assign(reinterpret_cast<const char*>(bson_get_data(&doc)), doc.len);
   bson_destroy(&doc);
 }
 
-void WriteFold::finish(TargetResult& out, bool explain) const {
+void WriteFold::finish(TargetResult& out) const {
   out.shards = shards_;
   out.reason = reason_;
   out.refused = refused_;
@@ -153,7 +154,7 @@ void WriteFold::finish(TargetResult& out, bool explain) const {
   } else {
     out.targeting = worst_targeting_;
   }
-  if (explain) {
+  if (explain_) {
     out.shard_key = first_key_;
     out.detail = std::to_string(statements_) + " statement(s)";
   }
@@ -161,7 +162,7 @@ void WriteFold::finish(TargetResult& out, bool explain) const {
 
 void targetInsert(const CollectionRouting& coll, const protocol::CommandView& cmd, const TargetOptions& opts,
                   TargetResult& out) {
-  WriteFold fold;
+  WriteFold fold(opts.explain);
   bool first = true;
   bool ok = forEachStatement(cmd, "documents", [&](const bson_t& doc) {
     foldInsertDocument(coll, doc, fold, first);
@@ -173,12 +174,12 @@ void targetInsert(const CollectionRouting& coll, const protocol::CommandView& cm
     out.reason = "insert without a readable documents array or sequence";
     return;
   }
-  fold.finish(out, opts.explain);
+  fold.finish(out);
 }
 
 void targetUpdate(const CollectionRouting& coll, const protocol::CommandView& cmd, const TargetOptions& opts,
                   TargetResult& out) {
-  WriteFold fold;
+  WriteFold fold(opts.explain);
   bool first = true;
   bool ok = forEachStatement(cmd, "updates", [&](const bson_t& stmt) {
     bson_t q, u;
@@ -199,12 +200,12 @@ void targetUpdate(const CollectionRouting& coll, const protocol::CommandView& cm
     out.reason = "update without a readable updates array or sequence";
     return;
   }
-  fold.finish(out, opts.explain);
+  fold.finish(out);
 }
 
 void targetDelete(const CollectionRouting& coll, const protocol::CommandView& cmd, const TargetOptions& opts,
                   TargetResult& out) {
-  WriteFold fold;
+  WriteFold fold(opts.explain);
   bool first = true;
   bool ok = forEachStatement(cmd, "deletes", [&](const bson_t& stmt) {
     bson_t q;
@@ -223,7 +224,7 @@ void targetDelete(const CollectionRouting& coll, const protocol::CommandView& cm
     out.reason = "delete without a readable deletes array or sequence";
     return;
   }
-  fold.finish(out, opts.explain);
+  fold.finish(out);
 }
 
 void targetFindAndModify(const CollectionRouting& coll, const protocol::CommandView& cmd, const TargetOptions& opts,
@@ -232,7 +233,7 @@ void targetFindAndModify(const CollectionRouting& coll, const protocol::CommandV
   if (!subDocument(cmd.body, "query", q)) q = emptyDoc();
   FilterTarget ft;
   targetFilter(coll, q, effectiveSimpleCollation(coll, cmd.body), opts, ft, opts.explain ? &out.detail : nullptr);
-  WriteFold fold;
+  WriteFold fold(opts.explain);
   fold.setFirstKey(coll.key, ft);
   if (ft.full_key) {
     fold.add(ft.targeting, ft.shards, ft.reason);
@@ -243,20 +244,20 @@ void targetFindAndModify(const CollectionRouting& coll, const protocol::CommandV
                  : "findAndModify without shard-key equality: refused before 7.1, two-phase on 7.1+");
   }
   std::string detail = std::move(out.detail);
-  fold.finish(out, opts.explain);
+  fold.finish(out);
   if (opts.explain) out.detail = detail;
 }
 
 void targetBulkWrite(const RoutingTable& table, const protocol::CommandView& cmd, const TargetOptions& opts,
                      TargetResult& out) {
-  std::vector<std::string> namespaces;
+  RecycledVector<std::string_view> namespaces;  // views into the message
   bool ok = forEachStatement(cmd, "nsInfo", [&](const bson_t& info) {
     bson_iter_t it;
     namespaces.push_back(bson_iter_init_find(&it, &info, "ns") && BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, nullptr)
                                                                                             : "");
     return true;
   });
-  WriteFold fold;
+  WriteFold fold(opts.explain);
   bool first = true, any_sharded = false, any_unsharded = false;
   ok = ok && forEachStatement(cmd, "ops", [&](const bson_t& op) {
     bson_iter_t it;
@@ -300,7 +301,7 @@ void targetBulkWrite(const RoutingTable& table, const protocol::CommandView& cmd
     out.reason = any_unsharded ? "bulkWrite on unsharded namespaces only" : "bulkWrite without ops";
     return;
   }
-  fold.finish(out, opts.explain);
+  fold.finish(out);
   if (any_unsharded && !out.refused) out.reason = "bulkWrite mixing sharded and unsharded namespaces";
 }
 

@@ -12,14 +12,17 @@ namespace shardscope::routing {
 // reason is that of the first statement of the worst class; shard_key is the first statement's.
 class WriteFold {
  public:
+  // Only an explaining fold builds the shard_key and detail strings (the hot path never does).
+  explicit WriteFold(bool explain) : explain_(explain) {}
   void add(Targeting t, const ShardSet& shards, std::string_view reason, bool refused = false);
   void setFirstKey(const ShardKeyPattern& pattern, const FilterTarget& ft);
   void setFirstKey(const ShardKeyPattern& pattern, const KeyPoint& key);
   bool empty() const { return statements_ == 0; }
-  void finish(TargetResult& out, bool explain) const;
+  void finish(TargetResult& out) const;
 
  private:
   int rank(Targeting t, bool refused) const;
+  bool explain_;
   size_t statements_ = 0;
   int worst_ = -1;
   Targeting worst_targeting_ = Targeting::Unclassified;
