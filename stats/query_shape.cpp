@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 #include <cstring>
+#include <initializer_list>
 
 #include "protocol/op_msg.h"
 
@@ -233,15 +234,18 @@ class ShapeWriter {
     out_.push_back('}');
     if (sorted || overflow) return;
     std::sort(entries, entries + count, [](const Entry& a, const Entry& b) { return a.name() < b.name(); });
-    std::string reordered;
-    reordered.reserve(out_.size() - start);
-    reordered.push_back('{');
+    // Copy the entries in key order after the document, then drop the unsorted text: no temporary
+    // string, and the caller's reused buffer keeps the capacity. The reserve keeps the appends,
+    // which read from the buffer itself, from reallocating.
+    size_t end = out_.size();
+    out_.reserve(end + (end - start));
+    out_.push_back('{');
     for (size_t i = 0; i < count; ++i) {
-      if (i > 0) reordered.push_back(',');
-      reordered.append(out_, entries[i].begin, entries[i].end - entries[i].begin);
+      if (i > 0) out_.push_back(',');
+      out_.append(out_.data() + entries[i].begin, entries[i].end - entries[i].begin);
     }
-    reordered.push_back('}');
-    out_.replace(start, std::string::npos, reordered);
+    out_.push_back('}');
+    out_.erase(start, end - start);
   }
 
   // The value of a field (or of a top-level operator such as $and) in a filter.
@@ -306,11 +310,34 @@ void setNoShape(std::string& out) {
   out.push_back(kNoShape[0]);
 }
 
-bool findDocument(const bson_t& doc, const char* key, bson_iter_t& child) {
+// A top-level field looked up by name; `iter` is set only when `found` (left uninitialized
+// otherwise: bson_iter_t is 128-byte aligned, zeroing several per command is measurable).
+struct Field {
+  explicit Field(std::string_view name) : name(name) {}
+  std::string_view name;
+  bool found = false;
+  bson_iter_t iter;
+};
+
+// Finds the fields in one pass over `doc` (bson_iter_init_find per field would rescan it for
+// each). As with bson_iter_find, the first occurrence of a name wins.
+void findFields(const bson_t& doc, std::initializer_list<Field*> fields) {
   bson_iter_t it;
-  return bson_iter_init_find(&it, &doc, key) && (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) &&
-         bson_iter_recurse(&it, &child);
+  if (!bson_iter_init(&it, &doc)) return;
+  size_t missing = fields.size();
+  while (missing > 0 && bson_iter_next(&it)) {
+    std::string_view key = keyOf(it);
+    for (Field* field : fields) {
+      if (!field->found && key == field->name) {
+        field->iter = it;
+        field->found = true;
+        --missing;
+      }
+    }
+  }
 }
+
+bool isTrue(const Field& field) { return field.found && bson_iter_as_bool(&field.iter); }
 
 // The first write statement, from the OP_MSG document sequence or the body's array.
 bool firstStatement(const protocol::CommandView& view, std::string_view field, bson_t& out) {
@@ -332,59 +359,71 @@ bool firstStatement(const protocol::CommandView& view, std::string_view field, b
   return bson_init_static(&out, data, len);
 }
 
-void appendFilterField(const bson_t& doc, const char* key, std::string& out) {
+void appendFilter(const Field& field, std::string& out) {
   bson_iter_t child;
-  if (findDocument(doc, key, child)) ShapeWriter(out).filter(child, 0);
-  else out.append("{}");
+  if (field.found && (BSON_ITER_HOLDS_DOCUMENT(&field.iter) || BSON_ITER_HOLDS_ARRAY(&field.iter)) &&
+      recurse(field.iter, child))
+    ShapeWriter(out).filter(child, 0);
+  else
+    out.append("{}");
 }
 
-void appendSortField(const bson_t& doc, const char* key, std::string& out) {
-  bson_iter_t it;
-  if (!bson_iter_init_find(&it, &doc, key) || !BSON_ITER_HOLDS_DOCUMENT(&it)) return;
+void appendSort(const Field& field, std::string& out) {
+  if (!field.found || !BSON_ITER_HOLDS_DOCUMENT(&field.iter)) return;
   out.append(" sort:");
-  ShapeWriter(out).sortSpec(it);
+  ShapeWriter(out).sortSpec(field.iter);
+}
+
+void appendUpdate(const Field& field, std::string& out) {
+  if (!field.found) return;
+  out.append(" update:");
+  ShapeWriter(out).update(field.iter);
 }
 
 void shapeOf(std::string_view name, const bson_t& body, const protocol::CommandView* view, std::string& out) {
   bson_iter_t it;
   if (name == "find") {
-    appendFilterField(body, "filter", out);
-    appendSortField(body, "sort", out);
+    Field filter("filter"), sort("sort");
+    findFields(body, {&filter, &sort});
+    appendFilter(filter, out);
+    appendSort(sort, out);
   } else if (name == "count") {
-    appendFilterField(body, "query", out);
+    Field query("query");
+    findFields(body, {&query});
+    appendFilter(query, out);
   } else if (name == "distinct") {
-    appendFilterField(body, "query", out);
-    if (bson_iter_init_find(&it, &body, "key") && BSON_ITER_HOLDS_UTF8(&it)) {
+    Field query("query"), key("key");
+    findFields(body, {&query, &key});
+    appendFilter(query, out);
+    if (key.found && BSON_ITER_HOLDS_UTF8(&key.iter)) {
       out.append(" key:");
-      appendJsonString(utf8Of(it), out);
+      appendJsonString(utf8Of(key.iter), out);
     }
   } else if (name == "aggregate") {
-    if (bson_iter_init_find(&it, &body, "pipeline")) ShapeWriter(out).expression(it, 0);
+    Field pipeline("pipeline");
+    findFields(body, {&pipeline});
+    if (pipeline.found) ShapeWriter(out).expression(pipeline.iter, 0);
     else out.append("[]");
   } else if (name == "findAndModify" || name == "findandmodify") {
-    appendFilterField(body, "query", out);
-    appendSortField(body, "sort", out);
-    if (bson_iter_init_find(&it, &body, "update")) {
-      out.append(" update:");
-      ShapeWriter(out).update(it);
-    } else if (bson_iter_init_find(&it, &body, "remove") && bson_iter_as_bool(&it)) {
-      out.append(" remove");
-    }
+    Field query("query"), sort("sort"), update("update"), remove("remove");
+    findFields(body, {&query, &sort, &update, &remove});
+    appendFilter(query, out);
+    appendSort(sort, out);
+    if (update.found) appendUpdate(update, out);
+    else if (isTrue(remove)) out.append(" remove");
   } else if ((name == "delete" || name == "update") && view) {
     bson_t statement;
     if (!firstStatement(*view, name == "delete" ? "deletes" : "updates", statement)) {
       setNoShape(out);
       return;
     }
-    appendFilterField(statement, "q", out);
-    if (name == "update") {
-      if (bson_iter_init_find(&it, &statement, "u")) {
-        out.append(" update:");
-        ShapeWriter(out).update(it);
-      }
-      if (bson_iter_init_find(&it, &statement, "multi") && bson_iter_as_bool(&it)) out.append(" multi");
-      if (bson_iter_init_find(&it, &statement, "upsert") && bson_iter_as_bool(&it)) out.append(" upsert");
-    }
+    Field q("q"), u("u"), multi("multi"), upsert("upsert");
+    if (name == "delete") findFields(statement, {&q});
+    else findFields(statement, {&q, &u, &multi, &upsert});
+    appendFilter(q, out);
+    appendUpdate(u, out);
+    if (isTrue(multi)) out.append(" multi");
+    if (isTrue(upsert)) out.append(" upsert");
   } else if (name == "explain" && bson_iter_init_find(&it, &body, "explain") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
     uint32_t len = 0;
     const uint8_t* data = nullptr;
@@ -406,6 +445,20 @@ void shapeOf(std::string_view name, const bson_t& body, const protocol::CommandV
   }
 }
 
+// The last n < 8 bytes as one word, the value memcpy(&word, p, n) gives, built from loads in
+// registers: the memcpy stored byte by byte then reloaded the word, a store-forwarding stall.
+uint64_t tailWord(const char* p, size_t n) {
+  if (n >= 4) {  // two 4-byte loads that overlap when n < 8
+    uint32_t low, high;
+    std::memcpy(&low, p, 4);
+    std::memcpy(&high, p + n - 4, 4);
+    return low | (static_cast<uint64_t>(high) << (8 * (n - 4)));
+  }
+  if (n == 0) return 0;
+  auto byte = [p](size_t i) { return static_cast<uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i); };
+  return byte(0) | byte(n / 2) | byte(n - 1);  // 1-3 bytes; repeats OR in the same bits
+}
+
 }  // namespace
 
 uint64_t hashBytes(std::string_view bytes, uint64_t seed) {
@@ -423,9 +476,7 @@ uint64_t hashBytes(std::string_view bytes, uint64_t seed) {
     p += 8;
     n -= 8;
   }
-  uint64_t tail = 0;
-  std::memcpy(&tail, p, n);
-  h = (h ^ (tail * kMul)) * 0xC2B2AE3D27D4EB4Full;
+  h = (h ^ (tailWord(p, n) * kMul)) * 0xC2B2AE3D27D4EB4Full;
   h ^= h >> 32;
   h *= 0xFF51AFD7ED558CCDull;
   h ^= h >> 33;

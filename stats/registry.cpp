@@ -3,7 +3,6 @@
 #include <time.h>
 
 #include <algorithm>
-#include <cstring>
 
 #include "stats/query_shape.h"
 #include "stats/render.h"
@@ -48,19 +47,20 @@ ReplyOutcome readReply(const bson_t* reply) {
   bool okZero = false;
   int32_t code = 0;
   while (bson_iter_next(&it)) {
-    const char* key = bson_iter_key(&it);
-    if (std::strcmp(key, "ok") == 0) {
+    // string_view compares lengths first: most keys are rejected without touching their bytes.
+    std::string_view key(bson_iter_key(&it), bson_iter_key_len(&it));
+    if (key == "ok") {
       okZero = !bson_iter_as_bool(&it);
-    } else if (std::strcmp(key, "code") == 0 && BSON_ITER_HOLDS_NUMBER(&it)) {
+    } else if (key == "code" && BSON_ITER_HOLDS_NUMBER(&it)) {
       code = static_cast<int32_t>(bson_iter_as_int64(&it));
-    } else if (std::strcmp(key, "writeErrors") == 0 && BSON_ITER_HOLDS_ARRAY(&it)) {
+    } else if (key == "writeErrors" && BSON_ITER_HOLDS_ARRAY(&it)) {
       bson_iter_t item;
       if (bson_iter_recurse(&it, &item))
         while (bson_iter_next(&item)) {
           out.error = true;
           out.addCode(BSON_ITER_HOLDS_DOCUMENT(&item) ? codeOf(item) : 0);
         }
-    } else if (std::strcmp(key, "writeConcernError") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+    } else if (key == "writeConcernError" && BSON_ITER_HOLDS_DOCUMENT(&it)) {
       out.error = true;
       out.addCode(codeOf(it));
     }
@@ -96,11 +96,18 @@ bool touchesShards(routing::Targeting t) {
          t == routing::Targeting::Unsharded;
 }
 
-void addShardOps(std::vector<uint64_t>& ops, const routing::ShardSet& shards) {
+// Counts one operation on each shard the target touches; returns how many shards that was. One
+// walk over the set bits: bitset::count() would add a popcount call per 64 shards.
+uint32_t addShardOps(std::vector<uint64_t>& ops, const routing::TargetResult& target) {
+  if (!touchesShards(target.targeting)) return 0;
+  const routing::ShardSet& shards = target.shards;
+  uint32_t count = 0;
   for (size_t i = shards._Find_first(); i < shards.size(); i = shards._Find_next(i)) {
     if (i >= ops.size()) ops.resize(i + 1, 0);
     ++ops[i];
+    ++count;
   }
+  return count;
 }
 
 void addAll(std::vector<uint64_t>& into, const std::vector<uint64_t>& from) {
@@ -184,17 +191,16 @@ OpHandle Recorder::record(uint64_t hash, std::string_view ns, std::string_view c
     }
     if (slot_by_hash_.size() < kLocalCacheEntries) slot_by_hash_.emplace(hash, slot);
   }
-  auto shardCount = static_cast<uint32_t>(touchesShards(target.targeting) ? target.shards.count() : 0);
   int64_t now = coarseNowMs();
   std::string sample = sampleSource ? sampleOf(sampleSource) : std::string();
   std::lock_guard lock(mutex_);
   Slot& s = slots_[slot];
+  uint32_t shardCount = addShardOps(shard_ops_, target);
   applyRequest(s.counters, target, shardCount, bytesIn, now);
   if (sampleSource) s.sample = std::move(sample);
   ++totals_.ops;
   totals_.bytesIn += bytesIn;
   ++totals_.byTargeting[static_cast<size_t>(target.targeting)];
-  if (shardCount) addShardOps(shard_ops_, target.shards);
   return {slot, false};
 }
 
@@ -264,23 +270,23 @@ uint32_t Registry::internLocked(uint64_t hash, std::string_view ns, std::string_
                                 std::string_view shape) {
   if (auto it = shape_by_hash_.find(hash); it != shape_by_hash_.end()) return it->second;
 
-  std::string nsKey(ns);
+  std::string_view nsKey = ns;
   auto nit = namespace_index_.find(nsKey);
   if (nit == namespace_index_.end()) {
-    if (namespace_index_.size() >= options_.max_namespaces) nsKey.assign(kOther);
+    if (namespace_index_.size() >= options_.max_namespaces) nsKey = kOther;
     nit = namespace_index_.find(nsKey);
     if (nit == namespace_index_.end()) {
       nit = namespace_index_.emplace(nsKey, static_cast<uint32_t>(namespaces_.size())).first;
-      namespaces_.push_back(NamespaceState{nsKey});
+      namespaces_.push_back(NamespaceState{std::string(nsKey)});
     }
   }
   uint32_t nsIndex = nit->second;
   NamespaceState& state = namespaces_[nsIndex];
 
   std::string_view cmd = command;
-  if (!commands_.contains(std::string(command))) {
+  if (!commands_.contains(command)) {
     if (commands_.size() >= kMaxCommands) cmd = kOther;
-    else commands_.emplace(std::string(command), true);
+    else commands_.emplace(command);
   }
 
   size_t realShapes = shapes_.size();  // includes `other` buckets: a slightly early total cap is fine
@@ -307,10 +313,9 @@ uint32_t Registry::internLocked(uint64_t hash, std::string_view ns, std::string_
 
 void Registry::recordShared(uint32_t shapeId, const routing::TargetResult& target, uint32_t bytesIn,
                             int64_t nowMs) {
-  auto shardCount = static_cast<uint32_t>(touchesShards(target.targeting) ? target.shards.count() : 0);
   std::lock_guard lock(mutex_);
+  uint32_t shardCount = addShardOps(retired_shard_ops_, target);
   applyRequest(retired_[shapeId], target, shardCount, bytesIn, nowMs);
-  if (shardCount) addShardOps(retired_shard_ops_, target.shards);
 }
 
 void Registry::updateShared(uint32_t shapeId, const std::function<void(ShapeCounters&)>& update) {

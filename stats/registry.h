@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "protocol/command_view.h"
@@ -133,6 +134,12 @@ class Registry {
     uint32_t shapes = 0;
     bool atCap = false;
   };
+  // Hashes std::string and std::string_view alike, so the catalog's maps are looked up by
+  // string_view without building a key string.
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
 
   // Finds or adds the shape; returns its id (an `other` bucket once a cap is reached).
   uint32_t intern(uint64_t hash, std::string_view ns, std::string_view command, std::string_view shape);
@@ -150,8 +157,8 @@ class Registry {
   std::deque<ShapeInfo> shapes_;
   std::unordered_map<uint64_t, uint32_t> shape_by_hash_;
   std::vector<NamespaceState> namespaces_;
-  std::unordered_map<std::string, uint32_t> namespace_index_;
-  std::unordered_map<std::string, bool> commands_;
+  std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> namespace_index_;
+  std::unordered_set<std::string, StringHash, std::equal_to<>> commands_;
   std::vector<Recorder*> recorders_;
   std::unordered_map<uint32_t, ShapeCounters> retired_;  // closed sessions and the shared table
   std::unordered_map<uint32_t, std::string> retired_samples_;
