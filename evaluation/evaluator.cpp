@@ -1,23 +1,12 @@
 #include "evaluation/evaluator.h"
 
-#include <chrono>
-#include <cstring>
-#include <unordered_map>
+#include <algorithm>
 
 #include "evaluation/analysis.h"
+#include "evaluation/event_batch.h"
 #include "evaluation/namespace_state.h"
-#include "routing/command_fields.h"
-#include "stats/query_shape.h"
 
 namespace shardscope::evaluation {
-
-struct Evaluator::Event {
-  std::string ns;
-  bool insert = false;
-  std::string doc;  // insert: the document
-  int64_t time_us = 0;
-  OpEvent op;
-};
 
 struct Evaluator::Slot {
   std::mutex mutex;
@@ -25,11 +14,6 @@ struct Evaluator::Slot {
 };
 
 namespace {
-
-int64_t nowMicros() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 StateLimits limitsFrom(const EvaluationOptions& o) {
   StateLimits l;
@@ -49,171 +33,7 @@ AnalysisOptions analysisFrom(const EvaluationOptions& o) {
   return a;
 }
 
-std::string bytesOf(const bson_t& b) { return {reinterpret_cast<const char*>(bson_get_data(&b)), b.len}; }
-
-void sortFields(const bson_t& body, const char* key, std::vector<std::string>& out) {
-  bson_t sort;
-  if (!routing::subDocument(body, key, sort)) return;
-  bson_iter_t it;
-  if (!bson_iter_init(&it, &sort)) return;
-  while (bson_iter_next(&it) && out.size() < 8) out.emplace_back(bson_iter_key(&it));
-}
-
-void modifiedPaths(const bson_iter_t& u, std::vector<std::string>& out) {
-  if (!BSON_ITER_HOLDS_DOCUMENT(&u)) {  // pipeline update: may change anything
-    out.emplace_back();
-    return;
-  }
-  bson_iter_t ops;
-  bson_iter_recurse(&u, &ops);
-  while (bson_iter_next(&ops)) {
-    if (bson_iter_key(&ops)[0] != '$') {  // replacement document
-      out.emplace_back();
-      return;
-    }
-    if (!BSON_ITER_HOLDS_DOCUMENT(&ops)) continue;
-    bson_iter_t fields;
-    bson_iter_recurse(&ops, &fields);
-    while (bson_iter_next(&fields) && out.size() < 32) out.emplace_back(bson_iter_key(&fields));
-  }
-}
-
-const std::string kEmptyDoc("\x05\x00\x00\x00\x00", 5);
-
 }  // namespace
-
-struct Observer::Impl {
-  Impl(Evaluator& e, uint32_t ops, uint32_t ms) : evaluator(e), flush_ops(ops), flush_ms(ms) {}
-  Evaluator& evaluator;
-  uint32_t flush_ops, flush_ms;
-  std::mutex mutex;
-  std::vector<Evaluator::Event> buffer;
-  std::unordered_map<uint64_t, uint32_t> shape_seen;  // local sampling of filters per shape
-  int64_t last_flush_us = nowMicros();
-  std::string shape, ns_buffer;
-
-  bool sampleFilter(uint64_t hash) {
-    if (shape_seen.size() > 4096) shape_seen.clear();
-    uint32_t n = ++shape_seen[hash];
-    return n <= 8 || n % 16 == 0;
-  }
-
-  void addOp(std::string_view ns, OpKind kind, bool multi, std::string&& shape_text, const bson_t* filter,
-             std::vector<std::string>&& modified, std::vector<std::string>&& sort) {
-    Evaluator::Event e;
-    e.ns = std::string(ns);
-    e.op.kind = kind;
-    e.op.multi = multi;
-    e.op.shape_hash = stats::hashBytes(shape_text, static_cast<uint64_t>(kind) + 1);
-    if (sampleFilter(e.op.shape_hash)) e.op.filter = filter ? bytesOf(*filter) : kEmptyDoc;
-    e.op.shape = std::move(shape_text);
-    e.op.modified = std::move(modified);
-    e.op.sort = std::move(sort);
-    buffer.push_back(std::move(e));
-  }
-};
-
-Observer::Observer(Evaluator& evaluator, uint32_t flush_every_ops, uint32_t flush_every_ms)
-    : impl_(std::make_unique<Impl>(evaluator, flush_every_ops, flush_every_ms)) {}
-
-Observer::~Observer() { flush(); }
-
-void Observer::flush() {
-  std::lock_guard lock(impl_->mutex);
-  if (impl_->buffer.empty()) return;
-  impl_->evaluator.apply(impl_->buffer);
-  impl_->buffer.clear();
-  impl_->last_flush_us = nowMicros();
-}
-
-void Observer::observe(const protocol::CommandView& view, std::string_view ns) {
-  if (ns.empty() || view.name.empty()) return;
-  std::string_view name = view.name;
-  Impl& m = *impl_;
-  std::lock_guard lock(m.mutex);  // uncontended except while a render flushes this observer
-  const int64_t now = nowMicros();
-  size_t before = m.buffer.size();
-  if (name == "insert") {
-    routing::forEachStatement(view, "documents", [&](const bson_t& doc) {
-      Evaluator::Event e;
-      e.ns = std::string(ns);
-      e.insert = true;
-      e.doc = bytesOf(doc);
-      e.time_us = now;
-      m.buffer.push_back(std::move(e));
-      return true;
-    });
-  } else if (name == "find" || name == "count" || name == "distinct" || name == "aggregate") {
-    OpKind kind = name == "find" ? OpKind::Find : name == "count" ? OpKind::Count : name == "distinct" ? OpKind::Distinct : OpKind::Aggregate;
-    bson_t filter;
-    bool has = false;
-    if (kind == OpKind::Find) {
-      has = routing::subDocument(view.body, "filter", filter);
-    } else if (kind == OpKind::Aggregate) {
-      bson_iter_t it, arr;
-      if (bson_iter_init_find(&it, &view.body, "pipeline") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &arr) &&
-          bson_iter_next(&arr) && BSON_ITER_HOLDS_DOCUMENT(&arr)) {
-        uint32_t len;
-        const uint8_t* data;
-        bson_iter_document(&arr, &len, &data);
-        bson_t stage;
-        if (bson_init_static(&stage, data, len)) has = routing::subDocument(stage, "$match", filter);
-      }
-    } else {
-      has = routing::subDocument(view.body, "query", filter);
-    }
-    stats::computeShape(view, m.shape);
-    std::vector<std::string> sort;
-    if (kind == OpKind::Find) sortFields(view.body, "sort", sort);
-    m.addOp(ns, kind, false, std::string(m.shape), has ? &filter : nullptr, {}, std::move(sort));
-  } else if (name == "update" || name == "delete") {
-    bool update = name == "update";
-    routing::forEachStatement(view, update ? "updates" : "deletes", [&](const bson_t& st) {
-      bson_t q;
-      bool has = routing::subDocument(st, "q", q);
-      bool multi = update ? routing::boolField(st, "multi", false) : routing::intField(st, "limit", 1) == 0;
-      std::string shape = update ? "update " : "delete ";
-      if (has) stats::appendFilterShape(q, shape);
-      std::vector<std::string> modified;
-      if (update) {
-        bson_iter_t u;
-        if (bson_iter_init_find(&u, &st, "u")) {
-          modifiedPaths(u, modified);
-          if (BSON_ITER_HOLDS_DOCUMENT(&u)) {
-            uint32_t len;
-            const uint8_t* data;
-            bson_iter_document(&u, &len, &data);
-            bson_t ud;
-            if (bson_init_static(&ud, data, len)) {
-              shape += " u:";
-              stats::appendFilterShape(ud, shape);
-            }
-          }
-        }
-      }
-      if (multi) shape += " multi";
-      m.addOp(ns, update ? OpKind::Update : OpKind::Delete, multi, std::move(shape), has ? &q : nullptr,
-              std::move(modified), {});
-      return true;
-    });
-  } else if (name == "findAndModify" || name == "findandmodify") {
-    bson_t q;
-    bool has = routing::subDocument(view.body, "query", q);
-    std::vector<std::string> modified, sort;
-    bson_iter_t u;
-    if (bson_iter_init_find(&u, &view.body, "update")) modifiedPaths(u, modified);
-    sortFields(view.body, "sort", sort);
-    stats::computeShape(view, m.shape);
-    m.addOp(ns, OpKind::FindAndModify, false, std::string(m.shape), has ? &q : nullptr, std::move(modified),
-            std::move(sort));
-  }
-  if (m.buffer.size() == before) return;
-  if (m.buffer.size() >= m.flush_ops || now - m.last_flush_us >= static_cast<int64_t>(m.flush_ms) * 1000) {
-    m.evaluator.apply(m.buffer);
-    m.buffer.clear();
-    m.last_flush_us = now;
-  }
-}
 
 Evaluator::Evaluator(EvaluationOptions options) : options_(std::move(options)) {}
 Evaluator::~Evaluator() = default;
@@ -231,25 +51,26 @@ void Evaluator::setCurrentKeys(std::shared_ptr<const routing::RoutingTable> tabl
   table_ = std::move(table);
 }
 
-void Evaluator::apply(std::vector<Event>& batch) {
+void Evaluator::apply(const EventBatch& batch) {
   Slot* slot = nullptr;
   std::string_view slot_ns;
   std::unique_lock<std::mutex> held;
-  for (auto& e : batch) {
-    if (!slot || e.ns != slot_ns) {
+  for (const BufferedEvent& e : batch.events) {
+    std::string_view ns = batch.view(e.ns);
+    if (!slot || ns != slot_ns) {
       if (held.owns_lock()) held.unlock();
       slot = nullptr;
       {
         std::lock_guard lock(mutex_);
-        auto it = namespaces_.find(e.ns);
+        auto it = namespaces_.find(ns);
         if (it == namespaces_.end()) {
           if (namespaces_.size() >= options_.max_namespaces) {
             ++dropped_;
             continue;
           }
           auto s = std::make_unique<Slot>();
-          s->state = std::make_unique<NamespaceState>(e.ns, limitsFrom(options_));
-          it = namespaces_.emplace(e.ns, std::move(s)).first;
+          s->state = std::make_unique<NamespaceState>(std::string(ns), limitsFrom(options_));
+          it = namespaces_.emplace(std::string(ns), std::move(s)).first;
         }
         slot = it->second.get();
         slot_ns = it->first;
@@ -257,11 +78,12 @@ void Evaluator::apply(std::vector<Event>& batch) {
       held = std::unique_lock<std::mutex>(slot->mutex);
     }
     if (e.insert) {
+      std::string_view bytes = batch.view(e.doc);
       bson_t doc;
-      if (bson_init_static(&doc, reinterpret_cast<const uint8_t*>(e.doc.data()), e.doc.size()))
+      if (bson_init_static(&doc, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()))
         slot->state->applyInsert(doc, e.time_us);
     } else {
-      slot->state->applyOp(std::move(e.op));
+      slot->state->applyOp(batch.op(e));
     }
   }
 }

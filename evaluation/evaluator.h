@@ -30,6 +30,7 @@ struct EvaluationOptions {
   uint32_t flush_every_ms = 100;
 };
 
+class EventBatch;
 class NamespaceState;
 class Observer;
 
@@ -52,8 +53,7 @@ class Evaluator {
   void reset();
 
   // Observers call this with a batch (one lock per namespace per batch).
-  struct Event;
-  void apply(std::vector<Event>& batch);
+  void apply(const EventBatch& batch);
   uint64_t droppedNamespaceOps() const;
 
  private:

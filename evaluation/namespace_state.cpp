@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "evaluation/projection.h"
 #include "evaluation/value_codec.h"
 #include "routing/bson_order.h"
 
@@ -10,16 +11,19 @@ namespace shardscope::evaluation {
 
 namespace {
 
-constexpr uint32_t kMaxProjectedValueBytes = 512;
-constexpr uint32_t kMaxProjectedFields = 48;
-
 const bson_value_t kNull = [] {
   bson_value_t v{};
   v.value_type = BSON_TYPE_NULL;
   return v;
 }();
 
-std::string_view bytesOf(const bson_t& b) { return {reinterpret_cast<const char*>(bson_get_data(&b)), b.len}; }
+// "a\0b\0" -> {"a", "b"}: the NUL-terminated names of an OpRecord.
+std::vector<std::string> splitNames(std::string_view names) {
+  std::vector<std::string> out;
+  for (size_t start = 0, end; (end = names.find('\0', start)) != std::string_view::npos; start = end + 1)
+    out.emplace_back(names.substr(start, end - start));
+  return out;
+}
 
 }  // namespace
 
@@ -39,12 +43,19 @@ const char* opKindName(OpKind k) {
 NamespaceState::NamespaceState(std::string ns, const StateLimits& limits) : ns_(std::move(ns)), limits_(limits) {}
 
 const FieldState* NamespaceState::field(std::string_view path) const {
-  auto it = field_index_.find(std::string(path));
-  return it == field_index_.end() ? nullptr : &fields[it->second];
+  size_t i = fieldIndex(path, kUntracked);
+  return i == kUntracked ? nullptr : &fields[i];
+}
+
+// `guess`: where the field probably is (documents tend to list fields in the same order).
+size_t NamespaceState::fieldIndex(std::string_view path, size_t guess) const {
+  if (guess < fields.size() && fields[guess].path == path) return guess;
+  auto it = field_index_.find(path);
+  return it == field_index_.end() ? kUntracked : it->second;
 }
 
 FieldState& NamespaceState::trackField(std::string_view path) {
-  auto it = field_index_.find(std::string(path));
+  auto it = field_index_.find(path);
   if (it != field_index_.end()) return fields[it->second];
   field_index_.emplace(std::string(path), fields.size());
   FieldState f;
@@ -58,34 +69,44 @@ FieldState& NamespaceState::trackField(std::string_view path) {
 }
 
 std::vector<std::string> NamespaceState::computeSplits(const BottomK& distinct, uint32_t shards) {
-  // Decode once, sort views, then copy out only the split values.
-  std::vector<std::pair<bson_value_t, const std::string*>> values;
-  values.reserve(distinct.values().size());
-  for (const auto& [h, v] : distinct.values()) {
-    bson_value_t dv;
-    if (decodeValue(v, dv)) values.push_back({dv, &v});
-  }
-  std::sort(values.begin(), values.end(),
-            [](const auto& a, const auto& b) { return routing::compareValues(a.first, b.first) < 0; });
   std::vector<std::string> splits;
-  if (values.size() < 2 || shards < 2) return splits;
-  const bson_value_t* last = &values.front().first;  // a split at the minimum adds nothing
-  for (uint32_t i = 1; i < shards; ++i) {
-    const auto& s = values[values.size() * i / shards];
-    if (routing::compareValues(*last, s.first) >= 0) continue;  // duplicates: fewer chunks
-    splits.push_back(*s.second);
-    last = &s.first;
-  }
+  DecodedValues order;
+  computeSplits(distinct, shards, splits, order);
   return splits;
 }
 
-uint32_t NamespaceState::rangedShard(const std::vector<std::string>& splits, const bson_value_t& v) {
+void NamespaceState::computeSplits(const BottomK& distinct, uint32_t shards, std::vector<std::string>& splits,
+                                   DecodedValues& order) {
+  // Decode once, sort views, then copy out only the split values.
+  order.clear();
+  for (const auto& [h, v] : distinct.values()) {
+    bson_value_t dv;
+    if (decodeValue(v, dv)) order.push_back({dv, &v});
+  }
+  std::sort(order.begin(), order.end(),
+            [](const auto& a, const auto& b) { return routing::compareValues(a.first, b.first) < 0; });
+  size_t n = 0;
+  if (order.size() >= 2 && shards >= 2) {
+    const bson_value_t* last = &order.front().first;  // a split at the minimum adds nothing
+    for (uint32_t i = 1; i < shards; ++i) {
+      const auto& s = order[order.size() * i / shards];
+      if (routing::compareValues(*last, s.first) >= 0) continue;  // duplicates: fewer chunks
+      if (n < splits.size())
+        splits[n].assign(*s.second);
+      else
+        splits.push_back(*s.second);
+      ++n;
+      last = &s.first;
+    }
+  }
+  splits.resize(n);
+}
+
+uint32_t NamespaceState::rangedShard(const std::vector<bson_value_t>& splits, const bson_value_t& v) {
   uint32_t lo = 0, hi = static_cast<uint32_t>(splits.size());
   while (lo < hi) {  // first split > v
     uint32_t mid = (lo + hi) / 2;
-    bson_value_t sv;
-    decodeValue(splits[mid], sv);
-    if (routing::compareValues(sv, v) <= 0)
+    if (routing::compareValues(splits[mid], v) <= 0)
       lo = mid + 1;
     else
       hi = mid;
@@ -98,11 +119,27 @@ uint32_t NamespaceState::hashedShard(uint64_t value_hash, uint32_t shards) {
   return static_cast<uint32_t>((h * shards) >> 32);
 }
 
+namespace {
+
+void decodeSplits(FieldState& f) {
+  f.decoded.splits.resize(f.splits.size());
+  for (size_t i = 0; i < f.splits.size(); ++i) decodeValue(f.splits[i], f.decoded.splits[i]);
+}
+
+void decodeBounds(FieldState& f) {
+  if (!f.max.empty()) decodeValue(f.max, f.decoded.max);
+  if (!f.min.empty()) decodeValue(f.min, f.decoded.min);
+  decodeSplits(f);
+  f.decoded.valid = true;
+}
+
+}  // namespace
+
 void NamespaceState::observeField(FieldState& f, const bson_value_t& v) {
   ++f.count;
   uint64_t h = valueHash(v);
   f.hll.add(h);
-  if (limits_.allow_values) {
+  if (limits_.allow_values && !f.freq.contains(h)) {  // a label is kept only by a new counter
     std::string label = displayValue(v);
     f.freq.add(h, 1, &label);
   } else {
@@ -119,37 +156,42 @@ void NamespaceState::observeField(FieldState& f, const bson_value_t& v) {
     case BSON_TYPE_UTF8: ++f.type_string; break;
     default: ++f.type_other; break;
   }
-  std::string enc;
+  bool is_encoded = false;
   auto encoded = [&]() -> const std::string& {
-    if (enc.empty()) enc = encodeValue(v);
-    return enc;
+    if (!is_encoded) encodeValue(v, encoded_);
+    is_encoded = true;
+    return encoded_;
   };
-  if (f.distinct.values().size() < f.distinct.k() || h < f.distinct.values().rbegin()->first)
-    f.distinct.add(h, encoded());
+  if (f.distinct.mayTake(h)) f.distinct.add(h, encoded());
 
   // Monotonicity: is this value a new maximum or minimum of everything seen before it?
+  DecodedBounds& d = f.decoded;
+  if (!d.valid) decodeBounds(f);
   if (f.max.empty()) {
     f.max = f.min = encoded();
+    decodeValue(f.max, d.max);
+    decodeValue(f.min, d.min);
   } else {
     ++f.compared;
-    bson_value_t mx, mn;
-    decodeValue(f.max, mx);
-    if (routing::compareValues(v, mx) > 0) {
+    if (routing::compareValues(v, d.max) > 0) {
       ++f.new_max;
       f.max = encoded();
-    } else {
-      decodeValue(f.min, mn);
-      if (routing::compareValues(v, mn) < 0) {
-        ++f.new_min;
-        f.min = encoded();
-      }
+      decodeValue(f.max, d.max);
+    } else if (routing::compareValues(v, d.min) < 0) {
+      ++f.new_min;
+      f.min = encoded();
+      decodeValue(f.min, d.min);
     }
   }
 
   // Simulated cluster: split points are re-derived every `resplit_every` inserts, as a balancer
   // that keeps splitting at the quantiles of the values seen so far would.
   if (++f.since_split >= limits_.resplit_every || (f.splits.empty() && f.since_split >= limits_.resplit_every / 2)) {
-    f.splits = computeSplits(f.distinct, limits_.simulated_shards);
+    if (f.splits_of != f.distinct.version()) {  // else the same sample gives the same splits
+      computeSplits(f.distinct, limits_.simulated_shards, f.splits, split_order_);
+      f.splits_of = f.distinct.version();
+      decodeSplits(f);
+    }
     f.since_split = 0;
     for (auto& c : f.ranged_shard_inserts) c *= kShardCountDecay;
     for (auto& c : f.hashed_shard_inserts) c *= kShardCountDecay;
@@ -158,7 +200,7 @@ void NamespaceState::observeField(FieldState& f, const bson_value_t& v) {
   if (f.splits.capacity() > 0) {
     // Chunks are numbered from the top: the chunk ending at MaxKey is always on the last shard,
     // as it stays on one shard in a real cluster while the balancer moves the others.
-    uint32_t chunk = rangedShard(f.splits, v);
+    uint32_t chunk = rangedShard(d.splits, v);
     uint32_t from_top = static_cast<uint32_t>(f.splits.size()) - chunk;
     ++f.ranged_shard_inserts[limits_.simulated_shards - 1 - std::min(from_top, limits_.simulated_shards - 1)];
     ++f.hashed_shard_inserts[hashedShard(h, limits_.simulated_shards)];
@@ -169,18 +211,17 @@ void NamespaceState::applyInsert(const bson_t& doc, int64_t time_us) {
   ++inserts;
   insert_bytes += doc.len;
   bson_iter_t it;
-  std::vector<bool> seen(fields.size(), false);
+  seen_.assign(fields.size(), 0);
   if (bson_iter_init(&it, &doc)) {
-    while (bson_iter_next(&it)) {
+    for (size_t position = 0; bson_iter_next(&it); ++position) {
       std::string_view key = bson_iter_key(&it);
-      auto fi = field_index_.find(std::string(key));
       FieldState* f = nullptr;
-      if (fi != field_index_.end()) {
-        f = &fields[fi->second];
-        seen[fi->second] = true;
+      if (size_t i = fieldIndex(key, position); i != kUntracked) {
+        f = &fields[i];
+        seen_[i] = 1;
       } else if (fields.size() < limits_.max_fields) {
         f = &trackField(key);
-        seen.push_back(true);
+        seen_.push_back(1);
       }
       if (!f) continue;
       bson_type_t t = bson_iter_type(&it);
@@ -192,7 +233,7 @@ void NamespaceState::applyInsert(const bson_t& doc, int64_t time_us) {
     }
   }
   for (size_t i = 0; i < fields.size(); ++i) {
-    if (i < seen.size() && seen[i]) continue;
+    if (i < seen_.size() && seen_[i]) continue;
     ++fields[i].missing;
     observeField(fields[i], kNull);  // a missing shard-key field counts as null
   }
@@ -207,49 +248,37 @@ void NamespaceState::applyInsert(const bson_t& doc, int64_t time_us) {
     slot = j < limits_.sample_size ? static_cast<int64_t>(j) : -1;
   }
   if (slot < 0) return;
-  bson_t proj = BSON_INITIALIZER;
-  uint32_t n = 0;
-  if (bson_iter_init(&it, &doc)) {
-    while (bson_iter_next(&it) && n < kMaxProjectedFields) {
-      uint32_t vlen = it.next_off - it.d1;
-      if (vlen > kMaxProjectedValueBytes) continue;
-      bson_append_iter(&proj, bson_iter_key(&it), -1, &it);
-      ++n;
-    }
-  }
-  SampleDoc s{time_us, reservoir_seen, std::string(bytesOf(proj))};
-  bson_destroy(&proj);
-  if (slot == static_cast<int64_t>(reservoir.size()))
-    reservoir.push_back(std::move(s));
-  else
-    reservoir[slot] = std::move(s);
+  SampleDoc& s = slot == static_cast<int64_t>(reservoir.size()) ? reservoir.emplace_back() : reservoir[slot];
+  s.time_us = time_us;
+  s.seq = reservoir_seen;
+  projectSmallFields(doc, s.doc);  // into the replaced sample's memory
 }
 
-void NamespaceState::applyOp(OpEvent&& ev) {
-  (isRead(ev.kind) ? reads : writes)++;
-  auto it = shapes.find(ev.shape_hash);
+void NamespaceState::applyOp(const OpRecord& op) {
+  (isRead(op.kind) ? reads : writes)++;
+  auto it = shapes.find(op.shape_hash);
   if (it == shapes.end()) {
     if (shapes.size() >= limits_.max_shapes) {
       ++other_shape_ops;
       return;
     }
     ShapeState s;
-    s.shape = std::move(ev.shape);
-    s.kind = ev.kind;
-    s.multi = ev.multi;
-    s.modified = std::move(ev.modified);
-    s.sort = std::move(ev.sort);
-    it = shapes.emplace(ev.shape_hash, std::move(s)).first;
+    s.shape = std::string(op.shape);
+    s.kind = op.kind;
+    s.multi = op.multi;
+    s.modified = splitNames(op.modified);
+    s.sort = splitNames(op.sort);
+    it = shapes.emplace(op.shape_hash, std::move(s)).first;
   }
   ShapeState& s = it->second;
   ++s.count;
-  if (ev.filter.empty()) return;
+  if (op.filter.empty()) return;
   ++s.offered;
   if (s.samples.size() < limits_.samples_per_shape) {
-    s.samples.push_back(std::move(ev.filter));
+    s.samples.emplace_back(op.filter);
   } else {
     uint64_t j = nextRandom() % s.offered;
-    if (j < s.samples.size()) s.samples[j] = std::move(ev.filter);
+    if (j < s.samples.size()) s.samples[j].assign(op.filter);  // reuses the replaced sample's memory
   }
 }
 
@@ -515,6 +544,7 @@ void NamespaceState::merge(const NamespaceState& o) {
     addCounts(f.ranged_shard_inserts, of.ranged_shard_inserts);
     addCounts(f.hashed_shard_inserts, of.hashed_shard_inserts);
     f.splits = computeSplits(f.distinct, limits_.simulated_shards);
+    f.decoded = DecodedBounds();  // max, min and splits changed
   }
   // Reservoirs: each side keeps a share proportional to what it saw, so the union stays uniform.
   uint64_t total = reservoir_seen + o.reservoir_seen;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <unordered_map>
 
 namespace shardscope::evaluation {
 
@@ -38,26 +39,87 @@ bool HyperLogLog::load(const uint8_t* data, size_t len) {
   return true;
 }
 
+SpaceSaving::SpaceSaving(size_t capacity) : capacity_(capacity) {
+  size_t slots = 2;
+  while (slots < 2 * capacity) slots *= 2;
+  slots_.assign(slots, 0);
+  shift_ = 64 - std::countr_zero(slots);
+}
+
+uint32_t SpaceSaving::find(uint64_t hash) const {
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = home(hash);; i = (i + 1) & mask) {
+    uint32_t s = slots_[i];
+    if (s == 0) return kNone;
+    if (entries_[s - 1].hash == hash) return s - 1;
+  }
+}
+
+void SpaceSaving::indexInsert(uint64_t hash, uint32_t entry) {
+  const size_t mask = slots_.size() - 1;
+  size_t i = home(hash);
+  while (slots_[i] != 0) i = (i + 1) & mask;
+  slots_[i] = entry + 1;
+}
+
+void SpaceSaving::indexErase(uint64_t hash) {
+  const size_t mask = slots_.size() - 1;
+  size_t hole = home(hash);
+  while (entries_[slots_[hole] - 1].hash != hash) hole = (hole + 1) & mask;
+  // Backward-shift deletion: pull later entries of the probe run into the hole when their home
+  // slot allows it, so lookups never need tombstones.
+  for (size_t j = (hole + 1) & mask; slots_[j] != 0; j = (j + 1) & mask) {
+    size_t h = home(entries_[slots_[j] - 1].hash);
+    bool stays = hole < j ? (hole < h && h <= j) : (hole < h || h <= j);
+    if (stays) continue;
+    slots_[hole] = slots_[j];
+    hole = j;
+  }
+  slots_[hole] = 0;
+}
+
+void SpaceSaving::rebuildIndex() {
+  std::fill(slots_.begin(), slots_.end(), 0);
+  for (size_t i = 0; i < entries_.size(); ++i) indexInsert(entries_[i].hash, static_cast<uint32_t>(i));
+  min_from_ = SIZE_MAX;
+}
+
+// The first entry with the smallest count: the one SpaceSaving replaces.
+size_t SpaceSaving::minEntry() {
+  if (min_from_ != SIZE_MAX)
+    for (size_t i = min_from_; i < entries_.size(); ++i)
+      if (entries_[i].count == min_count_) return min_from_ = i;
+  size_t m = 0;
+  for (size_t i = 1; i < entries_.size(); ++i)
+    if (entries_[i].count < entries_[m].count) m = i;
+  min_count_ = entries_[m].count;
+  return min_from_ = m;
+}
+
 void SpaceSaving::add(uint64_t hash, uint64_t weight, const std::string* label) {
   total_ += weight;
-  auto it = index_.find(hash);
-  if (it != index_.end()) {
-    entries_[it->second].count += weight;
+  if (uint32_t i = find(hash); i != kNone) {
+    entries_[i].count += weight;
     return;
   }
   if (entries_.size() < capacity_) {
-    index_.emplace(hash, entries_.size());
+    indexInsert(hash, static_cast<uint32_t>(entries_.size()));
     entries_.push_back({hash, weight, 0, label ? *label : std::string()});
+    min_from_ = SIZE_MAX;  // the new count may be the smallest
     return;
   }
-  size_t min_i = 0;
-  for (size_t i = 1; i < entries_.size(); ++i)
-    if (entries_[i].count < entries_[min_i].count) min_i = i;
-  Entry& e = entries_[min_i];
-  index_.erase(e.hash);
+  if (entries_.empty()) return;  // capacity 0
+  Entry& e = entries_[minEntry()];
+  indexErase(e.hash);
   uint64_t floor = e.count;
-  e = {hash, floor + weight, floor, label ? *label : std::string()};
-  index_.emplace(hash, min_i);
+  e.hash = hash;
+  e.count = floor + weight;
+  e.error = floor;
+  if (label)
+    e.label.assign(*label);
+  else
+    e.label.clear();
+  indexInsert(hash, static_cast<uint32_t>(&e - entries_.data()));
 }
 
 void SpaceSaving::merge(const SpaceSaving& other) {
@@ -81,8 +143,7 @@ void SpaceSaving::merge(const SpaceSaving& other) {
   });
   if (merged.size() > capacity_) merged.resize(capacity_);
   entries_ = std::move(merged);
-  index_.clear();
-  for (size_t i = 0; i < entries_.size(); ++i) index_.emplace(entries_[i].hash, i);
+  rebuildIndex();
   total_ = total;
 }
 
@@ -99,10 +160,18 @@ std::vector<SpaceSaving::Entry> SpaceSaving::top(size_t n) const {
 }
 
 void BottomK::add(uint64_t hash, std::string_view value) {
-  if (values_.size() >= k_ && hash >= values_.rbegin()->first) return;
-  if (values_.count(hash)) return;
-  values_.emplace(hash, std::string(value));
-  if (values_.size() > k_) values_.erase(std::prev(values_.end()));
+  if (!mayTake(hash)) return;
+  auto pos = std::lower_bound(values_.begin(), values_.end(), hash, [](const auto& e, uint64_t h) { return e.first < h; });
+  if (pos != values_.end() && pos->first == hash) return;
+  ++version_;
+  if (values_.size() < k_) {
+    values_.emplace(pos, hash, std::string(value));
+    return;
+  }
+  // Full: the largest hash leaves, and its string's memory takes the new value.
+  std::rotate(pos, values_.end() - 1, values_.end());
+  pos->first = hash;
+  pos->second.assign(value);
 }
 
 void BottomK::merge(const BottomK& other) {

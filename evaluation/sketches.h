@@ -2,9 +2,9 @@
 // hitters), a bottom-k sample of distinct values (split points) and a seeded reservoir.
 #pragma once
 #include <cstdint>
-#include <map>
 #include <string>
-#include <unordered_map>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace shardscope::evaluation {
@@ -33,6 +33,8 @@ class HyperLogLog {
 
 // Metwally et al.'s SpaceSaving: at most `capacity` counters; a value's count is over-estimated
 // by at most its `error`. `label` is kept only when the caller passes one (values allowed).
+// Once full it allocates nothing: an open-addressing index over the fixed counter array, and the
+// replaced counter's label memory is reused.
 class SpaceSaving {
  public:
   struct Entry {
@@ -41,8 +43,9 @@ class SpaceSaving {
     uint64_t error = 0;
     std::string label;
   };
-  explicit SpaceSaving(size_t capacity = 64) : capacity_(capacity) {}
+  explicit SpaceSaving(size_t capacity = 64);
   void add(uint64_t hash, uint64_t weight = 1, const std::string* label = nullptr);
+  bool contains(uint64_t hash) const { return find(hash) != kNone; }
   void merge(const SpaceSaving& other);
   std::vector<Entry> top(size_t n) const;  // by count, descending
   uint64_t total() const { return total_; }
@@ -50,10 +53,24 @@ class SpaceSaving {
   void setTotal(uint64_t t) { total_ = t; }
 
  private:
+  static constexpr uint32_t kNone = UINT32_MAX;
+  uint32_t find(uint64_t hash) const;
+  size_t home(uint64_t hash) const { return (hash * 0x9E3779B97F4A7C15ull) >> shift_; }
+  void indexInsert(uint64_t hash, uint32_t entry);
+  void indexErase(uint64_t hash);
+  void rebuildIndex();
+  size_t minEntry();
+
   size_t capacity_;
   uint64_t total_ = 0;
   std::vector<Entry> entries_;
-  std::unordered_map<uint64_t, size_t> index_;
+  // Linear probing, at most half full: entry index + 1 per slot, 0 when empty.
+  std::vector<uint32_t> slots_;
+  int shift_ = 64;
+  // The smallest count and a position at or before the first entry holding it (every entry
+  // before it counts more). Counts only grow, so the next minimum is usually a short scan away.
+  uint64_t min_count_ = 0;
+  size_t min_from_ = SIZE_MAX;  // SIZE_MAX: unknown, rescan
 };
 
 // A uniform sample of distinct values: the k values with the smallest hashes (KMV). Independent of
@@ -62,15 +79,22 @@ class SpaceSaving {
 class BottomK {
  public:
   explicit BottomK(size_t k = 256) : k_(k) {}
-  // `value` is an encoded value (value_codec.h); copied only when it enters the sample.
+  // `value` is an encoded value (value_codec.h); copied only when it enters the sample, into the
+  // memory of the value it evicts once the sample is full.
   void add(uint64_t hash, std::string_view value);
+  // False when add(hash, ...) would surely leave the sample unchanged (saves encoding the value).
+  bool mayTake(uint64_t hash) const { return values_.size() < k_ || (k_ > 0 && hash < values_.back().first); }
   void merge(const BottomK& other);
-  const std::map<uint64_t, std::string>& values() const { return values_; }
+  // Ascending by hash.
+  const std::vector<std::pair<uint64_t, std::string>>& values() const { return values_; }
   size_t k() const { return k_; }
+  // Changes with every change of the sample: results derived from it can be kept while it is equal.
+  uint64_t version() const { return version_; }
 
  private:
   size_t k_;
-  std::map<uint64_t, std::string> values_;
+  std::vector<std::pair<uint64_t, std::string>> values_;
+  uint64_t version_ = 0;
 };
 
 // Vitter's algorithm R with a fixed seed, so the same traffic gives the same evaluation.

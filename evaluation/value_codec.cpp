@@ -8,11 +8,73 @@
 
 namespace shardscope::evaluation {
 
-std::string encodeValue(const bson_value_t& v) {
+namespace {
+
+void encodeWithLibbson(const bson_value_t& v, std::string& out) {
   bson_t doc = BSON_INITIALIZER;
   bson_append_value(&doc, "", 0, &v);
-  std::string out(reinterpret_cast<const char*>(bson_get_data(&doc)), doc.len);
+  out.assign(reinterpret_cast<const char*>(bson_get_data(&doc)), doc.len);
   bson_destroy(&doc);
+}
+
+}  // namespace
+
+void encodeValue(const bson_value_t& v, std::string& out) {
+  // The common types are written here, byte for byte what bson_append_value writes for them: that
+  // reuses `out`'s memory, where a bson_t would allocate for values past its inline buffer.
+  auto put = [&](const void* p, size_t n) { out.append(static_cast<const char*>(p), n); };
+  auto put32 = [&](uint32_t x) {
+    x = BSON_UINT32_TO_LE(x);
+    put(&x, 4);
+  };
+  auto put64 = [&](uint64_t x) {
+    x = BSON_UINT64_TO_LE(x);
+    put(&x, 8);
+  };
+  out.assign(4, '\0');  // the document's length, set at the end
+  out.push_back(static_cast<char>(v.value_type));
+  out.push_back('\0');  // the empty key
+  bson_t doc;
+  switch (v.value_type) {
+    case BSON_TYPE_DOUBLE: {
+      double d = BSON_DOUBLE_TO_LE(v.value.v_double);
+      put(&d, 8);
+      break;
+    }
+    case BSON_TYPE_INT32: put32(static_cast<uint32_t>(v.value.v_int32)); break;
+    case BSON_TYPE_INT64: put64(static_cast<uint64_t>(v.value.v_int64)); break;
+    case BSON_TYPE_DATE_TIME: put64(static_cast<uint64_t>(v.value.v_datetime)); break;
+    case BSON_TYPE_TIMESTAMP: put64((uint64_t{v.value.v_timestamp.timestamp} << 32) | v.value.v_timestamp.increment); break;
+    case BSON_TYPE_BOOL: out.push_back(v.value.v_bool ? 1 : 0); break;
+    case BSON_TYPE_OID: put(v.value.v_oid.bytes, 12); break;
+    case BSON_TYPE_DECIMAL128:
+      put64(v.value.v_decimal128.low);
+      put64(v.value.v_decimal128.high);
+      break;
+    case BSON_TYPE_NULL:
+    case BSON_TYPE_UNDEFINED:
+    case BSON_TYPE_MINKEY:
+    case BSON_TYPE_MAXKEY: break;
+    case BSON_TYPE_UTF8:
+      if (!v.value.v_utf8.str) return encodeWithLibbson(v, out);
+      put32(v.value.v_utf8.len + 1);
+      put(v.value.v_utf8.str, v.value.v_utf8.len);
+      out.push_back('\0');
+      break;
+    case BSON_TYPE_DOCUMENT:
+      if (!bson_init_static(&doc, v.value.v_doc.data, v.value.v_doc.data_len)) return encodeWithLibbson(v, out);
+      put(v.value.v_doc.data, v.value.v_doc.data_len);
+      break;
+    default: return encodeWithLibbson(v, out);
+  }
+  out.push_back('\0');
+  uint32_t len = BSON_UINT32_TO_LE(static_cast<uint32_t>(out.size()));
+  std::memcpy(out.data(), &len, 4);
+}
+
+std::string encodeValue(const bson_value_t& v) {
+  std::string out;
+  encodeValue(v, out);
   return out;
 }
 
@@ -69,8 +131,9 @@ uint64_t valueHash(const bson_value_t& v) {
     case BSON_TYPE_MAXKEY:
       return bytes("", 0);
     default: {
-      std::string enc = encodeValue(v);
-      return bytes(enc.data(), enc.size());
+      thread_local std::string encoded;  // reused: hashing a document value allocates nothing
+      encodeValue(v, encoded);
+      return bytes(encoded.data(), encoded.size());
     }
   }
 }

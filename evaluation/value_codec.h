@@ -10,6 +10,8 @@
 namespace shardscope::evaluation {
 
 std::string encodeValue(const bson_value_t& v);
+// The same into `out`, reusing its memory (the hot path encodes without allocating).
+void encodeValue(const bson_value_t& v, std::string& out);
 // A view into `encoded` (strings, documents point into it); false when malformed.
 bool decodeValue(std::string_view encoded, bson_value_t& out);
 

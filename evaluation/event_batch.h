@@ -1,0 +1,74 @@
+// What an Observer buffers between two hand-overs to the Evaluator: events whose bytes (inserted
+// documents, sampled filters, shape texts, field names) are copied into one flat arena. clear()
+// keeps the memory, so a session that keeps sending the same kinds of requests buffers them
+// without allocating.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "evaluation/namespace_state.h"
+
+namespace shardscope::evaluation {
+
+// Bytes in the batch's arena (offsets, as the arena may move while it grows).
+struct ByteRange {
+  size_t offset = 0, size = 0;
+};
+
+struct BufferedEvent {
+  ByteRange ns;
+  bool insert = false;
+  int64_t time_us = 0;  // insert: when it was observed
+  ByteRange doc;        // insert: the document
+  // Operations (see OpRecord).
+  OpKind kind = OpKind::Find;
+  bool multi = false;
+  uint64_t shape_hash = 0;
+  ByteRange shape, filter, modified, sort;
+};
+
+class EventBatch {
+ public:
+  std::vector<BufferedEvent> events;
+
+  ByteRange copy(std::string_view bytes) {
+    ByteRange r{bytes_.size(), bytes.size()};
+    bytes_.append(bytes);
+    return r;
+  }
+  // The namespace of the next event: events of one request share the previous event's copy.
+  ByteRange copyNamespace(std::string_view ns) {
+    if (!events.empty() && view(events.back().ns) == ns) return events.back().ns;
+    return copy(ns);
+  }
+  // A list of names, each followed by a NUL: appendName() them after mark(), then since(mark).
+  size_t mark() const { return bytes_.size(); }
+  void appendName(std::string_view name) {
+    bytes_.append(name);
+    bytes_.push_back('\0');
+  }
+  ByteRange since(size_t mark) const { return {mark, bytes_.size() - mark}; }
+
+  std::string_view view(ByteRange r) const { return {bytes_.data() + r.offset, r.size}; }
+  OpRecord op(const BufferedEvent& e) const {
+    return {e.kind, e.multi, e.shape_hash, view(e.shape), view(e.filter), view(e.modified), view(e.sort)};
+  }
+
+  // Keeps the memory for the next batch, unless one unusual request (a huge insert) grew it.
+  void clear() {
+    events.clear();
+    bytes_.clear();
+    if (events.capacity() > kKeepEvents) std::vector<BufferedEvent>().swap(events);
+    if (bytes_.capacity() > kKeepBytes) std::string().swap(bytes_);
+  }
+
+ private:
+  static constexpr size_t kKeepEvents = 4096;
+  static constexpr size_t kKeepBytes = size_t{1} << 20;
+  std::string bytes_;
+};
+
+}  // namespace shardscope::evaluation

@@ -1,0 +1,14 @@
+// The reservoir's copy of an inserted document: its small top-level fields only, so one large
+// field does not make the sample expensive.
+#pragma once
+#include <bson/bson.h>
+
+#include <string>
+
+namespace shardscope::evaluation {
+
+// Writes into `out` (its memory reused) a BSON document of `doc`'s first 48 top-level fields whose
+// values take at most 512 bytes.
+void projectSmallFields(const bson_t& doc, std::string& out);
+
+}  // namespace shardscope::evaluation
