@@ -8,6 +8,10 @@
 #include <cstdlib>
 #include <new>
 
+// GCC inlines the deletes below into callers and then flags free() on memory from operator new:
+// a false positive for a replacement operator new that allocates with malloc.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+
 namespace {
 thread_local uint64_t g_allocations = 0;
 
