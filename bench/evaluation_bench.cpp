@@ -14,6 +14,7 @@
 #include "routing/routing_file.h"
 #include "tests/evaluation/scenario_support.h"
 #include "tests/support/count_allocations.h"
+#include "tests/support/proxy_mix.h"
 
 namespace {
 
@@ -22,6 +23,8 @@ using testing::OwnedCommand;
 namespace protocol = shardscope::protocol;
 namespace routing = shardscope::routing;
 using shardscope::testing::AllocationWindow;
+using shardscope::testing::ProxyMix;
+using Message = shardscope::testing::Request;
 
 void setCounters(benchmark::State& state, double ops_per_iteration, uint64_t allocations) {
   state.SetItemsProcessed(static_cast<int64_t>(static_cast<double>(state.iterations()) * ops_per_iteration));
@@ -31,81 +34,6 @@ void setCounters(benchmark::State& state, double ops_per_iteration, uint64_t all
 }
 
 // ---- the proxy benchmark's workload --------------------------------------------------------
-
-// One request as the proxy sees it: OP_MSG bytes, the decoded message and its CommandView.
-struct Message {
-  std::vector<uint8_t> bytes;
-  protocol::OpMsg msg;
-  protocol::CommandView view;
-};
-
-// shop.orders traffic of bench/loadgen (find 70 %, insert 10 %, update 10 %, getMore 10 %) with
-// every value varying: 10,000 customers, increasing order ids and dates, random totals.
-class ProxyMix {
- public:
-  explicit ProxyMix(uint32_t seed) : rng_(seed) {}
-
-  std::unique_ptr<Message> next() {
-    uint32_t pick = rng_() % 10;
-    bson_t body = BSON_INITIALIZER, doc = BSON_INITIALIZER;
-    const char* sequence = nullptr;
-    char buf[32];
-    if (pick < 7) {
-      BSON_APPEND_UTF8(&body, "find", "orders");
-      bson_t f;
-      BSON_APPEND_DOCUMENT_BEGIN(&body, "filter", &f);
-      BSON_APPEND_UTF8(&f, "customerId", customer(buf));
-      bson_append_document_end(&body, &f);
-      BSON_APPEND_INT32(&body, "limit", 10);
-    } else if (pick == 7) {
-      BSON_APPEND_UTF8(&body, "insert", "orders");
-      std::snprintf(buf, sizeof buf, "O%08llu", static_cast<unsigned long long>(orders_++));
-      BSON_APPEND_UTF8(&doc, "orderId", buf);
-      BSON_APPEND_UTF8(&doc, "customerId", customer(buf));
-      BSON_APPEND_DATE_TIME(&doc, "orderDate", date(orders_));
-      const char* status = kStatuses[rng_() % 5];  // the macro evaluates its value twice
-      BSON_APPEND_UTF8(&doc, "status", status);
-      BSON_APPEND_DOUBLE(&doc, "total", 5 + static_cast<double>(rng_() % 49500) / 100.0);
-      sequence = "documents";
-    } else if (pick == 8) {
-      BSON_APPEND_UTF8(&body, "update", "orders");
-      bson_t q, u, set;
-      BSON_APPEND_DOCUMENT_BEGIN(&doc, "q", &q);
-      BSON_APPEND_UTF8(&q, "customerId", customer(buf));
-      BSON_APPEND_DATE_TIME(&q, "orderDate", date(rng_() % (orders_ + 1)));
-      bson_append_document_end(&doc, &q);
-      BSON_APPEND_DOCUMENT_BEGIN(&doc, "u", &u);
-      BSON_APPEND_DOCUMENT_BEGIN(&u, "$set", &set);
-      BSON_APPEND_UTF8(&set, "status", "paid");
-      bson_append_document_end(&u, &set);
-      bson_append_document_end(&doc, &u);
-      BSON_APPEND_BOOL(&doc, "multi", false);
-      sequence = "updates";
-    } else {
-      BSON_APPEND_INT64(&body, "getMore", static_cast<int64_t>(rng_() >> 1));
-      BSON_APPEND_UTF8(&body, "collection", "orders");
-    }
-    BSON_APPEND_UTF8(&body, "$db", "shop");
-    auto m = std::make_unique<Message>();
-    std::vector<protocol::DocumentSequence> sequences;
-    if (sequence) sequences.push_back({sequence, {bson_get_data(&doc), doc.len}});
-    protocol::encodeOpMsg({0, 1, 0, 0}, 0, {bson_get_data(&body), body.len}, sequences, m->bytes);
-    bson_destroy(&body);
-    bson_destroy(&doc);
-    if (!protocol::decodeOpMsg(m->bytes, m->msg).ok() || !protocol::buildCommandView(m->msg, m->view).ok()) std::abort();
-    return m;
-  }
-
- private:
-  static constexpr const char* kStatuses[] = {"new", "paid", "shipped", "delivered", "returned"};
-  static int64_t date(uint64_t n) { return 1767225600000LL + static_cast<int64_t>(n) * 1000; }
-  const char* customer(char* buf) {
-    std::snprintf(buf, 32, "C%04u", static_cast<unsigned>(rng_() % 10000));
-    return buf;
-  }
-  std::mt19937_64 rng_;
-  uint64_t orders_ = 0;
-};
 
 std::string repoRoot() {
   std::string here = __FILE__;
