@@ -15,9 +15,10 @@ echo "== fuzzing (libFuzzer, ${SHARDSCOPE_FUZZ_SECONDS:-20} s per target over th
 bash scripts/fuzz.sh "${SHARDSCOPE_FUZZ_SECONDS:-20}"
 
 echo "== sanitizers (ASan + UBSan: unit tests and an integration subset against the sanitized binary)"
-# The integration subset here covers the parsers and fault paths; `bash scripts/sanitize.sh` alone
+# The integration subset here covers the parsers, the fault paths and mirror shutdown (a worker
+# stuck on a stalled shadow); `bash scripts/sanitize.sh` alone
 # runs the wider default selection.
-SANITIZE_PYTEST_K="${SANITIZE_PYTEST_K:-proxy_wire or test_faults or compression or rewrite or reload}" \
+SANITIZE_PYTEST_K="${SANITIZE_PYTEST_K:-proxy_wire or test_faults or compression or rewrite or reload or mirror}" \
   bash scripts/sanitize.sh asan
 
 echo "== integration tests (pytest: real drivers through build/shardscope to FerretDB)"
