@@ -181,16 +181,8 @@ awaitable<void> Session::clientToUpstream() {
     }
     auto out = onRequest(client_in_.frame(size));
     if (fault_.delay.count()) co_await sleepFor(fault_.delay);
-    if (!out.empty()) {
-      if (upstream_gate_.busy) co_await waitForGate(upstream_gate_);
-      GateHold hold(upstream_gate_);
-      if (auto rest = upstream_->writeNow(out); !rest.empty()) co_await upstream_->writeAll(asio::buffer(rest.data(), rest.size()));
-    }
-    if (!fault_reply_.empty()) {
-      if (client_gate_.busy) co_await waitForGate(client_gate_);
-      GateHold hold(client_gate_);
-      if (auto rest = client_.writeNow(fault_reply_); !rest.empty()) co_await client_.writeAll(asio::buffer(rest.data(), rest.size()));
-    }
+    if (auto rest = sendNow(*upstream_, upstream_gate_, out); !rest.empty()) co_await sendRest(*upstream_, upstream_gate_, rest);
+    if (auto rest = sendNow(client_, client_gate_, fault_reply_); !rest.empty()) co_await sendRest(client_, client_gate_, rest);
     fault_ = {};
     fault_reply_.clear();
     client_in_.consume(size);
@@ -221,16 +213,8 @@ awaitable<void> Session::upstreamToClient() {
       last_activity_ = Clock::now();
     }
     auto action = onReply(upstream_in_.frame(size));
-    if (!action.resend.empty()) {
-      if (upstream_gate_.busy) co_await waitForGate(upstream_gate_);
-      GateHold hold(upstream_gate_);
-      if (auto rest = upstream_->writeNow(action.resend); !rest.empty()) co_await upstream_->writeAll(asio::buffer(rest.data(), rest.size()));
-    }
-    if (!action.to_client.empty()) {
-      if (client_gate_.busy) co_await waitForGate(client_gate_);
-      GateHold hold(client_gate_);
-      if (auto rest = client_.writeNow(action.to_client); !rest.empty()) co_await client_.writeAll(asio::buffer(rest.data(), rest.size()));
-    }
+    if (auto rest = sendNow(*upstream_, upstream_gate_, action.resend); !rest.empty()) co_await sendRest(*upstream_, upstream_gate_, rest);
+    if (auto rest = sendNow(client_, client_gate_, action.to_client); !rest.empty()) co_await sendRest(client_, client_gate_, rest);
     upstream_in_.consume(size);
     upstream_in_.shrinkIfIdle();
     maybeFinishDrain();
@@ -243,13 +227,21 @@ awaitable<void> Session::upstreamToClient() {
   }
 }
 
-awaitable<void> Session::waitForGate(WriteGate& gate) {
+std::span<const uint8_t> Session::sendNow(Stream& stream, WriteGate& gate, std::span<const uint8_t> bytes) {
+  if (bytes.empty() || gate.busy) return bytes;
+  return stream.writeNow(bytes);
+}
+
+awaitable<void> Session::sendRest(Stream& stream, WriteGate& gate, std::span<const uint8_t> rest) {
+  // Runs without suspending until the gate is held, so a partial sendNow is never interleaved.
   while (gate.busy) {
     ++gate.waiters;
     co_await gate.idle.async_wait(asio::as_tuple(use_awaitable));
     --gate.waiters;
     if (closed_) throw boost::system::system_error(asio::error::operation_aborted);
   }
+  GateHold hold(gate);
+  co_await stream.writeAll(asio::buffer(rest.data(), rest.size()));
 }
 
 const LookupSet* Session::lookups() {

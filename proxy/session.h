@@ -79,7 +79,7 @@ class Session : public std::enable_shared_from_this<Session> {
     bool busy = false;
     int waiters = 0;
   };
-  // Held across one message's write; the caller first awaits waitForGate only if the gate is busy.
+  // Held across the asynchronous part of one message's write.
   struct GateHold {
     explicit GateHold(WriteGate& gate) : g(gate) { g.busy = true; }
     ~GateHold() {
@@ -88,7 +88,11 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     WriteGate& g;
   };
-  awaitable<void> waitForGate(WriteGate& gate);
+  // One message through `gate`: sendNow writes what the socket takes at once when the gate is free
+  // (no coroutine frame: the usual case) and returns what is left; sendRest, only when something
+  // is, waits for the gate and writes the rest.
+  std::span<const uint8_t> sendNow(Stream& stream, WriteGate& gate, std::span<const uint8_t> bytes);
+  awaitable<void> sendRest(Stream& stream, WriteGate& gate, std::span<const uint8_t> rest);
   // Fault injection: true when the sidecar answers this request itself (nothing goes upstream).
   bool injectFault(std::span<const uint8_t> message, std::optional<protocol::Compressor> clientCompressor);
   void learnFromReply(const PendingOp& op, const bson_t* body);
