@@ -41,8 +41,8 @@ Session::Session(ProxyContext& ctx, tcp::socket client)
       last_activity_(Clock::now()),
       stats_(ctx.stats->newRecorder()),
       evaluation_(ctx.evaluator ? ctx.evaluator->newObserver() : nullptr),
-      upstream_gate_{executor_},
-      client_gate_{executor_},
+      upstream_out_{executor_},
+      client_out_{executor_},
       record_stats_(ctx.config.stats_enabled),
       loops_done_(executor_, Clock::time_point::max()) {
   ctx_.open_connections.fetch_add(1);
@@ -95,8 +95,17 @@ awaitable<void> Session::guard(awaitable<void> loop) {
   } catch (...) {
     noteClose(describe(std::current_exception()));
   }
+  co_await writeQueued();
   forceClose();
   if (--loops_running_ == 0) loops_done_.cancel();
+}
+
+awaitable<void> Session::writeQueued() {
+  if (closed_) co_return;
+  flush();
+  const auto deadline = Clock::now() + std::chrono::milliseconds(ctx_.config.timeouts.connect_ms);
+  while (!closed_ && (upstream_out_.pending() || client_out_.pending()) && Clock::now() < deadline)
+    co_await sleepFor(std::chrono::milliseconds(1));  // rare: only when a peer takes its last bytes slowly
 }
 
 void Session::noteClose(const std::string& why) {
@@ -168,25 +177,25 @@ awaitable<void> Session::clientToUpstream() {
     size_t size, need = 0;
     while ((size = completeFrame(client_in_, true, need)) == 0) {
       auto space = client_in_.writable(need);
-      size_t n;
-      if (client_.tls()) {
+      size_t n = client_.readNow(space);
+      if (n == 0) {
         n = co_await client_.readSome(asio::buffer(space.data(), space.size()));
-      } else if ((n = client_.readNow(space)) == 0) {
-        co_await client_.waitReadable();
+        client_.noteRead(n, space.size());
         client_burst_ = 0;
-        continue;
       }
       client_in_.commit(n);
       last_activity_ = Clock::now();
     }
     auto out = onRequest(client_in_.frame(size));
     if (fault_.delay.count()) co_await sleepFor(fault_.delay);
-    if (auto rest = sendNow(*upstream_, upstream_gate_, out); !rest.empty()) co_await sendRest(*upstream_, upstream_gate_, rest);
-    if (auto rest = sendNow(client_, client_gate_, fault_reply_); !rest.empty()) co_await sendRest(client_, client_gate_, rest);
+    send(upstream_out_, out);
+    send(client_out_, fault_reply_);
     fault_ = {};
     fault_reply_.clear();
     client_in_.consume(size);
     client_in_.shrinkIfIdle();
+    if (upstream_out_.pending() > Outbox::kHighWater) co_await awaitHighWater(upstream_out_);
+    if (client_out_.pending() > Outbox::kHighWater) co_await awaitHighWater(client_out_);
     // Reads and writes that complete at once never pass through the event loop: let the other
     // connections run after a burst (a client pipelining without pause would starve them).
     if (++client_burst_ == kMaxBurst) {
@@ -201,23 +210,22 @@ awaitable<void> Session::upstreamToClient() {
     size_t size, need = 0;
     while ((size = completeFrame(upstream_in_, false, need)) == 0) {
       auto space = upstream_in_.writable(need);
-      size_t n;
-      if (upstream_->tls()) {
+      size_t n = upstream_->readNow(space);
+      if (n == 0) {
         n = co_await upstream_->readSome(asio::buffer(space.data(), space.size()));
-      } else if ((n = upstream_->readNow(space)) == 0) {
-        co_await upstream_->waitReadable();
+        upstream_->noteRead(n, space.size());
         upstream_burst_ = 0;
-        continue;
       }
       upstream_in_.commit(n);
       last_activity_ = Clock::now();
     }
     auto action = onReply(upstream_in_.frame(size));
-    if (auto rest = sendNow(*upstream_, upstream_gate_, action.resend); !rest.empty()) co_await sendRest(*upstream_, upstream_gate_, rest);
-    if (auto rest = sendNow(client_, client_gate_, action.to_client); !rest.empty()) co_await sendRest(client_, client_gate_, rest);
+    send(upstream_out_, action.resend);
+    send(client_out_, action.to_client);
     upstream_in_.consume(size);
     upstream_in_.shrinkIfIdle();
-    maybeFinishDrain();
+    if (upstream_out_.pending() > Outbox::kHighWater) co_await awaitHighWater(upstream_out_);
+    if (client_out_.pending() > Outbox::kHighWater) co_await awaitHighWater(client_out_);
     // Reads and writes that complete at once never pass through the event loop: let the other
     // connections run after a burst (a client pipelining without pause would starve them).
     if (++upstream_burst_ == kMaxBurst) {
@@ -227,21 +235,68 @@ awaitable<void> Session::upstreamToClient() {
   }
 }
 
-std::span<const uint8_t> Session::sendNow(Stream& stream, WriteGate& gate, std::span<const uint8_t> bytes) {
-  if (bytes.empty() || gate.busy) return bytes;
-  return stream.writeNow(bytes);
+void Session::send(Outbox& box, std::span<const uint8_t> bytes) {
+  if (bytes.empty()) return;
+  box.queued.insert(box.queued.end(), bytes.begin(), bytes.end());
+  if (flush_posted_) return;
+  flush_posted_ = true;
+  asio::post(executor_, [self = shared_from_this()] { self->flush(); });
 }
 
-awaitable<void> Session::sendRest(Stream& stream, WriteGate& gate, std::span<const uint8_t> rest) {
-  // Runs without suspending until the gate is held, so a partial sendNow is never interleaved.
-  while (gate.busy) {
-    ++gate.waiters;
-    co_await gate.idle.async_wait(asio::as_tuple(use_awaitable));
-    --gate.waiters;
+awaitable<void> Session::awaitHighWater(Outbox& box) {
+  while (box.pending() > Outbox::kHighWater) {
+    ++box.waiters;
+    co_await box.drained.async_wait(asio::as_tuple(use_awaitable));
+    --box.waiters;
     if (closed_) throw boost::system::system_error(asio::error::operation_aborted);
   }
-  GateHold hold(gate);
-  co_await stream.writeAll(asio::buffer(rest.data(), rest.size()));
+}
+
+void Session::flush() {
+  flush_posted_ = false;
+  if (closed_) return;
+  if (upstream_ && flushBox(*upstream_, upstream_out_) && flushBox(client_, client_out_)) maybeFinishDrain();
+}
+
+bool Session::flushBox(Stream& stream, Outbox& box) {
+  if (box.writer_running || box.queued.empty()) return true;
+  try {
+    auto rest = stream.writeNow(box.queued);  // all of it is left with TLS
+    if (rest.empty()) {
+      box.queued.clear();
+      box.bytesLeft();
+      return true;
+    }
+    box.written = box.queued.size() - rest.size();
+    std::swap(box.writing, box.queued);
+    box.writer_running = true;
+    asio::co_spawn(executor_, writeRemainder(stream, box), asio::detached);
+    return true;
+  } catch (...) {
+    noteClose(describe(std::current_exception()));
+    forceClose();
+    return false;
+  }
+}
+
+awaitable<void> Session::writeRemainder(Stream& stream, Outbox& box) {
+  auto self = shared_from_this();
+  try {
+    for (;;) {
+      co_await stream.writeAll(asio::buffer(box.writing.data() + box.written, box.writing.size() - box.written));
+      box.writing.clear();
+      box.written = 0;
+      box.bytesLeft();
+      if (box.queued.empty()) break;
+      std::swap(box.writing, box.queued);  // what the loops queued meanwhile
+    }
+  } catch (...) {
+    noteClose(describe(std::current_exception()));
+    forceClose();
+  }
+  box.writer_running = false;
+  box.bytesLeft();
+  if (!closed_) maybeFinishDrain();
 }
 
 const LookupSet* Session::lookups() {
@@ -619,7 +674,8 @@ void Session::beginDrain() {
 }
 
 void Session::maybeFinishDrain() {
-  if (draining_ && pending_.empty() && !client_in_.hasPartial()) {
+  // Replies still queued for the client go out first.
+  if (draining_ && pending_.empty() && !client_in_.hasPartial() && client_out_.pending() == 0) {
     noteClose("drained");
     forceClose();
   }
@@ -632,8 +688,8 @@ void Session::forceClose() {
   client_.close();
   if (upstream_) upstream_->close();
   watchdog_timer_.cancel();
-  upstream_gate_.idle.cancel();
-  client_gate_.idle.cancel();
+  upstream_out_.drained.cancel();
+  client_out_.drained.cancel();
 }
 
 }  // namespace shardscope::proxy

@@ -1,6 +1,6 @@
 // One client connection and its pinned upstream connection. Two loops run on the session's
 // strand (client -> upstream, upstream -> client) plus a watchdog for timeouts; the first to end
-// cancels the others (Asio's awaitable `||`).
+// closes both sockets, which ends the others.
 #pragma once
 #include <chrono>
 #include <memory>
@@ -13,6 +13,7 @@
 #include "proxy/asio.h"
 #include "proxy/fault_injector.h"
 #include "proxy/frame_buffer.h"
+#include "proxy/outbox.h"
 #include "proxy/pending_ops.h"
 #include "proxy/proxy_context.h"
 #include "proxy/stream.h"
@@ -40,6 +41,10 @@ class Session : public std::enable_shared_from_this<Session> {
   awaitable<void> upstreamToClient();
   awaitable<void> watchdog();
   awaitable<void> guard(awaitable<void> loop);
+  // When a loop ends (a peer hung up), what the loops queued before still goes out (a reply that
+  // came just before upstream closed, a fire-and-forget write before the client did), bounded by
+  // the connect timeout.
+  awaitable<void> writeQueued();
   void noteClose(const std::string& why);
   std::string describe(std::exception_ptr error);
   // The size of the complete frame at the front of `in`, or 0 when more bytes must be read
@@ -70,29 +75,16 @@ class Session : public std::enable_shared_from_this<Session> {
   ReplyAction onReply(std::span<uint8_t> frame);
   std::span<const uint8_t> rerunOriginal(const PendingOp& op, routing::FallbackCause cause);
   std::span<const uint8_t> applyLookupRule(routing::LookupIndex& index, std::span<const uint8_t> message);
-  // Two loops may write to one socket (the reply loop re-runs a rewritten command upstream; the
-  // request loop answers injected faults to the client): one message at a time, so frames never
-  // interleave. The timer serves as a condition variable, touched only when someone waits.
-  struct WriteGate {
-    explicit WriteGate(const asio::any_io_executor& ex) : idle(ex, Clock::time_point::max()) {}
-    asio::steady_timer idle;
-    bool busy = false;
-    int waiters = 0;
-  };
-  // Held across the asynchronous part of one message's write.
-  struct GateHold {
-    explicit GateHold(WriteGate& gate) : g(gate) { g.busy = true; }
-    ~GateHold() {
-      g.busy = false;
-      if (g.waiters) g.idle.cancel();
-    }
-    WriteGate& g;
-  };
-  // One message through `gate`: sendNow writes what the socket takes at once when the gate is free
-  // (no coroutine frame: the usual case) and returns what is left; sendRest, only when something
-  // is, waits for the gate and writes the rest.
-  std::span<const uint8_t> sendNow(Stream& stream, WriteGate& gate, std::span<const uint8_t> bytes);
-  awaitable<void> sendRest(Stream& stream, WriteGate& gate, std::span<const uint8_t> rest);
+  // Writes are deferred to a flush posted behind the other ready handlers: a batch of ready
+  // connections is handled first, then its sends go out back to back, so a peer that was asleep
+  // wakes once for several messages (on a VM, waking a sleeping peer is the dearest part of a
+  // loopback send). send() appends and returns at once; awaitHighWater() applies backpressure.
+  void send(Outbox& box, std::span<const uint8_t> bytes);
+  awaitable<void> awaitHighWater(Outbox& box);
+  void flush();
+  // Writes what the socket takes now; a remainder goes to writeRemainder (false: the stream failed).
+  bool flushBox(Stream& stream, Outbox& box);
+  awaitable<void> writeRemainder(Stream& stream, Outbox& box);
   // Fault injection: true when the sidecar answers this request itself (nothing goes upstream).
   bool injectFault(std::span<const uint8_t> message, std::optional<protocol::Compressor> clientCompressor);
   void learnFromReply(const PendingOp& op, const bson_t* body);
@@ -137,8 +129,9 @@ class Session : public std::enable_shared_from_this<Session> {
   bool handshake_seen_ = false;
   bool draining_ = false;
   bool closed_ = false;
-  WriteGate upstream_gate_;
-  WriteGate client_gate_;
+  Outbox upstream_out_;
+  Outbox client_out_;
+  bool flush_posted_ = false;
   FaultDecision fault_;             // for the request being handled
   std::vector<uint8_t> fault_reply_;
   std::shared_ptr<RewriteState> pending_rewrite_;  // from applyLookupRule to registerRequest

@@ -16,7 +16,7 @@ import pymongo
 import pytest
 from pymongo.errors import PyMongoError
 
-from wire_peer import OP_MSG, OP_REPLY, RawClient, encode_op_query, header
+from wire_peer import OP_MSG, OP_REPLY, RawClient, encode_op_msg, encode_op_query, header
 
 pytestmark = pytest.mark.needs_proxy
 
@@ -238,6 +238,50 @@ def test_upstream_peer_stops_reading_client_times_out_proxy_survives(wire_peer, 
     finally:
         client.close()
     assert px.alive()
+
+
+def test_reply_sent_just_before_upstream_closes_reaches_the_client(wire_peer, proxy):
+    # The proxy queues replies and writes them in a batch: a reply followed at once by the
+    # upstream's close must still arrive whole (large, so the close is read in the same pass).
+    peer = wire_peer()
+    px = proxy(peer.uri)
+    with RawClient.for_address(px.address) as rc:
+        rc.command({"insert": "items", "documents": [{"_id": i, "v": "x" * 400_000} for i in range(5)]}, db="pf")
+        peer.add_fault("reply_then_close", command="find")
+        reply = rc.command({"find": "items", "filter": {}}, db="pf")
+        assert reply.body["ok"] == 1.0
+        assert [d["_id"] for d in reply.body["cursor"]["firstBatch"]] == [0, 1, 2, 3, 4]
+        assert rc.recv_message(timeout=5) is None  # then the connection closes, as upstream's did
+    assert px.alive()
+
+
+def test_slow_reader_of_large_replies_gets_every_byte_in_order(wire_peer, proxy):
+    # 8 pipelined finds of ~3.6 MB each while the client reads nothing for a second: the proxy
+    # stops reading upstream once 1 MiB waits for this client (backpressure), another client
+    # is served meanwhile, and every reply then arrives whole and in order.
+    peer = wire_peer()
+    px = proxy(peer.uri)
+    big = "y" * 900_000
+    with RawClient.for_address(px.address, timeout=30) as rc:
+        rc.command({"insert": "big", "documents": [{"_id": i, "v": big} for i in range(4)]}, db="pf")
+        ids = []
+        for _ in range(8):
+            frame = encode_op_msg({"find": "big", "filter": {}, "batchSize": 4, "$db": "pf"})
+            ids.append(struct.unpack_from("<i", frame, 4)[0])
+            rc.send(frame)
+        time.sleep(1.0)
+        other = pymongo.MongoClient(px.uri, serverSelectionTimeoutMS=5000, socketTimeoutMS=5000)
+        try:
+            assert other.admin.command("ping")["ok"] == 1.0
+        finally:
+            other.close()
+        for rid in ids:
+            reply = rc.recv_message()
+            assert reply is not None and reply.response_to == rid
+            batch = reply.body["cursor"]["firstBatch"]
+            assert [d["_id"] for d in batch] == [0, 1, 2, 3] and all(d["v"] == big for d in batch)
+    assert px.alive()
+    assert not peer.errors, peer.errors
 
 
 def test_upstream_unreachable_client_gets_error_not_hang(proxy):

@@ -329,7 +329,7 @@ class RecordedFrame:
 
 @dataclass
 class Fault:
-    kind: str  # stop_reading | close | close_mid_reply | garbage | delay
+    kind: str  # stop_reading | close | close_mid_reply | reply_then_close | garbage | delay
     command: str | None = None
     remaining: int = 1
     seconds: float = 0.0
@@ -433,9 +433,10 @@ class WirePeer:
     # faults and records
     def add_fault(self, kind: str, command: str | None = None, count: int = 1, seconds: float = 1.0) -> None:
         """kind: stop_reading (read nothing more, never answer), close (close without answering),
-        close_mid_reply (send half the reply, then close), garbage (random bytes, then close),
+        close_mid_reply (send half the reply, then close), reply_then_close (answer, then close at
+        once), garbage (random bytes, then close),
         delay (answer after `seconds`)."""
-        assert kind in ("stop_reading", "close", "close_mid_reply", "garbage", "delay"), kind
+        assert kind in ("stop_reading", "close", "close_mid_reply", "reply_then_close", "garbage", "delay"), kind
         with self._lock:
             self._faults.append(Fault(kind, command, count, seconds))
 
@@ -531,6 +532,8 @@ class WirePeer:
                 with self._lock:
                     self.sent.append((conn.id, reply))
                 conn.sock.sendall(reply)
+                if fault and fault.kind == "reply_then_close":
+                    break
         except OSError:
             pass
         finally:

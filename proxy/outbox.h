@@ -1,0 +1,31 @@
+// The bytes waiting to go out on one stream. Messages are appended whole and written in order by
+// one writer at a time, so frames never interleave, whichever loop produced them.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "proxy/asio.h"
+
+namespace shardscope::proxy {
+
+struct Outbox {
+  explicit Outbox(const asio::any_io_executor& ex) : drained(ex, std::chrono::steady_clock::time_point::max()) {}
+
+  // A loop that queued more than this waits until the peer has taken it (backpressure).
+  static constexpr size_t kHighWater = 1 << 20;
+
+  std::vector<uint8_t> queued;   // appended by the loops, not yet handed to the socket
+  std::vector<uint8_t> writing;  // being written asynchronously (a partial write's remainder)
+  size_t written = 0;            // of `writing`
+  bool writer_running = false;
+  int waiters = 0;               // loops waiting for the high-water mark to clear
+  asio::steady_timer drained;    // a condition variable: cancelled when bytes leave
+
+  size_t pending() const { return queued.size() + writing.size() - written; }
+  void bytesLeft() {
+    if (waiters) drained.cancel();
+  }
+};
+
+}  // namespace shardscope::proxy
