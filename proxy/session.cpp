@@ -240,7 +240,11 @@ void Session::send(Outbox& box, std::span<const uint8_t> bytes) {
   box.queued.insert(box.queued.end(), bytes.begin(), bytes.end());
   if (flush_posted_) return;
   flush_posted_ = true;
-  asio::post(executor_, [self = shared_from_this()] { self->flush(); });
+  auto handler = asio::bind_allocator(HandlerAllocator<void>(flush_memory_), [self = shared_from_this()] { self->flush(); });
+  // Posted to the concrete io_context executor where there is one: the type-erased executor
+  // would wrap the handler in blocks of its own (from Asio's two-block cache, so malloc in a batch).
+  if (auto* io = executor_.target<asio::io_context::executor_type>()) asio::post(*io, std::move(handler));
+  else asio::post(executor_, std::move(handler));
 }
 
 awaitable<void> Session::awaitHighWater(Outbox& box) {

@@ -13,6 +13,7 @@
 #include "proxy/asio.h"
 #include "proxy/fault_injector.h"
 #include "proxy/frame_buffer.h"
+#include "proxy/handler_memory.h"
 #include "proxy/outbox.h"
 #include "proxy/pending_ops.h"
 #include "proxy/proxy_context.h"
@@ -132,6 +133,7 @@ class Session : public std::enable_shared_from_this<Session> {
   Outbox upstream_out_;
   Outbox client_out_;
   bool flush_posted_ = false;
+  HandlerMemory flush_memory_;  // the posted flush's handler: no malloc per batch
   FaultDecision fault_;             // for the request being handled
   std::vector<uint8_t> fault_reply_;
   std::shared_ptr<RewriteState> pending_rewrite_;  // from applyLookupRule to registerRequest
