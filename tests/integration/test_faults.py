@@ -21,6 +21,11 @@ from wire_peer import OP_MSG, OP_REPLY, RawClient, encode_op_msg, encode_op_quer
 pytestmark = pytest.mark.needs_proxy
 
 
+def _rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+
 def _eventually(fn, timeout: float = 20.0, interval: float = 0.25):
     deadline = time.monotonic() + timeout
     last = None
@@ -264,12 +269,17 @@ def test_slow_reader_of_large_replies_gets_every_byte_in_order(wire_peer, proxy)
     big = "y" * 900_000
     with RawClient.for_address(px.address, timeout=30) as rc:
         rc.command({"insert": "big", "documents": [{"_id": i, "v": big} for i in range(4)]}, db="pf")
+        rc.command({"find": "big", "filter": {}, "batchSize": 4}, db="pf")  # buffers grown once
+        rss_before = _rss_kib(px.process.pid)
         ids = []
         for _ in range(8):
             frame = encode_op_msg({"find": "big", "filter": {}, "batchSize": 4, "$db": "pf"})
             ids.append(struct.unpack_from("<i", frame, 4)[0])
             rc.send(frame)
         time.sleep(1.0)
+        # ~29 MB of replies wait upstream and in the proxy; without backpressure all of it would be in the proxy.
+        grown = _rss_kib(px.process.pid) - rss_before
+        assert grown < 16 * 1024, f"proxy RSS grew by {grown} KiB while the client read nothing"
         other = pymongo.MongoClient(px.uri, serverSelectionTimeoutMS=5000, socketTimeoutMS=5000)
         try:
             assert other.admin.command("ping")["ok"] == 1.0
