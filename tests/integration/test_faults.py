@@ -278,8 +278,10 @@ def test_slow_reader_of_large_replies_gets_every_byte_in_order(wire_peer, proxy)
             rc.send(frame)
         time.sleep(1.0)
         # ~29 MB of replies wait upstream and in the proxy; without backpressure all of it would be in the proxy.
+        # (Not under a sanitizer: its quarantine keeps freed buffers resident.)
         grown = _rss_kib(px.process.pid) - rss_before
-        assert grown < 16 * 1024, f"proxy RSS grew by {grown} KiB while the client read nothing"
+        sanitized = "ASAN_OPTIONS" in os.environ or "TSAN_OPTIONS" in os.environ
+        assert sanitized or grown < 16 * 1024, f"proxy RSS grew by {grown} KiB while the client read nothing"
         other = pymongo.MongoClient(px.uri, serverSelectionTimeoutMS=5000, socketTimeoutMS=5000)
         try:
             assert other.admin.command("ping")["ok"] == 1.0
