@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import signal
+import threading
 import time
 
 import pymongo
@@ -153,6 +154,31 @@ def test_sigterm_drains_and_exits_zero(wire_peer, proxy):
     assert c.admin.command("ping")["ok"] == 1
     c.close()
     px.process.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + 15
+    while px.alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not px.alive(), "proxy still running 15 s after SIGTERM"
+    assert px.process.exit_code() == 0, (px.process.exit_code(), px.stderr_text()[-3000:])
+
+
+def test_sigterm_waits_for_the_reply_in_flight(wire_peer, proxy):
+    # Drain closes a session once nothing is pending and its queued writes are out: the reply
+    # to a request sent before SIGTERM still reaches the client.
+    peer = wire_peer()
+    px = proxy(peer.uri)
+    c = pymongo.MongoClient(px.uri, serverSelectionTimeoutMS=10000, socketTimeoutMS=10000, retryReads=False)
+    try:
+        c.dr.items.insert_many([{"_id": i} for i in range(3)])
+        peer.add_fault("delay", command="find", seconds=1.0)
+        result = {}
+        t = threading.Thread(target=lambda: result.update(docs=list(c.dr.items.find({}))))
+        t.start()
+        time.sleep(0.3)
+        px.process.send_signal(signal.SIGTERM)
+        t.join(15)
+        assert [d["_id"] for d in result.get("docs", [])] == [0, 1, 2]
+    finally:
+        c.close()
     deadline = time.monotonic() + 15
     while px.alive() and time.monotonic() < deadline:
         time.sleep(0.05)
