@@ -33,6 +33,7 @@ struct PendingOp {
   int64_t get_more_cursor = 0; // a getMore's cursor: forgotten when the reply says it is exhausted
   bool first_hello = false;    // the reply carries the compression negotiation
   bool never_compress = false; // hello / auth replies travel uncompressed
+  bool long_poll = false;      // a streaming hello (maxAwaitTimeMS): a monitor waiting, not work in flight
   std::optional<protocol::Compressor> reply_compressor;  // the client wrote compressed: answer in kind
   std::shared_ptr<routing::LookupIndex> lookup;  // the namespace has a lookup rule: learn from the reply
   std::shared_ptr<RewriteState> rewrite;   // set when this request was rewritten
@@ -64,6 +65,12 @@ class PendingOps {
     return std::nullopt;
   }
   bool empty() const { return ops_.empty(); }
+  // Nothing but monitors' streaming hellos: a drain need not wait for those (up to maxAwaitTimeMS).
+  bool onlyLongPolls() const {
+    for (const auto& op : ops_)
+      if (!op.long_poll) return false;
+    return true;
+  }
   size_t size() const { return ops_.size(); }
   std::optional<std::chrono::steady_clock::time_point> oldestStart() const {
     std::optional<std::chrono::steady_clock::time_point> t;

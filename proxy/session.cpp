@@ -419,6 +419,10 @@ void Session::registerRequest(const protocol::CommandView& view, const protocol:
   op.get_more_cursor = view.cursorId.value_or(0);
   op.first_hello = firstHello;
   op.never_compress = protocol::isNeverCompressed(view.name);
+  if (protocol::isHelloCommand(view.name)) {
+    bson_iter_t it;
+    op.long_poll = bson_iter_init_find(&it, &view.body, "maxAwaitTimeMS");
+  }
   op.reply_compressor = clientCompressor;
   if (const auto* set = lookups(); !set->entries.empty()) op.lookup = set->share(ns);
   op.rewrite = std::move(pending_rewrite_);
@@ -679,7 +683,7 @@ void Session::beginDrain() {
 
 void Session::maybeFinishDrain() {
   // Replies still queued for the client go out first.
-  if (draining_ && pending_.empty() && !client_in_.hasPartial() && client_out_.pending() == 0) {
+  if (draining_ && pending_.onlyLongPolls() && !client_in_.hasPartial() && client_out_.pending() == 0) {
     noteClose("drained");
     forceClose();
   }

@@ -606,6 +606,8 @@ class WirePeer:
             return {"ok": 0.0, "errmsg": f"wire peer error: {e}", "code": 1, "codeName": "InternalError"}
 
     def _hello(self, conn: _Conn, cmd: dict, legacy: bool) -> dict:
+        if "maxAwaitTimeMS" in cmd:  # awaitable hello: with no topology change, answered when the wait ends
+            self._stopped.wait(cmd["maxAwaitTimeMS"] / 1000)
         if "compression" in cmd:
             conn.compressors = [c for c in cmd.get("compression") or [] if c in self.supported]
         d = {
