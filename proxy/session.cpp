@@ -194,9 +194,8 @@ awaitable<void> Session::clientToUpstream() {
     fault_reply_.clear();
     client_in_.consume(size);
     client_in_.shrinkIfIdle();
-    if (upstream_out_.pending() > Outbox::kHighWater) co_await awaitHighWater(upstream_out_);
-    if (client_out_.pending() > Outbox::kHighWater) co_await awaitHighWater(client_out_);
-    // Reads and writes that complete at once never pass through the event loop: let the other
+    if (backedUp()) co_await awaitBelowHighWater();
+    // Reads that complete at once (readNow) never pass through the event loop: let the other
     // connections run after a burst (a client pipelining without pause would starve them).
     if (++client_burst_ == kMaxBurst) {
       client_burst_ = 0;
@@ -224,9 +223,8 @@ awaitable<void> Session::upstreamToClient() {
     send(client_out_, action.to_client);
     upstream_in_.consume(size);
     upstream_in_.shrinkIfIdle();
-    if (upstream_out_.pending() > Outbox::kHighWater) co_await awaitHighWater(upstream_out_);
-    if (client_out_.pending() > Outbox::kHighWater) co_await awaitHighWater(client_out_);
-    // Reads and writes that complete at once never pass through the event loop: let the other
+    if (backedUp()) co_await awaitBelowHighWater();
+    // Reads that complete at once (readNow) never pass through the event loop: let the other
     // connections run after a burst (a client pipelining without pause would starve them).
     if (++upstream_burst_ == kMaxBurst) {
       upstream_burst_ = 0;
@@ -247,12 +245,18 @@ void Session::send(Outbox& box, std::span<const uint8_t> bytes) {
   else asio::post(executor_, std::move(handler));
 }
 
-awaitable<void> Session::awaitHighWater(Outbox& box) {
-  while (box.pending() > Outbox::kHighWater) {
-    ++box.waiters;
-    co_await box.drained.async_wait(asio::as_tuple(use_awaitable));
-    --box.waiters;
-    if (closed_) throw boost::system::system_error(asio::error::operation_aborted);
+bool Session::backedUp() const {
+  return upstream_out_.pending() > Outbox::kHighWater || client_out_.pending() > Outbox::kHighWater;
+}
+
+awaitable<void> Session::awaitBelowHighWater() {
+  for (Outbox* box : {&upstream_out_, &client_out_}) {
+    while (box->pending() > Outbox::kHighWater) {
+      ++box->waiters;
+      co_await box->drained.async_wait(asio::as_tuple(use_awaitable));
+      --box->waiters;
+      if (closed_) throw boost::system::system_error(asio::error::operation_aborted);
+    }
   }
 }
 

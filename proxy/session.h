@@ -79,9 +79,11 @@ class Session : public std::enable_shared_from_this<Session> {
   // Writes are deferred to a flush posted behind the other ready handlers: a batch of ready
   // connections is handled first, then its sends go out back to back, so a peer that was asleep
   // wakes once for several messages (on a VM, waking a sleeping peer is the dearest part of a
-  // loopback send). send() appends and returns at once; awaitHighWater() applies backpressure.
+  // loopback send). send() appends and returns at once; a loop whose peer is backedUp() waits in
+  // awaitBelowHighWater() (backpressure), checked first so the usual case costs no coroutine frame.
   void send(Outbox& box, std::span<const uint8_t> bytes);
-  awaitable<void> awaitHighWater(Outbox& box);
+  bool backedUp() const;
+  awaitable<void> awaitBelowHighWater();
   void flush();
   // Writes what the socket takes now; a remainder goes to writeRemainder (false: the stream failed).
   bool flushBox(Stream& stream, Outbox& box);

@@ -34,7 +34,7 @@ class Stream {
   // and report its result with noteRead. Throws on EOF and errors. Why not async_wait for
   // readiness: Asio 1.26 re-arms the descriptor with epoll_ctl on every async_wait, while its
   // async read costs one recv that returns EAGAIN and then waits on the edge-triggered
-  // registration it already has; measured 0.5 us per operation cheaper (bench/RESULTS.md).
+  // registration it already has; measured 0.6 us per operation cheaper (bench/RESULTS.md).
   size_t readNow(std::span<uint8_t> buffer);
   void noteRead(size_t n, size_t asked) { maybe_readable_ = n == asked; }
   // What is left to send after writing what the socket takes at once (all of it with TLS).
