@@ -16,10 +16,11 @@ build="${SHARDSCOPE_FUZZ_BUILD_DIR:-$here/build-fuzz}"
 jobs="${SHARDSCOPE_JOBS:-2}"
 log() { printf '[fuzz] %s\n' "$*" >&2; }
 
+source "$here/scripts/ccache_env.sh"
 if [[ ! -f "$build/build.ninja" ]]; then
   log "configuring $build (clang, libFuzzer, ASan+UBSan)"
   CC=clang CXX=clang++ cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DSHARDSCOPE_FUZZ=ON -DSHARDSCOPE_TESTS=OFF -DSHARDSCOPE_BENCH=OFF >/dev/null
+    -DSHARDSCOPE_FUZZ=ON -DSHARDSCOPE_TESTS=OFF -DSHARDSCOPE_BENCH=OFF "${ccache_cmake_flags[@]}" >/dev/null
 fi
 log "building fuzzers"
 ninja -C "$build" -j "$jobs" --quiet fuzzers

@@ -10,6 +10,7 @@
 # Extra pytest selection: SANITIZE_PYTEST_K (default below); SANITIZE_SKIP_INTEGRATION=1 skips it.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$here/scripts/ccache_env.sh"
 cd "$here"
 mode="${1:-asan}"
 jobs="${SHARDSCOPE_JOBS:-2}"
@@ -38,7 +39,7 @@ run_asan() {
   if [[ ! -f "$build/build.ninja" ]]; then
     log "configuring $build (ASan+UBSan)"
     cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHARDSCOPE_SANITIZE=ON \
-      -DSHARDSCOPE_BENCH=OFF >/dev/null
+      -DSHARDSCOPE_BENCH=OFF "${ccache_cmake_flags[@]}" >/dev/null
   fi
   log "building $build"
   ninja -C "$build" -j "$jobs" --quiet
@@ -81,7 +82,7 @@ run_tsan() {
       flags=("-DCMAKE_CXX_FLAGS=-fsanitize=thread -fno-omit-frame-pointer" "-DCMAKE_C_FLAGS=-fsanitize=thread"
              "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread")
     fi
-    cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHARDSCOPE_BENCH=OFF "${flags[@]}" >/dev/null
+    cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHARDSCOPE_BENCH=OFF "${flags[@]}" "${ccache_cmake_flags[@]}" >/dev/null
   fi
   log "building $build (shardscope, stats_tests, routing_tests)"
   ninja -C "$build" -j "$jobs" --quiet shardscope stats_tests routing_tests

@@ -8,7 +8,7 @@ mkdir -p "$cache"
 log() { printf '[setup] %s\n' "$*" >&2; }
 
 apt_packages=(
-  build-essential cmake ninja-build pkg-config git ca-certificates curl
+  build-essential cmake ninja-build pkg-config git ca-certificates curl ccache
   libboost1.81-dev libmongoc-dev libbson-dev libspdlog-dev libfmt-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev libsnappy-dev libzstd-dev zlib1g-dev libssl-dev
   clang libclang-rt-14-dev prometheus haproxy chromium python3-pip golang-go nodejs npm
@@ -43,9 +43,10 @@ fi
 
 # Build: build/shardscope and the test and benchmark executables.
 build_dir="${SHARDSCOPE_BUILD_DIR:-$here/build}"
+source "$here/scripts/ccache_env.sh"
 if [[ ! -f "$build_dir/build.ninja" ]]; then
   log "configuring $build_dir"
-  cmake -S "$here" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake -S "$here" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${ccache_cmake_flags[@]}" >/dev/null
 fi
 log "building (this takes a few minutes on 2 cores the first time)"
 ninja -C "$build_dir" -j "$(nproc)" --quiet || { log "build failed"; exit 1; }
