@@ -35,10 +35,7 @@ void setCounters(benchmark::State& state, double ops_per_iteration, uint64_t all
 
 // ---- the proxy benchmark's workload --------------------------------------------------------
 
-std::string repoRoot() {
-  std::string here = __FILE__;
-  return here.substr(0, here.rfind("/bench/"));
-}
+std::string repoRoot() { return SHARDSCOPE_SOURCE_DIR; }
 
 // Steady state: 50,000 operations of warm-up (sketches at capacity), then chunks of fresh
 // operations (generated with the clock stopped), so values keep varying as in real traffic.

@@ -28,10 +28,7 @@ using shardscope::testing::Request;
 constexpr std::string_view kNs = "shop.orders";
 constexpr uint32_t kFlushEveryOps = 64;
 
-std::string repoRoot() {
-  std::string here = __FILE__;
-  return here.substr(0, here.rfind("/tests/allocations/"));
-}
+std::string repoRoot() { return SHARDSCOPE_SOURCE_DIR; }
 
 struct Counts {
   int64_t reads = 0, writes = 0, inserts = 0;

@@ -15,11 +15,8 @@
 
 namespace shardscope::routing::testing {
 
-// CMake compiles with absolute paths, so this header's own path locates the repository.
-inline std::string repoRoot() {
-  std::string here = __FILE__;
-  return here.substr(0, here.rfind("/tests/routing/"));
-}
+// The build passes the source directory (tests/CMakeLists.txt).
+inline std::string repoRoot() { return SHARDSCOPE_SOURCE_DIR; }
 inline std::string dataPath(const std::string& name) { return repoRoot() + "/tests/data/routing/" + name; }
 
 class Json {
