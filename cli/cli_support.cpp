@@ -1,6 +1,7 @@
 #include "cli/cli_support.h"
 
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +12,34 @@ int usageError(const CLI::App& command, const std::string& message) {
   std::fprintf(stderr, "shardscope %s: %s\nRun 'shardscope %s --help' for the options.\n", command.get_name().c_str(),
                message.c_str(), command.get_name().c_str());
   return kUsageError;
+}
+
+CLI::Validator wholeNumber(uint64_t min, uint64_t max) {
+  const std::string expected = "a whole number from " + std::to_string(min) + " to " + std::to_string(max);
+  return CLI::Validator(
+      [=](std::string& v) -> std::string {
+        uint64_t n = 0;
+        auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+        if (ec != std::errc() || end != v.data() + v.size() || n < min || n > max) return "expected " + expected + ", got '" + v + "'";
+        return "";
+      },
+      "");
+}
+
+CLI::Validator decimalNumber(double min, double max) {
+  char range[64];
+  std::snprintf(range, sizeof range, "a number from %g to %g", min, max);
+  const std::string expected = range;
+  return CLI::Validator(
+      [=](std::string& v) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const double d = std::strtod(v.c_str(), &end);
+        if (v.empty() || errno || end != v.c_str() + v.size() || !(d >= min && d <= max))
+          return "expected " + expected + ", got '" + v + "'";
+        return "";
+      },
+      "");
 }
 
 bool readFile(const std::string& path, std::string& out, std::string& error) {

@@ -4,6 +4,7 @@
 #include <bson/bson.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -15,6 +16,11 @@ constexpr int kUsageError = 2;  // every usage error, in every sub-command
 
 // Prints "shardscope <command>: <message>" and a pointer to --help; returns kUsageError.
 int usageError(const CLI::App& command, const std::string& message);
+
+// Option checks with messages that say what is expected: "--top: expected a whole number from 1 to
+// 100000, got 'abc'".
+CLI::Validator wholeNumber(uint64_t min, uint64_t max);
+CLI::Validator decimalNumber(double min, double max);
 
 // The whole file; on failure `error` is "cannot read file PATH: <OS reason>".
 bool readFile(const std::string& path, std::string& out, std::string& error);

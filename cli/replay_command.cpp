@@ -415,13 +415,13 @@ Command addReplayCommand(CLI::App& root) {
   cmd->add_option("FILE", a->file, "a capture (segment 0); rotated segments FILE.1, FILE.2, ... are read after it")->required();
   cmd->add_option("--upstream", a->upstream, "replay a full capture: one connection per captured connection, in order")
       ->type_name("URI");
-  cmd->add_option("--speed", a->speed, "timing factor (2 = twice as fast)")->type_name("X")->check(CLI::PositiveNumber);
+  cmd->add_option("--speed", a->speed, "timing factor (2 = twice as fast)")->type_name("X")->check(decimalNumber(1e-3, 1e6));
   cmd->add_flag("--no-timing", a->noTiming, "send as fast as replies allow");
   cmd->add_flag("--evaluate", a->evaluate, "feed the requests to the shard-key evaluation; works on redacted captures");
   cmd->add_flag("--validate", a->validateOnly, "only check the file(s) and print a summary");
   cmd->add_flag("--json", a->json, "print JSON");
   cmd->add_option("--routing", a->routingFile, "--evaluate: the current routing file (current keys)")->type_name("FILE");
-  cmd->add_option("--shards", a->shards, "--evaluate: simulated shards")->type_name("N")->check(CLI::Range(1u, 1024u));
+  cmd->add_option("--shards", a->shards, "--evaluate: simulated shards")->type_name("N")->check(wholeNumber(1, 1024));
   cmd->add_option("--candidate", a->candidateSpecs, "--evaluate: a candidate key NS=KEYJSON; repeatable")
       ->type_name("NS=KEYJSON")
       ->allow_extra_args(false);

@@ -161,21 +161,21 @@ Command addStatsCommand(CLI::App& root) {
       ->type_name("URL")
       ->required();
   addAdminOptions(*cmd, args->auth_options);
-  cmd->add_option("--top", args->top, "shapes to show (default 20)")->type_name("N")->check(CLI::Range(size_t{1}, size_t{100000}));
+  cmd->add_option("--top", args->top, "shapes to show (default 20)")->type_name("N")->check(wholeNumber(1, 100000));
   cmd->add_option("--interval", args->interval, "refresh period of the cumulative table (default 2)")
       ->type_name("SECONDS")
-      ->check(CLI::Range(0.1, 86400.0));
+      ->check(decimalNumber(0.1, 86400));
   auto* watch = cmd->add_option("--watch", args->watch,
                                 "mongostat style: per-interval rates (ops/s per class, shard and shape) every SECONDS "
                                 "(default 1), from two /stats snapshots")
                     ->type_name("[SECONDS]")
                     ->expected(0, 1)
                     ->default_str("1")
-                    ->check(CLI::Range(0.1, 86400.0));
+                    ->check(decimalNumber(0.1, 86400));
   cmd->add_option("--count", args->count, "with --watch: stop after N intervals (default: until interrupted)")
       ->type_name("N")
       ->needs(watch)
-      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
+      ->check(wholeNumber(1, uint64_t{1} << 40));
   auto* once = cmd->add_flag("--once", args->once, "print one table and exit");
   cmd->add_flag("--json", args->json, "print the /stats JSON document once and exit (for scripts)")->excludes(watch)->excludes(once);
   watch->excludes(once);

@@ -64,6 +64,13 @@ def test_usage_errors_exit_2_with_a_message(shardscope_binary, args):
     assert "Traceback" not in r.stderr and "terminate called" not in r.stderr
 
 
+@pytest.mark.parametrize("value", ["abc", "-5", "1.5", "0", "18446744073709551611"])
+def test_stats_top_is_a_checked_whole_number(shardscope_binary, value):
+    r = run(shardscope_binary, "stats", "--admin", "http://127.0.0.1:1", "--once", "--top", value)
+    assert r.returncode == USAGE
+    assert f"--top: expected a whole number from 1 to 100000, got '{value}'" in r.stderr, r.stderr
+
+
 def test_help_exits_0_everywhere(shardscope_binary):
     for args in (["--help"], ["proxy", "--help"], ["explain", "--help"], ["stats", "--help"],
                  ["evaluate", "--help"], ["replay", "--help"]):
