@@ -267,3 +267,53 @@ def test_stats_watch_prints_rates_per_interval_and_stops(shardscope_binary, ferr
     assert run(shardscope_binary, "stats", "--admin", p.admin_url, "--count", "1").returncode == USAGE
     r = run(shardscope_binary, "stats", "--admin", p.admin_url, "--watch", "--count", "1")
     assert r.returncode == 0 and "interval 1." in r.stdout, r.stdout + r.stderr
+
+
+def _snapshot(uptime, ops, single, broadcast, shard_ops, shapes, reset_at="2026-01-01T00:00:00Z", window=None):
+    return {"uptimeSeconds": uptime, "windowSeconds": window if window is not None else uptime, "resetAt": reset_at,
+            "totals": {"ops": ops, "errors": 0, "targeting": {"single": single, "multi": 0, "broadcast": broadcast}},
+            "shards": [{"name": n, "ops": v} for n, v in shard_ops.items()],
+            "shapes": [{"id": i, "ns": "shop.orders", "command": "find", "shape": f"shape-{i}", "class": c, "count": n}
+                       for i, (c, n) in shapes.items()]}
+
+
+@pytest.fixture
+def canned_stats():
+    """An admin endpoint that answers each GET /stats with the next canned document."""
+    docs: list = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            body = json.dumps(docs.pop(0) if len(docs) > 1 else docs[0]).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield docs, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_stats_watch_rates_are_deltas_over_the_servers_interval(shardscope_binary, canned_stats):
+    docs, url = canned_stats
+    docs += [
+        _snapshot(10, 100, 80, 20, {"shardA": 60, "shardB": 40}, {"a": ("single", 80), "b": ("broadcast", 20)}),
+        _snapshot(12, 300, 200, 100, {"shardA": 260, "shardB": 140}, {"a": ("single", 200), "b": ("broadcast", 100)}),
+        # counters reset (POST /stats/reset): rates count from the reset, over its window
+        _snapshot(14, 50, 50, 0, {"shardA": 50, "shardB": 0}, {"a": ("single", 50)}, reset_at="2026-01-01T00:00:13Z",
+                  window=1),
+    ]
+    r = run(shardscope_binary, "stats", "--admin", url, "--watch", "0.1", "--count", "2")
+    assert r.returncode == 0, r.stderr
+    first, second = [b for b in r.stdout.split("\n\n") if b.strip()]
+    assert "interval 2.0s  ops/s 100.0  single 60.0  multi 0.0  broadcast 40.0 (40.0%)" in first, first
+    assert "shardA 100.0  shardB 50.0" in first
+    rows = [line.split() for line in first.splitlines()[3:]]
+    assert rows == [["60.0", "single", "shop.orders", "find", "shape-a"], ["40.0", "broadcast", "shop.orders", "find", "shape-b"]]
+    assert "(counters reset)  ops/s 50.0" in second and "shardA 50.0  shardB 0.0" in second, second
