@@ -72,7 +72,7 @@ bool loadCapture(const std::string& path, Capture& cap, std::string& error) {
     FILE* f = std::fopen(file.c_str(), "rb");
     if (!f) {
       if (seg == 0) {
-        error = file + ": " + std::strerror(errno);
+        error = "cannot read file " + file + ": " + std::strerror(errno);
         return false;
       }
       break;

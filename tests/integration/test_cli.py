@@ -138,6 +138,7 @@ def test_unreadable_files_name_the_os_reason(shardscope_binary, tmp_path):
         ["stats", "--admin", "http://127.0.0.1:1", "--token-file", missing, "--once"],
         ["evaluate", "--from", "http://127.0.0.1:1", "--token-file", missing],
         ["proxy", "--config", missing, "--upstream", "mongodb://x:1/", "--check-config"],
+        ["replay", missing, "--validate"],
     ]
     for args in cases:
         r = run(shardscope_binary, *args)
