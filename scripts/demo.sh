@@ -55,7 +55,7 @@ if [[ -z "$upstream" ]]; then
   rm -rf "$work/ferretdb" && mkdir -p "$work/ferretdb"
   log "starting embedded FerretDB on 127.0.0.1:$ferret_port (SQLite in $work/ferretdb)"
   "$cache/bin/ferretdb" --handler=sqlite --sqlite-url="file:$work/ferretdb/" --listen-addr="127.0.0.1:$ferret_port" \
-    --debug-addr=- --telemetry=disable --log-level=warn >"$work/ferretdb.log" 2>&1 &
+    --debug-addr=- --telemetry=disable --state-dir="$work" --log-level=warn >"$work/ferretdb.log" 2>&1 &
   pids+=($!)
   wait_port 127.0.0.1 "$ferret_port" 20 || { log "FerretDB did not start; see $work/ferretdb.log"; exit 1; }
   upstream="mongodb://127.0.0.1:$ferret_port/"
