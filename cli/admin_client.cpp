@@ -120,11 +120,10 @@ unsigned adminGet(const AdminUrl& url, const std::string& target, const AdminAut
     if (!auth.insecure) {
       // Verify the certificate names the host we asked for (IP addresses match IP SANs).
       X509_VERIFY_PARAM* param = SSL_get0_param(stream.native_handle());
-      boost::system::error_code ec;
-      auto address = boost::asio::ip::make_address(url.host, ec);
-      if (ec) X509_VERIFY_PARAM_set1_host(param, url.host.c_str(), url.host.size());
+      boost::system::error_code notAnAddress;
+      boost::asio::ip::make_address(url.host, notAnAddress);
+      if (notAnAddress) X509_VERIFY_PARAM_set1_host(param, url.host.c_str(), url.host.size());
       else X509_VERIFY_PARAM_set1_ip_asc(param, url.host.c_str());
-      (void)address;
       SSL_set_tlsext_host_name(stream.native_handle(), url.host.c_str());
     }
     beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(10));

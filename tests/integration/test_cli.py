@@ -203,18 +203,35 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def https_admin(tls_material):
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+def _https_server(tls_material, host):
+    server = http.server.ThreadingHTTPServer((host, 0), _Handler)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(tls_material["server_cert"], tls_material["server_key"])
     server.socket = ctx.wrap_socket(server.socket, server_side=True)
-    t = threading.Thread(target=server.serve_forever, daemon=True)
-    t.start()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.fixture
+def https_admin(tls_material):
+    server = _https_server(tls_material, "127.0.0.1")
     _Handler.seen = []
     yield f"https://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
     server.server_close()
+
+
+def test_https_admin_checks_the_host_name(shardscope_binary, tls_material):
+    # The certificate names 127.0.0.1 and localhost; 127.0.0.2 (loopback too) is not in it.
+    server = _https_server(tls_material, "127.0.0.2")
+    try:
+        url = f"https://127.0.0.2:{server.server_address[1]}"
+        r = run(shardscope_binary, "stats", "--admin", url, "--json", "--ca-file", tls_material["ca"])
+        assert r.returncode == 1 and "certificate verify failed" in r.stderr, r.stderr
+        assert run(shardscope_binary, "stats", "--admin", url, "--json", "--insecure").returncode == 0
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_https_admin_with_ca_file_insecure_and_refusal(shardscope_binary, https_admin, tls_material, tmp_path):
