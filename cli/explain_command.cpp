@@ -2,8 +2,10 @@
 // (contract in DESIGN.md "The command line"). The work is routing::explainCommand/explainRange.
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 
+#include "cli/cli_support.h"
 #include "cli/commands.h"
 #include "protocol/command_view.h"
 #include "routing/lookup_rewrite.h"
@@ -12,18 +14,6 @@
 
 namespace shardscope::cli {
 namespace {
-
-void usage(FILE* out) {
-  std::fputs(
-      "usage: shardscope explain --routing FILE (--command JSON | --range JSON) [--ns DB.COLL] [--verbose]\n"
-      "  --command  the command as a driver sends it, relaxed Extended JSON (with $db)\n"
-      "  --range    {\"min\": {...}, \"max\": {...}} in shard-key space: shards owning intersecting chunks\n"
-      "  --ns       the collection for --range when the routing file has several\n"
-      "  --verbose  add a \"detail\" field (bounds, ranges)\n"
-      "  --rewrite-rule SPEC  also show what a lookup rule would do ('db.coll: orderId -> customerId file=map.jsonl'):\n"
-      "             the command is explained as rewritten, with a \"rewrite\" field (before, command)\n",
-      out);
-}
 
 int fail(const std::string& message) {
   bson_t doc = BSON_INITIALIZER;
@@ -47,8 +37,8 @@ int explainWithRule(const routing::RoutingTable& table, const std::string& comma
   size_t loaded = 0;
   if (!rule.mapping_file.empty() && !index.loadFile(rule.mapping_file, loaded, error)) return fail(error);
   bson_t body;
-  bson_error_t err;
-  if (!bson_init_from_json(&body, command.c_str(), -1, &err)) return fail(std::string("--command: ") + err.message);
+  std::string parseError;
+  if (!parseJson(command, &body, parseError)) return fail("--command: " + parseError);
   std::vector<uint8_t> message;
   protocol::encodeOpMsg({}, 0, {bson_get_data(&body), body.len}, {}, message);
   bson_destroy(&body);
@@ -82,48 +72,53 @@ int explainWithRule(const routing::RoutingTable& table, const std::string& comma
   return 0;
 }
 
-int runExplain(int argc, char** argv) {
+namespace {
+
+struct ExplainArgs {
   std::string routing, command, range, ns, rule_spec;
-  bool verbose = false, have_command = false, have_range = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto value = [&](std::string& into) {
-      if (i + 1 >= argc) return false;
-      into = argv[++i];
-      return true;
-    };
-    if (arg == "--help" || arg == "-h") {
-      usage(stdout);
-      return 0;
-    } else if (arg == "--routing") {
-      if (!value(routing)) return fail("--routing needs a file");
-    } else if (arg == "--command") {
-      if (!value(command)) return fail("--command needs JSON");
-      have_command = true;
-    } else if (arg == "--range") {
-      if (!value(range)) return fail("--range needs JSON");
-      have_range = true;
-    } else if (arg == "--ns") {
-      if (!value(ns)) return fail("--ns needs db.collection");
-    } else if (arg == "--rewrite-rule") {
-      if (!value(rule_spec)) return fail("--rewrite-rule needs a rule");
-    } else if (arg == "--verbose") {
-      verbose = true;
-    } else {
-      usage(stderr);
-      return fail("unknown option " + arg);
-    }
-  }
-  if (routing.empty()) return fail("--routing FILE is required");
-  if (have_command == have_range) return fail("give exactly one of --command or --range");
+  bool verbose = false;
+};
+
+int runExplain(const CLI::App& cmd, const ExplainArgs& a) {
+  const bool have_command = cmd.count("--command") > 0, have_range = cmd.count("--range") > 0;
+  if (have_command == have_range) return usageError(cmd, "give exactly one of --command JSON or --range JSON");
+  // Parse errors say where: the input is checked here before the explain functions see it.
+  bson_t parsed;
   std::string error;
-  auto table = routing::loadRoutingFile(routing, error);
+  const std::string& json = have_command ? a.command : a.range;
+  if (!parseJson(json, &parsed, error)) return fail((have_command ? "--command: " : "--range: ") + error);
+  bson_destroy(&parsed);
+  std::string text;
+  if (!readFile(a.routing, text, error)) return fail(error);
+  auto table = routing::loadRoutingFile(a.routing, error);
   if (!table) return fail(error);
-  if (!rule_spec.empty() && have_command) return explainWithRule(*table, command, rule_spec, verbose);
+  if (!a.rule_spec.empty() && have_command) return explainWithRule(*table, a.command, a.rule_spec, a.verbose);
   routing::ExplainOutput out =
-      have_command ? routing::explainCommand(*table, command, verbose) : routing::explainRange(*table, range, ns);
+      have_command ? routing::explainCommand(*table, a.command, a.verbose) : routing::explainRange(*table, a.range, a.ns);
   std::puts(out.json.c_str());
   return out.ok ? 0 : 1;
+}
+
+}  // namespace
+
+Command addExplainCommand(CLI::App& root) {
+  auto a = std::make_shared<ExplainArgs>();
+  CLI::App* cmd = root.add_subcommand("explain", "offline targeting: --routing FILE (--command JSON | --range JSON)");
+  cmd->footer(
+      "Prints one JSON object (relaxed Extended JSON): ns, targeting, shards, shardKey, reason. A command that\n"
+      "cannot be explained exits 1 with {\"error\": ...}; a usage error exits 2.");
+  cmd->add_option("--routing", a->routing, "routing file (JSON or YAML)")->type_name("FILE")->required();
+  cmd->add_option("--command", a->command, "the command as a driver sends it, relaxed Extended JSON (with $db)")
+      ->type_name("JSON");
+  cmd->add_option("--range", a->range, "{\"min\": {...}, \"max\": {...}} in shard-key space: shards owning intersecting chunks")
+      ->type_name("JSON");
+  cmd->add_option("--ns", a->ns, "the collection for --range when the routing file has several")->type_name("DB.COLL");
+  cmd->add_flag("--verbose", a->verbose, "add a \"detail\" field (bounds, ranges)");
+  cmd->add_option("--rewrite-rule", a->rule_spec,
+                  "also show what a lookup rule would do ('db.coll: orderId -> customerId file=map.jsonl'): the command "
+                  "is explained as rewritten, with a \"rewrite\" field (before, command)")
+      ->type_name("SPEC");
+  return {cmd, [cmd, a] { return runExplain(*cmd, *a); }};
 }
 
 }  // namespace shardscope::cli

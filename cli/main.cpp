@@ -1,50 +1,35 @@
-// shardscope: one binary, one sub-command per job.
+// shardscope: one binary, one sub-command per job, one command-line parser (CLI11) for all of them.
+// Every usage error exits 2; --help exits 0.
 #include <cstdio>
-#include <cstring>
-#include <string_view>
+#include <vector>
 
+#include "cli/cli_support.h"
 #include "cli/commands.h"
 
-namespace {
-
-void printUsage(FILE* out) {
-  std::fputs(
-      "usage: shardscope <command> [options]\n"
-      "\n"
-      "commands:\n"
-      "  proxy     run the sidecar: --listen HOST:PORT --upstream URI [--admin HOST:PORT] [--config FILE]\n"
-      "  explain   offline targeting: --routing FILE (--command JSON | --range JSON)\n"
-      "  stats     live routing statistics of a running proxy: --admin URL [--json]\n"
-      "  evaluate  shard-key evaluation from one or many sidecars: --from URL [--from URL ...] [--json]\n"
-      "  replay    replay a capture: FILE --upstream URI [--speed X] | FILE --evaluate\n"
-      "\n"
-      "Run 'shardscope <command> --help' for the options of a command.\n",
-      out);
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    printUsage(stderr);
-    return 2;
-  }
-  std::string_view command = argv[1];
-  if (command == "--help" || command == "-h" || command == "help") {
-    printUsage(stdout);
-    return 0;
-  }
-  if (command == "--version") {
-    std::puts("shardscope 0.1.0");
-    return 0;
-  }
   using namespace shardscope::cli;
-  if (command == "proxy") return runProxy(argc - 1, argv + 1);
-  if (command == "explain") return runExplain(argc - 1, argv + 1);
-  if (command == "stats") return runStats(argc - 1, argv + 1);
-  if (command == "evaluate") return runEvaluate(argc - 1, argv + 1);
-  if (command == "replay") return runReplay(argc - 1, argv + 1);
-  std::fprintf(stderr, "shardscope: unknown command '%s'\n\n", argv[1]);
-  printUsage(stderr);
-  return 2;
+  CLI::App app{"shardscope: a sidecar proxy for the MongoDB wire protocol that shows how queries target shards.",
+               "shardscope"};
+  app.set_version_flag("--version", "shardscope 0.1.0");
+  app.require_subcommand(1);
+  app.footer("Run 'shardscope <command> --help' for the options of a command.");
+  app.get_formatter()->column_width(34);
+  std::vector<Command> commands;
+  for (auto add : {addProxyCommand, addExplainCommand, addStatsCommand, addEvaluateCommand, addReplayCommand})
+    commands.push_back(add(app));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kUsageError;
+  }
+  for (auto& command : commands)
+    if (command.app->parsed()) return command.run();
+  return kUsageError;
 }

@@ -5,6 +5,7 @@
 #include <csignal>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <thread>
 
 #include "cli/commands.h"
@@ -20,16 +21,11 @@ extern char** environ;
 
 namespace shardscope::cli {
 
-int runProxy(int argc, char** argv) {
+namespace {
+
+int runProxy(const std::vector<std::string>& args, bool checkOnly) {
   namespace asio = boost::asio;
-  std::vector<std::string> args(argv + 1, argv + argc);
-  // --check-config: validate everything (files included) and exit, as `nginx -t` does.
-  const bool checkOnly = std::erase(args, std::string("--check-config")) > 0;
   auto loaded = config::loadConfig(args, environ);
-  if (loaded.help) {
-    std::cout << config::flagHelp() << "\n  --check-config  validate the configuration (and the files it names) and exit\n";
-    return 0;
-  }
   if (!loaded.ok()) {
     for (const auto& e : loaded.errors) std::cerr << "shardscope: config error: " << e << "\n";
     return 2;
@@ -103,6 +99,49 @@ int runProxy(int argc, char** argv) {
   if (discovery) discovery->stop();
   spdlog::info("shardscope stopped");
   return 0;
+}
+
+}  // namespace
+
+// Every config key is an option of its own (--timeouts.connect_ms 250), with its short aliases, its
+// default and its meaning from the loader's table; the values are handed to the loader as given, so
+// the file < environment < flags layering and the SIGHUP reload see the same command line.
+Command addProxyCommand(CLI::App& root) {
+  struct State {
+    std::string config_file;
+    bool check_only = false;
+    std::vector<std::pair<CLI::Option*, std::string>> keys;  // option, key
+    std::vector<std::string> values;
+  };
+  auto state = std::make_shared<State>();
+  CLI::App* cmd = root.add_subcommand("proxy", "run the sidecar: --listen HOST:PORT --upstream URI [--admin HOST:PORT]");
+  cmd->footer(
+      "Every key is also an environment variable (timeouts.connect_ms: SHARDSCOPE_TIMEOUTS__CONNECT_MS) and a key of\n"
+      "the YAML file given with --config. Precedence: flags > environment > config file.");
+  cmd->get_formatter()->column_width(44);
+  cmd->add_option("--config", state->config_file, "YAML configuration file")->type_name("FILE")->group("Options");
+  cmd->add_flag("--check-config", state->check_only,
+                "validate the configuration (and the files it names) and exit, as `nginx -t` does")
+      ->group("Options");
+  auto keys = config::keyHelp();
+  state->values.resize(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const auto& k = keys[i];
+    std::string names = "--" + k.key;
+    for (const auto& alias : k.aliases) names += ",--" + alias;
+    auto* opt = cmd->add_option(names, state->values[i], k.meaning + " (default: " + k.default_text + ")")
+                    ->type_name("VALUE")
+                    ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+                    ->group("Configuration keys");
+    state->keys.emplace_back(opt, k.key);
+  }
+  return {cmd, [state] {
+            std::vector<std::string> args;
+            if (!state->config_file.empty()) args.insert(args.end(), {"--config", state->config_file});
+            for (size_t i = 0; i < state->keys.size(); ++i)
+              if (state->keys[i].first->count() > 0) args.insert(args.end(), {"--" + state->keys[i].second, state->values[i]});
+            return runProxy(args, state->check_only);
+          }};
 }
 
 }  // namespace shardscope::cli

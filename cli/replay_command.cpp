@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cli/cli_support.h"
 #include "cli/commands.h"
 #include "evaluation/evaluator.h"
 #include "protocol/command_view.h"
@@ -38,18 +39,6 @@ namespace shardscope::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-void usage(FILE* out) {
-  std::fputs(
-      "usage: shardscope replay FILE --upstream URI [--speed X] [--no-timing] [--json]\n"
-      "       shardscope replay FILE --evaluate [--json] [--routing FILE] [--shards N] [--candidate NS=KEYJSON]...\n"
-      "  FILE          a capture (segment 0); rotated segments FILE.1, FILE.2, ... are read after it\n"
-      "  --upstream    replay a full capture: one connection per captured connection, in order\n"
-      "  --speed X     timing factor (2 = twice as fast); --no-timing sends as fast as replies allow\n"
-      "  --evaluate    feed the requests to the shard-key evaluation; works on redacted captures\n"
-      "  --validate    only check the file(s) and print a summary\n",
-      out);
-}
 
 struct CapturedRequest {
   uint64_t time_ns = 0;
@@ -83,7 +72,7 @@ bool loadCapture(const std::string& path, Capture& cap, std::string& error) {
     FILE* f = std::fopen(file.c_str(), "rb");
     if (!f) {
       if (seg == 0) {
-        error = file + ": " + std::strerror(errno);
+        error = "cannot read file " + file + ": " + std::strerror(errno);
         return false;
       }
       break;
@@ -384,57 +373,27 @@ int runUpstream(const Capture& cap, const std::string& uriText, double speed, bo
 
 }  // namespace
 
-int runReplay(int argc, char** argv) {
+struct ReplayArgs {
   std::string file, upstream, routingFile;
   double speed = 1.0;
-  bool timing = true, evaluate = false, json = false, validateOnly = false;
+  bool noTiming = false, evaluate = false, json = false, validateOnly = false;
   uint32_t shards = 0;
+  std::vector<std::string> candidateSpecs;
+};
+
+int runReplay(const CLI::App& cmd, const ReplayArgs& a) {
+  const std::string& file = a.file;
+  const std::string& upstream = a.upstream;
+  const std::string& routingFile = a.routingFile;
+  const double speed = a.speed;
+  const bool timing = !a.noTiming, evaluate = a.evaluate, json = a.json, validateOnly = a.validateOnly;
+  const uint32_t shards = a.shards;
   std::vector<std::pair<std::string, std::string>> candidates;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto value = [&](std::string& into) {
-      if (i + 1 >= argc) return false;
-      into = argv[++i];
-      return true;
-    };
-    std::string v;
-    if (arg == "--help" || arg == "-h") {
-      usage(stdout);
-      return 0;
-    } else if (arg == "--upstream") {
-      if (!value(upstream)) return failWith("--upstream needs a URI");
-    } else if (arg == "--speed") {
-      if (!value(v)) return failWith("--speed needs a number");
-      speed = std::atof(v.c_str());
-      if (!(speed > 0)) return failWith("--speed must be positive");
-    } else if (arg == "--no-timing") {
-      timing = false;
-    } else if (arg == "--evaluate") {
-      evaluate = true;
-    } else if (arg == "--validate") {
-      validateOnly = true;
-    } else if (arg == "--json") {
-      json = true;
-    } else if (arg == "--routing") {
-      if (!value(routingFile)) return failWith("--routing needs a file");
-    } else if (arg == "--shards") {
-      if (!value(v)) return failWith("--shards needs a number");
-      shards = static_cast<uint32_t>(std::atoi(v.c_str()));
-    } else if (arg == "--candidate") {
-      if (!value(v) || v.find('=') == std::string::npos) return failWith("--candidate needs NS=KEYJSON");
-      candidates.emplace_back(v.substr(0, v.find('=')), v.substr(v.find('=') + 1));
-    } else if (!arg.empty() && arg[0] != '-' && file.empty()) {
-      file = arg;
-    } else {
-      usage(stderr);
-      return failWith("unknown option " + arg);
-    }
+  for (const auto& v : a.candidateSpecs) {
+    if (v.find('=') == std::string::npos) return usageError(cmd, "--candidate needs NS=KEYJSON, got '" + v + "'");
+    candidates.emplace_back(v.substr(0, v.find('=')), v.substr(v.find('=') + 1));
   }
-  if (file.empty()) {
-    usage(stderr);
-    return failWith("a capture FILE is required");
-  }
-  if (!validateOnly && evaluate == !upstream.empty()) return failWith("give exactly one of --upstream URI or --evaluate");
+  if (!validateOnly && evaluate == !upstream.empty()) return usageError(cmd, "give exactly one of --upstream URI or --evaluate");
   Capture cap;
   std::string error;
   if (!loadCapture(file, cap, error)) return failWith("refusing to replay: " + error, 3);
@@ -448,6 +407,25 @@ int runReplay(int argc, char** argv) {
   }
   if (evaluate) return runEvaluate(cap, json, routingFile, shards, candidates);
   return runUpstream(cap, upstream, speed, timing, json);
+}
+
+Command addReplayCommand(CLI::App& root) {
+  auto a = std::make_shared<ReplayArgs>();
+  CLI::App* cmd = root.add_subcommand("replay", "replay a capture: FILE --upstream URI [--speed X] | FILE --evaluate");
+  cmd->add_option("FILE", a->file, "a capture (segment 0); rotated segments FILE.1, FILE.2, ... are read after it")->required();
+  cmd->add_option("--upstream", a->upstream, "replay a full capture: one connection per captured connection, in order")
+      ->type_name("URI");
+  cmd->add_option("--speed", a->speed, "timing factor (2 = twice as fast)")->type_name("X")->check(decimalNumber(1e-3, 1e6));
+  cmd->add_flag("--no-timing", a->noTiming, "send as fast as replies allow");
+  cmd->add_flag("--evaluate", a->evaluate, "feed the requests to the shard-key evaluation; works on redacted captures");
+  cmd->add_flag("--validate", a->validateOnly, "only check the file(s) and print a summary");
+  cmd->add_flag("--json", a->json, "print JSON");
+  cmd->add_option("--routing", a->routingFile, "--evaluate: the current routing file (current keys)")->type_name("FILE");
+  cmd->add_option("--shards", a->shards, "--evaluate: simulated shards")->type_name("N")->check(wholeNumber(1, 1024));
+  cmd->add_option("--candidate", a->candidateSpecs, "--evaluate: a candidate key NS=KEYJSON; repeatable")
+      ->type_name("NS=KEYJSON")
+      ->allow_extra_args(false);
+  return {cmd, [cmd, a] { return runReplay(*cmd, *a); }};
 }
 
 }  // namespace shardscope::cli

@@ -8,141 +8,32 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <thread>
 
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 
+#include "cli/admin_client.h"
+#include "cli/cli_support.h"
 #include "cli/commands.h"
+#include "cli/stats_doc.h"
+#include "cli/stats_watch.h"
 
 namespace shardscope::cli {
 namespace {
 
-namespace beast = boost::beast;
-namespace http = beast::http;
-using tcp = boost::asio::ip::tcp;
-
 struct StatsArgs {
-  std::string host;
-  std::string port = "80";
-  std::string token;
+  std::string admin;
+  AdminOptions auth_options;
+  AdminUrl url;
+  AdminAuth auth;
   size_t top = 20;
   double interval = 2.0;
+  double watch = 0;    // > 0: per-interval rates every `watch` seconds
+  uint64_t count = 0;  // --watch: intervals to print (0 = until interrupted)
   bool once = false;
   bool json = false;
-};
-
-void usage(FILE* out) {
-  std::fputs(
-      "usage: shardscope stats --admin URL [options]\n"
-      "\n"
-      "  --admin URL         the proxy's admin endpoint, e.g. http://127.0.0.1:9100\n"
-      "  --token-file FILE   bearer token for the admin endpoint (first line of FILE)\n"
-      "  --top N             shapes to show (default 20)\n"
-      "  --interval SECONDS  refresh period (default 2)\n"
-      "  --once              print one table and exit\n"
-      "  --json              print the /stats JSON document once and exit (for scripts)\n",
-      out);
-}
-
-bool parseAdminUrl(std::string_view url, StatsArgs& args, std::string& error) {
-  if (url.starts_with("https://")) {
-    error = "https admin URLs are not supported (the admin endpoint is plain HTTP on localhost)";
-    return false;
-  }
-  if (url.starts_with("http://")) url.remove_prefix(7);
-  url = url.substr(0, url.find('/'));
-  if (url.empty()) {
-    error = "--admin needs HOST:PORT";
-    return false;
-  }
-  size_t colon = url.rfind(':');
-  if (url.front() == '[') {  // [::1]:9100
-    size_t close = url.find(']');
-    if (close == std::string_view::npos) {
-      error = "bad IPv6 address in --admin";
-      return false;
-    }
-    args.host = std::string(url.substr(1, close - 1));
-    if (close + 1 < url.size() && url[close + 1] == ':') args.port = std::string(url.substr(close + 2));
-    return true;
-  }
-  args.host = std::string(url.substr(0, colon));
-  if (colon != std::string_view::npos) args.port = std::string(url.substr(colon + 1));
-  return true;
-}
-
-// One GET with a 5 s deadline; returns the HTTP status (0 on a transport error, with `error` set).
-unsigned httpGet(const StatsArgs& args, const std::string& target, std::string& body, std::string& error) {
-  try {
-    boost::asio::io_context io;
-    tcp::resolver resolver(io);
-    beast::tcp_stream stream(io);
-    stream.expires_after(std::chrono::seconds(5));
-    stream.connect(resolver.resolve(args.host, args.port));
-    http::request<http::empty_body> req{http::verb::get, target, 11};
-    req.set(http::field::host, args.host);
-    req.set(http::field::user_agent, "shardscope-stats");
-    if (!args.token.empty()) req.set(http::field::authorization, "Bearer " + args.token);
-    http::write(stream, req);
-    beast::flat_buffer buffer;
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(256 * 1024 * 1024);
-    http::read(stream, buffer, parser);
-    body = std::move(parser.get().body());
-    boost::system::error_code ignored;
-    stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    return parser.get().result_int();
-  } catch (const boost::system::system_error& e) {
-    error = e.code().message();
-    return 0;
-  } catch (const std::exception& e) {
-    error = e.what();
-    return 0;
-  }
-}
-
-// Reading the /stats document through libbson's JSON parser: no JSON library needed.
-class Doc {
- public:
-  explicit Doc(const bson_t* b) : b_(b) {}
-  double num(const char* path) const {
-    bson_iter_t it, found;
-    if (!bson_iter_init(&it, b_) || !bson_iter_find_descendant(&it, path, &found)) return 0;
-    return BSON_ITER_HOLDS_NUMBER(&found) ? bson_iter_as_double(&found) : 0;
-  }
-  std::string str(const char* path) const {
-    bson_iter_t it, found;
-    if (!bson_iter_init(&it, b_) || !bson_iter_find_descendant(&it, path, &found) || !BSON_ITER_HOLDS_UTF8(&found))
-      return {};
-    uint32_t len = 0;
-    const char* s = bson_iter_utf8(&found, &len);
-    return {s, len};
-  }
-  // Calls f(Doc) for each document in the array at `path`.
-  template <typename F>
-  void each(const char* path, F&& f) const {
-    bson_iter_t it, found, child;
-    if (!bson_iter_init(&it, b_) || !bson_iter_find_descendant(&it, path, &found) || !BSON_ITER_HOLDS_ARRAY(&found) ||
-        !bson_iter_recurse(&found, &child))
-      return;
-    while (bson_iter_next(&child)) {
-      if (!BSON_ITER_HOLDS_DOCUMENT(&child)) continue;
-      uint32_t len = 0;
-      const uint8_t* data = nullptr;
-      bson_iter_document(&child, &len, &data);
-      bson_t item;
-      if (bson_init_static(&item, data, len)) f(Doc(&item));
-    }
-  }
-
- private:
-  const bson_t* b_;
 };
 
 std::string fmtNs(double ns) {
@@ -171,8 +62,8 @@ void printTable(const bson_t* stats, const StatsArgs& args) {
   double ops = d.num("totals.ops");
   double routed = d.num("totals.targeting.single") + d.num("totals.targeting.multi") + d.num("totals.targeting.broadcast");
   auto share = [&](const char* path) { return routed > 0 ? fmtPct(d.num(path) / routed) : std::string("-"); };
-  std::printf("shardscope stats  %s:%s  ops %.0f  single %s  multi %s  broadcast %s  errors %.0f  connections %.0f  window %.0fs\n",
-              args.host.c_str(), args.port.c_str(), ops, share("totals.targeting.single").c_str(),
+  std::printf("shardscope stats  %s  ops %.0f  single %s  multi %s  broadcast %s  errors %.0f  connections %.0f  window %.0fs\n",
+              args.url.text.c_str(), ops, share("totals.targeting.single").c_str(),
               share("totals.targeting.multi").c_str(), share("totals.targeting.broadcast").c_str(),
               d.num("totals.errors"), d.num("process.connectionsActive"), d.num("windowSeconds"));
   std::string shards = "shards:";
@@ -209,79 +100,48 @@ void printTable(const bson_t* stats, const StatsArgs& args) {
   std::fflush(stdout);
 }
 
-}  // namespace
+// GET /stats and parse it; nullptr with a message printed when that fails.
+bson_t* fetchStats(const StatsArgs& args, const std::string& target) {
+  std::string body, error;
+  unsigned status = adminGet(args.url, target, args.auth, body, error);
+  if (status != 200) {
+    if (status == 0) std::fprintf(stderr, "shardscope stats: cannot reach %s: %s\n", args.admin.c_str(), error.c_str());
+    else std::fprintf(stderr, "shardscope stats: %s answered HTTP %u: %s", args.admin.c_str(), status, body.c_str());
+    return nullptr;
+  }
+  if (args.json) {
+    std::fwrite(body.data(), 1, body.size(), stdout);
+    return bson_new();
+  }
+  bson_t* doc = bson_new();
+  if (!parseJson(body, doc, error)) {
+    bson_destroy(doc);
+    std::fprintf(stderr, "shardscope stats: /stats is not valid JSON: %s\n", error.c_str());
+    return nullptr;
+  }
+  return doc;
+}
 
-int runStats(int argc, char** argv) {
-  StatsArgs args;
-  std::string admin;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view a = argv[i];
-    auto value = [&](const char* name) -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "shardscope stats: %s needs a value\n", name);
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--help" || a == "-h") {
-      usage(stdout);
-      return 0;
-    } else if (a == "--admin") {
-      admin = value("--admin");
-    } else if (a == "--token-file") {
-      std::ifstream in(value("--token-file"));
-      if (!in || !std::getline(in, args.token) || args.token.empty()) {
-        std::fprintf(stderr, "shardscope stats: cannot read a token from %s\n", argv[i]);
-        return 2;
-      }
-    } else if (a == "--top") {
-      args.top = std::strtoul(value("--top"), nullptr, 10);
-    } else if (a == "--interval") {
-      args.interval = std::strtod(value("--interval"), nullptr);
-      if (args.interval <= 0) {
-        std::fprintf(stderr, "shardscope stats: --interval must be positive\n");
-        return 2;
-      }
-    } else if (a == "--once") {
-      args.once = true;
-    } else if (a == "--json") {
-      args.json = true;
-    } else {
-      std::fprintf(stderr, "shardscope stats: unknown option '%s'\n\n", argv[i]);
-      usage(stderr);
-      return 2;
-    }
-  }
+int runStats(const CLI::App& cmd, StatsArgs& args) {
   std::string error;
-  if (admin.empty()) {
-    std::fprintf(stderr, "shardscope stats: --admin URL is required\n\n");
-    usage(stderr);
-    return 2;
-  }
-  if (!parseAdminUrl(admin, args, error)) {
+  if (!parseAdminUrl(args.admin, args.url, error)) return usageError(cmd, "--admin " + error);
+  if (!resolveAdminAuth(args.auth_options, args.auth, error)) {
     std::fprintf(stderr, "shardscope stats: %s\n", error.c_str());
     return 2;
   }
+  if (cmd.count("--watch") > 0) {
+    WatchOptions watch{args.watch > 0 ? args.watch : 1.0, args.count, args.top, args.admin};
+    return watchStats(watch, [&] { return fetchStats(args, "/stats"); });
+  }
   const bool tty = isatty(STDOUT_FILENO);
   for (bool first = true;; first = false) {
-    std::string body;
-    std::string target = args.json ? "/stats" : "/stats?top=" + std::to_string(args.top);
-    unsigned status = httpGet(args, target, body, error);
-    if (status != 200) {
-      if (status == 0) std::fprintf(stderr, "shardscope stats: cannot reach %s: %s\n", admin.c_str(), error.c_str());
-      else std::fprintf(stderr, "shardscope stats: %s answered HTTP %u: %s", admin.c_str(), status, body.c_str());
+    bson_t* doc = fetchStats(args, args.json ? "/stats" : "/stats?top=" + std::to_string(args.top));
+    if (!doc) {
       if (args.once || args.json || first) return 1;
     } else if (args.json) {
-      std::fwrite(body.data(), 1, body.size(), stdout);
+      bson_destroy(doc);
       return 0;
     } else {
-      bson_error_t bsonError;
-      bson_t* doc = bson_new_from_json(reinterpret_cast<const uint8_t*>(body.data()), static_cast<ssize_t>(body.size()),
-                                       &bsonError);
-      if (!doc) {
-        std::fprintf(stderr, "shardscope stats: /stats is not valid JSON: %s\n", bsonError.message);
-        return 1;
-      }
       if (tty && !args.once) std::fputs("\033[H\033[2J", stdout);  // redraw in place
       else if (!first) std::fputs("\n", stdout);
       printTable(doc, args);
@@ -290,6 +150,36 @@ int runStats(int argc, char** argv) {
     }
     std::this_thread::sleep_for(std::chrono::duration<double>(args.interval));
   }
+}
+
+}  // namespace
+
+Command addStatsCommand(CLI::App& root) {
+  auto args = std::make_shared<StatsArgs>();
+  CLI::App* cmd = root.add_subcommand("stats", "live routing statistics of a running proxy: --admin URL [--watch [S]]");
+  cmd->add_option("--admin", args->admin, "the proxy's admin endpoint, e.g. http://127.0.0.1:9901 or https://...")
+      ->type_name("URL")
+      ->required();
+  addAdminOptions(*cmd, args->auth_options);
+  cmd->add_option("--top", args->top, "shapes to show (default 20)")->type_name("N")->check(wholeNumber(1, 100000));
+  cmd->add_option("--interval", args->interval, "refresh period of the cumulative table (default 2)")
+      ->type_name("SECONDS")
+      ->check(decimalNumber(0.1, 86400));
+  auto* watch = cmd->add_option("--watch", args->watch,
+                                "mongostat style: per-interval rates (ops/s per class, shard and shape) every SECONDS "
+                                "(default 1), from two /stats snapshots")
+                    ->type_name("[SECONDS]")
+                    ->expected(0, 1)
+                    ->default_str("1")
+                    ->check(decimalNumber(0.1, 86400));
+  cmd->add_option("--count", args->count, "with --watch: stop after N intervals (default: until interrupted)")
+      ->type_name("N")
+      ->needs(watch)
+      ->check(wholeNumber(1, uint64_t{1} << 40));
+  auto* once = cmd->add_flag("--once", args->once, "print one table and exit");
+  cmd->add_flag("--json", args->json, "print the /stats JSON document once and exit (for scripts)")->excludes(watch)->excludes(once);
+  watch->excludes(once);
+  return {cmd, [cmd, args] { return runStats(*cmd, *args); }};
 }
 
 }  // namespace shardscope::cli

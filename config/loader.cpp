@@ -3,8 +3,11 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <sstream>
 
@@ -12,6 +15,13 @@ namespace shardscope::config {
 namespace {
 
 using Setter = std::function<std::string(Config&, const std::string&)>;  // returns an error or ""
+
+struct KeySpec {
+  std::string key;
+  Setter set;
+  std::string default_text;  // as `proxy --help` shows it
+  std::string meaning;
+};
 
 std::string parseHostPort(const std::string& v, HostPort& out) {
   auto colon = v.rfind(':');
@@ -127,62 +137,64 @@ Setter member(T Config::*section, std::function<std::string(T&, const std::strin
   return [section, set](Config& c, const std::string& v) { return set(c.*section, v); };
 }
 
-const std::map<std::string, Setter>& keyTable() {
-  static const std::map<std::string, Setter> table = {
-      {"listen", hostPort(&Config::listen)},
-      {"upstream", text(&Config::upstream)},
-      {"admin", hostPort(&Config::admin)},
-      {"admin_token_file", text(&Config::admin_token_file)},
-      {"max_message_size", number(&Config::max_message_size, 1024, 64u << 20)},
-      {"threads", number(&Config::threads, 1, 64)},
-      {"max_connections", number(&Config::max_connections, 1, 1'000'000)},
-      {"timeouts.connect_ms", timeout(&Timeouts::connect_ms)},
-      {"timeouts.frame_read_ms", timeout(&Timeouts::frame_read_ms)},
-      {"timeouts.idle_ms", timeout(&Timeouts::idle_ms)},
-      {"timeouts.request_ms", timeout(&Timeouts::request_ms)},
-      {"timeouts.drain_ms", timeout(&Timeouts::drain_ms)},
-      {"compression.client", compressors(&Config::client_compressors)},
-      {"compression.upstream", compressors(&Config::upstream_compressors)},
-      {"client_tls.cert_file", tlsFile(&ServerTls::cert_file)},
-      {"client_tls.key_file", tlsFile(&ServerTls::key_file)},
-      {"client_tls.ca_file", tlsFile(&ServerTls::ca_file)},
-      {"routing.file", text(&Config::routing_file)},
-      {"routing.discovery", flag(&Config::discovery)},
-      {"routing.discovery_interval_s", number(&Config::discovery_interval_s, 1, 86'400)},
-      {"stats.enabled", flag(&Config::stats_enabled)},
-      {"stats.record_values", flag(&Config::stats_record_values)},
-      {"stats.max_shapes_per_namespace", number(&Config::stats_max_shapes_per_namespace, 1, 1'000'000)},
-      {"rewrite.rules", rules(&Config::rewrite_rules)},
-      {"evaluation.enabled", flag(&Config::evaluation_enabled)},
-      {"evaluation.simulated_shards", number(&Config::evaluation_simulated_shards, 1, 1024)},
-      {"evaluation.allow_values", flag(&Config::evaluation_allow_values)},
-      {"evaluation.candidates", rules(&Config::evaluation_candidates)},
-      {"log.level", text(&Config::log_level)},
-      {"mirror.upstream", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return m.upstream = v, std::string(); })},
-      {"mirror.mode", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return oneOf(v, {"reads", "all"}, m.mode); })},
-      {"mirror.sample_rate", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return parseDouble(v, m.sample_rate, 0, 1); })},
-      {"mirror.namespaces", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return m.namespaces = splitList(v), std::string(); })},
-      {"mirror.queue_size", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return parseUint(v, m.queue_size, 1, 1'000'000); })},
-      {"mirror.workers", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return parseUint(v, m.workers, 1, 64); })},
-      {"mirror.timeout_ms", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return parseUint(v, m.timeout_ms, 1, 600'000); })},
-      {"mirror.routing_file", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return m.routing_file = v, std::string(); })},
-      {"mirror.record_values", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return parseBool(v, m.record_values); })},
-      {"capture.file", member<CaptureConfig>(&Config::capture, [](auto& c, auto& v) { return c.file = v, std::string(); })},
-      {"capture.mode", member<CaptureConfig>(&Config::capture, [](auto& c, auto& v) { return oneOf(v, {"redacted", "full"}, c.mode); })},
-      {"capture.max_bytes", member<CaptureConfig>(&Config::capture, [](auto& c, auto& v) { return parseUint64(v, c.max_bytes); })},
-      {"capture.rotate_bytes", member<CaptureConfig>(&Config::capture, [](auto& c, auto& v) { return parseUint64(v, c.rotate_bytes); })},
-      {"capture.queue_bytes", member<CaptureConfig>(&Config::capture, [](auto& c, auto& v) { return parseUint64(v, c.queue_bytes); })},
-      {"fault.delay_ms", member<FaultConfig>(&Config::fault, [](auto& f, auto& v) { return parseUint(v, f.delay_ms, 0, 600'000); })},
-      {"fault.delay_percent", member<FaultConfig>(&Config::fault, [](auto& f, auto& v) { return parseDouble(v, f.delay_percent, 0, 100); })},
+// One row per key: {key, parser, default as shown in --help, meaning}. The loader and `proxy --help`
+// both read it, so a key cannot exist without its help line.
+const std::vector<KeySpec>& keyTable() {
+  static const std::vector<KeySpec> table = {
+      {"listen", hostPort(&Config::listen), "127.0.0.1:27016", "where the application's driver connects (HOST:PORT)"},
+      {"upstream", text(&Config::upstream), "(required)", "mongos: a mongodb:// URI (tls=true, tlsCAFile, ... apply to the upstream hop)"},
+      {"admin", hostPort(&Config::admin), "(off)", "admin HTTP endpoint HOST:PORT: /healthz /readyz /stats /metrics /evaluate and the dashboard"},
+      {"admin_token_file", text(&Config::admin_token_file), "(none)", "file holding the bearer token the admin endpoint requires"},
+      {"max_message_size", number(&Config::max_message_size, 1024, 64u << 20), "48000000", "larger messages are refused before their body is read (bytes)"},
+      {"threads", number(&Config::threads, 1, 64), "1", "I/O threads (1 is plenty for one application instance)"},
+      {"max_connections", number(&Config::max_connections, 1, 1'000'000), "20000", "client connection ceiling"},
+      {"timeouts.connect_ms", timeout(&Timeouts::connect_ms), "5000", "upstream TCP + TLS connect, and the client TLS handshake"},
+      {"timeouts.frame_read_ms", timeout(&Timeouts::frame_read_ms), "30000", "a started message must arrive whole within this (slow clients)"},
+      {"timeouts.idle_ms", timeout(&Timeouts::idle_ms), "0", "close connections idle this long (0 = never, like mongos)"},
+      {"timeouts.request_ms", timeout(&Timeouts::request_ms), "0", "upstream reply deadline (0 = none: awaitable hello waits legitimately)"},
+      {"timeouts.drain_ms", timeout(&Timeouts::drain_ms), "10000", "on SIGTERM, time given to in-flight requests"},
+      {"compression.client", compressors(&Config::client_compressors), "zstd,snappy,zlib", "compressors accepted from applications"},
+      {"compression.upstream", compressors(&Config::upstream_compressors), "(none)", "compressors offered to mongos"},
+      {"client_tls.cert_file", tlsFile(&ServerTls::cert_file), "(none)", "TLS toward the application: server certificate (PEM)"},
+      {"client_tls.key_file", tlsFile(&ServerTls::key_file), "(none)", "TLS toward the application: private key (PEM)"},
+      {"client_tls.ca_file", tlsFile(&ServerTls::ca_file), "(none)", "when set, client certificates are required and verified against this CA"},
+      {"routing.file", text(&Config::routing_file), "(none)", "static routing table (JSON or YAML: config.collections + config.chunks)"},
+      {"routing.discovery", flag(&Config::discovery), "false", "read the routing table from the cluster through mongos instead"},
+      {"routing.discovery_interval_s", number(&Config::discovery_interval_s, 1, 86'400), "60", "discovery refresh period (seconds)"},
+      {"stats.enabled", flag(&Config::stats_enabled), "true", "false: forward only, no per-operation statistics"},
+      {"stats.record_values", flag(&Config::stats_record_values), "false", "field values never appear in stats or logs unless this is on"},
+      {"stats.max_shapes_per_namespace", number(&Config::stats_max_shapes_per_namespace, 1, 1'000'000), "1000", "further shapes are counted in an \"other\" bucket"},
+      {"rewrite.rules", rules(&Config::rewrite_rules), "(none)", "lookup rewrite rules 'db.coll: lookupField -> addField [file=..] [collection=..]', ';'-separated"},
+      {"evaluation.enabled", flag(&Config::evaluation_enabled), "true", "shard-key evaluation of the live traffic"},
+      {"evaluation.simulated_shards", number(&Config::evaluation_simulated_shards, 1, 1024), "4", "shards simulated for a candidate key's write distribution"},
+      {"evaluation.allow_values", flag(&Config::evaluation_allow_values), "false", "show top key values (otherwise as hashes only)"},
+      {"evaluation.candidates", rules(&Config::evaluation_candidates), "(none)", "candidate keys 'db.coll: {\"field\": 1}', ';'-separated"},
+      {"log.level", text(&Config::log_level), "info", "trace, debug, info, warn, error, critical, off"},
+      {"mirror.upstream", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return m.upstream = v, std::string(); }), "(off)", "shadow traffic to this second cluster (mongodb:// URI)"},
+      {"mirror.mode", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return oneOf(v, {"reads", "all"}, m.mode); }), "reads", "reads | all"},
+      {"mirror.sample_rate", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return parseDouble(v, m.sample_rate, 0, 1); }), "1", "share of eligible operations mirrored (0-1)"},
+      {"mirror.namespaces", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return m.namespaces = splitList(v), std::string(); }), "(all)", "mirrored namespaces, 'db.coll' or 'db.*', comma-separated"},
+      {"mirror.queue_size", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return parseUint(v, m.queue_size, 1, 1'000'000); }), "1000", "operations queued for the shadow; more are dropped"},
+      {"mirror.workers", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return parseUint(v, m.workers, 1, 64); }), "2", "connections to the shadow cluster"},
+      {"mirror.timeout_ms", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return parseUint(v, m.timeout_ms, 1, 600'000); }), "5000", "shadow reply deadline"},
+      {"mirror.routing_file", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return m.routing_file = v, std::string(); }), "(none)", "routing table of the shadow cluster"},
+      {"mirror.record_values", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return parseBool(v, m.record_values); }), "false", "keep field values of divergences"},
+      {"capture.file", member<CaptureConfig>(&Config::capture, [](auto& c, auto& v) { return c.file = v, std::string(); }), "(off)", "capture traffic to this file (docs/capture-format.md)"},
+      {"capture.mode", member<CaptureConfig>(&Config::capture, [](auto& c, auto& v) { return oneOf(v, {"redacted", "full"}, c.mode); }), "redacted", "redacted | full (full keeps values: replayable)"},
+      {"capture.max_bytes", member<CaptureConfig>(&Config::capture, [](auto& c, auto& v) { return parseUint64(v, c.max_bytes); }), "1073741824", "stop capturing after this many bytes"},
+      {"capture.rotate_bytes", member<CaptureConfig>(&Config::capture, [](auto& c, auto& v) { return parseUint64(v, c.rotate_bytes); }), "268435456", "start a new segment after this many bytes"},
+      {"capture.queue_bytes", member<CaptureConfig>(&Config::capture, [](auto& c, auto& v) { return parseUint64(v, c.queue_bytes); }), "67108864", "bytes queued for the capture writer; more are dropped"},
+      {"fault.delay_ms", member<FaultConfig>(&Config::fault, [](auto& f, auto& v) { return parseUint(v, f.delay_ms, 0, 600'000); }), "0", "fault injection: delay added to affected operations"},
+      {"fault.delay_percent", member<FaultConfig>(&Config::fault, [](auto& f, auto& v) { return parseDouble(v, f.delay_percent, 0, 100); }), "0", "fault injection: percentage of operations delayed"},
       {"fault.error_code", member<FaultConfig>(&Config::fault, [](auto& f, auto& v) {
          uint32_t code = 0;
          auto err = parseUint(v, code, 0, 1'000'000);
          f.error_code = static_cast<int32_t>(code);
          return err;
-       })},
-      {"fault.error_percent", member<FaultConfig>(&Config::fault, [](auto& f, auto& v) { return parseDouble(v, f.error_percent, 0, 100); })},
-      {"fault.namespaces", member<FaultConfig>(&Config::fault, [](auto& f, auto& v) { return f.namespaces = splitList(v), std::string(); })},
-      {"fault.commands", member<FaultConfig>(&Config::fault, [](auto& f, auto& v) { return f.commands = splitList(v), std::string(); })},
+       }), "0", "fault injection: error code returned (e.g. 91, 189)"},
+      {"fault.error_percent", member<FaultConfig>(&Config::fault, [](auto& f, auto& v) { return parseDouble(v, f.error_percent, 0, 100); }), "0", "fault injection: percentage of operations failed"},
+      {"fault.namespaces", member<FaultConfig>(&Config::fault, [](auto& f, auto& v) { return f.namespaces = splitList(v), std::string(); }), "(all)", "fault injection: affected namespaces, comma-separated"},
+      {"fault.commands", member<FaultConfig>(&Config::fault, [](auto& f, auto& v) { return f.commands = splitList(v), std::string(); }), "(all)", "fault injection: affected commands, comma-separated"},
   };
   return table;
 }
@@ -242,6 +254,17 @@ std::string envKey(const std::string& name) {  // SHARDSCOPE_TIMEOUTS__CONNECT_M
   return key;
 }
 
+// The OS reason a file cannot be read ("No such file or directory", "Is a directory", ...).
+std::string whyUnreadable(const std::string& path) {
+  errno = 0;
+  FILE* f = std::fopen(path.c_str(), "r");
+  if (f) {
+    std::fgetc(f);  // a directory opens but does not read
+    std::fclose(f);
+  }
+  return errno ? std::strerror(errno) : "unreadable";
+}
+
 }  // namespace
 
 std::string HostPort::str() const {
@@ -251,14 +274,14 @@ std::string HostPort::str() const {
 void applySettings(const std::map<std::string, std::string>& settings, const std::string& source, LoadResult& out) {
   const auto& table = keyTable();
   for (const auto& [key, value] : settings) {
-    auto it = table.find(key);
+    auto it = std::find_if(table.begin(), table.end(), [&](const KeySpec& k) { return k.key == key; });
     if (it == table.end()) {
       // The environment is shared with other tools (and our own scripts): a stray SHARDSCOPE_*
       // variable is reported, not fatal. In files and flags an unknown key is an error.
       (source == "environment" ? out.warnings : out.errors).push_back(source + ": unknown key '" + key + "'");
       continue;
     }
-    if (auto err = it->second(out.config, value); !err.empty()) out.errors.push_back(source + ": " + key + ": " + err);
+    if (auto err = it->set(out.config, value); !err.empty()) out.errors.push_back(source + ": " + key + ": " + err);
   }
 }
 
@@ -326,7 +349,7 @@ LoadResult loadConfig(const std::vector<std::string>& args, char** environ) {
       else flattenYaml(root, "", fileSettings, out.errors);
       applySettings(fileSettings, configFile, out);
     } catch (const YAML::BadFile&) {
-      out.errors.push_back(configFile + ": cannot be read");
+      out.errors.push_back("cannot read file " + configFile + ": " + whyUnreadable(configFile));
     } catch (const YAML::Exception& e) {
       out.errors.push_back(configFile + ": " + e.what());
     }
@@ -336,6 +359,7 @@ LoadResult loadConfig(const std::vector<std::string>& args, char** environ) {
   for (char** e = environ; e && *e; ++e) {
     std::string entry = *e;
     if (entry.rfind("SHARDSCOPE_", 0) != 0) continue;
+    if (entry.rfind("SHARDSCOPE_ADMIN_TOKEN=", 0) == 0) continue;  // the CLI's token (stats, evaluate), not a key
     auto eq = entry.find('=');
     std::string name = entry.substr(11, eq - 11);
     env[envKey(name)] = entry.substr(eq + 1);
@@ -351,10 +375,21 @@ std::string flagHelp() {
       "usage: shardscope proxy --listen HOST:PORT --upstream URI [--admin HOST:PORT] [--config FILE] [flags]\n\n"
       "Every config key is also a flag (--timeouts.connect_ms 250) and an environment variable\n"
       "(SHARDSCOPE_TIMEOUTS__CONNECT_MS=250). Precedence: flags > environment > config file.\n\nkeys:\n";
-  for (const auto& [key, _] : keyTable()) s += "  " + key + "\n";
+  for (const auto& k : keyTable()) s += "  " + k.key + "  " + k.meaning + " (default: " + k.default_text + ")\n";
   s += "\nshort flags:\n";
   for (const auto& [flag, key] : flagAliases()) s += "  --" + flag + " = " + key + "\n";
   return s;
+}
+
+std::vector<KeyHelp> keyHelp() {
+  std::vector<KeyHelp> out;
+  for (const auto& k : keyTable()) {
+    KeyHelp h{k.key, k.default_text, k.meaning, {}};
+    for (const auto& [flag, key] : flagAliases())
+      if (key == k.key) h.aliases.push_back(flag);
+    out.push_back(std::move(h));
+  }
+  return out;
 }
 
 }  // namespace shardscope::config

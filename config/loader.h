@@ -26,4 +26,13 @@ void validate(LoadResult& out);
 
 std::string flagHelp();
 
+// Every key with its default and meaning, for `shardscope proxy --help` (the table the loader uses).
+struct KeyHelp {
+  std::string key;
+  std::string default_text;
+  std::string meaning;
+  std::vector<std::string> aliases;  // short flags, without "--"
+};
+std::vector<KeyHelp> keyHelp();
+
 }  // namespace shardscope::config

@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# The main job: set up this machine, then run `shardscope proxy` in front of an upstream and drive
-# seed 003's order-service workload through it. With no --upstream, an embedded FerretDB is started.
+# The main job: set up what the proxy needs, run `shardscope proxy` in front of an upstream, drive
+# seed 003's order-service workload through it, and show what shardscope found: traffic per shard,
+# the order-id lookups the rewrite rescued, and the shard-key evaluation's verdict.
+# With no --upstream, an embedded FerretDB is started (port 37017: clear of MongoDB's 27017-27020).
 #
-#   bash scripts/demo.sh                         # embedded FerretDB upstream
+#   bash scripts/demo.sh                 # embedded FerretDB upstream; Ctrl-C stops it
+#   bash scripts/demo.sh --exit          # print the findings and stop
 #   bash scripts/demo.sh --upstream mongodb://mongos.example:27017/
 #   options: --listen HOST:PORT (127.0.0.1:27016)  --admin HOST:PORT (127.0.0.1:9901)
-#            --routing FILE (examples/routing/orders_6shards.json)  --ops N (600)  --exit (stop after the workload)
+#            --routing FILE (examples/routing/demo_orders_6shards.json)  --ops N (1500)  --ferret-port N (37017)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cache="${SHARDSCOPE_CACHE:-$HOME/.cache/shardscope}"
-upstream="" listen="127.0.0.1:27016" admin="127.0.0.1:9901" ops=600 exit_after=0
-routing="$here/examples/routing/orders_6shards.json"
+upstream="" listen="127.0.0.1:27016" admin="127.0.0.1:9901" ops=1500 exit_after=0 ferret_port=37017
+routing="$here/examples/routing/demo_orders_6shards.json"  # chunks cut to fit the workload's customers
 while (($#)); do
   case "$1" in
     --upstream) upstream="$2"; shift 2 ;;
@@ -18,14 +21,16 @@ while (($#)); do
     --admin) admin="$2"; shift 2 ;;
     --routing) routing="$2"; shift 2 ;;
     --ops) ops="$2"; shift 2 ;;
+    --ferret-port) ferret_port="$2"; shift 2 ;;
     --exit) exit_after=1; shift ;;
-    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
     *) echo "demo: unknown option $1" >&2; exit 2 ;;
   esac
 done
 log() { printf '[demo] %s\n' "$*" >&2; }
 
-bash "$here/scripts/setup.sh"
+# Compiler, libraries, FerretDB and pymongo; the test toolchain stays with scripts/test.sh.
+bash "$here/scripts/setup.sh" --demo
 
 work="$here/build/demo"
 mkdir -p "$work"
@@ -42,39 +47,60 @@ wait_port() {  # host port seconds
 }
 
 if [[ -z "$upstream" ]]; then
-  ferret_port=27018
+  # Someone else's server on the port would answer in place of ours.
+  if (exec 3<>"/dev/tcp/127.0.0.1/$ferret_port") 2>/dev/null; then
+    log "port $ferret_port is already in use; choose another with --ferret-port N"
+    exit 1
+  fi
   rm -rf "$work/ferretdb" && mkdir -p "$work/ferretdb"
   log "starting embedded FerretDB on 127.0.0.1:$ferret_port (SQLite in $work/ferretdb)"
   "$cache/bin/ferretdb" --handler=sqlite --sqlite-url="file:$work/ferretdb/" --listen-addr="127.0.0.1:$ferret_port" \
-    --debug-addr=- --telemetry=disable --log-level=warn >"$work/ferretdb.log" 2>&1 &
+    --debug-addr=- --telemetry=disable --state-dir="$work" --log-level=warn >"$work/ferretdb.log" 2>&1 &
   pids+=($!)
   wait_port 127.0.0.1 "$ferret_port" 20 || { log "FerretDB did not start; see $work/ferretdb.log"; exit 1; }
   upstream="mongodb://127.0.0.1:$ferret_port/"
 fi
 
+# The lookup rewrite: a filter on orderId gains the customerId it maps to (learned from the traffic),
+# so mongos can send it to one shard instead of all six.
+rule="shop.orders: orderId -> customerId"
 log "starting shardscope proxy on $listen -> $upstream (admin on $admin)"
 "$here/build/shardscope" proxy --listen "$listen" --upstream "$upstream" --admin "$admin" --routing "$routing" \
+  --rewrite-rule "$rule" --evaluation.simulated_shards 6 \
+  --evaluation.candidates 'shop.orders: {"customerId": 1, "orderDate": 1};shop.orders: {"orderId": "hashed"}' \
   2> >(tee "$work/shardscope.log" >&2) &
 pids+=($!)
 wait_port "${listen%:*}" "${listen##*:}" 20 || { log "proxy did not start; see $work/shardscope.log"; exit 1; }
 
-log "driving the order-service workload ($ops operations) through the proxy"
-python3 "$here/workload/order_service.py" --uri "mongodb://$listen/" --drop --ops "$ops" --orders 2000 --customers 300 | tee "$work/workload.json"
+log "driving the order-service workload ($ops operations, 300 customers) through the proxy"
+python3 "$here/workload/order_service.py" --uri "mongodb://$listen/" --drop --ops "$ops" --orders 2000 --customers 300 \
+  >"$work/workload.json"
+log "workload: $(cat "$work/workload.json")"
 
+echo
+echo "== what shardscope saw: traffic per shard, and the order-id lookups the rewrite rescued"
+curl -sf "http://$admin/stats" | python3 "$here/workload/demo_summary.py"
+echo
+echo "== the live view (shardscope stats --once)"
+"$here/build/shardscope" stats --admin "http://$admin" --once --top 8 || true
+echo
+echo "== the shard-key evaluation's verdict (shardscope evaluate)"
+"$here/build/shardscope" evaluate --from "http://$admin" || true
+
+if ((exit_after)); then
+  log "done (--exit): stopping the proxy and FerretDB"
+  exit 0
+fi
 cat <<MSG
 
   shardscope is running.
     dashboard:   http://$admin/
     JSON stats:  curl -s http://$admin/stats
-    metrics:     curl -s http://$admin/metrics
-    terminal:    $here/build/shardscope stats --admin http://$admin
+    metrics:     curl -s http://$admin/metrics   (Grafana + alerts: packaging/monitoring/)
+    terminal:    $here/build/shardscope stats --admin http://$admin --watch 2
     explain:     $here/build/shardscope explain --routing $routing --command '{"find": "orders", "filter": {"orderId": "O0000042"}, "\$db": "shop"}'
     your app:    point its driver at mongodb://$listen/
 
 MSG
-if ((exit_after)); then
-  "$here/build/shardscope" stats --admin "http://$admin" --once || true
-  exit 0
-fi
 log "press Ctrl-C to stop"
 wait "${pids[-1]}"

@@ -6,7 +6,10 @@
 #   - Go driver scenario module (tests/drivers/go): go mod download
 #   - Node driver scenario + mongosh (tests/drivers/node): npm ci
 # The C driver scenario (tests/drivers/c) needs only libmongoc-dev + pkg-config (apt, setup.sh).
+# With --demo: only what scripts/demo.sh needs (FerretDB and pymongo for the workload).
 set -euo pipefail
+demo=0
+[[ "${1:-}" == "--demo" ]] && demo=1
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cache="${SHARDSCOPE_CACHE:-$HOME/.cache/shardscope}"
 ferret_version="v1.24.2"
@@ -40,14 +43,16 @@ else
 fi
 
 # ---------------------------------------------------------------- Python
-py_reqs=("pymongo==4.10.1" "pytest>=7" "zstandard>=0.22" "python-snappy>=0.7")
-if python3 - <<'EOF' 2>/dev/null
-import importlib.metadata as md, sys
+py_reqs=("pymongo==4.10.1" "pytest>=7" "zstandard>=0.22" "python-snappy>=0.7" "PyYAML>=6")
+((demo)) && py_reqs=("pymongo==4.10.1")
+if SHARDSCOPE_DEMO_ONLY=$demo python3 - <<'EOF' 2>/dev/null
+import importlib.metadata as md, os, sys
 need = {"pymongo": "4.10.1"}
 for name, ver in need.items():
     if md.version(name) != ver:
         sys.exit(1)
-import pytest, zstandard, snappy  # noqa: F401
+if os.environ["SHARDSCOPE_DEMO_ONLY"] != "1":
+    import pytest, zstandard, snappy, yaml  # noqa: F401
 EOF
 then
   log "Python packages already installed"
@@ -61,6 +66,11 @@ else
       exit 1
     fi
   fi
+fi
+
+if ((demo)); then
+  log "done (demo dependencies)"
+  exit 0
 fi
 
 # ---------------------------------------------------------------- Go driver module

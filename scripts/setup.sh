@@ -1,17 +1,26 @@
 #!/usr/bin/env bash
 # Installs everything shardscope needs on a fresh Debian 12 machine (as root) and builds it.
 # Safe to run twice: each step checks whether its result is already there.
+#   bash scripts/setup.sh          # the whole toolchain: build, tests, fuzzing, benchmarks (scripts/test.sh)
+#   bash scripts/setup.sh --demo   # only what running the proxy needs: compiler, libraries, FerretDB,
+#                                  # pymongo; builds build/shardscope alone (scripts/demo.sh)
 set -euo pipefail
+demo=0
+[[ "${1:-}" == "--demo" ]] && demo=1
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cache="${SHARDSCOPE_CACHE:-$HOME/.cache/shardscope}"
 mkdir -p "$cache"
 log() { printf '[setup] %s\n' "$*" >&2; }
 
+# Building and running the proxy (and FerretDB, built with Go, as the demo's upstream).
 apt_packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates curl ccache
-  libboost1.81-dev libmongoc-dev libbson-dev libspdlog-dev libfmt-dev libyaml-cpp-dev
-  libgtest-dev libgmock-dev libbenchmark-dev libsnappy-dev libzstd-dev zlib1g-dev libssl-dev
-  clang libclang-rt-14-dev prometheus haproxy chromium python3-pip golang-go nodejs npm
+  libboost1.81-dev libmongoc-dev libbson-dev libspdlog-dev libfmt-dev libyaml-cpp-dev libcli11-dev
+  libsnappy-dev libzstd-dev zlib1g-dev libssl-dev python3-pip golang-go
+)
+# Tests, fuzzing, sanitizers and benchmarks: the rest of the toolchain.
+((demo)) || apt_packages+=(
+  libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev prometheus haproxy chromium nodejs npm
 )
 
 missing=()
@@ -38,16 +47,27 @@ fi
 
 # Test and demo dependencies: FerretDB (Go module proxy), drivers (PyPI, npm, Go modules).
 if [[ "${SHARDSCOPE_SKIP_TEST_DEPS:-0}" != 1 && -f "$here/scripts/install_test_deps.sh" ]]; then
-  bash "$here/scripts/install_test_deps.sh"
+  if ((demo)); then bash "$here/scripts/install_test_deps.sh" --demo; else bash "$here/scripts/install_test_deps.sh"; fi
 fi
 
 # Build: build/shardscope and the test and benchmark executables.
 build_dir="${SHARDSCOPE_BUILD_DIR:-$here/build}"
 source "$here/scripts/ccache_env.sh"
-if [[ ! -f "$build_dir/build.ninja" ]]; then
+if ((demo)); then
+  # A tree configured earlier (maybe with tests) is reused; a new one builds without tests and benchmarks.
+  if [[ ! -f "$build_dir/build.ninja" ]]; then
+    log "configuring $build_dir (proxy only)"
+    cmake -S "$here" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHARDSCOPE_TESTS=OFF \
+      -DSHARDSCOPE_BENCH=OFF "${ccache_cmake_flags[@]}" >/dev/null
+  fi
+  targets=(shardscope)
+else
+  # Always (re)state the options: a tree first configured by --demo gets its tests back.
   log "configuring $build_dir"
-  cmake -S "$here" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${ccache_cmake_flags[@]}" >/dev/null
+  cmake -S "$here" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHARDSCOPE_TESTS=ON \
+    -DSHARDSCOPE_BENCH=ON "${ccache_cmake_flags[@]}" >/dev/null
+  targets=()
 fi
 log "building (this takes a few minutes on 2 cores the first time)"
-ninja -C "$build_dir" -j "$(nproc)" --quiet || { log "build failed"; exit 1; }
+ninja -C "$build_dir" -j "$(nproc)" --quiet "${targets[@]}" || { log "build failed"; exit 1; }
 log "ready: $build_dir/shardscope"
