@@ -1,5 +1,6 @@
 // `shardscope replay`: replays a capture file (docs/capture-format.md) against an upstream, one
-// connection per captured connection with its order and relative timing kept, or feeds it to the
+// connection per captured connection with its order and relative timing kept, and the captured
+// global order of writes across connections kept too (shadow/write_order.h), or feeds it to the
 // shard-key evaluation without any upstream (--evaluate). The whole capture is validated first: a
 // truncated or corrupt file is refused with the offset where it breaks, and nothing is replayed.
 #include <arpa/inet.h>
@@ -11,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -20,6 +22,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -33,6 +36,7 @@
 #include "shadow/capture_format.h"
 #include "shadow/command_prep.h"
 #include "shadow/reply_summary.h"
+#include "shadow/write_order.h"
 
 namespace shardscope::cli {
 namespace {
@@ -41,11 +45,13 @@ using Clock = std::chrono::steady_clock;
 
 void usage(FILE* out) {
   std::fputs(
-      "usage: shardscope replay FILE --upstream URI [--speed X] [--no-timing] [--json]\n"
+      "usage: shardscope replay FILE --upstream URI [--speed X] [--no-timing] [--order global|connection] [--json]\n"
       "       shardscope replay FILE --evaluate [--json] [--routing FILE] [--shards N] [--candidate NS=KEYJSON]...\n"
       "  FILE          a capture (segment 0); rotated segments FILE.1, FILE.2, ... are read after it\n"
       "  --upstream    replay a full capture: one connection per captured connection, in order\n"
       "  --speed X     timing factor (2 = twice as fast); --no-timing sends as fast as replies allow\n"
+      "  --order       global (default): a write waits until every write captured before it, on any\n"
+      "                connection, is acknowledged; connection: order kept within each connection only\n"
       "  --evaluate    feed the requests to the shard-key evaluation; works on redacted captures\n"
       "  --validate    only check the file(s) and print a summary\n",
       out);
@@ -53,6 +59,7 @@ void usage(FILE* out) {
 
 struct CapturedRequest {
   uint64_t time_ns = 0;
+  uint64_t sequence = 0;  // global order across connections
   int32_t request_id = 0;
   uint8_t flags = 0;
   std::vector<uint8_t> payload;
@@ -77,6 +84,7 @@ int failWith(const std::string& message, int code = 2) {
 // Reads and validates every segment; any corruption fails the whole load.
 bool loadCapture(const std::string& path, Capture& cap, std::string& error) {
   uint64_t captureId = 0;
+  uint64_t position = 0;  // records read so far: the order of a version 1 capture
   std::unordered_map<uint64_t, std::unordered_map<int32_t, std::pair<uint64_t, size_t>>> byRequest;
   for (uint32_t seg = 0;; ++seg) {
     const std::string file = seg == 0 ? path : path + "." + std::to_string(seg);
@@ -114,11 +122,14 @@ bool loadCapture(const std::string& path, Capture& cap, std::string& error) {
         return false;
       }
       ++cap.records;
+      const uint64_t sequence = header.version >= 2 ? r.sequence : position;
+      ++position;
       if (r.type == shadow::RecordType::Dropped) cap.dropped += r.extra;
       if (r.type == shadow::RecordType::Request) {
         auto& list = cap.connections[r.connection_id];
         CapturedRequest q;
         q.time_ns = r.time_ns;
+        q.sequence = sequence;
         q.request_id = r.request_id;
         q.flags = r.flags;
         q.payload.assign(r.payload.begin(), r.payload.end());
@@ -277,19 +288,34 @@ bool readMessage(int fd, std::vector<uint8_t>& out) {
   return recvExact(fd, out.data() + protocol::kHeaderSize, out.size() - protocol::kHeaderSize);
 }
 
-void replayConnection(const std::vector<CapturedRequest>& requests, const std::string& host, uint16_t port,
-                      Clock::time_point start, uint64_t firstNs, double speed, bool timing, Totals& totals) {
+// `writeRanks[i]`: the global rank of request i when it is an ordered write, else -1. With a gate,
+// a write waits for its turn and passes the turn on once acknowledged (or given up).
+void replayConnection(const std::vector<CapturedRequest>& requests, const std::vector<int64_t>& writeRanks,
+                      shadow::WriteGate* gate, const std::string& host, uint16_t port, Clock::time_point start,
+                      uint64_t firstNs, double speed, bool timing, Totals& totals) {
+  auto giveUpFrom = [&](size_t from) {  // this connection ends: later writes must not hold the others
+    if (gate)
+      for (size_t k = from; k < writeRanks.size(); ++k)
+        if (writeRanks[k] >= 0) gate->done(static_cast<size_t>(writeRanks[k]));
+  };
   std::string error;
   int fd = connectTo(host, port, error);
   if (fd < 0) {
     totals.failed_connections++;
     std::fprintf(stderr, "shardscope replay: %s:%u: %s\n", host.c_str(), port, error.c_str());
+    giveUpFrom(0);
     return;
   }
   std::unordered_map<int64_t, int64_t> cursors;  // captured cursor id -> replayed cursor id
   int32_t nextId = 1;
   std::vector<uint8_t> out, reply;
-  for (const auto& q : requests) {
+  size_t i = 0;
+  for (; i < requests.size(); ++i) {
+    const auto& q = requests[i];
+    const int64_t rank = gate ? writeRanks[i] : -1;
+    auto passTurn = [&] {
+      if (rank >= 0) gate->done(static_cast<size_t>(rank));
+    };
     if (timing) {
       auto due = start + std::chrono::nanoseconds(static_cast<int64_t>(static_cast<double>(q.time_ns - firstNs) / speed));
       std::this_thread::sleep_until(due);
@@ -316,19 +342,25 @@ void replayConnection(const std::vector<CapturedRequest>& requests, const std::s
       protocol::storeInt32(out.data() + 4, nextId++);
     } else {
       totals.skipped++;
+      passTurn();
       continue;
     }
+    if (rank >= 0) gate->waitTurn(static_cast<size_t>(rank));
     if (!sendAll(fd, out)) {
       totals.errors++;
       break;
     }
     totals.sent++;
-    if (moreToCome) continue;
+    if (moreToCome) {  // unacknowledged (w: 0): sent is all that can be known
+      passTurn();
+      continue;
+    }
     if (!readMessage(fd, reply)) {
       totals.errors++;
       break;
     }
     totals.replies++;
+    passTurn();
     protocol::OpMsg msg;
     if (protocol::readHeader(reply.data()).opCode != static_cast<int32_t>(protocol::OpCode::Msg) ||
         !protocol::decodeOpMsg(reply, msg, {.verifyChecksum = false, .validateBson = false}).ok())
@@ -337,10 +369,30 @@ void replayConnection(const std::vector<CapturedRequest>& requests, const std::s
     if (q.has_reply && s.ok != q.reply_ok) totals.outcome_changed++;
     if (q.reply_cursor && s.cursor_id && v.view.name != "getMore") cursors[q.reply_cursor] = s.cursor_id;
   }
+  giveUpFrom(i);
   ::close(fd);
 }
 
-int runUpstream(const Capture& cap, const std::string& uriText, double speed, bool timing, bool json) {
+// Ranks the ordered writes of every connection by their captured sequence.
+std::map<uint64_t, std::vector<int64_t>> rankWrites(const Capture& cap, size_t& writes) {
+  std::map<uint64_t, std::vector<int64_t>> ranks;
+  std::vector<std::tuple<uint64_t, uint64_t, size_t>> order;  // (sequence, connection, index)
+  for (const auto& [conn, requests] : cap.connections) {
+    auto& list = ranks[conn];
+    list.assign(requests.size(), -1);
+    for (size_t i = 0; i < requests.size(); ++i) {
+      ViewHolder v;
+      if (v.build(requests[i]) && shadow::isOrderedWrite(v.view)) order.emplace_back(requests[i].sequence, conn, i);
+    }
+  }
+  std::sort(order.begin(), order.end());
+  for (size_t r = 0; r < order.size(); ++r) ranks[std::get<1>(order[r])][std::get<2>(order[r])] = static_cast<int64_t>(r);
+  writes = order.size();
+  return ranks;
+}
+
+int runUpstream(const Capture& cap, const std::string& uriText, double speed, bool timing, bool globalOrder,
+                bool json) {
   if (cap.mode != shadow::CaptureMode::Full)
     return failWith("a redacted capture has no values and cannot be replayed against an upstream "
                     "(capture with capture.mode: full, or use --evaluate)");
@@ -360,11 +412,14 @@ int runUpstream(const Capture& cap, const std::string& uriText, double speed, bo
     std::fprintf(stderr, "shardscope replay: warning: the capture lost %llu record(s) while recording\n",
                  static_cast<unsigned long long>(cap.dropped));
   Totals totals;
+  size_t writes = 0;
+  const auto ranks = rankWrites(cap, writes);
+  shadow::WriteGate gate(writes);
   const auto start = Clock::now();
   std::vector<std::thread> threads;
   for (const auto& [conn, requests] : cap.connections)
-    threads.emplace_back(replayConnection, std::cref(requests), host, port, start, cap.first_ns, speed, timing,
-                         std::ref(totals));
+    threads.emplace_back(replayConnection, std::cref(requests), std::cref(ranks.at(conn)), globalOrder ? &gate : nullptr,
+                         host, port, start, cap.first_ns, speed, timing, std::ref(totals));
   for (auto& t : threads) t.join();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   char line[512];
@@ -387,7 +442,7 @@ int runUpstream(const Capture& cap, const std::string& uriText, double speed, bo
 int runReplay(int argc, char** argv) {
   std::string file, upstream, routingFile;
   double speed = 1.0;
-  bool timing = true, evaluate = false, json = false, validateOnly = false;
+  bool timing = true, evaluate = false, json = false, validateOnly = false, globalOrder = true;
   uint32_t shards = 0;
   std::vector<std::pair<std::string, std::string>> candidates;
   for (int i = 1; i < argc; ++i) {
@@ -409,6 +464,9 @@ int runReplay(int argc, char** argv) {
       if (!(speed > 0)) return failWith("--speed must be positive");
     } else if (arg == "--no-timing") {
       timing = false;
+    } else if (arg == "--order") {
+      if (!value(v) || (v != "global" && v != "connection")) return failWith("--order needs global or connection");
+      globalOrder = v == "global";
     } else if (arg == "--evaluate") {
       evaluate = true;
     } else if (arg == "--validate") {
@@ -447,7 +505,7 @@ int runReplay(int argc, char** argv) {
     return 0;
   }
   if (evaluate) return runEvaluate(cap, json, routingFile, shards, candidates);
-  return runUpstream(cap, upstream, speed, timing, json);
+  return runUpstream(cap, upstream, speed, timing, globalOrder, json);
 }
 
 }  // namespace shardscope::cli

@@ -1,0 +1,82 @@
+"""Replay keeps the captured global order of writes across connections (issue 14, item 18).
+
+Writes alternate between three pymongo clients (one connection each) through the proxy with a full
+capture: every step appends its number to one array (so the final array is the order the writes
+ran in) and updates a document another connection inserted just before. Replayed as fast as
+possible onto fresh FerretDBs, eight times: the final data must equal the original every time.
+Before the fix each connection was replayed on its own thread with no order between them, so the
+array came out shuffled and `$set`s ran before their inserts."""
+from __future__ import annotations
+
+import subprocess
+
+import pymongo
+import pytest
+
+from mirror_helpers import dump
+
+pytestmark = pytest.mark.needs_proxy
+
+STEPS = 30
+CLIENTS = 3
+RUNS = 8
+
+
+def interleaved_writes(uri: str) -> None:
+    clients = [pymongo.MongoClient(uri, maxPoolSize=1, directConnection=True) for _ in range(CLIENTS)]
+    try:
+        for c in clients:  # open each pool's connection before the workload
+            c.admin.command("ping")
+        for i in range(STEPS):
+            mine = clients[i % CLIENTS].order.items
+            other = clients[(i + 1) % CLIENTS].order.items
+            mine.update_one({"_id": "log"}, {"$push": {"steps": i}}, upsert=True)
+            mine.insert_one({"_id": i, "by": i % CLIENTS})
+            other.update_one({"_id": i}, {"$set": {"touched": True}})
+        # A read on a connection between writes of others: reads are not ordered, writes are.
+        assert clients[0].order.items.count_documents({"touched": True}) == STEPS
+    finally:
+        for c in clients:
+            c.close()
+
+
+def replay(binary, cap, uri, *extra):
+    return subprocess.run([str(binary), "replay", str(cap), "--upstream", uri, *extra],
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def interleaved_capture(ferretdb_factory, proxy, workdir):
+    original = ferretdb_factory()
+    cap = workdir / "interleaved.cap"
+    px = proxy(original.uri, "--capture.file", str(cap), "--capture.mode", "full")
+    interleaved_writes(px.uri)
+    px.stop()  # flushes the capture
+    want = dump(pymongo.MongoClient(original.uri))
+    log = next(d for d in want["order.items"] if d["_id"] == "log")
+    assert log["steps"] == list(range(STEPS))
+    return want, cap
+
+
+def test_replay_keeps_the_global_order_of_writes(interleaved_capture, ferretdb_factory, shardscope_binary):
+    want, cap = interleaved_capture
+    mismatches = []
+    for run in range(RUNS):
+        fresh = ferretdb_factory()
+        r = replay(shardscope_binary, cap, fresh.uri, "--no-timing")
+        assert r.returncode == 0, r.stdout + r.stderr
+        got = dump(pymongo.MongoClient(fresh.uri))
+        if got != want:
+            mismatches.append(run)
+        fresh.stop()
+    assert not mismatches, f"replay lost or reordered writes in runs {mismatches} of {RUNS}"
+
+
+def test_replay_per_connection_order_is_still_available(interleaved_capture, ferretdb_factory, shardscope_binary):
+    _, cap = interleaved_capture
+    fresh = ferretdb_factory()
+    r = replay(shardscope_binary, cap, fresh.uri, "--no-timing", "--order", "connection")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert dump(pymongo.MongoClient(fresh.uri))  # something was replayed
+    r = replay(shardscope_binary, cap, fresh.uri, "--order", "sideways")
+    assert r.returncode != 0 and "--order" in r.stderr
