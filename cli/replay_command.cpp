@@ -23,7 +23,9 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <condition_variable>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "cli/commands.h"
@@ -288,15 +290,56 @@ bool readMessage(int fd, std::vector<uint8_t>& out) {
   return recvExact(fd, out.data() + protocol::kHeaderSize, out.size() - protocol::kHeaderSize);
 }
 
+// Cursor ids across connections: drivers pool connections, so a getMore may run on another
+// connection than the command that opened its cursor. The captured -> replayed mapping is shared,
+// and a getMore whose cursor comes from a request not answered yet waits for that answer (bounded).
+class SharedCursors {
+ public:
+  explicit SharedCursors(const Capture& cap) {
+    for (const auto& [conn, requests] : cap.connections)
+      for (const auto& q : requests)
+        if (q.reply_cursor) expected_.insert(q.reply_cursor);
+  }
+  // `replayed` 0: the replay did not get that cursor back (still resolved: nobody waits for it).
+  void resolve(int64_t captured, int64_t replayed) {
+    {
+      std::lock_guard lock(mutex_);
+      ids_.emplace(captured, replayed);
+    }
+    opened_.notify_all();
+  }
+  int64_t lookup(int64_t captured) {
+    std::lock_guard lock(mutex_);
+    auto it = ids_.find(captured);
+    return it == ids_.end() ? 0 : it->second;
+  }
+  void awaitOpened(int64_t captured, std::chrono::milliseconds limit) {
+    if (!expected_.count(captured)) return;  // opened outside the capture: nothing to wait for
+    std::unique_lock lock(mutex_);
+    opened_.wait_for(lock, limit, [&] { return ids_.count(captured) > 0; });
+  }
+
+ private:
+  std::unordered_set<int64_t> expected_;  // cursors some captured reply returned
+  std::mutex mutex_;
+  std::condition_variable opened_;
+  std::unordered_map<int64_t, int64_t> ids_;
+};
+
 // `writeRanks[i]`: the global rank of request i when it is an ordered write, else -1. With a gate,
-// a write waits for its turn and passes the turn on once acknowledged (or given up).
+// a write waits for its turn and passes the turn on once acknowledged (or given up). The socket is
+// left open in `keepOpen`: a connection that ends early would take its cursors with it while
+// another connection still reads them, as in the capture.
 void replayConnection(const std::vector<CapturedRequest>& requests, const std::vector<int64_t>& writeRanks,
-                      shadow::WriteGate* gate, const std::string& host, uint16_t port, Clock::time_point start,
-                      uint64_t firstNs, double speed, bool timing, Totals& totals) {
-  auto giveUpFrom = [&](size_t from) {  // this connection ends: later writes must not hold the others
-    if (gate)
-      for (size_t k = from; k < writeRanks.size(); ++k)
-        if (writeRanks[k] >= 0) gate->done(static_cast<size_t>(writeRanks[k]));
+                      shadow::WriteGate* gate, SharedCursors& cursors, const std::string& host, uint16_t port,
+                      Clock::time_point start, uint64_t firstNs, double speed, bool timing, Totals& totals,
+                      int& keepOpen) {
+  auto giveUpFrom = [&](size_t from) {  // this connection ends: what is left must not hold the others
+    for (size_t k = from; k < requests.size(); ++k) {
+      if (gate && writeRanks[k] >= 0) gate->done(static_cast<size_t>(writeRanks[k]));
+      if (requests[k].reply_cursor && cursors.lookup(requests[k].reply_cursor) == 0)
+        cursors.resolve(requests[k].reply_cursor, 0);
+    }
   };
   std::string error;
   int fd = connectTo(host, port, error);
@@ -306,7 +349,6 @@ void replayConnection(const std::vector<CapturedRequest>& requests, const std::v
     giveUpFrom(0);
     return;
   }
-  std::unordered_map<int64_t, int64_t> cursors;  // captured cursor id -> replayed cursor id
   int32_t nextId = 1;
   std::vector<uint8_t> out, reply;
   size_t i = 0;
@@ -325,12 +367,10 @@ void replayConnection(const std::vector<CapturedRequest>& requests, const std::v
     bool moreToCome = false;
     out.clear();
     if (op == static_cast<int32_t>(protocol::OpCode::Msg) && v.build(q)) {
+      if (v.view.cursorId) cursors.awaitOpened(*v.view.cursorId, std::chrono::seconds(10));
       bson_t body = BSON_INITIALIZER;
       shadow::ForeignOptions fo;  // sessions and transactions are kept: the replay is one client
-      fo.map_cursor = [&](int64_t id) -> int64_t {
-        auto it = cursors.find(id);
-        return it == cursors.end() ? 0 : it->second;
-      };
+      fo.map_cursor = [&](int64_t id) { return cursors.lookup(id); };
       shadow::buildForeignCommand(v.view, fo, &body);
       protocol::MsgHeader h{0, nextId++, 0, static_cast<int32_t>(protocol::OpCode::Msg)};
       moreToCome = v.msg.moreToCome();
@@ -343,6 +383,7 @@ void replayConnection(const std::vector<CapturedRequest>& requests, const std::v
     } else {
       totals.skipped++;
       passTurn();
+      if (q.reply_cursor) cursors.resolve(q.reply_cursor, 0);
       continue;
     }
     if (rank >= 0) gate->waitTurn(static_cast<size_t>(rank));
@@ -362,15 +403,17 @@ void replayConnection(const std::vector<CapturedRequest>& requests, const std::v
     totals.replies++;
     passTurn();
     protocol::OpMsg msg;
-    if (protocol::readHeader(reply.data()).opCode != static_cast<int32_t>(protocol::OpCode::Msg) ||
-        !protocol::decodeOpMsg(reply, msg, {.verifyChecksum = false, .validateBson = false}).ok())
-      continue;
-    auto s = shadow::summarizeReply(msg.body);
-    if (q.has_reply && s.ok != q.reply_ok) totals.outcome_changed++;
-    if (q.reply_cursor && s.cursor_id && v.view.name != "getMore") cursors[q.reply_cursor] = s.cursor_id;
+    int64_t replayedCursor = 0;
+    if (protocol::readHeader(reply.data()).opCode == static_cast<int32_t>(protocol::OpCode::Msg) &&
+        protocol::decodeOpMsg(reply, msg, {.verifyChecksum = false, .validateBson = false}).ok()) {
+      auto s = shadow::summarizeReply(msg.body);
+      if (q.has_reply && s.ok != q.reply_ok) totals.outcome_changed++;
+      replayedCursor = s.cursor_id;
+    }
+    if (q.reply_cursor && v.view.name != "getMore") cursors.resolve(q.reply_cursor, replayedCursor);
   }
   giveUpFrom(i);
-  ::close(fd);
+  keepOpen = fd;
 }
 
 // Ranks the ordered writes of every connection by their captured sequence.
@@ -415,12 +458,17 @@ int runUpstream(const Capture& cap, const std::string& uriText, double speed, bo
   size_t writes = 0;
   const auto ranks = rankWrites(cap, writes);
   shadow::WriteGate gate(writes);
+  SharedCursors cursors(cap);
   const auto start = Clock::now();
   std::vector<std::thread> threads;
+  std::vector<int> sockets(cap.connections.size(), -1);
   for (const auto& [conn, requests] : cap.connections)
     threads.emplace_back(replayConnection, std::cref(requests), std::cref(ranks.at(conn)), globalOrder ? &gate : nullptr,
-                         host, port, start, cap.first_ns, speed, timing, std::ref(totals));
+                         std::ref(cursors), host, port, start, cap.first_ns, speed, timing, std::ref(totals),
+                         std::ref(sockets[threads.size()]));
   for (auto& t : threads) t.join();
+  for (int fd : sockets)
+    if (fd >= 0) ::close(fd);
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   char line[512];
   std::snprintf(line, sizeof line,

@@ -80,3 +80,30 @@ def test_replay_per_connection_order_is_still_available(interleaved_capture, fer
     assert dump(pymongo.MongoClient(fresh.uri))  # something was replayed
     r = replay(shardscope_binary, cap, fresh.uri, "--order", "sideways")
     assert r.returncode != 0 and "--order" in r.stderr
+
+
+def test_replay_follows_a_cursor_to_another_connection(ferretdb_factory, proxy, workdir, shardscope_binary):
+    """Drivers pool connections: a getMore may go out on another connection than its find. The
+    replay maps the cursor across connections and waits for the find's reply before the getMore."""
+    import json
+
+    from bson.int64 import Int64
+    from wire_peer import RawClient
+
+    original = ferretdb_factory()
+    cap = workdir / "cursor.cap"
+    px = proxy(original.uri, "--capture.file", str(cap), "--capture.mode", "full")
+    with RawClient.for_address(px.address) as a, RawClient.for_address(px.address) as b:
+        a.hello()
+        b.hello()
+        a.command({"insert": "c", "documents": [{"_id": i} for i in range(10)]}, db="cur")
+        first = a.command({"find": "c", "filter": {}, "sort": {"_id": 1}, "batchSize": 2}, db="cur").reply_doc
+        more = b.command({"getMore": Int64(first["cursor"]["id"]), "collection": "c", "batchSize": 3}, db="cur").reply_doc
+        assert [d["_id"] for d in more["cursor"]["nextBatch"]] == [2, 3, 4], more
+    px.stop()
+    for extra in ((), ("--no-timing",)):
+        fresh = ferretdb_factory()
+        r = replay(shardscope_binary, cap, fresh.uri, "--json", *extra)
+        assert r.returncode == 0, r.stdout + r.stderr
+        result = json.loads(r.stdout)
+        assert result["errors"] == 0 and result["outcomeChanged"] == 0, (result, r.stderr)
