@@ -326,17 +326,24 @@ class SharedCursors {
   std::unordered_map<int64_t, int64_t> ids_;
 };
 
-// `writeRanks[i]`: the global rank of request i when it is an ordered write, else -1. With a gate,
-// a write waits for its turn and passes the turn on once acknowledged (or given up). The socket is
+// Where a request stands among the ordered writes: with a gate, it is sent once the writes captured
+// before it are all acknowledged (reads too, so they see what they saw; reads do not wait for one
+// another), and a write passes the turn on once acknowledged (or given up).
+struct WriteSlot {
+  int64_t rank = -1;          // this request's rank when it is an ordered write
+  size_t writes_before = 0;   // ordered writes captured before it, on any connection
+};
+
+// `slots[i]` for request i. The socket is
 // left open in `keepOpen`: a connection that ends early would take its cursors with it while
 // another connection still reads them, as in the capture.
-void replayConnection(const std::vector<CapturedRequest>& requests, const std::vector<int64_t>& writeRanks,
+void replayConnection(const std::vector<CapturedRequest>& requests, const std::vector<WriteSlot>& slots,
                       shadow::WriteGate* gate, SharedCursors& cursors, const std::string& host, uint16_t port,
                       Clock::time_point start, uint64_t firstNs, double speed, bool timing, Totals& totals,
                       int& keepOpen) {
   auto giveUpFrom = [&](size_t from) {  // this connection ends: what is left must not hold the others
     for (size_t k = from; k < requests.size(); ++k) {
-      if (gate && writeRanks[k] >= 0) gate->done(static_cast<size_t>(writeRanks[k]));
+      if (gate && slots[k].rank >= 0) gate->done(static_cast<size_t>(slots[k].rank));
       if (requests[k].reply_cursor && cursors.lookup(requests[k].reply_cursor) == 0)
         cursors.resolve(requests[k].reply_cursor, 0);
     }
@@ -354,7 +361,7 @@ void replayConnection(const std::vector<CapturedRequest>& requests, const std::v
   size_t i = 0;
   for (; i < requests.size(); ++i) {
     const auto& q = requests[i];
-    const int64_t rank = gate ? writeRanks[i] : -1;
+    const int64_t rank = gate ? slots[i].rank : -1;
     auto passTurn = [&] {
       if (rank >= 0) gate->done(static_cast<size_t>(rank));
     };
@@ -386,7 +393,7 @@ void replayConnection(const std::vector<CapturedRequest>& requests, const std::v
       if (q.reply_cursor) cursors.resolve(q.reply_cursor, 0);
       continue;
     }
-    if (rank >= 0) gate->waitTurn(static_cast<size_t>(rank));
+    if (gate) gate->waitTurn(slots[i].writes_before);
     if (!sendAll(fd, out)) {
       totals.errors++;
       break;
@@ -417,19 +424,25 @@ void replayConnection(const std::vector<CapturedRequest>& requests, const std::v
 }
 
 // Ranks the ordered writes of every connection by their captured sequence.
-std::map<uint64_t, std::vector<int64_t>> rankWrites(const Capture& cap, size_t& writes) {
-  std::map<uint64_t, std::vector<int64_t>> ranks;
+std::map<uint64_t, std::vector<WriteSlot>> rankWrites(const Capture& cap, size_t& writes) {
+  std::map<uint64_t, std::vector<WriteSlot>> ranks;
   std::vector<std::tuple<uint64_t, uint64_t, size_t>> order;  // (sequence, connection, index)
   for (const auto& [conn, requests] : cap.connections) {
     auto& list = ranks[conn];
-    list.assign(requests.size(), -1);
+    list.assign(requests.size(), WriteSlot{});
     for (size_t i = 0; i < requests.size(); ++i) {
       ViewHolder v;
       if (v.build(requests[i]) && shadow::isOrderedWrite(v.view)) order.emplace_back(requests[i].sequence, conn, i);
     }
   }
   std::sort(order.begin(), order.end());
-  for (size_t r = 0; r < order.size(); ++r) ranks[std::get<1>(order[r])][std::get<2>(order[r])] = static_cast<int64_t>(r);
+  for (size_t r = 0; r < order.size(); ++r) ranks[std::get<1>(order[r])][std::get<2>(order[r])].rank = static_cast<int64_t>(r);
+  std::vector<uint64_t> sequences;
+  for (const auto& w : order) sequences.push_back(std::get<0>(w));
+  for (const auto& [conn, requests] : cap.connections)
+    for (size_t i = 0; i < requests.size(); ++i)
+      ranks[conn][i].writes_before = static_cast<size_t>(
+          std::lower_bound(sequences.begin(), sequences.end(), requests[i].sequence) - sequences.begin());
   writes = order.size();
   return ranks;
 }

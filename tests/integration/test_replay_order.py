@@ -5,9 +5,11 @@ capture: every step appends its number to one array (so the final array is the o
 ran in) and updates a document another connection inserted just before. Replayed as fast as
 possible onto fresh FerretDBs, eight times: the final data must equal the original every time.
 Before the fix each connection was replayed on its own thread with no order between them, so the
-array came out shuffled and `$set`s ran before their inserts."""
+array came out shuffled and `$set`s ran before their inserts. Reads wait for the writes captured
+before them too (a listIndexes of a collection another connection creates must not fail)."""
 from __future__ import annotations
 
+import json
 import subprocess
 
 import pymongo
@@ -33,6 +35,11 @@ def interleaved_writes(uri: str) -> None:
             mine.update_one({"_id": "log"}, {"$push": {"steps": i}}, upsert=True)
             mine.insert_one({"_id": i, "by": i % CLIENTS})
             other.update_one({"_id": i}, {"$set": {"touched": True}})
+            # A read that fails unless it runs after another connection's write (listIndexes of a
+            # collection that write creates): reads wait for the writes captured before them.
+            clients[i % CLIENTS].order[f"c{i}"].insert_one({"_id": i})
+            third = clients[(i + 2) % CLIENTS].order
+            assert third.command("listIndexes", f"c{i}")["ok"] == 1
         # A read on a connection between writes of others: reads are not ordered, writes are.
         assert clients[0].order.items.count_documents({"touched": True}) == STEPS
     finally:
@@ -60,16 +67,19 @@ def interleaved_capture(ferretdb_factory, proxy, workdir):
 
 def test_replay_keeps_the_global_order_of_writes(interleaved_capture, ferretdb_factory, shardscope_binary):
     want, cap = interleaved_capture
-    mismatches = []
+    mismatches, changed = [], []
     for run in range(RUNS):
         fresh = ferretdb_factory()
-        r = replay(shardscope_binary, cap, fresh.uri, "--no-timing")
+        r = replay(shardscope_binary, cap, fresh.uri, "--no-timing", "--json")
         assert r.returncode == 0, r.stdout + r.stderr
         got = dump(pymongo.MongoClient(fresh.uri))
         if got != want:
             mismatches.append(run)
+        if json.loads(r.stdout)["outcomeChanged"]:
+            changed.append(run)
         fresh.stop()
     assert not mismatches, f"replay lost or reordered writes in runs {mismatches} of {RUNS}"
+    assert not changed, f"a read ran before the write it saw in runs {changed} of {RUNS}"
 
 
 def test_replay_per_connection_order_is_still_available(interleaved_capture, ferretdb_factory, shardscope_binary):
@@ -85,8 +95,6 @@ def test_replay_per_connection_order_is_still_available(interleaved_capture, fer
 def test_replay_follows_a_cursor_to_another_connection(ferretdb_factory, proxy, workdir, shardscope_binary):
     """Drivers pool connections: a getMore may go out on another connection than its find. The
     replay maps the cursor across connections and waits for the find's reply before the getMore."""
-    import json
-
     from bson.int64 import Int64
     from wire_peer import RawClient
 
