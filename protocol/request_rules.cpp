@@ -32,7 +32,9 @@ std::optional<ServerError> commandDocumentError(std::span<const uint8_t> body) {
   bson_t doc;
   bson_iter_t it;
   if (!bson_init_static(&doc, body.data(), body.size()) || !bson_iter_init(&it, &doc)) return std::nullopt;
-  if (!bson_iter_next(&it)) return ServerError{kCommandNotFound, "CommandNotFound", "no such command: ''"};
+  // No command name (an empty document, or an empty first key): no command by that name.
+  if (!bson_iter_next(&it) || bson_iter_key_len(&it) == 0)
+    return ServerError{kCommandNotFound, "CommandNotFound", "no such command: ''"};
   if (!bson_iter_init_find(&it, &doc, "$db"))
     return ServerError{kNoDollarDb, "Location40571", "OP_MSG requests require a $db argument"};
   if (!BSON_ITER_HOLDS_UTF8(&it))

@@ -97,6 +97,7 @@ CASES = {
     "int_db": ({"ping": 1, "$db": 5}, 13111, "Location13111", "wrong type for field ($db) 16 != 2"),
     "empty_db": ({"ping": 1, "$db": ""}, 73, "InvalidNamespace", "Invalid database name: ''"),
     "empty_command": ({}, 59, "CommandNotFound", "no such command: ''"),
+    "empty_name": ({"": 1, "$db": "admin"}, 59, "CommandNotFound", "no such command: ''"),
 }
 
 

@@ -31,6 +31,9 @@ TEST(RequestRules, CommandDocumentErrorsAreMongods) {
   ASSERT_TRUE(e);
   EXPECT_EQ(e->code, 59);
   EXPECT_EQ(e->codeName, "CommandNotFound");
+  e = errorFor(R"({"": 1, "$db": "admin"})");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code, 59);
 }
 
 TEST(RequestRules, LegacyOpcodes) {
