@@ -334,9 +334,9 @@ struct WriteSlot {
   size_t writes_before = 0;   // ordered writes captured before it, on any connection
 };
 
-// `slots[i]` for request i. The socket is
-// left open in `keepOpen`: a connection that ends early would take its cursors with it while
-// another connection still reads them, as in the capture.
+// Replays one captured connection; `slots[i]` places request i among the writes. The socket is
+// left open in `keepOpen` (closed when every connection is done): a connection that ended early
+// would take its cursors with it while another connection still reads them.
 void replayConnection(const std::vector<CapturedRequest>& requests, const std::vector<WriteSlot>& slots,
                       shadow::WriteGate* gate, SharedCursors& cursors, const std::string& host, uint16_t port,
                       Clock::time_point start, uint64_t firstNs, double speed, bool timing, Totals& totals,
