@@ -72,6 +72,7 @@ struct CapturedRequest {
 
 struct Capture {
   shadow::CaptureMode mode = shadow::CaptureMode::Redacted;
+  uint16_t version = shadow::kCaptureVersion;  // version 1 has no sequence: file order stands in
   std::map<uint64_t, std::vector<CapturedRequest>> connections;  // by captured connection id
   std::vector<std::pair<uint64_t, size_t>> order;                 // (connection, index) in file order
   uint64_t records = 0, dropped = 0, first_ns = UINT64_MAX;
@@ -108,6 +109,7 @@ bool loadCapture(const std::string& path, Capture& cap, std::string& error) {
     if (seg == 0) {
       captureId = header.capture_id;
       cap.mode = header.mode;
+      cap.version = header.version;
     } else if (header.capture_id != captureId) {
       break;  // a stale segment of an older capture
     } else if (header.segment != seg) {
@@ -559,9 +561,9 @@ int runReplay(int argc, char** argv) {
   if (!loadCapture(file, cap, error)) return failWith("refusing to replay: " + error, 3);
   if (validateOnly) {
     size_t requests = cap.order.size();
-    std::printf("{\"mode\": \"%s\", \"segments\": %u, \"records\": %llu, \"requests\": %zu, \"connections\": %zu, "
+    std::printf("{\"version\": %u, \"mode\": \"%s\", \"segments\": %u, \"records\": %llu, \"requests\": %zu, \"connections\": %zu, "
                 "\"dropped\": %llu}\n",
-                shadow::captureModeName(cap.mode), cap.segments, static_cast<unsigned long long>(cap.records), requests,
+                static_cast<unsigned>(cap.version), shadow::captureModeName(cap.mode), cap.segments, static_cast<unsigned long long>(cap.records), requests,
                 cap.connections.size(), static_cast<unsigned long long>(cap.dropped));
     return 0;
   }
