@@ -1,5 +1,6 @@
 // `shardscope replay`: replays a capture file (docs/capture-format.md) against an upstream, one
-// connection per captured connection with its order and relative timing kept, or feeds it to the
+// connection per captured connection with its order and relative timing kept, and the captured
+// global order of writes across connections kept too (shadow/write_order.h), or feeds it to the
 // shard-key evaluation without any upstream (--evaluate). The whole capture is validated first: a
 // truncated or corrupt file is refused with the offset where it breaks, and nothing is replayed.
 #include <arpa/inet.h>
@@ -11,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -20,7 +22,10 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <condition_variable>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "cli/cli_support.h"
@@ -34,6 +39,7 @@
 #include "shadow/capture_format.h"
 #include "shadow/command_prep.h"
 #include "shadow/reply_summary.h"
+#include "shadow/write_order.h"
 
 namespace shardscope::cli {
 namespace {
@@ -42,6 +48,7 @@ using Clock = std::chrono::steady_clock;
 
 struct CapturedRequest {
   uint64_t time_ns = 0;
+  uint64_t sequence = 0;  // global order across connections
   int32_t request_id = 0;
   uint8_t flags = 0;
   std::vector<uint8_t> payload;
@@ -52,6 +59,7 @@ struct CapturedRequest {
 
 struct Capture {
   shadow::CaptureMode mode = shadow::CaptureMode::Redacted;
+  uint16_t version = shadow::kCaptureVersion;  // version 1 has no sequence: file order stands in
   std::map<uint64_t, std::vector<CapturedRequest>> connections;  // by captured connection id
   std::vector<std::pair<uint64_t, size_t>> order;                 // (connection, index) in file order
   uint64_t records = 0, dropped = 0, first_ns = UINT64_MAX;
@@ -66,6 +74,7 @@ int failWith(const std::string& message, int code = 2) {
 // Reads and validates every segment; any corruption fails the whole load.
 bool loadCapture(const std::string& path, Capture& cap, std::string& error) {
   uint64_t captureId = 0;
+  uint64_t position = 0;  // records read so far: the order of a version 1 capture
   std::unordered_map<uint64_t, std::unordered_map<int32_t, std::pair<uint64_t, size_t>>> byRequest;
   for (uint32_t seg = 0;; ++seg) {
     const std::string file = seg == 0 ? path : path + "." + std::to_string(seg);
@@ -87,6 +96,7 @@ bool loadCapture(const std::string& path, Capture& cap, std::string& error) {
     if (seg == 0) {
       captureId = header.capture_id;
       cap.mode = header.mode;
+      cap.version = header.version;
     } else if (header.capture_id != captureId) {
       break;  // a stale segment of an older capture
     } else if (header.segment != seg) {
@@ -103,11 +113,14 @@ bool loadCapture(const std::string& path, Capture& cap, std::string& error) {
         return false;
       }
       ++cap.records;
+      const uint64_t sequence = header.version >= 2 ? r.sequence : position;
+      ++position;
       if (r.type == shadow::RecordType::Dropped) cap.dropped += r.extra;
       if (r.type == shadow::RecordType::Request) {
         auto& list = cap.connections[r.connection_id];
         CapturedRequest q;
         q.time_ns = r.time_ns;
+        q.sequence = sequence;
         q.request_id = r.request_id;
         q.flags = r.flags;
         q.payload.assign(r.payload.begin(), r.payload.end());
@@ -266,19 +279,81 @@ bool readMessage(int fd, std::vector<uint8_t>& out) {
   return recvExact(fd, out.data() + protocol::kHeaderSize, out.size() - protocol::kHeaderSize);
 }
 
-void replayConnection(const std::vector<CapturedRequest>& requests, const std::string& host, uint16_t port,
-                      Clock::time_point start, uint64_t firstNs, double speed, bool timing, Totals& totals) {
+// Cursor ids across connections: drivers pool connections, so a getMore may run on another
+// connection than the command that opened its cursor. The captured -> replayed mapping is shared,
+// and a getMore whose cursor comes from a request not answered yet waits for that answer (bounded).
+class SharedCursors {
+ public:
+  explicit SharedCursors(const Capture& cap) {
+    for (const auto& [conn, requests] : cap.connections)
+      for (const auto& q : requests)
+        if (q.reply_cursor) expected_.insert(q.reply_cursor);
+  }
+  // `replayed` 0: the replay did not get that cursor back (still resolved: nobody waits for it).
+  void resolve(int64_t captured, int64_t replayed) {
+    {
+      std::lock_guard lock(mutex_);
+      ids_.emplace(captured, replayed);
+    }
+    opened_.notify_all();
+  }
+  int64_t lookup(int64_t captured) {
+    std::lock_guard lock(mutex_);
+    auto it = ids_.find(captured);
+    return it == ids_.end() ? 0 : it->second;
+  }
+  void awaitOpened(int64_t captured, std::chrono::milliseconds limit) {
+    if (!expected_.count(captured)) return;  // opened outside the capture: nothing to wait for
+    std::unique_lock lock(mutex_);
+    opened_.wait_for(lock, limit, [&] { return ids_.count(captured) > 0; });
+  }
+
+ private:
+  std::unordered_set<int64_t> expected_;  // cursors some captured reply returned
+  std::mutex mutex_;
+  std::condition_variable opened_;
+  std::unordered_map<int64_t, int64_t> ids_;
+};
+
+// Where a request stands among the ordered writes: with a gate, it is sent once the writes captured
+// before it are all acknowledged (reads too, so they see what they saw; reads do not wait for one
+// another), and a write passes the turn on once acknowledged (or given up).
+struct WriteSlot {
+  int64_t rank = -1;          // this request's rank when it is an ordered write
+  size_t writes_before = 0;   // ordered writes captured before it, on any connection
+};
+
+// Replays one captured connection; `slots[i]` places request i among the writes. The socket is
+// left open in `keepOpen` (closed when every connection is done): a connection that ended early
+// would take its cursors with it while another connection still reads them.
+void replayConnection(const std::vector<CapturedRequest>& requests, const std::vector<WriteSlot>& slots,
+                      shadow::WriteGate* gate, SharedCursors& cursors, const std::string& host, uint16_t port,
+                      Clock::time_point start, uint64_t firstNs, double speed, bool timing, Totals& totals,
+                      int& keepOpen) {
+  auto giveUpFrom = [&](size_t from) {  // this connection ends: what is left must not hold the others
+    for (size_t k = from; k < requests.size(); ++k) {
+      if (gate && slots[k].rank >= 0) gate->done(static_cast<size_t>(slots[k].rank));
+      if (requests[k].reply_cursor && cursors.lookup(requests[k].reply_cursor) == 0)
+        cursors.resolve(requests[k].reply_cursor, 0);
+    }
+  };
   std::string error;
   int fd = connectTo(host, port, error);
   if (fd < 0) {
     totals.failed_connections++;
     std::fprintf(stderr, "shardscope replay: %s:%u: %s\n", host.c_str(), port, error.c_str());
+    giveUpFrom(0);
     return;
   }
-  std::unordered_map<int64_t, int64_t> cursors;  // captured cursor id -> replayed cursor id
   int32_t nextId = 1;
   std::vector<uint8_t> out, reply;
-  for (const auto& q : requests) {
+  size_t i = 0;
+  for (; i < requests.size(); ++i) {
+    const auto& q = requests[i];
+    const int64_t rank = gate ? slots[i].rank : -1;
+    auto passTurn = [&] {
+      if (rank >= 0) gate->done(static_cast<size_t>(rank));
+    };
     if (timing) {
       auto due = start + std::chrono::nanoseconds(static_cast<int64_t>(static_cast<double>(q.time_ns - firstNs) / speed));
       std::this_thread::sleep_until(due);
@@ -288,12 +363,10 @@ void replayConnection(const std::vector<CapturedRequest>& requests, const std::s
     bool moreToCome = false;
     out.clear();
     if (op == static_cast<int32_t>(protocol::OpCode::Msg) && v.build(q)) {
+      if (v.view.cursorId) cursors.awaitOpened(*v.view.cursorId, std::chrono::seconds(10));
       bson_t body = BSON_INITIALIZER;
       shadow::ForeignOptions fo;  // sessions and transactions are kept: the replay is one client
-      fo.map_cursor = [&](int64_t id) -> int64_t {
-        auto it = cursors.find(id);
-        return it == cursors.end() ? 0 : it->second;
-      };
+      fo.map_cursor = [&](int64_t id) { return cursors.lookup(id); };
       shadow::buildForeignCommand(v.view, fo, &body);
       protocol::MsgHeader h{0, nextId++, 0, static_cast<int32_t>(protocol::OpCode::Msg)};
       moreToCome = v.msg.moreToCome();
@@ -305,31 +378,66 @@ void replayConnection(const std::vector<CapturedRequest>& requests, const std::s
       protocol::storeInt32(out.data() + 4, nextId++);
     } else {
       totals.skipped++;
+      passTurn();
+      if (q.reply_cursor) cursors.resolve(q.reply_cursor, 0);
       continue;
     }
+    if (gate) gate->waitTurn(slots[i].writes_before);
     if (!sendAll(fd, out)) {
       totals.errors++;
       break;
     }
     totals.sent++;
-    if (moreToCome) continue;
+    if (moreToCome) {  // unacknowledged (w: 0): sent is all that can be known
+      passTurn();
+      continue;
+    }
     if (!readMessage(fd, reply)) {
       totals.errors++;
       break;
     }
     totals.replies++;
+    passTurn();
     protocol::OpMsg msg;
-    if (protocol::readHeader(reply.data()).opCode != static_cast<int32_t>(protocol::OpCode::Msg) ||
-        !protocol::decodeOpMsg(reply, msg, {.verifyChecksum = false, .validateBson = false}).ok())
-      continue;
-    auto s = shadow::summarizeReply(msg.body);
-    if (q.has_reply && s.ok != q.reply_ok) totals.outcome_changed++;
-    if (q.reply_cursor && s.cursor_id && v.view.name != "getMore") cursors[q.reply_cursor] = s.cursor_id;
+    int64_t replayedCursor = 0;
+    if (protocol::readHeader(reply.data()).opCode == static_cast<int32_t>(protocol::OpCode::Msg) &&
+        protocol::decodeOpMsg(reply, msg, {.verifyChecksum = false, .validateBson = false}).ok()) {
+      auto s = shadow::summarizeReply(msg.body);
+      if (q.has_reply && s.ok != q.reply_ok) totals.outcome_changed++;
+      replayedCursor = s.cursor_id;
+    }
+    if (q.reply_cursor && v.view.name != "getMore") cursors.resolve(q.reply_cursor, replayedCursor);
   }
-  ::close(fd);
+  giveUpFrom(i);
+  keepOpen = fd;
 }
 
-int runUpstream(const Capture& cap, const std::string& uriText, double speed, bool timing, bool json) {
+// Ranks the ordered writes of every connection by their captured sequence.
+std::map<uint64_t, std::vector<WriteSlot>> rankWrites(const Capture& cap, size_t& writes) {
+  std::map<uint64_t, std::vector<WriteSlot>> ranks;
+  std::vector<std::tuple<uint64_t, uint64_t, size_t>> order;  // (sequence, connection, index)
+  for (const auto& [conn, requests] : cap.connections) {
+    auto& list = ranks[conn];
+    list.assign(requests.size(), WriteSlot{});
+    for (size_t i = 0; i < requests.size(); ++i) {
+      ViewHolder v;
+      if (v.build(requests[i]) && shadow::isOrderedWrite(v.view)) order.emplace_back(requests[i].sequence, conn, i);
+    }
+  }
+  std::sort(order.begin(), order.end());
+  for (size_t r = 0; r < order.size(); ++r) ranks[std::get<1>(order[r])][std::get<2>(order[r])].rank = static_cast<int64_t>(r);
+  std::vector<uint64_t> sequences;
+  for (const auto& w : order) sequences.push_back(std::get<0>(w));
+  for (const auto& [conn, requests] : cap.connections)
+    for (size_t i = 0; i < requests.size(); ++i)
+      ranks[conn][i].writes_before = static_cast<size_t>(
+          std::lower_bound(sequences.begin(), sequences.end(), requests[i].sequence) - sequences.begin());
+  writes = order.size();
+  return ranks;
+}
+
+int runUpstream(const Capture& cap, const std::string& uriText, double speed, bool timing, bool globalOrder,
+                bool json) {
   if (cap.mode != shadow::CaptureMode::Full)
     return failWith("a redacted capture has no values and cannot be replayed against an upstream "
                     "(capture with capture.mode: full, or use --evaluate)");
@@ -349,12 +457,20 @@ int runUpstream(const Capture& cap, const std::string& uriText, double speed, bo
     std::fprintf(stderr, "shardscope replay: warning: the capture lost %llu record(s) while recording\n",
                  static_cast<unsigned long long>(cap.dropped));
   Totals totals;
+  size_t writes = 0;
+  const auto ranks = rankWrites(cap, writes);
+  shadow::WriteGate gate(writes);
+  SharedCursors cursors(cap);
   const auto start = Clock::now();
   std::vector<std::thread> threads;
+  std::vector<int> sockets(cap.connections.size(), -1);
   for (const auto& [conn, requests] : cap.connections)
-    threads.emplace_back(replayConnection, std::cref(requests), host, port, start, cap.first_ns, speed, timing,
-                         std::ref(totals));
+    threads.emplace_back(replayConnection, std::cref(requests), std::cref(ranks.at(conn)), globalOrder ? &gate : nullptr,
+                         std::ref(cursors), host, port, start, cap.first_ns, speed, timing, std::ref(totals),
+                         std::ref(sockets[threads.size()]));
   for (auto& t : threads) t.join();
+  for (int fd : sockets)
+    if (fd >= 0) ::close(fd);
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   char line[512];
   std::snprintf(line, sizeof line,
@@ -377,6 +493,7 @@ struct ReplayArgs {
   std::string file, upstream, routingFile;
   double speed = 1.0;
   bool noTiming = false, evaluate = false, json = false, validateOnly = false;
+  std::string order = "global";
   uint32_t shards = 0;
   std::vector<std::string> candidateSpecs;
 };
@@ -387,6 +504,7 @@ int runReplay(const CLI::App& cmd, const ReplayArgs& a) {
   const std::string& routingFile = a.routingFile;
   const double speed = a.speed;
   const bool timing = !a.noTiming, evaluate = a.evaluate, json = a.json, validateOnly = a.validateOnly;
+  const bool globalOrder = a.order == "global";
   const uint32_t shards = a.shards;
   std::vector<std::pair<std::string, std::string>> candidates;
   for (const auto& v : a.candidateSpecs) {
@@ -399,14 +517,14 @@ int runReplay(const CLI::App& cmd, const ReplayArgs& a) {
   if (!loadCapture(file, cap, error)) return failWith("refusing to replay: " + error, 3);
   if (validateOnly) {
     size_t requests = cap.order.size();
-    std::printf("{\"mode\": \"%s\", \"segments\": %u, \"records\": %llu, \"requests\": %zu, \"connections\": %zu, "
+    std::printf("{\"version\": %u, \"mode\": \"%s\", \"segments\": %u, \"records\": %llu, \"requests\": %zu, \"connections\": %zu, "
                 "\"dropped\": %llu}\n",
-                shadow::captureModeName(cap.mode), cap.segments, static_cast<unsigned long long>(cap.records), requests,
+                static_cast<unsigned>(cap.version), shadow::captureModeName(cap.mode), cap.segments, static_cast<unsigned long long>(cap.records), requests,
                 cap.connections.size(), static_cast<unsigned long long>(cap.dropped));
     return 0;
   }
   if (evaluate) return runEvaluate(cap, json, routingFile, shards, candidates);
-  return runUpstream(cap, upstream, speed, timing, json);
+  return runUpstream(cap, upstream, speed, timing, globalOrder, json);
 }
 
 Command addReplayCommand(CLI::App& root) {
@@ -417,6 +535,10 @@ Command addReplayCommand(CLI::App& root) {
       ->type_name("URI");
   cmd->add_option("--speed", a->speed, "timing factor (2 = twice as fast)")->type_name("X")->check(decimalNumber(1e-3, 1e6));
   cmd->add_flag("--no-timing", a->noTiming, "send as fast as replies allow");
+  cmd->add_option("--order", a->order,
+                  "global (default): a write waits until every write captured before it, on any connection, is "
+                  "acknowledged; connection: order kept within each connection only")
+      ->check(CLI::IsMember({"global", "connection"}));
   cmd->add_flag("--evaluate", a->evaluate, "feed the requests to the shard-key evaluation; works on redacted captures");
   cmd->add_flag("--validate", a->validateOnly, "only check the file(s) and print a summary");
   cmd->add_flag("--json", a->json, "print JSON");

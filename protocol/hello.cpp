@@ -50,6 +50,11 @@ void copyReplacing(const bson_t* doc, std::span<const Compressor> compressors, b
 
 bool isHelloCommand(std::string_view name) { return name == "hello" || name == "isMaster" || name == "ismaster"; }
 
+bool offersCompression(const bson_t* doc) {
+  bson_iter_t it;
+  return bson_iter_init_find(&it, doc, "compression");
+}
+
 std::vector<Compressor> readCompressionList(const bson_t* doc) {
   std::vector<Compressor> out;
   bson_iter_t it, child;

@@ -13,6 +13,9 @@ namespace shardscope::protocol {
 
 bool isHelloCommand(std::string_view name);  // hello, isMaster, ismaster
 
+// True when the document carries a `compression` field (an offer to negotiate).
+bool offersCompression(const bson_t* doc);
+
 // The compressors listed in the document's `compression` array, in order; unknown names skipped.
 std::vector<Compressor> readCompressionList(const bson_t* doc);
 

@@ -101,6 +101,7 @@ bool CaptureWriter::openSegment(std::string& error) {
     return false;
   }
   segment_bytes_ = bytes.size();
+  header_bytes_ = bytes.size();
   total_bytes_ += bytes.size();
   std::lock_guard lock(mutex_);
   ++counters_.segments;
@@ -132,6 +133,7 @@ void CaptureWriter::onRequest(uint64_t connectionId, int32_t requestId, const pr
   r.type = shadow::RecordType::Request;
   r.connection_id = connectionId;
   r.time_ns = nowNs();
+  r.sequence = next_sequence_.fetch_add(1, std::memory_order_relaxed);
   r.request_id = requestId;
   std::vector<uint8_t> out;
   if (options_.mode == shadow::CaptureMode::Full) {
@@ -166,6 +168,7 @@ void CaptureWriter::onReply(uint64_t connectionId, int32_t responseTo, std::span
   r.type = shadow::RecordType::Reply;
   r.connection_id = connectionId;
   r.time_ns = nowNs();
+  r.sequence = next_sequence_.fetch_add(1, std::memory_order_relaxed);
   r.request_id = protocol::readHeader(plainReply.data()).requestId;
   r.response_to = responseTo;
   r.extra = latencyNs;
@@ -201,6 +204,7 @@ void CaptureWriter::onConnectionOpen(uint64_t connectionId) {
   r.type = shadow::RecordType::ConnectionOpen;
   r.connection_id = connectionId;
   r.time_ns = nowNs();
+  r.sequence = next_sequence_.fetch_add(1, std::memory_order_relaxed);
   std::vector<uint8_t> out;
   shadow::encodeRecord(r, out);
   enqueue(std::move(out));
@@ -211,6 +215,7 @@ void CaptureWriter::onConnectionClose(uint64_t connectionId) {
   r.type = shadow::RecordType::ConnectionClose;
   r.connection_id = connectionId;
   r.time_ns = nowNs();
+  r.sequence = next_sequence_.fetch_add(1, std::memory_order_relaxed);
   std::vector<uint8_t> out;
   shadow::encodeRecord(r, out);
   enqueue(std::move(out));
@@ -222,15 +227,17 @@ void CaptureWriter::writeRecord(const std::vector<uint8_t>& record) {
     ++counters_.dropped_limit;
     return;
   }
-  if (options_.max_bytes && total_bytes_ + record.size() > options_.max_bytes) {
+  const bool rotate = options_.rotate_bytes && segment_bytes_ + record.size() > options_.rotate_bytes &&
+                      segment_bytes_ > shadow::kFileHeaderFixedSize + 256;
+  // A new segment's header counts toward the limit too.
+  if (options_.max_bytes && total_bytes_ + record.size() + (rotate ? header_bytes_ : 0) > options_.max_bytes) {
     full_ = true;
     spdlog::warn("capture: size limit of {} bytes reached, capture stopped ({})", options_.max_bytes, options_.file);
     std::lock_guard lock(mutex_);
     ++counters_.dropped_limit;
     return;
   }
-  if (options_.rotate_bytes && segment_bytes_ + record.size() > options_.rotate_bytes &&
-      segment_bytes_ > shadow::kFileHeaderFixedSize + 256) {
+  if (rotate) {
     std::string error;
     ++segment_;
     if (!openSegment(error)) {
@@ -273,6 +280,7 @@ void CaptureWriter::run() {
       shadow::Record r;
       r.type = shadow::RecordType::Dropped;
       r.time_ns = nowNs();
+      r.sequence = next_sequence_.fetch_add(1, std::memory_order_relaxed);
       r.extra = dropped;
       std::vector<uint8_t> out;
       shadow::encodeRecord(r, out);

@@ -82,8 +82,10 @@ class CaptureWriter {
   FILE* file_ = nullptr;
   uint32_t segment_ = 0;
   uint64_t segment_bytes_ = 0;
+  uint64_t header_bytes_ = 0;  // a segment's file header
   uint64_t total_bytes_ = 0;
   std::atomic<bool> full_{false};
+  std::atomic<uint64_t> next_sequence_{0};  // every record's global order (docs/capture-format.md)
   Counters counters_;
 };
 

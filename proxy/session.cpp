@@ -4,6 +4,7 @@
 
 #include "protocol/compression.h"
 #include "protocol/hello.h"
+#include "protocol/request_rules.h"
 #include "routing/targeting.h"
 
 namespace shardscope::proxy {
@@ -319,36 +320,69 @@ std::span<const uint8_t> Session::onRequest(std::span<uint8_t> frame) {
   std::span<uint8_t> message = frame;
   std::optional<Compressor> clientCompressor;
   if (protocol::readHeader(frame.data()).opCode == static_cast<int32_t>(OpCode::Compressed)) {
+    // Only a compressor this client negotiated (so one compression.client lists) is accepted,
+    // checked before anything is inflated; mongod closes the connection the same way.
+    if (auto id = protocol::compressorIdOf(frame); id && !protocol::isNegotiatedCompressor(*id, client_offer_))
+      throw ProtocolError("OP_COMPRESSED with compressor id " + std::to_string(*id) +
+                          ", which was not negotiated on this connection");
     Compressor used;
     auto r = protocol::decompressMessage(frame, ctx_.config.max_message_size, request_plain_, &used);
     if (!r.ok()) throw ProtocolError(std::string(r.error));
     clientCompressor = used;
     message = request_plain_;
   }
-  switch (static_cast<OpCode>(protocol::readHeader(message.data()).opCode)) {
+  const auto header = protocol::readHeader(message.data());
+  switch (static_cast<OpCode>(header.opCode)) {
     case OpCode::Msg: return onOpMsgRequest(message, clientCompressor);
     case OpCode::Query: return onQueryRequest(message);
-    default:
-      // Legacy write/read opcodes (removed in 6.0): forwarded as they are, counted as unparsed.
-      stats_->onUnparsed(static_cast<uint32_t>(frame.size()));
-      return toUpstream(message, false, request_wire_);
+    default: {
+      // Legacy opcodes (removed in 6.0) never go upstream: done as a 6.0+ mongos does them.
+      auto rule = protocol::legacyOpcodeRule(header.opCode);
+      if (!rule.answer) throw ProtocolError(std::string(protocol::opCodeName(header.opCode)) + ": " + std::string(rule.reason));
+      protocol::encodeOpReplyQueryFailure(rule.error, next_proxy_request_id_--, header.requestId, request_rewritten_);
+      return answerClient(request_rewritten_, std::nullopt, rule.error);
+    }
   }
+}
+
+std::span<const uint8_t> Session::answerClient(std::span<const uint8_t> reply, std::optional<Compressor> compressor,
+                                               const protocol::ServerError& error) {
+  // Counted with the decode errors: a client message that is not a valid command.
+  stats_->onDecodeError();
+  spdlog::debug("conn={} answered the client itself: code {} ({})", id_, error.code, error.codeName);
+  if (compressor) protocol::compressMessage(reply, *compressor, fault_reply_);
+  else fault_reply_.assign(reply.begin(), reply.end());
+  return {};
 }
 
 std::span<const uint8_t> Session::onOpMsgRequest(std::span<uint8_t> message, std::optional<Compressor> clientCompressor) {
   auto r = protocol::decodeOpMsg(message, msg_);
   if (!r.ok()) throw ProtocolError(std::string(r.error));
   r = protocol::buildCommandView(msg_, view_);
-  if (!r.ok()) throw ProtocolError(std::string(r.error));
+  if (!r.ok()) {
+    // An empty command, no $db or a non-string one: mongod answers an error and keeps the connection.
+    auto error = protocol::commandDocumentError(msg_.body);
+    if (!error) throw ProtocolError(std::string(r.error));
+    if (msg_.moreToCome()) {  // fire-and-forget: the server answers nothing
+      stats_->onDecodeError();
+      return {};
+    }
+    protocol::encodeOpMsgError(*error, next_proxy_request_id_--, msg_.header.requestId, request_rewritten_);
+    return answerClient(request_rewritten_, clientCompressor, *error);
+  }
 
   std::span<const uint8_t> out = message;
   const protocol::CommandView* routed = &view_;
-  const bool firstHello = protocol::isHelloCommand(view_.name) && !handshake_seen_;
-  if (firstHello) {
+  const bool hello = protocol::isHelloCommand(view_.name);
+  const bool firstHello = hello && !handshake_seen_;
+  // A later hello offering compression again gets what the first one negotiated, never more.
+  const bool negotiates = firstHello || (hello && protocol::offersCompression(&view_.body));
+  if (negotiates) {
     // The proxy negotiates compression on each hop itself: the client's offer is answered from
     // our client-side list, and upstream is offered our upstream-side list.
+    if (firstHello)
+      client_offer_ = protocol::intersectCompressors(protocol::readCompressionList(&view_.body), ctx_.client_compressors);
     handshake_seen_ = true;
-    client_offer_ = protocol::intersectCompressors(protocol::readCompressionList(&view_.body), ctx_.client_compressors);
     bson_t rewritten = BSON_INITIALIZER;
     protocol::replaceCompressionList(&view_.body, ctx_.upstream_compressors, &rewritten);
     protocol::encodeOpMsg(msg_.header, msg_.flags, bytesOf(rewritten), msg_.sequences, request_rewritten_);
@@ -364,7 +398,7 @@ std::span<const uint8_t> Session::onOpMsgRequest(std::span<uint8_t> message, std
   }
   plain_request_ = message;
   registerRequest(view_, *routed, msg_.header.requestId, static_cast<uint32_t>(message.size()), clientCompressor,
-                  firstHello);
+                  negotiates);
   return toUpstream(out, protocol::isNeverCompressed(view_.name), request_wire_);
 }
 
@@ -372,15 +406,23 @@ std::span<const uint8_t> Session::onQueryRequest(std::span<uint8_t> message) {
   protocol::OpQuery query;
   auto r = protocol::decodeOpQuery(message, query);
   if (!r.ok()) throw ProtocolError(std::string(r.error));
-  if (!protocol::buildCommandViewFromQuery(query.fullCollectionName, query.query, view_).ok()) {
-    stats_->onUnparsed(static_cast<uint32_t>(message.size()));
-    return toUpstream(message, false, request_wire_);
+  // OP_QUERY serves the handshake only (hello / isMaster on <db>.$cmd), as on a 6.0+ server.
+  if (!protocol::buildCommandViewFromQuery(query.fullCollectionName, query.query, view_).ok() ||
+      !protocol::isHandshakeOpQuery(view_.name)) {
+    const auto dot = query.fullCollectionName.find('.');
+    const bool command = dot != std::string_view::npos && query.fullCollectionName.substr(dot + 1) == "$cmd";
+    auto error = command ? protocol::unsupportedOpQueryCommandError(view_.name) : protocol::opQueryNotACommandError();
+    if (command) protocol::encodeOpReplyCommandError(error, next_proxy_request_id_--, query.header.requestId, request_rewritten_);
+    else protocol::encodeOpReplyQueryFailure(error, next_proxy_request_id_--, query.header.requestId, request_rewritten_);
+    return answerClient(request_rewritten_, std::nullopt, error);
   }
   std::span<const uint8_t> out = message;
-  const bool firstHello = protocol::isHelloCommand(view_.name) && !handshake_seen_;
-  if (firstHello) {
+  const bool firstHello = !handshake_seen_;
+  const bool negotiates = firstHello || protocol::offersCompression(&view_.body);
+  if (negotiates) {
+    if (firstHello)
+      client_offer_ = protocol::intersectCompressors(protocol::readCompressionList(&view_.body), ctx_.client_compressors);
     handshake_seen_ = true;
-    client_offer_ = protocol::intersectCompressors(protocol::readCompressionList(&view_.body), ctx_.client_compressors);
     bson_t original, rewritten = BSON_INITIALIZER;
     bson_init_static(&original, query.query.data(), query.query.size());
     protocol::replaceCompressionList(&original, ctx_.upstream_compressors, &rewritten);
@@ -390,7 +432,7 @@ std::span<const uint8_t> Session::onQueryRequest(std::span<uint8_t> message) {
     out = request_rewritten_;
   }
   plain_request_ = message;
-  registerRequest(view_, view_, query.header.requestId, static_cast<uint32_t>(message.size()), std::nullopt, firstHello);
+  registerRequest(view_, view_, query.header.requestId, static_cast<uint32_t>(message.size()), std::nullopt, negotiates);
   return toUpstream(out, true, request_wire_);
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "protocol/command_view.h"
+#include "protocol/error_reply.h"
 #include "protocol/op_msg.h"
 #include "protocol/op_query.h"
 #include "proxy/asio.h"
@@ -57,6 +58,9 @@ class Session : public std::enable_shared_from_this<Session> {
   std::span<const uint8_t> onRequest(std::span<uint8_t> frame);
   std::span<const uint8_t> onOpMsgRequest(std::span<uint8_t> message, std::optional<protocol::Compressor> clientCompressor);
   std::span<const uint8_t> onQueryRequest(std::span<uint8_t> message);
+  // The proxy answers the client itself, as mongod would (`reply` is plain); nothing goes upstream.
+  std::span<const uint8_t> answerClient(std::span<const uint8_t> reply, std::optional<protocol::Compressor> compressor,
+                                        const protocol::ServerError& error);
   std::span<const uint8_t> toClient(std::span<const uint8_t> message, const PendingOp* op);
   std::span<const uint8_t> rewriteHelloReply(std::span<const uint8_t> message, const bson_t* body);
   std::span<const uint8_t> toUpstream(std::span<const uint8_t> message, bool neverCompress, std::vector<uint8_t>& scratch);

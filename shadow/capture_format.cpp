@@ -54,7 +54,7 @@ void encodeFileHeader(const FileHeader& h, std::vector<uint8_t>& out) {
   put32(out, protocol::crc32c({out.data() + start, out.size() - start}));
 }
 
-void encodeRecord(const Record& r, std::vector<uint8_t>& out) {
+void encodeRecord(const Record& r, std::vector<uint8_t>& out, uint16_t version) {
   const size_t start = out.size();
   put32(out, static_cast<uint32_t>(r.payload.size()));
   out.push_back(static_cast<uint8_t>(r.type));
@@ -65,6 +65,7 @@ void encodeRecord(const Record& r, std::vector<uint8_t>& out) {
   put32(out, static_cast<uint32_t>(r.request_id));
   put32(out, static_cast<uint32_t>(r.response_to));
   put64(out, r.extra);
+  if (version >= 2) put64(out, r.sequence);
   out.insert(out.end(), r.payload.begin(), r.payload.end());
   put32(out, protocol::crc32c({out.data() + start, out.size() - start}));
 }
@@ -92,11 +93,12 @@ CaptureReader::Status CaptureReader::readHeader(FileHeader& h, std::string& erro
   }
   const uint8_t* p = buffer_.data();
   h.version = get16(p + 8);
-  if (h.version != kCaptureVersion) {
-    error = "unsupported capture version " + std::to_string(h.version) + " (this build reads " +
-            std::to_string(kCaptureVersion) + ")" + at(8);
+  if (h.version < kOldestReadableVersion || h.version > kCaptureVersion) {
+    error = "unsupported capture version " + std::to_string(h.version) + " (this build reads versions " +
+            std::to_string(kOldestReadableVersion) + " to " + std::to_string(kCaptureVersion) + ")" + at(8);
     return Status::Corrupt;
   }
+  version_ = h.version;
   if (p[10] > 1) {
     error = "unknown capture mode " + std::to_string(p[10]) + at(10);
     return Status::Corrupt;
@@ -127,11 +129,12 @@ CaptureReader::Status CaptureReader::readHeader(FileHeader& h, std::string& erro
 }
 
 CaptureReader::Status CaptureReader::next(Record& r, std::string& error) {
-  buffer_.resize(kRecordHeaderSize);
-  size_t got = readUpTo(buffer_.data(), kRecordHeaderSize);
+  const size_t headerSize = recordHeaderSize(version_);
+  buffer_.resize(headerSize);
+  size_t got = readUpTo(buffer_.data(), headerSize);
   if (got == 0) return Status::End;
-  if (got < kRecordHeaderSize) {
-    error = "truncated record header (" + std::to_string(got) + " of " + std::to_string(kRecordHeaderSize) +
+  if (got < headerSize) {
+    error = "truncated record header (" + std::to_string(got) + " of " + std::to_string(headerSize) +
             " bytes)" + at(offset_);
     return Status::Corrupt;
   }
@@ -146,15 +149,15 @@ CaptureReader::Status CaptureReader::next(Record& r, std::string& error) {
     error = "record payload length " + std::to_string(len) + " exceeds the limit" + at(offset_);
     return Status::Corrupt;
   }
-  buffer_.resize(kRecordHeaderSize + len + kRecordTrailerSize);
-  got = readUpTo(buffer_.data() + kRecordHeaderSize, len + kRecordTrailerSize);
+  buffer_.resize(headerSize + len + kRecordTrailerSize);
+  got = readUpTo(buffer_.data() + headerSize, len + kRecordTrailerSize);
   if (got < len + kRecordTrailerSize) {
-    error = "truncated record (" + std::to_string(kRecordHeaderSize + got) + " of " +
-            std::to_string(encodedRecordSize(len)) + " bytes)" + at(offset_);
+    error = "truncated record (" + std::to_string(headerSize + got) + " of " +
+            std::to_string(encodedRecordSize(len, version_)) + " bytes)" + at(offset_);
     return Status::Corrupt;
   }
   p = buffer_.data();
-  const size_t crcAt = kRecordHeaderSize + len;
+  const size_t crcAt = headerSize + len;
   if (protocol::crc32c({p, crcAt}) != get32(p + crcAt)) {
     error = "record checksum mismatch" + at(offset_);
     return Status::Corrupt;
@@ -166,13 +169,15 @@ CaptureReader::Status CaptureReader::next(Record& r, std::string& error) {
   r.request_id = static_cast<int32_t>(get32(p + 24));
   r.response_to = static_cast<int32_t>(get32(p + 28));
   r.extra = get64(p + 32);
-  r.payload = {p + kRecordHeaderSize, len};
+  r.sequence = version_ >= 2 ? get64(p + 40) : records_;
+  r.payload = {p + headerSize, len};
   if ((r.flags & kPayloadWireMessage) &&
-      (len < protocol::kHeaderSize || static_cast<uint32_t>(protocol::loadInt32(p + kRecordHeaderSize)) != len)) {
+      (len < protocol::kHeaderSize || static_cast<uint32_t>(protocol::loadInt32(p + headerSize)) != len)) {
     error = "record payload is not one whole wire message" + at(offset_);
     return Status::Corrupt;
   }
   offset_ += crcAt + kRecordTrailerSize;
+  ++records_;
   return Status::Ok;
 }
 

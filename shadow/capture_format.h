@@ -11,9 +11,15 @@
 namespace shardscope::shadow {
 
 constexpr uint8_t kCaptureMagic[8] = {0x89, 'S', 'S', 'C', 'A', 'P', '\r', '\n'};
-constexpr uint16_t kCaptureVersion = 1;
+// Version 2 added the global sequence number to every record (replay keeps the order of writes
+// across connections with it). Version 1 files are still read: their sequence is the record's
+// position in the capture, which is the order the writer received them.
+constexpr uint16_t kCaptureVersion = 2;
+constexpr uint16_t kOldestReadableVersion = 1;
 constexpr size_t kFileHeaderFixedSize = 40;   // magic .. metadata length, before metadata and CRC
-constexpr size_t kRecordHeaderSize = 40;      // length .. extra, before the payload
+constexpr size_t kRecordHeaderSizeV1 = 40;    // length .. extra, before the payload
+constexpr size_t kRecordHeaderSize = 48;      // version 2: length .. extra, sequence
+inline size_t recordHeaderSize(uint16_t version) { return version == 1 ? kRecordHeaderSizeV1 : kRecordHeaderSize; }
 constexpr size_t kRecordTrailerSize = 4;      // CRC-32C of header + payload
 constexpr uint32_t kMaxRecordPayload = 64u << 20;
 constexpr uint32_t kMaxMetadata = 1u << 20;
@@ -52,12 +58,16 @@ struct Record {
   int32_t response_to = 0;
   uint64_t extra = 0;          // Reply: latency ns; Dropped: records lost
   std::span<const uint8_t> payload;
+  uint64_t sequence = 0;       // global order across all connections (requests: the order they went upstream)
 };
 
 // Append the encoded form to `out`.
 void encodeFileHeader(const FileHeader& header, std::vector<uint8_t>& out);
-void encodeRecord(const Record& record, std::vector<uint8_t>& out);
-inline size_t encodedRecordSize(size_t payload) { return kRecordHeaderSize + payload + kRecordTrailerSize; }
+// `version` 1 only for tests of old captures.
+void encodeRecord(const Record& record, std::vector<uint8_t>& out, uint16_t version = kCaptureVersion);
+inline size_t encodedRecordSize(size_t payload, uint16_t version = kCaptureVersion) {
+  return recordHeaderSize(version) + payload + kRecordTrailerSize;
+}
 
 // Reads a capture segment sequentially from a FILE*. Never throws; every error names the byte
 // offset where the file stops being valid. Records (and their payload views) are valid until the
@@ -76,7 +86,9 @@ class CaptureReader {
   size_t readUpTo(uint8_t* into, size_t n);
 
   FILE* file_;
+  uint16_t version_ = kCaptureVersion;
   uint64_t offset_ = 0;
+  uint64_t records_ = 0;  // read so far: a version 1 record's sequence
   std::vector<uint8_t> buffer_;
 };
 

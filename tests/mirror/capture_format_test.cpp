@@ -138,11 +138,69 @@ TEST(CaptureFormat, BadMagicVersionAndHeaderChecksum) {
   auto b = bytes;
   b[8] = 9;
   EXPECT_NE(firstError(b).find("unsupported capture version 9"), std::string::npos);
+  b[8] = 3;  // a version newer than this build: refused clearly, not misread
+  EXPECT_NE(firstError(b).find("unsupported capture version 3"), std::string::npos);
+  b[8] = 0;
+  EXPECT_NE(firstError(b).find("unsupported capture version 0"), std::string::npos);
   auto c = bytes;
   c[45] ^= 1;  // metadata
   EXPECT_NE(firstError(c).find("file header checksum"), std::string::npos);
   std::vector<uint8_t> d(bytes.begin(), bytes.begin() + 20);
   EXPECT_NE(firstError(d).find("truncated file header"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace shardscope::shadow
+
+namespace shardscope::shadow {
+namespace {
+
+// Captures written before the sequence number existed (version 1) stay readable: their records'
+// order in the file is their sequence.
+TEST(CaptureFormat, Version1CapturesAreStillRead) {
+  std::vector<uint8_t> out;
+  FileHeader h;
+  h.version = 1;
+  h.mode = CaptureMode::Full;
+  encodeFileHeader(h, out);
+  auto msg = testing::opMsg(R"({"insert": "c", "documents": [], "$db": "d"})", {}, 0, 7);
+  for (uint64_t conn : {3u, 4u, 3u}) {
+    Record req{RecordType::Request, kPayloadWireMessage, conn, 20, 7, 0, 0, msg};
+    req.sequence = 999;  // not written in version 1
+    encodeRecord(req, out, 1);
+  }
+  EXPECT_EQ(out.size(), kFileHeaderFixedSize + h.metadata.size() + 4 + 3 * encodedRecordSize(msg.size(), 1));
+  MemFile m(out);
+  CaptureReader reader(m.f);
+  FileHeader got;
+  std::string error;
+  ASSERT_EQ(reader.readHeader(got, error), CaptureReader::Status::Ok) << error;
+  EXPECT_EQ(got.version, 1);
+  Record r;
+  for (uint64_t i = 0; i < 3; ++i) {
+    ASSERT_EQ(reader.next(r, error), CaptureReader::Status::Ok) << error;
+    EXPECT_EQ(r.sequence, i);
+    EXPECT_EQ(protocol::readHeader(r.payload.data()).requestId, 7);
+  }
+  EXPECT_EQ(reader.next(r, error), CaptureReader::Status::End);
+}
+
+TEST(CaptureFormat, Version2CarriesTheSequence) {
+  std::vector<uint8_t> out;
+  FileHeader h;
+  encodeFileHeader(h, out);
+  Record a{RecordType::ConnectionOpen, 0, 1, 5, 0, 0, 0, {}};
+  a.sequence = 41;
+  encodeRecord(a, out);
+  MemFile m(out);
+  CaptureReader reader(m.f);
+  FileHeader got;
+  std::string error;
+  ASSERT_EQ(reader.readHeader(got, error), CaptureReader::Status::Ok) << error;
+  EXPECT_EQ(got.version, 2);
+  Record r;
+  ASSERT_EQ(reader.next(r, error), CaptureReader::Status::Ok) << error;
+  EXPECT_EQ(r.sequence, 41u);
 }
 
 }  // namespace
