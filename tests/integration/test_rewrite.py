@@ -307,6 +307,11 @@ def test_an_order_seen_with_two_customers_is_never_rewritten(ferretdb, proxy):
     page = rewrite_page(p)
     assert page["applied"] == 0
     assert page["mapping"]["ambiguous"] == 1 and page["mapping"]["corrected"] == 1
+    # Until explicitly reset (after the data was fixed).
+    request = urllib.request.Request(p.admin_url + "/rewrite/reset", method="POST")
+    with urllib.request.urlopen(request, timeout=10) as r:
+        assert json.load(r) == {"reset": True}
+    assert rewrite_page(p)["mapping"]["ambiguous"] == 0
 
 
 def test_pipelines_that_can_hide_a_miss_or_write_are_not_rewritten(wire_peer, proxy, workdir):
