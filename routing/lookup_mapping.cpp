@@ -1,7 +1,11 @@
 #include "routing/lookup_mapping.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cctype>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -9,6 +13,50 @@
 #include "routing/command_fields.h"
 
 namespace shardscope::routing {
+
+namespace {
+
+// A decimal number as sign, coefficient digits without leading or trailing zeros, and exponent.
+struct Normalized {
+  bool negative = false;
+  std::string digits;  // empty for zero
+  int64_t exponent = 0;
+  bool operator==(const Normalized&) const = default;
+};
+
+bool normalize(std::string_view s, Normalized& out) {
+  out = {};
+  size_t i = 0;
+  if (i < s.size() && (s[i] == '-' || s[i] == '+')) out.negative = s[i++] == '-';
+  int64_t fraction = 0;
+  bool dot = false, any = false;
+  for (; i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.'); ++i) {
+    if (s[i] == '.') {
+      dot = true;
+      continue;
+    }
+    any = true;
+    out.digits.push_back(s[i]);
+    if (dot) ++fraction;
+  }
+  if (!any) return false;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    auto [p, ec] = std::from_chars(s.data() + i + 1 + (i + 1 < s.size() && s[i + 1] == '+'), s.data() + s.size(), out.exponent);
+    if (ec != std::errc() || p != s.data() + s.size()) return false;
+  } else if (i != s.size()) {
+    return false;
+  }
+  out.exponent -= fraction;
+  out.digits.erase(0, std::min(out.digits.find_first_not_of('0'), out.digits.size()));
+  while (!out.digits.empty() && out.digits.back() == '0') {
+    out.digits.pop_back();
+    ++out.exponent;
+  }
+  if (out.digits.empty()) out = {};  // -0 == 0
+  return true;
+}
+
+}  // namespace
 
 std::string canonicalValueKey(const bson_iter_t& value) {
   std::string key;
@@ -30,6 +78,45 @@ std::string canonicalValueKey(const bson_iter_t& value) {
       if (std::isnan(d)) return {};
       bool integral = d == std::trunc(d) && std::fabs(d) < 9.2e18;
       appendNumber(d, integral ? static_cast<int64_t>(d) : 0, integral);
+      break;
+    }
+    case BSON_TYPE_DECIMAL128: {
+      // MongoDB compares decimals with the other numbers by value: NumberDecimal("5") is the
+      // orderId 5, and NumberDecimal("0.5") equals the double 0.5 (but "0.1" no double).
+      bson_decimal128_t dec;
+      char text[BSON_DECIMAL128_STRING];
+      bson_iter_decimal128(&value, &dec);
+      bson_decimal128_to_string(&dec, text);
+      std::string_view str(text);
+      if (str.find("NaN") != std::string_view::npos) return {};
+      if (str.find("Inf") != std::string_view::npos) {
+        appendNumber(str[0] == '-' ? -HUGE_VAL : HUGE_VAL, 0, false);
+        break;
+      }
+      Normalized n;
+      if (!normalize(str, n)) return {};
+      if (n.digits.empty()) {
+        appendNumber(0, 0, true);
+        break;
+      }
+      if (n.exponent >= 0 && static_cast<int64_t>(n.digits.size()) + n.exponent <= 18) {
+        int64_t v = 0;
+        for (char c : n.digits) v = v * 10 + (c - '0');
+        for (int64_t e = 0; e < n.exponent; ++e) v *= 10;
+        appendNumber(0, n.negative ? -v : v, true);
+        break;
+      }
+      // Equal to a double only when the double's exact expansion has the same digits.
+      double d = std::strtod(std::string(str).c_str(), nullptr);
+      char exact[64];
+      std::snprintf(exact, sizeof exact, "%.40e", d);
+      Normalized asDouble;
+      if (std::isfinite(d) && normalize(exact, asDouble) && asDouble == n) {
+        bool integral = d == std::trunc(d) && std::fabs(d) < 9.2e18;
+        appendNumber(d, integral ? static_cast<int64_t>(d) : 0, integral);
+        break;
+      }
+      key = std::string("D") + (n.negative ? "-" : "+") + n.digits + "e" + std::to_string(n.exponent);
       break;
     }
     case BSON_TYPE_UTF8: {
@@ -61,7 +148,7 @@ std::string canonicalValueKey(const bson_iter_t& value) {
       break;
     }
     default:
-      return {};  // decimal, documents, arrays, regexes...: not mapped (rare as order ids)
+      return {};  // documents, arrays, regexes...: not mapped (equality on them is not one value)
   }
   return key;
 }

@@ -31,9 +31,9 @@ struct MappingCounters {
 };
 
 // Canonical key of a BSON value for equality: numbers that compare equal give the same key
-// (5, 5L and 5.0 are one orderId to MongoDB). Empty for values that cannot be mapped (null,
-// arrays, documents, regexes, MinKey/MaxKey, undefined, decimals): equality on those matches
-// more than one stored value (null also matches a missing field).
+// (5, 5L, 5.0 and NumberDecimal("5") are one orderId to MongoDB). Empty for values that cannot be
+// mapped (null, NaN, arrays, documents, regexes, MinKey/MaxKey, undefined): equality on those
+// matches more than one stored value (null also matches a missing field).
 std::string canonicalValueKey(const bson_iter_t& value);
 
 class MappingStore {

@@ -128,6 +128,29 @@ TEST_F(LookupRewriteTest, NumbersThatCompareEqualShareAMapping) {
   index_.learnFromDocument(d.get());
   EXPECT_EQ(plan(R"({"find": "orders", "filter": {"orderId": {"$numberLong": "5"}}, "$db": "shop"})").kind, RewriteKind::Read);
   EXPECT_EQ(plan(R"({"find": "orders", "filter": {"orderId": 5.0}, "$db": "shop"})").kind, RewriteKind::Read);
+  EXPECT_EQ(plan(R"({"find": "orders", "filter": {"orderId": {"$numberDecimal": "5.000"}}, "$db": "shop"})").kind, RewriteKind::Read);
+  // So a decimal document with the same value and another customer is a contradiction.
+  Doc decimal(R"({"orderId": {"$numberDecimal": "5E0"}, "customerId": "C6"})");
+  index_.learnFromDocument(decimal.get());
+  EXPECT_EQ(plan(R"({"find": "orders", "filter": {"orderId": 5}, "$db": "shop"})").kind, RewriteKind::None);
+}
+
+TEST(CanonicalValueKey, DecimalsEqualTheNumbersMongoDBCallsEqual) {
+  auto key = [](const char* json) {
+    Doc d(std::string(R"({"v": )") + json + "}");
+    bson_iter_t it;
+    EXPECT_TRUE(bson_iter_init_find(&it, d.get(), "v"));
+    return canonicalValueKey(it);
+  };
+  EXPECT_EQ(key(R"({"$numberDecimal": "5"})"), key("5"));
+  EXPECT_EQ(key(R"({"$numberDecimal": "50E-1"})"), key(R"({"$numberLong": "5"})"));
+  EXPECT_EQ(key(R"({"$numberDecimal": "-0.0"})"), key("0"));
+  EXPECT_EQ(key(R"({"$numberDecimal": "0.5"})"), key("0.5"));
+  EXPECT_NE(key(R"({"$numberDecimal": "0.1"})"), key("0.1"));  // the double 0.1 is not exactly 0.1
+  EXPECT_EQ(key(R"({"$numberDecimal": "0.10"})"), key(R"({"$numberDecimal": "0.1"})"));
+  EXPECT_EQ(key(R"({"$numberDecimal": "1E+30"})"), key(R"({"$numberDecimal": "1000000000000000000000000000000"})"));
+  EXPECT_EQ(key(R"({"$numberDecimal": "NaN"})"), "");
+  EXPECT_EQ(key("null"), "");
 }
 
 TEST_F(LookupRewriteTest, GuardDecidesFallbacks) {
