@@ -98,6 +98,11 @@ void appendRewriteMetrics(const ProxyContext& ctx, std::string& out) {
   for (const auto& index : indexes)
     out += "shardscope_rewrite_mappings{ns=\"" + index->rule().ns + "\"} " +
            std::to_string(index->store().counters().size) + "\n";
+  out += "# HELP shardscope_rewrite_ambiguous Lookup values seen with two different added values (never rewritten).\n"
+         "# TYPE shardscope_rewrite_ambiguous gauge\n";
+  for (const auto& index : indexes)
+    out += "shardscope_rewrite_ambiguous{ns=\"" + index->rule().ns + "\"} " +
+           std::to_string(index->store().counters().ambiguous) + "\n";
 }
 
 }  // namespace
