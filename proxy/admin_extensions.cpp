@@ -68,7 +68,7 @@ std::string renderRewrite(const ProxyContext& ctx) {
       w.key("mappingCollection").beginObject().field("name", std::string_view(rule.mapping_collection));
       w.field("lookups", c.lookups).field("found", c.found).field("notFound", c.not_found);
       w.field("published", c.published).field("errors", c.errors).field("dropped", c.dropped);
-      w.field("ambiguous", c.ambiguous).endObject();
+      w.field("ambiguous", c.ambiguous).field("polls", c.polls).endObject();
     }
     w.endObject();
   }

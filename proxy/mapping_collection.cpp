@@ -3,10 +3,19 @@
 #include <mongoc/mongoc.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+
 namespace shardscope::proxy {
 namespace {
 
 std::string bytesOf(const bson_t& b) { return {reinterpret_cast<const char*>(bson_get_data(&b)), b.len}; }
+
+int64_t nowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+constexpr auto kPollInterval = std::chrono::seconds(1);
+constexpr int64_t kClockSlackMs = 60'000;  // sidecars' clocks disagree a little
 
 bool isAmbiguous(const bson_t* doc) {
   bson_iter_t it;
@@ -161,6 +170,7 @@ bool MappingCollection::write(void* handle, Task::Kind kind, const bson_t& doc, 
     bson_t update = BSON_INITIALIZER, set, unset, opts = BSON_INITIALIZER;
     bson_append_document_begin(&update, "$set", 4, &set);
     BSON_APPEND_BOOL(&set, "ambiguous", true);
+    BSON_APPEND_DATE_TIME(&set, "at", nowMs());
     bson_append_document_end(&update, &set);
     bson_append_document_begin(&update, "$unset", 6, &unset);
     for (const auto& f : index_.rule().add_fields) BSON_APPEND_UTF8(&unset, f.c_str(), "");
@@ -181,6 +191,30 @@ bool MappingCollection::write(void* handle, Task::Kind kind, const bson_t& doc, 
   return ok;
 }
 
+bool MappingCollection::pollAmbiguous(void* handle, int64_t& sinceMs, bson_error_t& err) {
+  auto* collection = static_cast<mongoc_collection_t*>(handle);
+  const int64_t started = nowMs();
+  bson_t filter = BSON_INITIALIZER, at, opts = BSON_INITIALIZER;
+  BSON_APPEND_BOOL(&filter, "ambiguous", true);
+  bson_append_document_begin(&filter, "at", 2, &at);
+  BSON_APPEND_DATE_TIME(&at, "$gte", sinceMs - kClockSlackMs);
+  bson_append_document_end(&filter, &at);
+  BSON_APPEND_INT64(&opts, "limit", static_cast<int64_t>(index_.rule().capacity));
+  mongoc_cursor_t* cursor = mongoc_collection_find_with_opts(collection, &filter, &opts, nullptr);
+  const bson_t* found = nullptr;
+  while (mongoc_cursor_next(cursor, &found)) {
+    bson_iter_t id;
+    if (bson_iter_init_find(&id, found, "_id")) index_.markAmbiguous(id);
+  }
+  bool ok = !mongoc_cursor_error(cursor, &err);
+  mongoc_cursor_destroy(cursor);
+  bson_destroy(&filter);
+  bson_destroy(&opts);
+  polls_.fetch_add(1, std::memory_order_relaxed);
+  if (ok) sinceMs = started;
+  return ok;
+}
+
 void MappingCollection::run() {
   const auto& rule = index_.rule();
   const auto dot = rule.mapping_collection.find('.');
@@ -198,23 +232,34 @@ void MappingCollection::run() {
   mongoc_client_set_appname(client, "shardscope-mapping");
   mongoc_collection_t* collection = mongoc_client_get_collection(client, db.c_str(), coll.c_str());
   bool reported = false;
+  int64_t polledSince = 0;  // the first poll reads every ambiguous value
+  auto nextPoll = std::chrono::steady_clock::now();
   for (;;) {
     Task task;
+    bool poll = false;
     {
       std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      wake_.wait_until(lock, nextPoll, [&] { return stopping_ || !queue_.empty(); });
       if (stopping_) break;
-      task = std::move(queue_.front());
-      queue_.pop_front();
+      if (queue_.empty()) {
+        poll = true;
+      } else {
+        task = std::move(queue_.front());
+        queue_.pop_front();
+      }
     }
     bson_t doc;
-    bson_init_static(&doc, reinterpret_cast<const uint8_t*>(task.doc.data()), task.doc.size());
+    if (!poll && !bson_init_static(&doc, reinterpret_cast<const uint8_t*>(task.doc.data()), task.doc.size())) continue;
     const uint64_t errorsBefore = errors_.load();
     bool ok = true;
-    switch (task.kind) {
+    if (poll || std::chrono::steady_clock::now() >= nextPoll) {
+      nextPoll = std::chrono::steady_clock::now() + kPollInterval;
+      ok = pollAmbiguous(collection, polledSince, err);
+    }
+    if (!poll) switch (task.kind) {
       case Task::Kind::Lookup: lookup(collection, doc); break;
-      case Task::Kind::Publish: ok = publish(collection, doc, err); break;
-      default: ok = write(collection, task.kind, doc, err); break;
+      case Task::Kind::Publish: ok = publish(collection, doc, err) && ok; break;
+      default: ok = write(collection, task.kind, doc, err) && ok; break;
     }
     if (!ok) errors_.fetch_add(1, std::memory_order_relaxed);
     if (errors_.load() != errorsBefore) {
@@ -231,7 +276,7 @@ void MappingCollection::run() {
 
 MappingCollectionCounters MappingCollection::counters() const {
   return {lookups_.load(), found_.load(), not_found_.load(), published_.load(), errors_.load(), dropped_.load(),
-          ambiguous_.load()};
+          ambiguous_.load(), polls_.load()};
 }
 
 }  // namespace shardscope::proxy

@@ -427,7 +427,8 @@ def test_the_shared_collection_learns_contradictions(ferretdb, proxy):
     deadline = time.time() + 10
     while not (shared.find_one({"_id": "O00004"}) or {}).get("ambiguous") and time.time() < deadline:
         time.sleep(0.1)
-    assert shared.find_one({"_id": "O00004"}) == {"_id": "O00004", "ambiguous": True}
+    marker = shared.find_one({"_id": "O00004"})
+    assert marker["ambiguous"] is True and "customerId" not in marker
     b = pymongo.MongoClient(second.uri).shop.orders
     assert b.find_one({"orderId": "O00004"})["customerId"] == "C4444"  # a miss: reads the collection through
     deadline = time.time() + 10
@@ -445,3 +446,24 @@ def test_capacity_is_exact(ferretdb, proxy):
     pymongo.MongoClient(p.uri).shop.orders.insert_many(orders(100))
     mapping = rewrite_page(p)["mapping"]
     assert mapping["size"] == 10 and mapping["capacity"] == 10 and mapping["evicted"] == 90
+
+
+def test_a_contradiction_found_by_another_sidecar_reaches_every_sidecar(ferretdb, proxy):
+    """Item 11 across sidecars: the first sidecar learned X -> C1 from its own insert; the second
+    inserts X for another customer and finds the shared mapping disagrees; the first stops
+    rewriting X once it polls the collection."""
+    rule = f"{RULE} collection=shardscope.orderCustomers"
+    first = proxy(ferretdb.uri, "--routing", ROUTING, "--rewrite-rule", rule, admin=True)
+    second = proxy(ferretdb.uri, "--routing", ROUTING, "--rewrite-rule", rule, admin=True)
+    a = pymongo.MongoClient(first.uri).shop.orders
+    a.insert_one({"_id": 1, "orderId": "X", "customerId": "C1"})
+    shared = pymongo.MongoClient(ferretdb.uri).shardscope.orderCustomers
+    deadline = time.time() + 10
+    while shared.find_one({"_id": "X"}) is None and time.time() < deadline:
+        time.sleep(0.1)
+    pymongo.MongoClient(second.uri).shop.orders.insert_one({"_id": 2, "orderId": "X", "customerId": "C2"})
+    deadline = time.time() + 10
+    while rewrite_page(first)["mapping"].get("ambiguous", 0) < 1 and time.time() < deadline:
+        time.sleep(0.1)
+    assert sorted(d["_id"] for d in a.find({"orderId": "X"})) == [1, 2]  # main: [1]
+    assert rewrite_page(first)["mapping"]["ambiguous"] == 1
