@@ -1,8 +1,9 @@
 // libFuzzer: the lookup rewrite (routing/lookup_rewrite.h) and its guard (routing/lookup_guard.h)
 // on arbitrary commands and replies, with the rule "test.orders: orderId -> customerId,region".
 // Input: u32 n, then n bytes of OP_MSG sections (the request), then a BSON reply document.
-// Invariants: no crash or hang, and a planned rewrite always re-encodes to a message the proxy's
-// own decoder accepts (the session treats anything else as a logic error).
+// Invariants: no crash or hang, a planned rewrite always re-encodes to a message the proxy's own
+// decoder accepts (the session treats anything else as a logic error), the exact capacity holds,
+// and a lookup value that became ambiguous is never rewritten again.
 #include <bson/bson.h>
 
 #include <cstddef>
@@ -12,6 +13,7 @@
 
 #include "fuzz/fuzz_support.h"
 #include "routing/lookup_guard.h"
+#include "routing/lookup_learning.h"
 #include "routing/lookup_rewrite.h"
 
 using namespace shardscope;
@@ -52,8 +54,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   routing::LookupIndex index(makeRule());  // fresh per input: runs must not depend on each other
   seedMappings(index);
-  routing::learnFromRequest(index, view);
   auto plan = routing::planLookupRewrite(index, view);
+  auto learning = routing::planReplyLearning(index, view);
   if (plan.kind != routing::RewriteKind::None) {
     std::vector<protocol::DocumentSequence> sequences(msg.sequences.begin(), msg.sequences.end());
     for (auto& seq : sequences)
@@ -70,15 +72,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   bson_t reply;
   const uint8_t* rest = data + n;
   size_t restSize = size - n;
+  const bson_t* replyPtr = nullptr;
   if (restSize >= 5) {
     int32_t len;
     std::memcpy(&len, rest, 4);
-    if (len >= 5 && static_cast<size_t>(len) <= restSize && bson_init_static(&reply, rest, static_cast<size_t>(len))) {
-      routing::learnFromReply(index, &reply);
-      if (plan.kind != routing::RewriteKind::None) routing::fallbackNeeded(plan, view.name, index.rule(), &reply);
-    }
-  } else if (plan.kind != routing::RewriteKind::None) {
-    routing::fallbackNeeded(plan, view.name, index.rule(), nullptr);
+    if (len >= 5 && static_cast<size_t>(len) <= restSize && bson_init_static(&reply, rest, static_cast<size_t>(len)))
+      replyPtr = &reply;
   }
+  if (replyPtr) routing::applyReplyLearning(index, learning, replyPtr);
+  if (plan.kind != routing::RewriteKind::None) {
+    auto verdict = routing::verifyRewrite(plan, view.name, index.rule(), replyPtr);
+    // The same bytes as the original's reply: whatever it contradicts becomes ambiguous for good.
+    if (verdict.cause != routing::FallbackCause::None && replyPtr &&
+        routing::learnFromRerun(index, plan, view.name, verdict.suspects, replyPtr)) {
+      auto again = routing::planLookupRewrite(index, view);
+      if (again.kind != routing::RewriteKind::None && !plan.in_list) __builtin_trap();
+    }
+  }
+  auto counters = index.store().counters();
+  if (counters.size + counters.ambiguous > counters.capacity) __builtin_trap();
   return 0;
 }

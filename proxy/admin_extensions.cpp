@@ -29,7 +29,7 @@ constexpr routing::Targeting kClasses[] = {routing::Targeting::Single, routing::
                                            routing::Targeting::Broadcast, routing::Targeting::Unsharded,
                                            routing::Targeting::NoCollection, routing::Targeting::Unclassified};
 constexpr routing::FallbackCause kCauses[] = {routing::FallbackCause::EmptyRead, routing::FallbackCause::MissingInValue,
-                                              routing::FallbackCause::NoMatchWrite};
+                                              routing::FallbackCause::NoMatchWrite, routing::FallbackCause::Unverifiable};
 
 std::string renderRewrite(const ProxyContext& ctx) {
   std::string out;
@@ -52,17 +52,23 @@ std::string renderRewrite(const ProxyContext& ctx) {
     for (auto t : kClasses) w.field(routing::targetingName(t), st.after(t));
     w.endObject().key("fallbacks").beginObject();
     for (auto c : kCauses) w.field(routing::fallbackCauseName(c), st.fallbacks(c));
+    w.endObject().key("targetingRerun").beginObject();
+    for (auto t : kClasses) w.field(routing::targetingName(t), st.rerun(t));
+    w.endObject().key("rerunOutcome").beginObject();
+    w.field("mappingWrong", st.rerunFound()).field("foundNothing", st.rerunEmpty());
     w.endObject().key("skipped").beginObject();
     for (const auto& [why, n] : st.skipped()) w.field(why, n);
     w.endObject().key("mapping").beginObject();
     w.field("size", m.size).field("capacity", m.capacity).field("hits", m.hits).field("misses", m.misses);
     w.field("learned", m.learned).field("corrected", m.corrected).field("evicted", m.evicted).field("forgotten", m.forgotten);
+    w.field("ambiguous", m.ambiguous).field("moved", m.moved).field("suspended", m.suspended);
     w.endObject();
     if (entry.collection) {
       auto c = entry.collection->counters();
       w.key("mappingCollection").beginObject().field("name", std::string_view(rule.mapping_collection));
       w.field("lookups", c.lookups).field("found", c.found).field("notFound", c.not_found);
-      w.field("published", c.published).field("errors", c.errors).field("dropped", c.dropped).endObject();
+      w.field("published", c.published).field("errors", c.errors).field("dropped", c.dropped);
+      w.field("ambiguous", c.ambiguous).field("polls", c.polls).endObject();
     }
     w.endObject();
   }
@@ -92,6 +98,11 @@ void appendRewriteMetrics(const ProxyContext& ctx, std::string& out) {
   for (const auto& index : indexes)
     out += "shardscope_rewrite_mappings{ns=\"" + index->rule().ns + "\"} " +
            std::to_string(index->store().counters().size) + "\n";
+  out += "# HELP shardscope_rewrite_ambiguous Lookup values seen with two different added values (never rewritten).\n"
+         "# TYPE shardscope_rewrite_ambiguous gauge\n";
+  for (const auto& index : indexes)
+    out += "shardscope_rewrite_ambiguous{ns=\"" + index->rule().ns + "\"} " +
+           std::to_string(index->store().counters().ambiguous) + "\n";
 }
 
 }  // namespace
@@ -120,6 +131,12 @@ AdminExtension evaluationExtension(ProxyContext& ctx) {
 AdminExtension rewriteExtension(ProxyContext& ctx) {
   AdminExtension ext;
   ext.routes.push_back({"/rewrite", "GET, HEAD", [&ctx](std::string_view) { return json(renderRewrite(ctx)); }});
+  // Forgets every mapping, ambiguous values included (after fixing data that broke a rule's assertion).
+  ext.routes.push_back({"/rewrite/reset", "POST", [&ctx](std::string_view) {
+                          if (auto set = ctx.lookups.get())
+                            for (const auto& e : set->entries) e.index->store().clear();
+                          return json("{\"reset\":true}\n");
+                        }});
   ext.stats_sections.emplace_back("rewrite", [&ctx] { return renderRewrite(ctx); });
   ext.metrics.push_back([&ctx](std::string& out) { appendRewriteMetrics(ctx, out); });
   return ext;

@@ -10,6 +10,7 @@
 
 #include "protocol/compression.h"
 #include "routing/lookup_guard.h"
+#include "routing/lookup_learning.h"
 #include "routing/target_result.h"
 #include "stats/registry.h"
 
@@ -20,8 +21,11 @@ namespace shardscope::proxy {
 struct RewriteState {
   routing::RewritePlan plan;
   std::string command;
+  std::string db, collection;
   std::vector<uint8_t> original;  // the client's message, uncompressed, as it arrived
   routing::Targeting before = routing::Targeting::Unclassified;
+  routing::TargetResult original_target;  // how the original runs if it must (stats of a fallback)
+  std::vector<std::string> suspects;      // after a fallback: lookup keys the rewrite missed
 };
 
 struct PendingOp {
@@ -37,6 +41,9 @@ struct PendingOp {
   std::optional<protocol::Compressor> reply_compressor;  // the client wrote compressed: answer in kind
   std::shared_ptr<routing::LookupIndex> lookup;  // the namespace has a lookup rule: learn from the reply
   std::shared_ptr<RewriteState> rewrite;   // set when this request was rewritten
+  std::shared_ptr<routing::ReplyLearning> learning;  // what the reply may teach the lookup rule
+  std::shared_ptr<RewriteState> fell_back;  // a re-run: the rewrite it replaces (its reply judges the mapping)
+  bool discard_reply = false;              // a proxy-issued killCursors: nobody waits for its reply
   int32_t client_request_id = 0;           // a proxy-issued re-run: the reply answers this client id
 };
 

@@ -472,6 +472,7 @@ void Session::registerRequest(const protocol::CommandView& view, const protocol:
   op.reply_compressor = clientCompressor;
   if (const auto* set = lookups(); !set->entries.empty()) op.lookup = set->share(ns);
   op.rewrite = std::move(pending_rewrite_);
+  op.learning = std::move(pending_learning_);
   if (op.rewrite) {
     op.lookup->stats().onRewrite(op.rewrite->before, target.targeting);
     if (record_stats_) stats_->onRewrite(op.stats, op.rewrite->before);
@@ -533,8 +534,11 @@ bool Session::injectFault(std::span<const uint8_t> message, std::optional<Compre
 }
 
 std::span<const uint8_t> Session::applyLookupRule(routing::LookupIndex& index, std::span<const uint8_t> message) {
-  routing::learnFromRequest(index, view_);
   auto plan = routing::planLookupRewrite(index, view_);
+  // After planning: an update that changes an added field is planned with the mapping that still
+  // finds its document, then that mapping is forgotten until the reply confirms the change.
+  if (auto learning = routing::planReplyLearning(index, view_); !learning.empty())
+    pending_learning_ = std::make_shared<routing::ReplyLearning>(std::move(learning));
   if (plan.kind == routing::RewriteKind::None) {
     if (!plan.skipped.empty()) index.stats().onSkipped(plan.skipped);
     return message;
@@ -542,9 +546,13 @@ std::span<const uint8_t> Session::applyLookupRule(routing::LookupIndex& index, s
 
   auto state = std::make_shared<RewriteState>();
   state->command.assign(view_.name);
+  state->db.assign(view_.db);
+  state->collection.assign(view_.collection);
   state->original.assign(message.begin(), message.end());
-  if (const auto* table = ctx_.routing.current(routing_snapshot_))
-    state->before = routing::target(*table, view_, &cursors_, false).targeting;
+  if (const auto* table = ctx_.routing.current(routing_snapshot_)) {
+    state->original_target = routing::target(*table, view_, &cursors_, false);
+    state->before = state->original_target.targeting;
+  }
   std::vector<protocol::DocumentSequence> sequences(msg_.sequences.begin(), msg_.sequences.end());
   for (auto& seq : sequences)
     if (seq.identifier == plan.sequence_id) seq.documents = plan.sequence_docs;
@@ -587,10 +595,15 @@ Session::ReplyAction Session::onReply(std::span<uint8_t> frame) {
 
   auto op = pending_.take(header.responseTo, moreToCome, header.requestId);
   if (!op) return {toClient(message, nullptr), {}};  // a reply to nothing we track: pass it on
+  if (op->discard_reply) return {};                   // the proxy's own killCursors
   if (bodyPtr) learnFromReply(*op, bodyPtr);
+  if (op->fell_back && !moreToCome) {  // the original after a fallback: was the mapping wrong?
+    const auto& fb = *op->fell_back;
+    op->lookup->stats().onRerunOutcome(routing::learnFromRerun(*op->lookup, fb.plan, fb.command, fb.suspects, bodyPtr));
+  }
   if (op->rewrite && !moreToCome) {
-    auto cause = routing::fallbackNeeded(op->rewrite->plan, op->rewrite->command, op->lookup->rule(), bodyPtr);
-    if (cause != routing::FallbackCause::None) return {{}, rerunOriginal(*op, cause)};
+    auto verdict = routing::verifyRewrite(op->rewrite->plan, op->rewrite->command, op->lookup->rule(), bodyPtr);
+    if (verdict.cause != routing::FallbackCause::None) return {{}, rerunOriginal(*op, std::move(verdict))};
   }
   if (!moreToCome) {
     auto latency =
@@ -607,20 +620,47 @@ Session::ReplyAction Session::onReply(std::span<uint8_t> frame) {
   return {toClient(out, &*op), {}};
 }
 
-std::span<const uint8_t> Session::rerunOriginal(const PendingOp& op, routing::FallbackCause cause) {
+std::span<const uint8_t> Session::rerunOriginal(const PendingOp& op, routing::Verdict verdict) {
   // The rewritten command's reply is dropped; the client's original runs in its place, under a
-  // request id of the proxy's own (negative: drivers never use those).
-  op.lookup->stats().onFallback(cause);
-  if (record_stats_) stats_->onRewriteFallback(op.stats);
-  spdlog::debug("conn={} lookup rewrite fell back ({})", id_, routing::fallbackCauseName(cause));
+  // request id of the proxy's own (negative: drivers never use those). Counted as what ran: the
+  // rewritten attempt (already counted) plus the original, targeted as the client wrote it.
+  auto& state = *op.rewrite;
+  op.lookup->stats().onFallback(verdict.cause, state.original_target.targeting);
+  if (record_stats_) stats_->onRewriteFallback(op.stats, state.original_target);
+  spdlog::debug("conn={} lookup rewrite fell back ({})", id_, routing::fallbackCauseName(verdict.cause));
+  state.suspects = std::move(verdict.suspects);
   PendingOp retry = op;
   retry.request_id = next_proxy_request_id_--;
   retry.client_request_id = op.request_id;
+  retry.fell_back = op.rewrite;
   retry.rewrite.reset();
-  rerun_message_ = std::move(op.rewrite->original);
+  retry.shards = state.original_target.shards;
+  rerun_message_ = std::move(state.original);
   protocol::setRequestId(rerun_message_, retry.request_id);
   if (!pending_.add(std::move(retry))) throw ProtocolError("too many pipelined requests");
-  return toUpstream(rerun_message_, false, rerun_wire_);
+  auto rerun = toUpstream(rerun_message_, false, rerun_wire_);
+  if (!verdict.live_cursor) return rerun;
+
+  // The rewritten cursor stays open on the server and the client will never see it: close it.
+  cursors_.forget(verdict.live_cursor);
+  bson_t kill = BSON_INITIALIZER, ids;
+  bson_append_utf8(&kill, "killCursors", -1, state.collection.data(), static_cast<int>(state.collection.size()));
+  bson_append_array_begin(&kill, "cursors", -1, &ids);
+  BSON_APPEND_INT64(&ids, "0", verdict.live_cursor);
+  bson_append_array_end(&kill, &ids);
+  bson_append_utf8(&kill, "$db", -1, state.db.data(), static_cast<int>(state.db.size()));
+  PendingOp killer;
+  killer.request_id = next_proxy_request_id_--;
+  killer.start = Clock::now();
+  killer.discard_reply = true;
+  std::vector<uint8_t> plain, compressed;
+  protocol::encodeOpMsg({0, killer.request_id, 0, 0}, 0, bytesOf(kill), {}, plain);
+  bson_destroy(&kill);
+  if (!pending_.add(std::move(killer))) throw ProtocolError("too many pipelined requests");
+  auto killBytes = toUpstream(plain, false, compressed);
+  rerun_batch_.assign(killBytes.begin(), killBytes.end());
+  rerun_batch_.insert(rerun_batch_.end(), rerun.begin(), rerun.end());
+  return rerun_batch_;
 }
 
 std::span<const uint8_t> Session::rewriteHelloReply(std::span<const uint8_t> message, const bson_t* body) {
@@ -655,7 +695,7 @@ void Session::learnFromReply(const PendingOp& op, const bson_t* body) {
     }
     return;
   }
-  if (op.lookup) routing::learnFromReply(*op.lookup, body);
+  if (op.lookup && op.learning) routing::applyReplyLearning(*op.lookup, *op.learning, body);
   if (!op.sharded) return;
   bson_iter_t cursor, id;
   if (bson_iter_init_find(&cursor, body, "cursor") && BSON_ITER_HOLDS_DOCUMENT(&cursor) &&

@@ -78,7 +78,7 @@ class Session : public std::enable_shared_from_this<Session> {
     std::span<const uint8_t> resend;
   };
   ReplyAction onReply(std::span<uint8_t> frame);
-  std::span<const uint8_t> rerunOriginal(const PendingOp& op, routing::FallbackCause cause);
+  std::span<const uint8_t> rerunOriginal(const PendingOp& op, routing::Verdict verdict);
   std::span<const uint8_t> applyLookupRule(routing::LookupIndex& index, std::span<const uint8_t> message);
   // Writes are deferred to a flush posted behind the other ready handlers: a batch of ready
   // connections is handled first, then its sends go out back to back, so a peer that was asleep
@@ -143,6 +143,8 @@ class Session : public std::enable_shared_from_this<Session> {
   FaultDecision fault_;             // for the request being handled
   std::vector<uint8_t> fault_reply_;
   std::shared_ptr<RewriteState> pending_rewrite_;  // from applyLookupRule to registerRequest
+  std::shared_ptr<routing::ReplyLearning> pending_learning_;  // likewise
+  std::vector<uint8_t> rerun_batch_;  // a killCursors for the rewritten cursor, then the re-run
   int32_t next_proxy_request_id_ = -1;
   std::string close_reason_;  // the first reason the session ended, for the log
   bool rearmed_ = false;  // the watchdog's wait was cancelled to move its deadline, not to stop

@@ -12,105 +12,53 @@ bool child(const bson_t* doc, const char* path, bson_iter_t& out) {
   return bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &out);
 }
 
-template <typename F>
-void forEachArrayDocument(const bson_iter_t& array, F&& f) {
-  bson_t list;
-  bson_iter_t it;
-  if (!documentOrArray(array, list) || !bson_iter_init(&it, &list)) return;
-  while (bson_iter_next(&it)) {
+bool isFindAndModify(std::string_view command) { return command == "findAndModify" || command == "findandmodify"; }
+
+// The lookup keys of the documents in cursor.firstBatch (and whether there is one at all).
+bool batchKeys(const bson_t* reply, const LookupRule& rule, size_t& count, std::vector<std::string>& keys) {
+  bson_iter_t batch, d;
+  bson_t docs;
+  count = 0;
+  if (!child(reply, "cursor.firstBatch", batch) || !documentOrArray(batch, docs) || !bson_iter_init(&d, &docs)) return false;
+  while (bson_iter_next(&d)) {
+    ++count;
     bson_t doc;
-    if (BSON_ITER_HOLDS_DOCUMENT(&it) && documentOrArray(it, doc)) f(&doc);
+    bson_iter_t v;
+    if (!documentOrArray(d, doc) || !bson_iter_init(&v, &doc) || !bson_iter_find_descendant(&v, rule.lookup_field.c_str(), &v))
+      continue;
+    if (BSON_ITER_HOLDS_ARRAY(&v)) {  // {orderId: [a, b]} was found by a and by b
+      bson_iter_t e;
+      if (bson_iter_recurse(&v, &e))
+        while (bson_iter_next(&e)) keys.push_back(canonicalValueKey(e));
+    } else {
+      keys.push_back(canonicalValueKey(v));
+    }
   }
+  return true;
 }
 
-// An update statement {q, u}: when q pins the lookup value and u sets an added field, learn the
-// new values; when u changes an added field in a way we cannot read, forget the mapping.
-void learnFromUpdate(LookupIndex& index, const bson_t* statement) {
-  const auto& rule = index.rule();
-  bson_iter_t q, u, lookup;
-  bson_t filter, modifier;
-  if (!child(statement, "q", q) || !documentOrArray(q, filter) || !child(statement, "u", u)) return;
-  if (!bson_iter_init_find(&lookup, &filter, rule.lookup_field.c_str())) return;
-  std::string key = canonicalValueKey(lookup);
-  if (key.empty()) return;
-  if (BSON_ITER_HOLDS_ARRAY(&u)) {  // pipeline update: could change anything
-    index.store().forget(key);
-    return;
+// Did the reply find anything? Unknown (no way to tell) counts as "did not".
+bool foundAnything(std::string_view command, const bson_t* reply) {
+  bson_iter_t it;
+  if (command == "count") return child(reply, "n", it) && bson_iter_as_int64(&it) > 0;
+  if (command == "distinct") {
+    bson_t values;
+    return child(reply, "values", it) && documentOrArray(it, values) && !bson_empty(&values);
   }
-  if (!documentOrArray(u, modifier)) return;
-  bson_iter_t first;
-  bool operators = bson_iter_init(&first, &modifier) && bson_iter_next(&first) && bson_iter_key(&first)[0] == '$';
-  if (!operators) {  // a replacement keeps the lookup value of the filter
-    bson_t doc = BSON_INITIALIZER;
-    bson_append_iter(&doc, rule.lookup_field.c_str(), -1, &lookup);
-    bson_iter_t f;
-    bool complete = true;
-    for (const auto& field : rule.add_fields) {
-      if (bson_iter_init_find(&f, &modifier, field.c_str())) bson_append_iter(&doc, field.c_str(), -1, &f);
-      else complete = false;
-    }
-    if (complete) index.learnFromDocument(&doc);
-    else index.store().forget(key);
-    bson_destroy(&doc);
-    return;
-  }
-  bson_iter_t op;
-  bson_iter_init(&op, &modifier);
-  while (bson_iter_next(&op)) {
-    bson_t args;
-    if (!documentOrArray(op, args)) continue;
-    for (const auto& field : rule.add_fields) {
-      bson_iter_t a;
-      if (!bson_iter_init(&a, &args)) continue;
-      while (bson_iter_next(&a)) {
-        std::string_view k = bson_iter_key(&a);
-        if (k == field || k.starts_with(field + ".")) {
-          // Any change of an added field: the mapping we hold is no longer trustworthy. A later
-          // reply or insert teaches the new value; until then no rewrite.
-          index.store().forget(key);
-          return;
-        }
-      }
-    }
-  }
+  if (command == "update" || command == "delete") return child(reply, "n", it) && bson_iter_as_int64(&it) > 0;
+  if (isFindAndModify(command))
+    return child(reply, "lastErrorObject.n", it) ? bson_iter_as_int64(&it) > 0
+                                                 : (child(reply, "value", it) && BSON_ITER_HOLDS_DOCUMENT(&it));
+  bson_t docs;
+  return child(reply, "cursor.firstBatch", it) && documentOrArray(it, docs) && !bson_empty(&docs);
+}
+
+bool ok(const bson_t* reply) {
+  bson_iter_t it;
+  return reply && bson_iter_init_find(&it, reply, "ok") && bson_iter_as_bool(&it);
 }
 
 }  // namespace
-
-void learnFromRequest(LookupIndex& index, const protocol::CommandView& view) {
-  if (view.name == "insert") {
-    forEachStatement(view, "documents", [&](const bson_t& doc) {
-      if (index.learnFromDocument(&doc) && index.on_learned_from_insert) index.on_learned_from_insert(&doc);
-      return true;
-    });
-  } else if (view.name == "update") {
-    forEachStatement(view, "updates", [&](const bson_t& s) {
-      learnFromUpdate(index, &s);
-      return true;
-    });
-  } else if (view.name == "findAndModify" || view.name == "findandmodify") {
-    bson_iter_t q, u;
-    if (child(&view.body, "query", q) && child(&view.body, "update", u)) {
-      bson_t statement = BSON_INITIALIZER;
-      bson_append_iter(&statement, "q", 1, &q);
-      bson_append_iter(&statement, "u", 1, &u);
-      learnFromUpdate(index, &statement);
-      bson_destroy(&statement);
-    }
-  }
-}
-
-size_t learnFromReply(LookupIndex& index, const bson_t* reply) {
-  size_t learned = 0;
-  auto learn = [&](const bson_t* doc) { learned += index.learnFromDocument(doc) ? 1 : 0; };
-  bson_iter_t it;
-  if (child(reply, "cursor.firstBatch", it) || child(reply, "cursor.nextBatch", it)) forEachArrayDocument(it, learn);
-  else if (child(reply, "value", it) && BSON_ITER_HOLDS_DOCUMENT(&it)) {
-    bson_t doc;
-    if (documentOrArray(it, doc)) learn(&doc);
-  }
-  return learned;
-}
 
 std::string_view fallbackCauseName(FallbackCause c) {
   switch (c) {
@@ -118,47 +66,72 @@ std::string_view fallbackCauseName(FallbackCause c) {
     case FallbackCause::EmptyRead: return "empty_read";
     case FallbackCause::MissingInValue: return "missing_in_value";
     case FallbackCause::NoMatchWrite: return "no_match_write";
+    case FallbackCause::Unverifiable: return "unverifiable";
   }
   return "unknown";
 }
 
-FallbackCause fallbackNeeded(const RewritePlan& plan, std::string_view command, const LookupRule& rule,
-                             const bson_t* reply) {
+Verdict verifyRewrite(const RewritePlan& plan, std::string_view command, const LookupRule& rule, const bson_t* reply) {
+  Verdict v;
+  if (!ok(reply)) return v;
   bson_iter_t it;
-  if (!reply || !bson_iter_init_find(&it, reply, "ok") || !bson_iter_as_bool(&it)) return FallbackCause::None;
   if (plan.kind == RewriteKind::Write) {
-    if (child(reply, "writeErrors", it)) return FallbackCause::None;  // something ran: never repeat
-    if (command == "findAndModify" || command == "findandmodify") {
-      bson_iter_t n;
-      bool matched = child(reply, "lastErrorObject.n", n) ? bson_iter_as_int64(&n) > 0
-                                                          : (child(reply, "value", n) && !BSON_ITER_HOLDS_NULL(&n));
-      return matched ? FallbackCause::None : FallbackCause::NoMatchWrite;
+    if (child(reply, "writeErrors", it)) return v;  // something ran: never repeat
+    const bool known = isFindAndModify(command) ? child(reply, "lastErrorObject.n", it) || child(reply, "value", it)
+                                                : child(reply, "n", it);
+    if (!known) return v;  // cannot tell whether it matched: re-running could apply it twice
+    if (!foundAnything(command, reply)) {
+      v.cause = FallbackCause::NoMatchWrite;
+      v.suspects = plan.in_keys;
     }
-    return child(reply, "n", it) && bson_iter_as_int64(&it) == 0 ? FallbackCause::NoMatchWrite : FallbackCause::None;
+    return v;
   }
-  if (command == "count") return child(reply, "n", it) && bson_iter_as_int64(&it) == 0 ? FallbackCause::EmptyRead : FallbackCause::None;
-  if (command == "distinct") {
-    bson_t values;
-    return child(reply, "values", it) && documentOrArray(it, values) && bson_count_keys(&values) == 0 ? FallbackCause::EmptyRead
-                                                                                                  : FallbackCause::None;
+  if (command == "count" || command == "distinct") {
+    if (!child(reply, command == "count" ? "n" : "values", it)) v.cause = FallbackCause::Unverifiable;
+    else if (!foundAnything(command, reply)) v.cause = FallbackCause::EmptyRead;
+    if (v.cause != FallbackCause::None) v.suspects = plan.in_keys;
+    return v;
   }
-  // find / aggregate: look at the first batch.
-  bson_iter_t batch, id;
-  bson_t docs;
-  if (!child(reply, "cursor.firstBatch", batch) || !documentOrArray(batch, docs)) return FallbackCause::None;
-  bool exhausted = child(reply, "cursor.id", id) && bson_iter_as_int64(&id) == 0;
-  if (bson_count_keys(&docs) == 0) return exhausted ? FallbackCause::EmptyRead : FallbackCause::None;
-  if (!plan.in_list) return FallbackCause::None;
-  // $in: every requested value must come back in a complete first batch.
-  if (!exhausted) return FallbackCause::MissingInValue;
+  // find / aggregate: the first batch must show every requested value (an empty batch shows none,
+  // whether or not the cursor is still open).
+  size_t count = 0;
   std::vector<std::string> seen;
-  forEachArrayDocument(batch, [&](const bson_t* doc) {
-    bson_iter_t v;
-    if (child(doc, rule.lookup_field.c_str(), v)) seen.push_back(canonicalValueKey(v));
-  });
-  for (const auto& k : plan.in_keys)
-    if (std::find(seen.begin(), seen.end(), k) == seen.end()) return FallbackCause::MissingInValue;
-  return FallbackCause::None;
+  if (child(reply, "cursor.id", it) && BSON_ITER_HOLDS_NUMBER(&it)) v.live_cursor = bson_iter_as_int64(&it);
+  if (!batchKeys(reply, rule, count, seen)) {
+    v.cause = FallbackCause::Unverifiable;
+    v.suspects = plan.in_keys;
+  } else if (count == 0) {
+    v.cause = FallbackCause::EmptyRead;
+    v.suspects = plan.in_keys;
+  } else if (plan.in_list) {
+    for (const auto& k : plan.in_keys)
+      if (std::find(seen.begin(), seen.end(), k) == seen.end()) v.suspects.push_back(k);
+    if (!v.suspects.empty()) v.cause = FallbackCause::MissingInValue;
+  }
+  if (v.cause == FallbackCause::None) v.live_cursor = 0;
+  return v;
+}
+
+bool learnFromRerun(LookupIndex& index, const RewritePlan& plan, std::string_view command,
+                    const std::vector<std::string>& suspects, const bson_t* reply) {
+  if (!ok(reply) || !foundAnything(command, reply)) return false;
+  std::vector<std::string> contradicted = suspects;
+  if (plan.in_list) {
+    // Only the values the original found were wrong; the others may simply not exist.
+    size_t count = 0;
+    std::vector<std::string> seen;
+    batchKeys(reply, index.rule(), count, seen);
+    std::erase_if(contradicted, [&](const std::string& k) { return std::find(seen.begin(), seen.end(), k) == seen.end(); });
+  }
+  bson_t values;
+  bson_iter_t v;
+  if (plan.lookup_values.empty() ||
+      !bson_init_static(&values, plan.lookup_values.data(), plan.lookup_values.size()) || !bson_iter_init(&v, &values))
+    return true;
+  while (bson_iter_next(&v))
+    if (std::find(contradicted.begin(), contradicted.end(), canonicalValueKey(v)) != contradicted.end())
+      index.markAmbiguous(v);
+  return true;
 }
 
 }  // namespace shardscope::routing

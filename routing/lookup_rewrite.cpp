@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "routing/command_fields.h"
+#include "routing/lookup_refusals.h"
 
 namespace shardscope::routing {
 namespace {
@@ -35,6 +36,25 @@ bool rewriteFilter(LookupIndex& index, const bson_t& filter, bool allowIn, bson_
   bool found = false;
   std::vector<std::string> values;  // BSON docs of added fields, one per lookup value
   std::vector<std::string> keys;
+  bson_t lookupValues = BSON_INITIALIZER;  // the requested values, for marking them ambiguous later
+  auto noteValue = [&](const bson_iter_t& v) {
+    char buf[16];
+    const char* idx;
+    bson_uint32_to_string(static_cast<uint32_t>(keys.size()), &idx, buf, sizeof buf);
+    bson_append_iter(&lookupValues, idx, -1, &v);
+    keys.push_back(canonicalValueKey(v));
+  };
+  struct Destroy {
+    bson_t* b;
+    ~Destroy() { bson_destroy(b); }
+  } destroyValues{&lookupValues};
+  auto unmapped = [&](const bson_iter_t& v, std::string_view unknown) {
+    std::string k = canonicalValueKey(v);
+    if (k.empty()) return std::string_view("a lookup value cannot be mapped (null, array, document, regex, decimal)");
+    if (index.store().isAmbiguous(k))
+      return std::string_view("the lookup value is ambiguous (seen with two different added values)");
+    return unknown;
+  };
   while (bson_iter_next(&it)) {
     std::string_view key = bson_iter_key(&it);
     if (namesAddedField(key, rule)) {
@@ -45,9 +65,9 @@ bool rewriteFilter(LookupIndex& index, const bson_t& filter, bool allowIn, bson_
     found = true;
     if (plainScalar(it)) {
       values.emplace_back();
-      keys.push_back(canonicalValueKey(it));
+      noteValue(it);
       if (!index.valuesFor(it, values.back())) {
-        why = "no mapping known for the lookup value";
+        why = unmapped(it, "no mapping known for the lookup value");
         return false;
       }
       continue;
@@ -62,9 +82,9 @@ bool rewriteFilter(LookupIndex& index, const bson_t& filter, bool allowIn, bson_
     std::string_view opName = bson_iter_key(&op);
     if (opName == "$eq" && plainScalar(op)) {
       values.emplace_back();
-      keys.push_back(canonicalValueKey(op));
+      noteValue(op);
       if (!index.valuesFor(op, values.back())) {
-        why = "no mapping known for the lookup value";
+        why = unmapped(op, "no mapping known for the lookup value");
         return false;
       }
     } else if (opName == "$in" && BSON_ITER_HOLDS_ARRAY(&op)) {
@@ -81,9 +101,9 @@ bool rewriteFilter(LookupIndex& index, const bson_t& filter, bool allowIn, bson_
           return false;
         }
         values.emplace_back();
-        keys.push_back(canonicalValueKey(v));
+        noteValue(v);
         if (!index.valuesFor(v, values.back())) {
-          why = "no mapping known for a $in value";
+          why = unmapped(v, "no mapping known for a $in value");
           return false;
         }
       }
@@ -135,6 +155,7 @@ bool rewriteFilter(LookupIndex& index, const bson_t& filter, bool allowIn, bson_
     }
   }
   plan.in_keys = std::move(keys);
+  plan.lookup_values = bytesOf(lookupValues);
   return true;
 }
 
@@ -238,6 +259,10 @@ bool rewriteWriteStatement(LookupIndex& index, const protocol::CommandView& view
   bson_t rewritten = BSON_INITIALIZER;
   bool ok = rewriteFilter(index, filter, false, rewritten, plan, plan.skipped);
   if (ok) {
+    plan.skipped = refusalForWriteStatement(statement, std::string_view(listField) == "deletes");
+    ok = plan.skipped.empty();
+  }
+  if (ok) {
     bson_t newStatement = BSON_INITIALIZER;
     copyReplacing(statement, "q", [&](bson_t& out, bson_iter_t&) { bson_append_document(&out, "q", 1, &rewritten); },
                   newStatement);
@@ -270,25 +295,31 @@ RewritePlan planLookupRewrite(LookupIndex& index, const protocol::CommandView& v
   const std::string_view name = view.name;
   if (name == "find") {
     ok = rewriteTopLevelFilter(index, view, "filter", true, plan);
+    if (ok) plan.skipped = refusalForFind(view.body, plan.in_list, index.rule().lookup_field);
     if (ok) plan.kind = RewriteKind::Read;
   } else if (name == "count" || name == "distinct") {
     ok = rewriteTopLevelFilter(index, view, "query", false, plan);
     if (ok) plan.kind = RewriteKind::Read;
   } else if (name == "aggregate") {
     ok = rewriteAggregate(index, view, plan);
+    if (ok) plan.skipped = refusalForAggregate(view.body);
     if (ok) plan.kind = RewriteKind::Read;
   } else if (name == "findAndModify" || name == "findandmodify") {
     if (view.hasTxnNumber) plan.skipped = "retryable writes and transactions are not rewritten";
     else if (truthy(view.body, "upsert")) plan.skipped = "upserts are not rewritten (an insert with a stale mapping would change data)";
     else ok = rewriteTopLevelFilter(index, view, "query", false, plan);
+    if (ok) plan.skipped = refusalForFindAndModify(view.body);
     if (ok) plan.kind = RewriteKind::Write;
   } else if (name == "update" || name == "delete") {
     ok = rewriteWriteStatement(index, view, name == "update" ? "updates" : "deletes", plan);
     if (ok) plan.kind = RewriteKind::Write;
   }
-  if (!ok) {
+  // Checked once the command is known to concern the rule, so unrelated traffic is not counted.
+  if (ok && plan.skipped.empty()) plan.skipped = refusalForCommand(view);
+  if (!ok || !plan.skipped.empty()) {
     plan.kind = RewriteKind::None;
     plan.body.clear();
+    plan.sequence_docs.clear();
   }
   return plan;
 }

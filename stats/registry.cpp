@@ -226,12 +226,19 @@ void Recorder::onRewrite(OpHandle h, routing::Targeting before) {
   if (h.slot < slots_.size()) update(slots_[h.slot].counters);
 }
 
-void Recorder::onRewriteFallback(OpHandle h) {
+void Recorder::onRewriteFallback(OpHandle h, const routing::TargetResult& rerun) {
   if (!h.valid()) return;
-  auto update = [](ShapeCounters& c) { ++c.rewriteFallbacks; };
-  if (h.shared) return registry_.updateShared(h.slot, update);
+  auto update = [&rerun](ShapeCounters& c, uint32_t shardCount) {
+    ++c.rewriteFallbacks;
+    ++c.byTargeting[static_cast<size_t>(rerun.targeting)];
+    c.fanout.record(shardCount);
+  };
+  if (h.shared)
+    return registry_.updateShared(h.slot, [&](ShapeCounters& c) { update(c, static_cast<uint32_t>(rerun.shards.count())); });
   std::lock_guard lock(mutex_);
-  if (h.slot < slots_.size()) update(slots_[h.slot].counters);
+  uint32_t shardCount = addShardOps(shard_ops_, rerun);
+  if (h.slot < slots_.size()) update(slots_[h.slot].counters, shardCount);
+  ++totals_.byTargeting[static_cast<size_t>(rerun.targeting)];
 }
 
 void Recorder::onConnectionOpen() {

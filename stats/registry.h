@@ -62,7 +62,9 @@ class Recorder {
   // A lookup rule rewrote the command (targeted as `before` when written by the client), or the
   // rewrite fell back to the original.
   void onRewrite(OpHandle h, routing::Targeting before);
-  void onRewriteFallback(OpHandle h);
+  // The rewrite fell back: the original ran too, targeted as `rerun` (counted under its class and
+  // fan-out next to the rewritten attempt, so the shape shows what actually ran).
+  void onRewriteFallback(OpHandle h, const routing::TargetResult& rerun);
   void onConnectionOpen();
   void onConnectionClose();
   void onDecodeError();

@@ -55,7 +55,8 @@ struct ShapeCounters {
   int64_t firstSeenMs = 0;  // unix ms; 0 = never
   int64_t lastSeenMs = 0;
   // Lookup rewrites of this shape: how many, how they were targeted as the client wrote them
-  // (byTargeting holds the class after the rewrite), and how many fell back to the original.
+  // (byTargeting holds the class after the rewrite, plus the original's class for each fallback,
+  // which ran both), and how many fell back to the original.
   uint64_t rewrites = 0;
   std::array<uint64_t, kTargetingCount> beforeRewrite{};
   uint64_t rewriteFallbacks = 0;

@@ -14,6 +14,7 @@ import subprocess
 import urllib.request
 
 import pymongo
+from bson.int64 import Int64
 import pytest
 
 from harness import REPO_ROOT
@@ -228,3 +229,241 @@ def test_explain_shows_what_a_rule_would_do(shardscope_binary, workdir):
     out = json.loads(run.stdout)
     assert out["targeting"] == "broadcast" and out["rewrite"]["applied"] is False
     assert "no mapping" in out["rewrite"]["skipped"]
+
+
+# ---- issue 14: the rewrite must never change an answer (items 9-13) ----------------------------
+
+def stale_rule(workdir, mapping, extra=""):
+    """The rule with a mapping file that deliberately disagrees with the data."""
+    path = workdir / "stale.jsonl"
+    path.write_text("".join(json.dumps({"orderId": k, "customerId": v}) + "\n" for k, v in mapping.items()))
+    return f"{RULE} file={path}{extra}"
+
+
+def rewrite_page(proxy):
+    return admin_json(proxy, "/rewrite")[0]
+
+
+def test_batch_size_zero_with_a_stale_mapping_still_finds_the_document(ferretdb, proxy, workdir):
+    """Item 9: an empty first batch with an open cursor proves nothing; batchSize 0 is not rewritten."""
+    pymongo.MongoClient(ferretdb.uri).shop.orders.insert_many(orders(5))
+    p = proxy(ferretdb.uri, "--routing", ROUTING, "--rewrite-rule",
+              stale_rule(workdir, {"O00001": "C9999", "O00002": "C9999"}), admin=True)
+    db = pymongo.MongoClient(p.uri).shop
+    for first in (db.command("find", "orders", filter={"orderId": "O00001"}, batchSize=0),
+                  db.command("aggregate", "orders", pipeline=[{"$match": {"orderId": "O00001"}}], cursor={"batchSize": 0})):
+        assert first["cursor"]["firstBatch"] == [] and first["cursor"]["id"] != 0
+        more = db.command("getMore", first["cursor"]["id"], collection="orders")
+        assert [d["_id"] for d in more["cursor"]["nextBatch"]] == [1]  # through main's rewrite: []
+    assert rewrite_page(p)["skipped"]["batchSize 0 is not rewritten: an empty first batch cannot show a miss"] == 2
+    # A $in whose first batch misses a value falls back; the rewritten cursor is closed on the way
+    # and the session goes on answering.
+    got = db.command("find", "orders", filter={"orderId": {"$in": ["O00002", "O00003"]}}, batchSize=1)
+    ids = [d["_id"] for d in got["cursor"]["firstBatch"]]
+    ids += [d["_id"] for d in db.command("getMore", got["cursor"]["id"], collection="orders")["cursor"]["nextBatch"]]
+    assert sorted(ids) == [2, 3]
+    assert db.command("ping")["ok"] == 1
+
+
+def test_unacknowledged_writes_with_a_stale_mapping_are_not_lost(ferretdb, proxy, workdir):
+    """Item 10: w:0 writes (OP_MSG moreToCome) have no reply to verify: never rewritten."""
+    direct = pymongo.MongoClient(ferretdb.uri).shop.orders
+    direct.insert_many(orders(5))
+    p = proxy(ferretdb.uri, "--routing", ROUTING, "--rewrite-rule",
+              stale_rule(workdir, {f"O0000{i}": "C9999" for i in range(5)}), admin=True)
+    client = pymongo.MongoClient(p.uri)
+    unacked = client.shop.get_collection("orders", write_concern=pymongo.WriteConcern(w=0))
+    unacked.update_one({"orderId": "O00001"}, {"$set": {"status": "paid"}})
+    unacked.delete_one({"orderId": "O00002"})
+    deadline = time.time() + 5
+    while time.time() < deadline and not (direct.find_one({"_id": 1})["status"] == "paid"
+                                          and direct.find_one({"_id": 2}) is None):
+        time.sleep(0.05)
+    assert direct.find_one({"_id": 1})["status"] == "paid"  # through main's rewrite: still "new"
+    assert direct.find_one({"_id": 2}) is None
+    # An explicit writeConcern {w: 0} on a command: a server may answer without n, so it is refused too.
+    # (Another client: FerretDB answers the moreToCome messages above, which would confuse this one.)
+    pymongo.MongoClient(p.uri).shop.command("update", "orders", writeConcern={"w": 0},
+                                            updates=[{"q": {"orderId": "O00003"}, "u": {"$set": {"status": "x"}}}])
+    skipped = rewrite_page(p)["skipped"]
+    assert skipped["unacknowledged requests (moreToCome) are not rewritten: no reply to verify"] == 2
+    assert skipped["unacknowledged writes (w: 0) are not rewritten: no reply to verify"] == 1
+    assert rewrite_page(p)["applied"] == 0
+
+
+def test_an_order_seen_with_two_customers_is_never_rewritten(ferretdb, proxy):
+    """Item 11: the proxy itself saw one orderId with two customerIds: every command sees both."""
+    p = proxy(ferretdb.uri, "--routing", ROUTING, "--rewrite-rule", RULE, admin=True)
+    coll = pymongo.MongoClient(p.uri).shop.orders
+    coll.insert_many([{"_id": 1, "orderId": "X", "customerId": "C1", "n": 0},
+                      {"_id": 2, "orderId": "X", "customerId": "C2", "n": 0}])
+    assert sorted(d["_id"] for d in coll.find({"orderId": "X"})) == [1, 2]  # main: [2]
+    assert coll.count_documents({"orderId": "X"}) == 2
+    assert sorted(coll.distinct("customerId", {"orderId": "X"})) == ["C1", "C2"]
+    assert len(list(coll.aggregate([{"$match": {"orderId": "X"}}]))) == 2
+    assert coll.update_many({"orderId": "X"}, {"$inc": {"n": 1}}).modified_count == 2
+    assert coll.find_one_and_update({"orderId": "X", "_id": 1}, {"$inc": {"n": 1}})["n"] == 1
+    assert coll.delete_many({"orderId": "X"}).deleted_count == 2
+    page = rewrite_page(p)
+    assert page["applied"] == 0
+    assert page["mapping"]["ambiguous"] == 1 and page["mapping"]["corrected"] == 1
+    # Until explicitly reset (after the data was fixed).
+    request = urllib.request.Request(p.admin_url + "/rewrite/reset", method="POST")
+    with urllib.request.urlopen(request, timeout=10) as r:
+        assert json.load(r) == {"reset": True}
+    assert rewrite_page(p)["mapping"]["ambiguous"] == 0
+
+
+def test_pipelines_that_can_hide_a_miss_or_write_are_not_rewritten(wire_peer, proxy, workdir):
+    """Item 12: $facet / $unionWith never look empty, $out / $merge always do (and would run twice)."""
+    peer = wire_peer()
+    merges = []
+
+    def aggregate(conn, cmd, seqs, db):
+        ns = f"{db}.{cmd['aggregate']}"
+        docs = [d for d in peer.store.get(ns, [])]
+        for stage in cmd["pipeline"]:
+            op, arg = next(iter(stage.items()))
+            if op == "$match":
+                docs = [d for d in docs if all(d.get(k) == v for k, v in arg.items())]
+            elif op == "$facet":
+                docs = [{name: docs for name in arg}]
+            elif op == "$unionWith":
+                docs = docs + list(peer.store.get(f"{db}.{arg}", []))
+            elif op in ("$out", "$merge"):
+                merges.append(len(docs))
+                docs = []
+        return {"cursor": {"id": Int64(0), "ns": ns, "firstBatch": docs}, "ok": 1.0}
+
+    peer._cmd_aggregate = aggregate
+    direct = pymongo.MongoClient(peer.uri)
+    direct.shop.orders.insert_many([{"_id": 1, "orderId": "O1", "customerId": "C1"}])
+    direct.shop.other.insert_many([{"_id": 9}])
+    p = proxy(peer.uri, "--routing", ROUTING, "--rewrite-rule", stale_rule(workdir, {"O1": "C9", "O2": "C2"}), admin=True)
+    through = pymongo.MongoClient(p.uri)
+    for pipeline in ([{"$match": {"orderId": "O1"}}, {"$facet": {"a": [{"$match": {}}]}}],
+                     [{"$match": {"orderId": "O1"}}, {"$unionWith": "other"}]):
+        assert list(through.shop.orders.aggregate(pipeline)) == list(direct.shop.orders.aggregate(pipeline))
+    # A right mapping: $merge returns an empty cursor, which main took for a miss and ran twice.
+    direct.shop.orders.insert_many([{"_id": 2, "orderId": "O2", "customerId": "C2"}])
+    merges.clear()
+    through.shop.orders.aggregate([{"$match": {"orderId": "O2"}}, {"$merge": {"into": "copy"}}])
+    through.shop.orders.aggregate([{"$match": {"orderId": "O2"}}, {"$out": "copy"}])
+    assert merges == [1, 1]
+    for f in peer.frames_snapshot():
+        cmd = f.message.command or {}
+        if "aggregate" in cmd:  # every pipeline reached the server as the client wrote it
+            assert "customerId" not in cmd["pipeline"][0]["$match"], cmd
+    assert rewrite_page(p)["applied"] == 0
+
+
+def test_mappings_are_learned_only_from_confirmed_writes(ferretdb, proxy):
+    """Item 13: a failed insert teaches nothing, a before-image does not re-teach the old customer,
+    a replacement is planned with the mapping that finds its document."""
+    p = proxy(ferretdb.uri, "--routing", ROUTING, "--rewrite-rule", RULE, admin=True)
+    coll = pymongo.MongoClient(p.uri).shop.orders
+    coll.insert_many(orders(10))
+    with pytest.raises(pymongo.errors.DuplicateKeyError):
+        coll.insert_one({"_id": 1, "orderId": "O00001", "customerId": "C5555"})
+    with pytest.raises(pymongo.errors.BulkWriteError):  # ordered: the third document never runs
+        coll.insert_many([{"_id": 20, "orderId": "O00020", "customerId": "C20"}, {"_id": 2, "orderId": "O00002"},
+                          {"_id": 21, "orderId": "O00021", "customerId": "C21"}])
+    assert coll.find_one({"orderId": "O00001"})["customerId"] == "C0137"
+    assert coll.find_one({"orderId": "O00002"})["_id"] == 2  # its failed duplicate had no customerId
+    # findOneAndUpdate returns the before-image (old customer): the new one is learned instead.
+    before = coll.find_one_and_update({"orderId": "O00003"}, {"$set": {"customerId": "C8888"}})
+    assert before["customerId"] != "C8888"
+    assert coll.find_one({"orderId": "O00003"})["customerId"] == "C8888"
+    # A replacement that moves the order: rewritten with the old customer, which finds it.
+    r = coll.replace_one({"orderId": "O00004"}, {"orderId": "O00004", "customerId": "C7777", "status": "moved"})
+    assert r.matched_count == 1
+    assert coll.find_one({"orderId": "O00004"})["status"] == "moved"
+    page = rewrite_page(p)
+    assert sum(page["fallbacks"].values()) == 0, page["fallbacks"]  # main: a fallback for each case
+    assert page["mapping"]["corrected"] == 0 and page["mapping"]["ambiguous"] == 0
+    assert page["skipped"].get("no mapping known for the lookup value", 0) == 0
+    assert coll.find_one({"orderId": "O00021"}) is None
+    assert rewrite_page(p)["skipped"]["no mapping known for the lookup value"] == 1  # O00021 was never learned
+
+
+def test_a_wrong_mapping_is_dropped_even_when_replies_lack_the_customer(ferretdb, proxy, workdir):
+    """Item 13: a fallback whose original found the order proves the mapping wrong, whatever the
+    projection; a fallback that finds nothing either is counted as such; both are counted as what
+    ran (the rewritten attempt plus the original's broadcast)."""
+    pymongo.MongoClient(ferretdb.uri).shop.orders.insert_many(orders(5))
+    p = proxy(ferretdb.uri, "--routing", ROUTING, "--rewrite-rule",
+              stale_rule(workdir, {"O00001": "C9999", "O99999": "C0001"}), admin=True)
+    coll = pymongo.MongoClient(p.uri).shop.orders
+    for _ in range(3):
+        assert coll.find_one({"orderId": "O00001"}, {"_id": 1}) == {"_id": 1}
+    page = rewrite_page(p)
+    assert page["fallbacks"]["empty_read"] == 1  # main: 3, the mapping was never dropped
+    assert page["rerunOutcome"] == {"mappingWrong": 1, "foundNothing": 0}
+    assert page["targetingRerun"]["broadcast"] == 1
+    finds = [s for s in admin_json(p, "/stats")["shapes"] if s["ns"] == "shop.orders" and s["command"] == "find"]
+    assert sum(s["targeting"]["single"] for s in finds) == 1
+    assert sum(s["targeting"]["broadcast"] for s in finds) == 3  # the re-run and the two unrewritten finds
+    # No such order: the right-looking mapping re-runs, is counted, and is kept.
+    assert coll.find_one({"orderId": "O99999"}) is None
+    assert coll.find_one({"orderId": "O99999"}) is None
+    page = rewrite_page(p)
+    assert page["rerunOutcome"] == {"mappingWrong": 1, "foundNothing": 2}
+    assert page["mapping"]["ambiguous"] == 1
+
+
+def test_the_shared_collection_learns_contradictions(ferretdb, proxy):
+    """Item 13: after one sidecar finds a mapping wrong, no other sidecar reads it back."""
+    rule = f"{RULE} collection=shardscope.orderCustomers"
+    first = proxy(ferretdb.uri, "--routing", ROUTING, "--rewrite-rule", rule, admin=True)
+    second = proxy(ferretdb.uri, "--routing", ROUTING, "--rewrite-rule", rule, admin=True)
+    pymongo.MongoClient(first.uri).shop.orders.insert_many(orders(10))
+    direct = pymongo.MongoClient(ferretdb.uri)
+    shared = direct.shardscope.orderCustomers
+    deadline = time.time() + 10
+    while shared.count_documents({}) < 10 and time.time() < deadline:
+        time.sleep(0.1)
+    direct.shop.orders.update_one({"orderId": "O00004"}, {"$set": {"customerId": "C4444"}})  # behind every sidecar
+    assert pymongo.MongoClient(first.uri).shop.orders.find_one({"orderId": "O00004"})["customerId"] == "C4444"
+    deadline = time.time() + 10
+    while not (shared.find_one({"_id": "O00004"}) or {}).get("ambiguous") and time.time() < deadline:
+        time.sleep(0.1)
+    marker = shared.find_one({"_id": "O00004"})
+    assert marker["ambiguous"] is True and "customerId" not in marker
+    b = pymongo.MongoClient(second.uri).shop.orders
+    assert b.find_one({"orderId": "O00004"})["customerId"] == "C4444"  # a miss: reads the collection through
+    deadline = time.time() + 10
+    while rewrite_page(second)["mappingCollection"]["found"] < 1 and time.time() < deadline:
+        time.sleep(0.1)
+    assert b.find_one({"orderId": "O00004"})["customerId"] == "C4444"
+    page = rewrite_page(second)
+    assert page["applied"] == 0 and sum(page["fallbacks"].values()) == 0  # main: read C0248 back, fell back
+    assert page["mapping"]["ambiguous"] == 1
+
+
+def test_capacity_is_exact(ferretdb, proxy):
+    """Item 13: capacity=10 holds 10 mappings (main: 16)."""
+    p = proxy(ferretdb.uri, "--routing", ROUTING, "--rewrite-rule", f"{RULE} capacity=10", admin=True)
+    pymongo.MongoClient(p.uri).shop.orders.insert_many(orders(100))
+    mapping = rewrite_page(p)["mapping"]
+    assert mapping["size"] == 10 and mapping["capacity"] == 10 and mapping["evicted"] == 90
+
+
+def test_a_contradiction_found_by_another_sidecar_reaches_every_sidecar(ferretdb, proxy):
+    """Item 11 across sidecars: the first sidecar learned X -> C1 from its own insert; the second
+    inserts X for another customer and finds the shared mapping disagrees; the first stops
+    rewriting X once it polls the collection."""
+    rule = f"{RULE} collection=shardscope.orderCustomers"
+    first = proxy(ferretdb.uri, "--routing", ROUTING, "--rewrite-rule", rule, admin=True)
+    second = proxy(ferretdb.uri, "--routing", ROUTING, "--rewrite-rule", rule, admin=True)
+    a = pymongo.MongoClient(first.uri).shop.orders
+    a.insert_one({"_id": 1, "orderId": "X", "customerId": "C1"})
+    shared = pymongo.MongoClient(ferretdb.uri).shardscope.orderCustomers
+    deadline = time.time() + 10
+    while shared.find_one({"_id": "X"}) is None and time.time() < deadline:
+        time.sleep(0.1)
+    pymongo.MongoClient(second.uri).shop.orders.insert_one({"_id": 2, "orderId": "X", "customerId": "C2"})
+    deadline = time.time() + 10
+    while rewrite_page(first)["mapping"].get("ambiguous", 0) < 1 and time.time() < deadline:
+        time.sleep(0.1)
+    assert sorted(d["_id"] for d in a.find({"orderId": "X"})) == [1, 2]  # main: [1]
+    assert rewrite_page(first)["mapping"]["ambiguous"] == 1
