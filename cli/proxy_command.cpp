@@ -60,7 +60,7 @@ int runProxy(int argc, char** argv) {
   try {
     server.start();
     if (!ctx.config.admin.empty()) {
-      admin = proxy::makeAdminServer(io, ctx);
+      admin = proxy::makeAdminServer(ctx);
       admin->extend(proxy::evaluationExtension(ctx));
       admin->extend(proxy::rewriteExtension(ctx));
       admin->extend(proxy::shadowExtension(ctx));

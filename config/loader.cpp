@@ -133,6 +133,7 @@ const std::map<std::string, Setter>& keyTable() {
       {"upstream", text(&Config::upstream)},
       {"admin", hostPort(&Config::admin)},
       {"admin_token_file", text(&Config::admin_token_file)},
+      {"admin_insecure", flag(&Config::admin_insecure)},
       {"max_message_size", number(&Config::max_message_size, 1024, 64u << 20)},
       {"threads", number(&Config::threads, 1, 64)},
       {"max_connections", number(&Config::max_connections, 1, 1'000'000)},
@@ -198,6 +199,7 @@ const std::map<std::string, std::string>& flagAliases() {
       {"tls-key-file", "client_tls.key_file"},
       {"tls-ca-file", "client_tls.ca_file"},
       {"admin-token-file", "admin_token_file"},
+      {"admin-insecure", "admin_insecure"},
       {"rewrite-rule", "rewrite.rules"},
       {"max-message-size", "max_message_size"},
   };
