@@ -122,8 +122,11 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
     ctx.routing.current(snap);
     if (snap.value) ctx.evaluator->setCurrentKeys(snap.value);
   }
+  ctx.stats = std::make_unique<stats::Registry>(
+      stats::StatsOptions{config.stats_record_values, config.stats_max_shapes_per_namespace});
   if (!config.mirror.upstream.empty()) {
     MirrorOptions m;
+    m.dropped_total = &ctx.stats->process().mirror_dropped;
     m.upstream = config.mirror.upstream;
     m.mode = config.mirror.mode == "all" ? MirrorOptions::Mode::All : MirrorOptions::Mode::Reads;
     m.sample_rate = config.mirror.sample_rate;
@@ -163,8 +166,6 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
     spdlog::warn("fault injection is on: {}", faults->renderJson());
     ctx.faults.publish(std::move(faults));
   }
-  ctx.stats = std::make_unique<stats::Registry>(
-      stats::StatsOptions{config.stats_record_values, config.stats_max_shapes_per_namespace});
   return true;
 }
 

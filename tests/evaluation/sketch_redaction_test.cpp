@@ -3,7 +3,6 @@
 
 #include <gtest/gtest.h>
 
-#include <iostream>
 
 #include "evaluation/evaluator.h"
 #include "tests/evaluation/scenario_support.h"
@@ -53,7 +52,6 @@ TEST(SketchRedaction, RedactedExportsStillMerge) {
       {sketchesWithoutValues(a.exportSketches()), sketchesWithoutValues(b.exportSketches())}, true, error);
   EXPECT_TRUE(error.empty()) << error;
   EXPECT_NE(merged.find("shop.orders"), std::string::npos) << merged;
-  std::cout << merged.substr(0, 1500) << "\n";
 }
 
 TEST(SketchRedaction, UnparsableInput) { EXPECT_EQ(sketchesWithoutValues("not json"), "{}"); }
