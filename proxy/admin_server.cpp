@@ -105,7 +105,7 @@ struct AdminServer::Impl : std::enable_shared_from_this<Impl> {
   std::atomic<bool> stopped{false};
   struct Connection {
     std::weak_ptr<beast::tcp_stream> stream;
-    bool waiting = true;  // for its (next) request: a new connection may replace it at the cap
+    bool waiting = true;  // for (the rest of) its next request: a new connection may replace it at the cap
   };
   std::mutex mutex;  // the open connections (stop() runs on another thread)
   std::map<uint64_t, Connection> open;  // by id: oldest first
@@ -283,10 +283,11 @@ awaitable<void> AdminServer::Impl::serve(std::shared_ptr<beast::tcp_stream> stre
     stream->expires_after(std::chrono::milliseconds(std::min(limits.header_timeout_ms, limits.read_timeout_ms)));
     auto [ec, bytes] = co_await http::async_read_header(*stream, buffer, parser, asio::as_tuple(use_awaitable));
     if (!ec) {
-      setWaiting(id, false);
       stream->expires_after(std::chrono::milliseconds(limits.read_timeout_ms));
       std::tie(ec, bytes) = co_await http::async_read(*stream, buffer, parser, asio::as_tuple(use_awaitable));
     }
+    // Replaceable until the whole request is in: a body that never comes must not hold a slot.
+    if (!ec) setWaiting(id, false);
     http::response<http::string_body> res;
     bool close = false;
     if (ec) {
