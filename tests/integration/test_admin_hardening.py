@@ -66,9 +66,11 @@ def test_probes_answer_while_admin_connections_are_held_half_open(proxy, workdir
     held = []
     try:
         # 100 connections, each with a request that never ends: more than the 64 admin slots.
-        for _ in range(100):
+        # 30 stop inside the headers, 70 after complete headers, in a body that never comes.
+        for i in range(100):
             s = socket.create_connection(("127.0.0.1", px.admin_port), timeout=5)
-            s.sendall(b"GET /stats HTTP/1.1\r\nHost: x\r\n")
+            s.sendall(b"GET /stats HTTP/1.1\r\nHost: x\r\n" if i % 10 < 3 else
+                      b"POST /config/reload HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\n")
             held.append(s)
         time.sleep(0.2)
         for path in ("/healthz", "/readyz"):
