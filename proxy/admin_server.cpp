@@ -1,5 +1,8 @@
 #include "proxy/admin_server.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <charconv>
@@ -368,6 +371,8 @@ void AdminServer::start() {
   if (ec) throw std::runtime_error("admin: cannot listen on " + where + ": " + ec.message());
   s.bound_port = s.acceptor.local_endpoint().port();
   asio::co_spawn(s.io, s.acceptLoop(), asio::detached);
+  // Renders yield the CPU to the client event loop when both want it (a 1-core container).
+  asio::post(s.renderer, [] { ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10); });
   // run() returns once the acceptor and every connection are closed (stop()).
   s.io_thread = std::thread([impl = impl_] { impl->io.run(); });
 }

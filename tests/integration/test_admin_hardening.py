@@ -266,10 +266,11 @@ ENDPOINTS = ["/stats", "/metrics", "/evaluate", "/evaluate?format=text", "/evalu
 
 
 def test_no_field_value_in_any_admin_page_by_default(proxy, ferretdb, shardscope_binary):
-    px = proxy(ferretdb.uri, admin=True)
+    # Reads mirrored to the same server: /mirror's shapes and divergence examples are checked too.
+    px = proxy(ferretdb.uri, "--mirror.upstream", ferretdb.uri, admin=True)
     _feed_values(px.uri)
     time.sleep(0.3)  # observers hand over their batches within 100 ms
-    for path in ENDPOINTS:
+    for path in ENDPOINTS + ["/mirror"]:
         status, body = http_get(px.admin_url + path, timeout=30)
         assert status == 200, (path, status)
         assert not _leaks(body), (path, _leaks(body)[:3])
