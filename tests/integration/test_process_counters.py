@@ -111,8 +111,12 @@ def test_admin_requests_and_rejections(proxy, workdir):
 def test_connection_decode_and_unparsed_counters(proxy, wire_peer):
     peer = wire_peer()
     px = proxy(peer.uri, admin=True)
-    time.sleep(0.2)  # the harness's port check has come and gone
-    base = counters(px.admin_url)
+    deadline = time.monotonic() + 5  # the harness's own port check (one client) must have come and gone
+    while time.monotonic() < deadline:
+        base = counters(px.admin_url)
+        if base["connectionsOpened"] >= 1 and base["connectionsActive"] == 0:
+            break
+        time.sleep(0.02)
     a, b = RawClient.for_address(px.address), RawClient.for_address(px.address)
     a.hello()
     b.hello()
