@@ -9,11 +9,24 @@
 #include "cli/cli_support.h"
 #include "cli/commands.h"
 
+#include <bson/bson.h>
+
 #include "evaluation/evaluator.h"
 
 namespace shardscope::cli {
-
 namespace {
+
+// A sidecar without evaluation.allow_values exports no field values ("values": false).
+bool exportsHashesOnly(const std::string& sketches) {
+  bson_error_t error;
+  bson_t* doc = bson_new_from_json(reinterpret_cast<const uint8_t*>(sketches.data()),
+                                   static_cast<ssize_t>(sketches.size()), &error);
+  if (!doc) return false;
+  bson_iter_t it;
+  bool hashesOnly = bson_iter_init_find(&it, doc, "values") && BSON_ITER_HOLDS_BOOL(&it) && !bson_iter_bool(&it);
+  bson_destroy(doc);
+  return hashesOnly;
+}
 
 struct EvaluateArgs {
   std::vector<std::string> urls, files;
@@ -57,6 +70,14 @@ int runEvaluate(const CLI::App& cmd, const EvaluateArgs& args) {
     bson_destroy(&parsed);
     sketches.push_back(std::move(text));
   }
+  size_t hashesOnly = 0;
+  for (const auto& s : sketches) hashesOnly += exportsHashesOnly(s);
+  if (hashesOnly)
+    std::fprintf(stderr,
+                 "shardscope evaluate: note: %zu of %zu export(s) carry hashes and counts only (evaluation.allow_values "
+                 "is off there): cardinality, frequency, monotonicity and hashed keys are evaluated across the fleet; "
+                 "ranged split points and sampled queries only from exports with values\n",
+                 hashesOnly, sketches.size());
   std::string out = evaluation::Evaluator::mergeAndEvaluate(sketches, !args.json, error);
   if (!error.empty()) return fail(error);
   std::fwrite(out.data(), 1, out.size(), stdout);

@@ -56,7 +56,7 @@ int runProxy(const std::vector<std::string>& args, bool checkOnly) {
   try {
     server.start();
     if (!ctx.config.admin.empty()) {
-      admin = proxy::makeAdminServer(io, ctx);
+      admin = proxy::makeAdminServer(ctx);
       admin->extend(proxy::evaluationExtension(ctx));
       admin->extend(proxy::rewriteExtension(ctx));
       admin->extend(proxy::shadowExtension(ctx));

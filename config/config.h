@@ -64,6 +64,7 @@ struct Config {
   std::string upstream;  // mongodb://host:port/?tls=true&tlsCAFile=...
   HostPort admin;        // empty = no admin endpoint
   std::string admin_token_file;
+  bool admin_insecure = false;  // serve a non-loopback admin address without a token (explicit opt-in)
   uint32_t max_message_size = 48'000'000;
   uint32_t threads = 1;
   uint32_t max_connections = 20000;

@@ -1,5 +1,6 @@
 #include "proxy/admin_extensions.h"
 
+#include "proxy/sketch_redaction.h"
 #include "routing/lookup_guard.h"
 #include "stats/json_writer.h"
 
@@ -119,8 +120,12 @@ AdminExtension evaluationExtension(ProxyContext& ctx) {
                           }
                           return json(evaluator->renderJson());
                         }});
-  ext.routes.push_back({"/evaluate/sketches", "GET, HEAD",
-                        [evaluator](std::string_view) { return json(evaluator->exportSketches()); }});
+  // Field values leave the process only with evaluation.allow_values: hashes and counts otherwise.
+  const bool values = ctx.config.evaluation_allow_values;
+  ext.routes.push_back({"/evaluate/sketches", "GET, HEAD", [evaluator, values](std::string_view) {
+                          std::string sketches = evaluator->exportSketches();
+                          return json(values ? sketches : sketchesWithoutValues(sketches));
+                        }});
   ext.routes.push_back({"/evaluate/reset", "POST", [evaluator](std::string_view) {
                           evaluator->reset();
                           return json("{\"reset\":true}\n");

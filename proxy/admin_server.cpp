@@ -1,10 +1,15 @@
 #include "proxy/admin_server.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <mutex>
 #include <stdexcept>
-#include <unordered_map>
+#include <map>
+#include <thread>
 
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -64,24 +69,32 @@ AdminResponse text(unsigned status, std::string body) {
 }  // namespace
 
 struct AdminServer::Impl : std::enable_shared_from_this<Impl> {
-  Impl(asio::io_context& io, std::string host, uint16_t port, std::string token, stats::Registry& registry,
-       std::function<bool()> ready, std::function<std::vector<std::string>()> shardNames, AdminLimits limits)
-      : io(io),
-        host(std::move(host)),
+  Impl(std::string host, uint16_t port, std::string token, stats::Registry& registry, std::function<bool()> ready,
+       std::function<std::vector<std::string>()> shardNames, AdminLimits limits)
+      : host(std::move(host)),
         requested_port(port),
         token(std::move(token)),
         registry(registry),
         ready(std::move(ready)),
         shard_names(std::move(shardNames)),
-        limits(limits),
-        acceptor(io) {}
+        limits(limits) {}
 
   awaitable<void> acceptLoop();
   awaitable<void> serve(std::shared_ptr<beast::tcp_stream> stream, uint64_t id);
+  bool admit(uint64_t& id, const std::shared_ptr<beast::tcp_stream>& stream);
+  void setWaiting(uint64_t id, bool waiting);
+  awaitable<AdminResponse> respond(std::string method, std::string target, std::string authorization);
+  static awaitable<AdminResponse> render(std::shared_ptr<Impl> self, std::string method, std::string target,
+                                         std::string authorization);
+  AdminResponse routeSafely(const std::string& method, const std::string& target,
+                            const std::string& authorization) const;
   AdminResponse route(std::string_view method, std::string_view target, std::string_view authorization) const;
   std::vector<std::string> shards() const { return shard_names ? shard_names() : std::vector<std::string>{}; }
 
-  asio::io_context& io;
+  // One I/O thread for the sockets and the probes, one render thread for every other page.
+  asio::io_context io{1};
+  asio::thread_pool renderer{1};
+  std::thread io_thread;
   const std::string host;
   const uint16_t requested_port;
   const std::string token;
@@ -90,11 +103,15 @@ struct AdminServer::Impl : std::enable_shared_from_this<Impl> {
   const std::function<std::vector<std::string>()> shard_names;
   const AdminLimits limits;
   AdminExtension extension;
-  tcp::acceptor acceptor;
+  tcp::acceptor acceptor{io};
   uint16_t bound_port = 0;
   std::atomic<bool> stopped{false};
-  std::mutex mutex;  // the open connections, so stop() can close them
-  std::unordered_map<uint64_t, std::weak_ptr<beast::tcp_stream>> open;
+  struct Connection {
+    std::weak_ptr<beast::tcp_stream> stream;
+    bool waiting = true;  // for (the rest of) its next request: a new connection may replace it at the cap
+  };
+  std::mutex mutex;  // the open connections (stop() runs on another thread)
+  std::map<uint64_t, Connection> open;  // by id: oldest first
   uint64_t next_id = 1;
 };
 
@@ -176,10 +193,44 @@ AdminResponse AdminServer::Impl::route(std::string_view method, std::string_view
   return r;
 }
 
+namespace {
+
+bool isProbe(std::string_view target) {
+  std::string_view path = target.substr(0, target.find('?'));
+  return path == "/healthz" || path == "/readyz";
+}
+
+}  // namespace
+
+// Registers a new connection. At the cap, the oldest connection still waiting for a request makes
+// room (it sent nothing complete yet, or idles in keep-alive); with every slot busy rendering or
+// writing, the new one is refused. So half-sent requests can never lock the probes out.
+bool AdminServer::Impl::admit(uint64_t& id, const std::shared_ptr<beast::tcp_stream>& stream) {
+  std::lock_guard lock(mutex);
+  if (open.size() >= limits.max_connections) {
+    auto oldest = std::find_if(open.begin(), open.end(), [](const auto& c) { return c.second.waiting; });
+    if (oldest == open.end()) return false;
+    if (auto victim = oldest->second.stream.lock()) {
+      boost::system::error_code ignored;
+      victim->socket().close(ignored);  // this (the admin I/O) thread owns every admin socket
+    }
+    open.erase(oldest);
+    stats::bump(registry.process().admin_connections_replaced);
+  }
+  id = next_id++;
+  open.emplace(id, Connection{stream, true});
+  return true;
+}
+
+void AdminServer::Impl::setWaiting(uint64_t id, bool waiting) {
+  std::lock_guard lock(mutex);
+  if (auto it = open.find(id); it != open.end()) it->second.waiting = waiting;
+}
+
 awaitable<void> AdminServer::Impl::acceptLoop() {
   auto self = shared_from_this();
   for (;;) {
-    auto [ec, socket] = co_await acceptor.async_accept(asio::make_strand(io), asio::as_tuple(use_awaitable));
+    auto [ec, socket] = co_await acceptor.async_accept(io, asio::as_tuple(use_awaitable));
     if (stopped || ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
     if (ec) {
       asio::steady_timer t(io, std::chrono::milliseconds(100));  // e.g. out of descriptors: back off
@@ -187,19 +238,40 @@ awaitable<void> AdminServer::Impl::acceptLoop() {
       continue;
     }
     auto stream = std::make_shared<beast::tcp_stream>(std::move(socket));
-    uint64_t id;
-    {
-      std::lock_guard lock(mutex);
-      if (open.size() >= limits.max_connections) {
-        boost::system::error_code ignored;
-        stream->socket().close(ignored);
-        continue;
-      }
-      id = next_id++;
-      open.emplace(id, stream);
+    uint64_t id = 0;
+    if (!admit(id, stream)) {
+      stats::bump(registry.process().admin_rejected);
+      boost::system::error_code ignored;
+      stream->socket().close(ignored);
+      continue;
     }
-    asio::co_spawn(stream->get_executor(), serve(stream, id), asio::detached);
+    asio::co_spawn(io, serve(stream, id), asio::detached);
   }
+}
+
+AdminResponse AdminServer::Impl::routeSafely(const std::string& method, const std::string& target,
+                                             const std::string& authorization) const {
+  try {
+    return route(method, target, authorization);
+  } catch (const std::exception&) {
+    return text(500, "internal error\n");
+  }
+}
+
+// A coroutine of its own (not a capturing lambda): its parameters live in its frame.
+awaitable<AdminResponse> AdminServer::Impl::render(std::shared_ptr<Impl> self, std::string method, std::string target,
+                                                   std::string authorization) {
+  co_return self->routeSafely(method, target, authorization);
+}
+
+// Probes are answered here, on the I/O thread, in microseconds; every other page is rendered on
+// the render thread, so a slow render holds neither a probe nor a client behind it.
+awaitable<AdminResponse> AdminServer::Impl::respond(std::string method, std::string target,
+                                                    std::string authorization) {
+  if (isProbe(target)) co_return routeSafely(method, target, authorization);
+  co_return co_await asio::co_spawn(
+      renderer, render(shared_from_this(), std::move(method), std::move(target), std::move(authorization)),
+      use_awaitable);
 }
 
 awaitable<void> AdminServer::Impl::serve(std::shared_ptr<beast::tcp_stream> stream, uint64_t id) {
@@ -209,8 +281,16 @@ awaitable<void> AdminServer::Impl::serve(std::shared_ptr<beast::tcp_stream> stre
     http::request_parser<http::string_body> parser;
     parser.header_limit(limits.max_header_bytes);
     parser.body_limit(limits.max_body_bytes);
-    stream->expires_after(std::chrono::milliseconds(limits.read_timeout_ms));
-    auto [ec, bytes] = co_await http::async_read(*stream, buffer, parser, asio::as_tuple(use_awaitable));
+    // The headers within header_timeout_ms (a half-sent request holds its slot briefly), the
+    // whole request within read_timeout_ms.
+    stream->expires_after(std::chrono::milliseconds(std::min(limits.header_timeout_ms, limits.read_timeout_ms)));
+    auto [ec, bytes] = co_await http::async_read_header(*stream, buffer, parser, asio::as_tuple(use_awaitable));
+    if (!ec) {
+      stream->expires_after(std::chrono::milliseconds(limits.read_timeout_ms));
+      std::tie(ec, bytes) = co_await http::async_read(*stream, buffer, parser, asio::as_tuple(use_awaitable));
+    }
+    // Replaceable until the whole request is in: a body that never comes must not hold a slot.
+    if (!ec) setWaiting(id, false);
     http::response<http::string_body> res;
     bool close = false;
     if (ec) {
@@ -231,8 +311,8 @@ awaitable<void> AdminServer::Impl::serve(std::shared_ptr<beast::tcp_stream> stre
     } else {
       stats::bump(registry.process().admin_requests);
       const auto& req = parser.get();
-      AdminResponse r = route(std::string_view(req.method_string()), std::string_view(req.target()),
-                              std::string_view(req[http::field::authorization]));
+      AdminResponse r = co_await respond(std::string(req.method_string()), std::string(req.target()),
+                                         std::string(req[http::field::authorization]));
       if (r.status == 401 || r.status == 404 || r.status == 405) stats::bump(registry.process().admin_rejected);
       res.result(r.status);
       res.version(req.version());
@@ -258,6 +338,7 @@ awaitable<void> AdminServer::Impl::serve(std::shared_ptr<beast::tcp_stream> stre
     stream->expires_after(std::chrono::milliseconds(limits.read_timeout_ms));
     auto [wec, written] = co_await http::async_write(*stream, res, asio::as_tuple(use_awaitable));
     if (wec || close) break;
+    setWaiting(id, true);
   }
   boost::system::error_code ignored;
   stream->socket().shutdown(tcp::socket::shutdown_send, ignored);
@@ -266,10 +347,10 @@ awaitable<void> AdminServer::Impl::serve(std::shared_ptr<beast::tcp_stream> stre
   open.erase(id);
 }
 
-AdminServer::AdminServer(asio::io_context& io, const std::string& host, uint16_t port, std::string bearerToken,
-                         stats::Registry& registry, std::function<bool()> ready,
-                         std::function<std::vector<std::string>()> shardNames, AdminLimits limits)
-    : impl_(std::make_shared<Impl>(io, host, port, std::move(bearerToken), registry, std::move(ready),
+AdminServer::AdminServer(const std::string& host, uint16_t port, std::string bearerToken, stats::Registry& registry,
+                         std::function<bool()> ready, std::function<std::vector<std::string>()> shardNames,
+                         AdminLimits limits)
+    : impl_(std::make_shared<Impl>(host, port, std::move(bearerToken), registry, std::move(ready),
                                    std::move(shardNames), limits)) {}
 
 AdminServer::~AdminServer() { stop(); }
@@ -289,24 +370,26 @@ void AdminServer::start() {
   s.acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) throw std::runtime_error("admin: cannot listen on " + where + ": " + ec.message());
   s.bound_port = s.acceptor.local_endpoint().port();
-  asio::co_spawn(s.acceptor.get_executor(), s.acceptLoop(), asio::detached);
+  asio::co_spawn(s.io, s.acceptLoop(), asio::detached);
+  // Renders yield the CPU to the client event loop when both want it (a 1-core container).
+  asio::post(s.renderer, [] { ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10); });
+  // run() returns once the acceptor and every connection are closed (stop()).
+  s.io_thread = std::thread([impl = impl_] { impl->io.run(); });
 }
 
 void AdminServer::stop() {
   if (!impl_ || impl_->stopped.exchange(true)) return;
   auto impl = impl_;
-  // Sockets belong to the io_context's threads: close them there.
-  asio::post(impl->acceptor.get_executor(), [impl] {
+  // Sockets belong to the admin I/O thread: close them there.
+  asio::post(impl->io, [impl] {
     boost::system::error_code ignored;
     impl->acceptor.close(ignored);
+    std::lock_guard lock(impl->mutex);
+    for (auto& [id, conn] : impl->open)
+      if (auto stream = conn.stream.lock()) stream->socket().close(ignored);
   });
-  std::lock_guard lock(impl->mutex);
-  for (auto& [id, weak] : impl->open)
-    if (auto stream = weak.lock())
-      asio::post(stream->get_executor(), [stream] {
-        boost::system::error_code ignored;
-        stream->socket().close(ignored);
-      });
+  if (impl->io_thread.joinable()) impl->io_thread.join();
+  impl->renderer.join();
 }
 
 uint16_t AdminServer::port() const { return impl_->bound_port; }

@@ -1,5 +1,7 @@
 // The admin HTTP endpoint (Boost.Beast): /healthz, /readyz, /stats, /metrics, POST /stats/reset
 // and the dashboard page at /. Bound to localhost by default; optional bearer token.
+// It runs on its own I/O thread, never on the client event loop, and renders pages on a second
+// thread, so a heavy render delays neither client traffic nor the probes (answered inline).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -10,10 +12,6 @@
 
 #include "stats/registry.h"
 
-namespace boost::asio {
-class io_context;
-}
-
 namespace shardscope::proxy {
 
 // Limits of one admin request; a request past them gets 413 and the connection is closed.
@@ -21,6 +19,9 @@ struct AdminLimits {
   uint32_t max_header_bytes = 8 * 1024;
   uint32_t max_body_bytes = 8 * 1024;  // header + body stay within 16 KiB
   uint32_t read_timeout_ms = 10'000;   // per request, including a keep-alive idle wait
+  uint32_t header_timeout_ms = 5'000;  // a started request's headers must arrive within this
+  // At the cap, a new connection replaces the oldest one still waiting for its request (idle or
+  // half-sent), so slow or silent clients can never lock the probes out.
   uint32_t max_connections = 64;
 };
 
@@ -47,16 +48,17 @@ struct AdminExtension {
 
 class AdminServer {
  public:
-  AdminServer(boost::asio::io_context& io, const std::string& host, uint16_t port, std::string bearerToken,
+  AdminServer(const std::string& host, uint16_t port, std::string bearerToken,
               stats::Registry& registry, std::function<bool()> ready,
               std::function<std::vector<std::string>()> shardNames, AdminLimits limits = {});
   ~AdminServer();
   AdminServer(const AdminServer&) = delete;
   AdminServer& operator=(const AdminServer&) = delete;
 
-  // Binds and starts accepting; throws std::runtime_error naming the address when it cannot bind.
+  // Binds and starts accepting on the admin's own threads; throws std::runtime_error naming the
+  // address when it cannot bind.
   void start();
-  // Stops accepting and closes open admin connections. Safe to call twice.
+  // Stops accepting, closes open admin connections and joins the admin threads. Safe to call twice.
   void stop();
   uint16_t port() const;  // the bound port (useful with port 0)
 

@@ -12,6 +12,7 @@
 #include "shadow/command_prep.h"
 #include "shadow/reply_summary.h"
 #include "stats/json_writer.h"
+#include "stats/process_counters.h"
 #include "stats/query_shape.h"
 
 namespace shardscope::proxy {
@@ -354,7 +355,7 @@ void Mirror::onRequest(uint64_t connectionId, int32_t requestId, const protocol:
 
   // Admission: the queue bound, then the per-connection in-flight record.
   if (queued_.load(std::memory_order_relaxed) >= options_.queue_size) {
-    c.dropped_queue_full++;
+    countQueueFull();
     if (getMore) {  // a lost batch would make the cursor's comparison wrong: stop following it
       {
         std::lock_guard lock(conn_mutex_);
@@ -372,13 +373,18 @@ void Mirror::onRequest(uint64_t connectionId, int32_t requestId, const protocol:
     std::lock_guard lock(conn_mutex_);
     auto& st = conns_[connectionId];
     if (st.in_flight.size() >= kMaxInFlightPerConnection) {
-      c.dropped_queue_full++;
+      countQueueFull();
       return;
     }
     st.in_flight.push_back({requestId, job->get_more_cursor});
   }
   c.mirrored++;
   push(connectionId, std::move(job), true);
+}
+
+void Mirror::countQueueFull() {
+  counters_->dropped_queue_full++;
+  if (options_.dropped_total) stats::bump(*options_.dropped_total);
 }
 
 void Mirror::onPrimaryReply(uint64_t connectionId, int32_t requestId, const bson_t* replyBody, uint64_t latencyNs) {

@@ -36,6 +36,7 @@ struct MirrorOptions {
   bool record_values = false;           // keep the command with its values in divergence examples
   uint32_t max_shapes = 1000;
   uint32_t max_examples = 3;
+  std::atomic<uint64_t>* dropped_total = nullptr;  // process counter bumped with droppedQueueFull
 };
 
 // Worker threads share ownership of the mirror: one stuck on a stalled shadow at shutdown keeps
@@ -78,6 +79,7 @@ class Mirror : public std::enable_shared_from_this<Mirror> {
   bool start(std::string& error);
   bool namespaceSelected(std::string_view ns) const;
   void push(size_t worker, std::unique_ptr<Job> job, bool bounded);
+  void countQueueFull();
   void runWorker(Worker& w);
 
   MirrorOptions options_;

@@ -31,10 +31,41 @@ std::unique_ptr<ssl::context> makeClientSideTls(const config::ServerTls& tls) {
   return ctx;
 }
 
+// True when every address `host` names is a loopback address (a name that does not resolve counts
+// as exposed: binding it fails later with its own message).
+bool loopbackOnly(const std::string& host) {
+  boost::system::error_code ec;
+  auto address = asio::ip::make_address(host, ec);
+  if (!ec) return address.is_loopback();
+  asio::io_context io;
+  tcp::resolver resolver(io);
+  auto results = resolver.resolve(host, "0", tcp::resolver::passive, ec);
+  if (ec || results.empty()) return false;
+  for (const auto& r : results)
+    if (!r.endpoint().address().is_loopback()) return false;
+  return true;
+}
+
+// An admin endpoint other hosts can reach serves /stats, /evaluate and POST /config/reload to
+// anyone unless a token guards it: refuse to start that way without an explicit opt-in.
+bool checkAdminExposure(const config::Config& config, std::string& error) {
+  if (config.admin.empty() || !config.admin_token_file.empty() || loopbackOnly(config.admin.host)) return true;
+  if (config.admin_insecure) {
+    spdlog::warn("admin: {} is reachable from other hosts without a token (admin_insecure: true)", config.admin.str());
+    return true;
+  }
+  error = "admin: " + config.admin.str() +
+          " is not a loopback address and no admin_token_file is set, so anyone who can reach it could read "
+          "/stats and POST /config/reload. Set admin_token_file (--admin-token-file FILE), bind the admin "
+          "endpoint to 127.0.0.1, or set admin_insecure: true (--admin-insecure true) to serve it without a token";
+  return false;
+}
+
 }  // namespace
 
 bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string& error) {
   mongoc_init();  // discovery, mirroring and mapping collections use libmongoc
+  if (!checkAdminExposure(config, error)) return false;
   ctx.config = config;
   auto upstream = parseUpstreamUri(config.upstream, error);
   if (!upstream) return false;
@@ -91,8 +122,11 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
     ctx.routing.current(snap);
     if (snap.value) ctx.evaluator->setCurrentKeys(snap.value);
   }
+  ctx.stats = std::make_unique<stats::Registry>(
+      stats::StatsOptions{config.stats_record_values, config.stats_max_shapes_per_namespace});
   if (!config.mirror.upstream.empty()) {
     MirrorOptions m;
+    m.dropped_total = &ctx.stats->process().mirror_dropped;
     m.upstream = config.mirror.upstream;
     m.mode = config.mirror.mode == "all" ? MirrorOptions::Mode::All : MirrorOptions::Mode::Reads;
     m.sample_rate = config.mirror.sample_rate;
@@ -132,8 +166,6 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
     spdlog::warn("fault injection is on: {}", faults->renderJson());
     ctx.faults.publish(std::move(faults));
   }
-  ctx.stats = std::make_unique<stats::Registry>(
-      stats::StatsOptions{config.stats_record_values, config.stats_max_shapes_per_namespace});
   return true;
 }
 
@@ -151,7 +183,7 @@ std::unique_ptr<RoutingDiscovery> startDiscovery(ProxyContext& ctx) {
   return discovery;
 }
 
-std::unique_ptr<AdminServer> makeAdminServer(asio::io_context& io, ProxyContext& ctx) {
+std::unique_ptr<AdminServer> makeAdminServer(ProxyContext& ctx) {
   std::string token;
   if (!ctx.config.admin_token_file.empty()) {
     std::ifstream in(ctx.config.admin_token_file);
@@ -160,7 +192,7 @@ std::unique_ptr<AdminServer> makeAdminServer(asio::io_context& io, ProxyContext&
     if (token.empty()) throw std::runtime_error("admin_token_file: " + ctx.config.admin_token_file + " is empty");
   }
   return std::make_unique<AdminServer>(
-      io, ctx.config.admin.host, ctx.config.admin.port, token, *ctx.stats,
+      ctx.config.admin.host, ctx.config.admin.port, token, *ctx.stats,
       [&ctx] { return ctx.upstream_reachable.load() && (ctx.routing.loaded() || !ctx.config.discovery); },
       [&ctx] {
         RoutingState::Snapshot snap;

@@ -16,6 +16,8 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
 // Starts live discovery when the config asks for it (null otherwise).
 std::unique_ptr<RoutingDiscovery> startDiscovery(ProxyContext& ctx);
 
-std::unique_ptr<AdminServer> makeAdminServer(asio::io_context& io, ProxyContext& ctx);
+// The admin endpoint on its own threads. Throws when the admin address is reachable from other
+// hosts with no token and no explicit admin_insecure opt-in.
+std::unique_ptr<AdminServer> makeAdminServer(ProxyContext& ctx);
 
 }  // namespace shardscope::proxy

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
+
 #include "proxy/session.h"
 
 namespace shardscope::proxy {
@@ -20,7 +22,24 @@ void Server::start() {
   acceptor_.bind(endpoint, ec);
   if (ec) throw std::runtime_error("listen: cannot bind " + listen.str() + ": " + ec.message());
   acceptor_.listen(asio::socket_base::max_listen_connections);
+  acceptor_.native_non_blocking(true);  // SpareDescriptor::refuseOne accepts on it directly
+  FdBudget budget = raiseFdLimit(ctx_.config.max_connections);
+  max_connections_ = budget.connections;
+  if (max_connections_ < ctx_.config.max_connections)
+    spdlog::warn("max_connections lowered from {} to {}: the open-file limit is {} (2 per client + {} reserved)",
+                 ctx_.config.max_connections, max_connections_, budget.limit, kReservedDescriptors);
+  spdlog::info("accepting up to {} client connections (open-file limit {})", max_connections_, budget.limit);
   asio::co_spawn(io_, acceptLoop(), asio::detached);
+}
+
+void Server::refused(const char* why, bool counted) {
+  if (counted && ctx_.stats) stats::bump(ctx_.stats->process().connections_refused);
+  ++refusals_unlogged_;
+  auto now = std::chrono::steady_clock::now();
+  if (now - last_refusal_log_ < std::chrono::seconds(1)) return;
+  spdlog::warn("{} ({} time(s) in the last second or more)", why, refusals_unlogged_);
+  refusals_unlogged_ = 0;
+  last_refusal_log_ = now;
 }
 
 awaitable<void> Server::acceptLoop() {
@@ -30,15 +49,23 @@ awaitable<void> Server::acceptLoop() {
                                              : asio::any_io_executor(asio::make_strand(io_));
     auto [ec, socket] = co_await acceptor_.async_accept(executor, asio::as_tuple(use_awaitable));
     if (ec == asio::error::operation_aborted || !acceptor_.is_open()) co_return;
+    if (ec == asio::error::no_descriptors || ec == boost::system::errc::too_many_files_open_in_system) {
+      // Out of descriptors despite the cap (another part of the process holds them): refuse the
+      // waiting client with the spare descriptor instead of leaving it hanging in the backlog.
+      if (spare_.refuseOne(acceptor_.native_handle())) {
+        refused("refused a client connection: out of file descriptors");
+        continue;
+      }
+    }
     if (ec) {
-      // Out of descriptors and similar: back off instead of spinning; existing sessions go on.
-      spdlog::error("accept failed: {}", ec.message());
+      // Back off instead of spinning; existing sessions go on.
+      refused(("accept failed: " + ec.message()).c_str(), false);
       asio::steady_timer t(io_, std::chrono::milliseconds(100));
       co_await t.async_wait(asio::as_tuple(use_awaitable));
       continue;
     }
-    if (ctx_.open_connections.load() >= ctx_.config.max_connections) {
-      spdlog::warn("refusing connection: max_connections ({}) reached", ctx_.config.max_connections);
+    if (ctx_.open_connections.load() >= max_connections_) {
+      refused("refused a client connection: max_connections reached");
       boost::system::error_code ignored;
       socket.close(ignored);
       continue;

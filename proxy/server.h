@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "proxy/asio.h"
+#include "proxy/fd_limit.h"
 #include "proxy/proxy_context.h"
 
 namespace shardscope::proxy {
@@ -18,7 +19,9 @@ class Server {
   Server(asio::io_context& io, ProxyContext& ctx);
 
   // Binds and starts accepting. Throws with a clear message when the address cannot be bound.
+  // The connection cap is max_connections or what the open-file limit allows, whichever is lower.
   void start();
+  uint32_t connectionCap() const { return max_connections_; }
   tcp::endpoint localEndpoint() const { return acceptor_.local_endpoint(); }
   // Stops accepting and drains; `done` runs once every session ended or the deadline passed.
   void drain(std::function<void()> done);
@@ -26,12 +29,18 @@ class Server {
 
  private:
   awaitable<void> acceptLoop();
+  // Counts a refused client (when `counted`) and logs `why` at most once a second.
+  void refused(const char* why, bool counted = true);
   awaitable<void> drainLoop(std::function<void()> done);
   void forEachSession(const std::function<void(const std::shared_ptr<Session>&)>& f);
 
   asio::io_context& io_;
   ProxyContext& ctx_;
   tcp::acceptor acceptor_;
+  uint32_t max_connections_ = 0;
+  SpareDescriptor spare_;
+  std::chrono::steady_clock::time_point last_refusal_log_{};
+  uint64_t refusals_unlogged_ = 0;
   mutable std::mutex mutex_;
   std::unordered_map<uint64_t, std::weak_ptr<Session>> sessions_;
 };

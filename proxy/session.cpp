@@ -76,7 +76,7 @@ awaitable<void> Session::run() {
       // branch a cancellation slot, and then every socket operation allocates a cancellation
       // handler. Each loop closes both sockets when it ends, which ends the others.
       loops_running_ = 3;
-      asio::co_spawn(executor_, guard(upstreamToClient()), asio::detached);
+      asio::co_spawn(executor_, guard(countUpstreamFailure(upstreamToClient())), asio::detached);
       asio::co_spawn(executor_, guard(watchdog()), asio::detached);
       co_await guard(clientToUpstream());
       while (loops_running_ > 0) co_await loops_done_.async_wait(asio::as_tuple(use_awaitable));
@@ -107,6 +107,17 @@ awaitable<void> Session::writeQueued() {
   const auto deadline = Clock::now() + std::chrono::milliseconds(ctx_.config.timeouts.connect_ms);
   while (!closed_ && (upstream_out_.pending() || client_out_.pending()) && Clock::now() < deadline)
     co_await sleepFor(std::chrono::milliseconds(1));  // rare: only when a peer takes its last bytes slowly
+}
+
+// The upstream loop failing while the proxy had not closed the connection itself means the
+// established upstream connection failed (closed, reset, broke the protocol).
+awaitable<void> Session::countUpstreamFailure(awaitable<void> loop) {
+  try {
+    co_await std::move(loop);
+  } catch (...) {
+    if (!closed_) stats::bump(ctx_.stats->process().upstream_errors);
+    throw;
+  }
 }
 
 void Session::noteClose(const std::string& why) {
@@ -151,6 +162,7 @@ awaitable<bool> Session::connectUpstream() {
     } catch (const std::exception& e) {
       if (upstream_) upstream_->close();
       upstream_.reset();
+      stats::bump(ctx_.stats->process().upstream_connect_failures);
       spdlog::warn("conn={} upstream {}:{} unreachable: {}", id_, host.name, host.port, e.what());
     }
   }

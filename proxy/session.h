@@ -43,6 +43,7 @@ class Session : public std::enable_shared_from_this<Session> {
   awaitable<void> upstreamToClient();
   awaitable<void> watchdog();
   awaitable<void> guard(awaitable<void> loop);
+  awaitable<void> countUpstreamFailure(awaitable<void> loop);  // upstream_errors
   // When a loop ends (a peer hung up), what the loops queued before still goes out (a reply that
   // came just before upstream closed, a fire-and-forget write before the client did), bounded by
   // the connect timeout.

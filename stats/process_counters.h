@@ -10,14 +10,16 @@ namespace shardscope::stats {
 #define SHARDSCOPE_PROCESS_COUNTERS(COUNTER, GAUGE)                                               \
   COUNTER(connections_opened, "Client connections accepted by the proxy.")                        \
   COUNTER(connections_closed, "Client connections closed.")                                       \
+  COUNTER(connections_refused, "Client connections closed at once: max_connections or out of descriptors.") \
   GAUGE(connections_active, "Client connections currently open.")                                 \
   COUNTER(decode_errors, "Client messages that could not be framed or decoded.")                  \
-  COUNTER(unparsed_messages, "Messages forwarded without targeting (legacy opcodes, unparsable).") \
+  COUNTER(unparsed_messages, "Messages forwarded without targeting: none since legacy opcodes are refused (kept for the schema).") \
   COUNTER(upstream_connect_failures, "Failed attempts to connect to the upstream.")                \
   COUNTER(upstream_errors, "Upstream connections that failed after being established.")           \
   COUNTER(mirror_dropped, "Messages not mirrored because the mirror queue was full.")             \
   COUNTER(admin_requests, "Requests served by the admin HTTP endpoint.")                          \
-  COUNTER(admin_rejected, "Admin requests rejected (401, 404, 405, 413).")
+  COUNTER(admin_rejected, "Admin requests rejected (401, 404, 405, 413), or connections refused.") \
+  COUNTER(admin_connections_replaced, "Admin connections still waiting for a request, closed for a new one at the cap.")
 
 struct ProcessCounters {
 #define SHARDSCOPE_DECLARE_COUNTER(name, help) std::atomic<uint64_t> name{0};

@@ -28,7 +28,9 @@ def _get(url: str) -> str:
 
 
 def _evaluating_proxy(proxy, ferretdb):
-    return proxy(ferretdb.uri, admin=True)
+    # The fleet merge (`shardscope evaluate --from`) needs the sampled documents and filters, which
+    # leave a sidecar only with evaluation.allow_values (hashes and counts otherwise).
+    return proxy(ferretdb.uri, "--evaluation.allow_values", "true", admin=True)
 
 
 # FerretDB's SQLite backend scans the collection for each query (about 4 queries/s over 5,000
@@ -93,7 +95,7 @@ def test_telemetry_ranged_vs_hashed(proxy, ferretdb):
 
 def test_fleet_merge(proxy, ferretdb, shardscope_binary):
     a = _evaluating_proxy(proxy, ferretdb)
-    b = proxy(ferretdb.uri, admin=True)
+    b = proxy(ferretdb.uri, "--evaluation.allow_values", "true", admin=True)
     _run("order_service.py", a.uri, *SMALL_ORDERS, "--ops", "150", "--seed", "3")
     _run("order_service.py", b.uri, *SMALL_ORDERS, "--ops", "150", "--seed", "4", drop=False)
     out = subprocess.run([str(shardscope_binary), "evaluate", "--from", a.admin_url, "--from", b.admin_url],

@@ -127,3 +127,38 @@ def test_deployment_examples_parse():
     assert any(p["name"] == "admin" for p in sidecar["ports"])
     dockerfile = (REPO_ROOT / "packaging/Dockerfile").read_text()
     assert "FROM debian:bookworm AS build" in dockerfile and "bookworm-slim" in dockerfile
+
+
+def test_container_and_kubernetes_admin_setups_start_only_with_a_token(shardscope_binary, tmp_path):
+    """Both examples expose the admin endpoint beyond loopback: they must carry a token file, and
+    the same setup without one is refused (issue 14 item 15: the image served /stats to anyone)."""
+    import json as _json
+    yaml = pytest.importorskip("yaml")
+    token = tmp_path / "token"
+    token.write_text("example-token\n")
+
+    def check(args: list[str]) -> subprocess.CompletedProcess:
+        return subprocess.run([str(shardscope_binary), *args, "--upstream", "mongodb://127.0.0.1:1/",
+                               "--check-config"], cwd=REPO_ROOT, env=proxy_env(), capture_output=True,
+                              text=True, timeout=30)
+
+    cmd_line = next(l for l in (REPO_ROOT / "packaging/Dockerfile").read_text().splitlines() if l.startswith("CMD "))
+    cmd = _json.loads(cmd_line[4:])
+    cmd[cmd.index("--config") + 1] = str(EXAMPLE)
+    assert "--admin-token-file" in cmd
+    token_at = cmd.index("--admin-token-file")
+    cmd[token_at + 1] = str(token)
+    assert check(cmd).returncode == 0, check(cmd).stderr
+    without = cmd[:token_at] + cmd[token_at + 2:]
+    refused = check(without)
+    assert refused.returncode == 2 and "not a loopback address" in refused.stderr
+
+    docs = list(yaml.safe_load_all((REPO_ROOT / "packaging/kubernetes/sidecar-example.yaml").read_text()))
+    config = yaml.safe_load(next(d for d in docs if d["kind"] == "ConfigMap")["data"]["shardscope.yaml"])
+    assert config["admin"].startswith("0.0.0.0:") and config["admin_token_file"]
+    config["admin_token_file"] = str(token)
+    (tmp_path / "k8s.yaml").write_text(yaml.safe_dump(config))
+    assert check(["proxy", "--config", str(tmp_path / "k8s.yaml")]).returncode == 0
+    del config["admin_token_file"]
+    (tmp_path / "k8s-open.yaml").write_text(yaml.safe_dump(config))
+    assert check(["proxy", "--config", str(tmp_path / "k8s-open.yaml")]).returncode == 2

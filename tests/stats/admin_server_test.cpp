@@ -8,8 +8,10 @@
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
+#include <future>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace shardscope::proxy {
 namespace {
@@ -18,15 +20,12 @@ class AdminServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     server_ = std::make_unique<AdminServer>(
-        io_, "127.0.0.1", 0, token_, registry_, [this] { return ready_.load(); },
+        "127.0.0.1", 0, token_, registry_, [this] { return ready_.load(); },
         [] { return std::vector<std::string>{"shardA", "shardB"}; });
     server_->start();
-    thread_ = std::thread([this] { io_.run(); });
   }
   void TearDown() override {
     server_->stop();
-    io_.stop();
-    thread_.join();
     server_.reset();
   }
 
@@ -61,12 +60,10 @@ class AdminServerTest : public ::testing::Test {
     return "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + extra + "\r\n";
   }
 
-  boost::asio::io_context io_;
   std::string token_ = "s3cret";
   stats::Registry registry_;
   std::atomic<bool> ready_{true};
   std::unique_ptr<AdminServer> server_;
-  std::thread thread_;
 };
 
 TEST_F(AdminServerTest, Routes) {
@@ -128,19 +125,78 @@ TEST_F(AdminServerTest, KeepAlive) {
   EXPECT_NE(out.find("HTTP/1.1 200", first + 1), std::string::npos);
 }
 
-TEST(AdminServerNoToken, OpenWhenNoTokenConfigured) {
-  boost::asio::io_context io;
+// Issue 14 item 7: 80 half-sent requests filled the 64 slots and /healthz stopped answering.
+// Complete headers with a missing body must not hold a slot either.
+TEST_F(AdminServerTest, HalfSentRequestsDoNotLockOutProbes) {
+  std::vector<int> held;
+  for (int i = 0; i < 100; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(server_->port());
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    // 70 send complete headers and a body that never comes, 30 stop inside the headers.
+    std::string partial = i >= 70 ? "GET /stats HTTP/1.1\r\nHost: x\r\n"
+                                   : "POST /stats/reset HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n";
+    ASSERT_EQ(::send(fd, partial.data(), partial.size(), MSG_NOSIGNAL), static_cast<ssize_t>(partial.size()));
+    held.push_back(fd);
+  }
+  EXPECT_TRUE(exchange(get("/healthz")).starts_with("HTTP/1.1 200"));
+  EXPECT_TRUE(exchange(get("/readyz")).starts_with("HTTP/1.1 200"));
+  EXPECT_GE(registry_.process().admin_connections_replaced.load(), 36u);
+  for (int fd : held) ::close(fd);
+}
+
+TEST(AdminServerRender, ProbesDoNotWaitBehindARender) {
   stats::Registry registry;
-  AdminServer server(io, "127.0.0.1", 0, "", registry, nullptr, nullptr);
+  AdminServer server("127.0.0.1", 0, "", registry, nullptr, nullptr);
+  std::promise<void> release, entered;
+  auto released = release.get_future().share();
+  AdminExtension ext;
+  ext.routes.push_back({"/slow", "GET, HEAD", [&](std::string_view) {
+                          entered.set_value();
+                          released.wait();  // a render that takes as long as the test wants
+                          return AdminResponse{};
+                        }});
+  server.extend(std::move(ext));
+  server.start();
+  auto request = [&](const std::string& path) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(server.port());
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    timeval tv{3, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    std::string req = "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    ::send(fd, req.data(), req.size(), MSG_NOSIGNAL);
+    char buf[256];
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    ::close(fd);
+    return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+  };
+  std::thread slow([&] { EXPECT_TRUE(request("/slow").starts_with("HTTP/1.1 200")); });
+  entered.get_future().wait();
+  // Before: the render ran on the only admin thread, so this waited for the release (never).
+  EXPECT_TRUE(request("/healthz").starts_with("HTTP/1.1 200"));
+  release.set_value();
+  slow.join();
+  server.stop();
+}
+
+TEST(AdminServerNoToken, OpenWhenNoTokenConfigured) {
+  stats::Registry registry;
+  AdminServer server("127.0.0.1", 0, "", registry, nullptr, nullptr);
   EXPECT_EQ(server.handle("GET", "/stats", "").status, 200u);
   EXPECT_EQ(server.handle("GET", "/readyz", "").status, 200u);
   EXPECT_NE(server.handle("GET", "/", "").body.find("<!doctype html>"), std::string::npos);
 }
 
 TEST(AdminServerBind, BadAddressThrows) {
-  boost::asio::io_context io;
   stats::Registry registry;
-  AdminServer server(io, "203.0.113.77", 1, "", registry, nullptr, nullptr);
+  AdminServer server("203.0.113.77", 1, "", registry, nullptr, nullptr);
   EXPECT_THROW(server.start(), std::runtime_error);
 }
 
