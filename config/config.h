@@ -67,6 +67,8 @@ struct Config {
   uint32_t max_message_size = 48'000'000;
   uint32_t threads = 1;
   uint32_t max_connections = 20000;
+  // Proxy-wide bytes of large (>= 1 MiB) messages buffered at once; a message past it closes its connection.
+  uint64_t max_buffered_bytes = uint64_t{1} << 30;
   Timeouts timeouts;
   std::vector<std::string> client_compressors{"zstd", "snappy", "zlib"};
   std::vector<std::string> upstream_compressors;  // empty = do not compress toward upstream

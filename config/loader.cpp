@@ -136,6 +136,7 @@ const std::map<std::string, Setter>& keyTable() {
       {"max_message_size", number(&Config::max_message_size, 1024, 64u << 20)},
       {"threads", number(&Config::threads, 1, 64)},
       {"max_connections", number(&Config::max_connections, 1, 1'000'000)},
+      {"limits.max_buffered_bytes", [](Config& c, const std::string& v) { return parseUint64(v, c.max_buffered_bytes); }},
       {"timeouts.connect_ms", timeout(&Timeouts::connect_ms)},
       {"timeouts.frame_read_ms", timeout(&Timeouts::frame_read_ms)},
       {"timeouts.idle_ms", timeout(&Timeouts::idle_ms)},

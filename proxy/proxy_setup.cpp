@@ -1,5 +1,6 @@
 #include "proxy/proxy_setup.h"
 
+#include <malloc.h>
 #include <mongoc/mongoc.h>
 #include <spdlog/spdlog.h>
 
@@ -51,6 +52,12 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
     error = std::string("client_tls: cannot load certificate, key or CA: ") + e.what();
     return false;
   }
+  ctx.buffer_budget.setLimit(config.max_buffered_bytes);
+#ifdef __GLIBC__
+  // Large message buffers come from mmap and go back to the system when released: glibc would
+  // otherwise raise its mmap threshold after the first free and keep later ones in its heap.
+  mallopt(M_MMAP_THRESHOLD, static_cast<int>(kKeptBufferBytes * 4));
+#endif
   ctx.client_compressors = compressorsOf(config.client_compressors);
   ctx.upstream_compressors = compressorsOf(config.upstream_compressors);
 
