@@ -82,6 +82,8 @@ struct Config {
   bool evaluation_enabled = true;
   uint32_t evaluation_simulated_shards = 4;
   bool evaluation_allow_values = false;
+  uint64_t evaluation_max_memory_bytes = uint64_t{256} << 20;    // all evaluation state
+  uint64_t evaluation_max_namespace_bytes = uint64_t{16} << 20;  // one namespace's
   std::vector<std::string> evaluation_candidates;  // "db.coll: {customerId: 1, orderDate: 1}"
   std::vector<std::string> rewrite_rules;
   MirrorConfig mirror;

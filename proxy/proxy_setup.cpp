@@ -77,6 +77,8 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
     evaluation::EvaluationOptions options;
     options.simulated_shards = config.evaluation_simulated_shards;
     options.allow_values = config.evaluation_allow_values;
+    options.max_memory_bytes = config.evaluation_max_memory_bytes;
+    options.max_namespace_bytes = config.evaluation_max_namespace_bytes;
     for (const auto& spec : config.evaluation_candidates) {
       auto colon = spec.find(':');
       if (colon == std::string::npos || spec.find('{') < colon) {

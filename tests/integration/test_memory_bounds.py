@@ -188,3 +188,33 @@ def test_lying_compressed_sizes_cost_little_cpu(ferretdb, proxy):
     assert spent < 1.0, f"120 lying 37-byte frames cost the proxy {spent:.2f} s of CPU"
     assert _ping_seconds(px.uri) < 0.5
     assert px.alive()
+
+
+# ---- item 3: evaluation bounded in bytes -------------------------------------------------------
+
+@needs_plain_allocator
+def test_evaluation_keeps_no_large_values_or_filters(ferretdb, proxy):
+    # The report: distinct 1 MB values (rejected by the server) left 163 MiB resident, and 80 finds
+    # with 4 MB filters kept 274 MiB. Now values are kept as 128-byte prefixes and large filters
+    # are counted, not sampled.
+    px = proxy(ferretdb.uri, "--client-compressors", "zstd", admin=True)
+    pid = px.process.pid
+    zstd = COMPRESSOR_IDS["zstd"]
+    with RawClient.for_address(px.address, timeout=60) as rc:
+        rc.hello(compression=["zstd"])
+        rc.command({"insert": "ev", "documents": [{"_id": 1}]}, db="memdb", compressor_id=zstd)
+        rc.command({"find": "ev", "filter": {}}, db="memdb", compressor_id=zstd)
+        base = _settled_rss(pid)
+        for batch in range(12):  # 120 distinct 1 MB values; duplicate _id: the server rejects them
+            docs = [{"_id": 1, "v": f"{batch * 10 + i:06d}" + "x" * 1_000_000} for i in range(10)]
+            reply = rc.command({"insert": "ev", "documents": docs}, db="memdb", compressor_id=zstd)
+            assert reply.reply_doc["ok"] == 1.0 and reply.reply_doc.get("writeErrors"), reply.reply_doc
+        for i in range(80):
+            rc.command({"find": "ev", "filter": {"v": f"{i:06d}" + "f" * 4_000_000}}, db="memdb", compressor_id=zstd)
+    status, _, body = http_request(px.admin_url, path="/evaluate")
+    assert status == 200
+    ns = next(n for n in json.loads(body)["namespaces"] if n["ns"] == "memdb.ev")
+    assert ns["inserts"] >= 120 and ns["reads"] >= 80
+    assert ns["memoryBytes"] < 4 * MIB, f"evaluation holds {ns['memoryBytes']} bytes for memdb.ev"
+    held = _settled_rss(pid) - base
+    assert held < 40 * MIB, f"the proxy holds {held / MIB:.0f} MiB more after the client left"
