@@ -74,6 +74,7 @@ def test_idle_connection_gives_back_a_large_compressed_message(ferretdb, proxy):
             reply = rc.recv_message(timeout=60)
             assert reply is not None and reply.reply_doc["ok"] == 1.0, reply.reply_doc
         held = _settled_rss(pid) - base
+        print(f"idle after a 40 MB zstd message: +{held / MIB:.1f} MiB")
         assert held < 20 * MIB, f"an idle connection still holds {held / MIB:.0f} MiB after a 40 MB message"
         assert rc.command({"ping": 1}, compressor_id=COMPRESSOR_IDS["zstd"]).reply_doc["ok"] == 1.0
     assert px.alive()
@@ -110,6 +111,7 @@ def test_idle_pool_after_reading_large_documents_holds_little(ferretdb, proxy):
         t.join()
     assert not errors, errors
     held = _settled_rss(pid) - base
+    print(f"idle pool of 4 after 12 MB reads: +{held / MIB:.1f} MiB")
     assert held < 20 * MIB, f"an idle pool of 4 holds {held / MIB:.0f} MiB in the proxy"
     client.close()
     held = _settled_rss(pid) - base
@@ -183,6 +185,7 @@ def test_lying_compressed_sizes_cost_little_cpu(ferretdb, proxy):
         assert rc.closed_by_peer(timeout=10), "a lying OP_COMPRESSED frame must close its connection"
         rc.sock.close()
     spent = _cpu_seconds(pid) - cpu0
+    print(f"120 lying 37-byte frames: {spent:.2f} s of proxy CPU")
     # 120 frames of 37 bytes. Before: each zero-filled 47.9 MB first (~30 ms each, ~3.6 s in all);
     # now each is refused from its headers. 1 s leaves room for a loaded 2-core CI machine.
     assert spent < 1.0, f"120 lying 37-byte frames cost the proxy {spent:.2f} s of CPU"
@@ -217,4 +220,5 @@ def test_evaluation_keeps_no_large_values_or_filters(ferretdb, proxy):
     assert ns["inserts"] >= 120 and ns["reads"] >= 80
     assert ns["memoryBytes"] < 4 * MIB, f"evaluation holds {ns['memoryBytes']} bytes for memdb.ev"
     held = _settled_rss(pid) - base
+    print(f"evaluation: memoryBytes {ns['memoryBytes']}, RSS +{held / MIB:.1f} MiB")
     assert held < 40 * MIB, f"the proxy holds {held / MIB:.0f} MiB more after the client left"
