@@ -53,11 +53,13 @@ class BudgetCharge {
   }
   void give(size_t less) {
     less = std::min(less, charged_);
+    if (less == 0) return;
     charged_ -= less;
     if (shared_) shared_->used.fetch_sub(less, std::memory_order_relaxed);
   }
   // `charged_for` bytes were charged for something that turned out to hold `actual`.
   void settle(size_t charged_for, size_t actual) {
+    if (actual == charged_for) return;  // the usual case once warm: no shared write
     if (actual > charged_for) {
       charged_ += actual - charged_for;
       if (shared_) shared_->used.fetch_add(actual - charged_for, std::memory_order_relaxed);

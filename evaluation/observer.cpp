@@ -132,7 +132,7 @@ struct Observer::Impl {
     // A filter too large to be kept is not copied either (the namespace would not sample it).
     if (sampleFilter(e.shape_hash) && (!filter || filter->len <= kMaxSampledFilterBytes))
       e.filter = batch.copy(filter ? bytesOf(*filter) : kEmptyDoc);
-    e.shape = batch.copy(std::string_view(shape).substr(0, kMaxShapeTextBytes));  // the hash is of the whole
+    e.shape = batch.copy(shape);  // cut to kMaxShapeTextBytes by the namespace when it keeps it
     e.modified = modified;
     e.sort = sort;
   }
