@@ -12,8 +12,9 @@ namespace shardscope::proxy {
 // A message of at least this many bytes is admitted against the budget before it is buffered.
 inline constexpr size_t kLargeMessageBytes = size_t{1} << 20;
 // A buffer holding more than this once its message is gone is released: an idle connection keeps
-// only its small steady-state buffers. Ordinary messages stay below it (no allocation per op).
-inline constexpr size_t kKeptBufferBytes = size_t{64} << 10;
+// only its steady-state buffers. The outbox's high-water mark: ordinary messages and batches of
+// replies (a 101-document first batch) stay below it, so they allocate nothing per operation.
+inline constexpr size_t kKeptBufferBytes = size_t{1} << 20;
 
 class BufferBudget {
  public:

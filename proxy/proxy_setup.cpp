@@ -56,7 +56,7 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
 #ifdef __GLIBC__
   // Large message buffers come from mmap and go back to the system when released: glibc would
   // otherwise raise its mmap threshold after the first free and keep later ones in its heap.
-  mallopt(M_MMAP_THRESHOLD, static_cast<int>(kKeptBufferBytes * 4));
+  mallopt(M_MMAP_THRESHOLD, static_cast<int>(kKeptBufferBytes));
 #endif
   ctx.client_compressors = compressorsOf(config.client_compressors);
   ctx.upstream_compressors = compressorsOf(config.upstream_compressors);
