@@ -68,6 +68,8 @@ struct Config {
   uint32_t max_message_size = 48'000'000;
   uint32_t threads = 1;
   uint32_t max_connections = 20000;
+  // Proxy-wide bytes of large (>= 1 MiB) messages buffered at once; a message past it closes its connection.
+  uint64_t max_buffered_bytes = uint64_t{1} << 30;
   Timeouts timeouts;
   std::vector<std::string> client_compressors{"zstd", "snappy", "zlib"};
   std::vector<std::string> upstream_compressors;  // empty = do not compress toward upstream
@@ -81,6 +83,8 @@ struct Config {
   bool evaluation_enabled = true;
   uint32_t evaluation_simulated_shards = 4;
   bool evaluation_allow_values = false;
+  uint64_t evaluation_max_memory_bytes = uint64_t{256} << 20;    // all evaluation state
+  uint64_t evaluation_max_namespace_bytes = uint64_t{16} << 20;  // one namespace's
   std::vector<std::string> evaluation_candidates;  // "db.coll: {customerId: 1, orderDate: 1}"
   std::vector<std::string> rewrite_rules;
   MirrorConfig mirror;

@@ -15,8 +15,10 @@ struct Evaluator::Slot {
 
 namespace {
 
-StateLimits limitsFrom(const EvaluationOptions& o) {
+StateLimits limitsFrom(const EvaluationOptions& o, MemoryBudget* budget = nullptr) {
   StateLimits l;
+  l.max_bytes = budget ? o.max_namespace_bytes : SIZE_MAX;  // merges of exported sketches are not bounded here
+  l.shared_budget = budget;
   l.simulated_shards = std::max<uint32_t>(1, o.simulated_shards);
   l.sample_size = std::max<uint32_t>(16, o.sample_size);
   l.max_fields = o.max_fields_per_namespace;
@@ -35,7 +37,10 @@ AnalysisOptions analysisFrom(const EvaluationOptions& o) {
 
 }  // namespace
 
-Evaluator::Evaluator(EvaluationOptions options) : options_(std::move(options)) {}
+Evaluator::Evaluator(EvaluationOptions options)
+    : options_(std::move(options)), budget_(std::make_unique<MemoryBudget>()) {
+  budget_->limit = options_.max_memory_bytes;
+}
 Evaluator::~Evaluator() = default;
 
 std::shared_ptr<Observer> Evaluator::newObserver() {
@@ -69,7 +74,7 @@ void Evaluator::apply(const EventBatch& batch) {
             continue;
           }
           auto s = std::make_unique<Slot>();
-          s->state = std::make_unique<NamespaceState>(std::string(ns), limitsFrom(options_));
+          s->state = std::make_unique<NamespaceState>(std::string(ns), limitsFrom(options_, budget_.get()));
           it = namespaces_.emplace(std::string(ns), std::move(s)).first;
         }
         slot = it->second.get();
@@ -87,6 +92,8 @@ void Evaluator::apply(const EventBatch& batch) {
     }
   }
 }
+
+size_t Evaluator::chargedBytes() const { return budget_->used.load(); }
 
 uint64_t Evaluator::droppedNamespaceOps() const {
   std::lock_guard lock(mutex_);

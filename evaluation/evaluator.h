@@ -28,10 +28,15 @@ struct EvaluationOptions {
   uint32_t max_shapes_per_namespace = 256;
   uint32_t flush_every_ops = 64;
   uint32_t flush_every_ms = 100;
+  // Bytes of evaluation state, per namespace and in all (evaluation.max_namespace_bytes,
+  // evaluation.max_memory_bytes): past them new fields, shapes and samples are left out.
+  size_t max_namespace_bytes = size_t{16} << 20;
+  size_t max_memory_bytes = size_t{256} << 20;
 };
 
 class EventBatch;
 class NamespaceState;
+struct MemoryBudget;
 class Observer;
 
 class Evaluator {
@@ -55,6 +60,7 @@ class Evaluator {
   // Observers call this with a batch (one lock per namespace per batch).
   void apply(const EventBatch& batch);
   uint64_t droppedNamespaceOps() const;
+  size_t chargedBytes() const;  // against max_memory_bytes
 
  private:
   struct Slot;
@@ -62,6 +68,7 @@ class Evaluator {
   std::vector<std::pair<std::string, std::unique_ptr<NamespaceState>>> snapshot() const;
 
   EvaluationOptions options_;
+  std::unique_ptr<MemoryBudget> budget_;  // before namespaces_: outlives the states charging it
   mutable std::mutex mutex_;  // guards the maps below (not the states, which have their own locks)
   std::map<std::string, std::unique_ptr<Slot>, std::less<>> namespaces_;
   std::vector<std::weak_ptr<Observer>> observers_;

@@ -52,6 +52,7 @@ class EventBatch {
   }
   ByteRange since(size_t mark) const { return {mark, bytes_.size() - mark}; }
 
+  size_t bytes() const { return bytes_.size(); }
   std::string_view view(ByteRange r) const { return {bytes_.data() + r.offset, r.size}; }
   OpRecord op(const BufferedEvent& e) const {
     return {e.kind, e.multi, e.shape_hash, view(e.shape), view(e.filter), view(e.modified), view(e.sort)};
@@ -67,7 +68,13 @@ class EventBatch {
 
  private:
   static constexpr size_t kKeepEvents = 4096;
+
+ public:
+  // Past this many bytes a batch is handed over at once (a few large inserts), so an observer
+  // never buffers much more than this plus one request.
   static constexpr size_t kKeepBytes = size_t{1} << 20;
+
+ private:
   std::string bytes_;
 };
 

@@ -1,6 +1,7 @@
 #include "evaluation/namespace_state.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "evaluation/projection.h"
@@ -17,12 +18,42 @@ const bson_value_t kNull = [] {
   return v;
 }();
 
-// "a\0b\0" -> {"a", "b"}: the NUL-terminated names of an OpRecord.
+// "a\0b\0" -> {"a", "b"}: the NUL-terminated names of an OpRecord (each at most kMaxFieldNameBytes).
 std::vector<std::string> splitNames(std::string_view names) {
   std::vector<std::string> out;
   for (size_t start = 0, end; (end = names.find('\0', start)) != std::string_view::npos; start = end + 1)
-    out.emplace_back(names.substr(start, end - start));
+    out.emplace_back(names.substr(start, std::min(end - start, kMaxFieldNameBytes)));
   return out;
+}
+
+// Heap bytes behind a string (none while it fits the small-string buffer), with malloc's header.
+size_t heapBytes(const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 + 16 : 0; }
+
+template <typename T>
+size_t vectorBytes(const std::vector<T>& v) {
+  return v.capacity() ? v.capacity() * sizeof(T) + 16 : 0;
+}
+
+size_t stringsBytes(const std::vector<std::string>& v) {
+  size_t n = vectorBytes(v);
+  for (const auto& s : v) n += heapBytes(s);
+  return n;
+}
+
+// What one tracked field can grow to with values bounded by kMaxKeptValueBytes: charged when it
+// starts being tracked, so the budget holds whatever values arrive later.
+size_t fieldBoundBytes(const StateLimits& l) {
+  const size_t kept = kMaxKeptValueBytes + 1 + 16;
+  return sizeof(FieldState) + (size_t{1} << HyperLogLog::kPrecision) +
+         l.heavy_hitters * (sizeof(SpaceSaving::Entry) + 64 + 16) + 4 * l.heavy_hitters * sizeof(uint32_t) +
+         l.distinct_sample * (sizeof(std::pair<uint64_t, std::string>) * 2 + kept) + (l.simulated_shards + 1) * (32 + kept) +
+         2 * kept + l.simulated_shards * (2 * sizeof(double) + sizeof(bson_value_t)) + 2 * kMaxFieldNameBytes + 256;
+}
+
+// A replaced sample keeps its string's memory only when the new one is not much smaller.
+void assignSample(std::string& slot, std::string_view bytes) {
+  if (slot.capacity() > 1024 && bytes.size() < slot.capacity() / 4) std::string().swap(slot);
+  slot.assign(bytes);
 }
 
 }  // namespace
@@ -40,7 +71,9 @@ const char* opKindName(OpKind k) {
   return "?";
 }
 
-NamespaceState::NamespaceState(std::string ns, const StateLimits& limits) : ns_(std::move(ns)), limits_(limits) {}
+NamespaceState::NamespaceState(std::string ns, const StateLimits& limits) : ns_(std::move(ns)), limits_(limits) {
+  charge_.attach(limits_.shared_budget, limits_.max_bytes);
+}
 
 const FieldState* NamespaceState::field(std::string_view path) const {
   size_t i = fieldIndex(path, kUntracked);
@@ -54,9 +87,13 @@ size_t NamespaceState::fieldIndex(std::string_view path, size_t guess) const {
   return it == field_index_.end() ? kUntracked : it->second;
 }
 
-FieldState& NamespaceState::trackField(std::string_view path) {
+FieldState* NamespaceState::trackField(std::string_view path) {
   auto it = field_index_.find(path);
-  if (it != field_index_.end()) return fields[it->second];
+  if (it != field_index_.end()) return &fields[it->second];
+  if (path.size() > kMaxFieldNameBytes || !charge_.take(fieldBoundBytes(limits_))) {
+    ++dropped_for_memory;
+    return nullptr;
+  }
   field_index_.emplace(std::string(path), fields.size());
   FieldState f;
   f.path = std::string(path);
@@ -65,7 +102,7 @@ FieldState& NamespaceState::trackField(std::string_view path) {
   f.ranged_shard_inserts.assign(limits_.simulated_shards, 0);
   f.hashed_shard_inserts.assign(limits_.simulated_shards, 0);
   fields.push_back(std::move(f));
-  return fields.back();
+  return &fields.back();
 }
 
 std::vector<std::string> NamespaceState::computeSplits(const BottomK& distinct, uint32_t shards) {
@@ -156,30 +193,39 @@ void NamespaceState::observeField(FieldState& f, const bson_value_t& v) {
     case BSON_TYPE_UTF8: ++f.type_string; break;
     default: ++f.type_other; break;
   }
-  bool is_encoded = false;
-  auto encoded = [&]() -> const std::string& {
-    if (!is_encoded) encodeValue(v, encoded_);
-    is_encoded = true;
-    return encoded_;
+  // The ordered samples keep values bounded in bytes (encodeKeptValue): a long string as its
+  // prefix, compared as its prefix; a large value of another type is left out of them.
+  int kept = -1;  // unknown yet: encoded only when needed
+  bson_value_t kv;
+  auto keep = [&]() {
+    if (kept < 0) kept = encodeKeptValue(v, encoded_) && decodeValue(encoded_, kv) ? 1 : 0;
+    return kept == 1;
   };
-  if (f.distinct.mayTake(h)) f.distinct.add(h, encoded());
+  if (f.distinct.mayTake(h) && keep()) f.distinct.add(h, encoded_);
 
-  // Monotonicity: is this value a new maximum or minimum of everything seen before it?
+  // Monotonicity: is this value a new maximum or minimum of everything seen before it? Compared
+  // as it is kept (a small value as itself, without encoding it).
+  const bson_value_t* compared = keptWhole(v) ? &v : keep() ? &kv : nullptr;
   DecodedBounds& d = f.decoded;
   if (!d.valid) decodeBounds(f);
-  if (f.max.empty()) {
-    f.max = f.min = encoded();
+  if (!compared) {
+    // left out of the ordered samples
+  } else if (f.max.empty()) {
+    keep();
+    f.max = f.min = encoded_;
     decodeValue(f.max, d.max);
     decodeValue(f.min, d.min);
   } else {
     ++f.compared;
-    if (routing::compareValues(v, d.max) > 0) {
+    if (routing::compareValues(*compared, d.max) > 0) {
+      keep();
       ++f.new_max;
-      f.max = encoded();
+      f.max = encoded_;
       decodeValue(f.max, d.max);
-    } else if (routing::compareValues(v, d.min) < 0) {
+    } else if (routing::compareValues(*compared, d.min) < 0) {
+      keep();
       ++f.new_min;
-      f.min = encoded();
+      f.min = encoded_;
       decodeValue(f.min, d.min);
     }
   }
@@ -220,8 +266,7 @@ void NamespaceState::applyInsert(const bson_t& doc, int64_t time_us) {
         f = &fields[i];
         seen_[i] = 1;
       } else if (fields.size() < limits_.max_fields) {
-        f = &trackField(key);
-        seen_.push_back(1);
+        if ((f = trackField(key))) seen_.push_back(1);
       }
       if (!f) continue;
       bson_type_t t = bson_iter_type(&it);
@@ -248,52 +293,92 @@ void NamespaceState::applyInsert(const bson_t& doc, int64_t time_us) {
     slot = j < limits_.sample_size ? static_cast<int64_t>(j) : -1;
   }
   if (slot < 0) return;
-  SampleDoc& s = slot == static_cast<int64_t>(reservoir.size()) ? reservoir.emplace_back() : reservoir[slot];
+  projectSmallFields(doc, projected_);  // at most 2 KiB
+  const bool append = slot == static_cast<int64_t>(reservoir.size());
+  const size_t extra = append ? sizeof(SampleDoc) : 0;
+  const size_t before = append ? 0 : heapBytes(reservoir[slot].doc);
+  const size_t need = (projected_.size() > 15 ? std::bit_ceil(projected_.size()) + 1 + 16 : 0) + extra;
+  if (need > before && !charge_.take(need - before)) {
+    ++dropped_for_memory;
+    return;
+  }
+  SampleDoc& s = append ? reservoir.emplace_back() : reservoir[slot];
   s.time_us = time_us;
   s.seq = reservoir_seen;
-  projectSmallFields(doc, s.doc);  // into the replaced sample's memory
+  // Into the replaced sample's memory, grown to a power of two: slots settle at one capacity
+  // although documents differ by a few bytes (no allocation once warm).
+  if (s.doc.capacity() < projected_.size()) s.doc.reserve(std::bit_ceil(projected_.size()));
+  s.doc.assign(projected_);
+  charge_.settle(std::max(need, before), heapBytes(s.doc) + extra);
 }
 
 void NamespaceState::applyOp(const OpRecord& op) {
   (isRead(op.kind) ? reads : writes)++;
   auto it = shapes.find(op.shape_hash);
   if (it == shapes.end()) {
-    if (shapes.size() >= limits_.max_shapes) {
+    ShapeState s;
+    s.shape = std::string(op.shape.substr(0, kMaxShapeTextBytes));
+    s.modified = splitNames(op.modified);
+    s.sort = splitNames(op.sort);
+    const size_t bytes = sizeof(std::pair<const uint64_t, ShapeState>) + 32 + heapBytes(s.shape) + stringsBytes(s.modified) +
+                         stringsBytes(s.sort) + limits_.samples_per_shape * sizeof(std::string);
+    if (shapes.size() >= limits_.max_shapes || !charge_.take(bytes)) {
+      if (shapes.size() < limits_.max_shapes) ++dropped_for_memory;
       ++other_shape_ops;
       return;
     }
-    ShapeState s;
-    s.shape = std::string(op.shape);
     s.kind = op.kind;
     s.multi = op.multi;
-    s.modified = splitNames(op.modified);
-    s.sort = splitNames(op.sort);
+    s.samples.reserve(limits_.samples_per_shape);
     it = shapes.emplace(op.shape_hash, std::move(s)).first;
   }
   ShapeState& s = it->second;
   ++s.count;
   if (op.filter.empty()) return;
   ++s.offered;
-  if (s.samples.size() < limits_.samples_per_shape) {
-    s.samples.emplace_back(op.filter);
+  if (op.filter.size() > kMaxSampledFilterBytes) return;  // counted in the shape, not kept
+  std::string* slot;
+  const bool appended = s.samples.size() < limits_.samples_per_shape;
+  if (appended) {
+    slot = &s.samples.emplace_back();
   } else {
     uint64_t j = nextRandom() % s.offered;
-    if (j < s.samples.size()) s.samples[j].assign(op.filter);  // reuses the replaced sample's memory
+    if (j >= s.samples.size()) return;
+    slot = &s.samples[j];
   }
+  const size_t before = heapBytes(*slot), need = op.filter.size() + 1 + 16;
+  if (need > before && !charge_.take(need - before)) {
+    if (appended) s.samples.pop_back();
+    return void(++dropped_for_memory);
+  }
+  assignSample(*slot, op.filter);  // reuses the replaced sample's memory unless it was much larger
+  charge_.settle(std::max(need, before), heapBytes(*slot));
 }
 
 size_t NamespaceState::memoryBytes() const {
-  size_t n = sizeof(*this);
+  // Every container's capacity and every string's heap block (malloc's header included), so the
+  // figure is what the state really holds (tests compare it with the allocator's own count).
+  constexpr size_t kNode = 16 + 16;  // a hash node's next pointer and cached hash, malloc's header
+  size_t n = sizeof(*this) + heapBytes(ns_) + heapBytes(encoded_) + heapBytes(projected_) + vectorBytes(seen_) +
+             vectorBytes(split_order_);
+  n += field_index_.bucket_count() * sizeof(void*);
+  for (const auto& [path, i] : field_index_) n += sizeof(std::pair<const std::string, size_t>) + kNode + heapBytes(path);
+  n += vectorBytes(fields);
   for (const auto& f : fields) {
-    n += sizeof(f) + f.hll.registers().size() + f.freq.entries().size() * (sizeof(SpaceSaving::Entry) + 16);
-    for (const auto& [h, v] : f.distinct.values()) n += v.size() + 48;
-    n += f.max.size() + f.min.size();
-    for (const auto& s : f.splits) n += s.size() + 32;
+    n += heapBytes(f.path) + vectorBytes(f.hll.registers());
+    n += f.freq.entryCapacity() * sizeof(SpaceSaving::Entry) + 16 + f.freq.indexSlots() * sizeof(uint32_t) + 16;
+    for (const auto& e : f.freq.entries()) n += heapBytes(e.label);
+    n += f.distinct.capacity() * sizeof(std::pair<uint64_t, std::string>) + 16;
+    for (const auto& [h, v] : f.distinct.values()) n += heapBytes(v);
+    n += heapBytes(f.max) + heapBytes(f.min) + stringsBytes(f.splits);
+    n += vectorBytes(f.ranged_shard_inserts) + vectorBytes(f.hashed_shard_inserts) + vectorBytes(f.decoded.splits);
   }
-  for (const auto& s : reservoir) n += sizeof(s) + s.doc.size();
+  n += vectorBytes(reservoir);
+  for (const auto& s : reservoir) n += heapBytes(s.doc);
+  n += shapes.bucket_count() * sizeof(void*);
   for (const auto& [h, s] : shapes) {
-    n += sizeof(s) + s.shape.size() + 64;
-    for (const auto& f : s.samples) n += f.size() + 32;
+    n += sizeof(std::pair<const uint64_t, ShapeState>) + kNode + heapBytes(s.shape);
+    n += stringsBytes(s.samples) + stringsBytes(s.modified) + stringsBytes(s.sort);
   }
   return n;
 }
@@ -525,7 +610,9 @@ void NamespaceState::merge(const NamespaceState& o) {
   other_shape_ops += o.other_shape_ops;
   for (const FieldState& of : o.fields) {
     if (!field(of.path) && fields.size() >= limits_.max_fields) continue;
-    FieldState& f = trackField(of.path);
+    FieldState* tracked = trackField(of.path);
+    if (!tracked) continue;
+    FieldState& f = *tracked;
     f.count += of.count;
     f.hll.merge(of.hll);
     f.freq.merge(of.freq);
@@ -609,7 +696,9 @@ bool NamespaceState::mergeBson(const bson_t& doc, std::string& error) {
     std::string path = getString(fd, "path");
     if (path.empty() || o.field(path)) return;
     if (o.fields.size() >= limits_.max_fields) return;
-    FieldState& f = o.trackField(path);
+    FieldState* tracked = o.trackField(path);
+    if (!tracked) return;
+    FieldState& f = *tracked;
     f.count = getInt(fd, "count");
     std::string hll = getBin(fd, "hll");
     if (!f.hll.load(reinterpret_cast<const uint8_t*>(hll.data()), hll.size())) ok = false;

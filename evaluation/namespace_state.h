@@ -4,6 +4,7 @@
 #pragma once
 #include <bson/bson.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -14,7 +15,70 @@
 
 #include "evaluation/sketches.h"
 
+#include <algorithm>
+
 namespace shardscope::evaluation {
+
+// Bytes the evaluator may hold in all its namespaces (evaluation.max_memory_bytes).
+struct MemoryBudget {
+  std::atomic<size_t> used{0};
+  size_t limit = SIZE_MAX;
+};
+
+// What one namespace has charged against its own bound and the shared one. A copy (a render's
+// snapshot, a merge's temporary) charges nothing and releases nothing.
+class BudgetCharge {
+ public:
+  BudgetCharge() = default;
+  BudgetCharge(const BudgetCharge&) noexcept {}
+  BudgetCharge& operator=(const BudgetCharge&) noexcept { return *this; }
+  ~BudgetCharge() {
+    if (shared_) shared_->used.fetch_sub(charged_, std::memory_order_relaxed);
+  }
+  void attach(MemoryBudget* shared, size_t limit) {
+    shared_ = shared;
+    limit_ = limit;
+  }
+  // Whether `more` bytes fit both bounds; charges them when they do.
+  bool take(size_t more) {
+    if (charged_ + more > limit_) return false;
+    if (shared_) {
+      size_t used = shared_->used.load(std::memory_order_relaxed);
+      do {
+        if (used + more > shared_->limit) return false;
+      } while (!shared_->used.compare_exchange_weak(used, used + more, std::memory_order_relaxed));
+    }
+    charged_ += more;
+    return true;
+  }
+  void give(size_t less) {
+    less = std::min(less, charged_);
+    if (less == 0) return;
+    charged_ -= less;
+    if (shared_) shared_->used.fetch_sub(less, std::memory_order_relaxed);
+  }
+  // `charged_for` bytes were charged for something that turned out to hold `actual`.
+  void settle(size_t charged_for, size_t actual) {
+    if (actual == charged_for) return;  // the usual case once warm: no shared write
+    if (actual > charged_for) {
+      charged_ += actual - charged_for;
+      if (shared_) shared_->used.fetch_add(actual - charged_for, std::memory_order_relaxed);
+    } else {
+      give(charged_for - actual);
+    }
+  }
+  size_t charged() const { return charged_; }
+
+ private:
+  MemoryBudget* shared_ = nullptr;
+  size_t limit_ = SIZE_MAX;
+  size_t charged_ = 0;
+};
+
+// Per-item bounds in bytes (issue 14): nothing a client sends is kept whole past these.
+inline constexpr size_t kMaxFieldNameBytes = 128;        // longer top-level names are not tracked
+inline constexpr size_t kMaxSampledFilterBytes = 16384;  // larger filters are counted, not sampled
+inline constexpr size_t kMaxShapeTextBytes = 1024;       // shape texts kept (the hash is of the whole)
 
 struct StateLimits {
   uint32_t simulated_shards = 4;
@@ -26,6 +90,8 @@ struct StateLimits {
   uint32_t heavy_hitters = 64;      // SpaceSaving counters per field
   uint32_t resplit_every = 512;     // inserts between re-computations of simulated split points
   bool allow_values = false;
+  size_t max_bytes = SIZE_MAX;            // this namespace's bound (fields and samples)
+  MemoryBudget* shared_budget = nullptr;  // the evaluator's, shared by its namespaces
 };
 
 enum class OpKind : uint8_t { Find, Aggregate, Count, Distinct, Update, Delete, FindAndModify };
@@ -110,7 +176,10 @@ class NamespaceState {
   void toBson(bson_t* out) const;
   bool mergeBson(const bson_t& doc, std::string& error);
   void merge(const NamespaceState& other);
+  // The heap and object bytes this state holds, from its containers' capacities.
   size_t memoryBytes() const;
+  size_t chargedBytes() const { return charge_.charged(); }
+  uint64_t dropped_for_memory = 0;  // samples and fields left out because a byte bound was reached
 
   uint64_t inserts = 0, insert_bytes = 0, reads = 0, writes = 0, other_shape_ops = 0;
   std::vector<FieldState> fields;
@@ -132,7 +201,7 @@ class NamespaceState {
  private:
   static constexpr size_t kUntracked = SIZE_MAX;
   size_t fieldIndex(std::string_view path, size_t guess) const;
-  FieldState& trackField(std::string_view path);
+  FieldState* trackField(std::string_view path);  // null when the byte bound refuses a new field
   void observeField(FieldState& f, const bson_value_t& v);
   uint64_t nextRandom() { return mix64(rng_++); }
 
@@ -149,6 +218,8 @@ class NamespaceState {
   std::vector<uint8_t> seen_;  // per tracked field: present in the current document
   std::string encoded_;        // the current value, encoded
   DecodedValues split_order_;  // computeSplits
+  std::string projected_;      // the current insert, projected for the reservoir
+  BudgetCharge charge_;
 };
 
 }  // namespace shardscope::evaluation

@@ -129,8 +129,10 @@ struct Observer::Impl {
     e.kind = kind;
     e.multi = multi;
     e.shape_hash = stats::hashBytes(shape, static_cast<uint64_t>(kind) + 1);
-    if (sampleFilter(e.shape_hash)) e.filter = batch.copy(filter ? bytesOf(*filter) : kEmptyDoc);
-    e.shape = batch.copy(shape);
+    // A filter too large to be kept is not copied either (the namespace would not sample it).
+    if (sampleFilter(e.shape_hash) && (!filter || filter->len <= kMaxSampledFilterBytes))
+      e.filter = batch.copy(filter ? bytesOf(*filter) : kEmptyDoc);
+    e.shape = batch.copy(shape);  // cut to kMaxShapeTextBytes by the namespace when it keeps it
     e.modified = modified;
     e.sort = sort;
   }
@@ -244,8 +246,11 @@ void Observer::observe(const protocol::CommandView& view, std::string_view ns) {
     case Command::FindAndModify: m.observeFindAndModify(view, ns); break;
     case Command::Ignored: break;
   }
+  if (m.shape.capacity() > 4096) std::string().swap(m.shape);  // a huge filter's shape text is not kept
   if (m.batch.events.size() == before) return;
-  if (m.batch.events.size() >= m.flush_ops || now - m.last_flush_us >= static_cast<int64_t>(m.flush_ms) * 1000) m.handOver(now);
+  if (m.batch.events.size() >= m.flush_ops || m.batch.bytes() > EventBatch::kKeepBytes ||
+      now - m.last_flush_us >= static_cast<int64_t>(m.flush_ms) * 1000)
+    m.handOver(now);
 }
 
 }  // namespace shardscope::evaluation

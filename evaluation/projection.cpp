@@ -12,6 +12,14 @@ namespace {
 
 constexpr uint32_t kMaxProjectedValueBytes = 512;
 constexpr uint32_t kMaxProjectedFields = 48;
+constexpr uint32_t kMaxProjectedKeyBytes = 128;    // as evaluation tracks fields (kMaxFieldNameBytes)
+constexpr uint32_t kMaxProjectedDocBytes = 2048;  // a sample's bound in bytes, whatever the fields
+
+// Whether the element at `it` joins a projection of `size` bytes so far.
+bool keeps(const bson_iter_t& it, size_t size) {
+  return it.next_off - it.d1 <= kMaxProjectedValueBytes && bson_iter_key_len(&it) <= kMaxProjectedKeyBytes &&
+         size + (it.next_off - it.off) + 1 <= kMaxProjectedDocBytes;
+}
 
 // The slow path, and the definition of the result: each kept field appended with bson_append_iter.
 void projectWithLibbson(const bson_t& doc, std::string& out) {
@@ -20,7 +28,7 @@ void projectWithLibbson(const bson_t& doc, std::string& out) {
   uint32_t n = 0;
   if (bson_iter_init(&it, &doc)) {
     while (bson_iter_next(&it) && n < kMaxProjectedFields) {
-      if (it.next_off - it.d1 > kMaxProjectedValueBytes) continue;
+      if (!keeps(it, proj.len - 1)) continue;  // the size the fast path counts: without the terminator
       bson_append_iter(&proj, bson_iter_key(&it), -1, &it);
       ++n;
     }
@@ -74,13 +82,13 @@ bool copiedVerbatim(const bson_iter_t& it) {
 void projectSmallFields(const bson_t& doc, std::string& out) {
   // A power of two (up to 4 KiB): reused strings then settle at one capacity although documents
   // differ by a few bytes. The projection is never longer than the document.
-  out.reserve(std::bit_ceil(std::min<size_t>(doc.len, 4096)));
+  out.reserve(std::bit_ceil(std::min<size_t>(doc.len, kMaxProjectedDocBytes)));
   out.assign(4, '\0');  // the document's length, set at the end
   bson_iter_t it;
   uint32_t n = 0;
   if (bson_iter_init(&it, &doc)) {
     while (bson_iter_next(&it) && n < kMaxProjectedFields) {
-      if (it.next_off - it.d1 > kMaxProjectedValueBytes) continue;
+      if (!keeps(it, out.size())) continue;
       if (!copiedVerbatim(it)) return projectWithLibbson(doc, out);
       out.append(reinterpret_cast<const char*>(it.raw) + it.off, it.next_off - it.off);  // type, key, value
       ++n;

@@ -8,7 +8,7 @@
 namespace shardscope::evaluation {
 
 // Writes into `out` (its memory reused) a BSON document of `doc`'s first 48 top-level fields whose
-// values take at most 512 bytes.
+// values take at most 512 bytes and names at most 128, while the projection stays within 2 KiB.
 void projectSmallFields(const bson_t& doc, std::string& out);
 
 }  // namespace shardscope::evaluation

@@ -51,6 +51,8 @@ class SpaceSaving {
   uint64_t total() const { return total_; }
   const std::vector<Entry>& entries() const { return entries_; }
   void setTotal(uint64_t t) { total_ = t; }
+  size_t indexSlots() const { return slots_.capacity(); }
+  size_t entryCapacity() const { return entries_.capacity(); }
 
  private:
   static constexpr uint32_t kNone = UINT32_MAX;
@@ -88,6 +90,7 @@ class BottomK {
   // Ascending by hash.
   const std::vector<std::pair<uint64_t, std::string>>& values() const { return values_; }
   size_t k() const { return k_; }
+  size_t capacity() const { return values_.capacity(); }
   // Changes with every change of the sample: results derived from it can be kept while it is equal.
   uint64_t version() const { return version_; }
 

@@ -72,6 +72,50 @@ void encodeValue(const bson_value_t& v, std::string& out) {
   std::memcpy(out.data(), &len, 4);
 }
 
+bool keptWhole(const bson_value_t& v) {
+  constexpr size_t kOverhead = 4 + 1 + 1 + 1;
+  switch (v.value_type) {
+    case BSON_TYPE_DOUBLE: case BSON_TYPE_INT32: case BSON_TYPE_INT64: case BSON_TYPE_DATE_TIME:
+    case BSON_TYPE_TIMESTAMP: case BSON_TYPE_BOOL: case BSON_TYPE_OID: case BSON_TYPE_DECIMAL128:
+    case BSON_TYPE_NULL: case BSON_TYPE_UNDEFINED: case BSON_TYPE_MINKEY: case BSON_TYPE_MAXKEY: return true;
+    case BSON_TYPE_UTF8: return v.value.v_utf8.len + 5 + kOverhead <= kMaxKeptValueBytes;
+    case BSON_TYPE_DOCUMENT: return v.value.v_doc.data_len + kOverhead <= kMaxKeptValueBytes;
+    default: return false;
+  }
+}
+
+bool encodeKeptValue(const bson_value_t& v, std::string& out) {
+  constexpr size_t kOverhead = 4 + 1 + 1 + 1;  // length, type, empty key, terminator
+  if (v.value_type == BSON_TYPE_UTF8 && v.value.v_utf8.str && v.value.v_utf8.len + 5 + kOverhead > kMaxKeptValueBytes) {
+    bson_value_t prefix = v;
+    prefix.value.v_utf8.len = static_cast<uint32_t>(kMaxKeptValueBytes - kOverhead - 5);  // string length + NUL
+    encodeValue(prefix, out);
+    return true;
+  }
+  switch (v.value_type) {  // small by construction
+    case BSON_TYPE_DOUBLE: case BSON_TYPE_INT32: case BSON_TYPE_INT64: case BSON_TYPE_DATE_TIME:
+    case BSON_TYPE_TIMESTAMP: case BSON_TYPE_BOOL: case BSON_TYPE_OID: case BSON_TYPE_DECIMAL128:
+    case BSON_TYPE_NULL: case BSON_TYPE_UNDEFINED: case BSON_TYPE_MINKEY: case BSON_TYPE_MAXKEY: case BSON_TYPE_UTF8:
+      encodeValue(v, out);
+      return true;
+    case BSON_TYPE_DOCUMENT:
+      if (v.value.v_doc.data_len + kOverhead > kMaxKeptValueBytes) return false;
+      encodeValue(v, out);
+      return true;
+    case BSON_TYPE_BINARY:
+      if (v.value.v_binary.data_len + 5 + kOverhead > kMaxKeptValueBytes) return false;
+      encodeValue(v, out);
+      return out.size() <= kMaxKeptValueBytes;
+    default:
+      // Rare types (regex, code, symbol, ...): encoded through libbson, kept when small.
+      encodeValue(v, out);
+      if (out.size() <= kMaxKeptValueBytes) return true;
+      out.clear();
+      out.shrink_to_fit();
+      return false;
+  }
+}
+
 std::string encodeValue(const bson_value_t& v) {
   std::string out;
   encodeValue(v, out);
@@ -132,7 +176,17 @@ uint64_t valueHash(const bson_value_t& v) {
       return bytes("", 0);
     default: {
       thread_local std::string encoded;  // reused: hashing a document value allocates nothing
+      if (v.value_type == BSON_TYPE_DOCUMENT && v.value.v_doc.data_len > 4096) {
+        std::string large;  // not kept: a thread's scratch would otherwise hold the largest value ever seen
+        encodeValue(v, large);
+        return bytes(large.data(), large.size());
+      }
       encodeValue(v, encoded);
+      if (encoded.capacity() > 4096) {
+        uint64_t h = bytes(encoded.data(), encoded.size());
+        std::string().swap(encoded);
+        return h;
+      }
       return bytes(encoded.data(), encoded.size());
     }
   }

@@ -12,6 +12,19 @@ namespace shardscope::evaluation {
 std::string encodeValue(const bson_value_t& v);
 // The same into `out`, reusing its memory (the hot path encodes without allocating).
 void encodeValue(const bson_value_t& v, std::string& out);
+// Values the evaluator keeps (distinct samples, min/max, split points) take at most this many
+// encoded bytes, so memory is bounded in bytes whatever the documents hold (issue 14).
+inline constexpr size_t kMaxKeptValueBytes = 128;
+// encodeValue, bounded: a longer string keeps its first bytes (a prefix is never greater than the
+// string, and a <= b implies prefix(a) <= prefix(b), so comparisons between kept values never
+// invert: a new max/min seen through prefixes is a true one, only ties within a prefix are lost).
+// Other oversized values (documents, binaries, ...) have no such order-keeping prefix: false, and
+// the value is left out of the ordered samples (it still counts in cardinality and frequency,
+// which use the full value's hash).
+bool encodeKeptValue(const bson_value_t& v, std::string& out);
+// True when encodeKeptValue keeps `v` whole (cheap: no encoding); false when it may not.
+bool keptWhole(const bson_value_t& v);
+
 // A view into `encoded` (strings, documents point into it); false when malformed.
 bool decodeValue(std::string_view encoded, bson_value_t& out);
 

@@ -32,10 +32,17 @@ std::span<uint8_t> FrameBuffer::writable(size_t needed) {
 }
 
 void FrameBuffer::shrinkIfIdle() {
-  if (start_ == end_ && data_.size() > 4 * initial_capacity_) {
-    data_.clear();
-    data_.shrink_to_fit();
+  if (data_.size() <= 4 * initial_capacity_) return;
+  const size_t have = end_ - start_;
+  if (have == 0) {
+    std::vector<uint8_t>().swap(data_);
     start_ = end_ = 0;
+  } else if (have <= initial_capacity_) {
+    std::vector<uint8_t> small(initial_capacity_);
+    std::memcpy(small.data(), data_.data() + start_, have);
+    data_.swap(small);
+    start_ = 0;
+    end_ = have;
   }
 }
 

@@ -26,8 +26,10 @@ class FrameBuffer {
 
   bool hasPartial() const { return end_ > start_; }
   std::span<const uint8_t> buffered() const { return {data_.data() + start_, end_ - start_}; }
-  // Gives memory back after a large message, so idle connections stay small.
+  // Gives memory back after a large message, so idle connections stay small (also when a small
+  // partial frame follows the large one).
   void shrinkIfIdle();
+  size_t capacity() const { return data_.capacity(); }
 
  private:
   protocol::FrameReader reader_;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "proxy/asio.h"
+#include "proxy/buffer_budget.h"
 
 namespace shardscope::proxy {
 
@@ -23,6 +24,14 @@ struct Outbox {
   asio::steady_timer drained;    // a condition variable: cancelled when bytes leave
 
   size_t pending() const { return queued.size() + writing.size() - written; }
+  // After a large message has gone out its memory is given back, so an idle connection holds only
+  // small buffers; ordinary batches stay below the threshold and reuse theirs. True if it freed any.
+  bool releaseIfLarge() {
+    bool freed = false;
+    if (queued.empty() && queued.capacity() > kKeptBufferBytes) std::vector<uint8_t>().swap(queued), freed = true;
+    if (writing.empty() && writing.capacity() > kKeptBufferBytes) std::vector<uint8_t>().swap(writing), freed = true;
+    return freed;
+  }
   void bytesLeft() {
     if (waiters) drained.cancel();
   }

@@ -11,6 +11,7 @@
 #include "config/config.h"
 #include "protocol/compression.h"
 #include "proxy/asio.h"
+#include "proxy/buffer_budget.h"
 #include "proxy/capture.h"
 #include "proxy/fault_injector.h"
 #include "proxy/lookup_set.h"
@@ -38,6 +39,7 @@ struct ProxyContext {
   Published<FaultInjector> faults;                   // null value unless fault injection is configured
   std::atomic<uint64_t> next_connection_id{1};
   std::atomic<uint64_t> open_connections{0};
+  BufferBudget buffer_budget;                   // limits.max_buffered_bytes, shared by all sessions
   std::atomic<bool> upstream_reachable{false};  // last connect attempt succeeded
   std::function<void()> on_stale_config;        // asks discovery for a refresh (may be empty)
   Published<const LookupSet> lookups;  // lookup-rewrite rules (empty set when none)

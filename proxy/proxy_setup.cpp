@@ -1,5 +1,6 @@
 #include "proxy/proxy_setup.h"
 
+#include <malloc.h>
 #include <mongoc/mongoc.h>
 #include <spdlog/spdlog.h>
 
@@ -82,6 +83,12 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
     error = std::string("client_tls: cannot load certificate, key or CA: ") + e.what();
     return false;
   }
+  ctx.buffer_budget.setLimit(config.max_buffered_bytes);
+#ifdef __GLIBC__
+  // Large message buffers come from mmap and go back to the system when released: glibc would
+  // otherwise raise its mmap threshold after the first free and keep later ones in its heap.
+  mallopt(M_MMAP_THRESHOLD, static_cast<int>(kKeptBufferBytes));
+#endif
   ctx.client_compressors = compressorsOf(config.client_compressors);
   ctx.upstream_compressors = compressorsOf(config.upstream_compressors);
 
@@ -101,6 +108,8 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
     evaluation::EvaluationOptions options;
     options.simulated_shards = config.evaluation_simulated_shards;
     options.allow_values = config.evaluation_allow_values;
+    options.max_memory_bytes = config.evaluation_max_memory_bytes;
+    options.max_namespace_bytes = config.evaluation_max_namespace_bytes;
     for (const auto& spec : config.evaluation_candidates) {
       auto colon = spec.find(':');
       if (colon == std::string::npos || spec.find('{') < colon) {

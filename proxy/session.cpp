@@ -42,6 +42,7 @@ Session::Session(ProxyContext& ctx, tcp::socket client)
       last_activity_(Clock::now()),
       stats_(ctx.stats->newRecorder()),
       evaluation_(ctx.evaluator ? ctx.evaluator->newObserver() : nullptr),
+      budget_share_(&ctx.buffer_budget),
       upstream_out_{executor_},
       client_out_{executor_},
       record_stats_(ctx.config.stats_enabled),
@@ -185,10 +186,52 @@ size_t Session::completeFrame(FrameBuffer& in, bool fromClient, size_t& need) {
   return 0;
 }
 
+void Session::admitLarge(BudgetShare::Direction d, size_t bytes) {
+  if (budget_share_.admit(d, bytes)) return;
+  spdlog::warn("conn={} closing: a message of {} bytes would pass limits.max_buffered_bytes ({} of {} bytes in use)", id_,
+               bytes, ctx_.buffer_budget.used(), ctx_.buffer_budget.limit());
+  throw ProtocolError("message refused: limits.max_buffered_bytes reached");
+}
+
+namespace {
+
+template <typename Buffer>
+size_t largeCapacity(const Buffer& b) {
+  return b.capacity() > kKeptBufferBytes ? b.capacity() : 0;
+}
+
+template <typename Buffer>
+void releaseIfLarge(Buffer& b) {
+  if (b.capacity() > kKeptBufferBytes) Buffer().swap(b);
+}
+
+}  // namespace
+
+void Session::releaseLargeBuffers(BudgetShare::Direction d) {
+  // The scratch buffers of this direction's message: the outbox holds its copy now.
+  if (d == BudgetShare::FromClient) {
+    releaseIfLarge(request_plain_), releaseIfLarge(request_rewritten_), releaseIfLarge(request_wire_);
+  } else {
+    releaseIfLarge(reply_plain_), releaseIfLarge(reply_rewritten_), releaseIfLarge(reply_wire_);
+    releaseIfLarge(rerun_message_), releaseIfLarge(rerun_wire_);
+  }
+  budget_share_.finish(d, largeBufferBytes());
+}
+
+size_t Session::largeBufferBytes() const {
+  return largeCapacity(request_plain_) + largeCapacity(request_rewritten_) + largeCapacity(request_wire_) +
+         largeCapacity(reply_plain_) + largeCapacity(reply_rewritten_) + largeCapacity(reply_wire_) +
+         largeCapacity(rerun_message_) + largeCapacity(rerun_wire_) + largeCapacity(client_in_) +
+         largeCapacity(upstream_in_) + largeCapacity(upstream_out_.queued) + largeCapacity(upstream_out_.writing) +
+         largeCapacity(client_out_.queued) + largeCapacity(client_out_.writing);
+}
+
 awaitable<void> Session::clientToUpstream() {
   for (;;) {
     size_t size, need = 0;
     while ((size = completeFrame(client_in_, true, need)) == 0) {
+      if (need >= kLargeMessageBytes && !budget_share_.granted(BudgetShare::FromClient))
+        admitLarge(BudgetShare::FromClient, need);
       auto space = client_in_.writable(need);
       size_t n = client_.readNow(space);
       if (n == 0) {
@@ -207,6 +250,7 @@ awaitable<void> Session::clientToUpstream() {
     fault_reply_.clear();
     client_in_.consume(size);
     client_in_.shrinkIfIdle();
+    releaseLargeBuffers(BudgetShare::FromClient);
     if (backedUp()) co_await awaitBelowHighWater();
     // Reads that complete at once (readNow) never pass through the event loop: let the other
     // connections run after a burst (a client pipelining without pause would starve them).
@@ -221,6 +265,8 @@ awaitable<void> Session::upstreamToClient() {
   for (;;) {
     size_t size, need = 0;
     while ((size = completeFrame(upstream_in_, false, need)) == 0) {
+      if (need >= kLargeMessageBytes && !budget_share_.granted(BudgetShare::FromUpstream))
+        admitLarge(BudgetShare::FromUpstream, need);
       auto space = upstream_in_.writable(need);
       size_t n = upstream_->readNow(space);
       if (n == 0) {
@@ -236,6 +282,7 @@ awaitable<void> Session::upstreamToClient() {
     send(client_out_, action.to_client);
     upstream_in_.consume(size);
     upstream_in_.shrinkIfIdle();
+    releaseLargeBuffers(BudgetShare::FromUpstream);
     if (backedUp()) co_await awaitBelowHighWater();
     // Reads that complete at once (readNow) never pass through the event loop: let the other
     // connections run after a burst (a client pipelining without pause would starve them).
@@ -286,6 +333,7 @@ bool Session::flushBox(Stream& stream, Outbox& box) {
     if (rest.empty()) {
       box.queued.clear();
       box.bytesLeft();
+      if (box.releaseIfLarge()) budget_share_.settle(largeBufferBytes());
       return true;
     }
     box.written = box.queued.size() - rest.size();
@@ -309,6 +357,7 @@ awaitable<void> Session::writeRemainder(Stream& stream, Outbox& box) {
       box.written = 0;
       box.bytesLeft();
       if (box.queued.empty()) break;
+      if (box.releaseIfLarge()) budget_share_.settle(largeBufferBytes());
       std::swap(box.writing, box.queued);  // what the loops queued meanwhile
     }
   } catch (...) {
@@ -317,6 +366,7 @@ awaitable<void> Session::writeRemainder(Stream& stream, Outbox& box) {
   }
   box.writer_running = false;
   box.bytesLeft();
+  if (box.releaseIfLarge()) budget_share_.settle(largeBufferBytes());
   if (!closed_) maybeFinishDrain();
 }
 
@@ -338,6 +388,8 @@ std::span<const uint8_t> Session::onRequest(std::span<uint8_t> frame) {
       throw ProtocolError("OP_COMPRESSED with compressor id " + std::to_string(*id) +
                           ", which was not negotiated on this connection");
     Compressor used;
+    if (size_t declared = protocol::declaredMessageSize(frame); declared >= kLargeMessageBytes)
+      admitLarge(BudgetShare::FromClient, declared);
     auto r = protocol::decompressMessage(frame, ctx_.config.max_message_size, request_plain_, &used);
     if (!r.ok()) throw ProtocolError(std::string(r.error));
     clientCompressor = used;
@@ -583,6 +635,8 @@ std::span<const uint8_t> Session::applyLookupRule(routing::LookupIndex& index, s
 Session::ReplyAction Session::onReply(std::span<uint8_t> frame) {
   std::span<uint8_t> message = frame;
   if (protocol::readHeader(frame.data()).opCode == static_cast<int32_t>(OpCode::Compressed)) {
+    if (size_t declared = protocol::declaredMessageSize(frame); declared >= kLargeMessageBytes)
+      admitLarge(BudgetShare::FromUpstream, declared);
     auto r = protocol::decompressMessage(frame, ctx_.config.max_message_size, reply_plain_);
     if (!r.ok()) throw ProtocolError(std::string("upstream: ") + std::string(r.error));
     message = reply_plain_;

@@ -12,6 +12,7 @@
 #include "protocol/op_msg.h"
 #include "protocol/op_query.h"
 #include "proxy/asio.h"
+#include "proxy/buffer_budget.h"
 #include "proxy/fault_injector.h"
 #include "proxy/frame_buffer.h"
 #include "proxy/handler_memory.h"
@@ -54,6 +55,11 @@ class Session : public std::enable_shared_from_this<Session> {
   // (`need`: the started frame's full size). Throws on a malformed or oversized frame. Not a
   // coroutine: the loops read inline, so a buffered frame costs no coroutine frame.
   size_t completeFrame(FrameBuffer& in, bool fromClient, size_t& need);
+  // Memory bounds (limits.max_buffered_bytes): a large message is admitted before it is buffered
+  // (refused: the connection closes), and once handled its large buffers are released.
+  void admitLarge(BudgetShare::Direction d, size_t bytes);
+  void releaseLargeBuffers(BudgetShare::Direction d);
+  size_t largeBufferBytes() const;
 
   // Request path: inspects, routes and records one client frame; returns the bytes to send.
   std::span<const uint8_t> onRequest(std::span<uint8_t> frame);
@@ -114,8 +120,9 @@ class Session : public std::enable_shared_from_this<Session> {
   Clock::time_point last_activity_;
 
   // Scratch buffers reused for every message: no allocation per op once warmed up.
-  std::vector<uint8_t> request_plain_, request_rewritten_, request_wire_;
-  std::vector<uint8_t> reply_plain_, reply_rewritten_, reply_wire_;
+  protocol::MessageBuffer request_plain_, reply_plain_;  // decompressed, never zero-filled
+  std::vector<uint8_t> request_rewritten_, request_wire_;
+  std::vector<uint8_t> reply_rewritten_, reply_wire_;
   std::vector<uint8_t> rerun_message_, rerun_wire_;  // a rewritten command's original, re-run
   protocol::OpMsg msg_;
   protocol::OpMsg reply_msg_;
@@ -137,6 +144,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool handshake_seen_ = false;
   bool draining_ = false;
   bool closed_ = false;
+  BudgetShare budget_share_;  // this connection's large buffers in the proxy-wide budget
   Outbox upstream_out_;
   Outbox client_out_;
   bool flush_posted_ = false;
