@@ -30,6 +30,7 @@ void fromFilterTarget(const FilterTarget& ft, const CollectionRouting& coll, boo
   out.targeting = ft.targeting;
   out.shards = ft.shards;
   out.reason = ft.reason;
+  out.over_budget = ft.over_budget;
   if (explain && ft.key_pinned) {
     bson_t doc = BSON_INITIALIZER;
     appendKeyDocument(coll.key, ft.key, &doc);
@@ -171,6 +172,7 @@ void targetCursor(const CommandView& cmd, const CursorShards* cursors, TargetRes
         if (++looked_up > kMaxCursorLookups) {  // past the budget the shard set is unknown
           out.targeting = Targeting::Unclassified;
           out.reason = "too many cursor ids to analyse (over the per-request budget)";
+          out.over_budget = true;
           return;
         }
         ShardSet one;

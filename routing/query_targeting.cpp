@@ -51,6 +51,7 @@ void targetFilter(const CollectionRouting& coll, const bson_t& filter, bool simp
   out.shards.reset();
   out.full_key = false;
   out.key_pinned = false;
+  out.over_budget = false;
   out.spent = 0;
   std::string_view why;
   size_t scanned = 0;
@@ -59,6 +60,7 @@ void targetFilter(const CollectionRouting& coll, const bson_t& filter, bool simp
   out.spent = scanned;
   if (eq == EqualityStatus::TooLarge) {
     targetAllChunkOwners(coll, kOverBudget, out);
+    out.over_budget = true;
     return;
   }
   if (eq == EqualityStatus::Full || eq == EqualityStatus::FullCollation) out.key_pinned = true;
@@ -79,6 +81,7 @@ void targetFilter(const CollectionRouting& coll, const bson_t& filter, bool simp
   out.spent += bounds.spent;
   if (bounds.status != BoundsStatus::Ok) {
     targetAllChunkOwners(coll, bounds.why, out);
+    out.over_budget = bounds.why == kOverBudget;
     return;
   }
   if (bounds.unconstrained()) {

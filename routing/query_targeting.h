@@ -29,6 +29,7 @@ struct FilterTarget {
   bool key_pinned = false;  // every key field pinned by equality (`key` holds it), collation aside
   KeyPoint key;
   size_t spent = 0;         // analysis work units used
+  bool over_budget = false; // the analysis budget ran out: broadcast, conservatively
 };
 
 // `detail` (may be null) receives a readable account of the bounds when explaining.

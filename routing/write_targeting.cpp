@@ -215,6 +215,7 @@ void targetInsert(const CollectionRouting& coll, const protocol::CommandView& cm
     return;
   }
   fold.finish(out);
+  out.over_budget = budget.exhausted();
 }
 
 void targetUpdate(const CollectionRouting& coll, const protocol::CommandView& cmd, const TargetOptions& opts,
@@ -244,6 +245,7 @@ void targetUpdate(const CollectionRouting& coll, const protocol::CommandView& cm
     return;
   }
   fold.finish(out);
+  out.over_budget = budget.exhausted();
 }
 
 void targetDelete(const CollectionRouting& coll, const protocol::CommandView& cmd, const TargetOptions& opts,
@@ -271,6 +273,7 @@ void targetDelete(const CollectionRouting& coll, const protocol::CommandView& cm
     return;
   }
   fold.finish(out);
+  out.over_budget = budget.exhausted();
 }
 
 void targetFindAndModify(const CollectionRouting& coll, const protocol::CommandView& cmd, const TargetOptions& opts,
@@ -291,6 +294,7 @@ void targetFindAndModify(const CollectionRouting& coll, const protocol::CommandV
   }
   std::string detail = std::move(out.detail);
   fold.finish(out);
+  out.over_budget = ft.over_budget;
   if (opts.explain) out.detail = detail;
 }
 
@@ -345,6 +349,7 @@ void targetBulkWrite(const RoutingTable& table, const protocol::CommandView& cmd
     for (size_t i = 0; i < table.shardCount(); ++i) out.shards.set(i);
     out.targeting = Targeting::Broadcast;
     out.reason = kStatementsOverBudget;
+    out.over_budget = true;
     return;
   }
   if (!ok) {

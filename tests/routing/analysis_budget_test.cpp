@@ -109,6 +109,7 @@ TEST(AnalysisBudget, WideOrIsBroadcastWithAReason) {
   double ms = millis([&] { r = target(*table, cmd.view, nullptr, false); });
   EXPECT_EQ(r.targeting, Targeting::Broadcast);
   EXPECT_EQ(r.reason, kOverBudget);
+  EXPECT_TRUE(r.over_budget);
   EXPECT_EQ(r.shards, table->collection("shop.orders")->chunks.owningShards());
   EXPECT_LT(ms, 300);
 }
@@ -188,6 +189,7 @@ TEST(AnalysisBudget, UpdateWithManyStatementsIsBroadcastPastTheBudget) {
   double ms = millis([&] { r = target(*table, cmd.view, nullptr, false); });
   EXPECT_EQ(r.targeting, Targeting::Broadcast);
   EXPECT_EQ(r.reason, kStatementsOverBudget);
+  EXPECT_TRUE(r.over_budget);
   EXPECT_LT(ms, 300);  // ~1.5 us per statement unbounded: 150+ ms here, seconds at 48 MB
 }
 
@@ -196,6 +198,7 @@ TEST(AnalysisBudget, InsertBatchesWithinTheBudgetAreStillTargeted) {
   TestCommand few(R"({"insert": "orders", "$db": "shop"})", {{"documents", statements(1000, R"({"customerId": "C3000"})")}});
   TargetResult r = target(*table, few.view, nullptr, false);
   EXPECT_EQ(r.targeting, Targeting::Single);
+  EXPECT_FALSE(r.over_budget);
   EXPECT_EQ(shardNames(*table, r.shards), std::set<std::string>{"shardD"});
   TestCommand many(R"({"insert": "orders", "$db": "shop"})", {{"documents", statements(100000, R"({"customerId": "%s"})")}});
   r = target(*table, many.view, nullptr, false);
