@@ -206,6 +206,22 @@ TEST(AnalysisBudget, InsertBatchesWithinTheBudgetAreStillTargeted) {
   EXPECT_EQ(r.reason, kStatementsOverBudget);
 }
 
+TEST(AnalysisBudget, StoppingEarlyDoesNotWalkTheRestOfTheSequence) {
+  // 6,000,000 empty documents (30 MB) in an insert's sequence: the budget stops the analysis after
+  // 12,500, and the other documents are not walked either (that alone was ~20 ms).
+  auto table = loadData(kOrders);
+  TestCommand cmd(R"({"insert": "orders", "$db": "shop"})");
+  std::vector<uint8_t> docs;
+  const uint8_t empty[] = {5, 0, 0, 0, 0};
+  for (int i = 0; i < 6'000'000; ++i) docs.insert(docs.end(), std::begin(empty), std::end(empty));
+  protocol::DocumentSequence seq{"documents", docs};
+  cmd.view.sequences = {&seq, 1};
+  TargetResult r;
+  double ms = millis([&] { r = target(*table, cmd.view, nullptr, false); });
+  EXPECT_EQ(r.reason, kStatementsOverBudget);
+  EXPECT_LT(ms, 6);  // thread CPU; ~1 ms now
+}
+
 TEST(AnalysisBudget, LongPipelineAnalysesTheFirstMatchStages) {
   auto table = loadData(kOrders);
   std::string p = R"({"aggregate": "orders", "pipeline": [{"$match": {"customerId": "C3000"}})";
