@@ -18,7 +18,12 @@ static void inspect(std::span<const uint8_t> message) {
   CommandView view;
   auto op = static_cast<OpCode>(readHeader(message.data()).opCode);
   if (op == OpCode::Msg) {
-    if (decodeOpMsg(message, msg).ok() && buildCommandView(msg, view).ok()) {
+    bool decoded = decodeOpMsg(message, msg).ok();
+    // The section bounds hold for everything the proxy accepts (issue 14: section floods).
+    if (decoded && msg.sequences.size() > kMaxDocumentSequences) __builtin_trap();
+    for (const auto& s : msg.sequences)
+      if (s.identifier.size() > kMaxSequenceIdentifierBytes) __builtin_trap();
+    if (decoded && buildCommandView(msg, view).ok()) {
       if (isHelloCommand(view.name)) {
         bson_t out = BSON_INITIALIZER;
         replaceCompressionList(&view.body, readCompressionList(&view.body), &out);

@@ -97,11 +97,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   stats::computeShape(view, shape);
   stats::computeShape(view, again);
   if (shape != again) __builtin_trap();  // shape ids must be deterministic
+  // Bounded whatever the input (4 KB limit, plus at most one cut entry per nesting level).
+  if (shape.size() > 64 * 1024) __builtin_trap();
   stats::hashBytes(shape);
 
   std::string filter;
   stats::appendFilterShape(view.body, filter);
   checkJson(filter);
+  if (filter.size() > 64 * 1024) __builtin_trap();
 
   bson_iter_t it;
   if (bson_iter_init_find(&it, &view.body, "pipeline") && BSON_ITER_HOLDS_ARRAY(&it)) {

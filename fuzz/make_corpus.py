@@ -143,6 +143,12 @@ def op_msg_seeds() -> dict[str, bytes]:
     s["compressed_zstd_insert"] = op_compressed(op_msg(INSERT_BODY, [("documents", INSERT_DOCS)], request_id=4), "zstd")
     s["compressed_snappy_query"] = op_compressed(op_query("admin.$cmd", [("isMaster", 1)], request_id=5), "snappy")
     s["stream_three_frames"] = op_msg(HELLO, request_id=1) + op_msg(FIND, request_id=2) + op_compressed(op_msg(AGG, request_id=3), "zlib")
+    # Structural floods (issue 14): sections up to and past the 64-sequence cap, long identifiers.
+    ping = [("ping", 1), ("$db", "admin")]
+    s["sections_64"] = op_msg(ping, [(f"s{i}", []) for i in range(64)])
+    s["sections_flood"] = op_msg(ping, [(f"s{i}", []) for i in range(3000)])
+    s["sections_long_ids"] = op_msg(ping, [("x" * 250 + str(i), []) for i in range(8)])
+    s["insert_many_docs"] = op_msg(INSERT_BODY, [("documents", [{"customerId": f"C{i}"} for i in range(1500)])])
     return s
 
 
@@ -167,6 +173,12 @@ def query_shape_seeds() -> dict[str, bytes]:
         "insert": sections(enc(INSERT_BODY), [("documents", [enc(d) for d in INSERT_DOCS])]),
         "weird_keys": sections(enc([("find", "c"), ("filter", {'q"uote': 1, "back\\slash": {"$in": []}, "ctl\x01": None,
                                                                "uni\u00e9": MinKey()}), ("$db", "d")])),
+        # Structural cases (issue 14): shapes past the size limit, long names, long pipelines.
+        "wide_or": sections(enc([("find", "c"), ("filter", {"$or": [{"a": i} for i in range(1500)]}), ("$db", "d")])),
+        "wide_filter": sections(enc([("find", "c"), ("filter", {f"f{i}": i for i in range(3000)}), ("$db", "d")])),
+        "long_name": sections(enc([("find", "c"), ("filter", {"k" * 3000: {"$gt": 1}}), ("sort", {"s" * 500: 1}), ("$db", "d")])),
+        "long_pipeline": sections(enc([("aggregate", "c"), ("pipeline", [{"$match": {"a": i}} for i in range(800)]),
+                                       ("cursor", {}), ("$db", "d")])),
     }
 
 
@@ -213,7 +225,23 @@ def filter_seeds() -> dict[str, bytes]:
         "types": {"a": {"$gt": Int64(-5), "$lt": 2.5}, "b": {"$type": "string"}}, "not": {"a": {"$not": {"$gt": 3}}},
         "maxkey": {"a": {"$lt": MaxKey()}, "b": ObjectId("64b7f0000000000000000001")},
     }
-    return {k: enc(v) for k, v in filters.items()}
+    # Structural cases (issue 14): huge $or / $in, deep nesting, one list intersected many times.
+    filters["or_wide"] = {"$or": [{"a": i} for i in range(1500)]}
+    filters["or_hashed_like"] = {"$or": [{"a": i, "b": i} for i in range(1000)]}
+    filters["in_wide"] = {"a": {"$in": list(range(3000))}}
+    filters["and_in_ne"] = {"$and": [{"a": {"$in": list(range(800))}}] + [{"a": {"$ne": -i}} for i in range(800)]}
+    deep: dict = {"a": 1}
+    for _ in range(90):
+        deep = {"$and": [deep, {"$or": [{"a": 2}, {"b.c": 3}]}]}
+    filters["deep_and_or"] = deep
+    filters["nested_or_ranges"] = {"$or": [{"a": {"$gte": i, "$lt": i + 3}} for i in range(0, 1600, 2)]}
+    out = {k: enc(v) for k, v in filters.items()}
+    # 3,000 $regex operators on one field (duplicate keys: valid BSON, built by hand).
+    regex = b"".join(b"\x02$regex\x00" + struct.pack("<i", len(v) + 1) + v + b"\x00"
+                     for v in (b"^a%d" % i for i in range(1500)))
+    ops = struct.pack("<i", len(regex) + 5) + regex + b"\x00"
+    out["regex_ops"] = struct.pack("<i", len(ops) + 8) + b"\x03a\x00" + ops + b"\x00"
+    return out
 
 
 def routing_file_seeds() -> dict[str, bytes]:

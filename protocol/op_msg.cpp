@@ -2,6 +2,7 @@
 
 #include <bson/bson.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "protocol/crc32c.h"
@@ -109,10 +110,16 @@ ParseResult decodeOpMsg(std::span<const uint8_t> message, OpMsg& out, const OpMs
       if (size < 5 || static_cast<size_t>(size) > end - at)
         return ParseResult::malformed("OP_MSG document sequence size is out of bounds");
       auto seq = sections.subspan(at + 4, static_cast<size_t>(size) - 4);
-      const void* nul = std::memchr(seq.data(), 0, seq.size());
-      if (!nul) return ParseResult::malformed("OP_MSG document sequence identifier is not terminated");
+      const void* nul = std::memchr(seq.data(), 0, std::min(seq.size(), kMaxSequenceIdentifierBytes + 1));
+      if (!nul) {
+        return seq.size() > kMaxSequenceIdentifierBytes
+                   ? ParseResult::malformed("OP_MSG document sequence identifier is longer than 256 bytes")
+                   : ParseResult::malformed("OP_MSG document sequence identifier is not terminated");
+      }
       size_t idLen = static_cast<const uint8_t*>(nul) - seq.data();
       DocumentSequence ds{std::string_view(reinterpret_cast<const char*>(seq.data()), idLen), seq.subspan(idLen + 1)};
+      if (out.sequences.size() == kMaxDocumentSequences)
+        return ParseResult::malformed("OP_MSG has more than 64 document sequences");
       if (out.findSequence(ds.identifier)) return ParseResult::malformed("OP_MSG repeats a document sequence identifier");
       size_t docAt = 0;
       while (docAt < ds.documents.size()) {

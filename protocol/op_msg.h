@@ -33,6 +33,13 @@ struct OpMsg {
   const DocumentSequence* findSequence(std::string_view identifier) const;
 };
 
+// Bounds on kind-1 sections. The OP_MSG specification allows any number of uniquely named document
+// sequences, but each identifier names a field of the command (drivers send at most two: bulkWrite's
+// `ops` and `nsInfo`), so more than this, or a longer name, is refused as malformed. The bounds
+// keep the duplicate check cheap: at most 64 * 63 / 2 comparisons of at most 256 bytes.
+constexpr size_t kMaxDocumentSequences = 64;
+constexpr size_t kMaxSequenceIdentifierBytes = 256;
+
 struct OpMsgLimits {
   bool verifyChecksum = true;
   bool validateBson = true;  // structurally validate every document (bson_validate)

@@ -30,6 +30,7 @@ void fromFilterTarget(const FilterTarget& ft, const CollectionRouting& coll, boo
   out.targeting = ft.targeting;
   out.shards = ft.shards;
   out.reason = ft.reason;
+  out.over_budget = ft.over_budget;
   if (explain && ft.key_pinned) {
     bson_t doc = BSON_INITIALIZER;
     appendKeyDocument(coll.key, ft.key, &doc);
@@ -91,6 +92,9 @@ void targetAggregate(const RoutingTable& table, const CollectionRouting& coll, c
   bson_t& matches = reusedMatchDocument();  // {$and: [...]} of the leading $match stages
   bson_t and_array;
   bson_append_array_begin(&matches, "$and", 4, &and_array);
+  // The leading $match stages are ANDed: analysing only the first few gives a superset of the
+  // shards (correct, conservative) and keeps a pipeline of 600,000 stages from being copied whole.
+  constexpr int kMaxCombinedMatches = 64;
   int n_match = 0;
   bool geo = false;
   const char* first_stage = nullptr;
@@ -100,6 +104,7 @@ void targetAggregate(const RoutingTable& table, const CollectionRouting& coll, c
     const char* name = bson_iter_key(&stage);
     if (!first_stage) first_stage = name;
     if (std::strcmp(name, "$match") == 0 && BSON_ITER_HOLDS_DOCUMENT(&stage)) {
+      if (n_match == kMaxCombinedMatches) break;
       uint32_t len;
       const uint8_t* data;
       bson_iter_document(&stage, &len, &data);
@@ -143,6 +148,9 @@ void targetAggregate(const RoutingTable& table, const CollectionRouting& coll, c
     out.reason = "$geoNear without a shard-key query: broadcast";
 }
 
+// killCursors ids looked up per request (a driver kills one cursor per command).
+constexpr size_t kMaxCursorLookups = 10000;
+
 void targetCursor(const CommandView& cmd, const CursorShards* cursors, TargetResult& out) {
   ShardSet shards;
   bool found = false;
@@ -159,7 +167,14 @@ void targetCursor(const CommandView& cmd, const CursorShards* cursors, TargetRes
     bson_iter_t it, ids;
     if (cursors && bson_iter_init_find(&it, &cmd.body, "cursors") && BSON_ITER_HOLDS_ARRAY(&it) &&
         bson_iter_recurse(&it, &ids)) {
+      size_t looked_up = 0;
       while (bson_iter_next(&ids)) {
+        if (++looked_up > kMaxCursorLookups) {  // past the budget the shard set is unknown
+          out.targeting = Targeting::Unclassified;
+          out.reason = "too many cursor ids to analyse (over the per-request budget)";
+          out.over_budget = true;
+          return;
+        }
         ShardSet one;
         if (BSON_ITER_HOLDS_NUMBER(&ids) && cursors->lookup(bson_iter_as_int64(&ids), one)) {
           shards |= one;

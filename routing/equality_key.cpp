@@ -15,6 +15,8 @@ constexpr int kMaxDepth = 64;
 struct Found {
   bool found = false;
   bool conflict = false;
+  size_t budget = SIZE_MAX;  // elements left to visit
+  bool exhausted = false;
   bson_value_t value{};
   void offer(const bson_value_t& v) {
     if (found && compareValues(value, v) != 0) conflict = true;
@@ -59,6 +61,11 @@ void offerNested(bson_iter_t& it, std::string_view rest, Found& f) {
     std::string_view part = rest.substr(0, dot);
     bool matched = false;
     while (bson_iter_next(&cur)) {
+      if (f.budget == 0) {
+        f.exhausted = true;
+        return;
+      }
+      --f.budget;
       if (keyEquals(bson_iter_key(&cur), part)) {
         matched = true;
         break;
@@ -85,11 +92,16 @@ void scan(const bson_iter_t& start, std::string_view path, Found& f, int depth) 
     return;
   }
   while (bson_iter_next(&it)) {
+    if (f.budget == 0) {
+      f.exhausted = true;
+      return;
+    }
+    --f.budget;
     const char* key = bson_iter_key(&it);
     if (std::strcmp(key, "$and") == 0 && bson_iter_type(&it) == BSON_TYPE_ARRAY) {
       bson_iter_t arr;
       if (!bson_iter_recurse(&it, &arr)) continue;
-      while (bson_iter_next(&arr)) {
+      while (!f.exhausted && bson_iter_next(&arr)) {
         bson_iter_t sub;
         if (bson_iter_type(&arr) == BSON_TYPE_DOCUMENT && bson_iter_recurse(&arr, &sub)) scan(sub, path, f, depth + 1);
       }
@@ -139,14 +151,20 @@ void setWhy(std::string_view* why, std::string_view text) {
 }  // namespace
 
 EqualityStatus extractEqualityKey(const ShardKeyPattern& pattern, const bson_t& filter, bool simple_collation,
-                                  KeyPoint& out, std::string_view* why) {
+                                  KeyPoint& out, std::string_view* why, size_t max_elements, size_t* spent) {
   bool collation_blocks = false;
   out.size = pattern.size();
+  size_t left = max_elements;
+  if (spent) *spent = 0;
   for (size_t i = 0; i < pattern.size(); ++i) {
     bson_iter_t it;
     if (!bson_iter_init(&it, &filter)) return setWhy(why, "filter is not valid BSON"), EqualityStatus::Partial;
     Found f;
+    f.budget = left;
     scan(it, pattern.field(i).path, f, 0);
+    if (spent) *spent += left - f.budget;
+    left = f.budget;
+    if (f.exhausted) return setWhy(why, "filter has too many elements to analyse"), EqualityStatus::TooLarge;
     if (f.conflict) return setWhy(why, "conflicting equalities on a shard key field"), EqualityStatus::Partial;
     if (!f.found) return setWhy(why, "no equality on every shard key field"), EqualityStatus::Partial;
     if (!storable(f.value))

@@ -16,6 +16,8 @@ namespace shardscope::routing {
 namespace {
 
 constexpr int kMaxDepth = 100;
+// An MD5 of the value costs about as much as eight interval steps.
+constexpr size_t kHashUnits = 8;
 
 struct Leaf {
   IntervalList list;
@@ -80,12 +82,29 @@ class Analyzer {
       out_.why = why;
     }
   }
-  bool charge() {
-    if (++visited_ > options_.budget) {
-      fail(BoundsStatus::TooComplex, "filter exceeds the analysis budget: treated as broadcast");
+  // Every element visited and every interval an operation reads or writes costs one unit, so the
+  // whole analysis is bounded by the budget whatever the filter's shape (a long list intersected
+  // again and again, a wide $or, many operators on one field).
+  bool charge(size_t units = 1) {
+    visited_ += units;
+    if (visited_ > options_.budget) {
+      fail(BoundsStatus::TooComplex, kOverBudget);
       return false;
     }
     return out_.status == BoundsStatus::Ok;
+  }
+  bool failed() const { return out_.status != BoundsStatus::Ok; }
+
+  // acc = acc AND b. A full side is the identity, so the common case (a field constrained once)
+  // moves the list instead of walking it.
+  void intersectInto(IntervalList& acc, IntervalList&& b) {
+    if (isFull(b)) return;
+    if (isFull(acc)) {
+      acc = std::move(b);
+      return;
+    }
+    if (!charge(acc.size() + b.size())) return;
+    acc = intersect(acc, b);
   }
   Fields allFull() const { return Fields(pattern_.size(), fullList()); }
 
@@ -112,7 +131,7 @@ class Analyzer {
       int field = pattern_.fieldIndex(key);
       if (field < 0) continue;  // not a shard-key path: a residual filter
       Leaf leaf = fieldPredicate(static_cast<size_t>(field), it, depth);
-      result[field] = intersect(result[field], leaf.list);
+      intersectInto(result[field], std::move(leaf.list));
     }
     return result;
   }
@@ -121,20 +140,37 @@ class Analyzer {
     if (std::strcmp(key, "$and") == 0) {
       forEachBranch(it, depth, [&](const bson_iter_t& sub) {
         Fields f = analyzeAnd(sub, top_level, depth + 1);
-        for (size_t i = 0; i < result.size(); ++i) result[i] = intersect(result[i], f[i]);
+        for (size_t i = 0; i < result.size(); ++i) intersectInto(result[i], std::move(f[i]));
       });
     } else if (std::strcmp(key, "$or") == 0) {
+      // The branches' intervals are collected and sorted and merged once at the end: merging
+      // each branch into a running union walked the whole union per branch (quadratic).
       Fields united(pattern_.size());
+      RecycledVector<char> full(pattern_.size(), 0);  // field i is unconstrained by some branch
       bool every_branch_indexed = true, any = false;
       forEachBranch(it, depth, [&](const bson_iter_t& sub) {
         Fields f = analyzeAnd(sub, false, depth + 1);
         any = true;
         if (isFull(f[0])) every_branch_indexed = false;
-        for (size_t i = 0; i < united.size(); ++i) united[i] = unite(united[i], f[i]);
+        for (size_t i = 0; i < united.size(); ++i) {
+          if (full[i]) continue;
+          if (isFull(f[i])) {
+            full[i] = 1;
+            united[i].clear();
+            continue;
+          }
+          if (!charge(f[i].size())) return;
+          united[i].insert(united[i].end(), f[i].begin(), f[i].end());
+        }
       });
       // One branch without the key prefix makes the whole $or a collection scan: no bounds.
-      if (!any || !every_branch_indexed) return;
-      for (size_t i = 0; i < result.size(); ++i) result[i] = intersect(result[i], united[i]);
+      if (!any || !every_branch_indexed || failed()) return;
+      for (size_t i = 0; i < result.size(); ++i) {
+        if (full[i]) continue;
+        if (!charge(united[i].size())) return;
+        normalize(united[i]);
+        intersectInto(result[i], std::move(united[i]));
+      }
     } else if (std::strcmp(key, "$text") == 0) {
       fail(BoundsStatus::AllShards, "$text query: all shards");
     } else if (std::strcmp(key, "$alwaysFalse") == 0) {
@@ -150,7 +186,7 @@ class Analyzer {
     if (bson_iter_type(&it) != BSON_TYPE_ARRAY) return fail(BoundsStatus::Malformed, "$and/$or needs an array");
     bson_iter_t arr;
     if (!bson_iter_recurse(&it, &arr)) return;
-    while (bson_iter_next(&arr)) {
+    while (!failed() && bson_iter_next(&arr)) {
       bson_iter_t sub;
       if (bson_iter_type(&arr) != BSON_TYPE_DOCUMENT || !bson_iter_recurse(&arr, &sub))
         return fail(BoundsStatus::Malformed, "$and/$or branch is not a document");
@@ -193,14 +229,15 @@ class Analyzer {
     int field = pattern_.fieldIndex(std::string_view(a.value.v_utf8.str + 1, a.value.v_utf8.len - 1));
     if (field < 0) return;
     Leaf leaf = equalityLeaf(static_cast<size_t>(field), b, false);
-    result[field] = intersect(result[field], leaf.list);
+    intersectInto(result[field], std::move(leaf.list));
   }
 
-  bool hasNear(const bson_iter_t& it) const {
+  bool hasNear(const bson_iter_t& it) {
     if (bson_iter_type(&it) != BSON_TYPE_DOCUMENT) return false;
     bson_iter_t copy = it, ops;
     if (!bson_iter_recurse(&copy, &ops)) return false;
     while (bson_iter_next(&ops)) {
+      if (!charge()) return false;
       const char* op = bson_iter_key(&ops);
       if (std::strcmp(op, "$near") == 0 || std::strcmp(op, "$nearSphere") == 0) return true;
     }
@@ -224,16 +261,17 @@ class Analyzer {
     bson_iter_t ops;
     bson_iter_recurse(&it, &ops);
     Leaf acc{fullList(), true};
+    const char* options = nullptr;  // the object's $options, found once (not once per $regex)
     while (bson_iter_next(&ops)) {
       if (!charge()) return fullLeaf();
-      Leaf leaf = operatorLeaf(field, ops, it, depth);
-      acc.list = intersect(acc.list, leaf.list);
+      Leaf leaf = operatorLeaf(field, ops, it, options, depth);
+      intersectInto(acc.list, std::move(leaf.list));
       acc.exact = acc.exact && leaf.exact;
     }
     return acc;
   }
 
-  Leaf operatorLeaf(size_t field, bson_iter_t& op_it, const bson_iter_t& parent, int depth) {
+  Leaf operatorLeaf(size_t field, bson_iter_t& op_it, const bson_iter_t& parent, const char*& options, int depth) {
     const char* op = bson_iter_key(&op_it);
     const bson_value_t v = *bson_iter_value(&op_it);
     if (std::strcmp(op, "$eq") == 0) return equalityLeaf(field, v, true);
@@ -261,7 +299,8 @@ class Analyzer {
       } else if (v.value_type == BSON_TYPE_UTF8) {
         re.value_type = BSON_TYPE_REGEX;
         re.value.v_regex.regex = v.value.v_utf8.str;  // views into the filter, never freed
-        re.value.v_regex.options = const_cast<char*>(optionsOf(parent));
+        if (!options) options = optionsOf(parent);
+        re.value.v_regex.options = const_cast<char*>(options);
       } else {
         return fullLeaf();
       }
@@ -276,14 +315,14 @@ class Analyzer {
   const char* optionsOf(const bson_iter_t& parent) {
     bson_iter_t copy = parent, ops;
     if (!bson_iter_recurse(&copy, &ops)) return "";
-    while (bson_iter_next(&ops))
+    while (charge() && bson_iter_next(&ops))
       if (std::strcmp(bson_iter_key(&ops), "$options") == 0 && bson_iter_type(&ops) == BSON_TYPE_UTF8)
         return bson_iter_utf8(&ops, nullptr);
     return "";
   }
 
   Leaf complementOf(const Leaf& inner) {
-    if (!inner.exact) return fullLeaf();
+    if (!inner.exact || !charge(inner.list.size())) return fullLeaf();
     return {complement(inner.list), true};
   }
 
@@ -296,7 +335,8 @@ class Analyzer {
     if (v.value_type == BSON_TYPE_ARRAY) return fullLeaf();  // never equals a (scalar) key value
     if (pattern_.field(field).hashed) {
       if (v.value_type == BSON_TYPE_REGEX && !from_eq_operator) return fullLeaf();
-      return {{Interval::point(Bound::int64(hashShardKeyValue(v)))}, false};
+      charge(kHashUnits);
+    return {{Interval::point(Bound::int64(hashShardKeyValue(v)))}, false};
     }
     if (v.value_type == BSON_TYPE_UNDEFINED) return fullLeaf();
     return {{Interval::point(Bound::of(v))}, true};
@@ -382,7 +422,7 @@ class Analyzer {
       bson_iter_t elems;
       bson_iter_recurse(&it, &elems);
       while (bson_iter_next(&elems))
-        if (!addOne(elems)) return fullLeaf();
+        if (!charge() || !addOne(elems)) return fullLeaf();
     } else if (!addOne(it)) {
       return fullLeaf();
     }
@@ -458,6 +498,10 @@ class Analyzer {
 
   const ShardKeyPattern& pattern_;
   const FilterOptions& options_;
+ public:
+  size_t spent() const { return visited_; }
+
+ private:
   FilterBounds& out_;
   size_t visited_ = 0;
 };
@@ -469,7 +513,9 @@ void computeFilterBounds(const ShardKeyPattern& pattern, const bson_t& filter, c
   out.status = BoundsStatus::Ok;
   out.why = {};
   out.fields.clear();
-  Analyzer(pattern, options, out).run(filter);
+  Analyzer analyzer(pattern, options, out);
+  analyzer.run(filter);
+  out.spent = analyzer.spent();
   if (out.fields.size() != pattern.size()) out.fields.assign(pattern.size(), fullList());
 }
 

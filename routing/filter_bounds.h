@@ -12,10 +12,18 @@
 
 namespace shardscope::routing {
 
+// Reasons given when the per-request analysis budget runs out (a correct, conservative answer:
+// every shard owning chunks).
+constexpr std::string_view kOverBudget =
+    "too many filter elements to analyse (over the per-request budget): counted as broadcast";
+constexpr std::string_view kStatementsOverBudget =
+    "too many statements to analyse (over the per-request budget): counted as broadcast";
+
 struct FilterOptions {
   bool simple_collation = true;
-  // Elements the analysis may visit before it gives up and the query is broadcast.
-  size_t budget = 20000;
+  // Work units (elements visited, intervals read or written, 8 per hashed value) the analysis may
+  // spend before it gives up and the query is counted as broadcast: ~2 ms of CPU at most.
+  size_t budget = 50000;
 };
 
 enum class BoundsStatus {
@@ -32,6 +40,7 @@ struct FilterBounds {
   FieldBounds fields;                // one per shard-key field, in pattern order
   // Storage for bound values that are not in the filter (regex upper bounds); keeps views valid.
   std::vector<std::unique_ptr<char[]>> arena;
+  size_t spent = 0;  // work units used (at most the budget plus one step)
 
   // True when the leading field is unconstrained: no index plan, so every chunk-owning shard.
   bool unconstrained() const { return fields.empty() || isFull(fields[0]); }

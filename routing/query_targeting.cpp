@@ -41,9 +41,9 @@ void targetAllChunkOwners(const CollectionRouting& coll, std::string_view reason
   out.reason = reason;
 }
 
-bool hasExactId(const bson_t& filter) {
+bool hasExactId(const bson_t& filter, size_t max_elements) {
   KeyPoint key;
-  return extractEqualityKey(idPattern(), filter, true, key) == EqualityStatus::Full;
+  return extractEqualityKey(idPattern(), filter, true, key, nullptr, max_elements) == EqualityStatus::Full;
 }
 
 void targetFilter(const CollectionRouting& coll, const bson_t& filter, bool simple_collation,
@@ -51,8 +51,18 @@ void targetFilter(const CollectionRouting& coll, const bson_t& filter, bool simp
   out.shards.reset();
   out.full_key = false;
   out.key_pinned = false;
+  out.over_budget = false;
+  out.spent = 0;
   std::string_view why;
-  EqualityStatus eq = extractEqualityKey(coll.key, filter, simple_collation, out.key, &why);
+  size_t scanned = 0;
+  EqualityStatus eq =
+      extractEqualityKey(coll.key, filter, simple_collation, out.key, &why, options.analysis_budget, &scanned);
+  out.spent = scanned;
+  if (eq == EqualityStatus::TooLarge) {
+    targetAllChunkOwners(coll, kOverBudget, out);
+    out.over_budget = true;
+    return;
+  }
   if (eq == EqualityStatus::Full || eq == EqualityStatus::FullCollation) out.key_pinned = true;
   if (eq == EqualityStatus::Full) {
     out.full_key = true;
@@ -65,11 +75,13 @@ void targetFilter(const CollectionRouting& coll, const bson_t& filter, bool simp
 
   FilterOptions fo;
   fo.simple_collation = simple_collation;
-  fo.budget = options.analysis_budget;
+  fo.budget = options.analysis_budget - scanned;
   FilterBounds bounds;
   computeFilterBounds(coll.key, filter, fo, bounds);
+  out.spent += bounds.spent;
   if (bounds.status != BoundsStatus::Ok) {
     targetAllChunkOwners(coll, bounds.why, out);
+    out.over_budget = bounds.why == kOverBudget;
     return;
   }
   if (bounds.unconstrained()) {

@@ -16,7 +16,9 @@ struct TargetOptions {
   // More ranges than this are not mapped one by one: the operation counts as broadcast. mongos
   // itself errors above kMongosMaxRanges (4,000,000); the hot path wants a much lower cap.
   size_t max_ranges = 100000;
-  size_t analysis_budget = 20000;  // filter elements visited before giving up (broadcast)
+  // Work units one request may spend on filter analysis before it is counted as broadcast (see
+  // FilterOptions::budget); shared by all statements of a write.
+  size_t analysis_budget = 50000;
 };
 
 struct FilterTarget {
@@ -26,6 +28,8 @@ struct FilterTarget {
   bool full_key = false;    // the single-key path applies (equality on the full key, collation ok)
   bool key_pinned = false;  // every key field pinned by equality (`key` holds it), collation aside
   KeyPoint key;
+  size_t spent = 0;         // analysis work units used
+  bool over_budget = false; // the analysis budget ran out: broadcast, conservatively
 };
 
 // `detail` (may be null) receives a readable account of the bounds when explaining.
@@ -35,8 +39,8 @@ void targetFilter(const CollectionRouting& coll, const bson_t& filter, bool simp
 // Every shard owning chunks of the collection, as a broadcast.
 void targetAllChunkOwners(const CollectionRouting& coll, std::string_view reason, FilterTarget& out);
 
-// True when the filter has an exact (storable equality) match on _id.
-bool hasExactId(const bson_t& filter);
+// True when the filter has an exact (storable equality) match on _id; false past `max_elements`.
+bool hasExactId(const bson_t& filter, size_t max_elements = 50000);
 
 // JSON of a key span under the pattern's field names (explain detail).
 std::string keyToJson(const ShardKeyPattern& pattern, std::span<const Bound> key);

@@ -34,6 +34,9 @@ struct TargetResult {
   // mongos would refuse the operation (e.g. an insert whose shard-key value is an array); the
   // message is still forwarded unchanged, `reason` says why.
   bool refused = false;
+  // The per-request analysis budget ran out (a huge filter or batch): the answer is the
+  // conservative one, and shardscope_analysis_over_budget_total counts it.
+  bool over_budget = false;
   // Explain only: BSON of the full shard-key value pinned by equality ({field: value, ...}, hashed
   // fields as NumberLong); empty when the operation does not pin every key field.
   std::string shard_key;

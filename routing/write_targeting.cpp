@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "routing/command_fields.h"
+#include "routing/filter_bounds.h"
 #include "routing/recycling_allocator.h"
 
 namespace shardscope::routing {
@@ -16,6 +17,40 @@ bool effectiveSimpleCollation(const CollectionRouting& coll, const bson_t& doc) 
   if (subDocument(doc, "collation", collation)) return isSimpleCollation(&collation);
   return coll.simple_default_collation;
 }
+
+// One request's analysis budget (TargetOptions::analysis_budget), shared by its statements: each
+// costs a few units plus its filter analysis, so a 48 MB batch of statements costs no more than one
+// large filter. Past it the remaining statements are not analysed and the write counts as broadcast.
+class StatementBudget {
+ public:
+  // An insert's key extraction and chunk lookup cost about as much as four interval steps.
+  static constexpr size_t kPerStatement = 4;
+  explicit StatementBudget(size_t units) : left_(units) {}
+  bool take(size_t units) {
+    if (units > left_) {
+      left_ = 0;
+      exhausted_ = true;
+      return false;
+    }
+    left_ -= units;
+    return true;
+  }
+  // Options for one statement's filter: what is left of the request's budget.
+  TargetOptions optionsFor(const TargetOptions& opts) const {
+    TargetOptions o = opts;
+    o.analysis_budget = left_;
+    return o;
+  }
+  bool exhausted() const { return exhausted_; }
+  // Adds the conservative answer for the statements that were not analysed.
+  void finish(const CollectionRouting& coll, WriteFold& fold) const {
+    if (exhausted_) fold.add(Targeting::Broadcast, coll.chunks.owningShards(), kStatementsOverBudget);
+  }
+
+ private:
+  size_t left_;
+  bool exhausted_ = false;
+};
 
 bson_t emptyDoc() {
   bson_t d;
@@ -35,9 +70,10 @@ bool isReplacement(const bson_t& stmt, const char* field) {
 // One single-document write (update multi:false, delete limit:1, bulkWrite equivalents).
 void foldSingleDocWrite(const CollectionRouting& coll, const bson_t& filter, const bson_t* replacement, bool upsert,
                         bool simple_collation, const TargetOptions& opts, WriteFold& fold, bool first,
-                        const char* what) {
+                        const char* what, StatementBudget& budget) {
   FilterTarget ft;
-  targetFilter(coll, filter, simple_collation, opts, ft, nullptr);
+  targetFilter(coll, filter, simple_collation, budget.optionsFor(opts), ft, nullptr);
+  budget.take(ft.spent);
   if (first) fold.setFirstKey(coll.key, ft);
   if (ft.targeting == Targeting::Single) {
     fold.add(Targeting::Single, ft.shards,
@@ -61,7 +97,7 @@ void foldSingleDocWrite(const CollectionRouting& coll, const bson_t& filter, con
       return;
     }
   }
-  if (hasExactId(filter)) {
+  if (!budget.exhausted() && hasExactId(filter)) {
     fold.add(Targeting::Broadcast, coll.chunks.owningShards(),
              "single-document write by exact _id without the shard key: broadcast (_id is not unique across shards)");
     return;
@@ -75,9 +111,10 @@ void foldSingleDocWrite(const CollectionRouting& coll, const bson_t& filter, con
 }
 
 void foldMultiWrite(const CollectionRouting& coll, const bson_t& filter, bool upsert, bool simple_collation,
-                    const TargetOptions& opts, WriteFold& fold, bool first) {
+                    const TargetOptions& opts, WriteFold& fold, bool first, StatementBudget& budget) {
   FilterTarget ft;
-  targetFilter(coll, filter, simple_collation, opts, ft, nullptr);
+  targetFilter(coll, filter, simple_collation, budget.optionsFor(opts), ft, nullptr);
+  budget.take(ft.spent);
   if (first) fold.setFirstKey(coll.key, ft);
   fold.add(ft.targeting, ft.shards,
            upsert && !ft.full_key ? "multi upsert without full shard-key equality: refused before 7.1" : ft.reason);
@@ -163,68 +200,80 @@ void WriteFold::finish(TargetResult& out) const {
 void targetInsert(const CollectionRouting& coll, const protocol::CommandView& cmd, const TargetOptions& opts,
                   TargetResult& out) {
   WriteFold fold(opts.explain);
+  StatementBudget budget(opts.analysis_budget);
   bool first = true;
   bool ok = forEachStatement(cmd, "documents", [&](const bson_t& doc) {
+    if (!budget.take(StatementBudget::kPerStatement)) return false;
     foldInsertDocument(coll, doc, fold, first);
     first = false;
     return true;
   });
+  budget.finish(coll, fold);
   if (!ok || fold.empty()) {
     out.targeting = Targeting::Unclassified;
     out.reason = "insert without a readable documents array or sequence";
     return;
   }
   fold.finish(out);
+  out.over_budget = budget.exhausted();
 }
 
 void targetUpdate(const CollectionRouting& coll, const protocol::CommandView& cmd, const TargetOptions& opts,
                   TargetResult& out) {
   WriteFold fold(opts.explain);
+  StatementBudget budget(opts.analysis_budget);
   bool first = true;
   bool ok = forEachStatement(cmd, "updates", [&](const bson_t& stmt) {
+    if (!budget.take(StatementBudget::kPerStatement)) return false;
     bson_t q, u;
     if (!subDocument(stmt, "q", q)) q = emptyDoc();
     bool multi = boolField(stmt, "multi", false), upsert = boolField(stmt, "upsert", false);
     bool simple = effectiveSimpleCollation(coll, stmt);
     if (multi) {
-      foldMultiWrite(coll, q, upsert, simple, opts, fold, first);
+      foldMultiWrite(coll, q, upsert, simple, opts, fold, first, budget);
     } else {
       bool replacement = isReplacement(stmt, "u") && subDocument(stmt, "u", u);
-      foldSingleDocWrite(coll, q, replacement ? &u : nullptr, upsert, simple, opts, fold, first, "update");
+      foldSingleDocWrite(coll, q, replacement ? &u : nullptr, upsert, simple, opts, fold, first, "update", budget);
     }
     first = false;
     return true;
   });
+  budget.finish(coll, fold);
   if (!ok || fold.empty()) {
     out.targeting = Targeting::Unclassified;
     out.reason = "update without a readable updates array or sequence";
     return;
   }
   fold.finish(out);
+  out.over_budget = budget.exhausted();
 }
 
 void targetDelete(const CollectionRouting& coll, const protocol::CommandView& cmd, const TargetOptions& opts,
                   TargetResult& out) {
   WriteFold fold(opts.explain);
+  StatementBudget budget(opts.analysis_budget);
   bool first = true;
   bool ok = forEachStatement(cmd, "deletes", [&](const bson_t& stmt) {
+    if (!budget.take(StatementBudget::kPerStatement)) return false;
     bson_t q;
     if (!subDocument(stmt, "q", q)) q = emptyDoc();
     bool simple = effectiveSimpleCollation(coll, stmt);
     if (intField(stmt, "limit", 0) == 0) {
-      foldMultiWrite(coll, q, false, simple, opts, fold, first);
+      foldMultiWrite(coll, q, false, simple, opts, fold, first, budget);
     } else {
-      foldSingleDocWrite(coll, q, nullptr, false, simple, opts, fold, first, "delete");
+      foldSingleDocWrite(coll, q, nullptr, false, simple, opts, fold, first, "delete", budget);
     }
     first = false;
     return true;
   });
+  budget.finish(coll, fold);
   if (!ok || fold.empty()) {
     out.targeting = Targeting::Unclassified;
     out.reason = "delete without a readable deletes array or sequence";
     return;
   }
   fold.finish(out);
+  out.over_budget = budget.exhausted();
 }
 
 void targetFindAndModify(const CollectionRouting& coll, const protocol::CommandView& cmd, const TargetOptions& opts,
@@ -245,13 +294,16 @@ void targetFindAndModify(const CollectionRouting& coll, const protocol::CommandV
   }
   std::string detail = std::move(out.detail);
   fold.finish(out);
+  out.over_budget = ft.over_budget;
   if (opts.explain) out.detail = detail;
 }
 
 void targetBulkWrite(const RoutingTable& table, const protocol::CommandView& cmd, const TargetOptions& opts,
                      TargetResult& out) {
   RecycledVector<std::string_view> namespaces;  // views into the message
+  StatementBudget budget(opts.analysis_budget);
   bool ok = forEachStatement(cmd, "nsInfo", [&](const bson_t& info) {
+    if (!budget.take(1)) return false;
     bson_iter_t it;
     namespaces.push_back(bson_iter_init_find(&it, &info, "ns") && BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, nullptr)
                                                                                             : "");
@@ -259,7 +311,8 @@ void targetBulkWrite(const RoutingTable& table, const protocol::CommandView& cmd
   });
   WriteFold fold(opts.explain);
   bool first = true, any_sharded = false, any_unsharded = false;
-  ok = ok && forEachStatement(cmd, "ops", [&](const bson_t& op) {
+  ok = ok && !budget.exhausted() && forEachStatement(cmd, "ops", [&](const bson_t& op) {
+    if (!budget.take(StatementBudget::kPerStatement)) return false;
     bson_iter_t it;
     if (!bson_iter_init(&it, &op) || !bson_iter_next(&it)) return true;
     const char* kind = bson_iter_key(&it);
@@ -280,17 +333,25 @@ void targetBulkWrite(const RoutingTable& table, const protocol::CommandView& cmd
       bool is_delete = kind[0] == 'd';
       bool multi = boolField(op, "multi", false), upsert = !is_delete && boolField(op, "upsert", false);
       if (multi) {
-        foldMultiWrite(*coll, filter, upsert, simple, opts, fold, first);
+        foldMultiWrite(*coll, filter, upsert, simple, opts, fold, first, budget);
       } else {
         bson_t u;
         bool replacement = !is_delete && isReplacement(op, "updateMods") && subDocument(op, "updateMods", u);
         foldSingleDocWrite(*coll, filter, replacement ? &u : nullptr, upsert, simple, opts, fold, first,
-                           is_delete ? "delete" : "update");
+                           is_delete ? "delete" : "update", budget);
       }
     }
     first = false;
     return true;
   });
+  if (budget.exhausted()) {
+    // Unanalysed ops may touch any namespace of the request: every shard.
+    for (size_t i = 0; i < table.shardCount(); ++i) out.shards.set(i);
+    out.targeting = Targeting::Broadcast;
+    out.reason = kStatementsOverBudget;
+    out.over_budget = true;
+    return;
+  }
   if (!ok) {
     out.targeting = Targeting::Unclassified;
     out.reason = "bulkWrite without readable ops/nsInfo";

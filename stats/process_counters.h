@@ -14,6 +14,7 @@ namespace shardscope::stats {
   GAUGE(connections_active, "Client connections currently open.")                                 \
   COUNTER(decode_errors, "Client messages that could not be framed or decoded.")                  \
   COUNTER(unparsed_messages, "Messages forwarded without targeting: none since legacy opcodes are refused (kept for the schema).") \
+  COUNTER(analysis_over_budget, "Operations too large to analyse within the per-request budget (counted as broadcast).") \
   COUNTER(upstream_connect_failures, "Failed attempts to connect to the upstream.")                \
   COUNTER(upstream_errors, "Upstream connections that failed after being established.")           \
   COUNTER(mirror_dropped, "Messages not mirrored because the mirror queue was full.")             \

@@ -149,6 +149,7 @@ OpHandle Recorder::onRequest(const protocol::CommandView& view, std::string_view
                              const routing::TargetResult& target, uint32_t bytesIn) {
   // Commands without a collection (hello, ping, ...) are counted under their database.
   if (ns.empty()) ns = view.db;
+  if (target.over_budget) bump(registry_.process_.analysis_over_budget);
   computeShape(view, shape_scratch_);
   uint64_t hash = shapeKey(ns, view.name, shape_scratch_);
   return record(hash, ns, view.name, shape_scratch_, target, bytesIn,

@@ -161,6 +161,17 @@ TEST(Registry, UnparsedAndNoCollection) {
   EXPECT_EQ(registry.process().decode_errors.load(), 1u);
 }
 
+TEST(Registry, OperationsOverTheAnalysisBudgetAreCounted) {
+  Registry registry;
+  auto rec = registry.newRecorder();
+  Command find(R"({"find":"orders","filter":{},"$db":"shop"})");
+  auto over = target(routing::Targeting::Broadcast, {});
+  over.over_budget = true;
+  rec->onRequest(find.view, "shop.orders", over, 30);
+  rec->onRequest(find.view, "shop.orders", target(routing::Targeting::Broadcast, {}), 30);
+  EXPECT_EQ(registry.process().analysis_over_budget.load(), 1u);
+}
+
 TEST(Registry, ResetZeroesCountersButKeepsHandlesValid) {
   Registry registry;
   auto rec = registry.newRecorder();
