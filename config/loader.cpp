@@ -1,10 +1,13 @@
 #include "config/loader.h"
 
+#include "config/redact.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <sstream>
 
@@ -149,6 +152,16 @@ const std::map<std::string, Setter>& keyTable() {
       {"routing.file", text(&Config::routing_file)},
       {"routing.discovery", flag(&Config::discovery)},
       {"routing.discovery_interval_s", number(&Config::discovery_interval_s, 1, 86'400)},
+      {"cluster_auth.username", member<ClusterAuth>(&Config::cluster_auth, [](auto& a, auto& v) { return a.username = v, std::string(); })},
+      {"cluster_auth.password_file", member<ClusterAuth>(&Config::cluster_auth, [](auto& a, auto& v) { return a.password_file = v, std::string(); })},
+      {"cluster_auth.mechanism", member<ClusterAuth>(&Config::cluster_auth, [](auto& a, auto& v) {
+         return oneOf(v, {"SCRAM-SHA-256", "SCRAM-SHA-1", "MONGODB-X509"}, a.mechanism);
+       })},
+      {"cluster_auth.source", member<ClusterAuth>(&Config::cluster_auth, [](auto& a, auto& v) { return a.source = v, std::string(); })},
+      {"cluster_auth.cert_file", member<ClusterAuth>(&Config::cluster_auth, [](auto& a, auto& v) { return a.cert_file = v, std::string(); })},
+      {"upstream_pool.local_threshold_ms", member<UpstreamPool>(&Config::upstream_pool, [](auto& p, auto& v) { return parseUint(v, p.local_threshold_ms, 0, 60'000); })},
+      {"upstream_pool.probe_interval_ms", member<UpstreamPool>(&Config::upstream_pool, [](auto& p, auto& v) { return parseUint(v, p.probe_interval_ms, 100, 3'600'000); })},
+      {"upstream_pool.backoff_max_ms", member<UpstreamPool>(&Config::upstream_pool, [](auto& p, auto& v) { return parseUint(v, p.backoff_max_ms, 250, 3'600'000); })},
       {"stats.enabled", flag(&Config::stats_enabled)},
       {"stats.record_values", flag(&Config::stats_record_values)},
       {"stats.max_shapes_per_namespace", number(&Config::stats_max_shapes_per_namespace, 1, 1'000'000)},
@@ -166,6 +179,7 @@ const std::map<std::string, Setter>& keyTable() {
       {"mirror.workers", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return parseUint(v, m.workers, 1, 64); })},
       {"mirror.timeout_ms", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return parseUint(v, m.timeout_ms, 1, 600'000); })},
       {"mirror.routing_file", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return m.routing_file = v, std::string(); })},
+      {"mirror.use_cluster_auth", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return parseBool(v, m.use_cluster_auth); })},
       {"mirror.record_values", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return parseBool(v, m.record_values); })},
       {"capture.file", member<CaptureConfig>(&Config::capture, [](auto& c, auto& v) { return c.file = v, std::string(); })},
       {"capture.mode", member<CaptureConfig>(&Config::capture, [](auto& c, auto& v) { return oneOf(v, {"redacted", "full"}, c.mode); })},
@@ -262,11 +276,39 @@ void applySettings(const std::map<std::string, std::string>& settings, const std
   }
 }
 
+// Reads the password file (first line) and checks the combination; the password itself never
+// appears in a message.
+static void validateClusterAuth(LoadResult& out) {
+  ClusterAuth& a = out.config.cluster_auth;
+  if (!a.password_file.empty()) {
+    std::ifstream in(a.password_file);
+    std::string line;
+    if (!in || !std::getline(in, line)) {
+      out.errors.push_back("cluster_auth.password_file: cannot read " + a.password_file);
+      return;
+    }
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    if (line.empty()) out.errors.push_back("cluster_auth.password_file: " + a.password_file + " is empty");
+    a.password = line;
+  }
+  if (a.mechanism == "MONGODB-X509") {
+    if (a.cert_file.empty()) out.errors.push_back("cluster_auth.cert_file: required with cluster_auth.mechanism MONGODB-X509");
+    if (!a.password.empty()) out.errors.push_back("cluster_auth: MONGODB-X509 takes no password");
+    return;
+  }
+  if (!a.cert_file.empty()) out.errors.push_back("cluster_auth.cert_file: only used with cluster_auth.mechanism MONGODB-X509");
+  if (a.username.empty() && !a.password.empty())
+    out.errors.push_back("cluster_auth.username: required when a cluster password is given");
+  if (!a.username.empty() && a.password.empty())
+    out.errors.push_back("cluster_auth: a password is required for " + a.mechanism +
+                         " (cluster_auth.password_file or SHARDSCOPE_CLUSTER_PASSWORD)");
+}
+
 void validate(LoadResult& out) {
   const Config& c = out.config;
   if (c.upstream.empty()) out.errors.push_back("upstream: required (a mongodb:// URI of mongos)");
   else if (c.upstream.rfind("mongodb://", 0) != 0)
-    out.errors.push_back("upstream: must start with mongodb:// (got '" + c.upstream + "')");
+    out.errors.push_back("upstream: must start with mongodb:// (got '" + redactSecrets(c.upstream) + "')");
   if (c.listen.empty()) out.errors.push_back("listen: required (HOST:PORT)");
   if (c.client_tls.enabled() && c.client_tls.key_file.empty())
     out.errors.push_back("client_tls.key_file: required when client_tls.cert_file is set");
@@ -280,9 +322,10 @@ void validate(LoadResult& out) {
   if (c.fault.delay_percent > 0 && c.fault.delay_ms == 0)
     out.errors.push_back("fault.delay_ms: required when fault.delay_percent is set");
   if (!c.mirror.upstream.empty() && c.mirror.upstream.rfind("mongodb://", 0) != 0)
-    out.errors.push_back("mirror.upstream: must start with mongodb:// (got '" + c.mirror.upstream + "')");
+    out.errors.push_back("mirror.upstream: must start with mongodb:// (got '" + redactSecrets(c.mirror.upstream) + "')");
   if (c.discovery && !c.routing_file.empty())
     out.errors.push_back("routing.discovery: cannot be combined with routing.file (choose one source)");
+  validateClusterAuth(out);
 }
 
 LoadResult loadConfig(const std::vector<std::string>& args, char** environ) {
@@ -338,6 +381,11 @@ LoadResult loadConfig(const std::vector<std::string>& args, char** environ) {
     if (entry.rfind("SHARDSCOPE_", 0) != 0) continue;
     auto eq = entry.find('=');
     std::string name = entry.substr(11, eq - 11);
+    // The cluster password comes from a file or this variable only: never a flag (ps shows flags).
+    if (name == "CLUSTER_PASSWORD") {
+      out.config.cluster_auth.password = entry.substr(eq + 1);
+      continue;
+    }
     env[envKey(name)] = entry.substr(eq + 1);
   }
   applySettings(env, "environment", out);

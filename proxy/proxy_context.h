@@ -15,6 +15,7 @@
 #include "proxy/fault_injector.h"
 #include "proxy/lookup_set.h"
 #include "proxy/mirror.h"
+#include "proxy/mongos_pool.h"
 #include "proxy/routing_state.h"
 #include "proxy/upstream_target.h"
 #include "routing/lookup_mapping.h"
@@ -26,6 +27,7 @@ namespace shardscope::proxy {
 struct ProxyContext {
   config::Config config;
   UpstreamTarget upstream;
+  std::unique_ptr<MongosPool> mongos;  // the hosts of `upstream`, same order
   std::unique_ptr<ssl::context> client_tls;    // null: plain TCP toward applications
   std::unique_ptr<ssl::context> upstream_tls;  // null: plain TCP toward mongos
   std::vector<protocol::Compressor> client_compressors;
