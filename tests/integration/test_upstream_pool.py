@@ -69,7 +69,7 @@ def test_untrusted_upstream_certificate_fails_fast_as_a_certificate_failure(ferr
     m = tls_material
     fdb = ferretdb_factory(tls={"cert": m["server_cert"], "key": m["server_key"]})
     # No tlsCAFile: the test CA is not in the system store, so verification must fail.
-    px = proxy(f"mongodb://127.0.0.1:{fdb.tls_port}/?tls=true", "--upstream_pool.backoff_max_ms", "60000")
+    px = proxy(f"mongodb://127.0.0.1:{fdb.tls_port}/?tls=true")
     t0 = time.monotonic()
     with socket.create_connection(("127.0.0.1", px.port), timeout=10) as s:
         assert s.recv(1) == b""  # the proxy closes the client connection: no upstream
