@@ -117,3 +117,21 @@ def test_no_password_reaches_a_log_line_or_an_endpoint(ferretdb, workdir, proxy)
         assert pw not in log, [line for line in log.splitlines() if pw in line][:5]
         for path, body in bodies.items():
             assert pw not in body, (path, body[:2000])
+
+
+@pytest.mark.needs_proxy
+def test_uri_passwords_stay_out_of_the_log_with_only_uri_credentials(ferretdb, proxy):
+    """The same with no new key at all (fails before on the start-up line and the mirror warning)."""
+    upstream_pw, mirror_pw = "Upstream-Pw-8h1z", "Mirror-Pw-2c5v"
+    px = proxy(f"mongodb://app:{upstream_pw}@{ferretdb.address}/",
+               "--mirror.upstream", f"mongodb://shadow:{mirror_pw}@127.0.0.1:{free_port()}/?serverSelectionTimeoutMS=300",
+               "--mirror.mode", "all", admin=True)
+    with pymongo.MongoClient(px.uri, serverSelectionTimeoutMS=5000) as c:
+        c.shop.orders.find_one({})
+    bodies = [http_request(px.admin_url, path=p)[2].decode() for p in ("/config", "/stats", "/readyz", "/mirror")]
+    px.stop()
+    log = px.stderr_text()
+    assert "shardscope proxy listening" in log
+    for pw in (upstream_pw, mirror_pw):
+        assert pw not in log, [line for line in log.splitlines() if pw in line][:5]
+        assert all(pw not in b for b in bodies)
