@@ -40,7 +40,7 @@ struct ProxyContext {
   Published<FaultInjector> faults;                   // null value unless fault injection is configured
   std::atomic<uint64_t> next_connection_id{1};
   std::atomic<uint64_t> open_connections{0};
-  std::atomic<bool> upstream_reachable{false};  // last connect attempt succeeded
+  std::atomic<bool> upstream_reachable{false};  // some mongos of the pool is up (/readyz)
   std::function<void()> on_stale_config;        // asks discovery for a refresh (may be empty)
   Published<const LookupSet> lookups;  // lookup-rewrite rules (empty set when none)
 
