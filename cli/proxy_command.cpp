@@ -10,9 +10,11 @@
 
 #include "cli/commands.h"
 #include "config/loader.h"
+#include "config/redact.h"
 #include "proxy/admin_extensions.h"
 #include "proxy/admin_server.h"
 #include "proxy/proxy_setup.h"
+#include "proxy/redacting_sink.h"
 #include "proxy/reloader.h"
 #include "proxy/server.h"
 #include "proxy/upstream_probe.h"
@@ -31,7 +33,7 @@ int runProxy(const std::vector<std::string>& args, bool checkOnly) {
     return 2;
   }
 
-  auto logger = spdlog::stderr_color_mt("shardscope");
+  auto logger = proxy::makeRedactingLogger("shardscope", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::from_str(loaded.config.log_level));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
@@ -71,7 +73,7 @@ int runProxy(const std::vector<std::string>& args, bool checkOnly) {
   proxy::startUpstreamProbe(io, ctx);
   auto discovery = proxy::startDiscovery(ctx);
   spdlog::info("shardscope proxy listening on {}:{}, upstream {}", server.localEndpoint().address().to_string(),
-               server.localEndpoint().port(), ctx.config.upstream);
+               server.localEndpoint().port(), config::redactSecrets(ctx.config.upstream));
 
   // SIGHUP reloads; the handler re-arms itself.
   asio::signal_set hangup(io, SIGHUP);

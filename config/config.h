@@ -39,6 +39,7 @@ struct MirrorConfig {  // shadow traffic to a second cluster (on when upstream i
   uint32_t timeout_ms = 5000;
   std::string routing_file;
   bool record_values = false;
+  bool use_cluster_auth = false;  // authenticate with cluster_auth (else only a user:pass@ in the URI)
 };
 
 struct CaptureConfig {  // traffic capture to a file (on when file is set)
@@ -59,6 +60,22 @@ struct FaultConfig {  // fault injection for application teams' retry tests (off
   bool enabled() const { return (delay_ms && delay_percent > 0) || (error_code && error_percent > 0); }
 };
 
+struct ClusterAuth {  // credentials for the proxy's own connections (discovery, mapping, mirror)
+  std::string username;
+  std::string password;  // from password_file or SHARDSCOPE_CLUSTER_PASSWORD; never printed
+  std::string password_file;
+  std::string mechanism = "SCRAM-SHA-256";  // SCRAM-SHA-256 | SCRAM-SHA-1 | MONGODB-X509
+  std::string source = "admin";            // authSource
+  std::string cert_file;                   // MONGODB-X509: client certificate and key (PEM)
+  bool enabled() const { return !username.empty() || mechanism == "MONGODB-X509"; }
+};
+
+struct UpstreamPool {  // the mongos of the upstream seed list
+  uint32_t local_threshold_ms = 15;   // spread new connections over hosts this close to the fastest
+  uint32_t probe_interval_ms = 5000;  // re-measure healthy hosts
+  uint32_t backoff_max_ms = 10000;    // a down host is retried after 250 ms, doubling up to this
+};
+
 struct Config {
   HostPort listen{"127.0.0.1", 27016};
   std::string upstream;  // mongodb://host:port/?tls=true&tlsCAFile=...
@@ -77,6 +94,8 @@ struct Config {
   std::string routing_file;
   bool discovery = false;
   uint32_t discovery_interval_s = 60;
+  ClusterAuth cluster_auth;
+  UpstreamPool upstream_pool;
   bool stats_enabled = true;  // false: forward only, no per-operation statistics
   bool stats_record_values = false;
   uint32_t stats_max_shapes_per_namespace = 1000;

@@ -1,5 +1,7 @@
 #include "config/loader.h"
 
+#include "config/redact.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -8,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <sstream>
 
@@ -151,6 +154,23 @@ const std::vector<KeySpec>& keyTable() {
       {"max_connections", number(&Config::max_connections, 1, 1'000'000), "20000", "client connection ceiling (lowered at start to what the open-file limit allows)"},
       {"limits.max_buffered_bytes", [](Config& c, const std::string& v) { return parseUint64(v, c.max_buffered_bytes); }, "1073741824",
        "proxy-wide budget for buffered messages of 1 MiB or more; a message past it closes only its connection"},
+      {"cluster_auth.username", member<ClusterAuth>(&Config::cluster_auth, [](auto& a, auto& v) { return a.username = v, std::string(); }),
+       "(none)", "user for the proxy's own connections (discovery, mapping collection); the data path stays pass-through"},
+      {"cluster_auth.password_file", member<ClusterAuth>(&Config::cluster_auth, [](auto& a, auto& v) { return a.password_file = v, std::string(); }),
+       "(none)", "file holding that user's password (or the SHARDSCOPE_CLUSTER_PASSWORD variable; never a flag)"},
+      {"cluster_auth.mechanism", member<ClusterAuth>(&Config::cluster_auth, [](auto& a, auto& v) {
+         return oneOf(v, {"SCRAM-SHA-256", "SCRAM-SHA-1", "MONGODB-X509"}, a.mechanism);
+       }), "SCRAM-SHA-256", "SCRAM-SHA-256 | SCRAM-SHA-1 | MONGODB-X509"},
+      {"cluster_auth.source", member<ClusterAuth>(&Config::cluster_auth, [](auto& a, auto& v) { return a.source = v, std::string(); }),
+       "admin", "authentication database (authSource)"},
+      {"cluster_auth.cert_file", member<ClusterAuth>(&Config::cluster_auth, [](auto& a, auto& v) { return a.cert_file = v, std::string(); }),
+       "(none)", "MONGODB-X509: client certificate and key (PEM)"},
+      {"upstream_pool.local_threshold_ms", member<UpstreamPool>(&Config::upstream_pool, [](auto& p, auto& v) { return parseUint(v, p.local_threshold_ms, 0, 60'000); }),
+       "15", "new connections spread over the healthy mongos within this of the fastest (drivers' localThresholdMS)"},
+      {"upstream_pool.probe_interval_ms", member<UpstreamPool>(&Config::upstream_pool, [](auto& p, auto& v) { return parseUint(v, p.probe_interval_ms, 100, 3'600'000); }),
+       "5000", "how often a healthy mongos is re-measured"},
+      {"upstream_pool.backoff_max_ms", member<UpstreamPool>(&Config::upstream_pool, [](auto& p, auto& v) { return parseUint(v, p.backoff_max_ms, 250, 3'600'000); }),
+       "10000", "a down mongos is retried after 250 ms, doubling up to this"},
       {"timeouts.connect_ms", timeout(&Timeouts::connect_ms), "5000", "upstream TCP + TLS connect, and the client TLS handshake"},
       {"timeouts.frame_read_ms", timeout(&Timeouts::frame_read_ms), "30000", "a started message must arrive whole within this (slow clients)"},
       {"timeouts.idle_ms", timeout(&Timeouts::idle_ms), "0", "close connections idle this long (0 = never, like mongos)"},
@@ -178,6 +198,8 @@ const std::vector<KeySpec>& keyTable() {
       {"evaluation.candidates", rules(&Config::evaluation_candidates), "(none)", "candidate keys 'db.coll: {\"field\": 1}', ';'-separated"},
       {"log.level", text(&Config::log_level), "info", "trace, debug, info, warn, error, critical, off"},
       {"mirror.upstream", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return m.upstream = v, std::string(); }), "(off)", "shadow traffic to this second cluster (mongodb:// URI)"},
+      {"mirror.use_cluster_auth", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return parseBool(v, m.use_cluster_auth); }),
+       "false", "also authenticate to the shadow cluster with cluster_auth (off: the shadow is another cluster)"},
       {"mirror.mode", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return oneOf(v, {"reads", "all"}, m.mode); }), "reads", "reads | all"},
       {"mirror.sample_rate", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return parseDouble(v, m.sample_rate, 0, 1); }), "1", "share of eligible operations mirrored (0-1)"},
       {"mirror.namespaces", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return m.namespaces = splitList(v), std::string(); }), "(all)", "mirrored namespaces, 'db.coll' or 'db.*', comma-separated"},
@@ -293,11 +315,39 @@ void applySettings(const std::map<std::string, std::string>& settings, const std
   }
 }
 
+// Reads the password file (first line) and checks the combination; the password itself never
+// appears in a message.
+static void validateClusterAuth(LoadResult& out) {
+  ClusterAuth& a = out.config.cluster_auth;
+  if (!a.password_file.empty()) {
+    std::ifstream in(a.password_file);
+    std::string line;
+    if (!in || !std::getline(in, line)) {
+      out.errors.push_back("cluster_auth.password_file: cannot read " + a.password_file);
+      return;
+    }
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    if (line.empty()) out.errors.push_back("cluster_auth.password_file: " + a.password_file + " is empty");
+    a.password = line;
+  }
+  if (a.mechanism == "MONGODB-X509") {
+    if (a.cert_file.empty()) out.errors.push_back("cluster_auth.cert_file: required with cluster_auth.mechanism MONGODB-X509");
+    if (!a.password.empty()) out.errors.push_back("cluster_auth: MONGODB-X509 takes no password");
+    return;
+  }
+  if (!a.cert_file.empty()) out.errors.push_back("cluster_auth.cert_file: only used with cluster_auth.mechanism MONGODB-X509");
+  if (a.username.empty() && !a.password.empty())
+    out.errors.push_back("cluster_auth.username: required when a cluster password is given");
+  if (!a.username.empty() && a.password.empty())
+    out.errors.push_back("cluster_auth: a password is required for " + a.mechanism +
+                         " (cluster_auth.password_file or SHARDSCOPE_CLUSTER_PASSWORD)");
+}
+
 void validate(LoadResult& out) {
   const Config& c = out.config;
   if (c.upstream.empty()) out.errors.push_back("upstream: required (a mongodb:// URI of mongos)");
   else if (c.upstream.rfind("mongodb://", 0) != 0)
-    out.errors.push_back("upstream: must start with mongodb:// (got '" + c.upstream + "')");
+    out.errors.push_back("upstream: must start with mongodb:// (got '" + redactSecrets(c.upstream) + "')");
   if (c.listen.empty()) out.errors.push_back("listen: required (HOST:PORT)");
   if (c.client_tls.enabled() && c.client_tls.key_file.empty())
     out.errors.push_back("client_tls.key_file: required when client_tls.cert_file is set");
@@ -311,9 +361,10 @@ void validate(LoadResult& out) {
   if (c.fault.delay_percent > 0 && c.fault.delay_ms == 0)
     out.errors.push_back("fault.delay_ms: required when fault.delay_percent is set");
   if (!c.mirror.upstream.empty() && c.mirror.upstream.rfind("mongodb://", 0) != 0)
-    out.errors.push_back("mirror.upstream: must start with mongodb:// (got '" + c.mirror.upstream + "')");
+    out.errors.push_back("mirror.upstream: must start with mongodb:// (got '" + redactSecrets(c.mirror.upstream) + "')");
   if (c.discovery && !c.routing_file.empty())
     out.errors.push_back("routing.discovery: cannot be combined with routing.file (choose one source)");
+  validateClusterAuth(out);
 }
 
 LoadResult loadConfig(const std::vector<std::string>& args, char** environ) {
@@ -370,6 +421,11 @@ LoadResult loadConfig(const std::vector<std::string>& args, char** environ) {
     if (entry.rfind("SHARDSCOPE_ADMIN_TOKEN=", 0) == 0) continue;  // the CLI's token (stats, evaluate), not a key
     auto eq = entry.find('=');
     std::string name = entry.substr(11, eq - 11);
+    // The cluster password comes from a file or this variable only: never a flag (ps shows flags).
+    if (name == "CLUSTER_PASSWORD") {
+      out.config.cluster_auth.password = entry.substr(eq + 1);
+      continue;
+    }
     env[envKey(name)] = entry.substr(eq + 1);
   }
   applySettings(env, "environment", out);

@@ -157,7 +157,10 @@ AdminResponse AdminServer::Impl::route(std::string_view method, std::string_view
   }
 
   if (path == "/healthz") return text(200, "ok\n");
-  if (path == "/readyz") return (!ready || ready()) ? text(200, "ready\n") : text(503, "not ready\n");
+  if (path == "/readyz") {
+    std::string detail = extension.readiness_detail ? extension.readiness_detail() + "\n" : "";
+    return (!ready || ready()) ? text(200, "ready\n" + detail) : text(503, "not ready\n" + detail);
+  }
   if (path == "/stats/reset") {
     registry.reset();
     AdminResponse r = text(200, "{\"reset\":true}\n");
@@ -398,6 +401,7 @@ void AdminServer::extend(AdminExtension extension) {
   for (auto& r : extension.routes) impl_->extension.routes.push_back(std::move(r));
   for (auto& s : extension.stats_sections) impl_->extension.stats_sections.push_back(std::move(s));
   for (auto& m : extension.metrics) impl_->extension.metrics.push_back(std::move(m));
+  if (extension.readiness_detail) impl_->extension.readiness_detail = std::move(extension.readiness_detail);
 }
 
 AdminResponse AdminServer::handle(std::string_view method, std::string_view target,

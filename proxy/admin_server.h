@@ -44,6 +44,7 @@ struct AdminExtension {
   std::vector<Route> routes;
   std::vector<std::pair<std::string, std::function<std::string()>>> stats_sections;  // key -> JSON value
   std::vector<std::function<void(std::string&)>> metrics;  // append Prometheus text
+  std::function<std::string()> readiness_detail;  // a line after "ready"/"not ready" on /readyz
 };
 
 class AdminServer {

@@ -5,6 +5,8 @@
 
 #include <chrono>
 
+#include "proxy/cluster_auth.h"
+
 namespace shardscope::proxy {
 namespace {
 
@@ -225,6 +227,7 @@ void MappingCollection::run() {
     spdlog::error("mapping collection {}: bad upstream URI: {}", rule.mapping_collection, err.message);
     return;
   }
+  applyClusterAuth(uri);
   mongoc_uri_set_option_as_int32(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, 2000);
   mongoc_uri_set_option_as_int32(uri, MONGOC_URI_SOCKETTIMEOUTMS, 5000);
   mongoc_client_t* client = mongoc_client_new_from_uri(uri);

@@ -3,6 +3,8 @@
 #include <mongoc/mongoc.h>
 #include <spdlog/spdlog.h>
 
+#include "proxy/cluster_auth.h"
+
 #include <chrono>
 #include <random>
 #include <cstring>
@@ -164,6 +166,8 @@ bool Mirror::start(std::string& error) {
   for (const char* opt : {MONGOC_URI_SOCKETTIMEOUTMS, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, MONGOC_URI_CONNECTTIMEOUTMS})
     if (!mongoc_uri_has_option(uri, opt)) mongoc_uri_set_option_as_int32(uri, opt, t);
   if (!mongoc_uri_get_appname(uri)) mongoc_uri_set_appname(uri, "shardscope-mirror");
+  // A shadow is another cluster: the production credentials go there only when asked for.
+  if (options_.use_cluster_auth) applyClusterAuth(uri, /*keepOwnUser=*/true);
   for (const mongoc_host_list_t* h = mongoc_uri_get_hosts(uri); h; h = h->next) {
     if (!upstream_hosts_.empty()) upstream_hosts_ += ",";
     upstream_hosts_ += h->host_and_port;

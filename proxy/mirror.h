@@ -34,6 +34,7 @@ struct MirrorOptions {
   uint32_t timeout_ms = 5000;           // socket/server-selection timeout unless the URI sets one
   std::string routing_file;             // the shadow's routing (e.g. the resharded layout)
   bool record_values = false;           // keep the command with its values in divergence examples
+  bool use_cluster_auth = false;        // mirror.use_cluster_auth: cluster_auth credentials for the shadow
   uint32_t max_shapes = 1000;
   uint32_t max_examples = 3;
   std::atomic<uint64_t>* dropped_total = nullptr;  // process counter bumped with droppedQueueFull

@@ -16,6 +16,7 @@
 #include "proxy/fault_injector.h"
 #include "proxy/lookup_set.h"
 #include "proxy/mirror.h"
+#include "proxy/mongos_pool.h"
 #include "proxy/routing_state.h"
 #include "proxy/upstream_target.h"
 #include "routing/lookup_mapping.h"
@@ -27,6 +28,7 @@ namespace shardscope::proxy {
 struct ProxyContext {
   config::Config config;
   UpstreamTarget upstream;
+  std::unique_ptr<MongosPool> mongos;  // the hosts of `upstream`, same order
   std::unique_ptr<ssl::context> client_tls;    // null: plain TCP toward applications
   std::unique_ptr<ssl::context> upstream_tls;  // null: plain TCP toward mongos
   std::vector<protocol::Compressor> client_compressors;
@@ -40,7 +42,7 @@ struct ProxyContext {
   std::atomic<uint64_t> next_connection_id{1};
   std::atomic<uint64_t> open_connections{0};
   BufferBudget buffer_budget;                   // limits.max_buffered_bytes, shared by all sessions
-  std::atomic<bool> upstream_reachable{false};  // last connect attempt succeeded
+  std::atomic<bool> upstream_reachable{false};  // some mongos of the pool is up (/readyz)
   std::function<void()> on_stale_config;        // asks discovery for a refresh (may be empty)
   Published<const LookupSet> lookups;  // lookup-rewrite rules (empty set when none)
 

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "config/redact.h"
+#include "proxy/cluster_auth.h"
 #include "routing/routing_file.h"
 
 namespace shardscope::proxy {
@@ -68,9 +70,14 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
   mongoc_init();  // discovery, mirroring and mapping collections use libmongoc
   if (!checkAdminExposure(config, error)) return false;
   ctx.config = config;
+  setClusterAuth(config.cluster_auth);
   auto upstream = parseUpstreamUri(config.upstream, error);
-  if (!upstream) return false;
+  if (!upstream) {
+    error = config::redactSecrets(error);
+    return false;
+  }
   ctx.upstream = *upstream;
+  ctx.mongos = makeMongosPool(ctx.upstream, config.upstream_pool);
   try {
     if (ctx.upstream.tls) ctx.upstream_tls = makeUpstreamTlsContext(ctx.upstream);
   } catch (const std::exception& e) {
@@ -145,14 +152,15 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
     m.timeout_ms = config.mirror.timeout_ms;
     m.routing_file = config.mirror.routing_file;
     m.record_values = config.mirror.record_values;
+    m.use_cluster_auth = config.mirror.use_cluster_auth;
     std::string mirrorError;
     ctx.mirror = Mirror::create(m, mirrorError);
     if (!ctx.mirror) {
-      error = "mirror: " + mirrorError;
+      error = config::redactSecrets("mirror: " + mirrorError);
       return false;
     }
     if (m.mode == MirrorOptions::Mode::All)
-      spdlog::warn("mirror.mode=all: writes are applied to the shadow cluster {}", m.upstream);
+      spdlog::warn("mirror.mode=all: writes are applied to the shadow cluster {}", config::redactSecrets(m.upstream));
   }
   if (!config.capture.file.empty()) {
     CaptureOptions c;
@@ -200,7 +208,7 @@ std::unique_ptr<AdminServer> makeAdminServer(ProxyContext& ctx) {
     std::getline(in, token);
     if (token.empty()) throw std::runtime_error("admin_token_file: " + ctx.config.admin_token_file + " is empty");
   }
-  return std::make_unique<AdminServer>(
+  auto admin = std::make_unique<AdminServer>(
       ctx.config.admin.host, ctx.config.admin.port, token, *ctx.stats,
       [&ctx] { return ctx.upstream_reachable.load() && (ctx.routing.loaded() || !ctx.config.discovery); },
       [&ctx] {
@@ -210,6 +218,31 @@ std::unique_ptr<AdminServer> makeAdminServer(ProxyContext& ctx) {
           for (size_t i = 0; i < table->shardCount(); ++i) names.emplace_back(table->shardName(i));
         return names;
       });
+  admin->extend(mongosPoolExtension(ctx));
+  return admin;
+}
+
+AdminExtension mongosPoolExtension(ProxyContext& ctx) {
+  AdminExtension e;
+  e.stats_sections.emplace_back("upstreams", [&ctx] { return ctx.mongos->renderJson(); });
+  e.metrics.push_back([&ctx](std::string& out) {
+    out += "# HELP shardscope_upstream_up Whether the proxy can connect to this mongos (1) or not (0).\n"
+           "# TYPE shardscope_upstream_up gauge\n";
+    for (const auto& h : ctx.mongos->snapshot())
+      out += "shardscope_upstream_up{address=\"" + h.address + "\"} " + (h.state == MongosPool::State::Up ? "1" : "0") + "\n";
+  });
+  e.readiness_detail = [&ctx] { return ctx.mongos->summary(); };
+  return e;
+}
+
+std::unique_ptr<MongosPool> makeMongosPool(const UpstreamTarget& target, const config::UpstreamPool& settings) {
+  std::vector<std::string> addresses;
+  for (const auto& h : target.hosts) addresses.push_back(h.name + ":" + std::to_string(h.port));
+  MongosPool::Options o;
+  o.local_threshold = std::chrono::milliseconds(settings.local_threshold_ms);
+  o.probe_interval = std::chrono::milliseconds(settings.probe_interval_ms);
+  o.backoff_max = std::chrono::milliseconds(settings.backoff_max_ms);
+  return std::make_unique<MongosPool>(std::move(addresses), o);
 }
 
 }  // namespace shardscope::proxy

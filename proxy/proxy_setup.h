@@ -20,4 +20,9 @@ std::unique_ptr<RoutingDiscovery> startDiscovery(ProxyContext& ctx);
 // hosts with no token and no explicit admin_insecure opt-in.
 std::unique_ptr<AdminServer> makeAdminServer(ProxyContext& ctx);
 
+// The mongos pool of the upstream seed list, and its /stats section ("upstreams"), metric
+// (shardscope_upstream_up) and /readyz line (which mongos are up).
+std::unique_ptr<MongosPool> makeMongosPool(const UpstreamTarget& target, const config::UpstreamPool& settings);
+AdminExtension mongosPoolExtension(ProxyContext& ctx);
+
 }  // namespace shardscope::proxy

@@ -51,6 +51,14 @@ std::vector<std::string> restartRequired(const config::Config& a, const config::
             a.mirror.routing_file != b.mirror.routing_file,
         "mirror");
   check(a.capture.file != b.capture.file || a.capture.mode != b.capture.mode, "capture");
+  check(a.cluster_auth.username != b.cluster_auth.username || a.cluster_auth.password != b.cluster_auth.password ||
+            a.cluster_auth.mechanism != b.cluster_auth.mechanism || a.cluster_auth.source != b.cluster_auth.source ||
+            a.cluster_auth.cert_file != b.cluster_auth.cert_file,
+        "cluster_auth");
+  check(a.upstream_pool.local_threshold_ms != b.upstream_pool.local_threshold_ms ||
+            a.upstream_pool.probe_interval_ms != b.upstream_pool.probe_interval_ms ||
+            a.upstream_pool.backoff_max_ms != b.upstream_pool.backoff_max_ms,
+        "upstream_pool");
   return keys;
 }
 

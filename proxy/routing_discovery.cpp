@@ -9,6 +9,8 @@
 
 #include <vector>
 
+#include "config/redact.h"
+#include "proxy/cluster_auth.h"
 #include "routing/routing_file.h"
 
 namespace shardscope::proxy {
@@ -88,6 +90,7 @@ bool RoutingDiscovery::refreshOnce(std::string& error) {
     error = std::string("discovery: bad upstream URI: ") + err.message;
     return false;
   }
+  applyClusterAuth(uri);
   mongoc_client_t* client = mongoc_client_new_from_uri_with_error(uri, &err);
   mongoc_uri_destroy(uri);
   if (!client) {
@@ -127,6 +130,7 @@ void RoutingDiscovery::run() {
     lock.unlock();
     std::string error;
     bool ok = refreshOnce(error);
+    if (!ok) error = config::redactSecrets(error);  // driver errors may quote the URI
     last = std::chrono::steady_clock::now();
     if (!ok) spdlog::warn("routing discovery failed: {}", error);
     lock.lock();

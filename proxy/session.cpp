@@ -5,6 +5,7 @@
 #include "protocol/compression.h"
 #include "protocol/hello.h"
 #include "protocol/request_rules.h"
+#include "proxy/upstream_connect.h"
 #include "routing/targeting.h"
 
 namespace shardscope::proxy {
@@ -143,32 +144,7 @@ std::string Session::describe(std::exception_ptr error) {
 }
 
 awaitable<bool> Session::connectUpstream() {
-  tcp::resolver resolver(executor_);
-  const auto timeout = std::chrono::milliseconds(ctx_.config.timeouts.connect_ms);
-  for (const auto& host : ctx_.upstream.hosts) {
-    try {
-      auto endpoints = co_await resolver.async_resolve(host.name, std::to_string(host.port), use_awaitable);
-      tcp::socket socket(executor_);
-      auto r = co_await (asio::async_connect(socket, endpoints, use_awaitable) || sleepFor(timeout));
-      if (r.index() == 1) throw std::runtime_error("connect timed out");
-      socket.set_option(tcp::no_delay(true));
-      upstream_.emplace(std::move(socket));
-      if (ctx_.upstream_tls) {
-        upstream_->enableTls(*ctx_.upstream_tls, ctx_.upstream.allow_invalid_hostnames ? std::string() : host.name);
-        auto h = co_await (upstream_->handshake(ssl::stream_base::client) || sleepFor(timeout));
-        if (h.index() == 1) throw std::runtime_error("TLS handshake timed out");
-      }
-      ctx_.upstream_reachable = true;
-      co_return true;
-    } catch (const std::exception& e) {
-      if (upstream_) upstream_->close();
-      upstream_.reset();
-      stats::bump(ctx_.stats->process().upstream_connect_failures);
-      spdlog::warn("conn={} upstream {}:{} unreachable: {}", id_, host.name, host.port, e.what());
-    }
-  }
-  ctx_.upstream_reachable = false;
-  co_return false;
+  return connectToMongos(ctx_, id_, upstream_);  // the mongos pool: fast failure, next host, backoff
 }
 
 size_t Session::completeFrame(FrameBuffer& in, bool fromClient, size_t& need) {

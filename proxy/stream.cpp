@@ -14,6 +14,20 @@ awaitable<void> Stream::handshake(ssl::stream_base::handshake_type type) {
   if (tls_) co_await tls_->async_handshake(type, use_awaitable);
 }
 
+awaitable<std::tuple<boost::system::error_code>> Stream::tryHandshake(ssl::stream_base::handshake_type type) {
+  if (!tls_) co_return std::tuple<boost::system::error_code>{};
+  co_return co_await tls_->async_handshake(type, asio::as_tuple(use_awaitable));
+}
+
+std::string Stream::describeTlsFailure(const boost::system::error_code& ec) {
+  std::string why = ec.message();
+  if (tls_) {
+    long verify = SSL_get_verify_result(tls_->native_handle());
+    if (verify != X509_V_OK) why = std::string("certificate verify failed: ") + X509_verify_cert_error_string(verify);
+  }
+  return why;
+}
+
 size_t Stream::readNow(std::span<uint8_t> buffer) {
   if (tls_ || !maybe_readable_) return 0;
   boost::system::error_code ec;

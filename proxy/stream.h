@@ -22,6 +22,12 @@ class Stream {
   bool tls() const { return tls_.has_value(); }
 
   awaitable<void> handshake(ssl::stream_base::handshake_type type);
+  // The same, completing with the error instead of throwing (so a race with a timer ends at the
+  // first failure, not at the timer).
+  awaitable<std::tuple<boost::system::error_code>> tryHandshake(ssl::stream_base::handshake_type type);
+  // Why a handshake failed, naming the certificate check that failed when it was one
+  // ("certificate verify failed: self-signed certificate").
+  std::string describeTlsFailure(const boost::system::error_code& ec);
   // Plain functions returning the operation's awaitable: no coroutine frame of their own.
   awaitable<size_t> readSome(asio::mutable_buffer buffer) {
     return tls_ ? tls_->async_read_some(buffer, use_awaitable) : socket_.async_read_some(buffer, use_awaitable);

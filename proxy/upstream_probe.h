@@ -1,14 +1,13 @@
-// Keeps ProxyContext::upstream_reachable current for /readyz: a TCP connect to the upstream
-// hosts at start and then every few seconds (sessions update it too, as they connect).
+// Keeps the mongos pool current: each healthy host is re-measured every
+// upstream_pool.probe_interval_ms, each down host is retried when its backoff ends, and
+// ProxyContext::upstream_reachable (/readyz) says whether any host is up. Sessions record their
+// own connects in the pool too.
 #pragma once
-#include <chrono>
-
 #include "proxy/asio.h"
 #include "proxy/proxy_context.h"
 
 namespace shardscope::proxy {
 
-void startUpstreamProbe(asio::io_context& io, ProxyContext& ctx,
-                        std::chrono::milliseconds interval = std::chrono::seconds(5));
+void startUpstreamProbe(asio::io_context& io, ProxyContext& ctx);
 
 }  // namespace shardscope::proxy

@@ -125,6 +125,14 @@ def test_deployment_examples_parse():
     assert sidecar["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert sidecar["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert any(p["name"] == "admin" for p in sidecar["ports"])
+    # Discovery on an auth-enabled cluster: credentials from a Secret, mounted where the config says.
+    config = yaml.safe_load(next(d for d in docs if d["kind"] == "ConfigMap")["data"]["shardscope.yaml"])
+    auth = config["cluster_auth"]
+    assert auth["username"] and auth["password_file"].startswith("/etc/shardscope/cluster/")
+    volume = next(v for v in deployment["spec"]["template"]["spec"]["volumes"] if v["name"] == "cluster-auth")
+    secret = next(d for d in docs if d["kind"] == "Secret" and d["metadata"]["name"] == volume["secret"]["secretName"])
+    assert "password" in secret["stringData"]
+    assert any(m["name"] == "cluster-auth" and m["mountPath"] == "/etc/shardscope/cluster" for m in sidecar["volumeMounts"])
     dockerfile = (REPO_ROOT / "packaging/Dockerfile").read_text()
     assert "FROM debian:bookworm AS build" in dockerfile and "bookworm-slim" in dockerfile
 

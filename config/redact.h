@@ -1,0 +1,19 @@
+// Secrets never leave the process: every log line and every error or page text that may carry a
+// mongodb:// URI or a driver error passes through redactSecrets().
+#pragma once
+#include <string>
+#include <string_view>
+
+namespace shardscope::config {
+
+// `text` with the password of every mongodb:// and mongodb+srv:// URI replaced by "***"
+// (user:***@host) and every registered secret replaced by "***". Text without either comes back
+// unchanged.
+std::string redactSecrets(std::string_view text);
+
+// A secret that may show up outside a URI (the cluster password inside a driver error, say).
+// Secrets shorter than 4 characters are not registered: masking every "a" would garble the log
+// and such a password is no secret anyway.
+void registerSecret(const std::string& secret);
+
+}  // namespace shardscope::config
