@@ -10,10 +10,6 @@ void Stream::enableTls(ssl::context& context, const std::string& verifyHost) {
   }
 }
 
-awaitable<void> Stream::handshake(ssl::stream_base::handshake_type type) {
-  if (tls_) co_await tls_->async_handshake(type, use_awaitable);
-}
-
 awaitable<std::tuple<boost::system::error_code>> Stream::tryHandshake(ssl::stream_base::handshake_type type) {
   if (!tls_) co_return std::tuple<boost::system::error_code>{};
   co_return co_await tls_->async_handshake(type, asio::as_tuple(use_awaitable));

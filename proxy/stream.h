@@ -21,9 +21,8 @@ class Stream {
   void enableTls(ssl::context& context, const std::string& verifyHost = {});
   bool tls() const { return tls_.has_value(); }
 
-  awaitable<void> handshake(ssl::stream_base::handshake_type type);
-  // The same, completing with the error instead of throwing (so a race with a timer ends at the
-  // first failure, not at the timer).
+  // The TLS handshake; completes with the error instead of throwing, so a race with a timer ends
+  // at the first failure, not at the timer.
   awaitable<std::tuple<boost::system::error_code>> tryHandshake(ssl::stream_base::handshake_type type);
   // Why a handshake failed, naming the certificate check that failed when it was one
   // ("certificate verify failed: self-signed certificate").
