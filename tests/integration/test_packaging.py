@@ -165,6 +165,10 @@ def test_container_and_kubernetes_admin_setups_start_only_with_a_token(shardscop
     config = yaml.safe_load(next(d for d in docs if d["kind"] == "ConfigMap")["data"]["shardscope.yaml"])
     assert config["admin"].startswith("0.0.0.0:") and config["admin_token_file"]
     config["admin_token_file"] = str(token)
+    if config.get("cluster_auth", {}).get("password_file"):  # mounted from a Secret in the pod
+        password = tmp_path / "cluster-password"
+        password.write_text("example-password\n")
+        config["cluster_auth"]["password_file"] = str(password)
     (tmp_path / "k8s.yaml").write_text(yaml.safe_dump(config))
     assert check(["proxy", "--config", str(tmp_path / "k8s.yaml")]).returncode == 0
     del config["admin_token_file"]
