@@ -5,10 +5,12 @@ build/shardscope to FerretDB with the six-shard routing file. /stats, /metrics a
 promtool-clean and carries the process_* metrics and build info."""
 from __future__ import annotations
 
+import http.server
 import json
 import re
 import shutil
 import subprocess
+import threading
 import time
 
 import pymongo
@@ -116,3 +118,38 @@ def test_metrics_are_promtool_clean_with_process_metrics(ferretdb, proxy):
     assert 0 <= metric(text, "process_cpu_seconds_total") < 600
     assert time.time() - 600 < metric(text, "process_start_time_seconds") <= time.time() + 1
     assert re.search(r'^shardscope_build_info\{version="\d+\.\d+\.\d+"\} 1$', text, re.M), text[-500:]
+
+
+def _canned(n_one: int, n_all: int, n_unsharded: int, uptime: float) -> dict:
+    return {"resetAt": "2026-01-01T00:00:00Z", "uptimeSeconds": uptime, "windowSeconds": uptime,
+            "totals": {"ops": n_one + n_all + n_unsharded, "errors": 0,
+                       "targeting": {"single": n_one, "multi": 0, "broadcast": n_all},
+                       "hostsTargeted": {"oneShard": n_one, "manyShards": 0, "allShards": n_all,
+                                         "unsharded": n_unsharded, "none": 0}},
+            "shards": [], "shapes": []}
+
+
+def test_watch_prints_the_intervals_targeted_share_by_the_same_definition(shardscope_binary):
+    docs = [_canned(80, 20, 10, 10), _canned(200, 100, 60, 12)]  # interval: +120 oneShard, +80 allShards, +50 unsharded
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            body = json.dumps(docs.pop(0) if len(docs) > 1 else docs[0]).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        r = subprocess.run([str(shardscope_binary), "stats", "--admin", f"http://127.0.0.1:{server.server_address[1]}",
+                            "--watch", "0.1", "--count", "1"], capture_output=True, text=True, timeout=30)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert r.returncode == 0, r.stderr
+    assert "targeted 60.0%" in r.stdout.splitlines()[0], r.stdout  # 120 / (120 + 80): unsharded outside
