@@ -68,7 +68,7 @@ td.shape { font-family:ui-monospace,SFMono-Regular,Menlo,monospace; font-size:12
   </div>
   <div class="split">
     <section><h2>Targeting class</h2><div class="stack" id="class-stack"></div><div class="legend" id="class-legend"></div>
-      <h2>Shards reached (MongoDB numHostsTargeted)</h2><div class="legend" id="hosts-legend"></div></section>
+      <h2 style="margin-top:14px" title="serverStatus().shardingStatistics.numHostsTargeted">Shards reached, as mongos counts them</h2><div class="legend" id="hosts-legend"></div></section>
     <section><h2>Per-shard load</h2>
       <table><thead><tr><th>shard</th><th class="num">ops</th><th class="num">share</th><th></th></tr></thead>
       <tbody id="shards"></tbody></table></section>
