@@ -66,6 +66,11 @@ void printTable(const bson_t* stats, const StatsArgs& args) {
               args.url.text.c_str(), ops, share("totals.targeting.single").c_str(),
               share("totals.targeting.multi").c_str(), share("totals.targeting.broadcast").c_str(),
               d.num("totals.errors"), d.num("process.connectionsActive"), d.num("windowSeconds"));
+  // MongoDB's count-based classes; the targeted share is the one /stats computes (the dashboard's too).
+  std::printf("shards reached  oneShard %.0f  manyShards %.0f  allShards %.0f  unsharded %.0f  targeted share %s\n",
+              d.num("totals.hostsTargeted.oneShard"), d.num("totals.hostsTargeted.manyShards"),
+              d.num("totals.hostsTargeted.allShards"), d.num("totals.hostsTargeted.unsharded"),
+              fmtPct(d.num("totals.targetedShare")).c_str());
   std::string shards = "shards:";
   d.each("shards", [&](const Doc& s) {
     char buf[128];
@@ -73,8 +78,8 @@ void printTable(const bson_t* stats, const StatsArgs& args) {
     shards += buf;
   });
   std::printf("%s\n\n", shards == "shards:" ? "shards: (none touched yet)" : shards.c_str());
-  std::printf("%10s %7s %-13s %6s %9s %8s %8s %6s  %-28s %s\n", "COUNT", "SHARE", "CLASS", "BCAST", "SHARDS", "P50", "P99",
-              "ERR", "NAMESPACE COMMAND", "SHAPE");
+  std::printf("%10s %7s %-13s %6s %-10s %9s %8s %8s %6s  %-28s %s\n", "COUNT", "SHARE", "CLASS", "BCAST", "HOSTS",
+              "SHARDS", "P50", "P99", "ERR", "NAMESPACE COMMAND", "SHAPE");
   size_t width = terminalWidth();
   size_t rows = 0;
   d.each("shapes", [&](const Doc& s) {
@@ -84,9 +89,9 @@ void printTable(const bson_t* stats, const StatsArgs& args) {
     std::string where = s.str("ns") + " " + s.str("command");
     if (where.size() > 28) where = where.substr(0, 27) + "~";
     char line[512];
-    int n = std::snprintf(line, sizeof line, "%10.0f %7s %-13s %6s %9s %8s %8s %6.0f  %-28s ", s.num("count"),
+    int n = std::snprintf(line, sizeof line, "%10.0f %7s %-13s %6s %-10s %9s %8s %8s %6.0f  %-28s ", s.num("count"),
                           ops > 0 ? fmtPct(s.num("count") / ops).c_str() : "-", s.str("class").c_str(),
-                          fmtPct(s.num("broadcastShare")).c_str(), fanout, fmtNs(s.num("latency.p50Ns")).c_str(),
+                          fmtPct(s.num("broadcastShare")).c_str(), s.str("countClass").c_str(), fanout, fmtNs(s.num("latency.p50Ns")).c_str(),
                           fmtNs(s.num("latency.p99Ns")).c_str(), s.num("errors.total"), where.c_str());
     std::string shape = s.str("shape");
     size_t room = width > static_cast<size_t>(n) + 8 ? width - static_cast<size_t>(n) : 8;

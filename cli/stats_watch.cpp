@@ -1,6 +1,7 @@
 #include "cli/stats_watch.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -8,6 +9,7 @@
 #include <thread>
 
 #include "cli/stats_doc.h"
+#include "stats/hosts_targeted.h"
 
 namespace shardscope::cli {
 namespace {
@@ -36,6 +38,13 @@ IntervalRates intervalRates(const bson_t* before, const bson_t* after) {
   r.multi = rate("totals.targeting.multi");
   r.broadcast = rate("totals.targeting.broadcast");
   r.errors = rate("totals.errors");
+  // The interval's growth of each count class, through the same formula as /stats's targetedShare.
+  std::array<uint64_t, stats::kHostsTargetedCount> hosts{};
+  for (size_t i = 0; i < stats::kHostsTargetedCount; ++i) {
+    std::string path = "totals.hostsTargeted." + std::string(stats::kHostsTargetedNames[i]);
+    hosts[i] = static_cast<uint64_t>(growth(a.num(path.c_str()), b.num(path.c_str()), r.restarted));
+  }
+  r.targetedShare = stats::targetedShare(hosts);
   std::map<std::string, double> shardsBefore;
   a.each("shards", [&](const Doc& s) { shardsBefore[s.str("name")] = s.num("ops"); });
   b.each("shards", [&](const Doc& s) {
@@ -68,9 +77,10 @@ int watchStats(const WatchOptions& options, const std::function<bson_t*()>& fetc
     bson_destroy(previous);
     previous = current;
     const double routed = r.single + r.multi + r.broadcast;
-    std::printf("%s  %s  interval %.1fs%s  ops/s %.1f  single %.1f  multi %.1f  broadcast %.1f (%.1f%%)  errors/s %.1f\n",
+    std::printf("%s  %s  interval %.1fs%s  ops/s %.1f  single %.1f  multi %.1f  broadcast %.1f (%.1f%%)  errors/s %.1f"
+                "  targeted %.1f%%\n",
                 clock().c_str(), options.label.c_str(), r.seconds, r.restarted ? " (counters reset)" : "", r.ops, r.single,
-                r.multi, r.broadcast, routed > 0 ? 100 * r.broadcast / routed : 0.0, r.errors);
+                r.multi, r.broadcast, routed > 0 ? 100 * r.broadcast / routed : 0.0, r.errors, 100 * r.targetedShare);
     std::string shards = "  shards ops/s:";
     for (const auto& [name, perSecond] : r.shards) {
       char buf[96];

@@ -18,6 +18,7 @@ struct IntervalRates {
   double seconds = 0;
   bool restarted = false;  // counters went backwards (reset or restart): rates are since then
   double ops = 0, single = 0, multi = 0, broadcast = 0, errors = 0;  // per second
+  double targetedShare = 0;  // of the interval, defined as /stats's targetedShare (stats/hosts_targeted.h)
   std::vector<std::pair<std::string, double>> shards;               // name, ops/s
   std::vector<ShapeRate> shapes;                                     // busiest first, active ones only
 };

@@ -67,14 +67,15 @@ td.shape { font-family:ui-monospace,SFMono-Regular,Menlo,monospace; font-size:12
     <div class="card"><div class="label">connections</div><div class="value" id="connections">-</div></div>
   </div>
   <div class="split">
-    <section><h2>Targeting class</h2><div class="stack" id="class-stack"></div><div class="legend" id="class-legend"></div></section>
+    <section><h2>Targeting class</h2><div class="stack" id="class-stack"></div><div class="legend" id="class-legend"></div>
+      <h2 style="margin-top:14px" title="serverStatus().shardingStatistics.numHostsTargeted">Shards reached, as mongos counts them</h2><div class="legend" id="hosts-legend"></div></section>
     <section><h2>Per-shard load</h2>
       <table><thead><tr><th>shard</th><th class="num">ops</th><th class="num">share</th><th></th></tr></thead>
       <tbody id="shards"></tbody></table></section>
   </div>
   <section><h2>Top query shapes</h2>
     <table><thead><tr><th class="num">#</th><th>namespace</th><th>command</th><th>shape</th><th class="num">count</th>
-      <th class="num">share</th><th>class</th><th class="num">broadcast</th><th class="num">shards avg / max</th>
+      <th class="num">share</th><th>class</th><th>hosts</th><th class="num">broadcast</th><th class="num">shards avg / max</th>
       <th class="num">p50</th><th class="num">p99</th><th class="num">max</th><th class="num">errors</th></tr></thead>
     <tbody id="shapes"></tbody></table>
     <div class="warn" id="cap"></div>
@@ -83,6 +84,7 @@ td.shape { font-family:ui-monospace,SFMono-Regular,Menlo,monospace; font-size:12
 <script>
 "use strict";
 const CLASSES = ["single", "multi", "broadcast", "unsharded", "no_collection", "unclassified"];
+const HOSTS = ["oneShard", "manyShards", "allShards", "unsharded"];
 const TOP = 25;
 let token = "";
 let previous = null;
@@ -124,10 +126,14 @@ function badge(cls) {
 function render(s) {
   const t = s.totals;
   const ops = t.ops;
-  const targeted = t.targeting.single + t.targeting.multi;
-  const routed = targeted + t.targeting.broadcast;
+  const routed = t.targeting.single + t.targeting.multi + t.targeting.broadcast;
   setText("total-ops", fmtInt(ops));
-  setText("targeted-share", routed ? fmtPct(targeted / routed) : "-");
+  // One definition everywhere, computed by /stats: oneShard / (oneShard + manyShards + allShards).
+  const h = t.hostsTargeted;
+  setText("targeted-share", h.oneShard + h.manyShards + h.allShards ? fmtPct(t.targetedShare) : "-");
+  const hostsLegend = document.getElementById("hosts-legend");
+  hostsLegend.replaceChildren();
+  for (const c of HOSTS) hostsLegend.append(el("span", {"data-hosts": c, "data-count": String(h[c])}, c + " " + fmtInt(h[c])));
   setText("broadcast-share", routed ? fmtPct(t.targeting.broadcast / routed) : "-");
   setText("total-errors", fmtInt(t.errors));
   setText("connections", fmtInt(s.process.connectionsActive));
@@ -180,6 +186,7 @@ function render(s) {
               el("td", {class: "shape", title: sh.shape}, sh.shape),
               el("td", {class: "num", "data-field": "count"}, fmtInt(sh.count)),
               el("td", {class: "num"}, ops ? fmtPct(sh.count / ops) : "-"), classCell,
+              el("td", {"data-field": "hosts"}, sh.countClass),
               el("td", {class: "num", "data-field": "broadcast"}, fmtPct(sh.broadcastShare)),
               el("td", {class: "num", "data-field": "shards"}, sh.shardsTouched.mean.toFixed(1) + " / " + sh.shardsTouched.max),
               el("td", {class: "num", "data-field": "p50"}, fmtNs(sh.latency.p50Ns)),
@@ -189,7 +196,7 @@ function render(s) {
     body.append(tr);
   }
   if (!rank) {
-    const tr = el("tr"); tr.append(el("td", {class: "empty", colspan: "13"}, "no operations yet")); body.append(tr);
+    const tr = el("tr"); tr.append(el("td", {class: "empty", colspan: "14"}, "no operations yet")); body.append(tr);
   }
   const cap = s.shapeCap.namespacesAtCap;
   setText("cap", cap.length ? "shape cap (" + s.shapeCap.maxShapesPerNamespace + " per namespace) reached in " +

@@ -254,6 +254,14 @@ TargetResult targetImpl(const RoutingTable& table, const CommandView& cmd, const
   if (is(name, "explain")) return targetExplain(table, cmd, cursors, opts, depth);
   if (is(name, "getMore") || is(name, "killCursors")) {
     targetCursor(cmd, cursors, out);
+    if (out.targeting != Targeting::Unclassified) {
+      // The cursor's collection tells how many shards own its chunks (allShards vs manyShards).
+      thread_local std::string cursor_ns;
+      std::string_view cursor_coll = collectionOf(cmd);
+      const CollectionRouting* coll =
+          cursor_coll.empty() ? nullptr : table.collection(joinNamespace(cmd.db, cursor_coll, cursor_ns));
+      if (coll) out.owning_shards = static_cast<uint16_t>(coll->chunks.owningShards().count());
+    }
     if (out.targeting != Targeting::Unclassified || !is(name, "killCursors")) return out;
   }
   if (is(name, "bulkWrite")) {
@@ -269,6 +277,7 @@ TargetResult targetImpl(const RoutingTable& table, const CommandView& cmd, const
           bson_iter_next(&stages) && BSON_ITER_HOLDS_DOCUMENT(&stages) && bson_iter_recurse(&stages, &stage) &&
           bson_iter_next(&stage) && isCollectionlessStage(bson_iter_key(&stage))) {
         allShards(table, out);
+        out.owning_shards = static_cast<uint16_t>(table.shardCount());
         out.targeting = Targeting::Broadcast;
         out.reason = "database-wide $changeStream/$currentOp: runs on every shard";
         return out;
@@ -285,6 +294,7 @@ TargetResult targetImpl(const RoutingTable& table, const CommandView& cmd, const
     out.reason = "namespace is not sharded: goes to its database's primary shard";
     return out;
   }
+  out.owning_shards = static_cast<uint16_t>(coll->chunks.owningShards().count());
   if (is(name, "find")) {
     targetRead(*coll, cmd, "filter", opts, out);
   } else if (is(name, "count") || is(name, "distinct")) {

@@ -113,6 +113,22 @@ std::string namespaceOf(const protocol::CommandView& cmd) {
   return std::string(cmd.db) + "." + std::string(coll);
 }
 
+// The root stage mongos's own explain shows for the operation, so the two can be cross-checked:
+// writes (insert, update, delete, bulkWrite) are SHARD_WRITE whatever they reach; reads reaching one
+// shard (an unsharded namespace goes to its primary) are SINGLE_SHARD, several are SHARD_MERGE
+// (a find with a sort may show SHARD_MERGE_SORT there). Empty for commands with no shard stage.
+std::string_view mongosStage(const protocol::CommandView& cmd, const TargetResult& r) {
+  std::string_view name = cmd.name;
+  bson_t inner;
+  bson_iter_t it;
+  if (name == "explain" && subDocument(cmd.body, "explain", inner) && bson_iter_init(&it, &inner) &&
+      bson_iter_next(&it))
+    name = bson_iter_key(&it);
+  if (name == "insert" || name == "update" || name == "delete" || name == "bulkWrite") return "SHARD_WRITE";
+  if (r.targeting == Targeting::NoCollection || r.targeting == Targeting::Unclassified) return "";
+  return r.targeting == Targeting::Unsharded || r.shards.count() == 1 ? "SINGLE_SHARD" : "SHARD_MERGE";
+}
+
 }  // namespace
 
 ExplainOutput explainCommand(const RoutingTable& table, std::string_view command_json, bool verbose) {
@@ -155,6 +171,8 @@ ExplainOutput explainCommand(const RoutingTable& table, std::string_view command
   std::string reason(r.reason);
   if (r.targeting == Targeting::Unsharded) reason += " (the db-primary is not in the routing file)";
   BSON_APPEND_UTF8(&out, "reason", reason.c_str());
+  std::string stage(mongosStage(cmd, r));
+  if (!stage.empty()) BSON_APPEND_UTF8(&out, "stage", stage.c_str());
   if (verbose && !r.detail.empty()) BSON_APPEND_UTF8(&out, "detail", r.detail.c_str());
   ExplainOutput result{true, render(&out)};
   bson_destroy(&out);

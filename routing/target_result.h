@@ -37,6 +37,9 @@ struct TargetResult {
   // The per-request analysis budget ran out (a huge filter or batch): the answer is the
   // conservative one, and shardscope_analysis_over_budget_total counts it.
   bool over_budget = false;
+  // How many shards own chunks of the targeted collection (the denominator of MongoDB's count-based
+  // allShards class); 0 when unknown (unsharded, no collection, bulkWrite over several namespaces).
+  uint16_t owning_shards = 0;
   // Explain only: BSON of the full shard-key value pinned by equality ({field: value, ...}, hashed
   // fields as NumberLong); empty when the operation does not pin every key field.
   std::string shard_key;

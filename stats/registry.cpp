@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "stats/process_metrics.h"
 #include "stats/query_shape.h"
 #include "stats/render.h"
 
@@ -85,6 +86,7 @@ void applyRequest(ShapeCounters& c, const routing::TargetResult& target, uint32_
                   int64_t nowMs) {
   ++c.count;
   ++c.byTargeting[static_cast<size_t>(target.targeting)];
+  ++c.byHosts[static_cast<size_t>(hostsTargeted(target, shardCount))];
   c.fanout.record(shardCount);
   c.bytesIn += bytesIn;
   if (c.firstSeenMs == 0) c.firstSeenMs = nowMs;
@@ -183,6 +185,7 @@ OpHandle Recorder::record(uint64_t hash, std::string_view ns, std::string_view c
       ++totals_.ops;
       totals_.bytesIn += bytesIn;
       ++totals_.byTargeting[static_cast<size_t>(target.targeting)];
+      ++totals_.byHosts[static_cast<size_t>(hostsTargeted(target, static_cast<uint32_t>(target.shards.count())))];
       return {shapeId, true};
     } else {
       std::lock_guard lock(mutex_);
@@ -202,6 +205,7 @@ OpHandle Recorder::record(uint64_t hash, std::string_view ns, std::string_view c
   ++totals_.ops;
   totals_.bytesIn += bytesIn;
   ++totals_.byTargeting[static_cast<size_t>(target.targeting)];
+  ++totals_.byHosts[static_cast<size_t>(hostsTargeted(target, shardCount))];
   return {slot, false};
 }
 
@@ -232,6 +236,7 @@ void Recorder::onRewriteFallback(OpHandle h, const routing::TargetResult& rerun)
   auto update = [&rerun](ShapeCounters& c, uint32_t shardCount) {
     ++c.rewriteFallbacks;
     ++c.byTargeting[static_cast<size_t>(rerun.targeting)];
+    ++c.byHosts[static_cast<size_t>(hostsTargeted(rerun, shardCount))];
     c.fanout.record(shardCount);
   };
   if (h.shared)
@@ -240,6 +245,7 @@ void Recorder::onRewriteFallback(OpHandle h, const routing::TargetResult& rerun)
   uint32_t shardCount = addShardOps(shard_ops_, rerun);
   if (h.slot < slots_.size()) update(slots_[h.slot].counters, shardCount);
   ++totals_.byTargeting[static_cast<size_t>(rerun.targeting)];
+  ++totals_.byHosts[static_cast<size_t>(hostsTargeted(rerun, shardCount))];
 }
 
 void Recorder::onConnectionOpen() {
@@ -444,7 +450,9 @@ std::string Registry::renderJson(const ShardNames& shards, size_t top) const {
 }
 
 std::string Registry::renderPrometheus(const ShardNames& shards) const {
-  return stats::renderPrometheus(snapshot(), shards);
+  std::string out = stats::renderPrometheus(snapshot(), shards);
+  appendProcessMetrics(out, sampleProcess(), buildVersion());
+  return out;
 }
 
 }  // namespace shardscope::stats

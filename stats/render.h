@@ -19,5 +19,7 @@ std::string shardName(const std::vector<std::string>& names, size_t index);
 std::string shapeIdHex(uint64_t hash);
 // The class most operations of a shape got (ties: the more expensive class).
 std::string_view dominantTargeting(const ShapeCounters& c);
+// The same for MongoDB's count-based class (oneShard / manyShards / allShards / unsharded / none).
+std::string_view dominantHostsTargeted(const ShapeCounters& c);
 
 }  // namespace shardscope::stats

@@ -34,6 +34,14 @@ void writeTargeting(JsonWriter& w, const std::array<uint64_t, kTargetingCount>& 
   w.endObject();
 }
 
+// MongoDB's count-based classes (stats/hosts_targeted.h) and the one targeted share derived from them.
+void writeHosts(JsonWriter& w, const std::array<uint64_t, kHostsTargetedCount>& counts) {
+  w.key("hostsTargeted").beginObject();
+  for (size_t i = 0; i < kHostsTargetedCount; ++i) w.field(kHostsTargetedNames[i], counts[i]);
+  w.endObject();
+  w.field("targetedShare", targetedShare(counts));
+}
+
 void writeLatency(JsonWriter& w, const LatencyHistogram& h) {
   uint64_t n = h.total();
   w.beginObject();
@@ -71,10 +79,12 @@ void writeShape(JsonWriter& w, const ShapeSnapshot& s, bool recordValues) {
   w.field("other", s.other);
   w.field("count", c.count);
   w.field("class", dominantTargeting(c));
+  w.field("countClass", dominantHostsTargeted(c));
   w.key("targeting");
   writeTargeting(w, c.byTargeting);
   auto broadcast = c.byTargeting[static_cast<size_t>(routing::Targeting::Broadcast)];
   w.field("broadcastShare", c.count ? static_cast<double>(broadcast) / static_cast<double>(c.count) : 0.0);
+  writeHosts(w, c.byHosts);
   w.key("shardsTouched");
   writeFanout(w, c.fanout);
   if (c.rewrites) {
@@ -110,6 +120,7 @@ void writeTotals(JsonWriter& w, const ConnectionTotals& t) {
   w.field("bytesOut", t.bytesOut);
   w.key("targeting");
   writeTargeting(w, t.byTargeting);
+  writeHosts(w, t.byHosts);
 }
 
 }  // namespace
@@ -136,6 +147,17 @@ std::string_view dominantTargeting(const ShapeCounters& c) {
       bestCount = c.byTargeting[i];
     }
   return kTargetingNames[best];
+}
+
+std::string_view dominantHostsTargeted(const ShapeCounters& c) {
+  size_t best = kHostsTargetedCount - 1;  // none
+  uint64_t bestCount = 0;
+  for (size_t i = 0; i < kHostsTargetedCount; ++i)
+    if (c.byHosts[i] > 0 && c.byHosts[i] >= bestCount) {
+      best = i;
+      bestCount = c.byHosts[i];
+    }
+  return kHostsTargetedNames[best];
 }
 
 std::string renderJson(const Snapshot& snap, const std::vector<std::string>& shardNames, size_t top) {

@@ -96,6 +96,16 @@ std::string renderPrometheus(const Snapshot& snap, const std::vector<std::string
         e.sample("shardscope_ops_total", pairLabels(k) + "," + label("targeting", kTargetingNames[t]),
                  agg.counters.byTargeting[t]);
 
+  // MongoDB's count-based classes (serverStatus().shardingStatistics.numHostsTargeted): one label
+  // with five fixed values, so the series stay as bounded as shardscope_ops_total's.
+  e.header("shardscope_hosts_targeted_ops_total", "counter",
+           "Operations by namespace, command and MongoDB's count class (oneShard, manyShards, allShards, unsharded, none).");
+  for (const auto& [k, agg] : byCommand)
+    for (size_t h = 0; h < kHostsTargetedCount; ++h)
+      if (agg.counters.byHosts[h])
+        e.sample("shardscope_hosts_targeted_ops_total", pairLabels(k) + "," + label("hosts", kHostsTargetedNames[h]),
+                 agg.counters.byHosts[h]);
+
   e.header("shardscope_op_errors_total", "counter",
            "Error codes in replies (ok:0, writeErrors, writeConcernError) by namespace and command.");
   for (const auto& [k, agg] : byCommand)
@@ -184,6 +194,13 @@ std::string renderPrometheus(const Snapshot& snap, const std::vector<std::string
   e.header("shardscope_targeting_ops_total", "counter", "Operations by targeting class, all namespaces.");
   for (size_t t = 0; t < kTargetingCount; ++t)
     e.sample("shardscope_targeting_ops_total", label("targeting", kTargetingNames[t]), snap.totals.byTargeting[t]);
+
+  e.header("shardscope_hosts_targeted_total", "counter", "Operations by MongoDB's count class, all namespaces.");
+  for (size_t h = 0; h < kHostsTargetedCount; ++h)
+    e.sample("shardscope_hosts_targeted_total", label("hosts", kHostsTargetedNames[h]), snap.totals.byHosts[h]);
+  e.header("shardscope_targeted_share", "gauge",
+           "oneShard / (oneShard + manyShards + allShards) since the last reset: the share /stats, the dashboard and the CLI show.");
+  e.sample("shardscope_targeted_share", "", targetedShare(snap.totals.byHosts));
 
   e.header("shardscope_replies_total", "counter", "Replies received from the upstream.");
   e.sample("shardscope_replies_total", "", snap.totals.replies);

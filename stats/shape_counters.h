@@ -7,6 +7,7 @@
 
 #include "routing/target_result.h"
 #include "stats/histogram.h"
+#include "stats/hosts_targeted.h"
 
 namespace shardscope::stats {
 
@@ -46,6 +47,7 @@ struct ErrorCodes {
 struct ShapeCounters {
   uint64_t count = 0;
   std::array<uint64_t, kTargetingCount> byTargeting{};
+  std::array<uint64_t, kHostsTargetedCount> byHosts{};  // the same operations by MongoDB's count class
   FanoutHistogram fanout;
   LatencyHistogram latency;  // one entry per reply
   uint64_t errors = 0;       // replies with ok:0, writeErrors or a writeConcernError
@@ -67,6 +69,7 @@ struct ShapeCounters {
     for (size_t i = 0; i < kTargetingCount; ++i) beforeRewrite[i] += o.beforeRewrite[i];
     rewriteFallbacks += o.rewriteFallbacks;
     for (size_t i = 0; i < kTargetingCount; ++i) byTargeting[i] += o.byTargeting[i];
+    for (size_t i = 0; i < kHostsTargetedCount; ++i) byHosts[i] += o.byHosts[i];
     fanout += o.fanout;
     latency += o.latency;
     errors += o.errors;
@@ -89,6 +92,7 @@ struct ConnectionTotals {
   uint64_t bytesIn = 0;
   uint64_t bytesOut = 0;
   std::array<uint64_t, kTargetingCount> byTargeting{};
+  std::array<uint64_t, kHostsTargetedCount> byHosts{};
 
   ConnectionTotals& operator+=(const ConnectionTotals& o) {
     ops += o.ops;
@@ -99,6 +103,7 @@ struct ConnectionTotals {
     bytesIn += o.bytesIn;
     bytesOut += o.bytesOut;
     for (size_t i = 0; i < kTargetingCount; ++i) byTargeting[i] += o.byTargeting[i];
+    for (size_t i = 0; i < kHostsTargetedCount; ++i) byHosts[i] += o.byHosts[i];
     return *this;
   }
 };

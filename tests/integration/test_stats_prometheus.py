@@ -37,7 +37,7 @@ def test_prometheus_scrapes_expected_counts(ferretdb, proxy, prometheus, workdir
     # The exposition parses and carries the prefix (Prometheus itself is the real check below).
     status, headers, body = http_request(p.admin_url, path="/metrics", token=token)
     assert status == 200 and headers["content-type"].startswith("text/plain; version=0.0.4")
-    assert all(line.startswith(("# ", "shardscope_")) for line in body.decode().splitlines() if line)
+    assert all(line.startswith(("# ", "shardscope_", "process_")) for line in body.decode().splitlines() if line)
 
     prom = prometheus(f"127.0.0.1:{p.admin_port}", token_file=token_file)
     single = prom.wait_value(

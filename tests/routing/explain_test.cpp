@@ -18,7 +18,25 @@ TEST(Explain, SingleWithShardKey) {
   auto out = explainCommand(*t, R"({"find": "orders", "filter": {"customerId": "C0001", "orderDate": {"$date": "2024-03-01T00:00:00Z"}}, "$db": "shop"})");
   ASSERT_TRUE(out.ok) << out.json;
   EXPECT_EQ(out.json,
-            R"({ "ns" : "shop.orders", "targeting" : "single", "shards" : [ "shardA" ], "shardKey" : { "customerId" : "C0001", "orderDate" : { "$date" : "2024-03-01T00:00:00Z" } }, "reason" : "equality on the full shard key" })");
+            R"({ "ns" : "shop.orders", "targeting" : "single", "shards" : [ "shardA" ], "shardKey" : { "customerId" : "C0001", "orderDate" : { "$date" : "2024-03-01T00:00:00Z" } }, "reason" : "equality on the full shard key", "stage" : "SINGLE_SHARD" })");
+}
+
+// The stage mongos's explain would show, added after the existing fields.
+TEST(Explain, MongosStage) {
+  auto t = testing::loadData("orders_6shards.json");
+  auto stage = [&](const char* cmd) {
+    auto out = explainCommand(*t, cmd);
+    EXPECT_TRUE(out.ok) << out.json;
+    auto at = out.json.find(R"("stage" : ")");
+    return at == std::string::npos ? std::string("<none>") : out.json.substr(at + 11, out.json.find('"', at + 11) - at - 11);
+  };
+  EXPECT_EQ(stage(R"({"find": "orders", "filter": {"customerId": "C0001"}, "$db": "shop"})"), "SINGLE_SHARD");
+  EXPECT_EQ(stage(R"({"find": "orders", "filter": {"customerId": {"$gte": "A"}}, "$db": "shop"})"), "SHARD_MERGE");
+  EXPECT_EQ(stage(R"({"find": "orders", "filter": {"status": "x"}, "$db": "shop"})"), "SHARD_MERGE");
+  EXPECT_EQ(stage(R"({"insert": "orders", "documents": [{"customerId": "C1"}], "$db": "shop"})"), "SHARD_WRITE");
+  EXPECT_EQ(stage(R"({"delete": "orders", "deletes": [{"q": {"status": "x"}, "limit": 0}], "$db": "shop"})"), "SHARD_WRITE");
+  EXPECT_EQ(stage(R"({"find": "carts", "filter": {}, "$db": "shop"})"), "SINGLE_SHARD");
+  EXPECT_EQ(stage(R"({"ping": 1, "$db": "shop"})"), "<none>");
 }
 
 TEST(Explain, BroadcastHasNullShardKeyAndDbDefaults) {
