@@ -315,6 +315,14 @@ TargetResult targetImpl(const RoutingTable& table, const CommandView& cmd, const
 TargetResult target(const RoutingTable& table, const CommandView& command, const CursorShards* cursors,
                     const TargetOptions& options) {
   try {
+    if (!options.mongos_version.known()) {
+      MongosVersion v = effectiveMongosVersion();
+      if (v.known()) {
+        TargetOptions resolved = options;
+        resolved.mongos_version = v;
+        return targetImpl(table, command, cursors, resolved, 0);
+      }
+    }
     return targetImpl(table, command, cursors, options, 0);
   } catch (...) {  // allocation failure in the general path: never take the proxy down
     TargetResult out;
