@@ -46,6 +46,22 @@ MongosVersion MongosVersion::fromWireVersion(int32_t w) {
   return {};
 }
 
+MongosVersion MongosVersion::fromReply(const bson_t& reply) {
+  bson_iter_t it;
+  MongosVersion v;
+  if (bson_iter_init_find(&it, &reply, "version") && BSON_ITER_HOLDS_UTF8(&it)) {
+    uint32_t len = 0;
+    const char* s = bson_iter_utf8(&it, &len);
+    std::string_view text(s, len);
+    // "7.0.12-rc1", "8.0.0-alpha": the numeric part.
+    size_t end = text.find_first_not_of("0123456789.");
+    if (parse(text.substr(0, end), v)) return v;
+  }
+  if (bson_iter_init_find(&it, &reply, "maxWireVersion") && BSON_ITER_HOLDS_NUMBER(&it))
+    return fromWireVersion(static_cast<int32_t>(bson_iter_as_int64(&it)));
+  return {};
+}
+
 void setConfiguredMongosVersion(MongosVersion v) { g_configured.store(pack(v), std::memory_order_relaxed); }
 void noteLearnedMongosVersion(MongosVersion v) { g_learned.store(pack(v), std::memory_order_relaxed); }
 MongosVersion effectiveMongosVersion() {

@@ -5,6 +5,8 @@
 // learned from the cluster (hello's maxWireVersion); unknown means the newest rules, said so in
 // the reason.
 #pragma once
+#include <bson/bson.h>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -24,6 +26,8 @@ struct MongosVersion {
   // hello's maxWireVersion -> the release that introduced it (17 = 6.0 ... 21 = 7.0, 22 = 7.1,
   // 25 = 8.0); below 6.0 (wire 17) only the major line matters here, so 13..16 map to 5.x, older to 4.4.
   static MongosVersion fromWireVersion(int32_t max_wire_version);
+  // From a buildInfo reply ("version": "7.0.12") or, failing that, a hello reply (maxWireVersion).
+  static MongosVersion fromReply(const bson_t& reply);
 };
 
 // Process-wide: the configured version (routing.mongos_version) wins over the learned one.

@@ -59,6 +59,17 @@ TEST(MongosVersion, FromWireVersion) {
   EXPECT_TRUE(MongosVersion::fromWireVersion(22).twoPhaseWrites());
 }
 
+TEST(MongosVersion, FromBuildInfoOrHelloReply) {
+  testing::Json build_info(R"({"version": "7.0.12", "versionArray": [7, 0, 12, 0], "ok": 1})");
+  EXPECT_EQ(MongosVersion::fromReply(*build_info.get()).str(), "7.0");
+  testing::Json rc(R"({"version": "8.0.0-rc3", "ok": 1})");
+  EXPECT_EQ(MongosVersion::fromReply(*rc.get()).str(), "8.0");
+  testing::Json hello(R"({"msg": "isdbgrid", "maxWireVersion": 22, "ok": 1})");
+  EXPECT_EQ(MongosVersion::fromReply(*hello.get()).str(), "7.1");
+  testing::Json nothing(R"({"ok": 1})");
+  EXPECT_FALSE(MongosVersion::fromReply(*nothing.get()).known());
+}
+
 TEST(MongosVersionRules, Before71SingleWritesWithoutKeyAreRefused) {
   for (const char* c : {kUpdateOne, kDeleteOne, kFindAndModify, kUpsertOnPrefix}) {
     TargetResult r = targetAt(c, {7, 0});
