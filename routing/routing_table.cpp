@@ -114,7 +114,8 @@ bool readCollectionKind(const char* field, const bson_iter_t& it, CollectionKind
   while (bson_iter_next(&f)) {
     const char* k = bson_iter_key(&f);
     if (std::strcmp(k, "timeField") == 0 && BSON_ITER_HOLDS_UTF8(&f)) kind.time_field = bson_iter_utf8(&f, nullptr);
-    else if (std::strcmp(k, "metaField") == 0 && BSON_ITER_HOLDS_UTF8(&f)) kind.meta_field = bson_iter_utf8(&f, nullptr);
+    else if (std::strcmp(k, "metaField") == 0 && BSON_ITER_HOLDS_UTF8(&f))
+      kind.meta_field = bson_iter_utf8(&f, nullptr);
     else if (std::strcmp(k, "granularity") == 0 && BSON_ITER_HOLDS_UTF8(&f)) granularity = bson_iter_utf8(&f, nullptr);
     else if (std::strcmp(k, "bucketMaxSpanSeconds") == 0 && BSON_ITER_HOLDS_NUMBER(&f))
       kind.bucket_max_span_s = bson_iter_as_int64(&f);

@@ -101,23 +101,24 @@ struct Rewriter {
   }
 };
 
-void classify(const FilterTarget& ft, const CollectionRouting& buckets, bool explain, TargetResult& out) {
+void classify(const FilterTarget& ft, TargetResult& out) {
   out.targeting = ft.targeting;
   out.shards = ft.shards;
   out.over_budget = ft.over_budget;
   switch (ft.targeting) {
     case Targeting::Single:
-      out.reason = "time-series view: the bucket filter (metaField -> meta, timeField -> control.min) selects one shard";
+      out.reason =
+          "time-series view: the bucket filter (metaField -> meta, timeField -> control.min) selects one shard";
       break;
     case Targeting::Multi:
       out.reason =
           "time-series view: the bucket filter (metaField -> meta, timeField -> control.min) selects several shards";
       break;
     default:
-      out.reason = "time-series view: the bucket filter does not constrain the shard key prefix: broadcast";
+      out.reason = ft.over_budget ? ft.reason
+                                  : "time-series view: the bucket filter does not constrain the shard key prefix: "
+                                    "broadcast";
   }
-  (void)buckets;
-  (void)explain;
 }
 
 bool simpleCollation(const CollectionRouting& coll, const bson_t& body) {
@@ -183,17 +184,17 @@ void targetTimeseries(const CollectionRouting& buckets, const protocol::CommandV
   if (name == "find" || name == "count" || name == "distinct") {
     if (!subDocument(cmd.body, name == "find" ? "filter" : "query", filter)) bson_init(&filter);
     targetViewFilter(buckets, filter, simple, opts, ft, detail);
-    return classify(ft, buckets, opts.explain, out);
+    return classify(ft, out);
   }
   if (name == "aggregate") {
     bson_iter_t it, stages, stage;
     bson_init(&filter);
-    if (bson_iter_init_find(&it, &cmd.body, "pipeline") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &stages) &&
-        bson_iter_next(&stages) && BSON_ITER_HOLDS_DOCUMENT(&stages) && bson_iter_recurse(&stages, &stage) &&
+    if (bson_iter_init_find(&it, &cmd.body, "pipeline") && BSON_ITER_HOLDS_ARRAY(&it) &&
+        bson_iter_recurse(&it, &stages) && bson_iter_next(&stages) && BSON_ITER_HOLDS_DOCUMENT(&stages) && bson_iter_recurse(&stages, &stage) &&
         bson_iter_next(&stage) && std::strcmp(bson_iter_key(&stage), "$match") == 0)
       documentOrArray(stage, filter);
     targetViewFilter(buckets, filter, simple, opts, ft, detail);
-    return classify(ft, buckets, opts.explain, out);
+    return classify(ft, out);
   }
   if (name == "insert") {
     ShardSet shards;
@@ -227,7 +228,7 @@ void targetTimeseries(const CollectionRouting& buckets, const protocol::CommandV
     ft.targeting = shards == buckets.chunks.owningShards() && shards.count() > 1 ? Targeting::Broadcast
                    : shards.count() == 1                                          ? Targeting::Single
                                                                                   : Targeting::Multi;
-    return classify(ft, buckets, opts.explain, out);
+    return classify(ft, out);
   }
   out.targeting = Targeting::Broadcast;
   out.shards = buckets.chunks.owningShards();

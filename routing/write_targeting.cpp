@@ -142,7 +142,8 @@ void foldSingleDocWrite(const CollectionRouting& coll, const bson_t& filter, con
     if (coll.key.extractFromDocument(*replacement, key) == KeyExtractStatus::Ok) {
       ShardSet s;
       s.set(coll.chunks.shardForKey(key.span()));
-      fold.add(Targeting::Single, s, "replacement targeted by the shard key of the replacement document (pre-7.1 rule)");
+      fold.add(Targeting::Single, s,
+               "replacement targeted by the shard key of the replacement document (before 7.1, or with an exact _id)");
       return;
     }
   }
@@ -162,7 +163,8 @@ void foldMultiWrite(const CollectionRouting& coll, const bson_t& filter, bool up
   budget.take(ft.spent);
   if (first) fold.setFirstKey(coll.key, ft);
   if (upsert && !ft.full_key) {
-    fold.add(ft.targeting, ft.shards, kMultiUpsertNoKey.pick(opts.mongos_version), refusedByVersion(opts.mongos_version));
+    const MongosVersion& v = opts.mongos_version;
+    fold.add(ft.targeting, ft.shards, kMultiUpsertNoKey.pick(v), refusedByVersion(v));
   } else {
     fold.add(ft.targeting, ft.shards, ft.reason);
   }
