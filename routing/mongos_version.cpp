@@ -20,6 +20,10 @@ bool number(std::string_view s, int& out) {
   return ec == std::errc() && end == s.data() + s.size();
 }
 
+MongosVersion fromWireVersionClamped(int64_t w) {
+  return MongosVersion::fromWireVersion(static_cast<int32_t>(w < 0 ? 0 : w > 1000 ? 1000 : w));
+}
+
 }  // namespace
 
 bool MongosVersion::parse(std::string_view text, MongosVersion& out) {
@@ -58,12 +62,24 @@ MongosVersion MongosVersion::fromReply(const bson_t& reply) {
     if (parse(text.substr(0, end), v)) return v;
   }
   if (bson_iter_init_find(&it, &reply, "maxWireVersion") && BSON_ITER_HOLDS_NUMBER(&it))
-    return fromWireVersion(static_cast<int32_t>(bson_iter_as_int64(&it)));
+    return fromWireVersionClamped(bson_iter_as_int64(&it));
   return {};
 }
 
 void setConfiguredMongosVersion(MongosVersion v) { g_configured.store(pack(v), std::memory_order_relaxed); }
 void noteLearnedMongosVersion(MongosVersion v) { g_learned.store(pack(v), std::memory_order_relaxed); }
+bool learnMongosVersionFromHello(const bson_t& reply) {
+  bson_iter_t it;
+  if (!bson_iter_init_find(&it, &reply, "msg") || !BSON_ITER_HOLDS_UTF8(&it) ||
+      std::string_view(bson_iter_utf8(&it, nullptr)) != "isdbgrid" || !bson_iter_init_find(&it, &reply, "maxWireVersion") ||
+      !BSON_ITER_HOLDS_NUMBER(&it))
+    return false;
+  MongosVersion v = fromWireVersionClamped(bson_iter_as_int64(&it));
+  if (!v.known()) return false;
+  noteLearnedMongosVersion(v);
+  return true;
+}
+
 MongosVersion effectiveMongosVersion() {
   int c = g_configured.load(std::memory_order_relaxed);
   return unpack(c ? c : g_learned.load(std::memory_order_relaxed));

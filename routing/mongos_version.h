@@ -33,6 +33,9 @@ struct MongosVersion {
 // Process-wide: the configured version (routing.mongos_version) wins over the learned one.
 void setConfiguredMongosVersion(MongosVersion v);
 void noteLearnedMongosVersion(MongosVersion v);
+// A hello reply passing through the proxy: a mongos ("msg": "isdbgrid") states its maxWireVersion.
+// Returns true when it taught a version.
+bool learnMongosVersionFromHello(const bson_t& reply);
 MongosVersion effectiveMongosVersion();
 
 }  // namespace shardscope::routing

@@ -70,6 +70,19 @@ TEST(MongosVersion, FromBuildInfoOrHelloReply) {
   EXPECT_FALSE(MongosVersion::fromReply(*nothing.get()).known());
 }
 
+TEST(MongosVersion, LearnedFromAMongosHelloOnly) {
+  testing::Json replica_set(R"({"isWritablePrimary": true, "maxWireVersion": 21, "ok": 1})");
+  EXPECT_FALSE(learnMongosVersionFromHello(*replica_set.get()));
+  EXPECT_FALSE(effectiveMongosVersion().known());
+  testing::Json huge(R"({"msg": "isdbgrid", "maxWireVersion": {"$numberLong": "9000000000"}, "ok": 1})");
+  EXPECT_TRUE(learnMongosVersionFromHello(*huge.get()));  // clamped, not wrapped to a negative wire version
+  EXPECT_TRUE(effectiveMongosVersion().twoPhaseWrites());
+  testing::Json mongos70(R"({"msg": "isdbgrid", "maxWireVersion": 21, "ok": 1})");
+  EXPECT_TRUE(learnMongosVersionFromHello(*mongos70.get()));
+  EXPECT_EQ(effectiveMongosVersion().str(), "7.0");
+  noteLearnedMongosVersion({});
+}
+
 TEST(MongosVersionRules, Before71SingleWritesWithoutKeyAreRefused) {
   for (const char* c : {kUpdateOne, kDeleteOne, kFindAndModify, kUpsertOnPrefix}) {
     TargetResult r = targetAt(c, {7, 0});
