@@ -307,7 +307,8 @@ std::string HostPort::str() const {
 void applySettings(const std::map<std::string, std::string>& settings, const std::string& source, LoadResult& out) {
   const auto& table = keyTable();
   for (const auto& [key, value] : settings) {
-    auto it = std::find_if(table.begin(), table.end(), [&](const KeySpec& k) { return k.key == key; });
+    const std::string& name = key;  // clang before 16 cannot capture a structured binding
+    auto it = std::find_if(table.begin(), table.end(), [&](const KeySpec& k) { return k.key == name; });
     if (it == table.end()) {
       // The environment is shared with other tools (and our own scripts): a stray SHARDSCOPE_*
       // variable is reported, not fatal. In files and flags an unknown key is an error.
