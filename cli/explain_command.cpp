@@ -29,7 +29,7 @@ int fail(const std::string& message) {
 
 // The command as a lookup rule would rewrite it, explained; the original's targeting under "rewrite".
 int explainWithRule(const routing::RoutingTable& table, const std::string& command, const std::string& spec,
-                    bool verbose) {
+                    bool verbose, routing::MongosVersion version) {
   routing::LookupRule rule;
   std::string error;
   if (!routing::parseLookupRule(spec, rule, error)) return fail("--rewrite-rule: " + error);
@@ -46,7 +46,7 @@ int explainWithRule(const routing::RoutingTable& table, const std::string& comma
   protocol::CommandView view;
   if (!protocol::decodeOpMsg(message, msg).ok() || !protocol::buildCommandView(msg, view).ok())
     return fail("--rewrite-rule needs a command with $db");
-  auto before = routing::explainCommand(table, command, false);
+  auto before = routing::explainCommand(table, command, false, version);
   auto plan = routing::planLookupRewrite(index, view);
   std::string rewrittenJson = command;
   if (plan.kind != routing::RewriteKind::None) {
@@ -56,7 +56,7 @@ int explainWithRule(const routing::RoutingTable& table, const std::string& comma
     rewrittenJson = json;
     bson_free(json);
   }
-  auto out = routing::explainCommand(table, rewrittenJson, verbose);
+  auto out = routing::explainCommand(table, rewrittenJson, verbose, version);
   if (!out.ok) {
     std::puts(out.json.c_str());
     return 1;
@@ -75,7 +75,7 @@ int explainWithRule(const routing::RoutingTable& table, const std::string& comma
 namespace {
 
 struct ExplainArgs {
-  std::string routing, command, range, ns, rule_spec;
+  std::string routing, command, range, ns, rule_spec, mongos_version;
   bool verbose = false;
 };
 
@@ -88,13 +88,16 @@ int runExplain(const CLI::App& cmd, const ExplainArgs& a) {
   const std::string& json = have_command ? a.command : a.range;
   if (!parseJson(json, &parsed, error)) return fail((have_command ? "--command: " : "--range: ") + error);
   bson_destroy(&parsed);
+  routing::MongosVersion version;
+  if (cmd.count("--mongos-version") > 0 && !routing::MongosVersion::parse(a.mongos_version, version))
+    return usageError(cmd, "--mongos-version: expected MAJOR.MINOR (e.g. 7.0), got '" + a.mongos_version + "'");
   std::string text;
   if (!readFile(a.routing, text, error)) return fail(error);
   auto table = routing::loadRoutingFile(a.routing, error);
   if (!table) return fail(error);
-  if (!a.rule_spec.empty() && have_command) return explainWithRule(*table, a.command, a.rule_spec, a.verbose);
-  routing::ExplainOutput out =
-      have_command ? routing::explainCommand(*table, a.command, a.verbose) : routing::explainRange(*table, a.range, a.ns);
+  if (!a.rule_spec.empty() && have_command) return explainWithRule(*table, a.command, a.rule_spec, a.verbose, version);
+  routing::ExplainOutput out = have_command ? routing::explainCommand(*table, a.command, a.verbose, version)
+                                            : routing::explainRange(*table, a.range, a.ns);
   std::puts(out.json.c_str());
   return out.ok ? 0 : 1;
 }
@@ -114,6 +117,10 @@ Command addExplainCommand(CLI::App& root) {
       ->type_name("JSON");
   cmd->add_option("--ns", a->ns, "the collection for --range when the routing file has several")->type_name("DB.COLL");
   cmd->add_flag("--verbose", a->verbose, "add a \"detail\" field (bounds, ranges)");
+  cmd->add_option("--mongos-version", a->mongos_version,
+                  "apply this mongos release's rules (single-document writes without the shard key: refused before "
+                  "7.1, two-phase from 7.1); default: the newest rules, said so in the reason")
+      ->type_name("X.Y");
   cmd->add_option("--rewrite-rule", a->rule_spec,
                   "also show what a lookup rule would do ('db.coll: orderId -> customerId file=map.jsonl'): the command "
                   "is explained as rewritten, with a \"rewrite\" field (before, command)")

@@ -94,6 +94,7 @@ struct Config {
   std::string routing_file;
   bool discovery = false;
   uint32_t discovery_interval_s = 60;
+  std::string mongos_version;  // "X.Y": the mongos release whose targeting rules apply; "" = learned
   ClusterAuth cluster_auth;
   UpstreamPool upstream_pool;
   bool stats_enabled = true;  // false: forward only, no per-operation statistics

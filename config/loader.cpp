@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <regex>
 #include <sstream>
 
 namespace shardscope::config {
@@ -184,6 +185,8 @@ const std::vector<KeySpec>& keyTable() {
       {"routing.file", text(&Config::routing_file), "(none)", "static routing table (JSON or YAML: config.collections + config.chunks)"},
       {"routing.discovery", flag(&Config::discovery), "false", "read the routing table from the cluster through mongos instead"},
       {"routing.discovery_interval_s", number(&Config::discovery_interval_s, 1, 86'400), "60", "discovery refresh period (seconds)"},
+      {"routing.mongos_version", text(&Config::mongos_version), "(learned)",
+       "mongos release whose targeting rules apply (X.Y; single-document writes without the shard key: refused before 7.1)"},
       {"stats.enabled", flag(&Config::stats_enabled), "true", "false: forward only, no per-operation statistics"},
       {"stats.record_values", flag(&Config::stats_record_values), "false", "field values never appear in stats or logs unless this is on"},
       {"stats.max_shapes_per_namespace", number(&Config::stats_max_shapes_per_namespace, 1, 1'000'000), "1000", "further shapes are counted in an \"other\" bucket"},
@@ -304,7 +307,8 @@ std::string HostPort::str() const {
 void applySettings(const std::map<std::string, std::string>& settings, const std::string& source, LoadResult& out) {
   const auto& table = keyTable();
   for (const auto& [key, value] : settings) {
-    auto it = std::find_if(table.begin(), table.end(), [&](const KeySpec& k) { return k.key == key; });
+    const std::string& name = key;  // clang before 16 cannot capture a structured binding
+    auto it = std::find_if(table.begin(), table.end(), [&](const KeySpec& k) { return k.key == name; });
     if (it == table.end()) {
       // The environment is shared with other tools (and our own scripts): a stray SHARDSCOPE_*
       // variable is reported, not fatal. In files and flags an unknown key is an error.
@@ -362,6 +366,8 @@ void validate(LoadResult& out) {
     out.errors.push_back("fault.delay_ms: required when fault.delay_percent is set");
   if (!c.mirror.upstream.empty() && c.mirror.upstream.rfind("mongodb://", 0) != 0)
     out.errors.push_back("mirror.upstream: must start with mongodb:// (got '" + redactSecrets(c.mirror.upstream) + "')");
+  if (!c.mongos_version.empty() && !std::regex_match(c.mongos_version, std::regex(R"([1-9][0-9]?(\.[0-9]{1,2}){0,2})")))
+    out.errors.push_back("routing.mongos_version: expected MAJOR.MINOR such as 7.0 (got '" + c.mongos_version + "')");
   if (c.discovery && !c.routing_file.empty())
     out.errors.push_back("routing.discovery: cannot be combined with routing.file (choose one source)");
   validateClusterAuth(out);

@@ -235,6 +235,13 @@ def filter_seeds() -> dict[str, bytes]:
         deep = {"$and": [deep, {"$or": [{"a": 2}, {"b.c": 3}]}]}
     filters["deep_and_or"] = deep
     filters["nested_or_ranges"] = {"$or": [{"a": {"$gte": i, "$lt": i + 3}} for i in range(0, 1600, 2)]}
+    # Canonical forms (issue 17): rewritten by the server's optimiser before mongos targets.
+    filters["all_one"] = {"a": {"$all": [10]}, "b.c": {"$all": ["x", "x"]}}
+    filters["all_elem_empty"] = {"a": {"$all": [{"$elemMatch": {"$gt": 1}}]}, "b.c": {"$all": []}}
+    filters["or_one_branch"] = {"$or": [{"$and": [{"a": {"$in": [3]}}, {"b.c": 1}]}]}
+    filters["always_false_branch"] = {"$or": [{"a": 1}, {"$alwaysFalse": 1}, {"a": {"$in": []}}], "$alwaysTrue": 1}
+    filters["always_false_top"] = {"a": 1, "$alwaysFalse": 1, "b": {"$not": {"$in": []}}}
+    filters["all_wide"] = {"a": {"$all": list(range(3000))}}
     out = {k: enc(v) for k, v in filters.items()}
     # 3,000 $regex operators on one field (duplicate keys: valid BSON, built by hand).
     regex = b"".join(b"\x02$regex\x00" + struct.pack("<i", len(v) + 1) + v + b"\x00"

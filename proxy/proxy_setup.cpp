@@ -9,6 +9,7 @@
 
 #include "config/redact.h"
 #include "proxy/cluster_auth.h"
+#include "routing/mongos_version.h"
 #include "routing/routing_file.h"
 
 namespace shardscope::proxy {
@@ -99,6 +100,8 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
   ctx.client_compressors = compressorsOf(config.client_compressors);
   ctx.upstream_compressors = compressorsOf(config.upstream_compressors);
 
+  routing::MongosVersion configured;
+  if (routing::MongosVersion::parse(config.mongos_version, configured)) routing::setConfiguredMongosVersion(configured);
   if (!config.routing_file.empty()) {
     std::string routingError;
     auto table = routing::loadRoutingFile(config.routing_file, routingError);

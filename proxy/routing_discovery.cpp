@@ -11,6 +11,7 @@
 
 #include "config/redact.h"
 #include "proxy/cluster_auth.h"
+#include "routing/mongos_version.h"
 #include "routing/routing_file.h"
 
 namespace shardscope::proxy {
@@ -82,6 +83,19 @@ uint64_t RoutingDiscovery::refreshCount() const {
   return refreshes_;
 }
 
+// The cluster's release picks the targeting rules (routing/mongos_version.h); routing.mongos_version
+// in the config still wins. A failure here only leaves the version unknown (newest rules).
+static void learnMongosVersion(mongoc_client_t* client) {
+  bson_t cmd = BSON_INITIALIZER, reply;
+  BSON_APPEND_INT32(&cmd, "buildInfo", 1);
+  if (mongoc_client_command_simple(client, "admin", &cmd, nullptr, &reply, nullptr)) {
+    routing::MongosVersion v = routing::MongosVersion::fromReply(reply);
+    if (v.known()) routing::noteLearnedMongosVersion(v);
+  }
+  bson_destroy(&reply);
+  bson_destroy(&cmd);
+}
+
 bool RoutingDiscovery::refreshOnce(std::string& error) {
   mongoc_init();
   bson_error_t err;
@@ -101,6 +115,7 @@ bool RoutingDiscovery::refreshOnce(std::string& error) {
   DocList shards, collections, chunks;
   bool ok = readAll(client, "shards", shards, error) && readAll(client, "collections", collections, error) &&
             readAll(client, "chunks", chunks, error);
+  if (ok) learnMongosVersion(client);
   mongoc_client_destroy(client);
   if (!ok) return false;
   std::string build_error;

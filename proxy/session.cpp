@@ -6,6 +6,7 @@
 #include "protocol/hello.h"
 #include "protocol/request_rules.h"
 #include "proxy/upstream_connect.h"
+#include "routing/mongos_version.h"
 #include "routing/targeting.h"
 
 namespace shardscope::proxy {
@@ -709,6 +710,7 @@ std::span<const uint8_t> Session::rerunOriginal(const PendingOp& op, routing::Ve
 }
 
 std::span<const uint8_t> Session::rewriteHelloReply(std::span<const uint8_t> message, const bson_t* body) {
+  routing::learnMongosVersionFromHello(*body);  // which mongos release's targeting rules apply
   // Upstream answered our upstream-side offer: use the first of our preferences it accepted.
   auto accepted = protocol::readCompressionList(body);
   auto agreed = protocol::intersectCompressors(ctx_.upstream_compressors, accepted);

@@ -6,6 +6,7 @@
 
 #include "routing/command_fields.h"
 #include "routing/targeting.h"
+#include "routing/timeseries_targeting.h"
 #include "routing/write_targeting.h"
 
 namespace shardscope::routing {
@@ -290,11 +291,23 @@ TargetResult targetImpl(const RoutingTable& table, const CommandView& cmd, const
   thread_local std::string ns_buffer;
   const CollectionRouting* coll = table.collection(joinNamespace(cmd.db, coll_name, ns_buffer));
   if (!coll) {
+    if (const CollectionRouting* buckets = table.timeseriesView(ns_buffer)) {
+      targetTimeseries(*buckets, cmd, opts, out);
+      return out;
+    }
     out.targeting = Targeting::Unsharded;
     out.reason = "namespace is not sharded: goes to its database's primary shard";
     return out;
   }
   out.owning_shards = static_cast<uint16_t>(coll->chunks.owningShards().count());
+  if (coll->kind.unsplittable) {
+    // 8.0 tracked, unsharded collection: its one chunk names the shard that owns it (moveCollection
+    // may have put it off the database's primary shard).
+    out.targeting = Targeting::Single;
+    out.shards = coll->chunks.owningShards();
+    out.reason = "unsplittable collection (tracked, not sharded): goes to the shard owning its one chunk";
+    return out;
+  }
   if (is(name, "find")) {
     targetRead(*coll, cmd, "filter", opts, out);
   } else if (is(name, "count") || is(name, "distinct")) {
@@ -325,6 +338,14 @@ TargetResult targetImpl(const RoutingTable& table, const CommandView& cmd, const
 TargetResult target(const RoutingTable& table, const CommandView& command, const CursorShards* cursors,
                     const TargetOptions& options) {
   try {
+    if (!options.mongos_version.known()) {
+      MongosVersion v = effectiveMongosVersion();
+      if (v.known()) {
+        TargetOptions resolved = options;
+        resolved.mongos_version = v;
+        return targetImpl(table, command, cursors, resolved, 0);
+      }
+    }
     return targetImpl(table, command, cursors, options, 0);
   } catch (...) {  // allocation failure in the general path: never take the proxy down
     TargetResult out;

@@ -81,7 +81,8 @@ std::shared_ptr<const RoutingTable> buildFromConfigDocuments(const std::vector<b
     bson_iter_t it;
     if (!coll || !bson_iter_init(&it, coll)) continue;
     std::string ns, uuid;
-    bool has_timestamp = false, dropped = false, unsplittable = false, unique = false, has_key = false;
+    bool has_timestamp = false, dropped = false, unique = false, has_key = false;
+    CollectionKind kind;
     bool has_collation = false;
     std::vector<uint8_t> key, collation;
     while (bson_iter_next(&it)) {
@@ -90,8 +91,10 @@ std::shared_ptr<const RoutingTable> buildFromConfigDocuments(const std::vector<b
       else if (std::strcmp(k, "uuid") == 0) uuid = uuidKey(it);
       else if (std::strcmp(k, "timestamp") == 0) has_timestamp = true;
       else if (std::strcmp(k, "dropped") == 0) dropped = bson_iter_as_bool(&it);
-      else if (std::strcmp(k, "unsplittable") == 0) unsplittable = bson_iter_as_bool(&it);
-      else if (std::strcmp(k, "unique") == 0) unique = bson_iter_as_bool(&it);
+      else if (!readCollectionKind(k, it, kind, error)) {
+        error = "collection '" + ns + "': " + error;
+        return nullptr;
+      } else if (std::strcmp(k, "unique") == 0) unique = bson_iter_as_bool(&it);
       else if (std::strcmp(k, "key") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it)) {
         key = docBytes(it);
         has_key = true;
@@ -100,11 +103,13 @@ std::shared_ptr<const RoutingTable> buildFromConfigDocuments(const std::vector<b
         has_collation = true;
       }
     }
-    // Dropped (pre-5.0) and unsplittable (8.0 tracked, unsharded) collections are not sharded.
-    if (ns.empty() || dropped || unsplittable || !has_key) continue;
+    // Dropped (pre-5.0) collections are gone. Unsplittable (8.0) ones are kept: their one chunk
+    // names the shard that owns them, which need not be the database's primary.
+    if (ns.empty() || dropped || !has_key) continue;
     std::string join = has_timestamp ? "uuid:" + uuid : "ns:" + ns;
     auto found = grouped.find(join);
     if (found == grouped.end() || found->second.empty()) {
+      if (kind.unsplittable) continue;  // no chunk to say where it lives: left to the db-primary
       error = "collection '" + ns + "': no chunks found (joined by " + (has_timestamp ? "uuid" : "ns") + ")";
       return nullptr;
     }
@@ -113,7 +118,8 @@ std::shared_ptr<const RoutingTable> buildFromConfigDocuments(const std::vector<b
     bson_t key_doc, coll_doc;
     bson_init_static(&key_doc, key.data(), key.size());
     if (has_collation) bson_init_static(&coll_doc, collation.data(), collation.size());
-    if (!builder.addCollection(ns, key_doc, unique, has_collation ? &coll_doc : nullptr, docs, error)) return nullptr;
+    if (!builder.addCollection(ns, key_doc, unique, has_collation ? &coll_doc : nullptr, docs, error, kind))
+      return nullptr;
   }
   return builder.build();
 }

@@ -1,5 +1,7 @@
 // Equality extraction follows mongo-semantics.md B step 2: {f: v}, {f: {$eq: v}}, nested $and,
-// and with a dotted key 'a.b' also {a: {b: v}} (but not {a: {b: {$eq: v}}}).
+// and with a dotted key 'a.b' also {a: {b: v}} (but not {a: {b: {$eq: v}}}). The forms the server's
+// parser and optimiser turn into those are read too: a one-element $in, $all (an $and of equalities),
+// a one-branch $or or $and. $alwaysFalse in the conjunction folds it to false: no fast path.
 #include "routing/equality_key.h"
 
 #include <cstring>
@@ -35,6 +37,14 @@ bool isOperatorObject(const bson_iter_t& it) {
   return bson_iter_key(&child)[0] == '$';
 }
 
+// A one-branch $or is its branch for the optimiser.
+bool oneBranch(const bson_iter_t& it) {
+  if (bson_iter_type(&it) != BSON_TYPE_ARRAY) return false;
+  bson_iter_t copy = it, arr;
+  if (!bson_iter_recurse(&copy, &arr) || !bson_iter_next(&arr)) return false;
+  return !bson_iter_next(&arr);
+}
+
 void offerOperators(bson_iter_t& it, Found& f) {
   bson_iter_t ops;
   if (!bson_iter_recurse(&it, &ops)) return;
@@ -48,6 +58,20 @@ void offerOperators(bson_iter_t& it, Found& f) {
       if (!bson_iter_recurse(&ops, &elems) || !bson_iter_next(&elems)) continue;
       bson_value_t only = *bson_iter_value(&elems);
       if (!bson_iter_next(&elems) && only.value_type != BSON_TYPE_REGEX) f.offer(only);
+    } else if (std::strcmp(op, "$all") == 0 && bson_iter_type(&ops) == BSON_TYPE_ARRAY) {
+      // {f: {$all: [v]}} is parsed as {f: v}; several values are an $and of equalities.
+      bson_iter_t elems;
+      if (!bson_iter_recurse(&ops, &elems)) continue;
+      while (bson_iter_next(&elems)) {
+        if (f.budget == 0) {
+          f.exhausted = true;
+          return;
+        }
+        --f.budget;
+        if (isOperatorObject(elems)) continue;  // {$elemMatch: ...}: never pins a scalar key
+        const bson_value_t& v = *bson_iter_value(&elems);
+        if (v.value_type != BSON_TYPE_REGEX) f.offer(v);
+      }
     }
   }
 }
@@ -98,7 +122,12 @@ void scan(const bson_iter_t& start, std::string_view path, Found& f, int depth) 
     }
     --f.budget;
     const char* key = bson_iter_key(&it);
-    if (std::strcmp(key, "$and") == 0 && bson_iter_type(&it) == BSON_TYPE_ARRAY) {
+    if (std::strcmp(key, "$alwaysFalse") == 0) {
+      f.conflict = true;  // the conjunction folds to false: no equality survives optimisation
+      continue;
+    }
+    if ((std::strcmp(key, "$and") == 0 || (std::strcmp(key, "$or") == 0 && oneBranch(it))) &&
+        bson_iter_type(&it) == BSON_TYPE_ARRAY) {
       bson_iter_t arr;
       if (!bson_iter_recurse(&it, &arr)) continue;
       while (!f.exhausted && bson_iter_next(&arr)) {

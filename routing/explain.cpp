@@ -131,7 +131,8 @@ std::string_view mongosStage(const protocol::CommandView& cmd, const TargetResul
 
 }  // namespace
 
-ExplainOutput explainCommand(const RoutingTable& table, std::string_view command_json, bool verbose) {
+ExplainOutput explainCommand(const RoutingTable& table, std::string_view command_json, bool verbose,
+                             MongosVersion version) {
   OwnedBson cmd_doc;
   std::string why;
   if (!parseJson(command_json, cmd_doc, why)) return error("--command is not valid JSON: " + why);
@@ -152,7 +153,10 @@ ExplainOutput explainCommand(const RoutingTable& table, std::string_view command
   }
   cmd.db = db;
 
-  TargetResult r = target(table, cmd, nullptr, true);
+  TargetOptions options;
+  options.explain = true;
+  options.mongos_version = version;
+  TargetResult r = target(table, cmd, nullptr, options);
   if (r.refused) return error(std::string(r.reason));
   if (r.targeting == Targeting::Unclassified) return error("cannot classify: " + std::string(r.reason));
 

@@ -4,6 +4,7 @@
 #include <string>
 #include <string_view>
 
+#include "routing/mongos_version.h"
 #include "routing/routing_table.h"
 
 namespace shardscope::routing {
@@ -14,8 +15,10 @@ struct ExplainOutput {
 };
 
 // {"ns", "targeting", "shards", "shardKey", "reason"} (+ "detail" when verbose). Without $db the
-// table's only collection's db is used.
-ExplainOutput explainCommand(const RoutingTable& table, std::string_view command_json, bool verbose = false);
+// table's only collection's db is used. `version` picks the mongos release whose rules apply
+// (unknown: the newest, said so in the reason); a write that release refuses is an error.
+ExplainOutput explainCommand(const RoutingTable& table, std::string_view command_json, bool verbose = false,
+                             MongosVersion version = {});
 
 // Shards owning chunks that intersect the inclusive range {"min": {...}, "max": {...}}, given in
 // shard-key space (hashed fields as hashes). `ns` may be empty when the table has one collection.

@@ -22,9 +22,11 @@ constexpr size_t kHashUnits = 8;
 struct Leaf {
   IntervalList list;
   bool exact = false;  // the list holds exactly the key values that match (complement is safe)
+  bool always_false = false;  // the predicate matches nothing ($in: [], $all: []): folded like $alwaysFalse
 };
 
 Leaf fullLeaf() { return {fullList(), false}; }
+Leaf falseLeaf() { return {fullList(), false, true}; }
 
 bool isCollatable(bson_type_t t) {
   return t == BSON_TYPE_UTF8 || t == BSON_TYPE_SYMBOL || t == BSON_TYPE_DOCUMENT || t == BSON_TYPE_ARRAY ||
@@ -70,7 +72,11 @@ class Analyzer {
   void run(const bson_t& filter) {
     bson_iter_t it;
     if (!bson_iter_init(&it, &filter)) return fail(BoundsStatus::Malformed, "filter is not valid BSON");
-    out_.fields = analyzeAnd(it, true, 0);
+    bool always_false = false;
+    out_.fields = analyzeAnd(it, true, 0, always_false);
+    // The optimiser folds a conjunction with a false member into $alwaysFalse; its plan is EOF
+    // (no index bounds), so mongos targets [MinKey, MaxKey].
+    if (always_false) fail(BoundsStatus::AlwaysFalse, kAlwaysFalse);
   }
 
  private:
@@ -109,7 +115,9 @@ class Analyzer {
   Fields allFull() const { return Fields(pattern_.size(), fullList()); }
 
   // By reference: bson_iter_t is declared 128-byte aligned, a by-value copy would be misaligned.
-  Fields analyzeAnd(const bson_iter_t& start, bool top_level, int depth) {
+  // `always_false` is set when the conjunction can match nothing ($alwaysFalse, an empty $in or
+  // $all, a $or whose branches are all false): the server's optimiser folds it to $alwaysFalse.
+  Fields analyzeAnd(const bson_iter_t& start, bool top_level, int depth, bool& always_false) {
     bson_iter_t it = start;
     Fields result = allFull();
     if (depth > kMaxDepth) {
@@ -120,7 +128,7 @@ class Analyzer {
       if (!charge()) return result;
       const char* key = bson_iter_key(&it);
       if (key[0] == '$') {
-        analyzeTopOperator(it, key, top_level, depth, result);
+        analyzeTopOperator(it, key, top_level, depth, result, always_false);
         continue;
       }
       // $near/$nearSphere under a top-level AND are dropped (geo index, not the shard key).
@@ -131,15 +139,17 @@ class Analyzer {
       int field = pattern_.fieldIndex(key);
       if (field < 0) continue;  // not a shard-key path: a residual filter
       Leaf leaf = fieldPredicate(static_cast<size_t>(field), it, depth);
+      if (leaf.always_false) always_false = true;
       intersectInto(result[field], std::move(leaf.list));
     }
     return result;
   }
 
-  void analyzeTopOperator(bson_iter_t& it, const char* key, bool top_level, int depth, Fields& result) {
+  void analyzeTopOperator(bson_iter_t& it, const char* key, bool top_level, int depth, Fields& result,
+                          bool& always_false) {
     if (std::strcmp(key, "$and") == 0) {
       forEachBranch(it, depth, [&](const bson_iter_t& sub) {
-        Fields f = analyzeAnd(sub, top_level, depth + 1);
+        Fields f = analyzeAnd(sub, top_level, depth + 1, always_false);
         for (size_t i = 0; i < result.size(); ++i) intersectInto(result[i], std::move(f[i]));
       });
     } else if (std::strcmp(key, "$or") == 0) {
@@ -149,7 +159,9 @@ class Analyzer {
       RecycledVector<char> full(pattern_.size(), 0);  // field i is unconstrained by some branch
       bool every_branch_indexed = true, any = false;
       forEachBranch(it, depth, [&](const bson_iter_t& sub) {
-        Fields f = analyzeAnd(sub, false, depth + 1);
+        bool branch_false = false;
+        Fields f = analyzeAnd(sub, false, depth + 1, branch_false);
+        if (branch_false) return;  // the optimiser drops a false branch: {$or: [X, {$alwaysFalse: 1}]} is X
         any = true;
         if (isFull(f[0])) every_branch_indexed = false;
         for (size_t i = 0; i < united.size(); ++i) {
@@ -163,8 +175,13 @@ class Analyzer {
           united[i].insert(united[i].end(), f[i].begin(), f[i].end());
         }
       });
+      if (failed()) return;
+      if (!any) {
+        always_false = true;  // every branch false: the $or is false
+        return;
+      }
       // One branch without the key prefix makes the whole $or a collection scan: no bounds.
-      if (!any || !every_branch_indexed || failed()) return;
+      if (!every_branch_indexed) return;
       for (size_t i = 0; i < result.size(); ++i) {
         if (full[i]) continue;
         if (!charge(united[i].size())) return;
@@ -174,7 +191,7 @@ class Analyzer {
     } else if (std::strcmp(key, "$text") == 0) {
       fail(BoundsStatus::AllShards, "$text query: all shards");
     } else if (std::strcmp(key, "$alwaysFalse") == 0) {
-      fail(BoundsStatus::AlwaysFalse, "trivially false filter: mongos sends it to all shards (SERVER-84547)");
+      always_false = true;
     } else if (std::strcmp(key, "$expr") == 0) {
       analyzeExpr(it, depth, result);
     }
@@ -267,6 +284,7 @@ class Analyzer {
       Leaf leaf = operatorLeaf(field, ops, it, options, depth);
       intersectInto(acc.list, std::move(leaf.list));
       acc.exact = acc.exact && leaf.exact;
+      acc.always_false = acc.always_false || leaf.always_false;
     }
     return acc;
   }
@@ -306,9 +324,10 @@ class Analyzer {
       }
       return regexLeaf(field, re, /*point_is_view=*/v.value_type == BSON_TYPE_REGEX);
     }
+    if (std::strcmp(op, "$all") == 0) return allLeaf(field, op_it);
     if (std::strcmp(op, "$options") == 0) return {fullList(), true};  // consumed with $regex
     if (std::strcmp(op, "$comment") == 0) return {fullList(), true};
-    // $elemMatch, $all, $size, $mod, $bits*, geo: a scalar key value cannot be bounded usefully.
+    // $elemMatch, $size, $mod, $bits*, geo: a scalar key value cannot be bounded usefully.
     return fullLeaf();
   }
 
@@ -357,11 +376,28 @@ class Analyzer {
       acc.list.insert(acc.list.end(), one.list.begin(), one.list.end());
       acc.exact = acc.exact && one.exact;
     }
-    if (empty) {
-      fail(BoundsStatus::AlwaysFalse, "$in with an empty list is trivially false: mongos sends it to all shards");
-      return fullLeaf();
-    }
+    if (empty) return falseLeaf();
     normalize(acc.list);
+    return acc;
+  }
+
+  // {f: {$all: [v1, v2]}} is parsed as {$and: [{f: v1}, {f: v2}]}; an empty $all matches nothing.
+  // An $elemMatch element bounds nothing (a key value is never an array).
+  Leaf allLeaf(size_t field, bson_iter_t& it) {
+    if (bson_iter_type(&it) != BSON_TYPE_ARRAY) return fullLeaf();
+    bson_iter_t elems;
+    bson_iter_recurse(&it, &elems);
+    Leaf acc{fullList(), false};
+    bool empty = true;
+    while (bson_iter_next(&elems)) {
+      if (!charge()) return fullLeaf();
+      empty = false;
+      if (isOperatorObject(elems)) continue;
+      const bson_value_t& v = *bson_iter_value(&elems);
+      Leaf one = v.value_type == BSON_TYPE_REGEX ? regexLeaf(field, v) : equalityLeaf(field, v, false);
+      intersectInto(acc.list, std::move(one.list));
+    }
+    if (empty) return falseLeaf();
     return acc;
   }
 

@@ -19,6 +19,11 @@ constexpr std::string_view kOverBudget =
 constexpr std::string_view kStatementsOverBudget =
     "too many statements to analyse (over the per-request budget): counted as broadcast";
 
+// A filter that matches nothing ($alwaysFalse, $in: [], $all: [], or a conjunction holding one).
+constexpr std::string_view kAlwaysFalse =
+    "trivially false filter ($alwaysFalse, empty $in or $all): the plan is EOF, no shard-key bounds, so mongos "
+    "sends it to all shards (SERVER-84547)";
+
 struct FilterOptions {
   bool simple_collation = true;
   // Work units (elements visited, intervals read or written, 8 per hashed value) the analysis may

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "routing/key_bound.h"
+#include "routing/mongos_version.h"
 #include "routing/routing_table.h"
 #include "routing/target_result.h"
 
@@ -19,6 +20,9 @@ struct TargetOptions {
   // Work units one request may spend on filter analysis before it is counted as broadcast (see
   // FilterOptions::budget); shared by all statements of a write.
   size_t analysis_budget = 50000;
+  // The mongos release whose write rules apply; unknown = effectiveMongosVersion() (configured or
+  // learned), and if that is unknown too, the newest rules (the reason says so).
+  MongosVersion mongos_version;
 };
 
 struct FilterTarget {

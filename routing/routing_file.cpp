@@ -121,8 +121,14 @@ bool addCollectionFromFile(RoutingTableBuilder& builder, bson_iter_t& coll_it, s
   std::vector<uint8_t> key_bytes, collation_bytes;
   bool has_key = false, has_collation = false, unique = false, has_chunks = false;
   std::vector<RoutingTableBuilder::ChunkDoc> chunks;
+  CollectionKind kind;
   while (bson_iter_next(&f)) {
     const char* name = bson_iter_key(&f);
+    std::string kind_error;
+    if (!readCollectionKind(name, f, kind, kind_error)) {
+      error = where + (ns.empty() ? "" : " '" + ns + "'") + ": " + kind_error;
+      return false;
+    }
     if ((std::strcmp(name, "ns") == 0 || std::strcmp(name, "_id") == 0) && BSON_ITER_HOLDS_UTF8(&f)) {
       ns = bson_iter_utf8(&f, nullptr);
     } else if (std::strcmp(name, "key") == 0 && BSON_ITER_HOLDS_DOCUMENT(&f)) {
@@ -181,7 +187,7 @@ bool addCollectionFromFile(RoutingTableBuilder& builder, bson_iter_t& coll_it, s
   bson_t key, collation;
   bson_init_static(&key, key_bytes.data(), key_bytes.size());
   if (has_collation) bson_init_static(&collation, collation_bytes.data(), collation_bytes.size());
-  return builder.addCollection(ns, key, unique, has_collation ? &collation : nullptr, std::move(chunks), error);
+  return builder.addCollection(ns, key, unique, has_collation ? &collation : nullptr, std::move(chunks), error, kind);
 }
 
 std::shared_ptr<const RoutingTable> buildFromRoot(const bson_t& root, std::string& error) {

@@ -55,7 +55,7 @@ bool RoutingTableBuilder::declareShard(std::string_view name, std::string& error
 
 bool RoutingTableBuilder::addCollection(std::string_view ns, const bson_t& key, bool unique,
                                         const bson_t* default_collation, std::vector<ChunkDoc> chunks,
-                                        std::string& error) {
+                                        std::string& error, const CollectionKind& kind) {
   auto fail = [&](const std::string& why) {
     error = "collection '" + std::string(ns) + "': " + why;
     return false;
@@ -81,7 +81,54 @@ bool RoutingTableBuilder::addCollection(std::string_view ns, const bson_t& key, 
     inputs.push_back({std::move(chunks[i].min), std::move(chunks[i].max), static_cast<uint16_t>(shard)});
   }
   if (!c->chunks.build(c->key, std::move(inputs), why)) return fail(why);
+  c->kind = kind;
+  if (kind.timeseries) {
+    constexpr std::string_view kBuckets = "system.buckets.";
+    if (c->coll.rfind(kBuckets, 0) != 0 || c->coll.size() == kBuckets.size())
+      return fail("timeseriesFields on a namespace that is not db.system.buckets.<name>");
+    table_->timeseries_views_.emplace(c->db + "." + c->coll.substr(kBuckets.size()), c.get());
+  }
   table_->collections_.emplace(c->ns, std::move(c));
+  return true;
+}
+
+const CollectionRouting* RoutingTable::timeseriesView(std::string_view view_ns) const {
+  if (timeseries_views_.empty()) return nullptr;
+  auto it = timeseries_views_.find(view_ns);
+  return it == timeseries_views_.end() ? nullptr : it->second;
+}
+
+bool readCollectionKind(const char* field, const bson_iter_t& it, CollectionKind& kind, std::string& error) {
+  if (std::strcmp(field, "unsplittable") == 0) {
+    kind.unsplittable = bson_iter_as_bool(&it);
+    return true;
+  }
+  if (std::strcmp(field, "timeseriesFields") != 0) return true;
+  bson_iter_t f;
+  bson_iter_t copy = it;
+  if (!BSON_ITER_HOLDS_DOCUMENT(&copy) || !bson_iter_recurse(&copy, &f)) {
+    error = "timeseriesFields must be a document";
+    return false;
+  }
+  std::string granularity = "seconds";
+  while (bson_iter_next(&f)) {
+    const char* k = bson_iter_key(&f);
+    if (std::strcmp(k, "timeField") == 0 && BSON_ITER_HOLDS_UTF8(&f)) kind.time_field = bson_iter_utf8(&f, nullptr);
+    else if (std::strcmp(k, "metaField") == 0 && BSON_ITER_HOLDS_UTF8(&f))
+      kind.meta_field = bson_iter_utf8(&f, nullptr);
+    else if (std::strcmp(k, "granularity") == 0 && BSON_ITER_HOLDS_UTF8(&f)) granularity = bson_iter_utf8(&f, nullptr);
+    else if (std::strcmp(k, "bucketMaxSpanSeconds") == 0 && BSON_ITER_HOLDS_NUMBER(&f))
+      kind.bucket_max_span_s = bson_iter_as_int64(&f);
+  }
+  if (kind.time_field.empty()) {
+    error = "timeseriesFields without a timeField";
+    return false;
+  }
+  if (kind.bucket_max_span_s <= 0) {
+    // The documented spans per granularity: seconds 1 hour, minutes 24 hours, hours 30 days.
+    kind.bucket_max_span_s = granularity == "hours" ? 30LL * 86400 : granularity == "minutes" ? 86400 : 3600;
+  }
+  kind.timeseries = true;
   return true;
 }
 

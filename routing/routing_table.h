@@ -15,12 +15,29 @@
 
 namespace shardscope::routing {
 
+// What kind of tracked collection (config.collections fields beyond the key).
+struct CollectionKind {
+  // 8.0 `unsplittable: true`: tracked but not sharded, one chunk, possibly moved off the
+  // database's primary shard: everything goes to the shard owning that chunk.
+  bool unsplittable = false;
+  // `timeseriesFields`: a time-series buckets collection (db.system.buckets.X); queries name the
+  // view db.X and its fields (metaField -> meta, timeField -> control.min.<timeField>).
+  bool timeseries = false;
+  std::string time_field, meta_field;
+  int64_t bucket_max_span_s = 0;  // bucketMaxSpanSeconds, else from granularity (3600 for seconds)
+};
+
+// Reads config.collections' `unsplittable` and `timeseriesFields` ({timeField, metaField,
+// granularity, bucketMaxSpanSeconds}). False (with `error`) on a malformed timeseriesFields.
+bool readCollectionKind(const char* field, const bson_iter_t& it, CollectionKind& kind, std::string& error);
+
 struct CollectionRouting {
   std::string ns, db, coll;
   ShardKeyPattern key;
   ChunkMap chunks;
   bool unique = false;
   bool simple_default_collation = true;  // absent, null, {} or {locale: "simple"}
+  CollectionKind kind;
 };
 
 class RoutingTable {
@@ -28,6 +45,8 @@ class RoutingTable {
   const CollectionRouting* collection(std::string_view ns) const;
   bool isSharded(std::string_view ns) const { return collection(ns) != nullptr; }
   const ShardKeyPattern* shardKey(std::string_view ns) const;
+  // The buckets collection behind a time-series view namespace ("db.X" -> db.system.buckets.X).
+  const CollectionRouting* timeseriesView(std::string_view view_ns) const;
 
   size_t shardCount() const { return shard_names_.size(); }
   std::string_view shardName(size_t i) const { return i < shard_names_.size() ? shard_names_[i] : std::string_view(); }
@@ -40,6 +59,7 @@ class RoutingTable {
   friend class RoutingTableBuilder;
   std::vector<std::string> shard_names_;
   std::map<std::string, std::unique_ptr<CollectionRouting>, std::less<>> collections_;
+  std::map<std::string, const CollectionRouting*, std::less<>> timeseries_views_;
 };
 
 // Collects shards and collections, validating each; then build() freezes the table.
@@ -56,7 +76,7 @@ class RoutingTableBuilder {
     std::string shard;
   };
   bool addCollection(std::string_view ns, const bson_t& key, bool unique, const bson_t* default_collation,
-                     std::vector<ChunkDoc> chunks, std::string& error);
+                     std::vector<ChunkDoc> chunks, std::string& error, const CollectionKind& kind = {});
 
   std::shared_ptr<const RoutingTable> build();
 

@@ -1,6 +1,7 @@
 // Write targeting. Single-document writes (update multi:false, delete limit:1, findAndModify) that
-// do not resolve to one shard are flagged in the reason: before 7.1 mongos refuses them unless
-// the filter has the full shard key or an exact _id; 7.1+ runs them two-phase.
+// do not resolve to one shard depend on the mongos release (TargetOptions::mongos_version): before
+// 7.1 mongos refuses them unless the filter has the full shard key or an exact _id (refused, the
+// reason names the error); 7.1+ runs them two-phase; unknown applies 7.1+ and says so.
 #include "routing/write_targeting.h"
 
 #include <cstring>
@@ -67,6 +68,54 @@ bool isReplacement(const bson_t& stmt, const char* field) {
   return bson_iter_key(&child)[0] != '$';
 }
 
+// The reason for a rule that changed in 7.1, by the version in force. All static text.
+struct VersionedReason {
+  std::string_view before_71, from_71, unknown;
+  std::string_view pick(const MongosVersion& v) const {
+    return !v.known() ? unknown : v.atLeast(7, 1) ? from_71 : before_71;
+  }
+};
+
+constexpr VersionedReason kUpsertOneShard{
+    "single-document upsert without full shard-key equality: refused by mongos before 7.1 ('Failed to target "
+    "upsert by query')",
+    "single-document upsert on one shard without full shard-key equality (mongos 7.1+)",
+    "single-document upsert on one shard without full shard-key equality (mongos version unknown, 7.1+ rules "
+    "assumed; refused before 7.1: 'Failed to target upsert by query')"};
+constexpr VersionedReason kUpsertNoKey{
+    "single-document upsert without full shard-key equality: refused by mongos before 7.1 ('Failed to target "
+    "upsert by query')",
+    "single-document upsert without full shard-key equality: two-phase broadcast (mongos 7.1+)",
+    "single-document upsert without full shard-key equality: two-phase on 7.1+ (mongos version unknown, 7.1+ "
+    "rules assumed; refused before 7.1)"};
+constexpr VersionedReason kDeleteNoKey{
+    "single delete without the shard key or an exact _id: refused by mongos before 7.1 (ShardKeyNotFound)",
+    "single delete without the shard key or an exact _id: two-phase broadcast (mongos 7.1+)",
+    "single delete without the shard key or an exact _id: two-phase broadcast on 7.1+ (mongos version unknown, "
+    "7.1+ rules assumed; refused before 7.1 with ShardKeyNotFound)"};
+constexpr VersionedReason kUpdateNoKey{
+    "single-document update without the shard key or an exact _id: refused by mongos before 7.1 (InvalidOptions)",
+    "single-document update without the shard key or an exact _id: two-phase broadcast (mongos 7.1+)",
+    "single-document update without the shard key or an exact _id: two-phase broadcast on 7.1+ (mongos version "
+    "unknown, 7.1+ rules assumed; refused before 7.1 with InvalidOptions)"};
+constexpr VersionedReason kMultiUpsertNoKey{
+    "multi upsert without full shard-key equality: refused by mongos before 7.1",
+    "multi upsert without full shard-key equality (mongos 7.1+)",
+    "multi upsert without full shard-key equality: refused before 7.1 (mongos version unknown, 7.1+ rules "
+    "assumed)"};
+constexpr VersionedReason kFindAndModifyOneShard{
+    "findAndModify without shard-key equality: refused by mongos before 7.1",
+    "findAndModify on one shard without shard-key equality (mongos 7.1+)",
+    "findAndModify on one shard without shard-key equality (mongos version unknown, 7.1+ rules assumed; refused "
+    "before 7.1)"};
+constexpr VersionedReason kFindAndModifyNoKey{
+    "findAndModify without shard-key equality: refused by mongos before 7.1",
+    "findAndModify without shard-key equality: two-phase broadcast (mongos 7.1+)",
+    "findAndModify without shard-key equality: two-phase on 7.1+ (mongos version unknown, 7.1+ rules assumed; "
+    "refused before 7.1)"};
+
+bool refusedByVersion(const MongosVersion& v) { return v.known() && !v.atLeast(7, 1); }
+
 // One single-document write (update multi:false, delete limit:1, bulkWrite equivalents).
 void foldSingleDocWrite(const CollectionRouting& coll, const bson_t& filter, const bson_t* replacement, bool upsert,
                         bool simple_collation, const TargetOptions& opts, WriteFold& fold, bool first,
@@ -75,39 +124,36 @@ void foldSingleDocWrite(const CollectionRouting& coll, const bson_t& filter, con
   targetFilter(coll, filter, simple_collation, budget.optionsFor(opts), ft, nullptr);
   budget.take(ft.spent);
   if (first) fold.setFirstKey(coll.key, ft);
+  const MongosVersion& v = opts.mongos_version;
+  if (upsert && !ft.full_key) {
+    const VersionedReason& r = ft.targeting == Targeting::Single ? kUpsertOneShard : kUpsertNoKey;
+    fold.add(ft.targeting, ft.shards, r.pick(v), refusedByVersion(v));
+    return;
+  }
   if (ft.targeting == Targeting::Single) {
-    fold.add(Targeting::Single, ft.shards,
-             upsert && !ft.full_key ? "single-document upsert on one shard without full shard-key equality "
-                                      "(refused before 7.1: 'Failed to target upsert by query')"
-                                    : ft.reason);
+    fold.add(Targeting::Single, ft.shards, ft.reason);
     return;
   }
-  if (upsert) {
-    fold.add(ft.targeting, ft.shards,
-             "single-document upsert without full shard-key equality: refused before 7.1, two-phase on 7.1+");
-    return;
-  }
-  if (replacement) {
-    // Before 7.1 a replacement is targeted by the key of the replacement document.
+  const bool exact_id = !budget.exhausted() && hasExactId(filter);
+  // A replacement is targeted by the key of the replacement document before 7.1, and on 7.1+ when
+  // the filter has an exact _id (otherwise 7.1+ runs it two-phase).
+  if (replacement && (!v.twoPhaseWrites() || exact_id)) {
     KeyPoint key;
     if (coll.key.extractFromDocument(*replacement, key) == KeyExtractStatus::Ok) {
       ShardSet s;
       s.set(coll.chunks.shardForKey(key.span()));
-      fold.add(Targeting::Single, s, "replacement targeted by the shard key of the replacement document (pre-7.1 rule)");
+      fold.add(Targeting::Single, s,
+               "replacement targeted by the shard key of the replacement document (before 7.1, or with an exact _id)");
       return;
     }
   }
-  if (!budget.exhausted() && hasExactId(filter)) {
+  if (exact_id) {
     fold.add(Targeting::Broadcast, coll.chunks.owningShards(),
              "single-document write by exact _id without the shard key: broadcast (_id is not unique across shards)");
     return;
   }
-  fold.add(ft.targeting, ft.shards,
-           std::strcmp(what, "delete") == 0
-               ? "single delete without the shard key or an exact _id: refused before 7.1 (ShardKeyNotFound), "
-                 "two-phase broadcast on 7.1+"
-               : "single-document update without the shard key or an exact _id: refused before 7.1 (InvalidOptions), "
-                 "two-phase broadcast on 7.1+");
+  const VersionedReason& r = std::strcmp(what, "delete") == 0 ? kDeleteNoKey : kUpdateNoKey;
+  fold.add(ft.targeting, ft.shards, r.pick(v), refusedByVersion(v));
 }
 
 void foldMultiWrite(const CollectionRouting& coll, const bson_t& filter, bool upsert, bool simple_collation,
@@ -116,8 +162,12 @@ void foldMultiWrite(const CollectionRouting& coll, const bson_t& filter, bool up
   targetFilter(coll, filter, simple_collation, budget.optionsFor(opts), ft, nullptr);
   budget.take(ft.spent);
   if (first) fold.setFirstKey(coll.key, ft);
-  fold.add(ft.targeting, ft.shards,
-           upsert && !ft.full_key ? "multi upsert without full shard-key equality: refused before 7.1" : ft.reason);
+  if (upsert && !ft.full_key) {
+    const MongosVersion& v = opts.mongos_version;
+    fold.add(ft.targeting, ft.shards, kMultiUpsertNoKey.pick(v), refusedByVersion(v));
+  } else {
+    fold.add(ft.targeting, ft.shards, ft.reason);
+  }
 }
 
 void foldInsertDocument(const CollectionRouting& coll, const bson_t& doc, WriteFold& fold, bool first) {
@@ -287,10 +337,8 @@ void targetFindAndModify(const CollectionRouting& coll, const protocol::CommandV
   if (ft.full_key) {
     fold.add(ft.targeting, ft.shards, ft.reason);
   } else {
-    fold.add(ft.targeting, ft.shards,
-             ft.targeting == Targeting::Single
-                 ? "findAndModify on one shard without shard-key equality (refused before 7.1)"
-                 : "findAndModify without shard-key equality: refused before 7.1, two-phase on 7.1+");
+    const VersionedReason& r = ft.targeting == Targeting::Single ? kFindAndModifyOneShard : kFindAndModifyNoKey;
+    fold.add(ft.targeting, ft.shards, r.pick(opts.mongos_version), refusedByVersion(opts.mongos_version));
   }
   std::string detail = std::move(out.detail);
   fold.finish(out);

@@ -335,3 +335,34 @@ def test_stats_watch_rates_are_deltas_over_the_servers_interval(shardscope_binar
     rows = [line.split() for line in first.splitlines()[3:]]
     assert rows == [["60.0", "single", "shop.orders", "find", "shape-a"], ["40.0", "broadcast", "shop.orders", "find", "shape-b"]]
     assert "(counters reset)  ops/s 50.0" in second and "shardA 50.0  shardB 0.0" in second, second
+
+
+# ---------------------------------------------------------------- explain --mongos-version (issue 17)
+
+DELETE_ONE = '{"delete": "orders", "deletes": [{"q": {"status": "x"}, "limit": 1}], "$db": "shop"}'
+
+
+def test_explain_mongos_version_picks_the_write_rule(shardscope_binary):
+    old = run(shardscope_binary, "explain", "--routing", ROUTING_FILE, "--command", DELETE_ONE, "--mongos-version", "7.0")
+    assert old.returncode == 1, old.stdout
+    assert "refused by mongos before 7.1" in json.loads(old.stdout)["error"]
+    new = run(shardscope_binary, "explain", "--routing", ROUTING_FILE, "--command", DELETE_ONE, "--mongos-version", "7.1")
+    assert new.returncode == 0, new.stdout
+    doc = json.loads(new.stdout)
+    assert set(doc) == {"ns", "targeting", "shards", "shardKey", "reason"}  # the contract's fields, unchanged
+    assert doc["targeting"] == "broadcast" and "two-phase broadcast (mongos 7.1+)" in doc["reason"]
+    unknown = run(shardscope_binary, "explain", "--routing", ROUTING_FILE, "--command", DELETE_ONE)
+    assert "mongos version unknown, 7.1+ rules assumed" in json.loads(unknown.stdout)["reason"]
+
+
+@pytest.mark.parametrize("value", ["seven", "7.x", "0.1", ""])
+def test_explain_mongos_version_is_checked(shardscope_binary, value):
+    r = run(shardscope_binary, "explain", "--routing", ROUTING_FILE, "--command", DELETE_ONE, "--mongos-version", value)
+    assert r.returncode == USAGE, (r.returncode, r.stdout)
+    assert "--mongos-version" in r.stderr
+
+
+def test_config_mongos_version_is_checked(shardscope_binary):
+    r = run(shardscope_binary, "proxy", "--upstream", "mongodb://127.0.0.1:1", "--check-config",
+            env={"SHARDSCOPE_ROUTING__MONGOS_VERSION": "latest"})
+    assert r.returncode != 0 and "routing.mongos_version" in (r.stderr + r.stdout)
