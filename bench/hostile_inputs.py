@@ -113,6 +113,11 @@ def insert_docs(n: int) -> bytes:
     return op_msg(enc([("insert", "orders"), ("ordered", False), ("$db", "shop")]), [(b"documents", docs)])
 
 
+def empty_docs(n: int) -> bytes:
+    # Shard-key evaluation's worst case per byte: one event per 5 bytes.
+    return op_msg(enc([("insert", "hostile_empty"), ("$db", "shop")]), [(b"documents", b"\x05\x00\x00\x00\x00" * n)])
+
+
 def update_statements(n: int) -> bytes:
     stmts = b"".join(enc({"q": {"customerId": {"$gte": "C%06d" % i, "$lt": "C%06d" % (i + 1)}},
                           "u": {"$set": {"s": 1}}, "multi": True}) for i in range(n))
@@ -145,6 +150,7 @@ CASES = {
     "regex_ops_20000": ("20,000 $regex operators on the key", lambda: regex_ops(20_000)),
     "deep_and_95": ("$and nested 95 deep", lambda: deep_and(95)),
     "insert_800k": ("insert of 800,000 documents", lambda: insert_docs(800_000)),
+    "empty_docs_9m": ("insert of 9,500,000 empty documents", lambda: empty_docs(9_500_000)),
     "update_400k": ("update with 400,000 ranged statements", lambda: update_statements(400_000)),
     "pipeline_600k": ("aggregate with 600,000 leading $match stages", lambda: pipeline_stages(600_000)),
     "wide_filter_800k": ("filter with 800,000 fields (query shape)", lambda: wide_filter(800_000)),

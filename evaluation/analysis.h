@@ -92,7 +92,12 @@ NamespaceReport analyzeNamespace(const NamespaceState& state, const AnalysisOpti
 // {customerId: 1, orderDate: 1} from a pattern.
 std::string keyLabel(const routing::ShardKeyPattern& p);
 
-std::string renderReportsJson(const std::vector<NamespaceReport>& reports);
+// Events the proxy saw but did not evaluate (rendered when given).
+struct ObservationCounters {
+  uint64_t dropped_events = 0;      // the worker's queue was full
+  uint64_t truncated_requests = 0;  // statements past the per-request cap were not observed
+};
+std::string renderReportsJson(const std::vector<NamespaceReport>& reports, const ObservationCounters* counters = nullptr);
 std::string renderReportsText(const std::vector<NamespaceReport>& reports);
 
 }  // namespace shardscope::evaluation

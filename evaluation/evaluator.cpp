@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "evaluation/analysis.h"
+#include "evaluation/apply_queue.h"
 #include "evaluation/event_batch.h"
 #include "evaluation/namespace_state.h"
 
@@ -40,8 +41,14 @@ AnalysisOptions analysisFrom(const EvaluationOptions& o) {
 Evaluator::Evaluator(EvaluationOptions options)
     : options_(std::move(options)), budget_(std::make_unique<MemoryBudget>()) {
   budget_->limit = options_.max_memory_bytes;
+  queue_ = std::make_unique<ApplyQueue>([this](const EventBatch& b) { apply(b); }, options_.max_queued_bytes);
 }
-Evaluator::~Evaluator() = default;
+Evaluator::~Evaluator() { queue_.reset(); }  // applies what is queued and joins the worker first
+
+void Evaluator::submit(std::unique_ptr<EventBatch>& batch) { queue_->submit(batch); }
+void Evaluator::waitApplied() const { queue_->waitApplied(); }
+void Evaluator::countDroppedEventsIn(std::atomic<uint64_t>* counter) { queue_->countDropsIn(counter); }
+uint64_t Evaluator::droppedEvents() const { return queue_->droppedEvents(); }
 
 std::shared_ptr<Observer> Evaluator::newObserver() {
   auto o = std::make_shared<Observer>(*this, options_.flush_every_ops, options_.flush_every_ms);
@@ -107,7 +114,8 @@ void Evaluator::flushObservers() const {
     for (const auto& w : observers_)
       if (auto o = w.lock()) live.push_back(std::move(o));
   }
-  for (auto& o : live) o->flush();
+  for (auto& o : live) o->handOverPending();
+  queue_->waitApplied();
 }
 
 std::vector<std::pair<std::string, std::unique_ptr<NamespaceState>>> Evaluator::snapshot() const {
@@ -157,7 +165,9 @@ std::string Evaluator::renderJson() const {
     std::lock_guard lock(mutex_);
     table = table_;
   }
-  return renderReportsJson(analyzeAll(states, analysisFrom(options_), table.get(), options_.configured_candidates, {}));
+  ObservationCounters counters{droppedEvents(), truncatedRequests()};
+  return renderReportsJson(analyzeAll(states, analysisFrom(options_), table.get(), options_.configured_candidates, {}),
+                           &counters);
 }
 
 std::string Evaluator::renderText() const {
@@ -284,6 +294,7 @@ std::string Evaluator::mergeAndEvaluate(const std::vector<std::string>& sketchJs
 
 void Evaluator::reset() {
   flushObservers();
+  auto applying = queue_->exclusive();  // the worker holds no namespace while they are cleared
   std::lock_guard lock(mutex_);
   namespaces_.clear();
   dropped_ = 0;

@@ -2,6 +2,7 @@
 // sees and merges into the shared per-namespace state in batches (no global lock per operation);
 // renders the evaluation (JSON, text), exports mergeable sketches and evaluates merged fleets.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -32,8 +33,11 @@ struct EvaluationOptions {
   // evaluation.max_memory_bytes): past them new fields, shapes and samples are left out.
   size_t max_namespace_bytes = size_t{16} << 20;
   size_t max_memory_bytes = size_t{256} << 20;
+  // Batches waiting for the evaluation worker, in bytes: past it a batch is dropped and counted.
+  size_t max_queued_bytes = size_t{64} << 20;
 };
 
+class ApplyQueue;
 class EventBatch;
 class NamespaceState;
 struct MemoryBudget;
@@ -57,8 +61,18 @@ class Evaluator {
   static std::string mergeAndEvaluate(const std::vector<std::string>& sketchJsons, bool text, std::string& error);
   void reset();
 
-  // Observers call this with a batch (one lock per namespace per batch).
+  // Applies a batch to the namespaces (one lock per namespace per batch): the worker calls it.
   void apply(const EventBatch& batch);
+  // Observers hand a full batch to the worker and get an empty one back; never blocks (a batch
+  // that does not fit the queue is dropped and its events counted).
+  void submit(std::unique_ptr<EventBatch>& batch);
+  // Returns once every batch submitted so far has been applied.
+  void waitApplied() const;
+  void countTruncatedRequest() { truncated_requests_.fetch_add(1, std::memory_order_relaxed); }
+  // Also counts dropped events in `counter` (the process counter evaluation_dropped_events).
+  void countDroppedEventsIn(std::atomic<uint64_t>* counter);
+  uint64_t droppedEvents() const;
+  uint64_t truncatedRequests() const { return truncated_requests_.load(std::memory_order_relaxed); }
   uint64_t droppedNamespaceOps() const;
   size_t chargedBytes() const;  // against max_memory_bytes
 
@@ -74,6 +88,8 @@ class Evaluator {
   std::vector<std::weak_ptr<Observer>> observers_;
   std::shared_ptr<const routing::RoutingTable> table_;
   uint64_t dropped_ = 0;
+  std::atomic<uint64_t> truncated_requests_{0};
+  std::unique_ptr<ApplyQueue> queue_;  // last: its worker stops before the state it applies to goes
 };
 
 class Observer {
@@ -83,7 +99,9 @@ class Observer {
   // Per request, on the session's thread. Copies what it needs; never blocks on other sessions
   // except when handing over a batch.
   void observe(const protocol::CommandView& view, std::string_view ns);
+  // Hands what is buffered to the worker and waits until it (and all before it) is applied.
   void flush();
+  void handOverPending();  // the same without waiting
 
  private:
   struct Impl;

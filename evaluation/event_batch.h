@@ -53,6 +53,11 @@ class EventBatch {
   ByteRange since(size_t mark) const { return {mark, bytes_.size() - mark}; }
 
   size_t bytes() const { return bytes_.size(); }
+  void reserve(size_t bytes, size_t events) {
+    bytes_.reserve(bytes);
+    this->events.reserve(events);
+  }
+  size_t capacityBytes() const { return bytes_.capacity() + events.capacity() * sizeof(BufferedEvent); }
   std::string_view view(ByteRange r) const { return {bytes_.data() + r.offset, r.size}; }
   OpRecord op(const BufferedEvent& e) const {
     return {e.kind, e.multi, e.shape_hash, view(e.shape), view(e.filter), view(e.modified), view(e.sort)};
@@ -66,10 +71,8 @@ class EventBatch {
     if (bytes_.capacity() > kKeepBytes) std::string().swap(bytes_);
   }
 
- private:
-  static constexpr size_t kKeepEvents = 4096;
-
  public:
+  static constexpr size_t kKeepEvents = 4096;
   // Past this many bytes a batch is handed over at once (a few large inserts), so an observer
   // never buffers much more than this plus one request.
   static constexpr size_t kKeepBytes = size_t{1} << 20;

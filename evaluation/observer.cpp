@@ -1,7 +1,14 @@
 // Observer: one per session. Turns requests into events (an inserted document, or an operation's
-// shape, kind and a sample of its filters) and hands them to the Evaluator in batches. Runs on
-// every request, so it copies bytes into the batch's reusable arena and allocates nothing once the
-// session's traffic has been seen.
+// shape, kind and a sample of its filters) and hands them to the Evaluator's worker in batches.
+// Runs on every request on the session's event loop, so it only copies bytes into the batch's
+// reusable arena (the sketch work happens on the worker) and allocates nothing once the session's
+// traffic has been seen.
+//
+// A request's statements are observed up to kMaxObservedStatements (100,000: MongoDB's
+// maxWriteBatchSize, so every batch a server accepts is observed whole); the rest of a larger
+// request is not copied and the request is counted in "truncatedRequests". A cap rather than
+// weighted sampling: the sketches (reservoirs, distinct counts, min/max) take one event at a time
+// and weights would change every one of them, while a request past the cap is refused by mongod.
 #include <chrono>
 #include <mutex>
 #include <unordered_map>
@@ -21,6 +28,8 @@ int64_t nowMicros() {
 }
 
 std::string_view bytesOf(const bson_t& b) { return {reinterpret_cast<const char*>(bson_get_data(&b)), b.len}; }
+
+constexpr uint32_t kMaxObservedStatements = 100'000;
 
 constexpr std::string_view kEmptyDoc("\x05\x00\x00\x00\x00", 5);
 
@@ -110,7 +119,8 @@ struct Observer::Impl {
   Evaluator& evaluator;
   uint32_t flush_ops, flush_ms;
   std::mutex mutex;
-  EventBatch batch;
+  std::unique_ptr<EventBatch> batch = std::make_unique<EventBatch>();
+  uint32_t statements = 0;  // of the current request, observed so far
   std::unordered_map<uint64_t, uint32_t> shape_seen;  // local sampling of filters per shape
   int64_t last_flush_us = nowMicros();
   std::string shape;  // the current operation's shape text
@@ -121,41 +131,56 @@ struct Observer::Impl {
     return n <= 8 || n % 16 == 0;
   }
 
-  // An operation whose shape text is in `shape`; `modified` and `sort` are already in the batch.
+  // An operation whose shape text is in `shape`; `modified` and `sort` are already in the batch->
   void addOp(std::string_view ns, OpKind kind, bool multi, const bson_t* filter, ByteRange modified, ByteRange sort) {
-    ByteRange ns_copy = batch.copyNamespace(ns);
-    BufferedEvent& e = batch.events.emplace_back();
+    ByteRange ns_copy = batch->copyNamespace(ns);
+    BufferedEvent& e = batch->events.emplace_back();
     e.ns = ns_copy;
     e.kind = kind;
     e.multi = multi;
     e.shape_hash = stats::hashBytes(shape, static_cast<uint64_t>(kind) + 1);
     // A filter too large to be kept is not copied either (the namespace would not sample it).
     if (sampleFilter(e.shape_hash) && (!filter || filter->len <= kMaxSampledFilterBytes))
-      e.filter = batch.copy(filter ? bytesOf(*filter) : kEmptyDoc);
-    e.shape = batch.copy(shape);  // cut to kMaxShapeTextBytes by the namespace when it keeps it
+      e.filter = batch->copy(filter ? bytesOf(*filter) : kEmptyDoc);
+    e.shape = batch->copy(shape);  // cut to kMaxShapeTextBytes by the namespace when it keeps it
     e.modified = modified;
     e.sort = sort;
   }
 
+  // Queues the batch for the evaluation worker and takes an empty one (never waits).
   void handOver(int64_t now) {
-    evaluator.apply(batch);
-    batch.clear();
+    evaluator.submit(batch);
     last_flush_us = now;
+  }
+
+  // One more statement of a request, or false past kMaxObservedStatements. A batch is handed over
+  // within a request as soon as it is full, so one large message becomes many bounded batches.
+  bool admitStatement(int64_t now) {
+    if (!batch->events.empty() &&
+        (batch->events.size() >= EventBatch::kKeepEvents || batch->bytes() > EventBatch::kKeepBytes))
+      handOver(now);
+    if (statements == kMaxObservedStatements) {
+      evaluator.countTruncatedRequest();
+      return false;
+    }
+    ++statements;
+    return true;
   }
 
   void observeInsert(const protocol::CommandView& view, std::string_view ns, int64_t now);
   void observeRead(const protocol::CommandView& view, std::string_view ns);
-  void observeWrites(const protocol::CommandView& view, std::string_view ns);
+  void observeWrites(const protocol::CommandView& view, std::string_view ns, int64_t now);
   void observeFindAndModify(const protocol::CommandView& view, std::string_view ns);
 };
 
 void Observer::Impl::observeInsert(const protocol::CommandView& view, std::string_view ns, int64_t now) {
   routing::forEachStatement(view, "documents", [&](const bson_t& doc) {
-    ByteRange ns_copy = batch.copyNamespace(ns);
-    BufferedEvent& e = batch.events.emplace_back();
+    if (!admitStatement(now)) return false;
+    ByteRange ns_copy = batch->copyNamespace(ns);
+    BufferedEvent& e = batch->events.emplace_back();
     e.ns = ns_copy;
     e.insert = true;
-    e.doc = batch.copy(bytesOf(doc));
+    e.doc = batch->copy(bytesOf(doc));
     e.time_us = now;
     return true;
   });
@@ -171,24 +196,25 @@ void Observer::Impl::observeRead(const protocol::CommandView& view, std::string_
   else
     has_filter = readFilter(view, kind, filter);
   stats::computeShape(view, shape);
-  size_t sort_names = batch.mark();
-  if (has_sort) appendSortFields(sort, batch);
-  addOp(ns, kind, false, has_filter ? &filter : nullptr, {}, batch.since(sort_names));
+  size_t sort_names = batch->mark();
+  if (has_sort) appendSortFields(sort, *batch);
+  addOp(ns, kind, false, has_filter ? &filter : nullptr, {}, batch->since(sort_names));
 }
 
-void Observer::Impl::observeWrites(const protocol::CommandView& view, std::string_view ns) {
+void Observer::Impl::observeWrites(const protocol::CommandView& view, std::string_view ns, int64_t now) {
   bool update = view.name == "update";
   routing::forEachStatement(view, update ? "updates" : "deletes", [&](const bson_t& st) {
+    if (!admitStatement(now)) return false;
     bson_t q;
     bool has = routing::subDocument(st, "q", q);
     bool multi = update ? routing::boolField(st, "multi", false) : routing::intField(st, "limit", 1) == 0;
     shape.assign(update ? "update " : "delete ");
     if (has) stats::appendFilterShape(q, shape);
-    size_t modified = batch.mark();
+    size_t modified = batch->mark();
     if (update) {
       bson_iter_t u;
       if (bson_iter_init_find(&u, &st, "u")) {
-        appendModifiedPaths(u, batch);
+        appendModifiedPaths(u, *batch);
         if (BSON_ITER_HOLDS_DOCUMENT(&u)) {
           uint32_t len;
           const uint8_t* data;
@@ -202,7 +228,7 @@ void Observer::Impl::observeWrites(const protocol::CommandView& view, std::strin
       }
     }
     if (multi) shape += " multi";
-    addOp(ns, update ? OpKind::Update : OpKind::Delete, multi, has ? &q : nullptr, batch.since(modified), {});
+    addOp(ns, update ? OpKind::Update : OpKind::Delete, multi, has ? &q : nullptr, batch->since(modified), {});
     return true;
   });
 }
@@ -210,13 +236,13 @@ void Observer::Impl::observeWrites(const protocol::CommandView& view, std::strin
 void Observer::Impl::observeFindAndModify(const protocol::CommandView& view, std::string_view ns) {
   bson_t q;
   bool has = routing::subDocument(view.body, "query", q);
-  size_t modified = batch.mark();
+  size_t modified = batch->mark();
   bson_iter_t u;
-  if (bson_iter_init_find(&u, &view.body, "update")) appendModifiedPaths(u, batch);
-  ByteRange modified_names = batch.since(modified);
-  size_t sort = batch.mark();
-  appendSortFields(view.body, "sort", batch);
-  ByteRange sort_names = batch.since(sort);
+  if (bson_iter_init_find(&u, &view.body, "update")) appendModifiedPaths(u, *batch);
+  ByteRange modified_names = batch->since(modified);
+  size_t sort = batch->mark();
+  appendSortFields(view.body, "sort", *batch);
+  ByteRange sort_names = batch->since(sort);
   stats::computeShape(view, shape);
   addOp(ns, OpKind::FindAndModify, false, has ? &q : nullptr, modified_names, sort_names);
 }
@@ -224,11 +250,20 @@ void Observer::Impl::observeFindAndModify(const protocol::CommandView& view, std
 Observer::Observer(Evaluator& evaluator, uint32_t flush_every_ops, uint32_t flush_every_ms)
     : impl_(std::make_unique<Impl>(evaluator, flush_every_ops, flush_every_ms)) {}
 
-Observer::~Observer() { flush(); }
+// On the session's thread when it closes: hands the rest over without waiting for it.
+Observer::~Observer() {
+  std::lock_guard lock(impl_->mutex);
+  impl_->handOver(nowMicros());
+}
+
+void Observer::handOverPending() {
+  std::lock_guard lock(impl_->mutex);
+  impl_->handOver(nowMicros());
+}
 
 void Observer::flush() {
-  std::lock_guard lock(impl_->mutex);
-  if (!impl_->batch.events.empty()) impl_->handOver(nowMicros());
+  handOverPending();
+  impl_->evaluator.waitApplied();
 }
 
 void Observer::observe(const protocol::CommandView& view, std::string_view ns) {
@@ -238,17 +273,18 @@ void Observer::observe(const protocol::CommandView& view, std::string_view ns) {
   Impl& m = *impl_;
   std::lock_guard lock(m.mutex);  // uncontended except while a render flushes this observer
   const int64_t now = nowMicros();
-  size_t before = m.batch.events.size();
+  size_t before = m.batch->events.size();
+  m.statements = 0;
   switch (command) {
     case Command::Insert: m.observeInsert(view, ns, now); break;
     case Command::Read: m.observeRead(view, ns); break;
-    case Command::UpdateOrDelete: m.observeWrites(view, ns); break;
+    case Command::UpdateOrDelete: m.observeWrites(view, ns, now); break;
     case Command::FindAndModify: m.observeFindAndModify(view, ns); break;
     case Command::Ignored: break;
   }
   if (m.shape.capacity() > 4096) std::string().swap(m.shape);  // a huge filter's shape text is not kept
-  if (m.batch.events.size() == before) return;
-  if (m.batch.events.size() >= m.flush_ops || m.batch.bytes() > EventBatch::kKeepBytes ||
+  if (m.batch->events.size() == before && m.statements == 0) return;
+  if (m.batch->events.size() >= m.flush_ops || m.batch->bytes() > EventBatch::kKeepBytes ||
       now - m.last_flush_us >= static_cast<int64_t>(m.flush_ms) * 1000)
     m.handOver(now);
 }

@@ -327,7 +327,7 @@ void writeCandidate(stats::JsonWriter& w, const NamespaceReport& r, const Candid
 
 }  // namespace
 
-std::string renderReportsJson(const std::vector<NamespaceReport>& reports) {
+std::string renderReportsJson(const std::vector<NamespaceReport>& reports, const ObservationCounters* counters) {
   std::string out;
   stats::JsonWriter w(out);
   w.beginObject();
@@ -357,6 +357,10 @@ std::string renderReportsJson(const std::vector<NamespaceReport>& reports) {
     w.endObject();
   }
   w.endArray();
+  if (counters) {
+    w.key("droppedEvents").value(counters->dropped_events);
+    w.key("truncatedRequests").value(counters->truncated_requests);
+  }
   w.endObject();
   return out;
 }

@@ -143,6 +143,7 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
   }
   ctx.stats = std::make_unique<stats::Registry>(
       stats::StatsOptions{config.stats_record_values, config.stats_max_shapes_per_namespace});
+  if (ctx.evaluator) ctx.evaluator->countDroppedEventsIn(&ctx.stats->process().evaluation_dropped_events);
   if (!config.mirror.upstream.empty()) {
     MirrorOptions m;
     m.dropped_total = &ctx.stats->process().mirror_dropped;

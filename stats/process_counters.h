@@ -17,6 +17,7 @@ namespace shardscope::stats {
   COUNTER(analysis_over_budget, "Operations too large to analyse within the per-request budget (counted as broadcast).") \
   COUNTER(upstream_connect_failures, "Failed attempts to connect to the upstream.")                \
   COUNTER(upstream_errors, "Upstream connections that failed after being established.")           \
+  COUNTER(evaluation_dropped_events, "Observed events not evaluated because the evaluation worker's queue was full.") \
   COUNTER(mirror_dropped, "Messages not mirrored because the mirror queue was full.")             \
   COUNTER(admin_requests, "Requests served by the admin HTTP endpoint.")                          \
   COUNTER(admin_rejected, "Admin requests rejected (401, 404, 405, 413), or connections refused.") \

@@ -1,6 +1,8 @@
 // Shard-key evaluation on the proxy's hot path: once warmed up (same namespaces and query shapes,
-// sketches at capacity), Observer::observe — including the batch hand-over to the Evaluator and
-// Evaluator::apply — allocates nothing, although every request carries new values.
+// sketches at capacity), Observer::observe — including the batch hand-over to the evaluation
+// worker (recycled batches) — allocates nothing, although every request carries new values. The
+// worker's Evaluator::apply runs on its own thread; renders and flush() wait for it, so the counts
+// below are exact.
 #include <gtest/gtest.h>
 
 #include <bson/bson.h>
@@ -89,7 +91,8 @@ TEST(EvaluationAllocations, ObserveAllocatesNothingOnceWarm) {
     EXPECT_EQ(window.count(), 0u);
   }
 
-  // The window's full batches reached the Evaluator (at most one batch is still buffered)...
+  // The window's full batches reached the Evaluator (at most one batch is still buffered; the
+  // render waits for the worker to apply every batch handed over)...
   const Counts handed = reported(evaluator);
   int64_t events = expected.reads + expected.writes + expected.inserts;
   int64_t delivered = (handed.reads - before.reads) + (handed.writes - before.writes) + (handed.inserts - before.inserts);
@@ -147,6 +150,7 @@ TEST(EvaluationAllocations, OtherCommandsAllocateNothingOnceWarm) {
   std::string ns;
   auto observe = [&](const Request& r) { observer.observe(r.view, r.view.ns(ns)); };
   for (int i = 0; i < 30'000; ++i) observe(*otherCommand(rng));
+  observer.flush();  // the worker has applied the warm-up and recycled its batches
   std::vector<std::unique_ptr<Request>> requests;
   for (int i = 0; i < 2'000; ++i) requests.push_back(otherCommand(rng));
   ns.reserve(64);

@@ -4,10 +4,12 @@ a $or of 50,000 shard-key equalities), a pymongo ping on another connection keep
 bench/hostile_inputs.py measures the same cases in detail (docs/hardening.md)."""
 from __future__ import annotations
 
+import json
 import socket
 import struct
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import bson
@@ -79,3 +81,55 @@ def test_crafted_frame_does_not_stall_other_clients(ferretdb, proxy, make):
     # 0.5 s is generous for a shared CI machine; the stall before the fix was 2 s to over a minute.
     assert max(latencies) < 0.5, f"a ping waited {max(latencies):.2f} s behind the crafted frame"
     assert px.alive()
+
+
+def _empty_documents() -> bytes:
+    # 2,000,000 empty documents as a kind-1 sequence (10 MB, under max_message_size 48,000,000).
+    return _op_msg(bson.encode(SON([("insert", "hostile_empty"), ("$db", "shop")])),
+                   [(b"documents", b"\x05\x00\x00\x00\x00" * 2_000_000)])
+
+
+def _tiny_documents() -> bytes:
+    # 1,000,000 copies of {_id: 1} (14 MB): ordered, so the server stops at the second; the proxy observes all.
+    return _op_msg(bson.encode(SON([("insert", "hostile_tiny"), ("$db", "shop")])),
+                   [(b"documents", bson.encode({"_id": 1}) * 1_000_000)])
+
+
+@pytest.mark.parametrize("make", [_empty_documents, _tiny_documents], ids=["empty_docs", "tiny_docs"])
+def test_huge_insert_is_evaluated_off_the_event_loop(ferretdb, proxy, make):
+    """The shard-key evaluation of one valid huge insert must not hold the event loop: before the
+    evaluation worker, the observer applied every document on the session's thread and a ping on
+    another connection waited 0.6-0.9 s (2,000,000 empty documents) and 0.56 s (1,000,000 tiny ones)."""
+    px = proxy(ferretdb.uri, "--routing", str(ROUTING), "--threads", "1", admin=True)
+    frame = make()
+    client = pymongo.MongoClient(px.uri, directConnection=True, serverSelectionTimeoutMS=20_000, maxPoolSize=1)
+    client.admin.command("ping")
+    latencies: list[float] = []
+    done = threading.Event()
+
+    def attack():
+        try:
+            for _ in range(3):
+                _send(px.port, frame)
+        finally:
+            done.set()
+
+    t = threading.Thread(target=attack, daemon=True)
+    t.start()
+    while not done.is_set():
+        start = time.perf_counter()
+        client.admin.command("ping")
+        latencies.append(time.perf_counter() - start)
+        time.sleep(0.005)
+    t.join()
+    client.close()
+    assert latencies, "no ping ran while the inserts were sent"
+    latencies.sort()
+    p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
+    # 0.3 s is generous for a shared CI machine; the stall before the worker was 0.56-0.93 s.
+    assert p99 < 0.3 and latencies[-1] < 0.3, f"ping p99 {p99:.3f} s, max {latencies[-1]:.3f} s behind the insert"
+    # The proxy still evaluated what it observed (capped per request) and says what it skipped.
+    with urllib.request.urlopen(px.admin_url + "/evaluate", timeout=30) as r:
+        evaluation = json.load(r)
+    assert evaluation["truncatedRequests"] >= 1
+    assert "droppedEvents" in evaluation
