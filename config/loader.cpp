@@ -249,12 +249,20 @@ const std::map<std::string, std::string>& flagAliases() {
   return aliases;
 }
 
+// Keys are at most a few levels deep; the depth limit also stops a YAML alias that contains
+// itself (`&a {x: *a}`), which would otherwise recurse until the stack overflows.
+constexpr int kMaxYamlDepth = 8;
+
 void flattenYaml(const YAML::Node& node, const std::string& prefix, std::map<std::string, std::string>& out,
-                 std::vector<std::string>& errors) {
+                 std::vector<std::string>& errors, int depth = 0) {
   if (node.IsMap()) {
+    if (depth >= kMaxYamlDepth) {
+      errors.push_back((prefix.empty() ? std::string("config") : prefix) + ": nested too deeply (a recursive YAML alias?)");
+      return;
+    }
     for (const auto& kv : node) {
       auto key = kv.first.as<std::string>();
-      flattenYaml(kv.second, prefix.empty() ? key : prefix + "." + key, out, errors);
+      flattenYaml(kv.second, prefix.empty() ? key : prefix + "." + key, out, errors, depth + 1);
     }
   } else if (node.IsSequence()) {
     std::string joined;

@@ -83,6 +83,15 @@ TEST(ConfigLoader, BrokenFilesAreRefused) {
   std::remove(file.c_str());
 }
 
+// Found by fuzz_config: an alias inside its own anchor recursed until the stack overflowed.
+TEST(ConfigLoader, ARecursiveYamlAliasIsRefusedNotFollowed) {
+  auto file = writeFile("mirror: &loop\n  inner: *loop\n");
+  auto r = load({"--config", file, "--upstream", "mongodb://a:1"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.errors.front().find("nested too deeply"), std::string::npos) << r.errors.front();
+  std::remove(file.c_str());
+}
+
 TEST(ConfigLoader, TlsKeysMustComeTogether) {
   auto r = load({"--upstream", "mongodb://a:1", "--tls-cert-file", "/x.pem"});
   ASSERT_FALSE(r.ok());
