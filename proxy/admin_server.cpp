@@ -383,6 +383,12 @@ void AdminServer::start() {
 void AdminServer::stop() {
   if (!impl_ || impl_->stopped.exchange(true)) return;
   auto impl = impl_;
+  if (!impl->io_thread.joinable()) {  // never started (or start() failed): nothing runs on an I/O thread,
+    boost::system::error_code ignored;  // and a handler posted to it would keep `impl` alive for good
+    impl->acceptor.close(ignored);
+    impl->renderer.join();
+    return;
+  }
   // Sockets belong to the admin I/O thread: close them there.
   asio::post(impl->io, [impl] {
     boost::system::error_code ignored;
