@@ -103,20 +103,10 @@ TEST_P(CanonicalForms, TargetLikeTheirRewrite) {
   const Form& c = GetParam();
   auto table = loadData(c.file);
   ASSERT_TRUE(table);
-  TestCommand cmd(c.command);
-  TargetResult r = target(*table, cmd.view, nullptr, true);
-  EXPECT_EQ(targetingName(r.targeting), targetingName(c.targeting)) << r.reason << " | " << r.detail;
-  if (!c.shards.empty()) EXPECT_EQ(shardNames(*table, r.shards), c.shards) << r.reason << " | " << r.detail;
-  EXPECT_NE(std::string(r.reason).find(c.reason_contains), std::string::npos) << "reason: " << r.reason;
+  testing::expectTargeting(*table, c);
 }
 
-std::string formName(const ::testing::TestParamInfo<Form>& info) {
-  std::string s = std::to_string(info.index) + "_";
-  for (const char* p = info.param.name; *p; ++p) s += std::isalnum(static_cast<unsigned char>(*p)) ? *p : '_';
-  return s;
-}
-
-INSTANTIATE_TEST_SUITE_P(Forms, CanonicalForms, ::testing::ValuesIn(kForms), formName);
+INSTANTIATE_TEST_SUITE_P(Forms, CanonicalForms, ::testing::ValuesIn(kForms), testing::caseName<Form>);
 
 // A 200,000-element $all is charged to the request's budget like any other list (counted, not timed).
 TEST(CanonicalFormsBudget, HugeAllIsCharged) {

@@ -80,20 +80,10 @@ TEST_P(CollectionKinds, Target) {
   const KindCase& c = GetParam();
   auto table = loadData("collection_kinds.json");
   ASSERT_TRUE(table);
-  TestCommand cmd(c.command);
-  TargetResult r = target(*table, cmd.view, nullptr, true);
-  EXPECT_EQ(targetingName(r.targeting), targetingName(c.targeting)) << r.reason << " | " << r.detail;
-  if (!c.shards.empty()) EXPECT_EQ(shardNames(*table, r.shards), c.shards) << r.reason << " | " << r.detail;
-  EXPECT_NE(std::string(r.reason).find(c.reason_contains), std::string::npos) << "reason: " << r.reason;
+  testing::expectTargeting(*table, c);
 }
 
-std::string kindName(const ::testing::TestParamInfo<KindCase>& info) {
-  std::string s = std::to_string(info.index) + "_";
-  for (const char* p = info.param.name; *p; ++p) s += std::isalnum(static_cast<unsigned char>(*p)) ? *p : '_';
-  return s;
-}
-
-INSTANTIATE_TEST_SUITE_P(Kinds, CollectionKinds, ::testing::ValuesIn(kCases), kindName);
+INSTANTIATE_TEST_SUITE_P(Kinds, CollectionKinds, ::testing::ValuesIn(kCases), testing::caseName<KindCase>);
 
 TEST(CollectionKindsExplain, UnsplittableNamesItsShard) {
   auto table = loadData("collection_kinds.json");

@@ -4,6 +4,7 @@
 #include <bson/bson.h>
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <memory>
 #include <set>
 #include <string>
@@ -12,6 +13,7 @@
 #include "protocol/command_view.h"
 #include "routing/routing_file.h"
 #include "routing/target_result.h"
+#include "routing/targeting.h"
 
 namespace shardscope::routing::testing {
 
@@ -91,6 +93,26 @@ inline std::set<std::string> shardNames(const RoutingTable& table, const ShardSe
   for (size_t i = 0; i < table.shardCount(); ++i)
     if (s.test(i)) out.insert(std::string(table.shardName(i)));
   return out;
+}
+
+// The check shared by the table-driven targeting tests: the class, the shard set (when the case
+// names one) and a phrase of the reason.
+template <class Case>
+void expectTargeting(const RoutingTable& table, const Case& c) {
+  TestCommand cmd(c.command);
+  TargetResult r = target(table, cmd.view, nullptr, true);
+  EXPECT_EQ(targetingName(r.targeting), targetingName(c.targeting)) << r.reason << " | " << r.detail;
+  if (!c.shards.empty()) EXPECT_EQ(shardNames(table, r.shards), c.shards) << r.reason << " | " << r.detail;
+  EXPECT_NE(std::string(r.reason).find(c.reason_contains), std::string::npos) << "reason: " << r.reason;
+  EXPECT_FALSE(r.reason.empty());
+}
+
+// GoogleTest names for table cases: the index, then the case's name with '_' for other characters.
+template <class Case>
+std::string caseName(const ::testing::TestParamInfo<Case>& info) {
+  std::string s = std::to_string(info.index) + "_";
+  for (const char* p = info.param.name; *p; ++p) s += std::isalnum(static_cast<unsigned char>(*p)) ? *p : '_';
+  return s;
 }
 
 }  // namespace shardscope::routing::testing

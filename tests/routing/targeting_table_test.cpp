@@ -196,21 +196,10 @@ TEST_P(TargetingTable, Classifies) {
   const Case& c = GetParam();
   auto table = loadData(c.file);
   ASSERT_TRUE(table);
-  TestCommand cmd(c.command);
-  TargetResult r = target(*table, cmd.view, nullptr, true);
-  EXPECT_EQ(targetingName(r.targeting), targetingName(c.targeting)) << r.reason << " | " << r.detail;
-  if (!c.shards.empty()) EXPECT_EQ(shardNames(*table, r.shards), c.shards) << r.reason << " | " << r.detail;
-  EXPECT_NE(std::string(r.reason).find(c.reason_contains), std::string::npos) << "reason: " << r.reason;
-  EXPECT_FALSE(r.reason.empty());
+  testing::expectTargeting(*table, c);
 }
 
-std::string caseName(const ::testing::TestParamInfo<Case>& info) {
-  std::string s = std::to_string(info.index) + "_";
-  for (const char* p = info.param.name; *p; ++p) s += std::isalnum(static_cast<unsigned char>(*p)) ? *p : '_';
-  return s;
-}
-
-INSTANTIATE_TEST_SUITE_P(Cases, TargetingTable, ::testing::ValuesIn(kCases), caseName);
+INSTANTIATE_TEST_SUITE_P(Cases, TargetingTable, ::testing::ValuesIn(kCases), testing::caseName<Case>);
 
 TEST(Targeting, InsertAsDocumentSequence) {
   auto table = loadData(kOrders);
