@@ -60,11 +60,20 @@ def ferretdb_bin() -> Path | None:
     return Path(found) if found else None
 
 
+_ports_handed_out: set[int] = set()
+
+
 def free_port() -> int:
-    """A currently free TCP port on 127.0.0.1 (the kernel picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A currently free TCP port on 127.0.0.1 (the kernel picks it), never one this process was
+    given before: two picks before either is bound (a proxy's listen and admin ports) could
+    otherwise be the same port."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _ports_handed_out:
+            _ports_handed_out.add(port)
+            return port
 
 
 def port_accepts(port: int, host: str = "127.0.0.1", timeout: float = 0.5) -> bool:
