@@ -249,20 +249,30 @@ const std::map<std::string, std::string>& flagAliases() {
   return aliases;
 }
 
-// Keys are at most a few levels deep; the depth limit also stops a YAML alias that contains
-// itself (`&a {x: *a}`), which would otherwise recurse until the stack overflows.
+// Keys are at most a few levels deep and a config has a few dozen of them: the depth and entry
+// limits stop a YAML alias that contains itself (`&a {x: *a}`) or aliases that multiply
+// (`b: {p: *a, q: *a}`, `c: {p: *b, q: *b}`, ...), which would otherwise recurse until the stack
+// overflows or expand exponentially.
 constexpr int kMaxYamlDepth = 8;
+constexpr size_t kMaxYamlEntries = 10'000;
 
 void flattenYaml(const YAML::Node& node, const std::string& prefix, std::map<std::string, std::string>& out,
-                 std::vector<std::string>& errors, int depth = 0) {
+                 std::vector<std::string>& errors, int depth = 0, size_t* entries = nullptr) {
+  size_t seen = 0;
+  if (!entries) entries = &seen;
+  if (++*entries > kMaxYamlEntries) {
+    if (*entries == kMaxYamlEntries + 1) errors.push_back("config: more than 10000 entries (YAML aliases that multiply?)");
+    return;
+  }
   if (node.IsMap()) {
     if (depth >= kMaxYamlDepth) {
       errors.push_back((prefix.empty() ? std::string("config") : prefix) + ": nested too deeply (a recursive YAML alias?)");
       return;
     }
     for (const auto& kv : node) {
+      if (*entries > kMaxYamlEntries) return;
       auto key = kv.first.as<std::string>();
-      flattenYaml(kv.second, prefix.empty() ? key : prefix + "." + key, out, errors, depth + 1);
+      flattenYaml(kv.second, prefix.empty() ? key : prefix + "." + key, out, errors, depth + 1, entries);
     }
   } else if (node.IsSequence()) {
     std::string joined;
