@@ -136,29 +136,24 @@ std::string shapeIdHex(uint64_t hash) {
   return buf;
 }
 
-std::string_view dominantTargeting(const ShapeCounters& c) {
-  // Ties go to the later (more expensive or less known) class: a shape that broadcasts half the
-  // time is reported as broadcast.
-  size_t best = kTargetingCount - 1;
+// The class holding most of a shape's operations. Ties go to the later (more expensive or less
+// known) class: a shape that broadcasts half the time is reported as broadcast; with no operations,
+// the last class.
+template <size_t N, class Names>
+std::string_view dominantClass(const std::array<uint64_t, N>& counts, const Names& names) {
+  size_t best = N - 1;
   uint64_t bestCount = 0;
-  for (size_t i = 0; i < kTargetingCount; ++i)
-    if (c.byTargeting[i] > 0 && c.byTargeting[i] >= bestCount) {
+  for (size_t i = 0; i < N; ++i)
+    if (counts[i] > 0 && counts[i] >= bestCount) {
       best = i;
-      bestCount = c.byTargeting[i];
+      bestCount = counts[i];
     }
-  return kTargetingNames[best];
+  return names[best];
 }
 
-std::string_view dominantHostsTargeted(const ShapeCounters& c) {
-  size_t best = kHostsTargetedCount - 1;  // none
-  uint64_t bestCount = 0;
-  for (size_t i = 0; i < kHostsTargetedCount; ++i)
-    if (c.byHosts[i] > 0 && c.byHosts[i] >= bestCount) {
-      best = i;
-      bestCount = c.byHosts[i];
-    }
-  return kHostsTargetedNames[best];
-}
+std::string_view dominantTargeting(const ShapeCounters& c) { return dominantClass(c.byTargeting, kTargetingNames); }
+
+std::string_view dominantHostsTargeted(const ShapeCounters& c) { return dominantClass(c.byHosts, kHostsTargetedNames); }
 
 std::string renderJson(const Snapshot& snap, const std::vector<std::string>& shardNames, size_t top) {
   std::string out;
