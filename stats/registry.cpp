@@ -86,6 +86,7 @@ void applyRequest(ShapeCounters& c, const routing::TargetResult& target, uint32_
                   int64_t nowMs) {
   ++c.count;
   ++c.byTargeting[static_cast<size_t>(target.targeting)];
+  if (!target.reason.empty()) c.reasons[static_cast<size_t>(target.targeting)] = target.reason;
   ++c.byHosts[static_cast<size_t>(hostsTargeted(target, shardCount))];
   c.fanout.record(shardCount);
   c.bytesIn += bytesIn;
@@ -236,6 +237,7 @@ void Recorder::onRewriteFallback(OpHandle h, const routing::TargetResult& rerun)
   auto update = [&rerun](ShapeCounters& c, uint32_t shardCount) {
     ++c.rewriteFallbacks;
     ++c.byTargeting[static_cast<size_t>(rerun.targeting)];
+    if (!rerun.reason.empty()) c.reasons[static_cast<size_t>(rerun.targeting)] = rerun.reason;
     ++c.byHosts[static_cast<size_t>(hostsTargeted(rerun, shardCount))];
     c.fanout.record(shardCount);
   };

@@ -80,6 +80,13 @@ void writeShape(JsonWriter& w, const ShapeSnapshot& s, bool recordValues) {
   w.field("count", c.count);
   w.field("class", dominantTargeting(c));
   w.field("countClass", dominantHostsTargeted(c));
+  // Why: the reason of the shape's class, and of every class it got (static text, no values).
+  for (size_t i = 0; i < kTargetingCount; ++i)
+    if (kTargetingNames[i] == dominantTargeting(c)) w.field("reason", c.reasons[i]);
+  w.key("reasons").beginObject();
+  for (size_t i = 0; i < kTargetingCount; ++i)
+    if (c.byTargeting[i] && !c.reasons[i].empty()) w.field(kTargetingNames[i], c.reasons[i]);
+  w.endObject();
   w.key("targeting");
   writeTargeting(w, c.byTargeting);
   auto broadcast = c.byTargeting[static_cast<size_t>(routing::Targeting::Broadcast)];

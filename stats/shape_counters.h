@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <string_view>
 
 #include "routing/target_result.h"
 #include "stats/histogram.h"
@@ -62,9 +63,14 @@ struct ShapeCounters {
   uint64_t rewrites = 0;
   std::array<uint64_t, kTargetingCount> beforeRewrite{};
   uint64_t rewriteFallbacks = 0;
+  // Why targeting chose each class, the latest reason seen: static text from routing/ (never a field
+  // value, never freed), so the dashboard can say why a shape broadcasts.
+  std::array<std::string_view, kTargetingCount> reasons{};
 
   ShapeCounters& operator+=(const ShapeCounters& o) {
     count += o.count;
+    for (size_t i = 0; i < kTargetingCount; ++i)
+      if (!o.reasons[i].empty()) reasons[i] = o.reasons[i];
     rewrites += o.rewrites;
     for (size_t i = 0; i < kTargetingCount; ++i) beforeRewrite[i] += o.beforeRewrite[i];
     rewriteFallbacks += o.rewriteFallbacks;

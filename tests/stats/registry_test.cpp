@@ -293,3 +293,33 @@ TEST(Registry, RecordValuesKeepsASample) {
 
 }  // namespace
 }  // namespace shardscope::stats
+
+namespace shardscope::stats {
+namespace {
+
+// The dashboard's "why": /stats carries each shape's targeting reason (static text, no values),
+// also for a shape whose operations were recorded by two sessions and merged.
+TEST(RegistryReasons, ShapeCarriesTheReasonOfItsClass) {
+  Registry registry;
+  auto a = registry.newRecorder();
+  auto b = registry.newRecorder();
+  auto broadcast = target(routing::Targeting::Broadcast, {0, 1});
+  broadcast.reason = "filter does not constrain the shard key: broadcast";
+  auto single = target(routing::Targeting::Single, {1});
+  single.reason = "equality on the full shard key";
+  for (int i = 0; i < 3; ++i) {
+    Command c(R"({"find":"orders","filter":{"status":"S)" + std::to_string(i) + R"("},"$db":"shop"})");
+    a->onRequest(c.view, "shop.orders", broadcast, 10);
+  }
+  Command one(R"({"find":"orders","filter":{"status":"X"},"$db":"shop"})");
+  b->onRequest(one.view, "shop.orders", single, 10);
+  std::string json = registry.renderJson({"shardA", "shardB"});
+  EXPECT_NE(json.find(R"("class":"broadcast","countClass":"allShards","reason":"filter does not constrain the shard key: broadcast")"),
+            std::string::npos) << json;
+  EXPECT_NE(json.find(R"("reasons":{"single":"equality on the full shard key","broadcast":"filter does not constrain the shard key: broadcast"})"),
+            std::string::npos) << json;
+  EXPECT_EQ(json.find("\"S1\""), std::string::npos);  // no value
+}
+
+}  // namespace
+}  // namespace shardscope::stats
