@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import datetime as dt
 import http.client
+import http.server
 import json
 import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.parse
 from pathlib import Path
 
 import pymongo
+import pytest
 
 import harness
 from harness import REPO_ROOT, ManagedProcess
@@ -219,3 +222,29 @@ def screenshot(url: str, path: Path, size: str = "1400,1000") -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     r = chromium(url, "--virtual-time-budget=5000", f"--screenshot={path}", f"--window-size={size}")
     assert r.returncode == 0 and path.exists(), r.stderr[-2000:]
+
+
+# ---------------------------------------------------------------- canned admin endpoint
+
+@pytest.fixture
+def canned_stats():
+    """A stand-in admin endpoint for CLI tests: (docs, url). Each GET answers with the next document
+    appended to `docs`; the last one repeats."""
+    docs: list = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            body = json.dumps(docs.pop(0) if len(docs) > 1 else docs[0]).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield docs, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()

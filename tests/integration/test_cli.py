@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from harness import REPO_ROOT
-from stats_helpers import ROUTING_FILE, run_profile, seed_orders
+from stats_helpers import ROUTING_FILE, canned_stats, run_profile, seed_orders  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.needs_proxy
 
@@ -293,29 +293,6 @@ def _snapshot(uptime, ops, single, broadcast, shard_ops, shapes, reset_at="2026-
             "shards": [{"name": n, "ops": v} for n, v in shard_ops.items()],
             "shapes": [{"id": i, "ns": "shop.orders", "command": "find", "shape": f"shape-{i}", "class": c, "count": n}
                        for i, (c, n) in shapes.items()]}
-
-
-@pytest.fixture
-def canned_stats():
-    """An admin endpoint that answers each GET /stats with the next canned document."""
-    docs: list = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
-            body = json.dumps(docs.pop(0) if len(docs) > 1 else docs[0]).encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield docs, f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
 
 
 def test_stats_watch_rates_are_deltas_over_the_servers_interval(shardscope_binary, canned_stats):

@@ -5,19 +5,17 @@ build/shardscope to FerretDB with the six-shard routing file. /stats, /metrics a
 promtool-clean and carries the process_* metrics and build info."""
 from __future__ import annotations
 
-import http.server
 import json
 import re
 import shutil
 import subprocess
-import threading
 import time
 
 import pymongo
 import pytest
 
-from stats_helpers import (ROUTING_FILE, chromium_binary, dump_dom, find_shape, get_stats, http_request, run_profile,
-                           seed_orders)
+from stats_helpers import (ROUTING_FILE, canned_stats, chromium_binary, dump_dom, find_shape, get_stats,  # noqa: F401
+                           http_request, run_profile, seed_orders)
 
 pytestmark = pytest.mark.needs_proxy
 
@@ -129,27 +127,10 @@ def _canned(n_one: int, n_all: int, n_unsharded: int, uptime: float) -> dict:
             "shards": [], "shapes": []}
 
 
-def test_watch_prints_the_intervals_targeted_share_by_the_same_definition(shardscope_binary):
-    docs = [_canned(80, 20, 10, 10), _canned(200, 100, 60, 12)]  # interval: +120 oneShard, +80 allShards, +50 unsharded
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
-            body = json.dumps(docs.pop(0) if len(docs) > 1 else docs[0]).encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        r = subprocess.run([str(shardscope_binary), "stats", "--admin", f"http://127.0.0.1:{server.server_address[1]}",
-                            "--watch", "0.1", "--count", "1"], capture_output=True, text=True, timeout=30)
-    finally:
-        server.shutdown()
-        server.server_close()
+def test_watch_prints_the_intervals_targeted_share_by_the_same_definition(shardscope_binary, canned_stats):
+    docs, url = canned_stats
+    docs += [_canned(80, 20, 10, 10), _canned(200, 100, 60, 12)]  # interval: +120 oneShard, +80 allShards, +50 unsharded
+    r = subprocess.run([str(shardscope_binary), "stats", "--admin", url, "--watch", "0.1", "--count", "1"],
+                       capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, r.stderr
     assert "targeted 60.0%" in r.stdout.splitlines()[0], r.stdout  # 120 / (120 + 80): unsharded outside
