@@ -60,7 +60,7 @@ def test_dashboard_covers_what_operators_ask():
     dash = json.loads((MONITORING / "grafana-dashboard.json").read_text())
     titles = " | ".join(p["title"] for p in dash["panels"])
     for words in ("by targeting class", "per shard", "Broadcast share", "Hot shard", "p99 latency",
-                  "Upstream", "Mirror drops", "rewrites"):
+                  "Upstream", "Mirror drops", "rewrites", "Routing discovery"):
         assert words in titles, words
     assert len({p["id"] for p in dash["panels"]}) == len(dash["panels"])
 
@@ -72,11 +72,16 @@ def test_every_referenced_metric_exists_in_a_live_scrape(ferretdb, proxy):
     with pymongo.MongoClient(p.uri, serverSelectionTimeoutMS=20000) as client:
         seed_orders(client)
         run_profile(client)
-    status, _, body = http_request(p.admin_url, path="/metrics")
-    assert status == 200
-    text = body.decode()
-    exposed = set(re.findall(r"^# TYPE (shardscope_[a-z0-9_]+) ", text, re.M))
-    exposed |= set(re.findall(r"^(shardscope_[a-z0-9_]+)[{ ]", text, re.M))
+    # The discovery series exist only with routing.discovery on: a second sidecar with it (FerretDB
+    # answers the config reads or fails them; the series are there either way).
+    discovering = proxy(ferretdb.uri, "--routing.discovery", "true", "--routing.discovery_interval_s", "1", admin=True)
+    exposed = set()
+    for admin_url in (p.admin_url, discovering.admin_url):
+        status, _, body = http_request(admin_url, path="/metrics")
+        assert status == 200
+        text = body.decode()
+        exposed |= set(re.findall(r"^# TYPE (shardscope_[a-z0-9_]+) ", text, re.M))
+        exposed |= set(re.findall(r"^(shardscope_[a-z0-9_]+)[{ ]", text, re.M))
     for source, names in referenced_metrics().items():
         assert names, source
         missing = names - exposed
