@@ -13,6 +13,7 @@
 #include "config/redact.h"
 #include "proxy/admin_extensions.h"
 #include "proxy/admin_server.h"
+#include "proxy/chunk_view.h"
 #include "proxy/proxy_setup.h"
 #include "proxy/redacting_sink.h"
 #include "proxy/reloader.h"
@@ -53,18 +54,29 @@ int runProxy(const std::vector<std::string>& args, bool checkOnly) {
   // One thread (the sidecar default): no reactor locking, and sessions need no strand.
   asio::io_context io(ctx.config.threads == 1 ? BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO : static_cast<int>(ctx.config.threads));
   proxy::Server server(io, ctx);
-  std::unique_ptr<proxy::AdminServer> admin;
+  std::unique_ptr<proxy::AdminServer> admin, metrics;
   proxy::Reloader reloader(ctx, args, environ);
+  // The admin endpoint and the metrics listener carry the same extensions (so the same /metrics).
+  auto extendAll = [&](proxy::AdminServer& a) {
+    a.extend(proxy::evaluationExtension(ctx));
+    a.extend(proxy::rewriteExtension(ctx));
+    a.extend(proxy::shadowExtension(ctx));
+    a.extend(proxy::configExtension(reloader));
+    a.extend(proxy::chunkViewExtension(ctx));
+  };
   try {
     server.start();
     if (!ctx.config.admin.empty()) {
       admin = proxy::makeAdminServer(ctx);
-      admin->extend(proxy::evaluationExtension(ctx));
-      admin->extend(proxy::rewriteExtension(ctx));
-      admin->extend(proxy::shadowExtension(ctx));
-      admin->extend(proxy::configExtension(reloader));
+      extendAll(*admin);
       admin->start();
       spdlog::info("admin endpoint on http://{}:{}/", ctx.config.admin.host, admin->port());
+    }
+    if (!ctx.config.metrics_listen.empty()) {
+      metrics = proxy::makeAdminServer(ctx, /*metrics_only=*/true);
+      extendAll(*metrics);
+      metrics->start();
+      spdlog::info("metrics listener on http://{}:{}/metrics", ctx.config.metrics_listen.host, metrics->port());
     }
   } catch (const std::exception& e) {
     std::cerr << "shardscope: " << e.what() << "\n";
@@ -90,6 +102,7 @@ int runProxy(const std::vector<std::string>& args, bool checkOnly) {
     if (ec) return;
     spdlog::info("received signal {}: draining", signo);
     if (admin) admin->stop();
+    if (metrics) metrics->stop();
     hangup.cancel();
     server.drain([&] { io.stop(); });
   });

@@ -82,6 +82,7 @@ struct Config {
   HostPort admin;        // empty = no admin endpoint
   std::string admin_token_file;
   bool admin_insecure = false;  // serve a non-loopback admin address without a token (explicit opt-in)
+  HostPort metrics_listen;      // empty = none; serves only /metrics and /healthz, without the token
   uint32_t max_message_size = 48'000'000;
   uint32_t threads = 1;
   uint32_t max_connections = 20000;

@@ -150,6 +150,7 @@ const std::vector<KeySpec>& keyTable() {
       {"admin", hostPort(&Config::admin), "(off)", "admin HTTP endpoint HOST:PORT: /healthz /readyz /stats /metrics /evaluate and the dashboard"},
       {"admin_token_file", text(&Config::admin_token_file), "(none)", "file holding the bearer token the admin endpoint requires"},
       {"admin_insecure", flag(&Config::admin_insecure), "false", "allow an admin address that is not loopback without admin_token_file"},
+      {"metrics_listen", hostPort(&Config::metrics_listen), "(off)", "HOST:PORT serving only /metrics and /healthz, without the token (Prometheus scrapes in Kubernetes)"},
       {"max_message_size", number(&Config::max_message_size, 1024, 64u << 20), "48000000", "larger messages are refused before their body is read (bytes)"},
       {"threads", number(&Config::threads, 1, 64), "1", "I/O threads (1 is plenty for one application instance)"},
       {"max_connections", number(&Config::max_connections, 1, 1'000'000), "20000", "client connection ceiling (lowered at start to what the open-file limit allows)"},
@@ -243,6 +244,7 @@ const std::map<std::string, std::string>& flagAliases() {
       {"tls-ca-file", "client_tls.ca_file"},
       {"admin-token-file", "admin_token_file"},
       {"admin-insecure", "admin_insecure"},
+      {"metrics", "metrics_listen"},
       {"rewrite-rule", "rewrite.rules"},
       {"max-message-size", "max_message_size"},
   };

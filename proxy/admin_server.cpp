@@ -15,6 +15,7 @@
 #include <boost/beast/http.hpp>
 
 #include "proxy/asio.h"
+#include "proxy/traffic_history.h"
 
 namespace shardscope::proxy {
 namespace {
@@ -80,6 +81,8 @@ struct AdminServer::Impl : std::enable_shared_from_this<Impl> {
         limits(limits) {}
 
   awaitable<void> acceptLoop();
+  awaitable<void> historyLoop();
+  void sampleHistory();
   awaitable<void> serve(std::shared_ptr<beast::tcp_stream> stream, uint64_t id);
   bool admit(uint64_t& id, const std::shared_ptr<beast::tcp_stream>& stream);
   void setWaiting(uint64_t id, bool waiting);
@@ -103,6 +106,9 @@ struct AdminServer::Impl : std::enable_shared_from_this<Impl> {
   const std::function<std::vector<std::string>()> shard_names;
   const AdminLimits limits;
   AdminExtension extension;
+  bool metrics_only = false;
+  TrafficHistory history{limits.history_samples};
+  asio::steady_timer history_timer{renderer};  // runs on the render thread: sampling merges every shape
   tcp::acceptor acceptor{io};
   uint16_t bound_port = 0;
   std::atomic<bool> stopped{false};
@@ -125,6 +131,10 @@ AdminResponse AdminServer::Impl::route(std::string_view method, std::string_view
   // Probes and the page itself carry no statistics, so they answer without the token (the page
   // asks for it and sends it with every /stats request).
   bool open = path == "/healthz" || path == "/readyz" || path == "/";
+  if (metrics_only) {
+    if (path != "/metrics" && path != "/healthz") return text(404, "not found (metrics listener: /metrics, /healthz)\n");
+    open = true;
+  }
   if (!open && !token.empty() && !tokenMatches(bearerOf(authorization), token)) return text(401, "unauthorized\n");
 
   struct Route {
@@ -132,7 +142,8 @@ AdminResponse AdminServer::Impl::route(std::string_view method, std::string_view
     std::string_view allow;
   };
   static constexpr Route kRoutes[] = {{"/healthz", "GET, HEAD"}, {"/readyz", "GET, HEAD"}, {"/stats", "GET, HEAD"},
-                                      {"/metrics", "GET, HEAD"}, {"/", "GET, HEAD"},      {"/stats/reset", "POST"}};
+                                      {"/metrics", "GET, HEAD"}, {"/", "GET, HEAD"},      {"/stats/reset", "POST"},
+                                      {"/history", "GET, HEAD"}};
   const Route* found = nullptr;
   for (const auto& r : kRoutes)
     if (r.path == path) found = &r;
@@ -185,6 +196,9 @@ AdminResponse AdminServer::Impl::route(std::string_view method, std::string_view
       r.body.replace(close, std::string::npos, ",\"" + key + "\":" + render() + "}\n");
     }
     r.contentType = kJson;
+  } else if (path == "/history") {
+    r.body = history.renderJson(shards(), limits.history_interval_ms / 1000.0);
+    r.contentType = kJson;
   } else if (path == "/metrics") {
     r.body = registry.renderPrometheus(shards());
     for (const auto& append : extension.metrics) append(r.body);
@@ -194,6 +208,22 @@ AdminResponse AdminServer::Impl::route(std::string_view method, std::string_view
     r.contentType = kHtml;
   }
   return r;
+}
+
+void AdminServer::Impl::sampleHistory() {
+  stats::Snapshot snap = registry.snapshot();
+  history.add(snap.nowMs, snap.totals, snap.shardOps);
+}
+
+// Samples once at start (the baseline) and then every interval, until stop() cancels the timer.
+awaitable<void> AdminServer::Impl::historyLoop() {
+  auto self = shared_from_this();
+  while (!stopped) {
+    sampleHistory();
+    history_timer.expires_after(std::chrono::milliseconds(limits.history_interval_ms));
+    auto [ec] = co_await history_timer.async_wait(asio::as_tuple(use_awaitable));
+    if (ec) co_return;
+  }
 }
 
 namespace {
@@ -374,6 +404,7 @@ void AdminServer::start() {
   if (ec) throw std::runtime_error("admin: cannot listen on " + where + ": " + ec.message());
   s.bound_port = s.acceptor.local_endpoint().port();
   asio::co_spawn(s.io, s.acceptLoop(), asio::detached);
+  if (!s.metrics_only && s.limits.history_interval_ms > 0) asio::co_spawn(s.renderer, s.historyLoop(), asio::detached);
   // Renders yield the CPU to the client event loop when both want it (a 1-core container).
   asio::post(s.renderer, [] { ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10); });
   // run() returns once the acceptor and every connection are closed (stop()).
@@ -398,10 +429,13 @@ void AdminServer::stop() {
       if (auto stream = conn.stream.lock()) stream->socket().close(ignored);
   });
   if (impl->io_thread.joinable()) impl->io_thread.join();
+  asio::post(impl->renderer, [impl] { impl->history_timer.cancel(); });  // the timer lives on the render thread
   impl->renderer.join();
 }
 
 uint16_t AdminServer::port() const { return impl_->bound_port; }
+
+void AdminServer::serveMetricsOnly() { impl_->metrics_only = true; }
 
 void AdminServer::extend(AdminExtension extension) {
   for (auto& r : extension.routes) impl_->extension.routes.push_back(std::move(r));

@@ -1,5 +1,5 @@
-// The admin HTTP endpoint (Boost.Beast): /healthz, /readyz, /stats, /metrics, POST /stats/reset
-// and the dashboard page at /. Bound to localhost by default; optional bearer token.
+// The admin HTTP endpoint (Boost.Beast): /healthz, /readyz, /stats, /history, /metrics,
+// POST /stats/reset and the dashboard page at /. Bound to localhost by default; optional bearer token.
 // It runs on its own I/O thread, never on the client event loop, and renders pages on a second
 // thread, so a heavy render delays neither client traffic nor the probes (answered inline).
 #pragma once
@@ -23,6 +23,9 @@ struct AdminLimits {
   // At the cap, a new connection replaces the oldest one still waiting for its request (idle or
   // half-sent), so slow or silent clients can never lock the probes out.
   uint32_t max_connections = 64;
+  // /history: traffic sampled every interval, the last `history_samples` intervals kept (10 min).
+  uint32_t history_interval_ms = 5'000;
+  uint32_t history_samples = 120;
 };
 
 // What the router answers; kept apart from the socket code so it can be tested directly.
@@ -67,6 +70,9 @@ class AdminServer {
   AdminResponse handle(std::string_view method, std::string_view target, std::string_view authorization) const;
   // Call before start().
   void extend(AdminExtension extension);
+  // Call before start(): serve only /metrics and /healthz, without the token (a scrape port for
+  // Prometheus in Kubernetes; /metrics carries counts and shapes, never field values).
+  void serveMetricsOnly();
 
  private:
   struct Impl;

@@ -204,16 +204,17 @@ std::unique_ptr<RoutingDiscovery> startDiscovery(ProxyContext& ctx) {
   return discovery;
 }
 
-std::unique_ptr<AdminServer> makeAdminServer(ProxyContext& ctx) {
+std::unique_ptr<AdminServer> makeAdminServer(ProxyContext& ctx, bool metrics_only) {
   std::string token;
-  if (!ctx.config.admin_token_file.empty()) {
+  if (!metrics_only && !ctx.config.admin_token_file.empty()) {
     std::ifstream in(ctx.config.admin_token_file);
     if (!in) throw std::runtime_error("admin_token_file: cannot read " + ctx.config.admin_token_file);
     std::getline(in, token);
     if (token.empty()) throw std::runtime_error("admin_token_file: " + ctx.config.admin_token_file + " is empty");
   }
+  const config::HostPort& where = metrics_only ? ctx.config.metrics_listen : ctx.config.admin;
   auto admin = std::make_unique<AdminServer>(
-      ctx.config.admin.host, ctx.config.admin.port, token, *ctx.stats,
+      where.host, where.port, token, *ctx.stats,
       [&ctx] { return ctx.upstream_reachable.load() && (ctx.routing.loaded() || !ctx.config.discovery); },
       [&ctx] {
         RoutingState::Snapshot snap;
@@ -223,6 +224,7 @@ std::unique_ptr<AdminServer> makeAdminServer(ProxyContext& ctx) {
         return names;
       });
   admin->extend(mongosPoolExtension(ctx));
+  if (metrics_only) admin->serveMetricsOnly();
   return admin;
 }
 

@@ -18,7 +18,8 @@ std::unique_ptr<RoutingDiscovery> startDiscovery(ProxyContext& ctx);
 
 // The admin endpoint on its own threads. Throws when the admin address is reachable from other
 // hosts with no token and no explicit admin_insecure opt-in.
-std::unique_ptr<AdminServer> makeAdminServer(ProxyContext& ctx);
+// With `metrics_only`: the metrics listener (metrics_listen) instead, /metrics and /healthz without a token.
+std::unique_ptr<AdminServer> makeAdminServer(ProxyContext& ctx, bool metrics_only = false);
 
 // The mongos pool of the upstream seed list, and its /stats section ("upstreams"), metric
 // (shardscope_upstream_up) and /readyz line (which mongos are up).

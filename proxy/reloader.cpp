@@ -28,6 +28,7 @@ std::vector<std::string> restartRequired(const config::Config& a, const config::
   check(a.upstream != b.upstream, "upstream");
   check(a.admin.str() != b.admin.str(), "admin");
   check(a.admin_token_file != b.admin_token_file, "admin_token_file");
+  check(a.metrics_listen.str() != b.metrics_listen.str(), "metrics_listen");
   check(a.threads != b.threads, "threads");
   check(a.max_connections != b.max_connections, "max_connections");
   check(a.max_message_size != b.max_message_size, "max_message_size");

@@ -174,3 +174,25 @@ def test_container_and_kubernetes_admin_setups_start_only_with_a_token(shardscop
     del config["admin_token_file"]
     (tmp_path / "k8s-open.yaml").write_text(yaml.safe_dump(config))
     assert check(["proxy", "--config", str(tmp_path / "k8s-open.yaml")]).returncode == 2
+
+
+def test_kubernetes_scrapes_the_token_free_metrics_listener():
+    """prometheus.io annotations cannot send a token: they (and the ServiceMonitor) must name the
+    metrics listener's port, not the admin port that answers 401 (issue 18)."""
+    yaml = pytest.importorskip("yaml")
+    docs = list(yaml.safe_load_all((REPO_ROOT / "packaging/kubernetes/sidecar-example.yaml").read_text()))
+    config = yaml.safe_load(next(d for d in docs if d["kind"] == "ConfigMap")["data"]["shardscope.yaml"])
+    metrics_port = int(config["metrics_listen"].rpartition(":")[2])
+    assert metrics_port != int(config["admin"].rpartition(":")[2])
+    template = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]
+    annotations = template["metadata"]["annotations"]
+    assert annotations["prometheus.io/port"] == str(metrics_port) and annotations["prometheus.io/path"] == "/metrics"
+    sidecar = next(c for c in template["spec"]["containers"] if c["name"] == "shardscope")
+    assert {"name": "metrics", "containerPort": metrics_port, "protocol": "TCP"} in sidecar["ports"]
+
+    monitor_docs = list(yaml.safe_load_all((REPO_ROOT / "packaging/monitoring/servicemonitor.yaml").read_text()))
+    service = next(d for d in monitor_docs if d["kind"] == "Service")
+    monitor = next(d for d in monitor_docs if d["kind"] == "ServiceMonitor")
+    endpoint = monitor["spec"]["endpoints"][0]
+    port = next(p for p in service["spec"]["ports"] if p["name"] == endpoint["port"])
+    assert port["targetPort"] in ("metrics", metrics_port) and "bearerTokenSecret" not in endpoint

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pymongo
 import pytest
 
+from harness import free_port
 from stats_helpers import CUSTOMERS, ROUTING_FILE, PrometheusServer, http_request, run_profile, seed_orders
 
 pytestmark = pytest.mark.needs_proxy
@@ -65,3 +66,31 @@ def test_prometheus_scrapes_expected_counts(ferretdb, proxy, prometheus, workdir
     bad_token.write_text("wrong")
     prom_bad = prometheus(f"127.0.0.1:{p.admin_port}", token_file=bad_token)
     assert prom_bad.wait_value('up{job="shardscope"}', 0, timeout=20) == 0
+
+
+def test_prometheus_scrapes_the_metrics_listener_without_a_token(ferretdb, proxy, prometheus, workdir):
+    """Kubernetes' prometheus.io annotations cannot send a token: `--metrics HOST:PORT` serves /metrics
+    (and /healthz) without it, nothing else, while the admin endpoint still requires the token."""
+    token_file = workdir / "token"
+    token_file.write_text("admin-token-9")
+    metrics_port = free_port()
+    p = proxy(ferretdb.uri, "--routing", str(ROUTING_FILE), "--admin-token-file", str(token_file),
+              "--metrics", f"127.0.0.1:{metrics_port}", admin=True)
+    with pymongo.MongoClient(p.uri, serverSelectionTimeoutMS=20000) as client:
+        seed_orders(client)
+        run_profile(client)
+    metrics_url = f"http://127.0.0.1:{metrics_port}"
+    assert http_request(p.admin_url, path="/metrics")[0] == 401
+    status, _, body = http_request(metrics_url, path="/metrics")
+    assert status == 200 and b"shardscope_ops_total" in body
+    assert not any(c.encode() in body for c in CUSTOMERS)  # counts and shapes, never values
+    assert http_request(metrics_url, path="/healthz")[0] == 200
+    for path in ("/stats", "/", "/evaluate", "/config", "/history", "/chunks"):
+        assert http_request(metrics_url, path=path)[0] == 404, path
+    assert http_request(metrics_url, "POST", "/config/reload")[0] == 404
+
+    prom = prometheus(f"127.0.0.1:{metrics_port}")  # no credentials in its scrape config
+    assert prom.wait_value('up{job="shardscope"}', 1) == 1, prom.target_health()
+    assert prom.wait_value('sum(shardscope_ops_total{ns="shop.orders",command="find",targeting="single"})', 62) == 62
+    prom_admin = prometheus(f"127.0.0.1:{p.admin_port}")  # the admin endpoint still refuses it
+    assert prom_admin.wait_value('up{job="shardscope"}', 0, timeout=20) == 0

@@ -194,6 +194,45 @@ TEST(AdminServerNoToken, OpenWhenNoTokenConfigured) {
   EXPECT_NE(server.handle("GET", "/", "").body.find("<!doctype html>"), std::string::npos);
 }
 
+// The metrics listener (metrics_listen): Prometheus in Kubernetes scrapes it without the token, and
+// it serves nothing else, so opening it exposes no /stats, page, reset or config reload.
+TEST(AdminServerMetricsOnly, ServesMetricsWithoutTokenAndNothingElse) {
+  stats::Registry registry;
+  AdminServer server("127.0.0.1", 0, "s3cret", registry, nullptr, nullptr);
+  AdminExtension ext;
+  ext.routes.push_back({"/config/reload", "POST", [](std::string_view) { return AdminResponse{}; }});
+  ext.metrics.push_back([](std::string& out) { out += "shardscope_extension_metric 1\n"; });
+  server.extend(std::move(ext));
+  server.serveMetricsOnly();
+  auto metrics = server.handle("GET", "/metrics", "");
+  EXPECT_EQ(metrics.status, 200u);
+  EXPECT_NE(metrics.body.find("shardscope_extension_metric 1"), std::string::npos);
+  EXPECT_EQ(server.handle("GET", "/healthz", "").status, 200u);
+  for (const char* path : {"/stats", "/", "/history", "/readyz", "/nope"})
+    EXPECT_EQ(server.handle("GET", path, "Bearer s3cret").status, 404u) << path;
+  EXPECT_EQ(server.handle("POST", "/stats/reset", "Bearer s3cret").status, 404u);
+  EXPECT_EQ(server.handle("POST", "/config/reload", "Bearer s3cret").status, 404u);
+}
+
+// /history: sampled on the render thread from start (the baseline) every interval, behind the token.
+TEST(AdminServerHistory, SamplesEveryInterval) {
+  stats::Registry registry;
+  AdminLimits limits;
+  limits.history_interval_ms = 50;
+  AdminServer server("127.0.0.1", 0, "s3cret", registry, nullptr, [] { return std::vector<std::string>{"shardA"}; },
+                     limits);
+  server.start();
+  EXPECT_EQ(server.handle("GET", "/history", "").status, 401u);
+  std::string body;
+  for (int i = 0; i < 100 && body.find("\"end\"") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    body = server.handle("GET", "/history", "Bearer s3cret").body;
+  }
+  EXPECT_NE(body.find(R"("intervalSeconds":0.05,"capacity":120)"), std::string::npos) << body;
+  EXPECT_NE(body.find(R"("targeting":{"single":0,)"), std::string::npos) << body;
+  server.stop();  // cancels the sampling timer (a pending timer would keep the render thread alive)
+}
+
 TEST(AdminServerBind, BadAddressThrows) {
   stats::Registry registry;
   AdminServer server("203.0.113.77", 1, "", registry, nullptr, nullptr);
