@@ -180,6 +180,14 @@ function evaluationVerdicts(doc) {
   return out;
 }
 
+// The defence in one line: its first paragraph without the "Choice: <key>." the key column already
+// shows, cut at a word near 260 characters (the whole text is the cell's tooltip).
+function oneLine(text) {
+  let t = text.split("\n")[0].replace(/^Choice: .*?\. (?=[A-Z])/, "");
+  if (t.length > 260) t = t.slice(0, t.lastIndexOf(" ", 260)) + " \u2026";
+  return t;
+}
+
 // Per shard ops/s over the history window and the hot-shard ratio (max / min over every shard that owns chunks).
 function shardRates(hist, names) {
   const rates = {};
@@ -290,7 +298,7 @@ function renderKeys(chunks, verdicts, evaluationOn) {
     const v = verdicts[ns];
     const tr = el("tr", {class: "key", "data-ns": ns});
     const rec = v ? (v.key || "none yet") : (evaluationOn ? "not observed yet" : "evaluation off");
-    const why = el("td", {class: "defence", "data-field": "defence", title: v ? v.text : ""}, v ? v.text.split("\n")[0] : "");
+    const why = el("td", {class: "defence", "data-field": "defence", title: v ? v.text : ""}, v ? oneLine(v.text) : "");
     tr.append(el("td", {}, ns), el("td", {class: "mono", "data-field": "current"}, c ? JSON.stringify(c.key) : "not sharded"),
               el("td", {class: "num"}, c ? fmtInt(c.chunks) : "-"),
               el("td", {class: "mono", "data-field": "recommended"}, rec), why);
