@@ -30,7 +30,8 @@ std::string renderChunkView(const routing::RoutingTable* table, size_t max_range
         w.key("max").raw(routing::keyToJson(coll->key, chunks.chunkMax(i)));
         w.field("shard", table->shardName(chunks.chunkShard(i))).endObject();
       }
-      w.endArray().field("rangesOmitted", static_cast<uint64_t>(chunks.chunkCount() > max_ranges ? chunks.chunkCount() - max_ranges : 0));
+      size_t omitted = chunks.chunkCount() > max_ranges ? chunks.chunkCount() - max_ranges : 0;
+      w.endArray().field("rangesOmitted", static_cast<uint64_t>(omitted));
       w.endObject();
     }
   }

@@ -426,7 +426,10 @@ function render(s, hist, chunks, evaluation) {
   const names = chunks && chunks.shards.length ? chunks.shards : s.shards.map((x) => x.name);
   const rates = shardRates(hist, names);
   renderHistory(hist);
-  const hot = renderHot(rates, names);
+  // Hot or cold is judged among the shards that own chunks: one holding none (a new or draining
+  // shard, a database primary only) takes no shard-key traffic by design.
+  const owners = new Set(chunks ? chunks.namespaces.flatMap((n) => Object.keys(n.chunksPerShard)) : []);
+  const hot = renderHot(rates, owners.size ? names.filter((n) => owners.has(n)) : names);
   renderShards(s, rates, hot);
   renderKeys(chunks, evaluationVerdicts(evaluation), evaluation !== null);
   renderShapes(s, ops);

@@ -21,7 +21,8 @@ void TrafficHistory::add(int64_t now_ms, const stats::ConnectionTotals& totals, 
     Sample s;
     s.end_ms = now_ms;
     s.duration_ms = now_ms - last_ms_;
-    for (size_t i = 0; i < s.targeting.size(); ++i) s.targeting[i] = delta(totals.byTargeting[i], last_totals_.byTargeting[i]);
+    for (size_t i = 0; i < s.targeting.size(); ++i)
+      s.targeting[i] = delta(totals.byTargeting[i], last_totals_.byTargeting[i]);
     for (size_t i = 0; i < s.hosts.size(); ++i) s.hosts[i] = delta(totals.byHosts[i], last_totals_.byHosts[i]);
     size_t listed = std::min(shard_ops.size(), max_shards_);
     s.shards.assign(listed + (shard_ops.size() > max_shards_ ? 1 : 0), 0);

@@ -171,3 +171,21 @@ def test_dashboard_answers_why(why_proxy):
 
     screenshot(url + "/", WHY_ARTIFACT, size="1500,2300")
     assert WHY_ARTIFACT.stat().st_size > 10_000
+
+
+def test_hot_shard_is_judged_among_chunk_owners(ferretdb, proxy, workdir):
+    """A shard that owns no chunks (new, draining, a primary only) takes no shard-key traffic by design:
+    it must not make a balanced cluster look hot (max/min would be infinite)."""
+    routing = json.loads(ROUTING_FILE.read_text())
+    routing["shards"].append("shardG")
+    routing_file = workdir / "seven_shards.json"
+    routing_file.write_text(json.dumps(routing))
+    p = proxy(ferretdb.uri, "--routing", str(routing_file), admin=True)
+    with pymongo.MongoClient(p.uri, serverSelectionTimeoutMS=20000) as client:
+        seed_orders(client)
+        run_profile(client)  # one customer per chunk-owning shard: balanced
+    wait_for_history(p.admin_url)
+    dom = dump_dom(p.admin_url + "/")
+    assert 'data-shard="shardG"' in dom  # listed with its load ...
+    card = dict(re.findall(r'([\w-]+)="([^"]*)"', re.search(r'<div [^>]*id="hot-card"[^>]*>', dom).group(0)))
+    assert "data-hot" not in card and float(card["data-ratio"]) < 1.5, card  # ... but not a reason for a hot flag
