@@ -158,3 +158,32 @@ def test_readyz_names_the_discovery_failure(standin, proxy):
     status, body = _readyz(px)
     assert status == 503 and "no routing table yet" in body and "config server unavailable" in body, body
     assert _discovery(px)["lastError"]
+
+
+@pytest.mark.needs_proxy
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-1"])
+def test_discovery_authenticates_to_the_standin_and_readyz_names_the_refusal(standin, proxy, workdir, mechanism):
+    s = standin(users={"shardscope-svc": "Standin-Pw-7q"})
+    s.shard_collection("shop.orders", "k", [10, 20], ["shardA", "shardB"])
+    discovery = ["--routing.discovery", "true", "--routing.discovery_interval_s", "60"]
+    without = proxy(s.uri, *discovery, admin=True)
+    assert _wait(lambda: "requires authentication" in _readyz(without)[1]), _readyz(without)
+    assert _readyz(without)[0] == 503
+
+    password = workdir / "pw"
+    password.write_text("Standin-Pw-7q\n")
+    with_auth = proxy(s.uri, *discovery, "--cluster_auth.username", "shardscope-svc", "--cluster_auth.password_file",
+                      str(password), "--cluster_auth.mechanism", mechanism, admin=True)
+    assert _wait(lambda: _readyz(with_auth)[0] == 200), _readyz(with_auth)
+    assert "routing discovery: 1 collections, 3 chunks" in _readyz(with_auth)[1]
+    assert s.authenticated_connections >= 1
+    # The connection is kept between refreshes: a StaleConfig-driven read does not log in again.
+    logins = s.authenticated_connections
+    s.migrate("shop.orders", 10, "shardB")
+    s.stale_on_next_write()
+    app = f"mongodb://shardscope-svc:Standin-Pw-7q@{with_auth.address}/?authSource=admin"  # pass-through auth
+    with pymongo.MongoClient(app, serverSelectionTimeoutMS=5000, retryWrites=False) as c:
+        with pytest.raises(pymongo.errors.WriteError):
+            c.shop.orders.insert_one({"_id": 1, "k": 15})
+    assert _wait(lambda: _version(with_auth, "shop.orders").startswith("2|"), timeout=5), _discovery(with_auth)
+    assert s.authenticated_connections == logins + 1  # the application's own login, not discovery's

@@ -15,12 +15,17 @@ globally so a getMore works from any connection):
     timestamp);
   * injected faults: the next N config.* reads fail; the next write answers with a StaleConfig in
     writeErrors (ok: 1), or as its top-level error.
-SCRAM is not implemented here: authentication is tested against FerretDB (test_cluster_auth.py).
+  * SCRAM-SHA-256 and SCRAM-SHA-1 (RFC 5802/7677, MongoDB's SHA-1 password digest) when `users`
+    is given: every command but the handshake then requires an authenticated connection
+    ("command find requires authentication", code 13, as mongos answers).
 """
 from __future__ import annotations
 
+import base64
 import datetime
-import threading
+import hashlib
+import hmac
+import os
 import uuid as uuidlib
 
 import bson
@@ -59,10 +64,14 @@ def matches(doc: dict, flt: dict) -> bool:
 
 
 class MongosStandIn(WirePeer):
-    def __init__(self, catalog: str = "5.0", shards=("shardA", "shardB", "shardC"), **kw):
+    def __init__(self, catalog: str = "5.0", shards=("shardA", "shardB", "shardC"),
+                 users: dict[str, str] | None = None, **kw):
         assert catalog in ("4.4", "5.0")
         super().__init__(max_wire_version=9 if catalog == "4.4" else 21, **kw)
         self.catalog = catalog
+        self.users = users or {}
+        self.authenticated_connections = 0
+        self._conversations: dict[int, dict] = {}
         self.chunk_documents_returned = 0
         self.chunk_filters: list[dict] = []
         self._config_failures = 0
@@ -133,6 +142,72 @@ class MongosStandIn(WirePeer):
         """where: writeErrors (ok: 1, a per-statement StaleConfig) or top (ok: 0, code 13388)."""
         with self._lock:
             self._stale_writes.append(where)
+
+    # ---- authentication
+    _OPEN = {"hello", "ismaster", "saslstart", "saslcontinue", "ping", "buildinfo", "endsessions"}
+
+    def _handle(self, conn, cmd, seqs):
+        name = next(iter(cmd), "").lower()
+        if self.users and name not in self._OPEN and not getattr(conn, "user", None):
+            return {"ok": 0.0, "errmsg": f"command {next(iter(cmd), '')} requires authentication", "code": 13,
+                    "codeName": "Unauthorized"}
+        return super()._handle(conn, cmd, seqs)
+
+    @staticmethod
+    def _scram_hash(mechanism: str):
+        return hashlib.sha256 if mechanism == "SCRAM-SHA-256" else hashlib.sha1
+
+    def _salted(self, mechanism: str, user: str, salt: bytes, iterations: int) -> bytes:
+        password = self.users[user]
+        if mechanism == "SCRAM-SHA-1":  # MongoDB hashes the password first for SHA-1
+            password = hashlib.md5(f"{user}:mongo:{password}".encode()).hexdigest()
+        return hashlib.pbkdf2_hmac(self._scram_hash(mechanism)().name, password.encode(), salt, iterations)
+
+    def _cmd_saslstart(self, conn, cmd, seqs, db):
+        mechanism = cmd.get("mechanism")
+        payload = bytes(cmd.get("payload") or b"").decode()
+        if mechanism not in ("SCRAM-SHA-256", "SCRAM-SHA-1") or not payload.startswith("n,,"):
+            return {"ok": 0.0, "errmsg": f"stand-in: unsupported mechanism {mechanism}", "code": 2, "codeName": "BadValue"}
+        bare = payload[3:]
+        fields = dict(kv.split("=", 1) for kv in bare.split(","))
+        user = fields.get("n", "").replace("=2C", ",").replace("=3D", "=")
+        if user not in self.users:
+            return {"ok": 0.0, "errmsg": "Authentication failed.", "code": 18, "codeName": "AuthenticationFailed"}
+        sha256 = mechanism == "SCRAM-SHA-256"  # mongod's salt lengths (libmongoc checks them)
+        salt, iterations = os.urandom(28 if sha256 else 16), 15000 if sha256 else 10000
+        nonce = fields["r"] + base64.b64encode(os.urandom(18)).decode()
+        first = f"r={nonce},s={base64.b64encode(salt).decode()},i={iterations}"
+        with self._lock:
+            cid = len(self._conversations) + 1
+            self._conversations[cid] = {"mechanism": mechanism, "user": user, "bare": bare, "first": first,
+                                        "salted": self._salted(mechanism, user, salt, iterations), "nonce": nonce,
+                                        "conn": conn.id,
+                                        "skip_empty": bool((cmd.get("options") or {}).get("skipEmptyExchange"))}
+        return {"conversationId": cid, "done": False, "payload": first.encode(), "ok": 1.0}
+
+    def _cmd_saslcontinue(self, conn, cmd, seqs, db):
+        with self._lock:
+            conv = self._conversations.get(int(cmd.get("conversationId") or 0))
+        if conv is None or conv["conn"] != conn.id:
+            return {"ok": 0.0, "errmsg": "No SASL session state found", "code": 17, "codeName": "ProtocolError"}
+        payload = bytes(cmd.get("payload") or b"").decode()
+        if conv.get("verified"):  # the client's empty last step
+            return {"conversationId": cmd["conversationId"], "done": True, "payload": b"", "ok": 1.0}
+        without_proof, _, proof = payload.rpartition(",p=")
+        h = self._scram_hash(conv["mechanism"])
+        auth_message = f"{conv['bare']},{conv['first']},{without_proof}".encode()
+        client_key = hmac.new(conv["salted"], b"Client Key", h).digest()
+        signature = hmac.new(h(client_key).digest(), auth_message, h).digest()
+        expected = bytes(a ^ b for a, b in zip(client_key, signature))
+        if f"r={conv['nonce']}" not in without_proof or base64.b64decode(proof) != expected:
+            return {"ok": 0.0, "errmsg": "Authentication failed.", "code": 18, "codeName": "AuthenticationFailed"}
+        server_key = hmac.new(conv["salted"], b"Server Key", h).digest()
+        verifier = base64.b64encode(hmac.new(server_key, auth_message, h).digest()).decode()
+        conv["verified"] = True
+        conn.user = conv["user"]
+        with self._lock:
+            self.authenticated_connections += 1
+        return {"conversationId": cmd["conversationId"], "done": conv["skip_empty"], "payload": f"v={verifier}".encode(), "ok": 1.0}
 
     # ---- commands
     def _hello(self, conn, cmd, legacy):
