@@ -187,3 +187,18 @@ def test_discovery_authenticates_to_the_standin_and_readyz_names_the_refusal(sta
             c.shop.orders.insert_one({"_id": 1, "k": 15})
     assert _wait(lambda: _version(with_auth, "shop.orders").startswith("2|"), timeout=5), _discovery(with_auth)
     assert s.authenticated_connections == logins + 1  # the application's own login, not discovery's
+
+
+@pytest.mark.needs_proxy
+def test_stale_config_on_a_time_series_view_refreshes_its_buckets_collection(standin, proxy):
+    s = standin()
+    s.shard_collection("metrics.system.buckets.cpu", "meta", ["h5"], ["shardA", "shardB"],
+                       extra={"timeseriesFields": {"timeField": "t", "metaField": "host", "granularity": "seconds"}})
+    px = proxy(s.uri, "--routing.discovery", "true", "--routing.discovery_interval_s", "600", admin=True)
+    assert _wait(lambda: _version(px, "metrics.system.buckets.cpu").startswith("1|1||")), _discovery(px)
+    s.migrate("metrics.system.buckets.cpu", "h5", "shardC")
+    s.stale_on_next_write()  # names the view, metrics.cpu, as mongos does for a write to it
+    with pymongo.MongoClient(px.uri, serverSelectionTimeoutMS=5000, retryWrites=False) as c:
+        with pytest.raises(pymongo.errors.WriteError):
+            c.metrics.cpu.insert_one({"t": 1, "host": "h7"})
+    assert _wait(lambda: _version(px, "metrics.system.buckets.cpu").startswith("2|"), timeout=5), _discovery(px)

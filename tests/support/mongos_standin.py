@@ -86,12 +86,14 @@ class MongosStandIn(WirePeer):
         self._clock += 1
         return Timestamp(self._clock, 1)
 
-    def shard_collection(self, ns: str, field: str, splits: list, shards: list[str]) -> None:
-        """Chunks [MinKey, s0), [s0, s1), ... [sN, MaxKey) on `shards` in turn, versions 1|0, 1|1..."""
+    def shard_collection(self, ns: str, field: str, splits: list, shards: list[str], extra: dict | None = None) -> None:
+        """Chunks [MinKey, s0), [s0, s1), ... [sN, MaxKey) on `shards` in turn, versions 1|0, 1|1...
+        extra: more fields of the config.collections document (e.g. timeseriesFields)."""
         with self._lock:
             epoch, uid, ts = ObjectId(), Binary.from_uuid(uuidlib.uuid4(), UuidRepresentation.STANDARD), self._next_timestamp()
             coll = {"_id": ns, "lastmodEpoch": epoch, "lastmod": datetime.datetime.now(datetime.timezone.utc),
                     "key": {field: 1}, "unique": False, "uuid": uid}
+            coll.update(extra or {})
             if self.catalog == "4.4":
                 coll["dropped"] = False
             else:
