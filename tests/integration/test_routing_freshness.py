@@ -202,3 +202,18 @@ def test_stale_config_on_a_time_series_view_refreshes_its_buckets_collection(sta
         with pytest.raises(pymongo.errors.WriteError):
             c.metrics.cpu.insert_one({"t": 1, "host": "h7"})
     assert _wait(lambda: _version(px, "metrics.system.buckets.cpu").startswith("2|"), timeout=5), _discovery(px)
+
+
+@pytest.mark.needs_proxy
+def test_a_torn_incremental_read_is_repeated_whole(standin, proxy):
+    s = standin()
+    s.shard_collection("shop.orders", "k", [10, 20], ["shardA", "shardB"])
+    px = proxy(s.uri, "--routing.discovery", "true", "--routing.discovery_interval_s", "1", admin=True)
+    assert _wait(lambda: _version(px, "shop.orders").startswith("1|2||")), _discovery(px)
+    s.tear_next_chunk_read()
+    s.split("shop.orders", 25)  # [20, MaxKey) -> [20, 25) 1|3 and [25, MaxKey) 1|4; the read loses 1|4
+    assert _wait(lambda: _version(px, "shop.orders").startswith("1|4||")), _discovery(px)
+    d = _discovery(px)
+    assert d["chunks"] == 4 and d["failures"] == 0, d
+    # The gap ([25, MaxKey) uncovered) was seen and the collection read whole in the same refresh.
+    assert "reading the collection whole" in px.stderr_text()

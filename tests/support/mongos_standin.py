@@ -129,6 +129,32 @@ class MongosStandIn(WirePeer):
             if left:
                 left[0]["lastmod"] = Timestamp(major + 1, 1)
 
+    def split(self, ns: str, at_value) -> None:
+        """splitChunk: the chunk holding at_value becomes [min, at) and [at, max), versions major|m+1, m+2."""
+        with self._lock:
+            chunks = self._chunks_of(ns)
+            top = max(c["lastmod"] for c in chunks)
+            field = next(iter(chunks[0]["min"]))
+            holder = next(c for c in chunks if self._holds(c, field, at_value))
+            right = bson.decode(bson.encode(holder))
+            right["_id"] = ObjectId() if self.catalog == "5.0" else f"{ns}-{field}_{at_value!r}"
+            holder["max"] = {field: at_value}
+            right["min"] = {field: at_value}
+            holder["lastmod"] = Timestamp(top.time, top.inc + 1)
+            right["lastmod"] = Timestamp(top.time, top.inc + 2)
+            self.store["config.chunks"].append(right)
+
+    @staticmethod
+    def _holds(chunk: dict, field: str, value) -> bool:
+        lo, hi = chunk["min"][field], chunk["max"][field]
+        return (isinstance(lo, MinKey) or lo <= value) and (isinstance(hi, MaxKey) or value < hi)
+
+    def tear_next_chunk_read(self) -> None:
+        """The next read of config.chunks that returns several documents loses its newest one, as a
+        read spanning a commit can (the proxy must notice the gap and read the collection whole)."""
+        with self._lock:
+            self._tear_next = True
+
     def drop_and_recreate(self, ns: str, field: str, splits: list, shards: list[str]) -> None:
         with self._lock:
             old = self._chunks_of(ns)
@@ -236,6 +262,9 @@ class MongosStandIn(WirePeer):
                 field, direction = next(iter(cmd["sort"].items()))
                 docs.sort(key=lambda d: d.get(field) or Timestamp(0, 0), reverse=direction < 0)
             if ns == "config.chunks":
+                if getattr(self, "_tear_next", False) and len(docs) > 1:
+                    self._tear_next = False
+                    docs = docs[:-1]
                 self.chunk_documents_returned += len(docs)
                 self.chunk_filters.append(flt)
             docs = [bson.decode(bson.encode(d)) for d in docs]  # a snapshot, as a cursor sees it
