@@ -167,7 +167,8 @@ void RoutingDiscovery::requestRefresh(std::string_view ns) {
   status_->onStaleRequest();
   {
     std::lock_guard lock(mutex_);
-    if (ns.find('.') == std::string_view::npos || pending_.size() >= kMaxPendingNamespaces) refresh_all_ = true;
+    bool namespace_like = ns.find('.') != std::string_view::npos && ns.size() <= kMaxNamespaceBytes;
+    if (!namespace_like || pending_.size() >= kMaxPendingNamespaces) refresh_all_ = true;
     else if (!refresh_all_) pending_.emplace(ns);
   }
   wake_.notify_all();

@@ -49,6 +49,7 @@ class RoutingDiscovery {
   static constexpr std::chrono::milliseconds kMinSpacing{500};
   static constexpr std::chrono::milliseconds kFirstRetry{500};
   static constexpr size_t kMaxPendingNamespaces = 64;
+  static constexpr size_t kMaxNamespaceBytes = 255;  // longer is no namespace: refresh everything
 
  private:
   void run();

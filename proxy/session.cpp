@@ -23,7 +23,6 @@ struct ProtocolError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-
 awaitable<void> sleepFor(std::chrono::milliseconds d) {
   asio::steady_timer t(co_await asio::this_coro::executor, d);
   co_await t.async_wait(use_awaitable);
