@@ -13,6 +13,7 @@
 #include "proxy/asio.h"
 #include "proxy/buffer_budget.h"
 #include "proxy/capture.h"
+#include "proxy/discovery_status.h"
 #include "proxy/fault_injector.h"
 #include "proxy/lookup_set.h"
 #include "proxy/mirror.h"
@@ -43,7 +44,8 @@ struct ProxyContext {
   std::atomic<uint64_t> open_connections{0};
   BufferBudget buffer_budget;                   // limits.max_buffered_bytes, shared by all sessions
   std::atomic<bool> upstream_reachable{false};  // some mongos of the pool is up (/readyz)
-  std::function<void()> on_stale_config;        // asks discovery for a refresh (may be empty)
+  std::function<void(std::string_view ns)> on_stale_config;  // asks discovery to refresh ns ("" = all); may be empty
+  DiscoveryStatus discovery_status;             // routing discovery's last outcome (/stats, /metrics, /readyz)
   Published<const LookupSet> lookups;  // lookup-rewrite rules (empty set when none)
 
   ~ProxyContext() {

@@ -197,9 +197,10 @@ std::unique_ptr<RoutingDiscovery> startDiscovery(ProxyContext& ctx) {
       [&ctx](std::shared_ptr<const routing::RoutingTable> table) {
         if (ctx.evaluator) ctx.evaluator->setCurrentKeys(table);
         ctx.routing.publish(std::move(table));
-      });
+      },
+      &ctx.discovery_status);
   auto* raw = discovery.get();
-  ctx.on_stale_config = [raw] { raw->requestRefresh(); };
+  ctx.on_stale_config = [raw](std::string_view ns) { raw->requestRefresh(ns); };
   discovery->start();
   return discovery;
 }
@@ -224,6 +225,7 @@ std::unique_ptr<AdminServer> makeAdminServer(ProxyContext& ctx, bool metrics_onl
         return names;
       });
   admin->extend(mongosPoolExtension(ctx));
+  if (ctx.config.discovery) admin->extend(discoveryExtension(ctx));
   if (metrics_only) admin->serveMetricsOnly();
   return admin;
 }
@@ -238,6 +240,14 @@ AdminExtension mongosPoolExtension(ProxyContext& ctx) {
       out += "shardscope_upstream_up{address=\"" + h.address + "\"} " + (h.state == MongosPool::State::Up ? "1" : "0") + "\n";
   });
   e.readiness_detail = [&ctx] { return ctx.mongos->summary(); };
+  return e;
+}
+
+AdminExtension discoveryExtension(ProxyContext& ctx) {
+  AdminExtension e;
+  e.stats_sections.emplace_back("discovery", [&ctx] { return ctx.discovery_status.renderJson(); });
+  e.metrics.push_back([&ctx](std::string& out) { ctx.discovery_status.appendMetrics(out); });
+  e.readiness_detail = [&ctx] { return ctx.mongos->summary() + "\n" + ctx.discovery_status.readinessLine(); };
   return e;
 }
 

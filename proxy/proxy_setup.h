@@ -25,5 +25,8 @@ std::unique_ptr<AdminServer> makeAdminServer(ProxyContext& ctx, bool metrics_onl
 // (shardscope_upstream_up) and /readyz line (which mongos are up).
 std::unique_ptr<MongosPool> makeMongosPool(const UpstreamTarget& target, const config::UpstreamPool& settings);
 AdminExtension mongosPoolExtension(ProxyContext& ctx);
+// Routing discovery's /stats section ("discovery"), shardscope_routing_* metrics and /readyz line
+// (after the mongos line, which it repeats: /readyz keeps one detail function).
+AdminExtension discoveryExtension(ProxyContext& ctx);
 
 }  // namespace shardscope::proxy

@@ -7,6 +7,7 @@
 #include "protocol/request_rules.h"
 #include "proxy/upstream_connect.h"
 #include "routing/mongos_version.h"
+#include "routing/stale_routing.h"
 #include "routing/targeting.h"
 
 namespace shardscope::proxy {
@@ -21,8 +22,6 @@ namespace {
 struct ProtocolError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
-
-constexpr int32_t kStaleConfigCodes[] = {13388 /*StaleConfig*/, 150 /*StaleEpoch*/, 63 /*StaleShardVersion*/};
 
 awaitable<void> sleepFor(std::chrono::milliseconds d) {
   asio::steady_timer t(co_await asio::this_coro::executor, d);
@@ -732,16 +731,12 @@ std::span<const uint8_t> Session::rewriteHelloReply(std::span<const uint8_t> mes
 }
 
 void Session::learnFromReply(const PendingOp& op, const bson_t* body) {
-  bson_iter_t it;
-  if (bson_iter_init_find(&it, body, "ok") && !bson_iter_as_bool(&it)) {
-    bson_iter_t code;
-    if (bson_iter_init_find(&code, body, "code") && BSON_ITER_HOLDS_INT32(&code)) {
-      int32_t c = bson_iter_int32(&code);
-      for (int32_t stale : kStaleConfigCodes)
-        if (c == stale && ctx_.on_stale_config) ctx_.on_stale_config();
-    }
-    return;
+  if (ctx_.on_stale_config) {  // a stale-routing error (also per write statement): refresh that namespace
+    std::string stale_ns;
+    if (routing::replyShowsStaleRouting(body, stale_ns)) ctx_.on_stale_config(stale_ns);
   }
+  bson_iter_t it;
+  if (bson_iter_init_find(&it, body, "ok") && !bson_iter_as_bool(&it)) return;
   if (op.lookup && op.learning) routing::applyReplyLearning(*op.lookup, *op.learning, body);
   if (!op.sharded) return;
   bson_iter_t cursor, id;
