@@ -17,6 +17,7 @@
 #include "proxy/redacting_sink.h"
 #include "proxy/reloader.h"
 #include "proxy/server.h"
+#include "proxy/sketch_publisher.h"
 #include "proxy/upstream_probe.h"
 
 extern char** environ;
@@ -45,6 +46,11 @@ int runProxy(const std::vector<std::string>& args, bool checkOnly) {
     std::cerr << "shardscope: config error: " << error << "\n";
     return 2;
   }
+  auto publisher = proxy::SketchPublisher::create(ctx.config, ctx.evaluator.get(), error);
+  if (!publisher && !error.empty()) {
+    std::cerr << "shardscope: config error: " << error << "\n";
+    return 2;
+  }
   if (checkOnly) {
     std::cout << "shardscope: config OK\n";
     return 0;
@@ -63,6 +69,7 @@ int runProxy(const std::vector<std::string>& args, bool checkOnly) {
       admin->extend(proxy::rewriteExtension(ctx));
       admin->extend(proxy::shadowExtension(ctx));
       admin->extend(proxy::configExtension(reloader));
+      if (publisher) admin->extend(proxy::publishExtension(*publisher));
       admin->start();
       spdlog::info("admin endpoint on http://{}:{}/", ctx.config.admin.host, admin->port());
     }
@@ -72,6 +79,7 @@ int runProxy(const std::vector<std::string>& args, bool checkOnly) {
   }
   proxy::startUpstreamProbe(io, ctx);
   auto discovery = proxy::startDiscovery(ctx);
+  if (publisher) publisher->start();
   spdlog::info("shardscope proxy listening on {}:{}, upstream {}", server.localEndpoint().address().to_string(),
                server.localEndpoint().port(), config::redactSecrets(ctx.config.upstream));
 
@@ -99,6 +107,7 @@ int runProxy(const std::vector<std::string>& args, bool checkOnly) {
   io.run();
   for (auto& w : workers) w.join();
   if (discovery) discovery->stop();
+  if (publisher) publisher->stop();
   spdlog::info("shardscope stopped");
   return 0;
 }
