@@ -22,6 +22,7 @@ bool splitNamespace(const std::string& ns, std::string& db, std::string& coll) {
 
 bool buildSketchDocument(const std::string& sidecarId, const std::string& exportJson, bool values, int64_t nowMs,
                          int64_t intervalMs, bson_t* out, std::string& error) {
+  bson_init(out);  // the caller destroys it either way
   bson_error_t err;
   bson_t* sketches = bson_new_from_json(reinterpret_cast<const uint8_t*>(exportJson.data()),
                                         static_cast<ssize_t>(exportJson.size()), &err);
@@ -29,7 +30,6 @@ bool buildSketchDocument(const std::string& sidecarId, const std::string& export
     error = std::string("export does not parse: ") + err.message;
     return false;
   }
-  bson_init(out);
   bson_append_utf8(out, "_id", -1, sidecarId.c_str(), -1);
   bson_append_date_time(out, "updatedAt", -1, nowMs);
   bson_append_date_time(out, "expiresAt", -1, nowMs + kPublishTtlIntervals * intervalMs);

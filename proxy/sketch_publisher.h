@@ -37,7 +37,8 @@ inline constexpr int kPublishTtlIntervals = 3;
 inline constexpr size_t kMaxPublishedBytes = size_t{15} << 20;
 
 // The document for one publication from an export (canonical extended JSON); false with `error`
-// when the export does not parse or the document would be too large.
+// when the export does not parse or the document would be too large. `out` is initialised either
+// way (the caller destroys it).
 bool buildSketchDocument(const std::string& sidecarId, const std::string& exportJson, bool values, int64_t nowMs,
                          int64_t intervalMs, bson_t* out, std::string& error);
 
