@@ -196,9 +196,8 @@ def _assert_no_value(text: str, where: str) -> None:
             assert needle not in b, f"{where} carries {needle!r} in base64"
 
 
-def test_no_field_value_leaves_the_process_by_default(proxy, ferretdb, shardscope_binary):
-    p = _sidecar(proxy, ferretdb, "--evaluation.publish.interval_ms", "200", "--evaluation.publish.id", "private")
-    with pymongo.MongoClient(p.uri, serverSelectionTimeoutMS=20000) as client:
+def _secret_traffic(uri: str) -> None:
+    with pymongo.MongoClient(uri, serverSelectionTimeoutMS=20000) as client:
         coll = client.shop.orders
         coll.insert_many([{"orderId": SECRET_INT + (i if i else 0), "customerId": SECRET_TEXT,
                            "warehouse": {"code": SECRET_NESTED}} for i in range(40)])
@@ -207,6 +206,11 @@ def test_no_field_value_leaves_the_process_by_default(proxy, ferretdb, shardscop
             coll.find_one({"customerId": SECRET_TEXT, "orderId": SECRET_INT})
             coll.update_one({"orderId": SECRET_INT}, {"$set": {"note": SECRET_TEXT}})
             coll.count_documents({"warehouse.code": SECRET_NESTED})
+
+
+def test_no_field_value_leaves_the_process_by_default(proxy, ferretdb, shardscope_binary):
+    p = _sidecar(proxy, ferretdb, "--evaluation.publish.interval_ms", "200", "--evaluation.publish.id", "private")
+    _secret_traffic(p.uri)
     _wait_published([p], count=2)
     for path in ENDPOINTS:
         try:
@@ -224,3 +228,16 @@ def test_no_field_value_leaves_the_process_by_default(proxy, ferretdb, shardscop
     _assert_no_value(merged, "evaluate --from")
     p.stop()
     _assert_no_value(p.stderr_text(), "the proxy's log")
+
+
+def test_the_value_search_finds_values_when_they_are_allowed(proxy, ferretdb):
+    # The control of the test above: with the opt-in the same search finds the values (in the
+    # sampled documents, base64), so its silence without the opt-in means something.
+    p = _sidecar(proxy, ferretdb, "--evaluation.allow_values", "true")
+    _secret_traffic(p.uri)
+    sketches = _get(p.admin_url + "/evaluate/sketches")
+    with pytest.raises(AssertionError, match="carries"):
+        _assert_no_value(sketches, "/evaluate/sketches")  # top-value labels, in clear
+    clear_removed = sketches.replace(SECRET_TEXT, "").replace(SECRET_NESTED, "").replace(str(SECRET_INT), "")
+    with pytest.raises(AssertionError, match="in base64"):
+        _assert_no_value(clear_removed, "/evaluate/sketches")  # sampled documents and values, as $binary
