@@ -241,3 +241,44 @@ def test_the_value_search_finds_values_when_they_are_allowed(proxy, ferretdb):
     clear_removed = sketches.replace(SECRET_TEXT, "").replace(SECRET_NESTED, "").replace(str(SECRET_INT), "")
     with pytest.raises(AssertionError, match="in base64"):
         _assert_no_value(clear_removed, "/evaluate/sketches")  # sampled documents and values, as $binary
+
+
+# ---- publishing with the proxy's own credentials (cluster_auth) ----
+
+SVC_USER, SVC_PASSWORD = "shardscope-svc", "Publish-Pw-6t3w"
+
+
+def test_publishing_authenticates_with_cluster_auth_and_prints_no_password(workdir, ferretdb_binary, proxy,
+                                                                          shardscope_binary):
+    from harness import FerretDB
+
+    class AuthFerretDB(FerretDB):
+        def argv(self) -> list[str]:
+            return super().argv() + ["--setup-database=admin", f"--setup-username={SVC_USER}",
+                                     f"--setup-password={SVC_PASSWORD}", "--test-enable-new-auth"]
+
+    db = AuthFerretDB(workdir / "authdb", binary=ferretdb_binary).start()
+    try:
+        authed = f"mongodb://{SVC_USER}:{SVC_PASSWORD}@{db.address}/?authSource=admin"
+        p = proxy(db.uri, "--evaluation.publish.interval_ms", "200", "--evaluation.publish.id", "svc-sidecar",
+                  "--cluster_auth.username", SVC_USER, admin=True, env={"SHARDSCOPE_CLUSTER_PASSWORD": SVC_PASSWORD})
+        with pymongo.MongoClient(f"mongodb://{SVC_USER}:{SVC_PASSWORD}@{p.address}/?authSource=admin",
+                                 serverSelectionTimeoutMS=20000) as app:
+            app.shop.orders.insert_many(_orders(0, 300))
+        _wait_published([p], count=2)
+        # Without credentials the CLI is refused; with them it merges the sidecar.
+        refused = subprocess.run([str(shardscope_binary), "evaluate", "--from-collection", db.uri],
+                                 capture_output=True, text=True, timeout=60)
+        assert refused.returncode == 1 and "authentication" in refused.stderr, refused.stderr
+        out = _cli(shardscope_binary, "--from-collection", authed, "--json")
+        assert "merging 1 live sidecar(s)" in out.stderr and _ns(json.loads(out.stdout))["inserts"] == 300
+        # A wrong password in the CLI's URI never comes back in its error.
+        wrong = subprocess.run([str(shardscope_binary), "evaluate", "--from-collection",
+                                authed.replace(SVC_PASSWORD, "Wrong-Pw-9x2k")], capture_output=True, text=True, timeout=60)
+        assert wrong.returncode == 1 and "Wrong-Pw-9x2k" not in wrong.stderr + wrong.stdout, wrong.stderr
+        stats = _get(p.admin_url + "/stats")
+        p.stop()
+        for text in (p.stderr_text(), stats, out.stderr, refused.stderr):
+            assert SVC_PASSWORD not in text
+    finally:
+        db.stop()
