@@ -86,7 +86,13 @@ def test_one_sidecar_its_export_and_two_merged_agree(proxy, ferretdb, shardscope
     _insert(left.uri, docs[:1500])
     _insert(right.uri, docs[1500:])
 
-    _check_bounds(json.loads(_get(whole.admin_url + "/evaluate")), 4000, "one sidecar's /evaluate")
+    local = json.loads(_get(whole.admin_url + "/evaluate"))
+    _check_bounds(local, 4000, "one sidecar's /evaluate")
+    # The winner's migration plan: FerretDB is unsharded, so shardCollection on the verdict's key;
+    # with values off no split point is given.
+    plan = _ns(local)["migrationPlan"]
+    assert plan["action"] == "shardCollection" and plan["key"] == _ns(local)["verdict"]["key"], plan
+    assert plan["command"]["shardCollection"] == NS and plan["initialSplit"]["splitPoints"] == [], plan
     one = json.loads(_cli(shardscope_binary, "--from", whole.admin_url, "--json").stdout)
     _check_bounds(one, 4000, "evaluate --from that sidecar")
     two = json.loads(_cli(shardscope_binary, "--from", left.admin_url, "--from", right.admin_url, "--json").stdout)
