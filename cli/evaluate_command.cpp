@@ -1,5 +1,6 @@
-// `shardscope evaluate --from URL [--from URL ...] [--file PATH ...] [--json]`: fetches each
-// sidecar's /evaluate/sketches (HTTP or HTTPS), merges the sketches and prints one evaluation.
+// `shardscope evaluate --from URL [--from URL ...] [--file PATH ...] [--from-collection URI
+// [--collection db.coll]] [--json]`: fetches each sidecar's /evaluate/sketches (HTTP or HTTPS) or
+// every live sidecar's published sketches from a collection, merges them and prints one evaluation.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -12,6 +13,7 @@
 #include <bson/bson.h>
 
 #include "evaluation/evaluator.h"
+#include "proxy/sketch_publisher.h"
 
 namespace shardscope::cli {
 namespace {
@@ -30,6 +32,7 @@ bool exportsHashesOnly(const std::string& sketches) {
 
 struct EvaluateArgs {
   std::vector<std::string> urls, files;
+  std::string from_collection, collection = "shardscope.evaluation_sketches";
   bool json = false;
   AdminOptions auth_options;
 };
@@ -40,7 +43,8 @@ int fail(const std::string& message) {
 }
 
 int runEvaluate(const CLI::App& cmd, const EvaluateArgs& args) {
-  if (args.urls.empty() && args.files.empty()) return usageError(cmd, "give at least one --from URL or --file PATH");
+  if (args.urls.empty() && args.files.empty() && args.from_collection.empty())
+    return usageError(cmd, "give at least one --from URL, --file PATH or --from-collection URI");
   AdminAuth auth;
   std::string error;
   if (!resolveAdminAuth(args.auth_options, auth, error)) {
@@ -70,6 +74,15 @@ int runEvaluate(const CLI::App& cmd, const EvaluateArgs& args) {
     bson_destroy(&parsed);
     sketches.push_back(std::move(text));
   }
+  if (!args.from_collection.empty()) {
+    std::vector<std::string> ids;
+    if (!proxy::readPublishedSketches(args.from_collection, args.collection, sketches, ids, error)) return fail(error);
+    if (ids.empty()) return fail("no live sidecar has published to " + args.collection + " (evaluation.publish.interval_ms)");
+    std::string list;
+    for (const auto& id : ids) list += (list.empty() ? "" : ", ") + id;
+    std::fprintf(stderr, "shardscope evaluate: merging %zu live sidecar(s) from %s: %s\n", ids.size(),
+                 args.collection.c_str(), list.c_str());
+  }
   size_t hashesOnly = 0;
   for (const auto& s : sketches) hashesOnly += exportsHashesOnly(s);
   if (hashesOnly)
@@ -97,6 +110,15 @@ Command addEvaluateCommand(CLI::App& root) {
       ->allow_extra_args(false);
   cmd->add_option("--file", args->files, "a saved /evaluate/sketches export (offline); repeatable")
       ->type_name("PATH")
+      ->allow_extra_args(false);
+  cmd->add_option("--from-collection", args->from_collection,
+                  "a mongodb:// URI of the cluster the sidecars publish to (evaluation.publish.*): every live sidecar's "
+                  "latest sketches are merged")
+      ->type_name("URI")
+      ->allow_extra_args(false);
+  cmd->add_option("--collection", args->collection, "db.collection of the published sketches")
+      ->type_name("NS")
+      ->default_str("shardscope.evaluation_sketches")
       ->allow_extra_args(false);
   cmd->add_flag("--json", args->json, "print JSON instead of the text report");
   addAdminOptions(*cmd, args->auth_options);

@@ -18,6 +18,7 @@
 #include "proxy/redacting_sink.h"
 #include "proxy/reloader.h"
 #include "proxy/server.h"
+#include "proxy/sketch_publisher.h"
 #include "proxy/upstream_probe.h"
 
 extern char** environ;
@@ -46,6 +47,11 @@ int runProxy(const std::vector<std::string>& args, bool checkOnly) {
     std::cerr << "shardscope: config error: " << error << "\n";
     return 2;
   }
+  auto publisher = proxy::SketchPublisher::create(ctx.config, ctx.evaluator.get(), error);
+  if (!publisher && !error.empty()) {
+    std::cerr << "shardscope: config error: " << error << "\n";
+    return 2;
+  }
   if (checkOnly) {
     std::cout << "shardscope: config OK\n";
     return 0;
@@ -63,6 +69,7 @@ int runProxy(const std::vector<std::string>& args, bool checkOnly) {
     a.extend(proxy::shadowExtension(ctx));
     a.extend(proxy::configExtension(reloader));
     a.extend(proxy::chunkViewExtension(ctx));
+    if (publisher) a.extend(proxy::publishExtension(*publisher));
   };
   try {
     server.start();
@@ -84,6 +91,7 @@ int runProxy(const std::vector<std::string>& args, bool checkOnly) {
   }
   proxy::startUpstreamProbe(io, ctx);
   auto discovery = proxy::startDiscovery(ctx);
+  if (publisher) publisher->start();
   spdlog::info("shardscope proxy listening on {}:{}, upstream {}", server.localEndpoint().address().to_string(),
                server.localEndpoint().port(), config::redactSecrets(ctx.config.upstream));
 
@@ -112,6 +120,7 @@ int runProxy(const std::vector<std::string>& args, bool checkOnly) {
   io.run();
   for (auto& w : workers) w.join();
   if (discovery) discovery->stop();
+  if (publisher) publisher->stop();
   spdlog::info("shardscope stopped");
   return 0;
 }

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "evaluation/migration_plan.h"
 #include "evaluation/namespace_state.h"
 #include "routing/shard_key_pattern.h"
 
@@ -83,6 +84,7 @@ struct NamespaceReport {
   int recommended = -1;                     // index into candidates, -1 when nothing was observed
   bool recommended_passes = false;
   std::string defence;  // the seed-003-style text
+  MigrationPlan migration;  // for the recommended key (evaluation/migration_plan.h)
 };
 
 NamespaceReport analyzeNamespace(const NamespaceState& state, const AnalysisOptions& options,

@@ -152,6 +152,7 @@ std::vector<NamespaceReport> analyzeAll(const std::vector<std::pair<std::string,
       if (it != current_json.end() && (parsed = routing::ShardKeyPattern::fromJson(it->second, error))) current = &*parsed;
     }
     reports.push_back(analyzeNamespace(*st, opt, current, conf));
+    reports.back().migration = planMigration(*st, reports.back(), opt.allow_values);
   }
   return reports;
 }

@@ -519,6 +519,7 @@ void NamespaceState::toBson(bson_t* out) const {
     bson_append_int64(&item, "count", -1, static_cast<int64_t>(f.count));
     appendBin(&item, "hll", {reinterpret_cast<const char*>(f.hll.registers().data()), f.hll.registers().size()});
     bson_append_int64(&item, "freqTotal", -1, static_cast<int64_t>(f.freq.total()));
+    bson_append_int64(&item, "freqFloor", -1, static_cast<int64_t>(f.freq.floor()));
     bson_t fa, fe;
     bson_append_array_begin(&item, "freq", -1, &fa);
     for (size_t j = 0; j < f.freq.entries().size(); ++j) {
@@ -702,12 +703,18 @@ bool NamespaceState::mergeBson(const bson_t& doc, std::string& error) {
     f.count = getInt(fd, "count");
     std::string hll = getBin(fd, "hll");
     if (!f.hll.load(reinterpret_cast<const uint8_t*>(hll.data()), hll.size())) ok = false;
+    // Each counter keeps its error bound: a counter that replaced others ("c":47,"e":46) is
+    // known to hold one occurrence of its value, not 47.
+    std::vector<SpaceSaving::Entry> counters;
     forEachDoc(fd, "freq", [&](const bson_t& e) {
-      std::string label = getString(e, "l");
-      f.freq.add(static_cast<uint64_t>(getInt(e, "h")), static_cast<uint64_t>(getInt(e, "c")),
-                 label.empty() ? nullptr : &label);
+      int64_t c = getInt(e, "c"), err = getInt(e, "e");
+      if (c < 0 || err < 0) ok = false;
+      counters.push_back({static_cast<uint64_t>(getInt(e, "h")), static_cast<uint64_t>(std::max<int64_t>(c, 0)),
+                          static_cast<uint64_t>(std::max<int64_t>(err, 0)), getString(e, "l")});
     });
-    f.freq.setTotal(static_cast<uint64_t>(getInt(fd, "freqTotal")));
+    f.freq = SpaceSaving::fromCounters(limits_.heavy_hitters, std::move(counters),
+                                       static_cast<uint64_t>(getInt(fd, "freqTotal")),
+                                       static_cast<uint64_t>(std::max<int64_t>(getInt(fd, "freqFloor"), 0)));
     forEachDoc(fd, "distinct", [&](const bson_t& e) { f.distinct.add(getInt(e, "h"), getBin(e, "v")); });
     f.max = getBin(fd, "max");
     f.min = getBin(fd, "min");

@@ -354,6 +354,8 @@ std::string renderReportsJson(const std::vector<NamespaceReport>& reports, const
     w.key("candidates").beginArray();
     for (size_t i = 0; i < r.candidates.size(); ++i) writeCandidate(w, r, r.candidates[i], i);
     w.endArray();
+    w.key("migrationPlan");
+    writeMigrationPlanJson(w, r.migration);
     w.endObject();
   }
   w.endArray();
@@ -389,6 +391,7 @@ std::string renderReportsText(const std::vector<NamespaceReport>& reports) {
       t += propertyLines(r, c);
     }
     t += "\n" + defence(r) + "\n";
+    if (r.migration.present) t += "\n" + migrationPlanText(r.migration);
   }
   return t;
 }

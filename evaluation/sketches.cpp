@@ -104,7 +104,7 @@ void SpaceSaving::add(uint64_t hash, uint64_t weight, const std::string* label) 
   }
   if (entries_.size() < capacity_) {
     indexInsert(hash, static_cast<uint32_t>(entries_.size()));
-    entries_.push_back({hash, weight, 0, label ? *label : std::string()});
+    entries_.push_back({hash, floor_ + weight, floor_, label ? *label : std::string()});
     min_from_ = SIZE_MAX;  // the new count may be the smallest
     return;
   }
@@ -122,29 +122,63 @@ void SpaceSaving::add(uint64_t hash, uint64_t weight, const std::string* label) 
   indexInsert(hash, static_cast<uint32_t>(&e - entries_.data()));
 }
 
+uint64_t SpaceSaving::floor() const {
+  // Once every counter is taken, a value may have been counted and replaced: it occurred at most
+  // as often as the smallest counter (conservative when no counter was replaced yet).
+  if (entries_.empty() || entries_.size() < capacity_) return floor_;
+  uint64_t smallest = entries_[0].count;
+  for (const auto& e : entries_) smallest = std::min(smallest, e.count);
+  return std::max(floor_, smallest);
+}
+
+// Keeps the `capacity_` largest counts; a dropped value may have occurred up to its count, so the
+// floor rises to the largest dropped count.
+void SpaceSaving::keepLargest(std::vector<Entry>& counters, uint64_t floor) {
+  std::sort(counters.begin(), counters.end(), [](const Entry& a, const Entry& b) {
+    return a.count != b.count ? a.count > b.count : a.hash < b.hash;
+  });
+  if (counters.size() > capacity_) {
+    floor = std::max(floor, counters[capacity_].count);
+    counters.resize(capacity_);
+  }
+  entries_ = std::move(counters);
+  floor_ = floor;
+  rebuildIndex();
+}
+
 void SpaceSaving::merge(const SpaceSaving& other) {
-  // Agarwal et al.: add counts of common values, take the union, keep the largest `capacity`.
-  uint64_t total = total_ + other.total_;
+  // Agarwal et al. (mergeable summaries): a value counted on one side only may still have occurred
+  // up to the other side's floor there, so that floor joins both its count (an upper bound) and
+  // its error (count - error stays a lower bound). Ignoring the bounds (adding counts alone)
+  // turns each side's replaced counters into false heavy hitters.
+  const uint64_t mine = floor(), theirs = other.floor();
   std::unordered_map<uint64_t, Entry> all;
-  for (const auto& e : entries_) all[e.hash] = e;
+  for (const auto& e : entries_) all[e.hash] = {e.hash, e.count + theirs, e.error + theirs, e.label};
   for (const auto& e : other.entries_) {
-    auto [it, fresh] = all.try_emplace(e.hash, e);
+    auto [it, fresh] = all.try_emplace(e.hash, Entry{e.hash, e.count + mine, e.error + mine, e.label});
     if (!fresh) {
-      it->second.count += e.count;
-      it->second.error += e.error;
-      if (it->second.label.empty()) it->second.label = e.label;
+      Entry& m = it->second;  // counted on both sides: the other's floor was a guess, use its counter
+      m.count = m.count - theirs + e.count;
+      m.error = m.error - theirs + e.error;
+      if (m.label.empty()) m.label = e.label;
     }
   }
   std::vector<Entry> merged;
   merged.reserve(all.size());
   for (auto& [h, e] : all) merged.push_back(std::move(e));
-  std::sort(merged.begin(), merged.end(), [](const Entry& a, const Entry& b) {
-    return a.count != b.count ? a.count > b.count : a.hash < b.hash;
-  });
-  if (merged.size() > capacity_) merged.resize(capacity_);
-  entries_ = std::move(merged);
-  rebuildIndex();
-  total_ = total;
+  total_ += other.total_;
+  keepLargest(merged, mine + theirs);
+}
+
+SpaceSaving SpaceSaving::fromCounters(size_t capacity, std::vector<Entry> counters, uint64_t total, uint64_t floor) {
+  SpaceSaving s(capacity);
+  std::sort(counters.begin(), counters.end(), [](const Entry& a, const Entry& b) { return a.hash < b.hash; });
+  counters.erase(std::unique(counters.begin(), counters.end(), [](const Entry& a, const Entry& b) { return a.hash == b.hash; }),
+                 counters.end());
+  for (auto& e : counters) e.error = std::min(e.error, e.count);  // a lower bound below 0 is not a bound
+  s.keepLargest(counters, floor);
+  s.total_ = total;
+  return s;
 }
 
 std::vector<SpaceSaving::Entry> SpaceSaving::top(size_t n) const {

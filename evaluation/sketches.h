@@ -32,7 +32,9 @@ class HyperLogLog {
 };
 
 // Metwally et al.'s SpaceSaving: at most `capacity` counters; a value's count is over-estimated
-// by at most its `error`. `label` is kept only when the caller passes one (values allowed).
+// by at most its `error`, so it occurred between count - error and count times, and a value
+// without a counter occurred at most floor() times. `label` is kept only when the caller passes
+// one (values allowed).
 // Once full it allocates nothing: an open-addressing index over the fixed counter array, and the
 // replaced counter's label memory is reused.
 class SpaceSaving {
@@ -46,11 +48,16 @@ class SpaceSaving {
   explicit SpaceSaving(size_t capacity = 64);
   void add(uint64_t hash, uint64_t weight = 1, const std::string* label = nullptr);
   bool contains(uint64_t hash) const { return find(hash) != kNone; }
+  // Agarwal et al.'s mergeable summaries: both sides' bounds carry into the result (see .cpp).
   void merge(const SpaceSaving& other);
+  // A summary rebuilt from exported counters with their error bounds (an export's "c", "e",
+  // "freqTotal", "freqFloor"); counters beyond `capacity` are dropped into the floor.
+  static SpaceSaving fromCounters(size_t capacity, std::vector<Entry> counters, uint64_t total, uint64_t floor);
+  // The most a value without a counter can have occurred.
+  uint64_t floor() const;
   std::vector<Entry> top(size_t n) const;  // by count, descending
   uint64_t total() const { return total_; }
   const std::vector<Entry>& entries() const { return entries_; }
-  void setTotal(uint64_t t) { total_ = t; }
   size_t indexSlots() const { return slots_.capacity(); }
   size_t entryCapacity() const { return entries_.capacity(); }
 
@@ -63,8 +70,13 @@ class SpaceSaving {
   void rebuildIndex();
   size_t minEntry();
 
+  void keepLargest(std::vector<Entry>& counters, uint64_t floor);
+
   size_t capacity_;
   uint64_t total_ = 0;
+  // Occurrences a value without a counter may have had that the counters do not show (0 for a
+  // summary that saw every value itself; set by a merge or an import).
+  uint64_t floor_ = 0;
   std::vector<Entry> entries_;
   // Linear probing, at most half full: entry index + 1 per slot, 0 when empty.
   std::vector<uint32_t> slots_;

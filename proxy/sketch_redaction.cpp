@@ -15,7 +15,7 @@ struct Keep {
 };
 
 constexpr Keep kFreq[] = {{"h", nullptr}, {"c", nullptr}, {"e", nullptr}, {nullptr, nullptr}};  // no "l" label
-constexpr Keep kField[] = {{"path", nullptr},    {"count", nullptr},   {"hll", nullptr},     {"freqTotal", nullptr},
+constexpr Keep kField[] = {{"path", nullptr},    {"count", nullptr},   {"hll", nullptr},     {"freqTotal", nullptr}, {"freqFloor", nullptr},
                            {"freq", kFreq},      {"newMax", nullptr},  {"newMin", nullptr},  {"compared", nullptr},
                            {"oid", nullptr},     {"date", nullptr},    {"number", nullptr},  {"string", nullptr},
                            {"other", nullptr},   {"missing", nullptr}, {"ranged", nullptr},  {"hashed", nullptr},
