@@ -15,6 +15,7 @@
 #include "shadow/reply_summary.h"
 #include "stats/json_writer.h"
 #include "stats/process_counters.h"
+#include "stats/prometheus_writer.h"
 #include "stats/query_shape.h"
 
 namespace shardscope::proxy {
@@ -734,31 +735,21 @@ std::string Mirror::renderJson(size_t topShapes) const {
 }
 
 void Mirror::renderPrometheus(std::string& out) const {
+  using stats::Metric;
   const auto& c = *counters_;
-  out += "# HELP shardscope_mirror_requests_total Requests seen by the mirror, by what happened to them.\n";
-  out += "# TYPE shardscope_mirror_requests_total counter\n";
-#define X(name, json, prom)                                                                     \
-  if (*prom) out += std::string("shardscope_mirror_requests_total{outcome=\"") + prom + "\"} " + \
-                    std::to_string(c.name.load()) + "\n";
+  stats::PrometheusWriter w(out);
+  w.family(Metric::mirror_requests_total);
+#define X(name, json, prom) \
+  if (*prom) w.sample(Metric::mirror_requests_total, {prom}, static_cast<uint64_t>(c.name.load()));
   SHARDSCOPE_MIRROR_COUNTERS(X)
 #undef X
-  out += "# HELP shardscope_mirror_queue_depth Mirrored requests waiting for the shadow.\n";
-  out += "# TYPE shardscope_mirror_queue_depth gauge\n";
-  out += "shardscope_mirror_queue_depth " + std::to_string(queued_.load()) + "\n";
-  out += "# HELP shardscope_mirror_queue_capacity Size of the mirror queue (requests beyond it are dropped).\n";
-  out += "# TYPE shardscope_mirror_queue_capacity gauge\n";
-  out += "shardscope_mirror_queue_capacity " + std::to_string(options_.queue_size) + "\n";
-  out += "# HELP shardscope_mirror_comparisons_total Shadow replies compared with the primary's.\n";
-  out += "# TYPE shardscope_mirror_comparisons_total counter\n";
-  out += "shardscope_mirror_comparisons_total " + std::to_string(c.compared.load()) + "\n";
-  out += "# HELP shardscope_mirror_divergent_total Comparisons where the shadow answered differently.\n";
-  out += "# TYPE shardscope_mirror_divergent_total counter\n";
-  out += "shardscope_mirror_divergent_total " + std::to_string(c.divergent.load()) + "\n";
-  out += "# HELP shardscope_mirror_divergences_total Divergences by kind (one comparison may have several).\n";
-  out += "# TYPE shardscope_mirror_divergences_total counter\n";
+  w.single(Metric::mirror_queue_depth, static_cast<uint64_t>(queued_.load()));
+  w.single(Metric::mirror_queue_capacity, static_cast<uint64_t>(options_.queue_size));
+  w.single(Metric::mirror_comparisons_total, static_cast<uint64_t>(c.compared.load()));
+  w.single(Metric::mirror_divergent_total, static_cast<uint64_t>(c.divergent.load()));
+  w.family(Metric::mirror_divergences_total);
   for (size_t b = 0; b < shadow::kDivergenceKinds; ++b)
-    out += std::string("shardscope_mirror_divergences_total{kind=\"") + shadow::divergenceKindName(b) + "\"} " +
-           std::to_string(c.by_kind[b].load()) + "\n";
+    w.sample(Metric::mirror_divergences_total, {shadow::divergenceKindName(b)}, static_cast<uint64_t>(c.by_kind[b].load()));
   shadow::renderDivergencePrometheus(table_.snapshot(), 50, out);
 }
 

@@ -11,6 +11,7 @@
 #include "proxy/cluster_auth.h"
 #include "routing/mongos_version.h"
 #include "routing/routing_file.h"
+#include "stats/prometheus_writer.h"
 
 namespace shardscope::proxy {
 namespace {
@@ -100,6 +101,8 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
   ctx.client_compressors = compressorsOf(config.client_compressors);
   ctx.upstream_compressors = compressorsOf(config.upstream_compressors);
 
+  ctx.stats = std::make_unique<stats::Registry>(
+      stats::StatsOptions{config.stats_record_values, config.stats_max_shapes_per_namespace});
   routing::MongosVersion configured;
   if (routing::MongosVersion::parse(config.mongos_version, configured)) routing::setConfiguredMongosVersion(configured);
   if (!config.routing_file.empty()) {
@@ -109,7 +112,7 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
       error = "routing.file: " + routingError;
       return false;
     }
-    ctx.routing.publish(std::move(table));
+    publishRouting(ctx, std::move(table));
   }
   auto lookups = buildLookupSet(config.rewrite_rules, config.upstream, nullptr, error);
   if (!lookups) return false;
@@ -141,8 +144,6 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
     ctx.routing.current(snap);
     if (snap.value) ctx.evaluator->setCurrentKeys(snap.value);
   }
-  ctx.stats = std::make_unique<stats::Registry>(
-      stats::StatsOptions{config.stats_record_values, config.stats_max_shapes_per_namespace});
   if (ctx.evaluator) ctx.evaluator->countDroppedEventsIn(&ctx.stats->process().evaluation_dropped_events);
   if (!config.mirror.upstream.empty()) {
     MirrorOptions m;
@@ -190,14 +191,22 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
   return true;
 }
 
+void publishRouting(ProxyContext& ctx, std::shared_ptr<const routing::RoutingTable> table) {
+  if (!table) return;
+  if (ctx.evaluator) ctx.evaluator->setCurrentKeys(table);
+  if (ctx.stats) {
+    std::vector<std::string> names;
+    for (size_t i = 0; i < table->shardCount(); ++i) names.emplace_back(table->shardName(i));
+    ctx.stats->setShardNames(names);
+  }
+  ctx.routing.publish(std::move(table));
+}
+
 std::unique_ptr<RoutingDiscovery> startDiscovery(ProxyContext& ctx) {
   if (!ctx.config.discovery) return nullptr;
   auto discovery = std::make_unique<RoutingDiscovery>(
       ctx.config.upstream, std::chrono::seconds(ctx.config.discovery_interval_s),
-      [&ctx](std::shared_ptr<const routing::RoutingTable> table) {
-        if (ctx.evaluator) ctx.evaluator->setCurrentKeys(table);
-        ctx.routing.publish(std::move(table));
-      });
+      [&ctx](std::shared_ptr<const routing::RoutingTable> table) { publishRouting(ctx, std::move(table)); });
   auto* raw = discovery.get();
   ctx.on_stale_config = [raw] { raw->requestRefresh(); };
   discovery->start();
@@ -230,10 +239,10 @@ AdminExtension mongosPoolExtension(ProxyContext& ctx) {
   AdminExtension e;
   e.stats_sections.emplace_back("upstreams", [&ctx] { return ctx.mongos->renderJson(); });
   e.metrics.push_back([&ctx](std::string& out) {
-    out += "# HELP shardscope_upstream_up Whether the proxy can connect to this mongos (1) or not (0).\n"
-           "# TYPE shardscope_upstream_up gauge\n";
+    stats::PrometheusWriter w(out);
+    w.family(stats::Metric::upstream_up);
     for (const auto& h : ctx.mongos->snapshot())
-      out += "shardscope_upstream_up{address=\"" + h.address + "\"} " + (h.state == MongosPool::State::Up ? "1" : "0") + "\n";
+      w.sample(stats::Metric::upstream_up, {h.address}, uint64_t{h.state == MongosPool::State::Up ? 1u : 0u});
   });
   e.readiness_detail = [&ctx] { return ctx.mongos->summary(); };
   return e;

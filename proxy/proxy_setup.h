@@ -13,6 +13,10 @@ namespace shardscope::proxy {
 
 bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string& error);
 
+// The one way a routing table comes into force (start, reload, discovery): the evaluation's current
+// keys, the statistics' shard names (per-shard counts are kept by name), then the table itself.
+void publishRouting(ProxyContext& ctx, std::shared_ptr<const routing::RoutingTable> table);
+
 // Starts live discovery when the config asks for it (null otherwise).
 std::unique_ptr<RoutingDiscovery> startDiscovery(ProxyContext& ctx);
 

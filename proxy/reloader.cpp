@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "config/loader.h"
+#include "proxy/proxy_setup.h"
 #include "routing/routing_file.h"
 #include "stats/json_writer.h"
 
@@ -101,10 +102,7 @@ bool Reloader::reload(std::string& error) {
   auto lookups = buildLookupSet(next.rewrite_rules, ctx_.config.upstream, current.get(), lookupError);
   if (!lookups) return refuse(lookupError);
 
-  if (table) {
-    if (ctx_.evaluator) ctx_.evaluator->setCurrentKeys(table);
-    ctx_.routing.publish(std::move(table));
-  }
+  publishRouting(ctx_, std::move(table));
   ctx_.lookups.publish(std::move(lookups));
   ctx_.faults.publish(next.fault.enabled() ? std::make_shared<FaultInjector>(next.fault) : nullptr);
   spdlog::set_level(spdlog::level::from_str(next.log_level));

@@ -62,9 +62,12 @@ struct ShapeCounters {
   uint64_t rewrites = 0;
   std::array<uint64_t, kTargetingCount> beforeRewrite{};
   uint64_t rewriteFallbacks = 0;
+  // Upsert statements whose filter does not pin the full current shard key (TargetResult).
+  uint64_t untargetableUpserts = 0;
 
   ShapeCounters& operator+=(const ShapeCounters& o) {
     count += o.count;
+    untargetableUpserts += o.untargetableUpserts;
     rewrites += o.rewrites;
     for (size_t i = 0; i < kTargetingCount; ++i) beforeRewrite[i] += o.beforeRewrite[i];
     rewriteFallbacks += o.rewriteFallbacks;
