@@ -26,7 +26,7 @@ std::unique_ptr<AdminServer> makeAdminServer(ProxyContext& ctx);
 
 // The mongos pool of the upstream seed list, and its /stats section ("upstreams"), metric
 // (shardscope_upstream_up) and /readyz line (which mongos are up).
-std::unique_ptr<MongosPool> makeMongosPool(const UpstreamTarget& target, const config::UpstreamPool& settings);
+std::unique_ptr<MongosPool> makeMongosPool(const UpstreamTarget& target, const MongosPool::Options& options);
 AdminExtension mongosPoolExtension(ProxyContext& ctx);
 
 }  // namespace shardscope::proxy

@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "config/loader.h"
+#include "proxy/feature_options.h"
 #include "proxy/proxy_setup.h"
 #include "routing/routing_file.h"
 #include "stats/json_writer.h"
@@ -89,6 +90,14 @@ bool Reloader::reload(std::string& error) {
     return refuse(all);
   }
   const config::Config& next = loaded.config;
+  // Validated as start-up does, even for sections a reload does not apply: a config that could not
+  // start the proxy is not recorded as the one in force.
+  proxy::FeatureOptions features;
+  if (auto errors = featureOptions(next, features); !errors.empty()) {
+    std::string all;
+    for (const auto& e : errors) all += (all.empty() ? "" : "; ") + e;
+    return refuse(all);
+  }
 
   // Prepare everything first; publish only when all of it is valid.
   std::shared_ptr<const routing::RoutingTable> table;
