@@ -3,6 +3,7 @@
 #include "proxy/sketch_redaction.h"
 #include "routing/lookup_guard.h"
 #include "stats/json_writer.h"
+#include "stats/prometheus_writer.h"
 
 namespace shardscope::proxy {
 namespace {
@@ -78,32 +79,29 @@ std::string renderRewrite(const ProxyContext& ctx) {
 }
 
 void appendRewriteMetrics(const ProxyContext& ctx, std::string& out) {
+  using stats::Metric;
   auto set = ctx.lookups.get();
   if (!set || set->entries.empty()) return;
   std::vector<std::shared_ptr<routing::LookupIndex>> indexes;
   for (const auto& e : set->entries) indexes.push_back(e.index);
-  out += "# HELP shardscope_rewrites_total Lookup rewrites applied, by namespace and targeting before/after.\n"
-         "# TYPE shardscope_rewrites_total counter\n";
+  stats::PrometheusWriter w(out);
+  w.family(Metric::rewrites_total);
   for (const auto& index : indexes)
     for (auto b : kClasses)
       if (index->stats().before(b))
-        out += "shardscope_rewrites_total{ns=\"" + index->rule().ns + "\",before=\"" +
-               std::string(routing::targetingName(b)) + "\"} " + std::to_string(index->stats().before(b)) + "\n";
-  out += "# HELP shardscope_rewrite_fallbacks_total Rewritten commands re-run as written, by cause.\n"
-         "# TYPE shardscope_rewrite_fallbacks_total counter\n";
+        w.sample(Metric::rewrites_total, {index->rule().ns, routing::targetingName(b)},
+                 static_cast<uint64_t>(index->stats().before(b)));
+  w.family(Metric::rewrite_fallbacks_total);
   for (const auto& index : indexes)
     for (auto c : kCauses)
-      out += "shardscope_rewrite_fallbacks_total{ns=\"" + index->rule().ns + "\",cause=\"" +
-             std::string(routing::fallbackCauseName(c)) + "\"} " + std::to_string(index->stats().fallbacks(c)) + "\n";
-  out += "# HELP shardscope_rewrite_mappings Mappings held in memory.\n# TYPE shardscope_rewrite_mappings gauge\n";
+      w.sample(Metric::rewrite_fallbacks_total, {index->rule().ns, routing::fallbackCauseName(c)},
+               static_cast<uint64_t>(index->stats().fallbacks(c)));
+  w.family(Metric::rewrite_mappings);
   for (const auto& index : indexes)
-    out += "shardscope_rewrite_mappings{ns=\"" + index->rule().ns + "\"} " +
-           std::to_string(index->store().counters().size) + "\n";
-  out += "# HELP shardscope_rewrite_ambiguous Lookup values seen with two different added values (never rewritten).\n"
-         "# TYPE shardscope_rewrite_ambiguous gauge\n";
+    w.sample(Metric::rewrite_mappings, {index->rule().ns}, static_cast<uint64_t>(index->store().counters().size));
+  w.family(Metric::rewrite_ambiguous);
   for (const auto& index : indexes)
-    out += "shardscope_rewrite_ambiguous{ns=\"" + index->rule().ns + "\"} " +
-           std::to_string(index->store().counters().ambiguous) + "\n";
+    w.sample(Metric::rewrite_ambiguous, {index->rule().ns}, static_cast<uint64_t>(index->store().counters().ambiguous));
 }
 
 }  // namespace

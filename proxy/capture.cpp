@@ -13,6 +13,7 @@
 #include "shadow/command_prep.h"
 #include "shadow/reply_summary.h"
 #include "stats/json_writer.h"
+#include "stats/prometheus_writer.h"
 #include "stats/query_shape.h"
 
 namespace shardscope::proxy {
@@ -317,20 +318,15 @@ std::string CaptureWriter::renderJson() const {
 }
 
 void CaptureWriter::renderPrometheus(std::string& out) const {
+  using stats::Metric;
   Counters c = counters();
-  out += "# HELP shardscope_capture_records_total Records written to the capture file.\n";
-  out += "# TYPE shardscope_capture_records_total counter\n";
-  out += "shardscope_capture_records_total " + std::to_string(c.records) + "\n";
-  out += "# HELP shardscope_capture_bytes_total Bytes written to the capture file(s).\n";
-  out += "# TYPE shardscope_capture_bytes_total counter\n";
-  out += "shardscope_capture_bytes_total " + std::to_string(c.bytes) + "\n";
-  out += "# HELP shardscope_capture_dropped_total Records not captured (queue full, size limit reached).\n";
-  out += "# TYPE shardscope_capture_dropped_total counter\n";
-  out += "shardscope_capture_dropped_total{reason=\"queue_full\"} " + std::to_string(c.dropped_queue) + "\n";
-  out += "shardscope_capture_dropped_total{reason=\"size_limit\"} " + std::to_string(c.dropped_limit) + "\n";
-  out += "# HELP shardscope_capture_segments Capture file segments written (rotation).\n";
-  out += "# TYPE shardscope_capture_segments gauge\n";
-  out += "shardscope_capture_segments " + std::to_string(c.segments) + "\n";
+  stats::PrometheusWriter w(out);
+  w.single(Metric::capture_records_total, static_cast<uint64_t>(c.records));
+  w.single(Metric::capture_bytes_total, static_cast<uint64_t>(c.bytes));
+  w.family(Metric::capture_dropped_total);
+  w.sample(Metric::capture_dropped_total, {"queue_full"}, static_cast<uint64_t>(c.dropped_queue));
+  w.sample(Metric::capture_dropped_total, {"size_limit"}, static_cast<uint64_t>(c.dropped_limit));
+  w.single(Metric::capture_segments, static_cast<uint64_t>(c.segments));
 }
 
 }  // namespace shardscope::proxy

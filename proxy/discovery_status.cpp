@@ -1,5 +1,7 @@
 #include "proxy/discovery_status.h"
 
+#include "stats/prometheus_writer.h"
+
 #include <algorithm>
 
 #include "stats/json_writer.h"
@@ -80,18 +82,11 @@ std::string DiscoveryStatus::renderJson() const {
 
 void DiscoveryStatus::appendMetrics(std::string& out) const {
   std::lock_guard lock(mutex_);
-  out += "# HELP shardscope_routing_refreshes_total Routing discovery reads of config.* (successful or not).\n"
-         "# TYPE shardscope_routing_refreshes_total counter\n"
-         "shardscope_routing_refreshes_total " + std::to_string(refreshes_) + "\n";
-  out += "# HELP shardscope_routing_refresh_failures_total Routing discovery reads that failed.\n"
-         "# TYPE shardscope_routing_refresh_failures_total counter\n"
-         "shardscope_routing_refresh_failures_total " + std::to_string(failures_) + "\n";
-  out += "# HELP shardscope_routing_last_refresh_success_timestamp_seconds Unix time of the last successful routing read (0: never).\n"
-         "# TYPE shardscope_routing_last_refresh_success_timestamp_seconds gauge\n"
-         "shardscope_routing_last_refresh_success_timestamp_seconds " + std::to_string(last_success_unix_) + "\n";
-  out += "# HELP shardscope_routing_chunks Chunks in the routing table discovery holds.\n"
-         "# TYPE shardscope_routing_chunks gauge\n"
-         "shardscope_routing_chunks " + std::to_string(last_.chunks) + "\n";
+  stats::PrometheusWriter w(out);
+  w.single(stats::Metric::routing_refreshes_total, refreshes_);
+  w.single(stats::Metric::routing_refresh_failures_total, failures_);
+  w.single(stats::Metric::routing_last_refresh_success_timestamp_seconds, static_cast<uint64_t>(last_success_unix_));
+  w.single(stats::Metric::routing_chunks, static_cast<uint64_t>(last_.chunks));
 }
 
 std::string DiscoveryStatus::readinessLine() const {

@@ -2,6 +2,8 @@
 
 #include <random>
 
+#include "stats/prometheus_writer.h"
+
 namespace shardscope::proxy {
 namespace {
 
@@ -54,10 +56,10 @@ std::string FaultInjector::renderJson() const {
 }
 
 void FaultInjector::renderPrometheus(std::string& out) const {
-  out += "# HELP shardscope_faults_injected_total Operations delayed or failed by fault injection.\n"
-         "# TYPE shardscope_faults_injected_total counter\n";
-  out += "shardscope_faults_injected_total{kind=\"delay\"} " + std::to_string(delayed()) + "\n";
-  out += "shardscope_faults_injected_total{kind=\"error\"} " + std::to_string(errored()) + "\n";
+  stats::PrometheusWriter w(out);
+  w.family(stats::Metric::faults_injected_total);
+  w.sample(stats::Metric::faults_injected_total, {"delay"}, static_cast<uint64_t>(delayed()));
+  w.sample(stats::Metric::faults_injected_total, {"error"}, static_cast<uint64_t>(errored()));
 }
 
 }  // namespace shardscope::proxy

@@ -12,9 +12,11 @@
 #include "routing/routing_file.h"
 #include "routing/targeting.h"
 #include "shadow/command_prep.h"
+#include "shadow/cursor_reconciliation.h"
 #include "shadow/reply_summary.h"
 #include "stats/json_writer.h"
 #include "stats/process_counters.h"
+#include "stats/prometheus_writer.h"
 #include "stats/query_shape.h"
 
 namespace shardscope::proxy {
@@ -46,7 +48,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr size_t kMaxInFlightPerConnection = 256;
-constexpr int kMaxDrainBatches = 100;
 constexpr size_t kMaxCommandJson = 2048;
 
 bool contains(const std::vector<int64_t>& v, int64_t x) {
@@ -95,30 +96,45 @@ struct Mirror::Job {
 };
 
 struct Mirror::Worker {
-  struct Pending {
-    bool ran = false;     // sent to the shadow
-    bool error = false;   // the shadow could not answer (network, timeout, selection)
-    bool get_more = false;
-    int64_t get_more_cursor = 0;
-    shadow::ReplySummary shadow;
-    uint64_t shadow_latency = 0;
-    uint64_t shape_hash = 0;
-    std::string db, collection, command_json;
+  // The mirror's counters and divergence table, as the reconciliation reports to them.
+  struct Sink final : shadow::ReconciliationSink {
+    Sink(Counters& c, shadow::DivergenceTable& t) : counters(c), table(t) {}
+    void compared(uint64_t shapeHash, const shadow::ReplySummary& p, const shadow::ReplySummary& s, uint64_t pl,
+                  uint64_t sl, const std::string& json) override {
+      uint32_t kinds = shadow::compareSummaries(p, s);
+      counters.compared++;
+      if (kinds) {
+        counters.divergent++;
+        for (size_t b = 0; b < shadow::kDivergenceKinds; ++b)
+          if (kinds & (1u << b)) counters.by_kind[b]++;
+      }
+      table.onCompared(shapeHash, p, s, pl, sl, json);
+    }
+    void shadowError(uint64_t shapeHash, std::string_view command, const std::string& message) override {
+      counters.shadow_errors++;
+      table.onShadowError(shapeHash);
+      spdlog::debug("mirror: shadow error on {}: {}", command, message);
+    }
+    void cursorNotCompared() override { counters.cursors_abandoned++; }
+    Counters& counters;
+    shadow::DivergenceTable& table;
   };
-  struct CursorAcc {
-    uint64_t shape_hash = 0;
-    shadow::ReplySummary primary, shadow;
-    int64_t shadow_cursor = 0;
-    uint64_t primary_latency = 0, shadow_latency = 0;
-    std::string db, collection, command_json;
-  };
-  struct Conn {
-    std::unordered_map<int32_t, Pending> pending;
-    std::unordered_map<int64_t, CursorAcc> cursors;  // by the primary's cursor id
+  // One client connection: its shadow session (so a cursor's getMores run in the session that
+  // opened it; mongos refuses them otherwise) and its reconciliation state.
+  struct Conn final : shadow::ShadowLink {
+    Conn(mongoc_client_t* c, shadow::ReconciliationSink& sink) : client(c), reconciler(*this, sink) {}
+    ~Conn() override {
+      if (session) mongoc_client_session_destroy(session);
+    }
+    shadow::ShadowAnswer run(const std::string& db, const bson_t* command) override;
+    mongoc_client_t* client;
     mongoc_client_session_t* session = nullptr;
     bool session_tried = false;
+    shadow::ConnectionReconciler reconciler;
   };
 
+  explicit Worker(Sink s) : sink(s) {}
+  Sink sink;
   std::mutex mutex;
   std::condition_variable wake, idle;
   std::deque<std::unique_ptr<Job>> queue;
@@ -127,7 +143,7 @@ struct Mirror::Worker {
   std::atomic<bool> exited{false};
   std::thread thread;
   mongoc_client_t* client = nullptr;
-  std::unordered_map<uint64_t, Conn> conns;
+  std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns;
 };
 
 // ---- setup -----------------------------------------------------------------------------------
@@ -188,7 +204,7 @@ bool Mirror::start(std::string& error) {
     }
   }
   for (uint32_t i = 0; i < options_.workers; ++i) {
-    auto w = std::make_unique<Worker>();
+    auto w = std::make_unique<Worker>(Worker::Sink(*counters_, table_));
     w->client = mongoc_client_pool_pop(pool);
     Worker* raw = w.get();
     workers_.push_back(std::move(w));
@@ -227,8 +243,7 @@ Mirror::~Mirror() {
   // Every worker has returned from runWorker here (they hold references while they run).
   for (auto& w : workers_) {
     if (w->thread.joinable()) w->thread.detach();  // the last reference was this worker's own
-    for (auto& [id, c] : w->conns)
-      if (c.session) mongoc_client_session_destroy(c.session);
+    w->conns.clear();  // their sessions go back before their client
     if (w->client) mongoc_client_pool_push(static_cast<mongoc_client_pool_t*>(pool_), w->client);
   }
   if (pool_) mongoc_client_pool_destroy(static_cast<mongoc_client_pool_t*>(pool_));
@@ -436,12 +451,7 @@ void Mirror::onConnectionClose(uint64_t connectionId) {
 
 namespace {
 
-struct ShadowResult {
-  bool error = false;  // no server reply (network, timeout, no server)
-  shadow::ReplySummary summary;
-  uint64_t latency_ns = 0;
-  std::string message;
-};
+using ShadowResult = shadow::ShadowAnswer;
 
 ShadowResult runOnShadow(mongoc_client_t* client, mongoc_client_session_t* session, const std::string& db,
                          const bson_t* command) {
@@ -465,83 +475,19 @@ ShadowResult runOnShadow(mongoc_client_t* client, mongoc_client_session_t* sessi
   return r;
 }
 
-void appendGetMore(bson_t* cmd, int64_t cursor, const std::string& collection) {
-  BSON_APPEND_INT64(cmd, "getMore", cursor);
-  BSON_APPEND_UTF8(cmd, "collection", collection.c_str());
-}
-
-// getMore's body with the primary's cursor id replaced by the shadow's.
-void remapGetMore(std::span<const uint8_t> bytes, int64_t shadowCursor, bson_t* out) {
-  bson_t in;
-  bson_iter_t it;
-  if (!bson_init_static(&in, bytes.data(), bytes.size()) || !bson_iter_init(&it, &in)) return;
-  bool first = true;
-  while (bson_iter_next(&it)) {
-    if (first) {
-      first = false;
-      BSON_APPEND_INT64(out, "getMore", shadowCursor);
-      continue;
-    }
-    bson_append_iter(out, bson_iter_key(&it), -1, &it);
-  }
-}
-
 }  // namespace
 
-void Mirror::runWorker(Worker& w) {
-  auto& c = *counters_;
-  auto sessionFor = [&](Worker::Conn& conn) -> mongoc_client_session_t* {
-    // One shadow session per client connection, so a cursor's getMores run in the session that
-    // opened it (mongos refuses them otherwise). No sessions support: implicit sessions.
-    if (!conn.session_tried) {
-      conn.session_tried = true;
-      bson_error_t err;
-      conn.session = mongoc_client_start_session(w.client, nullptr, &err);
-    }
-    return conn.session;
-  };
-  auto killShadowCursor = [&](Worker::Conn& conn, const std::string& db, const std::string& coll, int64_t id) {
-    if (!id) return;
-    bson_t cmd = BSON_INITIALIZER, arr;
-    BSON_APPEND_UTF8(&cmd, "killCursors", coll.c_str());
-    BSON_APPEND_ARRAY_BEGIN(&cmd, "cursors", &arr);
-    BSON_APPEND_INT64(&arr, "0", id);
-    bson_append_array_end(&cmd, &arr);
-    runOnShadow(w.client, sessionFor(conn), db, &cmd);
-    bson_destroy(&cmd);
-  };
-  // Reads the rest of a shadow cursor the primary no longer needs, so totals can be compared.
-  auto drain = [&](Worker::Conn& conn, Worker::CursorAcc& acc) {
-    for (int i = 0; acc.shadow_cursor && i < kMaxDrainBatches; ++i) {
-      bson_t cmd = BSON_INITIALIZER;
-      appendGetMore(&cmd, acc.shadow_cursor, acc.collection);
-      auto r = runOnShadow(w.client, sessionFor(conn), acc.db, &cmd);
-      bson_destroy(&cmd);
-      if (r.error || !r.summary.ok) {
-        acc.shadow_cursor = 0;
-        return;
-      }
-      acc.shadow.addBatch(r.summary);
-      acc.shadow_cursor = r.summary.cursor_id;
-    }
-    if (acc.shadow_cursor) {
-      killShadowCursor(conn, acc.db, acc.collection, acc.shadow_cursor);
-      acc.shadow.docs++;  // at least one more document than counted: still a divergence
-      acc.shadow_cursor = 0;
-    }
-  };
-  auto compare = [&](uint64_t shapeHash, const shadow::ReplySummary& p, const shadow::ReplySummary& s, uint64_t pl,
-                     uint64_t sl, const std::string& json) {
-    uint32_t kinds = shadow::compareSummaries(p, s);
-    c.compared++;
-    if (kinds) {
-      c.divergent++;
-      for (size_t b = 0; b < shadow::kDivergenceKinds; ++b)
-        if (kinds & (1u << b)) c.by_kind[b]++;
-    }
-    table_.onCompared(shapeHash, p, s, pl, sl, json);
-  };
+shadow::ShadowAnswer Mirror::Worker::Conn::run(const std::string& db, const bson_t* command) {
+  // No sessions support on the shadow: implicit sessions.
+  if (!session_tried) {
+    session_tried = true;
+    bson_error_t err;
+    session = mongoc_client_start_session(client, nullptr, &err);
+  }
+  return runOnShadow(client, session, db, command);
+}
 
+void Mirror::runWorker(Worker& w) {
   for (;;) {
     std::unique_ptr<Job> job;
     {
@@ -557,140 +503,32 @@ void Mirror::runWorker(Worker& w) {
       w.queue.pop_front();
       w.busy = true;
     }
-    auto& conn = w.conns[job->conn];
+    auto& slot = w.conns[job->conn];
+    if (!slot) slot = std::make_unique<Worker::Conn>(w.client, w.sink);
+    shadow::ConnectionReconciler& conn = slot->reconciler;
     switch (job->kind) {
       case Job::Kind::Request: {
         queued_.fetch_sub(1, std::memory_order_relaxed);
-        Worker::Pending p;
-        p.shape_hash = job->shape_hash;
-        p.db = job->db;
-        p.collection = job->collection;
-        p.command_json = std::move(job->command_json);
-        bson_t cmd;
-        bson_t remapped = BSON_INITIALIZER;
-        const bson_t* toSend = nullptr;
-        if (bson_init_static(&cmd, job->command.data(), job->command.size())) toSend = &cmd;
-        if (job->name == "getMore") {
-          p.get_more = true;
-          p.get_more_cursor = job->get_more_cursor;
-          auto acc = conn.cursors.find(job->get_more_cursor);
-          if (acc == conn.cursors.end() || acc->second.shadow_cursor == 0) toSend = nullptr;  // shadow already done
-          else {
-            remapGetMore(job->command, acc->second.shadow_cursor, &remapped);
-            toSend = &remapped;
-          }
-        } else if (job->name == "killCursors") {
-          for (int64_t id : job->killed) {
-            auto acc = conn.cursors.find(id);
-            if (acc == conn.cursors.end()) continue;
-            killShadowCursor(conn, acc->second.db, acc->second.collection, acc->second.shadow_cursor);
-            conn.cursors.erase(acc);
-            c.cursors_abandoned++;
-          }
-          toSend = nullptr;
-        }
-        if (toSend) {
-          auto r = runOnShadow(w.client, sessionFor(conn), job->db, toSend);
-          p.ran = true;
-          p.error = r.error;
-          p.shadow = r.summary;
-          p.shadow_latency = r.latency_ns;
-          if (r.error) {
-            c.shadow_errors++;
-            table_.onShadowError(job->shape_hash);
-            spdlog::debug("mirror: shadow error on {}: {}", job->name, r.message);
-          }
-        }
-        bson_destroy(&remapped);
-        if (job->expects_reply) conn.pending[job->request_id] = std::move(p);
+        shadow::MirroredRequest r;
+        r.request_id = job->request_id;
+        r.db = std::move(job->db);
+        r.collection = std::move(job->collection);
+        r.name = std::move(job->name);
+        r.command = std::move(job->command);
+        r.get_more_cursor = job->get_more_cursor;
+        r.killed = std::move(job->killed);
+        r.shape_hash = job->shape_hash;
+        r.command_json = std::move(job->command_json);
+        r.expects_reply = job->expects_reply;
+        conn.onRequest(std::move(r));
         break;
       }
-      case Job::Kind::PrimaryReply: {
-        auto it = conn.pending.find(job->request_id);
-        if (it == conn.pending.end()) break;
-        Worker::Pending p = std::move(it->second);
-        conn.pending.erase(it);
-        const auto& primary = job->summary;
-        if (!p.get_more) {
-          if (!p.ran || p.error) break;
-          if (primary.ok && primary.has_cursor && primary.cursor_id != 0) {
-            Worker::CursorAcc acc;
-            acc.shape_hash = p.shape_hash;
-            acc.primary = primary;
-            acc.shadow = p.shadow;
-            acc.shadow_cursor = p.shadow.ok ? p.shadow.cursor_id : 0;
-            acc.primary_latency = job->latency_ns;
-            acc.shadow_latency = p.shadow_latency;
-            acc.db = p.db;
-            acc.collection = p.collection;
-            acc.command_json = std::move(p.command_json);
-            conn.cursors[primary.cursor_id] = std::move(acc);
-            break;
-          }
-          if (p.shadow.ok && p.shadow.cursor_id) {
-            Worker::CursorAcc acc;
-            acc.shadow = p.shadow;
-            acc.shadow_cursor = p.shadow.cursor_id;
-            acc.db = p.db;
-            acc.collection = p.collection;
-            drain(conn, acc);
-            p.shadow = acc.shadow;
-          }
-          compare(p.shape_hash, primary, p.shadow, job->latency_ns, p.shadow_latency, p.command_json);
-          break;
-        }
-        auto accIt = conn.cursors.find(p.get_more_cursor);
-        if (accIt == conn.cursors.end()) break;
-        auto& acc = accIt->second;
-        if (p.error) {  // the shadow lost this batch: the totals can no longer be compared
-          killShadowCursor(conn, acc.db, acc.collection, acc.shadow_cursor);
-          conn.cursors.erase(accIt);
-          c.cursors_abandoned++;
-          break;
-        }
-        acc.primary_latency += job->latency_ns;
-        if (p.ran) {
-          acc.shadow_latency += p.shadow_latency;
-          if (!p.shadow.ok) {
-            acc.shadow.ok = false;
-            acc.shadow.code = p.shadow.code;
-            acc.shadow_cursor = 0;
-          } else {
-            acc.shadow.addBatch(p.shadow);
-            acc.shadow_cursor = p.shadow.cursor_id;
-          }
-        }
-        if (!primary.ok) {
-          acc.primary.ok = false;
-          acc.primary.code = primary.code;
-        } else {
-          acc.primary.addBatch(primary);
-        }
-        if (!primary.ok || primary.cursor_id == 0) {
-          drain(conn, acc);
-          compare(acc.shape_hash, acc.primary, acc.shadow, acc.primary_latency, acc.shadow_latency, acc.command_json);
-          conn.cursors.erase(accIt);
-        }
-        break;
-      }
-      case Job::Kind::ForgetCursor: {
-        auto acc = conn.cursors.find(job->cursor);
-        if (acc != conn.cursors.end()) {
-          killShadowCursor(conn, acc->second.db, acc->second.collection, acc->second.shadow_cursor);
-          conn.cursors.erase(acc);
-          c.cursors_abandoned++;
-        }
-        break;
-      }
-      case Job::Kind::Close: {
-        for (auto& [id, acc] : conn.cursors) {
-          killShadowCursor(conn, acc.db, acc.collection, acc.shadow_cursor);
-          c.cursors_abandoned++;
-        }
-        if (conn.session) mongoc_client_session_destroy(conn.session);
+      case Job::Kind::PrimaryReply: conn.onPrimaryReply(job->request_id, job->summary, job->latency_ns); break;
+      case Job::Kind::ForgetCursor: conn.forgetCursor(job->cursor); break;
+      case Job::Kind::Close:
+        conn.close();
         w.conns.erase(job->conn);
         break;
-      }
     }
   }
 }
@@ -734,31 +572,21 @@ std::string Mirror::renderJson(size_t topShapes) const {
 }
 
 void Mirror::renderPrometheus(std::string& out) const {
+  using stats::Metric;
   const auto& c = *counters_;
-  out += "# HELP shardscope_mirror_requests_total Requests seen by the mirror, by what happened to them.\n";
-  out += "# TYPE shardscope_mirror_requests_total counter\n";
-#define X(name, json, prom)                                                                     \
-  if (*prom) out += std::string("shardscope_mirror_requests_total{outcome=\"") + prom + "\"} " + \
-                    std::to_string(c.name.load()) + "\n";
+  stats::PrometheusWriter w(out);
+  w.family(Metric::mirror_requests_total);
+#define X(name, json, prom) \
+  if (*prom) w.sample(Metric::mirror_requests_total, {prom}, static_cast<uint64_t>(c.name.load()));
   SHARDSCOPE_MIRROR_COUNTERS(X)
 #undef X
-  out += "# HELP shardscope_mirror_queue_depth Mirrored requests waiting for the shadow.\n";
-  out += "# TYPE shardscope_mirror_queue_depth gauge\n";
-  out += "shardscope_mirror_queue_depth " + std::to_string(queued_.load()) + "\n";
-  out += "# HELP shardscope_mirror_queue_capacity Size of the mirror queue (requests beyond it are dropped).\n";
-  out += "# TYPE shardscope_mirror_queue_capacity gauge\n";
-  out += "shardscope_mirror_queue_capacity " + std::to_string(options_.queue_size) + "\n";
-  out += "# HELP shardscope_mirror_comparisons_total Shadow replies compared with the primary's.\n";
-  out += "# TYPE shardscope_mirror_comparisons_total counter\n";
-  out += "shardscope_mirror_comparisons_total " + std::to_string(c.compared.load()) + "\n";
-  out += "# HELP shardscope_mirror_divergent_total Comparisons where the shadow answered differently.\n";
-  out += "# TYPE shardscope_mirror_divergent_total counter\n";
-  out += "shardscope_mirror_divergent_total " + std::to_string(c.divergent.load()) + "\n";
-  out += "# HELP shardscope_mirror_divergences_total Divergences by kind (one comparison may have several).\n";
-  out += "# TYPE shardscope_mirror_divergences_total counter\n";
+  w.single(Metric::mirror_queue_depth, static_cast<uint64_t>(queued_.load()));
+  w.single(Metric::mirror_queue_capacity, static_cast<uint64_t>(options_.queue_size));
+  w.single(Metric::mirror_comparisons_total, static_cast<uint64_t>(c.compared.load()));
+  w.single(Metric::mirror_divergent_total, static_cast<uint64_t>(c.divergent.load()));
+  w.family(Metric::mirror_divergences_total);
   for (size_t b = 0; b < shadow::kDivergenceKinds; ++b)
-    out += std::string("shardscope_mirror_divergences_total{kind=\"") + shadow::divergenceKindName(b) + "\"} " +
-           std::to_string(c.by_kind[b].load()) + "\n";
+    w.sample(Metric::mirror_divergences_total, {shadow::divergenceKindName(b)}, static_cast<uint64_t>(c.by_kind[b].load()));
   shadow::renderDivergencePrometheus(table_.snapshot(), 50, out);
 }
 

@@ -9,8 +9,10 @@
 
 #include "config/redact.h"
 #include "proxy/cluster_auth.h"
+#include "proxy/feature_options.h"
 #include "routing/mongos_version.h"
 #include "routing/routing_file.h"
+#include "stats/prometheus_writer.h"
 
 namespace shardscope::proxy {
 namespace {
@@ -69,6 +71,13 @@ bool checkAdminExposure(const config::Config& config, std::string& error) {
 
 bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string& error) {
   mongoc_init();  // discovery, mirroring and mapping collections use libmongoc
+  // Every section validated and mapped before anything is set up (reload does the same).
+  FeatureOptions features;
+  if (auto errors = featureOptions(config, features); !errors.empty()) {
+    error = errors.front();
+    for (size_t i = 1; i < errors.size(); ++i) error += "; " + errors[i];
+    return false;
+  }
   if (!checkAdminExposure(config, error)) return false;
   ctx.config = config;
   setClusterAuth(config.cluster_auth);
@@ -78,7 +87,7 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
     return false;
   }
   ctx.upstream = *upstream;
-  ctx.mongos = makeMongosPool(ctx.upstream, config.upstream_pool);
+  ctx.mongos = makeMongosPool(ctx.upstream, features.upstream_pool);
   try {
     if (ctx.upstream.tls) ctx.upstream_tls = makeUpstreamTlsContext(ctx.upstream);
   } catch (const std::exception& e) {
@@ -100,6 +109,7 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
   ctx.client_compressors = compressorsOf(config.client_compressors);
   ctx.upstream_compressors = compressorsOf(config.upstream_compressors);
 
+  ctx.stats = std::make_unique<stats::Registry>(features.stats);
   routing::MongosVersion configured;
   if (routing::MongosVersion::parse(config.mongos_version, configured)) routing::setConfiguredMongosVersion(configured);
   if (!config.routing_file.empty()) {
@@ -109,54 +119,21 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
       error = "routing.file: " + routingError;
       return false;
     }
-    ctx.routing.publish(std::move(table));
+    publishRouting(ctx, std::move(table));
   }
   auto lookups = buildLookupSet(config.rewrite_rules, config.upstream, nullptr, error);
   if (!lookups) return false;
   ctx.lookups.publish(std::move(lookups));
-  if (config.evaluation_enabled) {
-    evaluation::EvaluationOptions options;
-    options.simulated_shards = config.evaluation_simulated_shards;
-    options.allow_values = config.evaluation_allow_values;
-    options.max_memory_bytes = config.evaluation_max_memory_bytes;
-    options.max_namespace_bytes = config.evaluation_max_namespace_bytes;
-    for (const auto& spec : config.evaluation_candidates) {
-      auto colon = spec.find(':');
-      if (colon == std::string::npos || spec.find('{') < colon) {
-        error = "evaluation.candidates: expected 'db.coll: {field: 1, ...}', got '" + spec + "'";
-        return false;
-      }
-      auto ns = spec.substr(0, colon);
-      ns.erase(0, ns.find_first_not_of(" "));
-      ns.erase(ns.find_last_not_of(" ") + 1);
-      std::string keyError;
-      if (!routing::ShardKeyPattern::fromJson(spec.substr(colon + 1), keyError)) {
-        error = "evaluation.candidates: " + ns + ": " + keyError;
-        return false;
-      }
-      options.configured_candidates.emplace_back(ns, spec.substr(colon + 1));
-    }
-    ctx.evaluator = std::make_unique<evaluation::Evaluator>(options);
+  if (features.evaluation) {
+    ctx.evaluator = std::make_unique<evaluation::Evaluator>(*features.evaluation);
     RoutingState::Snapshot snap;
     ctx.routing.current(snap);
     if (snap.value) ctx.evaluator->setCurrentKeys(snap.value);
   }
-  ctx.stats = std::make_unique<stats::Registry>(
-      stats::StatsOptions{config.stats_record_values, config.stats_max_shapes_per_namespace});
   if (ctx.evaluator) ctx.evaluator->countDroppedEventsIn(&ctx.stats->process().evaluation_dropped_events);
-  if (!config.mirror.upstream.empty()) {
-    MirrorOptions m;
+  if (features.mirror) {
+    MirrorOptions& m = *features.mirror;
     m.dropped_total = &ctx.stats->process().mirror_dropped;
-    m.upstream = config.mirror.upstream;
-    m.mode = config.mirror.mode == "all" ? MirrorOptions::Mode::All : MirrorOptions::Mode::Reads;
-    m.sample_rate = config.mirror.sample_rate;
-    m.namespaces = config.mirror.namespaces;
-    m.queue_size = config.mirror.queue_size;
-    m.workers = config.mirror.workers;
-    m.timeout_ms = config.mirror.timeout_ms;
-    m.routing_file = config.mirror.routing_file;
-    m.record_values = config.mirror.record_values;
-    m.use_cluster_auth = config.mirror.use_cluster_auth;
     std::string mirrorError;
     ctx.mirror = Mirror::create(m, mirrorError);
     if (!ctx.mirror) {
@@ -166,13 +143,8 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
     if (m.mode == MirrorOptions::Mode::All)
       spdlog::warn("mirror.mode=all: writes are applied to the shadow cluster {}", config::redactSecrets(m.upstream));
   }
-  if (!config.capture.file.empty()) {
-    CaptureOptions c;
-    c.file = config.capture.file;
-    c.mode = config.capture.mode == "full" ? shadow::CaptureMode::Full : shadow::CaptureMode::Redacted;
-    c.max_bytes = config.capture.max_bytes;
-    c.rotate_bytes = config.capture.rotate_bytes;
-    c.queue_bytes = config.capture.queue_bytes;
+  if (features.capture) {
+    const CaptureOptions& c = *features.capture;
     std::string captureError;
     ctx.capture = CaptureWriter::create(c, captureError);
     if (!ctx.capture) {
@@ -190,14 +162,22 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
   return true;
 }
 
+void publishRouting(ProxyContext& ctx, std::shared_ptr<const routing::RoutingTable> table) {
+  if (!table) return;
+  if (ctx.evaluator) ctx.evaluator->setCurrentKeys(table);
+  if (ctx.stats) {
+    std::vector<std::string> names;
+    for (size_t i = 0; i < table->shardCount(); ++i) names.emplace_back(table->shardName(i));
+    ctx.stats->setShardNames(names);
+  }
+  ctx.routing.publish(std::move(table));
+}
+
 std::unique_ptr<RoutingDiscovery> startDiscovery(ProxyContext& ctx) {
   if (!ctx.config.discovery) return nullptr;
   auto discovery = std::make_unique<RoutingDiscovery>(
       ctx.config.upstream, std::chrono::seconds(ctx.config.discovery_interval_s),
-      [&ctx](std::shared_ptr<const routing::RoutingTable> table) {
-        if (ctx.evaluator) ctx.evaluator->setCurrentKeys(table);
-        ctx.routing.publish(std::move(table));
-      },
+      [&ctx](std::shared_ptr<const routing::RoutingTable> table) { publishRouting(ctx, std::move(table)); },
       &ctx.discovery_status);
   auto* raw = discovery.get();
   ctx.on_stale_config = [raw](std::string_view ns) { raw->requestRefresh(ns); };
@@ -234,10 +214,10 @@ AdminExtension mongosPoolExtension(ProxyContext& ctx) {
   AdminExtension e;
   e.stats_sections.emplace_back("upstreams", [&ctx] { return ctx.mongos->renderJson(); });
   e.metrics.push_back([&ctx](std::string& out) {
-    out += "# HELP shardscope_upstream_up Whether the proxy can connect to this mongos (1) or not (0).\n"
-           "# TYPE shardscope_upstream_up gauge\n";
+    stats::PrometheusWriter w(out);
+    w.family(stats::Metric::upstream_up);
     for (const auto& h : ctx.mongos->snapshot())
-      out += "shardscope_upstream_up{address=\"" + h.address + "\"} " + (h.state == MongosPool::State::Up ? "1" : "0") + "\n";
+      w.sample(stats::Metric::upstream_up, {h.address}, uint64_t{h.state == MongosPool::State::Up ? 1u : 0u});
   });
   e.readiness_detail = [&ctx] { return ctx.mongos->summary(); };
   return e;
@@ -251,14 +231,10 @@ AdminExtension discoveryExtension(ProxyContext& ctx) {
   return e;
 }
 
-std::unique_ptr<MongosPool> makeMongosPool(const UpstreamTarget& target, const config::UpstreamPool& settings) {
+std::unique_ptr<MongosPool> makeMongosPool(const UpstreamTarget& target, const MongosPool::Options& options) {
   std::vector<std::string> addresses;
   for (const auto& h : target.hosts) addresses.push_back(h.name + ":" + std::to_string(h.port));
-  MongosPool::Options o;
-  o.local_threshold = std::chrono::milliseconds(settings.local_threshold_ms);
-  o.probe_interval = std::chrono::milliseconds(settings.probe_interval_ms);
-  o.backoff_max = std::chrono::milliseconds(settings.backoff_max_ms);
-  return std::make_unique<MongosPool>(std::move(addresses), o);
+  return std::make_unique<MongosPool>(std::move(addresses), options);
 }
 
 }  // namespace shardscope::proxy

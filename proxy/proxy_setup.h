@@ -13,6 +13,10 @@ namespace shardscope::proxy {
 
 bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string& error);
 
+// The one way a routing table comes into force (start, reload, discovery): the evaluation's current
+// keys, the statistics' shard names (per-shard counts are kept by name), then the table itself.
+void publishRouting(ProxyContext& ctx, std::shared_ptr<const routing::RoutingTable> table);
+
 // Starts live discovery when the config asks for it (null otherwise).
 std::unique_ptr<RoutingDiscovery> startDiscovery(ProxyContext& ctx);
 
@@ -23,7 +27,7 @@ std::unique_ptr<AdminServer> makeAdminServer(ProxyContext& ctx, bool metrics_onl
 
 // The mongos pool of the upstream seed list, and its /stats section ("upstreams"), metric
 // (shardscope_upstream_up) and /readyz line (which mongos are up).
-std::unique_ptr<MongosPool> makeMongosPool(const UpstreamTarget& target, const config::UpstreamPool& settings);
+std::unique_ptr<MongosPool> makeMongosPool(const UpstreamTarget& target, const MongosPool::Options& options);
 AdminExtension mongosPoolExtension(ProxyContext& ctx);
 // Routing discovery's /stats section ("discovery"), shardscope_routing_* metrics and /readyz line
 // (after the mongos line, which it repeats: /readyz keeps one detail function).

@@ -5,6 +5,8 @@
 #include <chrono>
 
 #include "config/loader.h"
+#include "proxy/feature_options.h"
+#include "proxy/proxy_setup.h"
 #include "routing/routing_file.h"
 #include "stats/json_writer.h"
 
@@ -89,6 +91,14 @@ bool Reloader::reload(std::string& error) {
     return refuse(all);
   }
   const config::Config& next = loaded.config;
+  // Validated as start-up does, even for sections a reload does not apply: a config that could not
+  // start the proxy is not recorded as the one in force.
+  proxy::FeatureOptions features;
+  if (auto errors = featureOptions(next, features); !errors.empty()) {
+    std::string all;
+    for (const auto& e : errors) all += (all.empty() ? "" : "; ") + e;
+    return refuse(all);
+  }
 
   // Prepare everything first; publish only when all of it is valid.
   std::shared_ptr<const routing::RoutingTable> table;
@@ -102,10 +112,7 @@ bool Reloader::reload(std::string& error) {
   auto lookups = buildLookupSet(next.rewrite_rules, ctx_.config.upstream, current.get(), lookupError);
   if (!lookups) return refuse(lookupError);
 
-  if (table) {
-    if (ctx_.evaluator) ctx_.evaluator->setCurrentKeys(table);
-    ctx_.routing.publish(std::move(table));
-  }
+  publishRouting(ctx_, std::move(table));
   ctx_.lookups.publish(std::move(lookups));
   ctx_.faults.publish(next.fault.enabled() ? std::make_shared<FaultInjector>(next.fault) : nullptr);
   spdlog::set_level(spdlog::level::from_str(next.log_level));

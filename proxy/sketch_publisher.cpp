@@ -1,5 +1,7 @@
 #include "proxy/sketch_publisher.h"
 
+#include "stats/prometheus_writer.h"
+
 #include <mongoc/mongoc.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -266,11 +268,11 @@ AdminExtension publishExtension(const SketchPublisher& publisher) {
   });
   ext.metrics.push_back([&publisher](std::string& out) {
     auto c = publisher.counters();
-    out += "# HELP shardscope_evaluation_publish_total Sketch publications to evaluation.publish.collection, by outcome.\n"
-           "# TYPE shardscope_evaluation_publish_total counter\n";
-    out += "shardscope_evaluation_publish_total{outcome=\"ok\"} " + std::to_string(c.published) + "\n";
-    out += "shardscope_evaluation_publish_total{outcome=\"error\"} " + std::to_string(c.errors) + "\n";
-    out += "shardscope_evaluation_publish_total{outcome=\"too_large\"} " + std::to_string(c.too_large) + "\n";
+    stats::PrometheusWriter w(out);
+    w.family(stats::Metric::evaluation_publish_total);
+    w.sample(stats::Metric::evaluation_publish_total, {"ok"}, static_cast<uint64_t>(c.published));
+    w.sample(stats::Metric::evaluation_publish_total, {"error"}, static_cast<uint64_t>(c.errors));
+    w.sample(stats::Metric::evaluation_publish_total, {"too_large"}, static_cast<uint64_t>(c.too_large));
   });
   return ext;
 }

@@ -40,6 +40,9 @@ struct TargetResult {
   // How many shards own chunks of the targeted collection (the denominator of MongoDB's count-based
   // allShards class); 0 when unknown (unsharded, no collection, bulkWrite over several namespaces).
   uint16_t owning_shards = 0;
+  // Upsert statements (update upsert:true, findAndModify upsert) whose filter does not pin the full
+  // shard key: refused by mongos before 7.1, two-phase broadcast after. Counted per shape in /stats.
+  uint32_t untargetable_upserts = 0;
   // Explain only: BSON of the full shard-key value pinned by equality ({field: value, ...}, hashed
   // fields as NumberLong); empty when the operation does not pin every key field.
   std::string shard_key;

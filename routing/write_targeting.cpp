@@ -126,6 +126,7 @@ void foldSingleDocWrite(const CollectionRouting& coll, const bson_t& filter, con
   if (first) fold.setFirstKey(coll.key, ft);
   const MongosVersion& v = opts.mongos_version;
   if (upsert && !ft.full_key) {
+    fold.countUntargetableUpsert();
     const VersionedReason& r = ft.targeting == Targeting::Single ? kUpsertOneShard : kUpsertNoKey;
     fold.add(ft.targeting, ft.shards, r.pick(v), refusedByVersion(v));
     return;
@@ -163,6 +164,7 @@ void foldMultiWrite(const CollectionRouting& coll, const bson_t& filter, bool up
   budget.take(ft.spent);
   if (first) fold.setFirstKey(coll.key, ft);
   if (upsert && !ft.full_key) {
+    fold.countUntargetableUpsert();
     const MongosVersion& v = opts.mongos_version;
     fold.add(ft.targeting, ft.shards, kMultiUpsertNoKey.pick(v), refusedByVersion(v));
   } else {
@@ -230,6 +232,7 @@ void WriteFold::finish(TargetResult& out) const {
   out.shards = shards_;
   out.reason = reason_;
   out.refused = refused_;
+  out.untargetable_upserts = untargetable_upserts_;
   if (refused_) {
     out.targeting = Targeting::Unclassified;
   } else if (worst_targeting_ == Targeting::Broadcast) {
@@ -334,6 +337,7 @@ void targetFindAndModify(const CollectionRouting& coll, const protocol::CommandV
   targetFilter(coll, q, effectiveSimpleCollation(coll, cmd.body), opts, ft, opts.explain ? &out.detail : nullptr);
   WriteFold fold(opts.explain);
   fold.setFirstKey(coll.key, ft);
+  if (!ft.full_key && boolField(cmd.body, "upsert", false)) fold.countUntargetableUpsert();
   if (ft.full_key) {
     fold.add(ft.targeting, ft.shards, ft.reason);
   } else {

@@ -17,6 +17,8 @@ class WriteFold {
   void add(Targeting t, const ShardSet& shards, std::string_view reason, bool refused = false);
   void setFirstKey(const ShardKeyPattern& pattern, const FilterTarget& ft);
   void setFirstKey(const ShardKeyPattern& pattern, const KeyPoint& key);
+  // An upsert statement whose filter does not pin the full shard key (TargetResult::untargetable_upserts).
+  void countUntargetableUpsert() { ++untargetable_upserts_; }
   bool empty() const { return statements_ == 0; }
   void finish(TargetResult& out) const;
 
@@ -24,6 +26,7 @@ class WriteFold {
   int rank(Targeting t, bool refused) const;
   bool explain_;
   size_t statements_ = 0;
+  uint32_t untargetable_upserts_ = 0;
   int worst_ = -1;
   Targeting worst_targeting_ = Targeting::Unclassified;
   bool refused_ = false;

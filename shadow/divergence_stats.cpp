@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "stats/prometheus_writer.h"
 #include "stats/query_shape.h"
 #include "stats/registry.h"
 #include "stats/render.h"
@@ -12,19 +13,6 @@ namespace {
 
 constexpr std::string_view kOther = "<other>";
 constexpr uint64_t kOtherHash = 0;
-
-std::string promEscape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '\\' || c == '"') out.push_back('\\');
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out.push_back(c);
-  }
-  return out;
-}
 
 std::vector<const ShapeDivergence*> ranked(const std::vector<ShapeDivergence>& rows) {
   std::vector<const ShapeDivergence*> r;
@@ -166,30 +154,33 @@ void renderDivergenceJson(const std::vector<ShapeDivergence>& rows, size_t top, 
 }
 
 void renderDivergencePrometheus(const std::vector<ShapeDivergence>& rows, size_t top, std::string& out) {
-  out += "# HELP shardscope_mirror_shape_divergences_total Mirrored operations whose shadow reply differed, per query shape (top shapes; shape_id=\"rest\" sums the others).\n";
-  out += "# TYPE shardscope_mirror_shape_divergences_total counter\n";
+  using stats::Metric;
+  struct Listed {
+    const ShapeDivergence* shape;
+    std::string id;
+  };
+  std::vector<Listed> listed;
   std::map<std::pair<std::string, std::string>, uint64_t> rest;
-  size_t n = 0;
-  std::string compared;
   for (const ShapeDivergence* s : ranked(rows)) {
-    if (n++ >= top) {
-      rest[{s->ns, s->command}] += s->divergent;
-      continue;
-    }
-    std::string labels = "ns=\"" + promEscape(s->ns) + "\",command=\"" + promEscape(s->command) + "\",shape_id=\"" +
-                         stats::shapeIdHex(s->hash) + "\",primary_targeting=\"" +
-                         std::string(routing::targetingName(s->primary_targeting)) + "\",shadow_targeting=\"" +
-                         (s->shadow_targeting_known ? std::string(routing::targetingName(s->shadow_targeting)) : "unknown") +
-                         "\"";
-    out += "shardscope_mirror_shape_divergences_total{" + labels + "} " + std::to_string(s->divergent) + "\n";
-    compared += "shardscope_mirror_shape_compared_total{" + labels + "} " + std::to_string(s->compared) + "\n";
+    if (listed.size() >= top) rest[{s->ns, s->command}] += s->divergent;
+    else listed.push_back({s, stats::shapeIdHex(s->hash)});
   }
-  for (const auto& [k, v] : rest)
-    out += "shardscope_mirror_shape_divergences_total{ns=\"" + promEscape(k.first) + "\",command=\"" +
-           promEscape(k.second) + "\",shape_id=\"rest\"} " + std::to_string(v) + "\n";
-  out += "# HELP shardscope_mirror_shape_compared_total Mirrored operations whose replies were compared, per query shape (top shapes).\n";
-  out += "# TYPE shardscope_mirror_shape_compared_total counter\n";
-  out += compared;
+  auto shadowTargeting = [](const ShapeDivergence& s) {
+    return s.shadow_targeting_known ? routing::targetingName(s.shadow_targeting) : std::string_view("unknown");
+  };
+  stats::PrometheusWriter w(out);
+  w.family(Metric::mirror_shape_divergences_total);
+  for (const auto& [s, id] : listed)
+    w.sample(Metric::mirror_shape_divergences_total,
+             {s->ns, s->command, id, routing::targetingName(s->primary_targeting), shadowTargeting(*s)},
+             static_cast<uint64_t>(s->divergent));
+  // The rest rows carry only the leading labels (ns, command, shape_id="rest").
+  for (const auto& [k, v] : rest) w.sample(Metric::mirror_shape_divergences_total, {k.first, k.second, "rest"}, v);
+  w.family(Metric::mirror_shape_compared_total);
+  for (const auto& [s, id] : listed)
+    w.sample(Metric::mirror_shape_compared_total,
+             {s->ns, s->command, id, routing::targetingName(s->primary_targeting), shadowTargeting(*s)},
+             static_cast<uint64_t>(s->compared));
 }
 
 }  // namespace shardscope::shadow

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "stats/prometheus_writer.h"
+
 #ifndef SHARDSCOPE_VERSION
 #define SHARDSCOPE_VERSION "unknown"
 #endif
@@ -59,15 +61,6 @@ void readFds(ProcessSample& s) {
     s.maxFds = static_cast<double>(limit.rlim_cur);
 }
 
-void gauge(std::string& out, const char* name, const char* type, const char* help, double value) {
-  if (value < 0) return;
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", value);
-  out.append("# HELP ").append(name).append(" ").append(help).append("\n");
-  out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
-  out.append(name).append(" ").append(buf).append("\n");
-}
-
 }  // namespace
 
 ProcessSample sampleProcess() {
@@ -78,19 +71,18 @@ ProcessSample sampleProcess() {
 }
 
 void appendProcessMetrics(std::string& out, const ProcessSample& s, std::string_view version) {
-  gauge(out, "process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.", s.cpuSeconds);
-  gauge(out, "process_open_fds", "gauge", "Number of open file descriptors.", s.openFds);
-  gauge(out, "process_max_fds", "gauge", "Maximum number of open file descriptors.", s.maxFds);
-  gauge(out, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.", s.virtualBytes);
-  gauge(out, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", s.residentBytes);
-  gauge(out, "process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.",
-        s.startTimeSeconds);
-  out.append("# HELP shardscope_build_info The version shardscope was built from (value always 1).\n");
-  out.append("# TYPE shardscope_build_info gauge\n");
-  out.append("shardscope_build_info{version=\"");
-  for (char c : version)
-    if (c != '"' && c != '\\' && c != '\n') out.push_back(c);
-  out.append("\"} 1\n");
+  PrometheusWriter w(out);
+  // A value that could not be read is left out rather than reported as 0.
+  auto put = [&w](Metric m, double v) {
+    if (v >= 0) w.single(m, v);
+  };
+  put(Metric::process_cpu_seconds_total, s.cpuSeconds);
+  put(Metric::process_open_fds, s.openFds);
+  put(Metric::process_max_fds, s.maxFds);
+  put(Metric::process_virtual_memory_bytes, s.virtualBytes);
+  put(Metric::process_resident_memory_bytes, s.residentBytes);
+  put(Metric::process_start_time_seconds, s.startTimeSeconds);
+  w.family(Metric::build_info).sample(Metric::build_info, {version}, uint64_t{1});
 }
 
 std::string_view buildVersion() { return SHARDSCOPE_VERSION; }

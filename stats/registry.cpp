@@ -85,6 +85,7 @@ void applyReply(ShapeCounters& c, const ReplyOutcome& r, uint32_t bytesOut, uint
 void applyRequest(ShapeCounters& c, const routing::TargetResult& target, uint32_t shardCount, uint32_t bytesIn,
                   int64_t nowMs) {
   ++c.count;
+  c.untargetableUpserts += target.untargetable_upserts;
   ++c.byTargeting[static_cast<size_t>(target.targeting)];
   if (!target.reason.empty()) c.reasons[static_cast<size_t>(target.targeting)] = target.reason;
   ++c.byHosts[static_cast<size_t>(hostsTargeted(target, shardCount))];
@@ -99,15 +100,18 @@ bool touchesShards(routing::Targeting t) {
          t == routing::Targeting::Unsharded;
 }
 
-// Counts one operation on each shard the target touches; returns how many shards that was. One
-// walk over the set bits: bitset::count() would add a popcount call per 64 shards.
-uint32_t addShardOps(std::vector<uint64_t>& ops, const routing::TargetResult& target) {
+// Counts one operation on each shard the target touches, under the shard's stable id (`ids` maps
+// the table's positions; without it, ids are positions); returns how many shards that was. One walk
+// over the set bits: bitset::count() would add a popcount call per 64 shards.
+uint32_t addShardOps(std::vector<uint64_t>& ops, const routing::TargetResult& target,
+                     const std::vector<uint32_t>* ids) {
   if (!touchesShards(target.targeting)) return 0;
   const routing::ShardSet& shards = target.shards;
   uint32_t count = 0;
   for (size_t i = shards._Find_first(); i < shards.size(); i = shards._Find_next(i)) {
-    if (i >= ops.size()) ops.resize(i + 1, 0);
-    ++ops[i];
+    size_t id = ids && i < ids->size() ? (*ids)[i] : i;
+    if (id >= ops.size()) ops.resize(id + 1, 0);
+    ++ops[id];
     ++count;
   }
   return count;
@@ -198,9 +202,10 @@ OpHandle Recorder::record(uint64_t hash, std::string_view ns, std::string_view c
   }
   int64_t now = coarseNowMs();
   std::string sample = sampleSource ? sampleOf(sampleSource) : std::string();
+  refreshShardIds();
   std::lock_guard lock(mutex_);
   Slot& s = slots_[slot];
-  uint32_t shardCount = addShardOps(shard_ops_, target);
+  uint32_t shardCount = addShardOps(shard_ops_, target, shard_ids_.get());
   applyRequest(s.counters, target, shardCount, bytesIn, now);
   if (sampleSource) s.sample = std::move(sample);
   ++totals_.ops;
@@ -243,11 +248,22 @@ void Recorder::onRewriteFallback(OpHandle h, const routing::TargetResult& rerun)
   };
   if (h.shared)
     return registry_.updateShared(h.slot, [&](ShapeCounters& c) { update(c, static_cast<uint32_t>(rerun.shards.count())); });
+  refreshShardIds();
   std::lock_guard lock(mutex_);
-  uint32_t shardCount = addShardOps(shard_ops_, rerun);
+  uint32_t shardCount = addShardOps(shard_ops_, rerun, shard_ids_.get());
   if (h.slot < slots_.size()) update(slots_[h.slot].counters, shardCount);
   ++totals_.byTargeting[static_cast<size_t>(rerun.targeting)];
   ++totals_.byHosts[static_cast<size_t>(hostsTargeted(rerun, shardCount))];
+}
+
+void Recorder::refreshShardIds() {
+  // One relaxed load per operation; the map is copied (a reference count, no allocation) only
+  // after a routing table change.
+  uint64_t version = registry_.shard_ids_version_.load(std::memory_order_acquire);
+  if (version == shard_ids_version_) return;
+  std::lock_guard lock(registry_.mutex_);
+  shard_ids_ = registry_.shard_ids_;
+  shard_ids_version_ = registry_.shard_ids_version_.load(std::memory_order_relaxed);
 }
 
 void Recorder::onConnectionOpen() {
@@ -330,7 +346,7 @@ uint32_t Registry::internLocked(uint64_t hash, std::string_view ns, std::string_
 void Registry::recordShared(uint32_t shapeId, const routing::TargetResult& target, uint32_t bytesIn,
                             int64_t nowMs) {
   std::lock_guard lock(mutex_);
-  uint32_t shardCount = addShardOps(retired_shard_ops_, target);
+  uint32_t shardCount = addShardOps(retired_shard_ops_, target, shard_ids_.get());
   applyRequest(retired_[shapeId], target, shardCount, bytesIn, nowMs);
 }
 
@@ -347,6 +363,19 @@ void Registry::replyShared(uint32_t shapeId, uint64_t latencyNs, uint32_t bytesO
   r.extraCodes = extraCodes;
   std::lock_guard lock(mutex_);
   applyReply(retired_[shapeId], r, bytesOut, latencyNs);
+}
+
+void Registry::setShardNames(const std::vector<std::string>& names) {
+  auto ids = std::make_shared<std::vector<uint32_t>>();
+  ids->reserve(names.size());
+  std::lock_guard lock(mutex_);
+  for (const auto& name : names) {
+    auto it = std::find(shard_catalog_.begin(), shard_catalog_.end(), name);
+    if (it == shard_catalog_.end()) it = shard_catalog_.insert(shard_catalog_.end(), name);
+    ids->push_back(static_cast<uint32_t>(it - shard_catalog_.begin()));
+  }
+  shard_ids_ = std::move(ids);
+  shard_ids_version_.fetch_add(1, std::memory_order_release);
 }
 
 void Registry::retire(Recorder& recorder) {
@@ -401,6 +430,7 @@ Snapshot Registry::snapshot() const {
     samples = retired_samples_;
     snap.totals = retired_totals_;
     snap.shardOps = retired_shard_ops_;
+    snap.shardNames = shard_catalog_;
     for (const Recorder* r : recorders_) {
       std::lock_guard recorderLock(r->mutex_);
       for (const auto& slot : r->slots_) {
@@ -437,10 +467,11 @@ Snapshot Registry::snapshot() const {
   });
   std::sort(snap.connections.begin(), snap.connections.end(),
             [](const ConnectionSnapshot& a, const ConnectionSnapshot& b) { return a.id < b.id; });
-#define SHARDSCOPE_SNAPSHOT_COUNTER(name, help) \
-  snap.process.push_back({#name, help, true, static_cast<int64_t>(process_.name.load(std::memory_order_relaxed))});
+#define SHARDSCOPE_SNAPSHOT_COUNTER(name, help)                 \
+  snap.process.push_back({#name, Metric::name##_total,          \
+                          static_cast<int64_t>(process_.name.load(std::memory_order_relaxed))});
 #define SHARDSCOPE_SNAPSHOT_GAUGE(name, help) \
-  snap.process.push_back({#name, help, false, process_.name.load(std::memory_order_relaxed)});
+  snap.process.push_back({#name, Metric::name, process_.name.load(std::memory_order_relaxed)});
   SHARDSCOPE_PROCESS_COUNTERS(SHARDSCOPE_SNAPSHOT_COUNTER, SHARDSCOPE_SNAPSHOT_GAUGE)
 #undef SHARDSCOPE_SNAPSHOT_COUNTER
 #undef SHARDSCOPE_SNAPSHOT_GAUGE

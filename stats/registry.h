@@ -33,6 +33,7 @@ struct StatsOptions {
 };
 
 // Index of a shard in the routing table -> its name; indices past the end render as "shard<i>".
+// Only consulted when Registry::setShardNames was never called (tests, no routing table).
 using ShardNames = std::vector<std::string>;
 
 class Registry;
@@ -81,6 +82,8 @@ class Recorder {
     std::string sample;  // only with record_values
   };
 
+  // Picks up the shard-position -> shard-id map after a routing table change (owner only).
+  void refreshShardIds();
   OpHandle record(uint64_t hash, std::string_view ns, std::string_view command, std::string_view shape,
                   const routing::TargetResult& target, uint32_t bytesIn, const bson_t* sampleSource);
 
@@ -93,6 +96,8 @@ class Recorder {
   std::unordered_map<uint32_t, uint32_t> slot_by_shape_;
   std::string shape_scratch_;
   std::string ns_scratch_;
+  std::shared_ptr<const std::vector<uint32_t>> shard_ids_;  // the registry's map, as of shard_ids_version_
+  uint64_t shard_ids_version_ = 0;
   // Guarded by mutex_: written by the owner per operation, read by Registry::snapshot(). Only the
   // owner and readers take it, so it is uncontended on the hot path.
   mutable std::mutex mutex_;
@@ -110,6 +115,11 @@ class Registry {
 
   // Called at connection open. The registry must outlive every recorder it hands out.
   std::shared_ptr<Recorder> newRecorder();
+
+  // The shard names of the routing table now in force, by position. Per-shard counts are kept by
+  // name: a name seen before keeps its id (and history) whatever its new position; a new name gets
+  // the next id; a removed shard keeps its history. Called whenever a routing table is published.
+  void setShardNames(const std::vector<std::string>& names);
 
   Snapshot snapshot() const;
   std::string renderJson(const ShardNames& shards, size_t top = SIZE_MAX) const;
@@ -167,6 +177,9 @@ class Registry {
   ConnectionTotals retired_totals_;
   std::vector<uint64_t> retired_shard_ops_;
   uint64_t next_recorder_id_ = 1;
+  std::vector<std::string> shard_catalog_;  // stable shard id -> name
+  std::shared_ptr<const std::vector<uint32_t>> shard_ids_;  // position in the table in force -> id
+  std::atomic<uint64_t> shard_ids_version_{0};  // bumped by setShardNames; recorders compare per op
   int64_t reset_ms_;
   uint64_t overflow_lookups_ = 0;  // shapes turned into `other` (per session that met them)
 };

@@ -16,6 +16,11 @@ std::string renderJson(const Snapshot& snap, const std::vector<std::string>& sha
 std::string renderPrometheus(const Snapshot& snap, const std::vector<std::string>& shardNames);
 
 std::string shardName(const std::vector<std::string>& names, size_t index);
+// The name of shard id `id` of the snapshot: its own name when the registry was given names
+// (Registry::setShardNames), else the routing table's name at that position (`tableNames`).
+std::string shardLabel(const Snapshot& snap, const std::vector<std::string>& tableNames, size_t id);
+// How many shard rows /stats and /metrics list.
+size_t shardRows(const Snapshot& snap, const std::vector<std::string>& tableNames);
 std::string shapeIdHex(uint64_t hash);
 // The class most operations of a shape got (ties: the more expensive class).
 std::string_view dominantTargeting(const ShapeCounters& c);

@@ -100,6 +100,9 @@ void writeShape(JsonWriter& w, const ShapeSnapshot& s, bool recordValues) {
     writeTargeting(w, c.beforeRewrite);
     w.field("fallbacks", c.rewriteFallbacks).endObject();
   }
+  // Upsert statements whose filter does not pin the full current shard key (refused before 7.1,
+  // two-phase broadcast after).
+  w.field("untargetableUpserts", c.untargetableUpserts);
   w.key("latency");
   writeLatency(w, c.latency);
   w.key("errors").beginObject();
@@ -205,13 +208,13 @@ std::string renderJson(const Snapshot& snap, const std::vector<std::string>& sha
 
   uint64_t shardOpsTotal = 0;
   for (uint64_t n : snap.shardOps) shardOpsTotal += n;
-  size_t shardCount = std::max(snap.shardOps.size(), shardNames.size());
+  size_t shardCount = shardRows(snap, shardNames);
   w.key("shards").beginArray();
   for (size_t i = 0; i < shardCount; ++i) {
     uint64_t n = i < snap.shardOps.size() ? snap.shardOps[i] : 0;
     w.beginObject();
     w.field("index", static_cast<uint64_t>(i));
-    w.field("name", shardName(shardNames, i));
+    w.field("name", shardLabel(snap, shardNames, i));
     w.field("ops", n);
     w.field("share", shardOpsTotal ? static_cast<double>(n) / static_cast<double>(shardOpsTotal) : 0.0);
     w.endObject();

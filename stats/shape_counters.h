@@ -66,9 +66,12 @@ struct ShapeCounters {
   // Why targeting chose each class, the latest reason seen: static text from routing/ (never a field
   // value, never freed), so the dashboard can say why a shape broadcasts.
   std::array<std::string_view, kTargetingCount> reasons{};
+  // Upsert statements whose filter does not pin the full current shard key (TargetResult).
+  uint64_t untargetableUpserts = 0;
 
   ShapeCounters& operator+=(const ShapeCounters& o) {
     count += o.count;
+    untargetableUpserts += o.untargetableUpserts;
     for (size_t i = 0; i < kTargetingCount; ++i)
       if (!o.reasons[i].empty()) reasons[i] = o.reasons[i];
     rewrites += o.rewrites;

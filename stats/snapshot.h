@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "stats/metrics.h"
 #include "stats/shape_counters.h"
 
 namespace shardscope::stats {
@@ -36,9 +37,8 @@ struct ConnectionSnapshot {
 };
 
 struct ProcessValue {
-  const char* name;
-  const char* help;
-  bool counter;
+  const char* name;  // the SHARDSCOPE_PROCESS_COUNTERS row (/stats shows it in camelCase)
+  Metric metric;     // its declaration, for /metrics
   int64_t value;
 };
 
@@ -57,7 +57,12 @@ struct Snapshot {
   size_t shapesTracked = 0;
   ConnectionTotals totals;             // every connection, open or closed
   std::vector<ConnectionSnapshot> connections;  // open ones
-  std::vector<uint64_t> shardOps;      // by shard index
+  // Operations per shard by stable shard id: ids are given in the order shard names were first
+  // seen (Registry::setShardNames), so a shard keeps its history when the table is reordered or a
+  // shard is removed. shardNames[id] is that shard's name; empty when no names were ever given (ids
+  // are then the routing table's positions).
+  std::vector<uint64_t> shardOps;
+  std::vector<std::string> shardNames;
   std::vector<ProcessValue> process;
 };
 

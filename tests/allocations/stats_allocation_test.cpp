@@ -103,6 +103,7 @@ const ShapeSnapshot* findShape(const Snapshot& snap, std::string_view command, s
 // pairs. Returns the snapshot for the caller's checks.
 Snapshot recordSteadyState(const Request& request, const char* replyJson) {
   Registry registry;
+  registry.setShardNames({"shardA", "shardB"});  // per-shard counts by name, as the proxy keeps them
   auto recorder = registry.newRecorder();
   Doc reply(replyJson);
   const auto target = singleShard();
@@ -132,6 +133,27 @@ void expectCounted(const Snapshot& snap, std::string_view command, std::string_v
   EXPECT_EQ(snap.totals.replies, kOps);
   ASSERT_EQ(snap.shardOps.size(), 2u);
   EXPECT_EQ(snap.shardOps[1], kOps);
+}
+
+// A routing table change (reload, discovery) between operations: the recorder picks up the new
+// shard-name map by reference, without allocating, and keeps counting under the shard's name.
+TEST(StatsAllocations, RoutingTableChangeWhileWarm) {
+  Request find = findByCustomer("C0042");
+  Registry registry;
+  registry.setShardNames({"shardA", "shardB"});
+  auto recorder = registry.newRecorder();
+  const auto target = singleShard();  // position 1
+  for (int i = 0; i < kWarmUp; ++i) recorder->onRequest(find.view, kNs, target, 100);
+  registry.setShardNames({"shardB", "shardA"});  // reordered: position 1 is now shardA
+  {
+    AllocationWindow window;
+    for (int i = 0; i < kMeasured; ++i) recorder->onRequest(find.view, kNs, target, 100);
+    EXPECT_EQ(window.count(), 0u);
+  }
+  Snapshot snap = registry.snapshot();
+  ASSERT_EQ(snap.shardNames, (std::vector<std::string>{"shardA", "shardB"}));
+  EXPECT_EQ(snap.shardOps[1], static_cast<uint64_t>(kWarmUp));    // shardB before the change
+  EXPECT_EQ(snap.shardOps[0], static_cast<uint64_t>(kMeasured));  // shardA after it
 }
 
 TEST(StatsAllocations, Find) {

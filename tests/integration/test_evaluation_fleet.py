@@ -124,6 +124,9 @@ def test_fleet_from_collection_merges_live_sidecars(proxy, ferretdb, shardscope_
     # Two publications after the inserts: the latest carries all of them.
     base = [json.loads(_get(p.admin_url + "/stats"))["evaluationPublish"]["published"] for p in sidecars]
     _wait_published(sidecars, count=max(base) + 2)
+    published = [l for l in _get(sidecars[0].admin_url + "/metrics").splitlines()
+                 if l.startswith('shardscope_evaluation_publish_total{outcome="ok"}')]
+    assert published and float(published[0].split()[1]) >= 2, published
 
     out = _cli(shardscope_binary, "--from-collection", ferretdb.uri, "--json")
     assert "merging 3 live sidecar(s)" in out.stderr and "sidecar-0, sidecar-1, sidecar-2" in out.stderr, out.stderr

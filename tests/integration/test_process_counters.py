@@ -139,3 +139,135 @@ def test_connection_decode_and_unparsed_counters(proxy, wire_peer):
     assert end["connectionsClosed"] - base["connectionsClosed"] == 2
     assert end["connectionsActive"] == base["connectionsActive"]
     assert metric(px.admin_url, "shardscope_decode_errors_total") == end["decodeErrors"]
+
+
+def samples(admin_url: str, name: str) -> dict[str, float]:
+    """Every sample of a family: label text (without braces, "" when none) -> value."""
+    out = {}
+    for line in http(admin_url + "/metrics")[1].splitlines():
+        if line.startswith(name + "{") or line.startswith(name + " "):
+            key, value = line.rsplit(" ", 1)
+            out[key[len(name):].strip("{}")] = float(value)
+    return out
+
+
+def test_traffic_counters_move_with_their_events(ferretdb, proxy, workdir):
+    """The per-operation families and the capture and rewrite counters, each made to move by its
+    event: bytes both ways, replies and reply errors (a duplicate key), the `other` bucket (a shape
+    past the cap), a lookup rewrite and its fallback (a mapping made stale behind the sidecar's back),
+    and capture records, bytes and size-limit drops."""
+    from harness import REPO_ROOT
+
+    routing = str(REPO_ROOT / "tests" / "data" / "routing" / "orders_6shards.json")
+    px = proxy(ferretdb.uri, "--routing", routing, "--rewrite-rule", "shop.orders: orderId -> customerId",
+               "--stats.max_shapes_per_namespace", "3", "--capture.file", str(workdir / "capture.bin"),
+               "--capture.max_bytes", "4000", admin=True)
+    with pymongo.MongoClient(px.uri, serverSelectionTimeoutMS=10000) as client:
+        orders = client.shop.orders
+        orders.insert_many([{"_id": i, "orderId": "O%d" % i, "customerId": "C%04d" % (100 + i)} for i in range(20)])
+        with pytest.raises(pymongo.errors.DuplicateKeyError):
+            orders.insert_one({"_id": 1, "orderId": "O1", "customerId": "C0101"})
+        assert orders.find_one({"orderId": "O7"})["customerId"] == "C0107"  # rewritten: single shard
+        with pymongo.MongoClient(ferretdb.uri) as direct:
+            direct.shop.orders.update_one({"orderId": "O7"}, {"$set": {"customerId": "C8888"}})
+        assert orders.find_one({"orderId": "O7"})["customerId"] == "C8888"  # stale mapping: falls back
+        for field in ("a", "b", "c", "d", "e"):  # shapes past the cap of 3 go to `other`
+            orders.find_one({field: 1})
+    ns = 'ns="shop.orders"'
+    assert samples(px.admin_url, "shardscope_received_bytes_total")[f'{ns},command="insert"'] > 0
+    assert samples(px.admin_url, "shardscope_sent_bytes_total")[f'{ns},command="insert"'] > 0
+    assert metric(px.admin_url, "shardscope_replies_total") >= 10
+    errors = samples(px.admin_url, "shardscope_op_errors_total")
+    assert errors[f'{ns},command="insert",code="11000"'] == 1, errors
+    assert metric(px.admin_url, "shardscope_reply_errors_total") == sum(errors.values()), errors
+    assert samples(px.admin_url, "shardscope_targeting_ops_total")['targeting="single"'] >= 3
+    assert samples(px.admin_url, "shardscope_hosts_targeted_total")['hosts="oneShard"'] >= 3
+    assert metric(px.admin_url, "shardscope_stats_other_ops_total") >= 1
+    assert samples(px.admin_url, "shardscope_rewrites_total")[f'{ns},before="broadcast"'] == 2
+    assert samples(px.admin_url, "shardscope_rewrite_fallbacks_total")[f'{ns},cause="empty_read"'] == 1
+    assert metric(px.admin_url, "shardscope_capture_records_total") >= 1
+    assert 0 < metric(px.admin_url, "shardscope_capture_bytes_total") <= 4000
+    assert samples(px.admin_url, "shardscope_capture_dropped_total")['reason="size_limit"'] >= 1
+
+
+# Every counter declared in stats/metrics.h -> the test that makes its event happen and checks it.
+COUNTER_TESTS = {
+    "shardscope_routing_refreshes_total": "tests/integration/test_routing_freshness.py::test_migration_is_read_incrementally",
+    "shardscope_routing_refresh_failures_total": "tests/integration/test_routing_freshness.py::test_readyz_names_the_discovery_failure",
+    "shardscope_evaluation_publish_total": "tests/integration/test_evaluation_fleet.py::test_fleet_from_collection_merges_live_sidecars",
+    "shardscope_ops_total": "tests/integration/test_stats_prometheus.py::test_prometheus_scrapes_expected_counts",
+    "shardscope_hosts_targeted_ops_total": "tests/integration/test_hosts_targeted.py::test_counts_and_targeted_share_agree_everywhere",
+    "shardscope_op_errors_total": "tests/integration/test_process_counters.py::test_traffic_counters_move_with_their_events",
+    "shardscope_received_bytes_total": "tests/integration/test_process_counters.py::test_traffic_counters_move_with_their_events",
+    "shardscope_sent_bytes_total": "tests/integration/test_process_counters.py::test_traffic_counters_move_with_their_events",
+    "shardscope_shape_ops_total": "tests/integration/test_stats_prometheus.py::test_prometheus_scrapes_expected_counts",
+    "shardscope_untargetable_upserts_total": "tests/integration/test_stats_shards_upserts_config.py::test_untargetable_upserts_counted_per_shape_in_stats_and_metrics",
+    "shardscope_shard_ops_total": "tests/integration/test_stats_shards_upserts_config.py::test_reload_keeps_each_shards_counts_under_its_name",
+    "shardscope_targeting_ops_total": "tests/integration/test_process_counters.py::test_traffic_counters_move_with_their_events",
+    "shardscope_hosts_targeted_total": "tests/integration/test_process_counters.py::test_traffic_counters_move_with_their_events",
+    "shardscope_replies_total": "tests/integration/test_process_counters.py::test_traffic_counters_move_with_their_events",
+    "shardscope_reply_errors_total": "tests/integration/test_process_counters.py::test_traffic_counters_move_with_their_events",
+    "shardscope_stats_other_ops_total": "tests/integration/test_process_counters.py::test_traffic_counters_move_with_their_events",
+    "shardscope_rewrites_total": "tests/integration/test_process_counters.py::test_traffic_counters_move_with_their_events",
+    "shardscope_rewrite_fallbacks_total": "tests/integration/test_process_counters.py::test_traffic_counters_move_with_their_events",
+    "shardscope_mirror_requests_total": "tests/integration/test_mirror_divergence.py::test_divergence_detected_and_counted_per_shape",
+    "shardscope_mirror_comparisons_total": "tests/integration/test_mirror_divergence.py::test_divergence_detected_and_counted_per_shape",
+    "shardscope_mirror_divergent_total": "tests/integration/test_mirror_divergence.py::test_divergence_detected_and_counted_per_shape",
+    "shardscope_mirror_divergences_total": "tests/integration/test_mirror_divergence.py::test_divergence_detected_and_counted_per_shape",
+    "shardscope_mirror_shape_divergences_total": "tests/integration/test_mirror_divergence.py::test_divergence_detected_and_counted_per_shape",
+    "shardscope_mirror_shape_compared_total": "tests/integration/test_mirror_divergence.py::test_divergence_detected_and_counted_per_shape",
+    "shardscope_faults_injected_total": "tests/integration/test_reload_and_faults.py::test_fault_injection_fails_and_delays_a_share_of_operations",
+    "shardscope_capture_records_total": "tests/integration/test_process_counters.py::test_traffic_counters_move_with_their_events",
+    "shardscope_capture_bytes_total": "tests/integration/test_process_counters.py::test_traffic_counters_move_with_their_events",
+    "shardscope_capture_dropped_total": "tests/integration/test_process_counters.py::test_traffic_counters_move_with_their_events",
+    "shardscope_connections_opened_total": "tests/integration/test_process_counters.py::test_connection_decode_and_unparsed_counters",
+    "shardscope_connections_closed_total": "tests/integration/test_process_counters.py::test_connection_decode_and_unparsed_counters",
+    "shardscope_connections_refused_total": "tests/integration/test_admin_hardening.py::test_max_connections_refusals_are_counted",
+    "shardscope_decode_errors_total": "tests/integration/test_process_counters.py::test_connection_decode_and_unparsed_counters",
+    "shardscope_unparsed_messages_total": "tests/integration/test_process_counters.py::test_connection_decode_and_unparsed_counters",
+    "shardscope_analysis_over_budget_total": "tests/stats/registry_test.cpp::Registry.OperationsOverTheAnalysisBudgetAreCounted",
+    "shardscope_upstream_connect_failures_total": "tests/integration/test_process_counters.py::test_upstream_connect_failures",
+    "shardscope_upstream_errors_total": "tests/integration/test_process_counters.py::test_upstream_errors_when_upstream_closes_mid_request",
+    "shardscope_evaluation_dropped_events_total": "tests/evaluation/apply_queue_test.cpp::ApplyQueue.DropsAndCountsWhenFullWithoutWaiting",
+    "shardscope_mirror_dropped_total": "tests/integration/test_process_counters.py::test_mirror_dropped_matches_the_mirror_page",
+    "shardscope_admin_requests_total": "tests/integration/test_process_counters.py::test_admin_requests_and_rejections",
+    "shardscope_admin_rejected_total": "tests/integration/test_process_counters.py::test_admin_requests_and_rejections",
+    "shardscope_admin_connections_replaced_total": "tests/integration/test_admin_hardening.py::test_probes_answer_while_admin_connections_are_held_half_open",
+    "process_cpu_seconds_total": "tests/integration/test_hosts_targeted.py::test_metrics_are_promtool_clean_with_process_metrics",
+}
+
+
+def declared_counters() -> set[str]:
+    """Counter names exported by the rows of stats/metrics.h (the one declaration of every metric)."""
+    import re
+
+    from harness import REPO_ROOT
+
+    text = (REPO_ROOT / "stats" / "metrics.h").read_text()
+
+    def rows(macro: str) -> str:
+        start = text.index("#define " + macro)
+        return text[start:text.index("\n\n", start)]
+
+    names = {"shardscope_" + m for m in re.findall(r"\bCOUNTER\((\w+),", rows("SHARDSCOPE_METRICS("))}
+    names |= {f"shardscope_{m}_total" for m in re.findall(r"\bCOUNTER\((\w+),", rows("SHARDSCOPE_PROCESS_COUNTERS("))}
+    names |= set(re.findall(r"\bCOUNTER\((\w+),", rows("SHARDSCOPE_STANDARD_PROCESS_METRICS(")))
+    return names
+
+
+def test_every_declared_counter_has_a_test_that_makes_its_event_happen():
+    import re
+
+    from harness import REPO_ROOT
+
+    declared = declared_counters()
+    assert len(declared) > 30
+    assert declared == set(COUNTER_TESTS), (declared - set(COUNTER_TESTS), set(COUNTER_TESTS) - declared)
+    for name, ref in COUNTER_TESTS.items():
+        path, test = ref.split("::")
+        source = (REPO_ROOT / path).read_text()
+        if path.endswith(".py"):
+            assert re.search(rf"^def {test}\(", source, re.M), f"{name}: {ref} does not exist"
+        else:
+            suite, case = test.split(".")
+            assert re.search(rf"TEST(_F)?\({suite}, {case}\)", source), f"{name}: {ref} does not exist"

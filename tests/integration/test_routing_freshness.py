@@ -158,6 +158,10 @@ def test_readyz_names_the_discovery_failure(standin, proxy):
     status, body = _readyz(px)
     assert status == 503 and "no routing table yet" in body and "config server unavailable" in body, body
     assert _discovery(px)["lastError"]
+    _, _, metrics = http_request(px.admin_url, path="/metrics")
+    failures = [float(l.split()[1]) for l in metrics.decode().splitlines()
+                if l.startswith("shardscope_routing_refresh_failures_total ")]
+    assert failures and failures[0] >= 1, failures
 
 
 @pytest.mark.needs_proxy

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <malloc.h>
 
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -289,6 +290,63 @@ TEST(Registry, RecordValuesKeepsASample) {
     EXPECT_EQ(metrics.find("alice"), std::string::npos);
     EXPECT_EQ(json.find("alice") != std::string::npos, recordValues) << json;
   }
+}
+
+// Per-shard counts follow the shard's name, not its position in the routing table: after a reload
+// that removes shardB and reorders the rest, shardB keeps its count and the new position 0 (shardC)
+// adds to shardC's, in the snapshot, /stats and /metrics. Before names were kept, position 0 after
+// the reload added to shardA's row.
+TEST(Registry, ShardCountsStayWithTheirNameAcrossTableChanges) {
+  Registry registry;
+  auto rec = registry.newRecorder();
+  Command c(R"({"find":"orders","filter":{"customerId":"C1"},"$db":"shop"})");
+  registry.setShardNames({"shardA", "shardB", "shardC"});
+  rec->onRequest(c.view, "shop.orders", target(routing::Targeting::Single, {1}), 10);  // shardB
+  rec->onRequest(c.view, "shop.orders", target(routing::Targeting::Single, {2}), 10);  // shardC
+  registry.setShardNames({"shardC", "shardA", "shardD"});  // shardB removed, shardD added, reordered
+  rec->onRequest(c.view, "shop.orders", target(routing::Targeting::Single, {0}), 10);  // shardC
+  rec->onRequest(c.view, "shop.orders", target(routing::Targeting::Single, {2}), 10);  // shardD
+  auto other = registry.newRecorder();  // a session opened after the change
+  other->onRequest(c.view, "shop.orders", target(routing::Targeting::Multi, {0, 1}), 10);  // shardC, shardA
+
+  Snapshot snap = registry.snapshot();
+  std::map<std::string, uint64_t> byName;
+  for (size_t i = 0; i < snap.shardOps.size(); ++i) byName[snap.shardNames.at(i)] = snap.shardOps[i];
+  EXPECT_EQ(byName, (std::map<std::string, uint64_t>{{"shardA", 1}, {"shardB", 1}, {"shardC", 3}, {"shardD", 1}}));
+
+  std::string metrics = renderPrometheus(snap, {"shardC", "shardA", "shardD"});
+  EXPECT_NE(metrics.find("shardscope_shard_ops_total{shard=\"shardB\"} 1\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("shardscope_shard_ops_total{shard=\"shardC\"} 3\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("shardscope_shard_ops_total{shard=\"shardA\"} 1\n"), std::string::npos) << metrics;
+  std::string json = renderJson(snap, {"shardC", "shardA", "shardD"});
+  EXPECT_NE(json.find(R"("name":"shardC","ops":3)"), std::string::npos) << json;
+  EXPECT_NE(json.find(R"("name":"shardB","ops":1)"), std::string::npos) << json;
+
+  // Closed sessions fold into the same names.
+  rec.reset();
+  other.reset();
+  Snapshot after = registry.snapshot();
+  for (size_t i = 0; i < after.shardOps.size(); ++i) EXPECT_EQ(after.shardOps[i], byName[after.shardNames[i]]);
+}
+
+// Upserts the current key cannot target are counted per shape (TargetResult::untargetable_upserts).
+TEST(Registry, CountsUntargetableUpsertsPerShape) {
+  Registry registry;
+  auto rec = registry.newRecorder();
+  Command c(R"({"update":"orders","updates":[{"q":{"status":"x"},"u":{"$set":{"a":1}},"upsert":true}],"$db":"shop"})");
+  auto t = target(routing::Targeting::Broadcast, {0, 1});
+  t.untargetable_upserts = 2;
+  rec->onRequest(c.view, "shop.orders", t, 10);
+  rec->onRequest(c.view, "shop.orders", t, 10);
+  Snapshot snap = registry.snapshot();
+  ASSERT_EQ(snap.shapes.size(), 1u);
+  EXPECT_EQ(snap.shapes[0].counters.untargetableUpserts, 4u);
+  std::string metrics = renderPrometheus(snap, {});
+  EXPECT_NE(metrics.find("shardscope_untargetable_upserts_total{ns=\"shop.orders\",command=\"update\",shape_id=\"" +
+                         shapeIdHex(snap.shapes[0].hash) + "\"} 4\n"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(renderJson(snap, {}).find(R"("untargetableUpserts":4)"), std::string::npos);
 }
 
 }  // namespace

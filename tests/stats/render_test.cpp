@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -72,7 +74,7 @@ Snapshot sampleSnapshot() {
   snap.totals.byTargeting[2] = 6;
   snap.shardOps = {6, 6, 68, 6, 6, 6};
   snap.namespaces = {{"shop.orders", 2, false}};
-  snap.process.push_back({"connections_active", "help", false, 3});
+  snap.process.push_back({"connections_active", Metric::connections_active, 3});
   return snap;
 }
 
@@ -178,6 +180,28 @@ TEST(RenderPrometheus, LabelValuesEscaped) {
   snap.shapes[0].ns = "a\"b\\c\nd";
   std::string text = renderPrometheus(snap, {});
   EXPECT_NE(text.find(R"(ns="a\"b\\c\nd")"), std::string::npos);
+}
+
+// Dashboards and alerts depend on the exposition: every family's name, HELP, TYPE and label set, and
+// each sample, stay byte-for-byte what tests/data/stats/prometheus_golden.txt holds (rendered from a
+// snapshot with every process counter). SHARDSCOPE_UPDATE_GOLDEN=1 rewrites it after a deliberate change.
+TEST(RenderPrometheus, ExpositionIsStable) {
+  Snapshot snap = sampleSnapshot();
+  snap.process = Registry().snapshot().process;
+  snap.shapes[0].counters.byHosts[0] = 62;
+  snap.shapes[1].counters.byHosts[2] = 6;
+  snap.totals.byHosts[0] = 62;
+  snap.totals.byHosts[2] = 6;
+  snap.shapes[0].counters.bytesIn = 6200;
+  snap.shapes[1].counters.bytesOut = 900;
+  snap.totals.replies = 68;
+  snap.totals.errors = 1;
+  std::string text = renderPrometheus(snap, {"shardA", "shardB", "shardC", "shardD", "shardE", "shardF"});
+  const std::string path = std::string(SHARDSCOPE_SOURCE_DIR) + "/tests/data/stats/prometheus_golden.txt";
+  if (std::getenv("SHARDSCOPE_UPDATE_GOLDEN")) std::ofstream(path) << text;
+  std::ifstream in(path);
+  std::string golden((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, golden);
 }
 
 }  // namespace

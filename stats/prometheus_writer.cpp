@@ -1,0 +1,107 @@
+#include "stats/prometheus_writer.h"
+
+#include <charconv>
+#include <cmath>
+
+namespace shardscope::stats {
+
+void PrometheusWriter::appendEscaped(std::string_view value, std::string& out) {
+  for (char c : value) {
+    if (c == '\\' || c == '"') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (c == '\n') {
+      out.append("\\n");
+    } else {
+      out.push_back(c);
+    }
+  }
+}
+
+PrometheusWriter& PrometheusWriter::family(Metric m) {
+  const MetricDef& d = metricDef(m);
+  out_.append("# HELP ").append(d.name).append(" ").append(d.help).append("\n");
+  out_.append("# TYPE ").append(d.name).append(" ").append(d.typeName()).append("\n");
+  return *this;
+}
+
+void PrometheusWriter::begin(Metric m, std::string_view suffix, Labels values, std::string_view le) {
+  const MetricDef& d = metricDef(m);
+  out_.append(d.name).append(suffix);
+  // More values than declared names would be a programming error: the extra ones are left out.
+  size_t n = std::min(values.size(), d.labelCount());
+  if (n == 0 && le.empty()) return;
+  out_.push_back('{');
+  auto value = values.begin();
+  for (size_t i = 0; i < n; ++i, ++value) {
+    if (i) out_.push_back(',');
+    out_.append(d.labels[i]).append("=\"");
+    appendEscaped(*value, out_);
+    out_.push_back('"');
+  }
+  if (!le.empty()) out_.append(n ? ",le=\"" : "le=\"").append(le).append("\"");
+  out_.push_back('}');
+}
+
+void PrometheusWriter::end(std::string_view number) { out_.append(" ").append(number).append("\n"); }
+
+namespace {
+
+std::string_view integerText(char (&buf)[32], auto v) {
+  auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return {buf, static_cast<size_t>(p - buf)};
+}
+
+// The shortest text that reads back as the same double (Prometheus parses Go float syntax).
+std::string_view doubleText(char (&buf)[32], double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return {buf, static_cast<size_t>(p - buf)};
+}
+
+}  // namespace
+
+void PrometheusWriter::sample(Metric m, Labels values, uint64_t v) {
+  char buf[32];
+  begin(m, "", values);
+  end(integerText(buf, v));
+}
+
+void PrometheusWriter::sample(Metric m, Labels values, int64_t v) {
+  char buf[32];
+  begin(m, "", values);
+  end(integerText(buf, v));
+}
+
+void PrometheusWriter::sample(Metric m, Labels values, double v) {
+  char buf[32];
+  begin(m, "", values);
+  end(doubleText(buf, v));
+}
+
+void PrometheusWriter::bucket(Metric m, Labels values, std::string_view le, uint64_t cumulative) {
+  char buf[32];
+  begin(m, "_bucket", values, le);
+  end(integerText(buf, cumulative));
+}
+
+void PrometheusWriter::sum(Metric m, Labels values, double v) {
+  char buf[32];
+  begin(m, "_sum", values);
+  end(doubleText(buf, v));
+}
+
+void PrometheusWriter::sum(Metric m, Labels values, uint64_t v) {
+  char buf[32];
+  begin(m, "_sum", values);
+  end(integerText(buf, v));
+}
+
+void PrometheusWriter::count(Metric m, Labels values, uint64_t v) {
+  char buf[32];
+  begin(m, "_count", values);
+  end(integerText(buf, v));
+}
+
+}  // namespace shardscope::stats
