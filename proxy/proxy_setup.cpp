@@ -9,6 +9,7 @@
 
 #include "config/redact.h"
 #include "proxy/cluster_auth.h"
+#include "proxy/srv_upstream.h"
 #include "routing/mongos_version.h"
 #include "routing/routing_file.h"
 
@@ -78,7 +79,9 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
     return false;
   }
   ctx.upstream = *upstream;
+  ctx.own_connection_uri = config.upstream;
   ctx.mongos = makeMongosPool(ctx.upstream, config.upstream_pool);
+  if (!prepareSrvUpstream(config, ctx, error)) return false;
   try {
     if (ctx.upstream.tls) ctx.upstream_tls = makeUpstreamTlsContext(ctx.upstream);
   } catch (const std::exception& e) {
@@ -111,7 +114,7 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
     }
     ctx.routing.publish(std::move(table));
   }
-  auto lookups = buildLookupSet(config.rewrite_rules, config.upstream, nullptr, error);
+  auto lookups = buildLookupSet(config.rewrite_rules, ctx.own_connection_uri, nullptr, error);
   if (!lookups) return false;
   ctx.lookups.publish(std::move(lookups));
   if (config.evaluation_enabled) {
@@ -193,7 +196,7 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
 std::unique_ptr<RoutingDiscovery> startDiscovery(ProxyContext& ctx) {
   if (!ctx.config.discovery) return nullptr;
   auto discovery = std::make_unique<RoutingDiscovery>(
-      ctx.config.upstream, std::chrono::seconds(ctx.config.discovery_interval_s),
+      ctx.own_connection_uri, std::chrono::seconds(ctx.config.discovery_interval_s),
       [&ctx](std::shared_ptr<const routing::RoutingTable> table) {
         if (ctx.evaluator) ctx.evaluator->setCurrentKeys(table);
         ctx.routing.publish(std::move(table));
@@ -240,13 +243,11 @@ AdminExtension mongosPoolExtension(ProxyContext& ctx) {
 }
 
 std::unique_ptr<MongosPool> makeMongosPool(const UpstreamTarget& target, const config::UpstreamPool& settings) {
-  std::vector<std::string> addresses;
-  for (const auto& h : target.hosts) addresses.push_back(h.name + ":" + std::to_string(h.port));
   MongosPool::Options o;
   o.local_threshold = std::chrono::milliseconds(settings.local_threshold_ms);
   o.probe_interval = std::chrono::milliseconds(settings.probe_interval_ms);
   o.backoff_max = std::chrono::milliseconds(settings.backoff_max_ms);
-  return std::make_unique<MongosPool>(std::move(addresses), o);
+  return std::make_unique<MongosPool>(target.hosts, o);
 }
 
 }  // namespace shardscope::proxy
