@@ -24,7 +24,7 @@ MongosPool::Endpoint endpointOf(const std::string& address) {
   return e;
 }
 
-std::vector<MongosPool::Endpoint> endpointsOf(const std::vector<std::string>& addresses) {
+std::vector<MongosPool::Endpoint> endpointsOf(std::initializer_list<const char*> addresses) {
   std::vector<MongosPool::Endpoint> out;
   for (const auto& a : addresses) out.push_back(endpointOf(a));
   return out;
@@ -32,7 +32,8 @@ std::vector<MongosPool::Endpoint> endpointsOf(const std::vector<std::string>& ad
 
 }  // namespace
 
-MongosPool::MongosPool(std::vector<std::string> addresses, Options options) : MongosPool(endpointsOf(addresses), options) {}
+MongosPool::MongosPool(std::initializer_list<const char*> addresses, Options options)
+    : MongosPool(endpointsOf(addresses), options) {}
 
 MongosPool::MongosPool(const std::vector<Endpoint>& endpoints, Options options)
     : options_(options), random_(std::random_device{}()) {

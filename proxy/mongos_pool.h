@@ -5,6 +5,7 @@
 // Pure bookkeeping under one mutex: the connecting itself is upstream_connect.h.
 #pragma once
 #include <chrono>
+#include <initializer_list>
 #include <cstdint>
 #include <mutex>
 #include <random>
@@ -41,7 +42,7 @@ class MongosPool {
     uint64_t connects = 0, failures = 0;
   };
 
-  MongosPool(std::vector<std::string> addresses, Options options);  // "host:port" each
+  MongosPool(std::initializer_list<const char*> addresses, Options options);  // "host:port" each (tests)
   MongosPool(const std::vector<Endpoint>& endpoints, Options options);
 
   // Indexes stay valid for the pool's life: a host an SRV rescan drops is retired, not erased.
