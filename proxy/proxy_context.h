@@ -17,6 +17,7 @@
 #include "proxy/lookup_set.h"
 #include "proxy/mirror.h"
 #include "proxy/mongos_pool.h"
+#include "proxy/readiness_grace.h"
 #include "proxy/routing_state.h"
 #include "proxy/srv_rescan.h"
 #include "proxy/upstream_target.h"
@@ -48,6 +49,7 @@ struct ProxyContext {
   std::atomic<uint64_t> open_connections{0};
   BufferBudget buffer_budget;                   // limits.max_buffered_bytes, shared by all sessions
   std::atomic<bool> upstream_reachable{false};  // some mongos of the pool is up (/readyz)
+  ReadinessGrace upstream_grace;                // readiness.upstream_grace_ms
   std::function<void()> on_stale_config;        // asks discovery for a refresh (may be empty)
   Published<const LookupSet> lookups;  // lookup-rewrite rules (empty set when none)
 

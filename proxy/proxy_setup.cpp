@@ -95,6 +95,7 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
     return false;
   }
   ctx.buffer_budget.setLimit(config.max_buffered_bytes);
+  ctx.upstream_grace.setGrace(std::chrono::milliseconds(config.readiness.upstream_grace_ms));
 #ifdef __GLIBC__
   // Large message buffers come from mmap and go back to the system when released: glibc would
   // otherwise raise its mmap threshold after the first free and keep later ones in its heap.
@@ -217,7 +218,7 @@ std::unique_ptr<AdminServer> makeAdminServer(ProxyContext& ctx) {
   }
   auto admin = std::make_unique<AdminServer>(
       ctx.config.admin.host, ctx.config.admin.port, token, *ctx.stats,
-      [&ctx] { return ctx.upstream_reachable.load() && (ctx.routing.loaded() || !ctx.config.discovery); },
+      [&ctx] { return ctx.upstream_grace.observe(ctx.upstream_reachable.load()) && (ctx.routing.loaded() || !ctx.config.discovery); },
       [&ctx] {
         RoutingState::Snapshot snap;
         std::vector<std::string> names;
@@ -238,7 +239,10 @@ AdminExtension mongosPoolExtension(ProxyContext& ctx) {
     for (const auto& h : ctx.mongos->snapshot())
       out += "shardscope_upstream_up{address=\"" + h.address + "\"} " + (h.state == MongosPool::State::Up ? "1" : "0") + "\n";
   });
-  e.readiness_detail = [&ctx] { return ctx.mongos->summary(); };
+  e.readiness_detail = [&ctx] {
+    const std::string grace = ctx.upstream_grace.describe();
+    return ctx.mongos->summary() + (grace.empty() ? "" : "; " + grace);
+  };
   return e;
 }
 

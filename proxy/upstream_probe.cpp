@@ -39,6 +39,7 @@ awaitable<void> probeLoop(ProxyContext& ctx) {
     auto [ec] = co_await timer.async_wait(asio::as_tuple(use_awaitable));
     if (ec) co_return;
     bool ok = ctx.mongos->anyUp();
+    ctx.upstream_grace.observe(ok);  // times an outage from its start, not from the next /readyz
     if (ok != last) {
       if (ok) spdlog::info("upstream reachable again ({})", ctx.mongos->summary());
       else spdlog::warn("upstream unreachable ({})", ctx.mongos->summary());
