@@ -233,6 +233,13 @@ std::unique_ptr<AdminServer> makeAdminServer(ProxyContext& ctx) {
 AdminExtension mongosPoolExtension(ProxyContext& ctx) {
   AdminExtension e;
   e.stats_sections.emplace_back("upstreams", [&ctx] { return ctx.mongos->renderJson(); });
+  // Which release's targeting rules apply (single-document writes without the key changed in 7.1).
+  e.stats_sections.emplace_back("mongosVersion", [&ctx] {
+    const routing::MongosVersion v = routing::effectiveMongosVersion();
+    const char* source = !ctx.config.mongos_version.empty() ? "configured" : v.known() ? "learned" : "unknown";
+    return std::string("{\"version\":") + (v.known() ? "\"" + v.str() + "\"" : std::string("null")) + ",\"source\":\"" +
+           source + "\",\"twoPhaseWrites\":" + (v.twoPhaseWrites() ? "true" : "false") + "}";
+  });
   e.metrics.push_back([&ctx](std::string& out) {
     out += "# HELP shardscope_upstream_up Whether the proxy can connect to this mongos (1) or not (0).\n"
            "# TYPE shardscope_upstream_up gauge\n";
