@@ -233,6 +233,7 @@ std::unique_ptr<AdminServer> makeAdminServer(ProxyContext& ctx) {
 AdminExtension mongosPoolExtension(ProxyContext& ctx) {
   AdminExtension e;
   e.stats_sections.emplace_back("upstreams", [&ctx] { return ctx.mongos->renderJson(); });
+  if (ctx.srv_rescan) e.stats_sections.emplace_back("upstreamSrv", [&ctx] { return ctx.srv_rescan->renderJson(); });
   // Which release's targeting rules apply (single-document writes without the key changed in 7.1).
   e.stats_sections.emplace_back("mongosVersion", [&ctx] {
     const routing::MongosVersion v = routing::effectiveMongosVersion();

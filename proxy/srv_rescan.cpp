@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "proxy/srv_seedlist.h"
+#include "stats/json_writer.h"
 
 namespace shardscope::proxy {
 
@@ -32,6 +33,12 @@ void SrvRescan::run(std::chrono::seconds ttl) {
     }
     std::string error;
     auto list = rescanSrvSeedlist(target_, server_, pool_.endpoints(), error);
+    {
+      std::lock_guard lock(mutex_);
+      ++rescans_;
+      if (!list) ++failures_;
+      last_error_ = error;
+    }
     if (!list) {
       if (error != lastError) spdlog::warn("upstream SRV rescan of {}: {}; keeping the current mongos", name, error);
       lastError = error;
@@ -45,6 +52,16 @@ void SrvRescan::run(std::chrono::seconds ttl) {
       spdlog::info("upstream SRV rescan of {}: mongos now {}", name, hosts);
     }
   }
+}
+
+std::string SrvRescan::renderJson() const {
+  std::lock_guard lock(mutex_);
+  std::string out;
+  stats::JsonWriter w(out);
+  const std::string name = srvQueryName(target_.srv_host, target_.srv_service_name);
+  w.beginObject().field("name", std::string_view(name)).field("rescans", rescans_).field("failures", failures_);
+  w.field("lastError", std::string_view(last_error_)).endObject();
+  return out;
 }
 
 }  // namespace shardscope::proxy

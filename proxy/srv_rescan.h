@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "proxy/dns_query.h"
@@ -22,6 +23,9 @@ class SrvRescan {
   SrvRescan(const SrvRescan&) = delete;
   SrvRescan& operator=(const SrvRescan&) = delete;
 
+  // {"name":"_mongodb._tcp...","rescans":N,"failures":N,"lastError":"..."} for /stats.
+  std::string renderJson() const;
+
  private:
   void run(std::chrono::seconds ttl);
 
@@ -29,9 +33,11 @@ class SrvRescan {
   const DnsServer server_;
   MongosPool& pool_;
   const std::chrono::milliseconds min_interval_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
+  uint64_t rescans_ = 0, failures_ = 0;
+  std::string last_error_;
   std::thread thread_;
 };
 

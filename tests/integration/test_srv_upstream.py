@@ -45,6 +45,12 @@ def _upstreams(px) -> dict:
     return {h["address"]: h for h in json.loads(body)["upstreams"]["hosts"]}
 
 
+def _srv_status(px) -> dict:
+    status, _, body = http_request(px.admin_url, path="/stats")
+    assert status == 200
+    return json.loads(body)["upstreamSrv"]
+
+
 def _wait(predicate, timeout=15.0):
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -133,7 +139,7 @@ def test_rescan_follows_dns_changes(ferretdb_factory, dns, proxy):
     assert _served_by(px.uri) == "b"
     # DNS down: the proxy keeps the list it has (and keeps serving).
     dns.stop()
-    time.sleep(1.0)
+    assert _wait(lambda: "SRV look-up" in _srv_status(px)["lastError"]), _srv_status(px)
     assert list(_upstreams(px)) == [f"mongos2.test.example:{b.port}"]
     assert _served_by(px.uri) == "b"
     # A host outside the domain is ignored on a rescan; the valid one is added.
@@ -142,6 +148,8 @@ def test_rescan_follows_dns_changes(ferretdb_factory, dns, proxy):
               a=[("mongos2.test.example", "127.0.0.1"), ("mongos1.test.example", "127.0.0.1")])
     assert _wait(lambda: set(_upstreams(px)) == {f"mongos2.test.example:{b.port}", f"mongos1.test.example:{a.port}"})
     assert "SRV rescan" in px.stderr_text()
+    status = _srv_status(px)
+    assert status["name"] == SRV_NAME and status["rescans"] >= 3 and status["failures"] >= 1, status
 
 
 class _AuthFerretDB(FerretDB):
