@@ -76,6 +76,17 @@ struct UpstreamPool {  // the mongos of the upstream seed list
   uint32_t backoff_max_ms = 10000;    // a down host is retried after 250 ms, doubling up to this
 };
 
+struct UpstreamDns {  // mongodb+srv:// upstreams
+  std::string server;             // "IP:PORT" of the DNS server for SRV/TXT/A; "" = the system resolver
+  uint32_t rescan_min_ms = 60000;  // SRV records are read again after max(their TTL, this)
+};
+
+struct Readiness {
+  // /readyz stays 200 while no mongos is up for less than this (a short blip does not make every
+  // pod of a Deployment NotReady at once); 0 = 503 at once.
+  uint32_t upstream_grace_ms = 0;
+};
+
 struct Config {
   HostPort listen{"127.0.0.1", 27016};
   std::string upstream;  // mongodb://host:port/?tls=true&tlsCAFile=...
@@ -98,6 +109,8 @@ struct Config {
   std::string mongos_version;  // "X.Y": the mongos release whose targeting rules apply; "" = learned
   ClusterAuth cluster_auth;
   UpstreamPool upstream_pool;
+  UpstreamDns upstream_dns;
+  Readiness readiness;
   bool stats_enabled = true;  // false: forward only, no per-operation statistics
   bool stats_record_values = false;
   uint32_t stats_max_shapes_per_namespace = 1000;

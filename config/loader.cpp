@@ -173,6 +173,12 @@ const std::vector<KeySpec>& keyTable() {
        "5000", "how often a healthy mongos is re-measured"},
       {"upstream_pool.backoff_max_ms", member<UpstreamPool>(&Config::upstream_pool, [](auto& p, auto& v) { return parseUint(v, p.backoff_max_ms, 250, 3'600'000); }),
        "10000", "a down mongos is retried after 250 ms, doubling up to this"},
+      {"upstream_dns.server", member<UpstreamDns>(&Config::upstream_dns, [](auto& d, auto& v) { return d.server = v, std::string(); }),
+       "(system resolver)", "DNS server IPv4:PORT for a mongodb+srv:// upstream's SRV, TXT and host records"},
+      {"upstream_dns.rescan_min_ms", member<UpstreamDns>(&Config::upstream_dns, [](auto& d, auto& v) { return parseUint(v, d.rescan_min_ms, 100, 86'400'000); }),
+       "60000", "a mongodb+srv:// upstream's SRV records are read again after max(their TTL, this)"},
+      {"readiness.upstream_grace_ms", member<Readiness>(&Config::readiness, [](auto& r, auto& v) { return parseUint(v, r.upstream_grace_ms, 0, 3'600'000); }),
+       "0", "/readyz stays 200 while no mongos is up for less than this"},
       {"timeouts.connect_ms", timeout(&Timeouts::connect_ms), "5000", "upstream TCP + TLS connect, and the client TLS handshake"},
       {"timeouts.frame_read_ms", timeout(&Timeouts::frame_read_ms), "30000", "a started message must arrive whole within this (slow clients)"},
       {"timeouts.idle_ms", timeout(&Timeouts::idle_ms), "0", "close connections idle this long (0 = never, like mongos)"},
@@ -374,11 +380,16 @@ static void validateClusterAuth(LoadResult& out) {
                          " (cluster_auth.password_file or SHARDSCOPE_CLUSTER_PASSWORD)");
 }
 
+// mongodb+srv:// seed lists are resolved by the proxy (upstream) or libmongoc (mirror).
+bool isMongoUri(const std::string& uri) { return uri.rfind("mongodb://", 0) == 0 || uri.rfind("mongodb+srv://", 0) == 0; }
+
 void validate(LoadResult& out) {
   const Config& c = out.config;
   if (c.upstream.empty()) out.errors.push_back("upstream: required (a mongodb:// URI of mongos)");
-  else if (c.upstream.rfind("mongodb://", 0) != 0)
-    out.errors.push_back("upstream: must start with mongodb:// (got '" + redactSecrets(c.upstream) + "')");
+  else if (!isMongoUri(c.upstream))
+    out.errors.push_back("upstream: must start with mongodb:// or mongodb+srv:// (got '" + redactSecrets(c.upstream) + "')");
+  if (!c.upstream_dns.server.empty() && c.upstream.rfind("mongodb+srv://", 0) != 0)
+    out.errors.push_back("upstream_dns.server: only used with a mongodb+srv:// upstream");
   if (c.listen.empty()) out.errors.push_back("listen: required (HOST:PORT)");
   if (c.client_tls.enabled() && c.client_tls.key_file.empty())
     out.errors.push_back("client_tls.key_file: required when client_tls.cert_file is set");
@@ -391,8 +402,8 @@ void validate(LoadResult& out) {
     out.errors.push_back("fault.error_code: required when fault.error_percent is set");
   if (c.fault.delay_percent > 0 && c.fault.delay_ms == 0)
     out.errors.push_back("fault.delay_ms: required when fault.delay_percent is set");
-  if (!c.mirror.upstream.empty() && c.mirror.upstream.rfind("mongodb://", 0) != 0)
-    out.errors.push_back("mirror.upstream: must start with mongodb:// (got '" + redactSecrets(c.mirror.upstream) + "')");
+  if (!c.mirror.upstream.empty() && !isMongoUri(c.mirror.upstream))
+    out.errors.push_back("mirror.upstream: must start with mongodb:// or mongodb+srv:// (got '" + redactSecrets(c.mirror.upstream) + "')");
   if (!c.mongos_version.empty() && !std::regex_match(c.mongos_version, std::regex(R"([1-9][0-9]?(\.[0-9]{1,2}){0,2})")))
     out.errors.push_back("routing.mongos_version: expected MAJOR.MINOR such as 7.0 (got '" + c.mongos_version + "')");
   if (c.discovery && !c.routing_file.empty())

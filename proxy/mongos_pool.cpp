@@ -14,13 +14,88 @@ const char* stateName(MongosPool::State s) {
   }
 }
 
-MongosPool::MongosPool(std::vector<std::string> addresses, Options options)
+namespace {
+
+MongosPool::Endpoint endpointOf(const std::string& address) {
+  MongosPool::Endpoint e;
+  const auto colon = address.rfind(':');
+  e.name = address.substr(0, colon);
+  if (colon != std::string::npos) e.port = static_cast<uint16_t>(std::stoi(address.substr(colon + 1)));
+  return e;
+}
+
+std::vector<MongosPool::Endpoint> endpointsOf(std::initializer_list<const char*> addresses) {
+  std::vector<MongosPool::Endpoint> out;
+  for (const auto& a : addresses) out.push_back(endpointOf(a));
+  return out;
+}
+
+}  // namespace
+
+MongosPool::MongosPool(std::initializer_list<const char*> addresses, Options options)
+    : MongosPool(endpointsOf(addresses), options) {}
+
+MongosPool::MongosPool(const std::vector<Endpoint>& endpoints, Options options)
     : options_(options), random_(std::random_device{}()) {
-  for (auto& a : addresses) {
+  for (const auto& e : endpoints) {
     Host h;
-    h.view.address = std::move(a);
+    h.view.address = e.address();
+    h.endpoint = e;
     hosts_.push_back(std::move(h));
   }
+}
+
+size_t MongosPool::size() const {
+  std::lock_guard lock(mutex_);
+  return hosts_.size();
+}
+
+std::string MongosPool::address(size_t i) const {
+  std::lock_guard lock(mutex_);
+  return hosts_[i].view.address;
+}
+
+MongosPool::Endpoint MongosPool::endpoint(size_t i) const {
+  std::lock_guard lock(mutex_);
+  return hosts_[i].endpoint;
+}
+
+MongosPool::State MongosPool::state(size_t i) const {
+  std::lock_guard lock(mutex_);
+  return hosts_[i].view.state;
+}
+
+std::vector<MongosPool::Endpoint> MongosPool::endpoints() const {
+  std::lock_guard lock(mutex_);
+  std::vector<Endpoint> out;
+  for (const auto& h : hosts_)
+    if (!h.retired) out.push_back(h.endpoint);
+  return out;
+}
+
+bool MongosPool::setHosts(const std::vector<Endpoint>& current) {
+  std::lock_guard lock(mutex_);
+  bool changed = false;
+  for (auto& h : hosts_) {
+    const bool listed = std::find(current.begin(), current.end(), h.endpoint) != current.end();
+    if (h.retired == listed) {
+      changed = true;
+      h.retired = !listed;
+      if (listed) {  // back after a rescan dropped it: nothing it knew is current
+        h.view.state = State::Unknown;
+        h.probe_at = {};
+      }
+    }
+  }
+  for (const auto& e : current) {
+    if (std::any_of(hosts_.begin(), hosts_.end(), [&](const Host& h) { return h.endpoint == e; })) continue;
+    Host h;
+    h.view.address = e.address();
+    h.endpoint = e;
+    hosts_.push_back(std::move(h));
+    changed = true;
+  }
+  return changed;
 }
 
 std::chrono::milliseconds MongosPool::backoffFor(uint32_t failures) const {
@@ -34,6 +109,7 @@ std::vector<size_t> MongosPool::connectOrder(Clock::time_point now) {
   std::lock_guard lock(mutex_);
   std::vector<size_t> up, unknown, down;
   for (size_t i = 0; i < hosts_.size(); ++i) {
+    if (hosts_[i].retired) continue;
     switch (hosts_[i].view.state) {
       case State::Up: up.push_back(i); break;
       case State::Unknown: unknown.push_back(i); break;
@@ -85,7 +161,7 @@ std::vector<size_t> MongosPool::dueForProbe(Clock::time_point now) {
   std::vector<size_t> due;
   for (size_t i = 0; i < hosts_.size(); ++i) {
     auto& h = hosts_[i];
-    if (h.probing || h.probe_at > now) continue;
+    if (h.retired || h.probing || h.probe_at > now) continue;
     h.probing = true;
     due.push_back(i);
   }
@@ -96,19 +172,20 @@ MongosPool::Clock::time_point MongosPool::nextProbeAt() const {
   std::lock_guard lock(mutex_);
   auto next = Clock::now() + options_.probe_interval;
   for (const auto& h : hosts_)
-    if (!h.probing) next = std::min(next, h.probe_at);
+    if (!h.probing && !h.retired) next = std::min(next, h.probe_at);
   return next;
 }
 
 bool MongosPool::anyUp() const {
   std::lock_guard lock(mutex_);
-  return std::any_of(hosts_.begin(), hosts_.end(), [](const Host& h) { return h.view.state == State::Up; });
+  return std::any_of(hosts_.begin(), hosts_.end(), [](const Host& h) { return !h.retired && h.view.state == State::Up; });
 }
 
 std::vector<MongosPool::HostView> MongosPool::snapshot() const {
   std::lock_guard lock(mutex_);
   std::vector<HostView> out;
-  for (const auto& h : hosts_) out.push_back(h.view);
+  for (const auto& h : hosts_)
+    if (!h.retired) out.push_back(h.view);
   return out;
 }
 

@@ -5,6 +5,7 @@
 // Pure bookkeeping under one mutex: the connecting itself is upstream_connect.h.
 #pragma once
 #include <chrono>
+#include <initializer_list>
 #include <cstdint>
 #include <mutex>
 #include <random>
@@ -23,6 +24,15 @@ class MongosPool {
     std::chrono::milliseconds backoff_max{10000};
   };
   enum class State { Unknown, Up, Down };
+  // Where a host is: its name (TLS checks it) and, when the upstream's DNS server is not the
+  // system's (upstream_dns.server), the address that server gave for it.
+  struct Endpoint {
+    std::string name;
+    uint16_t port = 27017;
+    std::string ip;  // empty: the system resolver resolves `name` at each connect
+    std::string address() const { return name + ":" + std::to_string(port); }
+    bool operator==(const Endpoint&) const = default;
+  };
   struct HostView {
     std::string address;  // host:port
     State state = State::Unknown;
@@ -32,10 +42,20 @@ class MongosPool {
     uint64_t connects = 0, failures = 0;
   };
 
-  MongosPool(std::vector<std::string> addresses, Options options);
+  MongosPool(std::initializer_list<const char*> addresses, Options options);  // "host:port" each (tests)
+  MongosPool(const std::vector<Endpoint>& endpoints, Options options);
 
-  size_t size() const { return hosts_.size(); }
-  const std::string& address(size_t i) const { return hosts_[i].view.address; }
+  // Indexes stay valid for the pool's life: a host an SRV rescan drops is retired, not erased.
+  size_t size() const;
+  std::string address(size_t i) const;
+  Endpoint endpoint(size_t i) const;
+  State state(size_t i) const;
+  std::vector<Endpoint> endpoints() const;  // the hosts in use (not retired)
+
+  // The seed list an SRV rescan found: hosts no longer listed retire (no new connection, no probe,
+  // not shown; connections open to them stay), listed ones come back or are added, not tried yet.
+  // True when the set changed.
+  bool setHosts(const std::vector<Endpoint>& current);
 
   // Every host, best first: healthy hosts in the latency window (starting at a random one, as
   // drivers pick, so new connections spread; a strict rotation would send every pymongo
@@ -61,6 +81,8 @@ class MongosPool {
  private:
   struct Host {
     HostView view;
+    Endpoint endpoint;
+    bool retired = false;
     Clock::time_point retry_at{};  // down: not before this
     Clock::time_point probe_at{};  // next background probe
     bool probing = false;

@@ -18,7 +18,9 @@
 #include "proxy/lookup_set.h"
 #include "proxy/mirror.h"
 #include "proxy/mongos_pool.h"
+#include "proxy/readiness_grace.h"
 #include "proxy/routing_state.h"
+#include "proxy/srv_rescan.h"
 #include "proxy/upstream_target.h"
 #include "routing/lookup_mapping.h"
 #include "evaluation/evaluator.h"
@@ -30,6 +32,10 @@ struct ProxyContext {
   config::Config config;
   UpstreamTarget upstream;
   std::unique_ptr<MongosPool> mongos;  // the hosts of `upstream`, same order
+  std::unique_ptr<SrvRescan> srv_rescan;  // mongodb+srv:// only; declared after `mongos`, which it feeds
+  // The URI of the proxy's own libmongoc connections: `config.upstream`, or for mongodb+srv:// a
+  // mongodb:// URI of the hosts resolved at start.
+  std::string own_connection_uri;
   std::unique_ptr<ssl::context> client_tls;    // null: plain TCP toward applications
   std::unique_ptr<ssl::context> upstream_tls;  // null: plain TCP toward mongos
   std::vector<protocol::Compressor> client_compressors;
@@ -46,6 +52,7 @@ struct ProxyContext {
   std::atomic<bool> upstream_reachable{false};  // some mongos of the pool is up (/readyz)
   std::function<void(std::string_view ns)> on_stale_config;  // asks discovery to refresh ns ("" = all); may be empty
   DiscoveryStatus discovery_status;             // routing discovery's last outcome (/stats, /metrics, /readyz)
+  ReadinessGrace upstream_grace;                // readiness.upstream_grace_ms
   Published<const LookupSet> lookups;  // lookup-rewrite rules (empty set when none)
 
   ~ProxyContext() {

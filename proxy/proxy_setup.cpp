@@ -10,6 +10,7 @@
 #include "config/redact.h"
 #include "proxy/cluster_auth.h"
 #include "proxy/feature_options.h"
+#include "proxy/srv_upstream.h"
 #include "routing/mongos_version.h"
 #include "routing/routing_file.h"
 #include "stats/prometheus_writer.h"
@@ -87,7 +88,9 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
     return false;
   }
   ctx.upstream = *upstream;
+  ctx.own_connection_uri = config.upstream;
   ctx.mongos = makeMongosPool(ctx.upstream, features.upstream_pool);
+  if (!prepareSrvUpstream(config, ctx, error)) return false;
   try {
     if (ctx.upstream.tls) ctx.upstream_tls = makeUpstreamTlsContext(ctx.upstream);
   } catch (const std::exception& e) {
@@ -101,6 +104,7 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
     return false;
   }
   ctx.buffer_budget.setLimit(config.max_buffered_bytes);
+  ctx.upstream_grace.setGrace(std::chrono::milliseconds(config.readiness.upstream_grace_ms));
 #ifdef __GLIBC__
   // Large message buffers come from mmap and go back to the system when released: glibc would
   // otherwise raise its mmap threshold after the first free and keep later ones in its heap.
@@ -121,7 +125,7 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
     }
     publishRouting(ctx, std::move(table));
   }
-  auto lookups = buildLookupSet(config.rewrite_rules, config.upstream, nullptr, error);
+  auto lookups = buildLookupSet(config.rewrite_rules, ctx.own_connection_uri, nullptr, error);
   if (!lookups) return false;
   ctx.lookups.publish(std::move(lookups));
   if (features.evaluation) {
@@ -176,7 +180,7 @@ void publishRouting(ProxyContext& ctx, std::shared_ptr<const routing::RoutingTab
 std::unique_ptr<RoutingDiscovery> startDiscovery(ProxyContext& ctx) {
   if (!ctx.config.discovery) return nullptr;
   auto discovery = std::make_unique<RoutingDiscovery>(
-      ctx.config.upstream, std::chrono::seconds(ctx.config.discovery_interval_s),
+      ctx.own_connection_uri, std::chrono::seconds(ctx.config.discovery_interval_s),
       [&ctx](std::shared_ptr<const routing::RoutingTable> table) { publishRouting(ctx, std::move(table)); },
       &ctx.discovery_status);
   auto* raw = discovery.get();
@@ -196,7 +200,7 @@ std::unique_ptr<AdminServer> makeAdminServer(ProxyContext& ctx, bool metrics_onl
   const config::HostPort& where = metrics_only ? ctx.config.metrics_listen : ctx.config.admin;
   auto admin = std::make_unique<AdminServer>(
       where.host, where.port, token, *ctx.stats,
-      [&ctx] { return ctx.upstream_reachable.load() && (ctx.routing.loaded() || !ctx.config.discovery); },
+      [&ctx] { return ctx.upstream_grace.observe(ctx.upstream_reachable.load()) && (ctx.routing.loaded() || !ctx.config.discovery); },
       [&ctx] {
         RoutingState::Snapshot snap;
         std::vector<std::string> names;
@@ -210,16 +214,32 @@ std::unique_ptr<AdminServer> makeAdminServer(ProxyContext& ctx, bool metrics_onl
   return admin;
 }
 
+namespace {
+// Which mongos are up, and whether a short outage is still inside readiness.upstream_grace_ms.
+std::string mongosReadiness(ProxyContext& ctx) {
+  const std::string grace = ctx.upstream_grace.describe();
+  return ctx.mongos->summary() + (grace.empty() ? "" : "; " + grace);
+}
+}  // namespace
+
 AdminExtension mongosPoolExtension(ProxyContext& ctx) {
   AdminExtension e;
   e.stats_sections.emplace_back("upstreams", [&ctx] { return ctx.mongos->renderJson(); });
+  if (ctx.srv_rescan) e.stats_sections.emplace_back("upstreamSrv", [&ctx] { return ctx.srv_rescan->renderJson(); });
+  // Which release's targeting rules apply (single-document writes without the key changed in 7.1).
+  e.stats_sections.emplace_back("mongosVersion", [&ctx] {
+    const routing::MongosVersion v = routing::effectiveMongosVersion();
+    const char* source = !ctx.config.mongos_version.empty() ? "configured" : v.known() ? "learned" : "unknown";
+    return std::string("{\"version\":") + (v.known() ? "\"" + v.str() + "\"" : std::string("null")) + ",\"source\":\"" +
+           source + "\",\"twoPhaseWrites\":" + (v.twoPhaseWrites() ? "true" : "false") + "}";
+  });
   e.metrics.push_back([&ctx](std::string& out) {
     stats::PrometheusWriter w(out);
     w.family(stats::Metric::upstream_up);
     for (const auto& h : ctx.mongos->snapshot())
       w.sample(stats::Metric::upstream_up, {h.address}, uint64_t{h.state == MongosPool::State::Up ? 1u : 0u});
   });
-  e.readiness_detail = [&ctx] { return ctx.mongos->summary(); };
+  e.readiness_detail = [&ctx] { return mongosReadiness(ctx); };
   return e;
 }
 
@@ -227,14 +247,13 @@ AdminExtension discoveryExtension(ProxyContext& ctx) {
   AdminExtension e;
   e.stats_sections.emplace_back("discovery", [&ctx] { return ctx.discovery_status.renderJson(); });
   e.metrics.push_back([&ctx](std::string& out) { ctx.discovery_status.appendMetrics(out); });
-  e.readiness_detail = [&ctx] { return ctx.mongos->summary() + "\n" + ctx.discovery_status.readinessLine(); };
+  // The admin server keeps one readiness detail: the mongos pool's line, then discovery's.
+  e.readiness_detail = [&ctx] { return mongosReadiness(ctx) + "\n" + ctx.discovery_status.readinessLine(); };
   return e;
 }
 
 std::unique_ptr<MongosPool> makeMongosPool(const UpstreamTarget& target, const MongosPool::Options& options) {
-  std::vector<std::string> addresses;
-  for (const auto& h : target.hosts) addresses.push_back(h.name + ":" + std::to_string(h.port));
-  return std::make_unique<MongosPool>(std::move(addresses), options);
+  return std::make_unique<MongosPool>(target.hosts, options);
 }
 
 }  // namespace shardscope::proxy

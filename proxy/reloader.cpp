@@ -109,7 +109,7 @@ bool Reloader::reload(std::string& error) {
   }
   std::string lookupError;
   auto current = ctx_.lookups.get();
-  auto lookups = buildLookupSet(next.rewrite_rules, ctx_.config.upstream, current.get(), lookupError);
+  auto lookups = buildLookupSet(next.rewrite_rules, ctx_.own_connection_uri, current.get(), lookupError);
   if (!lookups) return refuse(lookupError);
 
   publishRouting(ctx_, std::move(table));

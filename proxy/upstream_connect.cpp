@@ -17,7 +17,9 @@ awaitable<std::string> connectHost(ProxyContext& ctx, const UpstreamTarget::Host
 
   tcp::resolver resolver(executor);
   timer.expires_at(deadline);
-  auto resolved = co_await (resolver.async_resolve(host.name, std::to_string(host.port), asio::as_tuple(use_awaitable)) ||
+  // An address from upstream_dns.server is numeric: resolving it is immediate.
+  const std::string& where = host.ip.empty() ? host.name : host.ip;
+  auto resolved = co_await (resolver.async_resolve(where, std::to_string(host.port), asio::as_tuple(use_awaitable)) ||
                             timer.async_wait(asio::as_tuple(use_awaitable)));
   if (resolved.index() == 1) co_return "name resolution" + timedOut;
   auto [resolveError, endpoints] = std::get<0>(resolved);
@@ -53,7 +55,7 @@ awaitable<bool> connectToMongos(ProxyContext& ctx, uint64_t connectionId, std::o
   auto& pool = *ctx.mongos;
   for (size_t i : pool.connectOrder()) {
     const auto start = std::chrono::steady_clock::now();
-    std::string failure = co_await connectHost(ctx, ctx.upstream.hosts[i], out);
+    std::string failure = co_await connectHost(ctx, pool.endpoint(i), out);
     if (failure.empty()) {
       pool.recordSuccess(i, std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start));
       ctx.upstream_reachable = true;

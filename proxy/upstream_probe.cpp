@@ -11,10 +11,10 @@ namespace {
 
 awaitable<void> probeHost(ProxyContext& ctx, size_t i) {
   auto& pool = *ctx.mongos;
-  const auto before = pool.snapshot()[i].state;
+  const auto before = pool.state(i);
   const auto start = std::chrono::steady_clock::now();
   std::optional<Stream> stream;
-  std::string failure = co_await connectHost(ctx, ctx.upstream.hosts[i], stream);
+  std::string failure = co_await connectHost(ctx, pool.endpoint(i), stream);
   if (stream) stream->close();
   if (failure.empty()) {
     pool.recordSuccess(i, std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start));
@@ -39,6 +39,7 @@ awaitable<void> probeLoop(ProxyContext& ctx) {
     auto [ec] = co_await timer.async_wait(asio::as_tuple(use_awaitable));
     if (ec) co_return;
     bool ok = ctx.mongos->anyUp();
+    ctx.upstream_grace.observe(ok);  // times an outage from its start, not from the next /readyz
     if (ok != last) {
       if (ok) spdlog::info("upstream reachable again ({})", ctx.mongos->summary());
       else spdlog::warn("upstream unreachable ({})", ctx.mongos->summary());

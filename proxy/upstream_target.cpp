@@ -12,7 +12,12 @@ std::optional<UpstreamTarget> parseUpstreamUri(const std::string& uri, std::stri
     return std::nullopt;
   }
   UpstreamTarget t;
-  for (const mongoc_host_list_t* h = mongoc_uri_get_hosts(parsed); h; h = h->next) t.hosts.push_back({h->host, h->port});
+  for (const mongoc_host_list_t* h = mongoc_uri_get_hosts(parsed); h; h = h->next) t.hosts.push_back({h->host, h->port, {}});
+  if (const char* srvHost = mongoc_uri_get_srv_hostname(parsed)) {
+    t.srv_host = srvHost;
+    t.srv_service_name = mongoc_uri_get_srv_service_name(parsed);
+    t.srv_max_hosts = mongoc_uri_get_option_as_int32(parsed, MONGOC_URI_SRVMAXHOSTS, 0);
+  }
   t.tls = mongoc_uri_get_tls(parsed);
   if (const char* ca = mongoc_uri_get_option_as_utf8(parsed, MONGOC_URI_TLSCAFILE, nullptr)) t.ca_file = ca;
   if (const char* cert = mongoc_uri_get_option_as_utf8(parsed, MONGOC_URI_TLSCERTIFICATEKEYFILE, nullptr))
@@ -21,13 +26,8 @@ std::optional<UpstreamTarget> parseUpstreamUri(const std::string& uri, std::stri
                                  mongoc_uri_get_option_as_bool(parsed, MONGOC_URI_TLSINSECURE, false);
   t.allow_invalid_hostnames = mongoc_uri_get_option_as_bool(parsed, MONGOC_URI_TLSALLOWINVALIDHOSTNAMES, false) ||
                               mongoc_uri_get_option_as_bool(parsed, MONGOC_URI_TLSINSECURE, false);
-  bool srv = mongoc_uri_get_service(parsed) != nullptr;
   mongoc_uri_destroy(parsed);
-  if (srv) {
-    error = "upstream: mongodb+srv:// is not supported; list the mongos hosts in a mongodb:// URI";
-    return std::nullopt;
-  }
-  if (t.hosts.empty()) {
+  if (t.hosts.empty() && t.srv_host.empty()) {
     error = "upstream: the URI names no host";
     return std::nullopt;
   }

@@ -1,4 +1,5 @@
-// Where the proxy connects: the hosts and TLS settings read from the upstream mongodb:// URI.
+// Where the proxy connects: the hosts and TLS settings read from the upstream mongodb:// URI, or
+// for mongodb+srv:// the name whose SRV records list the hosts (srv_seedlist.h resolves them).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -6,16 +7,17 @@
 #include <vector>
 
 #include "proxy/asio.h"
+#include "proxy/mongos_pool.h"
 
 namespace shardscope::proxy {
 
 struct UpstreamTarget {
-  struct Host {
-    std::string name;
-    uint16_t port = 27017;
-  };
-  std::vector<Host> hosts;  // tried in order (several mongos in the URI)
-  bool tls = false;
+  using Host = MongosPool::Endpoint;
+  std::vector<Host> hosts;  // tried in order (several mongos in the URI); mongodb+srv://: the first resolution
+  std::string srv_host;     // mongodb+srv:// only
+  std::string srv_service_name = "mongodb";
+  int srv_max_hosts = 0;    // srvMaxHosts: 0 = all
+  bool tls = false;         // mongodb+srv://: true unless the URI says tls=false
   std::string ca_file;
   std::string certificate_key_file;
   bool allow_invalid_certificates = false;
@@ -23,7 +25,7 @@ struct UpstreamTarget {
 };
 
 // Parses with libmongoc's URI parser so every standard option is understood the same way.
-// Returns an empty optional and sets `error` for an invalid URI.
+// Returns an empty optional and sets `error` for an invalid URI. No DNS look-up happens here.
 std::optional<UpstreamTarget> parseUpstreamUri(const std::string& uri, std::string& error);
 
 // The client-side TLS context for the upstream hop (verification on unless the URI says otherwise).

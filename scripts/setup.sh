@@ -21,6 +21,7 @@ apt_packages=(
 # Tests, fuzzing, sanitizers and benchmarks: the rest of the toolchain.
 ((demo)) || apt_packages+=(
   libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev prometheus haproxy chromium nodejs npm
+  dnsmasq-base  # a DNS server on loopback for the mongodb+srv:// tests
 )
 
 missing=()

@@ -65,6 +65,21 @@ TEST(ConfigLoader, ErrorsNameTheKeyAndTheProblem) {
   EXPECT_TRUE(has("log.level"));
 }
 
+TEST(ConfigLoader, SrvUpstreamsAndTheirDnsKeys) {
+  // Before issue 17: "upstream: must start with mongodb://".
+  auto r = load({"--listen", "127.0.0.1:1", "--upstream", "mongodb+srv://cluster0.example.com/", "--upstream_dns.server",
+                 "127.0.0.1:5353", "--upstream_dns.rescan_min_ms", "500", "--readiness.upstream_grace_ms", "20000"});
+  ASSERT_TRUE(r.ok()) << r.errors.front();
+  EXPECT_EQ(r.config.upstream_dns.server, "127.0.0.1:5353");
+  EXPECT_EQ(r.config.upstream_dns.rescan_min_ms, 500u);
+  EXPECT_EQ(r.config.readiness.upstream_grace_ms, 20000u);
+  r = load({"--listen", "127.0.0.1:1", "--upstream", "mongodb://a:1", "--upstream_dns.server", "127.0.0.1:5353"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.errors.front(), "upstream_dns.server: only used with a mongodb+srv:// upstream");
+  r = load({"--listen", "127.0.0.1:1", "--upstream", "mongodb+srv://c.example.com/", "--upstream_dns.rescan_min_ms", "5"});
+  ASSERT_FALSE(r.ok());
+}
+
 TEST(ConfigLoader, BrokenFilesAreRefused) {
   auto r = load({"--config", "/nonexistent/shardscope.yaml", "--upstream", "mongodb://a:1"});
   ASSERT_FALSE(r.ok());

@@ -121,7 +121,7 @@ def test_deployment_examples_parse():
     yaml = pytest.importorskip("yaml")
     docs = list(yaml.safe_load_all((REPO_ROOT / "packaging/kubernetes/sidecar-example.yaml").read_text()))
     deployment = next(d for d in docs if d["kind"] == "Deployment")
-    sidecar = next(c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "shardscope")
+    sidecar = next(c for c in deployment["spec"]["template"]["spec"]["initContainers"] if c["name"] == "shardscope")
     assert sidecar["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert sidecar["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert any(p["name"] == "admin" for p in sidecar["ports"])
@@ -135,6 +135,55 @@ def test_deployment_examples_parse():
     assert any(m["name"] == "cluster-auth" and m["mountPath"] == "/etc/shardscope/cluster" for m in sidecar["volumeMounts"])
     dockerfile = (REPO_ROOT / "packaging/Dockerfile").read_text()
     assert "FROM debian:bookworm AS build" in dockerfile and "bookworm-slim" in dockerfile
+
+
+def test_kubernetes_sidecar_outlives_the_app_and_rides_out_a_mongos_blip(shardscope_binary, tmp_path):
+    """Issue 17: the example's pod on an auth-enabled cluster. Before: the proxy was an ordinary
+    container (stopped together with the app, cutting the app's drain short), /readyz went 503 on
+    any blip (every pod NotReady at once), and prometheus.io annotations scraped a token-guarded
+    /metrics (401)."""
+    yaml = pytest.importorskip("yaml")
+    docs = list(yaml.safe_load_all((REPO_ROOT / "packaging/kubernetes/sidecar-example.yaml").read_text()))
+    deployment = next(d for d in docs if d["kind"] == "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    # Native sidecar: an init container that keeps running (started before, stopped after the app).
+    sidecar = next(c for c in pod["initContainers"] if c["name"] == "shardscope")
+    assert sidecar["restartPolicy"] == "Always"
+    assert all(c["name"] != "shardscope" for c in pod["containers"])
+    app = next(c for c in pod["containers"] if c["name"] == "app")
+    assert "127.0.0.1:27016" in next(e["value"] for e in app["env"] if e["name"] == "MONGODB_URI")
+    config = yaml.safe_load(next(d for d in docs if d["kind"] == "ConfigMap")["data"]["shardscope.yaml"])
+    drain_s = config.get("timeouts", {}).get("drain_ms", 10000) / 1000
+    assert pod["terminationGracePeriodSeconds"] > drain_s + 10  # the app's drain, then the proxy's
+    # Readiness tolerates a blip: the grace is longer than one failed probe period.
+    probe = sidecar["readinessProbe"]
+    assert probe["httpGet"]["path"] == "/readyz"
+    assert config["readiness"]["upstream_grace_ms"] >= probe["periodSeconds"] * 1000
+    # Credentials from a Secret the non-root proxy can read (fsGroup for the 0440 Secret volume).
+    assert config["cluster_auth"]["password_file"].startswith("/etc/shardscope/cluster/")
+    assert pod["securityContext"]["fsGroup"] == sidecar["securityContext"]["runAsUser"]
+    volume = next(v for v in pod["volumes"] if v["name"] == "cluster-auth")
+    assert any(d["kind"] == "Secret" and d["metadata"]["name"] == volume["secret"]["secretName"] for d in docs)
+    # No scrape annotations (the admin token is required; the ServiceMonitor sends it).
+    annotations = deployment["spec"]["template"]["metadata"].get("annotations", {})
+    assert not any(k.startswith("prometheus.io/") for k in annotations)
+    monitors = yaml.safe_load_all((REPO_ROOT / "packaging/monitoring/servicemonitor.yaml").read_text())
+    monitor = next(d for d in monitors if d["kind"] == "ServiceMonitor")
+    secret_name = next(d for d in docs if d["kind"] == "Secret" and "token" in d.get("stringData", {}))["metadata"]["name"]
+    assert monitor["spec"]["endpoints"][0]["bearerTokenSecret"]["name"] == secret_name
+    # The upstream is a mongodb+srv:// seed list, and the config (its every key) is accepted.
+    assert config["upstream"].startswith("mongodb+srv://")
+    password = tmp_path / "cluster-password"
+    password.write_text("example-password\n")
+    token = tmp_path / "token"
+    token.write_text("example-token\n")
+    config["cluster_auth"]["password_file"] = str(password)
+    config["admin_token_file"] = str(token)
+    (tmp_path / "k8s.yaml").write_text(yaml.safe_dump(config))
+    r = subprocess.run([str(shardscope_binary), "proxy", "--config", str(tmp_path / "k8s.yaml"), "--upstream",
+                        "mongodb://127.0.0.1:1/", "--check-config"], cwd=REPO_ROOT,
+                       env=proxy_env(), capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
 
 
 def test_container_and_kubernetes_admin_setups_start_only_with_a_token(shardscope_binary, tmp_path):

@@ -86,5 +86,27 @@ TEST(MongosPool, SummaryAndJsonNameEachHostsState) {
   EXPECT_NE(json.find("\"address\":\"b:2\",\"state\":\"up\""), std::string::npos) << json;
 }
 
+TEST(MongosPool, AnSrvRescanRetiresDroppedHostsAndAddsNewOnesWithStableIndexes) {
+  using E = MongosPool::Endpoint;
+  MongosPool p(std::vector<E>{{"a", 1, {}}, {"b", 2, "10.0.0.2"}}, MongosPool::Options{});
+  p.recordSuccess(0, microseconds(100));
+  p.recordSuccess(1, microseconds(100));
+  EXPECT_FALSE(p.setHosts({{"a", 1, {}}, {"b", 2, "10.0.0.2"}}));  // unchanged
+  EXPECT_TRUE(p.setHosts({{"b", 2, "10.0.0.2"}, {"c", 3, {}}}));
+  EXPECT_EQ(p.size(), 3u);  // "a" retired, not erased: a connect in flight may still record on index 0
+  EXPECT_EQ(p.endpoint(2).name, "c");
+  EXPECT_EQ(p.endpoint(1).ip, "10.0.0.2");
+  EXPECT_EQ(p.connectOrder(), (std::vector<size_t>{1, 2}));
+  EXPECT_FALSE(contains(p.dueForProbe(MongosPool::Clock::now() + std::chrono::hours(1)), 0));
+  EXPECT_EQ(p.summary(), "mongos up: b:2; not tried yet: c:3");
+  EXPECT_EQ(p.endpoints().size(), 2u);
+  p.recordSuccess(0, microseconds(100));  // late result for the retired host: harmless
+  EXPECT_EQ(p.snapshot().size(), 2u);
+  // Listed again: back, as a host not tried yet.
+  EXPECT_TRUE(p.setHosts({{"a", 1, {}}}));
+  EXPECT_EQ(p.connectOrder(), (std::vector<size_t>{0}));
+  EXPECT_FALSE(p.anyUp());
+}
+
 }  // namespace
 }  // namespace shardscope::proxy
