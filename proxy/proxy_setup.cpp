@@ -90,7 +90,7 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
   ctx.upstream = *upstream;
   ctx.own_connection_uri = config.upstream;
   ctx.mongos = makeMongosPool(ctx.upstream, features.upstream_pool);
-  if (!prepareSrvUpstream(config, ctx, error)) return false;
+  if (!prepareSrvUpstream(config, features.upstream_pool, ctx, error)) return false;
   try {
     if (ctx.upstream.tls) ctx.upstream_tls = makeUpstreamTlsContext(ctx.upstream);
   } catch (const std::exception& e) {

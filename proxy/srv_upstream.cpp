@@ -8,7 +8,7 @@
 
 namespace shardscope::proxy {
 
-bool prepareSrvUpstream(const config::Config& config, ProxyContext& ctx, std::string& error) {
+bool prepareSrvUpstream(const config::Config& config, const MongosPool::Options& pool_options, ProxyContext& ctx, std::string& error) {
   if (ctx.upstream.srv_host.empty()) return true;
   DnsServer server;
   if (!config.upstream_dns.server.empty()) {
@@ -29,7 +29,7 @@ bool prepareSrvUpstream(const config::Config& config, ProxyContext& ctx, std::st
   for (const auto& h : list->hosts) hosts += (hosts.empty() ? "" : ", ") + h.address();
   spdlog::info("upstream SRV {}: mongos {}{}", srvQueryName(ctx.upstream.srv_host, ctx.upstream.srv_service_name), hosts,
                ctx.upstream.tls ? " (TLS)" : "");
-  ctx.mongos = makeMongosPool(ctx.upstream, config.upstream_pool);
+  ctx.mongos = makeMongosPool(ctx.upstream, pool_options);
   ctx.srv_rescan = std::make_unique<SrvRescan>(ctx.upstream, server, *ctx.mongos,
                                                std::chrono::milliseconds(config.upstream_dns.rescan_min_ms), list->ttl);
   return true;

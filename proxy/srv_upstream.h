@@ -9,6 +9,6 @@
 namespace shardscope::proxy {
 
 // No-op for a mongodb:// upstream. False with `error` when the records are missing or invalid.
-bool prepareSrvUpstream(const config::Config& config, ProxyContext& ctx, std::string& error);
+bool prepareSrvUpstream(const config::Config& config, const MongosPool::Options& pool_options, ProxyContext& ctx, std::string& error);
 
 }  // namespace shardscope::proxy
