@@ -164,9 +164,10 @@ def test_kubernetes_sidecar_outlives_the_app_and_rides_out_a_mongos_blip(shardsc
     assert pod["securityContext"]["fsGroup"] == sidecar["securityContext"]["runAsUser"]
     volume = next(v for v in pod["volumes"] if v["name"] == "cluster-auth")
     assert any(d["kind"] == "Secret" and d["metadata"]["name"] == volume["secret"]["secretName"] for d in docs)
-    # No scrape annotations (the admin token is required; the ServiceMonitor sends it).
+    # Scrape annotations name the token-free metrics listener, never the admin port (401).
     annotations = deployment["spec"]["template"]["metadata"].get("annotations", {})
-    assert not any(k.startswith("prometheus.io/") for k in annotations)
+    admin_port = str(sidecar["ports"][[p["name"] for p in sidecar["ports"]].index("admin")]["containerPort"])
+    assert annotations.get("prometheus.io/port") != admin_port
     monitors = yaml.safe_load_all((REPO_ROOT / "packaging/monitoring/servicemonitor.yaml").read_text())
     monitor = next(d for d in monitors if d["kind"] == "ServiceMonitor")
     secret_name = next(d for d in docs if d["kind"] == "Secret" and "token" in d.get("stringData", {}))["metadata"]["name"]
@@ -236,7 +237,7 @@ def test_kubernetes_scrapes_the_token_free_metrics_listener():
     template = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]
     annotations = template["metadata"]["annotations"]
     assert annotations["prometheus.io/port"] == str(metrics_port) and annotations["prometheus.io/path"] == "/metrics"
-    sidecar = next(c for c in template["spec"]["containers"] if c["name"] == "shardscope")
+    sidecar = next(c for c in template["spec"]["initContainers"] if c["name"] == "shardscope")  # native sidecar
     assert {"name": "metrics", "containerPort": metrics_port, "protocol": "TCP"} in sidecar["ports"]
 
     monitor_docs = list(yaml.safe_load_all((REPO_ROOT / "packaging/monitoring/servicemonitor.yaml").read_text()))
