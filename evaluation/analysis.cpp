@@ -219,7 +219,8 @@ void keyTrend(const std::vector<KeyedSample>& samples, const std::vector<size_t>
 // that keeps N chunks at equal shares of the documents seen so far (quantiles of the sorted keys;
 // equal keys cannot be split, so a value holding more than a chunk leaves fewer chunks), each on
 // its own shard. Inserts are counted on the shard of the chunk they land in, under the chunks of
-// the moment, decayed at each re-split so that recent inserts weigh most. A large prefix value with
+// the moment (after the first period; not decayed, as decay would favour whatever arrives last in
+// a burst, such as the top of the key range when buckets open in key order). A large prefix value with
 // a splittable, non-monotonic suffix spreads over several chunks; with a monotonic suffix its new
 // documents keep landing in the chunk at the top of its range.
 std::vector<double> simulateFullKey(const std::vector<KeyedSample>& samples, const std::vector<size_t>& order,
@@ -241,10 +242,13 @@ std::vector<double> simulateFullKey(const std::vector<KeyedSample>& samples, con
       splits.push_back(s);
     }
   };
+  // Counted from the second half on: by then the chunks reflect the distribution (a first burst of
+  // inserts in key order would otherwise pile onto the top chunk while the first splits form).
+  const size_t count_from = order.size() / 2;
   bool warm = false;
   for (size_t n = 0; n < order.size(); ++n) {
     size_t i = order[n];
-    if (warm) {
+    if (warm && n >= count_from) {
       size_t lo = 0, hi = splits.size();  // the number of splits <= key
       while (lo < hi) {
         size_t mid = (lo + hi) / 2;
@@ -259,7 +263,6 @@ std::vector<double> simulateFullKey(const std::vector<KeyedSample>& samples, con
     if ((n + 1) % every == 0) {
       resplit();
       warm = true;
-      for (auto& c : per) c *= kShardCountDecay;
     }
   }
   for (size_t s : splits) {
@@ -454,10 +457,14 @@ void evaluateCandidate(const NamespaceState& st, const AnalysisOptions& opt, Can
   c.monotonic = !lead.hashed && (std::fabs(c.rank_correlation) >= opt.monotonic_correlation || c.new_extreme_share >= 0.5);
 
   // ---- the largest prefix value's suffix: can its documents be split, and spread? ----
-  if (c.pattern.size() > 1 && !lead.hashed && n > 0) {
+  if (c.pattern.size() > 1 && n > 0) {
+    // The largest prefix value as the sample holds it (hashed: its hash).
+    uint64_t top_sampled = 0, best = 0;
+    for (const auto& [h, k] : lead_counts)
+      if (k > best || (k == best && h < top_sampled)) best = k, top_sampled = h;
     std::vector<size_t> within;
     for (size_t i : order)
-      if (samples[i].lead_hash == top_lead_hash) within.push_back(i);
+      if (samples[i].lead_hash == top_sampled) within.push_back(i);
     std::unordered_map<uint64_t, uint64_t> distinct;
     for (size_t i : within) ++distinct[samples[i].hash];
     c.suffix_distinct = static_cast<double>(distinct.size());
@@ -471,9 +478,9 @@ void evaluateCandidate(const NamespaceState& st, const AnalysisOptions& opt, Can
   std::vector<double> per(N, 0);
   std::vector<std::vector<bson_value_t>> cluster_splits;
   std::vector<std::string> lead_splits;  // encoded, behind cluster_splits' views
-  if (c.pattern.size() > 1 && !lead.hashed) {
+  if (c.pattern.size() > 1) {
     per = simulateFullKey(samples, order, N, cluster_splits);
-    c.split_on = "full key";
+    c.split_on = lead.hashed ? "full key (hashed " + lead.path + " first)" : "full key";
   } else if (lf) {
     const auto& src = lead.hashed ? lf->hashed_shard_inserts : lf->ranged_shard_inserts;
     for (size_t i = 0; i < src.size() && i < N; ++i) per[i] = src[i];
@@ -623,12 +630,12 @@ void evaluateCandidate(const NamespaceState& st, const AnalysisOptions& opt, Can
   // cannot be split), a large prefix value whose suffix cannot spread it (monotonic or too few
   // values), or a hot shard on the simulated cluster split on the full key.
   const bool enough = c.simulated_inserts >= 20ull * N;
-  const bool hot = c.pattern.size() > 1 && !lead.hashed && !c.monotonic && enough &&
+  const bool hot = c.pattern.size() > 1 && !c.monotonic && enough &&
                    (c.max_min_ratio == 0 || c.max_min_ratio >= opt.hot_shard_ratio);
   if (c.top_share >= fair) {
     c.frequency_reason = "one key value holds " + std::to_string(static_cast<int>(std::round(100 * c.top_share))) +
                          "% of inserts, at least a shard's fair share, in a chunk that cannot be split";
-  } else if (c.pattern.size() > 1 && !lead.hashed && c.prefix_top_share >= fair &&
+  } else if (c.pattern.size() > 1 && c.prefix_top_share >= fair && c.suffix_samples >= 8 &&
              (c.suffix_monotonic || c.suffix_distinct < 2.0 * N)) {
     c.frequency_reason = std::string("the largest ") + lead.path + " value holds " +
                          std::to_string(static_cast<int>(std::round(100 * c.prefix_top_share))) + "% of inserts and its " +

@@ -133,11 +133,13 @@ std::string propertyLines(const NamespaceReport& r, const CandidateResult& c) {
          " of inserts; full key: top value " + pct(c.top_share) + ", top 5 " + pct(c.top5_share) + ".";
   else if (!c.top_values.empty())
     t += "top value " + c.top_values[0].first + " = " + pct(c.top_share) + " of inserts; top 5 = " + pct(c.top5_share) + ".";
+  else if (r.inserts > 0)
+    t += "no observed document carries this key: not judged.";
   else
     t += "no documents observed (inserts or upserts): not judged.";
   if (!c.pass_frequency)
     t += " Fails: " + c.frequency_reason + ".";
-  else if (r.inserts == 0)
+  else if (c.top_values.empty())
     ;
   else if (c.jumbo_risk)
     t += " Jumbo risk: that value's chunk cannot be split and passes " + bytesText(128.0 * 1024 * 1024) +
