@@ -68,6 +68,16 @@ void Evaluator::setLookupRules(std::vector<routing::LookupRule> rules) {
   lookup_rules_ = std::move(rules);
 }
 
+void Evaluator::setLookupRuleSpecs(const std::vector<std::string>& specs) {
+  std::vector<routing::LookupRule> rules;
+  for (const auto& spec : specs) {
+    routing::LookupRule rule;
+    std::string error;
+    if (routing::parseLookupRule(spec, rule, error)) rules.push_back(std::move(rule));
+  }
+  setLookupRules(std::move(rules));
+}
+
 void Evaluator::apply(const EventBatch& batch) {
   Slot* slot = nullptr;
   std::string_view slot_ns;

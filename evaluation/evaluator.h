@@ -55,6 +55,9 @@ class Evaluator {
   void setCurrentKeys(std::shared_ptr<const routing::RoutingTable> table);
   // The lookup rewrites in force: candidates then show their targeted share after the rewrite too.
   void setLookupRules(std::vector<routing::LookupRule> rules);
+  // The same from the rule specs of the config (rewrite.rules; already validated, so a spec that
+  // does not parse is left out).
+  void setLookupRuleSpecs(const std::vector<std::string>& specs);
 
   std::string renderJson() const;
   std::string renderText() const;

@@ -140,6 +140,7 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
     RoutingState::Snapshot snap;
     ctx.routing.current(snap);
     if (snap.value) ctx.evaluator->setCurrentKeys(snap.value);
+    ctx.evaluator->setLookupRuleSpecs(config.rewrite_rules);
   }
   ctx.stats = std::make_unique<stats::Registry>(
       stats::StatsOptions{config.stats_record_values, config.stats_max_shapes_per_namespace});
