@@ -687,9 +687,74 @@ std::string keyLabel(const routing::ShardKeyPattern& p) {
   return s + "}";
 }
 
+// The key at which a filter's equality prefix starts (the rest at MinKey): where a targeted
+// prefix query begins reading. False when the filter does not pin the leading field.
+bool prefixProbe(const bson_t& filter, const routing::ShardKeyPattern& key, routing::KeyPoint& out) {
+  out.size = key.size();
+  size_t pinned = 0;
+  for (size_t i = 0; i < key.size(); ++i) out.fields[i] = routing::Bound::minKey();
+  for (size_t i = 0; i < key.size() && pinned == i; ++i) {
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, &filter, key.field(i).path.c_str())) break;
+    if (isOperatorDoc(it)) {
+      bson_iter_t ops;
+      bson_iter_recurse(&it, &ops);
+      if (!bson_iter_next(&ops) || std::strcmp(bson_iter_key(&ops), "$eq") != 0) break;
+      it = ops;
+    }
+    if (BSON_ITER_HOLDS_ARRAY(&it) || BSON_ITER_HOLDS_REGEX(&it)) break;
+    out.fields[i] = routing::Bound::of(*bson_iter_value(&it));
+    ++pinned;
+  }
+  return pinned > 0;
+}
+
+// Reads, writes (sampled filters that pin the full key or its leading fields, weighted by their
+// shape's count) and
+// inserts (the sampled documents, scaled to every insert) per chunk of the current key.
+void hotRanges(const NamespaceState& st, const routing::CollectionRouting& coll, NamespaceReport& r) {
+  const size_t chunks = coll.chunks.chunkCount();
+  r.current_chunks = chunks;
+  if (chunks == 0) return;
+  std::vector<NamespaceReport::HotRange> per(chunks);
+  for (size_t i = 0; i < chunks; ++i) per[i].chunk = i, per[i].shard = coll.chunks.chunkShard(i);
+  for (const auto& [h, s] : st.shapes) {
+    if (s.samples.empty()) continue;
+    const double w = static_cast<double>(s.count) / static_cast<double>(s.samples.size());
+    for (const auto& fbytes : s.samples) {
+      bson_t f;
+      if (!staticDoc(fbytes, f)) continue;
+      routing::FilterTarget ft;
+      routing::targetFilter(coll, f, true, routing::TargetOptions{}, ft, nullptr);
+      routing::KeyPoint probe;
+      if (ft.key_pinned) {
+        probe = ft.key;
+      } else if (ft.targeting == routing::Targeting::Broadcast || coll.key.field(0).hashed ||
+                 !prefixProbe(f, coll.key, probe)) {
+        continue;  // scatter-gather: no one range
+      }
+      auto& range = per[coll.chunks.chunkForKey(probe.span())];
+      (isRead(s.kind) ? range.reads : range.writes) += w;
+    }
+  }
+  const double scale = st.reservoir.empty() ? 0 : static_cast<double>(st.inserts) / static_cast<double>(st.reservoir.size());
+  for (const auto& sample : st.reservoir) {
+    bson_t d;
+    routing::KeyPoint key;
+    if (!staticDoc(sample.doc, d) || coll.key.extractFromDocument(d, key) != routing::KeyExtractStatus::Ok) continue;
+    per[coll.chunks.chunkForKey(key.span())].inserts += scale;
+  }
+  std::stable_sort(per.begin(), per.end(), [](const auto& a, const auto& b) {
+    return a.reads + a.writes + a.inserts > b.reads + b.writes + b.inserts;
+  });
+  for (size_t i = 0; i < per.size() && i < 10 && per[i].reads + per[i].writes + per[i].inserts > 0; ++i)
+    r.hot_ranges.push_back(per[i]);
+}
+
 NamespaceReport analyzeNamespace(const NamespaceState& st, const AnalysisOptions& opt,
                                  const routing::ShardKeyPattern* current_key,
-                                 const std::vector<std::string>& configured_keys) {
+                                 const std::vector<std::string>& configured_keys,
+                                 const routing::CollectionRouting* current_routing) {
   NamespaceReport r;
   r.ns = st.ns();
   r.shards = opt.simulated_shards;
@@ -702,6 +767,7 @@ NamespaceReport analyzeNamespace(const NamespaceState& st, const AnalysisOptions
   r.replacements = st.replacements;
   r.avg_doc_bytes = st.inserts ? static_cast<double>(st.insert_bytes) / st.inserts : 0;
   r.memory_bytes = st.memoryBytes();
+  if (current_routing) hotRanges(st, *current_routing, r);
 
   // ---- candidates ----
   std::vector<std::pair<std::string, std::string>> wanted;  // json, source

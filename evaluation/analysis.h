@@ -10,6 +10,7 @@
 
 #include "evaluation/namespace_state.h"
 #include "routing/lookup_rule.h"
+#include "routing/routing_table.h"
 #include "routing/shard_key_pattern.h"
 
 namespace shardscope::evaluation {
@@ -117,11 +118,22 @@ struct NamespaceReport {
   int recommended = -1;                     // index into candidates, -1 when nothing was observed
   bool recommended_passes = false;
   std::string defence;  // the seed-003-style text
+  // The current key's real chunks (routing table): reads, writes and inserts per chunk, the
+  // busiest first (analyzeShardKey's numReadsByRange / numWritesByRange on the current ranges).
+  struct HotRange {
+    size_t chunk = 0;
+    uint16_t shard = 0;
+    double reads = 0, writes = 0, inserts = 0;
+  };
+  size_t current_chunks = 0;
+  std::vector<HotRange> hot_ranges;
 };
 
+// `current_routing`: the current key's chunks, when the routing table has them (hot ranges).
 NamespaceReport analyzeNamespace(const NamespaceState& state, const AnalysisOptions& options,
                                  const routing::ShardKeyPattern* current_key,
-                                 const std::vector<std::string>& configured_keys);
+                                 const std::vector<std::string>& configured_keys,
+                                 const routing::CollectionRouting* current_routing = nullptr);
 
 // {customerId: 1, orderDate: 1} from a pattern.
 std::string keyLabel(const routing::ShardKeyPattern& p);

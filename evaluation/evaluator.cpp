@@ -168,7 +168,7 @@ std::vector<NamespaceReport> analyzeAll(const std::vector<std::pair<std::string,
       std::string error;
       if (it != current_json.end() && (parsed = routing::ShardKeyPattern::fromJson(it->second, error))) current = &*parsed;
     }
-    reports.push_back(analyzeNamespace(*st, opt, current, conf));
+    reports.push_back(analyzeNamespace(*st, opt, current, conf, table ? table->collection(ns) : nullptr));
   }
   return reports;
 }

@@ -506,6 +506,26 @@ std::string renderReportsJson(const std::vector<NamespaceReport>& reports, const
     w.key("candidates").beginArray();
     for (size_t i = 0; i < r.candidates.size(); ++i) writeCandidate(w, r, r.candidates[i], i);
     w.endArray();
+    if (r.current_chunks > 0) {  // chunk positions and shard indexes only: no bound values
+      w.key("currentKeyRanges").beginObject();
+      w.key("numChunks").value(static_cast<uint64_t>(r.current_chunks));
+      w.key("hotRanges").beginArray();
+      for (const auto& h : r.hot_ranges)
+        w.beginObject()
+            .key("chunk")
+            .value(static_cast<uint64_t>(h.chunk))
+            .key("shard")
+            .value(static_cast<uint64_t>(h.shard))
+            .key("numReads")
+            .value(static_cast<uint64_t>(std::llround(h.reads)))
+            .key("numWrites")
+            .value(static_cast<uint64_t>(std::llround(h.writes)))
+            .key("numInserts")
+            .value(static_cast<uint64_t>(std::llround(h.inserts)))
+            .endObject();
+      w.endArray();
+      w.endObject();
+    }
     w.endObject();
   }
   w.endArray();

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "evaluation/evaluator.h"
+#include "routing/routing_file.h"
 #include "tests/evaluation/scenario_support.h"
 
 namespace shardscope::evaluation {
@@ -195,6 +196,23 @@ TEST(EvaluationSemantics, FindAndModifyUpsertsAndReplacements) {
   EXPECT_EQ(number(doc, "namespaces.0.upserted"), 25);
   EXPECT_EQ(number(doc, "namespaces.0.upsertsMatched"), 25);
   EXPECT_EQ(number(doc, "namespaces.0.replacements"), 50);
+  bson_destroy(doc);
+}
+
+// One update command with several upsert statements (a driver's bulk): the reply's `upserted`
+// names the statements that inserted by index; the others matched.
+TEST(EvaluationSemantics, BulkUpsertsMatchedByIndex) {
+  Evaluator ev(EvaluationOptions{});
+  auto obs = ev.newObserver();
+  send(*obs, "app", "kv",
+       R"({"update": "kv", "updates": [{"q": {"k": "a"}, "u": {"$set": {"v": 1}}, "upsert": true},
+                                        {"q": {"k": "b"}, "u": {"$set": {"v": 1}}, "upsert": true},
+                                        {"q": {"k": "c"}, "u": {"$set": {"v": 1}}},
+                                        {"q": {"k": "d"}, "u": {"$set": {"v": 1}}, "upsert": true}]})",
+       R"({"n": 4, "nModified": 1, "upserted": [{"index": 0, "_id": 1}, {"index": 3, "_id": 2}], "ok": 1})");
+  bson_t* doc = parse(ev.renderJson());
+  EXPECT_EQ(number(doc, "namespaces.0.inserts"), 2);
+  EXPECT_EQ(number(doc, "namespaces.0.upsertsMatched"), 1);
   bson_destroy(doc);
 }
 
@@ -400,6 +418,30 @@ TEST(EvaluationSemantics, RewriteInForceShowsBothShares) {
   std::string rescued = text(doc, "namespaces.0.candidates." + std::to_string(i) + ".shardscope.rewrite.rescuedShapes.0");
   EXPECT_NE(rescued.find("orderId"), std::string::npos) << rescued;
   EXPECT_NE(all.find("after the lookup rewrite"), std::string::npos);
+  bson_destroy(doc);
+}
+
+// Per-range reads, writes and inserts on the current key's real chunks (the routing file's).
+TEST(EvaluationSemantics, CurrentKeyHotRanges) {
+  std::string error;
+  auto table = routing::loadRoutingFile(std::string(SHARDSCOPE_SOURCE_DIR) + "/examples/routing/orders_6shards.json", error);
+  ASSERT_TRUE(table) << error;
+  Evaluator ev(EvaluationOptions{});
+  ev.setCurrentKeys(table);
+  auto obs = ev.newObserver();
+  testing::OrderServiceOptions o;
+  testing::generateOrderService(o, [&](OwnedCommand& c) { obs->observe(c.view(), c.ns()); });
+  bson_t* doc = parse(ev.renderJson());
+  EXPECT_GT(number(doc, "namespaces.0.currentKeyRanges.numChunks"), 1);
+  double reads = 0, inserts = 0;
+  for (int i = 0; i < 10; ++i) {
+    double r = number(doc, "namespaces.0.currentKeyRanges.hotRanges." + std::to_string(i) + ".numReads");
+    double n = number(doc, "namespaces.0.currentKeyRanges.hotRanges." + std::to_string(i) + ".numInserts");
+    if (std::isnan(r)) break;
+    reads += r, inserts += n;
+  }
+  EXPECT_GT(reads, 1000);   // the customer finds (62% of 2,000 reads) start in one range each
+  EXPECT_GT(inserts, 4000);  // of 5,000 (the ten busiest ranges)
   bson_destroy(doc);
 }
 
