@@ -75,6 +75,13 @@ bool staticDoc(std::string_view bytes, bson_t& out) {
   return bson_init_static(&out, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
 }
 
+// As the text renders shares (render.cpp's pct), so a reason quotes the number the text shows.
+std::string percentText(double x) {
+  char b[32];
+  std::snprintf(b, sizeof b, x > 0 && x < 0.001 ? "%.2f%%" : "%.1f%%", 100.0 * x);
+  return b;
+}
+
 std::string fixedText(double x) {
   char b[32];
   std::snprintf(b, sizeof b, "%.2f", x);
@@ -633,12 +640,12 @@ void evaluateCandidate(const NamespaceState& st, const AnalysisOptions& opt, Can
   const bool hot = c.pattern.size() > 1 && !c.monotonic && enough &&
                    (c.max_min_ratio == 0 || c.max_min_ratio >= opt.hot_shard_ratio);
   if (c.top_share >= fair) {
-    c.frequency_reason = "one key value holds " + std::to_string(static_cast<int>(std::round(100 * c.top_share))) +
-                         "% of inserts, at least a shard's fair share, in a chunk that cannot be split";
+    c.frequency_reason = "one key value holds " + percentText(c.top_share) +
+                         " of inserts, at least a shard's fair share (" + percentText(fair) + "), in a chunk that cannot be split";
   } else if (c.pattern.size() > 1 && c.prefix_top_share >= fair && c.suffix_samples >= 8 &&
              (c.suffix_monotonic || c.suffix_distinct < 2.0 * N)) {
-    c.frequency_reason = std::string("the largest ") + lead.path + " value holds " +
-                         std::to_string(static_cast<int>(std::round(100 * c.prefix_top_share))) + "% of inserts and its " +
+    c.frequency_reason = std::string("the largest ") + lead.path + " value holds " + percentText(c.prefix_top_share) +
+                         " of inserts and its " +
                          c.pattern.field(1).path + " suffix " +
                          (c.suffix_monotonic ? "is monotonic, so its new documents keep landing in one chunk"
                                              : "has too few values to split it across shards");

@@ -50,7 +50,7 @@ std::string shapeLabel(const ShapeOutcome& s) {
 }
 
 std::string ratioText(const CandidateResult& c) {
-  if (c.simulated_inserts == 0) return "no inserts observed";
+  if (c.simulated_inserts == 0) return "not simulated yet: too few documents observed";
   if (c.max_min_ratio == 0) return "max/min infinite: a shard got no inserts";
   return "max/min " + fixed(c.max_min_ratio, 2) + "x";
 }
