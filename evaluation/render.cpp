@@ -230,7 +230,8 @@ std::string defence(const NamespaceReport& r) {
          (dominant->single < 0.5 ? "; analyzeShardKey counts it multi-shard because it does not pin every key field" : "") + ")";
   t += ".";
   if (c.shard_key_updates > 0 || c.upserts_without_key > 0 || c.refused_before_71 > 0) t += writeSafetyText(c);
-  else if (r.writes > 0) t += " No observed update changes its value, and every upsert pins it.";
+  else if (r.writes > 0) t += r.upserted + r.upserts_matched > 0 ? " No observed update changes its value, and every upsert pins it."
+                                                                  : " No observed update changes its value.";
   t += "\n\n";
 
   // What stays broadcast.
@@ -250,8 +251,11 @@ std::string defence(const NamespaceReport& r) {
   t += "What would change my mind: ";
   if (c.pattern.size() > 1 && !c.pattern.field(0).hashed)
     t += "if the top " + lead + " value grew from " + pct(c.prefix_top_share) + " to above " + pct(1.0 / r.shards) +
-         " of inserts (one shard's fair share), the prefix would be too skewed even with the suffix, since that value's new "
-         "documents go to the chunk at the top of its " + c.pattern.field(1).path + " range; then a synthetic prefix. ";
+         " of inserts (one shard's fair share), " +
+         (c.suffix_monotonic ? "the prefix would be too skewed even with the suffix, since that value's new documents go to the chunk at "
+                               "the top of its " + c.pattern.field(1).path + " range; then a synthetic prefix. "
+                             : "its documents would have to spread over shards on their " + c.pattern.field(1).path +
+                                   " values alone: fine while those stay many and do not grow with time, a synthetic prefix otherwise. ");
   else if (c.jumbo_risk)
     t += "if the top value kept growing past " + pct(1.0 / r.shards) + " of inserts it would fail frequency outright. ";
   if (r.candidates.size() > 1) {

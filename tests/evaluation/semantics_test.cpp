@@ -421,6 +421,19 @@ TEST(EvaluationSemantics, RewriteInForceShowsBothShares) {
   bson_destroy(doc);
 }
 
+// Text derived from the same numbers as the JSON: with no document observed, nothing is "about one
+// value per document" nor a frequency "Pass" on no data.
+TEST(EvaluationSemantics, TextDoesNotContradictNoDocuments) {
+  Evaluator ev(EvaluationOptions{});
+  auto obs = ev.newObserver();
+  for (int i = 0; i < 50; ++i)
+    send(*obs, "app", "users", R"({"find": "users", "filter": {"email": "e)" + std::to_string(i) + R"("}})", "");
+  std::string all = ev.renderText();
+  EXPECT_EQ(all.find("about one value per document"), std::string::npos) << all;
+  EXPECT_EQ(all.find("no inserts observed. Pass"), std::string::npos) << all;
+  EXPECT_NE(all.find("no documents observed"), std::string::npos) << all;
+}
+
 // Per-range reads, writes and inserts on the current key's real chunks (the routing file's).
 TEST(EvaluationSemantics, CurrentKeyHotRanges) {
   std::string error;
