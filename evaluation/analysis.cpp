@@ -539,7 +539,8 @@ void evaluateCandidate(const NamespaceState& st, const AnalysisOptions& opt, Can
       classify(coll, f, sent, &ranges);
       if (pinsId(f)) ++with_id;
       bson_t rw;
-      if (opt.lookup_rule && rewrittenFilter(f, *opt.lookup_rule, &rw)) {
+      if (!opt.lookup_rule) continue;  // `after` is `sent` (below)
+      if (rewrittenFilter(f, *opt.lookup_rule, &rw)) {
         classify(coll, rw, after, nullptr);
         bson_destroy(&rw);
         ++rewritten;
@@ -547,6 +548,7 @@ void evaluateCandidate(const NamespaceState& st, const AnalysisOptions& opt, Can
         classify(coll, f, after, nullptr);
       }
     }
+    if (!opt.lookup_rule) after = sent;
     if (sent.tn) o.targeted_shards = sent.tsum / sent.tn;
     if (sent.used == 0) {  // no sample: an unfiltered or unsampled op counts as scatter-gather
       o.scatter = 1;

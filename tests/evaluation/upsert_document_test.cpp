@@ -87,5 +87,19 @@ TEST(UpsertDocument, WithIdPutsTheServersIdFirst) {
   bson_destroy(doc);
 }
 
+// Client input: deep, empty, conflicting and numerous paths build a valid, bounded document.
+TEST(UpsertDocument, HostilePathsStayBounded) {
+  std::string set;
+  for (int i = 0; i < 200; ++i) {
+    std::string path = "p" + std::to_string(i % 7);
+    for (int d = 0; d < 20; ++d) path += "." + std::to_string(d);
+    set += (set.empty() ? "" : ", ") + std::string("\"") + path + "\": " + std::to_string(i);
+  }
+  auto r = build(R"({"q": {"a": 1, "a.b": 2, "..": 3, "x..y": 4, "": 5}, "u": {"$set": {)" + set + "}}}");
+  ASSERT_TRUE(r.ok);
+  EXPECT_LT(r.json.size(), 20000u);
+  EXPECT_EQ(r.json.rfind(R"({ "a" : 1)", 0), 0u) << r.json;  // the whole value wins over a.b
+}
+
 }  // namespace
 }  // namespace shardscope::evaluation
