@@ -485,7 +485,9 @@ void evaluateCandidate(const NamespaceState& st, const AnalysisOptions& opt, Can
   std::vector<double> per(N, 0);
   std::vector<std::vector<bson_value_t>> cluster_splits;
   std::vector<std::string> lead_splits;  // encoded, behind cluster_splits' views
-  if (c.pattern.size() > 1) {
+  // Without sampled documents (a fleet merge of hash-only exports) a compound key falls back to its
+  // leading field's counts over every insert.
+  if (c.pattern.size() > 1 && valid.size() >= 4ull * N) {
     per = simulateFullKey(samples, order, N, cluster_splits);
     c.split_on = lead.hashed ? "full key (hashed " + lead.path + " first)" : "full key";
   } else if (lf) {
@@ -639,7 +641,8 @@ void evaluateCandidate(const NamespaceState& st, const AnalysisOptions& opt, Can
   // cannot be split), a large prefix value whose suffix cannot spread it (monotonic or too few
   // values), or a hot shard on the simulated cluster split on the full key.
   const bool enough = c.simulated_inserts >= 20ull * N;
-  const bool hot = c.pattern.size() > 1 && !c.monotonic && enough &&
+  const bool full_key_cluster = c.split_on.rfind("full key", 0) == 0;
+  const bool hot = full_key_cluster && !c.monotonic && enough &&
                    (c.max_min_ratio == 0 || c.max_min_ratio >= opt.hot_shard_ratio);
   if (c.top_share >= fair) {
     c.frequency_reason = "one key value holds " + percentText(c.top_share) +
