@@ -147,6 +147,8 @@ struct Observer::Impl {
   // Documents an update or findAndModify may create (upserts, replacements), held until its reply
   // says which did: a ring of recent acknowledged writes, matched to replies in order (a
   // connection's replies come in request order). Memory kept between requests.
+  // The statement, held as {q: filter, u: update} (copied bytes): the document it may create is
+  // built only once the reply says it did (most upserts of a bucket pattern find their bucket).
   struct PendingDoc {
     uint32_t index = 0;  // the statement's position in the request
     size_t offset = 0, size = 0;
@@ -180,9 +182,35 @@ struct Observer::Impl {
   void holdDocument(PendingWrite& p, uint32_t index, const bson_t* filter, const bson_iter_t* u, bool upsert) {
     bool replacement = u && UpsertDocumentBuilder::isReplacement(*u);
     if (!upsert && !replacement) return;
-    if (!builder.build(filter, u, built) || p.docs.size() + built.size() > EventBatch::kKeepBytes) return;
-    p.items.push_back({index, p.docs.size(), built.size(), upsert, replacement});
-    p.docs.append(built);
+    const size_t value = u->next_off - u->d1;
+    const size_t size = 4 + (filter ? 3 + filter->len : 0) + 3 + value + 1;
+    if (p.docs.size() + size > EventBatch::kKeepBytes) return;
+    const size_t at = p.docs.size();
+    const uint32_t len = BSON_UINT32_TO_LE(static_cast<uint32_t>(size));
+    p.docs.append(reinterpret_cast<const char*>(&len), 4);
+    if (filter) {
+      p.docs.push_back(static_cast<char>(BSON_TYPE_DOCUMENT));
+      p.docs.append("q", 2);
+      p.docs.append(reinterpret_cast<const char*>(bson_get_data(filter)), filter->len);
+    }
+    p.docs.push_back(static_cast<char>(bson_iter_type(u)));
+    p.docs.append("u", 2);
+    p.docs.append(reinterpret_cast<const char*>(u->raw + u->d1), value);
+    p.docs.push_back('\0');
+    p.items.push_back({index, at, size, upsert, replacement});
+  }
+  // The document a held statement creates, into `built`; false when it does not parse.
+  bool documentOf(const PendingWrite& p, const PendingDoc& d) {
+    bson_t st, q;
+    bson_iter_t u;
+    if (!bson_init_static(&st, reinterpret_cast<const uint8_t*>(p.docs.data() + d.offset), d.size) ||
+        !bson_iter_init_find(&u, &st, "u"))
+      return false;
+    const bool has_q = subDocumentAt(st, "q", q);
+    return builder.build(has_q ? &q : nullptr, &u, built);
+  }
+  void commitReplaced(const PendingWrite& p, const PendingDoc& d, int64_t now) {
+    if (documentOf(p, d)) commit(p.ns, built, DocOrigin::Replaced, now);
   }
   void commit(std::string_view ns, std::string_view doc, DocOrigin origin, int64_t now) {
     ByteRange ns_copy = batch->copyNamespace(ns);
@@ -195,7 +223,8 @@ struct Observer::Impl {
   }
   // An upserted document gets the `_id` the reply names when the update did not set one.
   void commitUpserted(const PendingWrite& p, const PendingDoc& d, const bson_iter_t* id, int64_t now) {
-    std::string_view doc(p.docs.data() + d.offset, d.size);
+    if (!documentOf(p, d)) return;
+    std::string_view doc = built;
     bson_t b;
     bson_iter_t has;
     if (id && bson_init_static(&b, reinterpret_cast<const uint8_t*>(doc.data()), doc.size()) &&
@@ -355,7 +384,7 @@ void Observer::Impl::settle(const PendingWrite& p, const bson_t& reply, int64_t 
       if (d.upsert) commitUpserted(p, d, &id, now);
     } else if (bson_iter_init_find(&existing, &le, "updatedExisting") && bson_iter_as_bool(&existing)) {
       if (d.upsert) commit(p.ns, {}, DocOrigin::UpsertMatched, now);
-      if (d.replacement) commit(p.ns, {p.docs.data() + d.offset, d.size}, DocOrigin::Replaced, now);
+      if (d.replacement) commitReplaced(p, d, now);
     }
     return;
   }
@@ -380,7 +409,7 @@ void Observer::Impl::settle(const PendingWrite& p, const bson_t& reply, int64_t 
     const PendingDoc& d = p.items[i];
     if (i < 64 && (inserted_mask >> i & 1)) continue;
     if (d.upsert && i < 64) commit(p.ns, {}, DocOrigin::UpsertMatched, now);
-    if (d.replacement && matched_any) commit(p.ns, {p.docs.data() + d.offset, d.size}, DocOrigin::Replaced, now);
+    if (d.replacement && matched_any) commitReplaced(p, d, now);
   }
 }
 
