@@ -155,6 +155,7 @@ struct Observer::Impl {
     bool upsert = false, replacement = false;
   };
   struct PendingWrite {
+    uint64_t seq = 0;  // observed_seq of its request
     std::string ns;
     bool find_and_modify = false;
     std::string docs;
@@ -163,12 +164,14 @@ struct Observer::Impl {
   static constexpr size_t kPendingWrites = 16;
   std::array<PendingWrite, kPendingWrites> pending;
   size_t pending_head = 0, pending_count = 0;
+  uint64_t observed_seq = 0;  // evaluated requests observed so far
   UpsertDocumentBuilder builder;
   std::string built, with_id;
 
   PendingWrite& pushPending(std::string_view ns, bool fam) {
     if (pending_count == kPendingWrites) popPending();  // its reply never came (or was not seen)
     PendingWrite& p = pending[(pending_head + pending_count++) % kPendingWrites];
+    p.seq = observed_seq;
     p.ns.assign(ns);
     p.find_and_modify = fam;
     p.docs.clear();
@@ -425,11 +428,13 @@ void Observer::onReply(std::string_view ns, const bson_t* reply) {
     else if (!bson_iter_init_find(&it, reply, "nModified"))
       return;  // not the reply of an update or findAndModify (or an error without counts)
   }
-  // Held writes before the one this reply answers lost their replies (an error, a closed cursor):
-  // nothing is known of what they created.
+  // Held writes before the one this reply answers lost their replies (an error reply without
+  // counts, a dropped connection): nothing is known of what they created. A client waits for a
+  // reply before its next request on a connection (drivers do not pipeline commands; w:0 writes
+  // are not held), so a held write observed before the latest request has had its reply.
   while (m.pending_count > 0) {
     const Impl::PendingWrite& p = m.pending[m.pending_head];
-    if ((ns.empty() || p.ns == ns) && (!reply || p.find_and_modify == fam)) break;
+    if (p.seq == m.observed_seq && (ns.empty() || p.ns == ns) && (!reply || p.find_and_modify == fam)) break;
     m.popPending();
   }
   if (m.pending_count == 0) return;
@@ -464,6 +469,7 @@ void Observer::observe(const protocol::CommandView& view, std::string_view ns) {
   if (command == Command::Ignored) return;
   Impl& m = *impl_;
   std::lock_guard lock(m.mutex);  // uncontended except while a render flushes this observer
+  ++m.observed_seq;
   const int64_t now = nowMicros();
   size_t before = m.batch->events.size();
   m.statements = 0;

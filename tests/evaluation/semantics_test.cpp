@@ -216,6 +216,25 @@ TEST(EvaluationSemantics, BulkUpsertsMatchedByIndex) {
   bson_destroy(doc);
 }
 
+// An update whose reply is an error without counts leaves its held statement unanswered: the next
+// update's reply is paired with the next update, not with the stale one.
+TEST(EvaluationSemantics, ErrorReplyDoesNotShiftThePairing) {
+  EvaluationOptions opts;
+  opts.allow_values = true;
+  Evaluator ev(opts);
+  auto obs = ev.newObserver();
+  send(*obs, "app", "kv", R"({"update": "kv", "updates": [{"q": {"k": "stale"}, "u": {"$set": {"v": 1}}, "upsert": true}]})",
+       R"({"ok": 0, "errmsg": "not primary", "code": 10107})");
+  send(*obs, "app", "kv", R"({"update": "kv", "updates": [{"q": {"k": "fresh"}, "u": {"$set": {"v": 1}}, "upsert": true}]})",
+       R"({"n": 1, "nModified": 0, "upserted": [{"index": 0, "_id": 1}], "ok": 1})");
+  std::string json = ev.renderJson();
+  bson_t* doc = parse(json);
+  EXPECT_EQ(number(doc, "namespaces.0.upserted"), 1);
+  EXPECT_NE(json.find("fresh"), std::string::npos);
+  EXPECT_EQ(json.find("stale"), std::string::npos);
+  bson_destroy(doc);
+}
+
 // Seed 004's inventory key {"warehouseLocation.country": 1, warehouseId: 1}: the country prefix
 // is tracked over every insert like a top-level field; the largest country (40% of inserts) has a
 // high-cardinality, non-monotonic warehouseId suffix, so the full-key cluster splits it across
