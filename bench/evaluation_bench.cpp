@@ -139,6 +139,47 @@ void BM_ObserveFindOnly(benchmark::State& state) {
 }
 BENCHMARK(BM_ObserveFindOnly)->Unit(benchmark::kMillisecond);
 
+// Seed 000's bucket pattern: upserts (one in twelve opens a bucket, confirmed by its reply's
+// `upserted`), each observed and then its reply, as the proxy does (issue 16).
+void BM_ObserveBucketUpserts(benchmark::State& state) {
+  struct Upsert {
+    std::unique_ptr<OwnedCommand> command;
+    bson_t* reply;
+  };
+  static std::vector<Upsert> upserts = [] {
+    std::vector<Upsert> out;
+    char json[512];
+    for (int i = 0; i < 12000; ++i) {
+      int sensor = i % 1000, bucket = i / 1000;
+      std::snprintf(json, sizeof json,
+                    R"({"update": "buckets", "updates": [{"q": {"sensorId": "sensor-%05d", "bucketStart": {"$date": {"$numberLong": "%lld"}}}, "u": {"$push": {"readings": {"v": %d}}, "$inc": {"count": 1}, "$setOnInsert": {"site": "hq"}}, "upsert": true}]})",
+                    sensor, 1767225600000LL + bucket * 300000LL, i);
+      bson_error_t error;
+      bson_t* body = bson_new_from_json(reinterpret_cast<const uint8_t*>(json), -1, &error);
+      const char* reply = i % 12 == 0 ? R"({"n": 1, "nModified": 0, "upserted": [{"index": 0, "_id": 7}], "ok": 1})"
+                                      : R"({"n": 1, "nModified": 1, "ok": 1})";
+      out.push_back({std::make_unique<OwnedCommand>(body, "telemetry", "buckets"),
+                     bson_new_from_json(reinterpret_cast<const uint8_t*>(reply), -1, &error)});
+    }
+    return out;
+  }();
+  Evaluator ev(EvaluationOptions{});
+  auto obs = ev.newObserver();
+  const std::string ns = "telemetry.buckets";
+  uint64_t allocations = 0;
+  for (auto _ : state) {
+    AllocationWindow window;
+    for (const auto& u : upserts) {
+      obs->observe(u.command->view(), ns);
+      obs->onReply(ns, u.reply);
+    }
+    obs->flush();
+    allocations += window.count();
+  }
+  setCounters(state, static_cast<double>(upserts.size()), allocations);
+}
+BENCHMARK(BM_ObserveBucketUpserts)->Unit(benchmark::kMillisecond);
+
 void BM_RenderOrderService(benchmark::State& state) {
   Evaluator ev(EvaluationOptions{});
   auto obs = ev.newObserver();

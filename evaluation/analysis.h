@@ -10,6 +10,8 @@
 
 #include "evaluation/migration_plan.h"
 #include "evaluation/namespace_state.h"
+#include "routing/lookup_rule.h"
+#include "routing/routing_table.h"
 #include "routing/shard_key_pattern.h"
 
 namespace shardscope::evaluation {
@@ -22,7 +24,11 @@ struct AnalysisOptions {
   double imbalance_warn_ratio = 2.0;        // simulated insert max/min at or above: warning
   double monotonic_correlation = 0.7;       // analyzeShardKey's default threshold
   double chunk_size_bytes = 128.0 * 1024 * 1024;
+  double hot_shard_ratio = 1.5;             // seed 002: a shard at max/min above this is hot
+  double max_key_update_share = 0.01;       // of writes: key updates / untargetable upserts fail at this
   bool allow_values = false;
+  std::vector<routing::LookupRule> lookup_rules;  // lookup rewrites in force (per namespace)
+  const routing::LookupRule* lookup_rule = nullptr;  // the one of the namespace being analysed
 };
 
 struct ShapeOutcome {
@@ -35,6 +41,10 @@ struct ShapeOutcome {
   bool sampled = false;
   bool without_key = false;  // a write that does not pin the full key
   bool key_update = false;   // an update that modifies a key field
+  bool upsert = false;
+  bool refused_before_71 = false;      // single-document write pinning neither the full key nor _id
+  double scatter_after_rewrite = 0;    // with the lookup rewrite in force
+  bool rescued = false;                // the rewrite turns it from scatter-gather into targeted
 };
 
 struct CandidateResult {
@@ -51,7 +61,18 @@ struct CandidateResult {
   double single_overall = 0;
   double read_shards = 0, targeted_read_shards = 0;  // mean shards touched
   double single_writes_without_key = 0, multi_writes_without_key = 0, shard_key_updates = 0;
+  double upserts_without_key = 0;             // of writes: upserts whose filter does not pin the full key
+  double upserts_without_key_of_upserts = 0;  // the same, of upserts
+  double refused_before_71 = 0;               // of writes (see ShapeOutcome)
+  double refused_share_of_all = 0;            // the same, of reads and writes
+  uint64_t reads_sampled = 0, writes_sampled = 0;
   std::vector<ShapeOutcome> shapes;
+  // The lookup rewrite: targeted share as it would be after it, and the shapes it rescues.
+  bool rewrite_in_force = false;
+  double targeted_after_rewrite = 0;
+  std::vector<std::string> rescued_shapes;
+  // Reads and writes per simulated chunk (analyzeShardKey's numReadsByRange / numWritesByRange).
+  std::vector<double> range_reads, range_writes;
 
   // Properties.
   double cardinality = 0, prefix_cardinality = 0;
@@ -60,6 +81,14 @@ struct CandidateResult {
   std::vector<std::pair<std::string, double>> top_values;  // label, share
   std::string prefix_top_label;
   double new_extreme_share = 0, rank_correlation = 0;
+  // The largest prefix value's suffix (compound ranged keys): distinct full keys among its sampled
+  // documents, and whether its suffix grows with arrival.
+  double suffix_distinct = 0;
+  size_t suffix_samples = 0;
+  bool suffix_monotonic = false;
+  double array_share = 0;  // documents with an array on a key path (refused by MongoDB)
+  std::string split_on;    // what the simulated cluster's chunks split on
+  std::string frequency_reason;  // why frequency fails, from the numbers shown
   bool monotonic = false;
   std::string leading_type;  // "ObjectId", "date", "number", "string", "mixed"
   std::vector<double> shard_insert_share;
@@ -69,14 +98,20 @@ struct CandidateResult {
   double jumbo_at_bytes = 0;
 
   bool pass_cardinality = true, pass_frequency = true, pass_monotonicity = true;
+  bool pass_mutability = true, pass_upserts = true, pass_arrays = true;
   std::vector<std::string> failures, warnings;
-  bool passes() const { return pass_cardinality && pass_frequency && pass_monotonicity; }
+  bool passes() const {
+    return pass_cardinality && pass_frequency && pass_monotonicity && pass_mutability && pass_upserts && pass_arrays;
+  }
 };
 
 struct NamespaceReport {
   std::string ns;
   uint32_t shards = 4;
   uint64_t reads = 0, writes = 0, inserts = 0, other_shape_ops = 0;
+  uint64_t upserted = 0, upserts_matched = 0, replacements = 0;
+  bool rewrite_in_force = false;
+  routing::LookupRule lookup_rule;
   double avg_doc_bytes = 0;
   size_t memory_bytes = 0;
   std::vector<ShapeOutcome> shapes;  // by count, descending (no targeting)
@@ -85,11 +120,22 @@ struct NamespaceReport {
   bool recommended_passes = false;
   std::string defence;  // the seed-003-style text
   MigrationPlan migration;  // for the recommended key (evaluation/migration_plan.h)
+  // The current key's real chunks (routing table): reads, writes and inserts per chunk, the
+  // busiest first (analyzeShardKey's numReadsByRange / numWritesByRange on the current ranges).
+  struct HotRange {
+    size_t chunk = 0;
+    uint16_t shard = 0;
+    double reads = 0, writes = 0, inserts = 0;
+  };
+  size_t current_chunks = 0;
+  std::vector<HotRange> hot_ranges;
 };
 
+// `current_routing`: the current key's chunks, when the routing table has them (hot ranges).
 NamespaceReport analyzeNamespace(const NamespaceState& state, const AnalysisOptions& options,
                                  const routing::ShardKeyPattern* current_key,
-                                 const std::vector<std::string>& configured_keys);
+                                 const std::vector<std::string>& configured_keys,
+                                 const routing::CollectionRouting* current_routing = nullptr);
 
 // {customerId: 1, orderDate: 1} from a pattern.
 std::string keyLabel(const routing::ShardKeyPattern& p);

@@ -63,6 +63,21 @@ void Evaluator::setCurrentKeys(std::shared_ptr<const routing::RoutingTable> tabl
   table_ = std::move(table);
 }
 
+void Evaluator::setLookupRules(std::vector<routing::LookupRule> rules) {
+  std::lock_guard lock(mutex_);
+  lookup_rules_ = std::move(rules);
+}
+
+void Evaluator::setLookupRuleSpecs(const std::vector<std::string>& specs) {
+  std::vector<routing::LookupRule> rules;
+  for (const auto& spec : specs) {
+    routing::LookupRule rule;
+    std::string error;
+    if (routing::parseLookupRule(spec, rule, error)) rules.push_back(std::move(rule));
+  }
+  setLookupRules(std::move(rules));
+}
+
 void Evaluator::apply(const EventBatch& batch) {
   Slot* slot = nullptr;
   std::string_view slot_ns;
@@ -89,11 +104,13 @@ void Evaluator::apply(const EventBatch& batch) {
       }
       held = std::unique_lock<std::mutex>(slot->mutex);
     }
-    if (e.insert) {
+    if (e.insert && e.origin == DocOrigin::UpsertMatched) {
+      ++slot->state->upserts_matched;
+    } else if (e.insert) {
       std::string_view bytes = batch.view(e.doc);
       bson_t doc;
       if (bson_init_static(&doc, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()))
-        slot->state->applyInsert(doc, e.time_us);
+        slot->state->applyInsert(doc, e.time_us, e.origin);
     } else {
       slot->state->applyOp(batch.op(e));
     }
@@ -151,7 +168,7 @@ std::vector<NamespaceReport> analyzeAll(const std::vector<std::pair<std::string,
       std::string error;
       if (it != current_json.end() && (parsed = routing::ShardKeyPattern::fromJson(it->second, error))) current = &*parsed;
     }
-    reports.push_back(analyzeNamespace(*st, opt, current, conf));
+    reports.push_back(analyzeNamespace(*st, opt, current, conf, table ? table->collection(ns) : nullptr));
     reports.back().migration = planMigration(*st, reports.back(), opt.allow_values);
   }
   return reports;
@@ -162,23 +179,26 @@ std::vector<NamespaceReport> analyzeAll(const std::vector<std::pair<std::string,
 std::string Evaluator::renderJson() const {
   auto states = snapshot();
   std::shared_ptr<const routing::RoutingTable> table;
+  AnalysisOptions opt = analysisFrom(options_);
   {
     std::lock_guard lock(mutex_);
     table = table_;
+    opt.lookup_rules = lookup_rules_;
   }
   ObservationCounters counters{droppedEvents(), truncatedRequests()};
-  return renderReportsJson(analyzeAll(states, analysisFrom(options_), table.get(), options_.configured_candidates, {}),
-                           &counters);
+  return renderReportsJson(analyzeAll(states, opt, table.get(), options_.configured_candidates, {}), &counters);
 }
 
 std::string Evaluator::renderText() const {
   auto states = snapshot();
   std::shared_ptr<const routing::RoutingTable> table;
+  AnalysisOptions opt = analysisFrom(options_);
   {
     std::lock_guard lock(mutex_);
     table = table_;
+    opt.lookup_rules = lookup_rules_;
   }
-  return renderReportsText(analyzeAll(states, analysisFrom(options_), table.get(), options_.configured_candidates, {}));
+  return renderReportsText(analyzeAll(states, opt, table.get(), options_.configured_candidates, {}));
 }
 
 std::string Evaluator::exportSketches() const {

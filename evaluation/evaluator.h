@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "protocol/command_view.h"
+#include "routing/lookup_rule.h"
 #include "routing/routing_table.h"
 
 namespace shardscope::evaluation {
@@ -52,6 +53,11 @@ class Evaluator {
 
   std::shared_ptr<Observer> newObserver();
   void setCurrentKeys(std::shared_ptr<const routing::RoutingTable> table);
+  // The lookup rewrites in force: candidates then show their targeted share after the rewrite too.
+  void setLookupRules(std::vector<routing::LookupRule> rules);
+  // The same from the rule specs of the config (rewrite.rules; already validated, so a spec that
+  // does not parse is left out).
+  void setLookupRuleSpecs(const std::vector<std::string>& specs);
 
   std::string renderJson() const;
   std::string renderText() const;
@@ -87,6 +93,7 @@ class Evaluator {
   std::map<std::string, std::unique_ptr<Slot>, std::less<>> namespaces_;
   std::vector<std::weak_ptr<Observer>> observers_;
   std::shared_ptr<const routing::RoutingTable> table_;
+  std::vector<routing::LookupRule> lookup_rules_;
   uint64_t dropped_ = 0;
   std::atomic<uint64_t> truncated_requests_{0};
   std::unique_ptr<ApplyQueue> queue_;  // last: its worker stops before the state it applies to goes
@@ -99,6 +106,10 @@ class Observer {
   // Per request, on the session's thread. Copies what it needs; never blocks on other sessions
   // except when handing over a batch.
   void observe(const protocol::CommandView& view, std::string_view ns);
+  // The reply to the session's next update or findAndModify (`ns`: its namespace, or empty when
+  // not known; `reply` null when it did not parse): commits the documents its upserts inserted
+  // (with the _id the server gave them) and the replacements it made. Other replies are ignored.
+  void onReply(std::string_view ns, const bson_t* reply);
   // Hands what is buffered to the worker and waits until it (and all before it) is applied.
   void flush();
   void handOverPending();  // the same without waiting

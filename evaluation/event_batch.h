@@ -21,11 +21,13 @@ struct ByteRange {
 struct BufferedEvent {
   ByteRange ns;
   bool insert = false;
+  DocOrigin origin = DocOrigin::Insert;  // insert: how the document came into being
   int64_t time_us = 0;  // insert: when it was observed
   ByteRange doc;        // insert: the document
   // Operations (see OpRecord).
   OpKind kind = OpKind::Find;
   bool multi = false;
+  bool upsert = false;
   uint64_t shape_hash = 0;
   ByteRange shape, filter, modified, sort;
 };
@@ -60,7 +62,7 @@ class EventBatch {
   size_t capacityBytes() const { return bytes_.capacity() + events.capacity() * sizeof(BufferedEvent); }
   std::string_view view(ByteRange r) const { return {bytes_.data() + r.offset, r.size}; }
   OpRecord op(const BufferedEvent& e) const {
-    return {e.kind, e.multi, e.shape_hash, view(e.shape), view(e.filter), view(e.modified), view(e.sort)};
+    return {e.kind, e.multi, e.upsert, e.shape_hash, view(e.shape), view(e.filter), view(e.modified), view(e.sort)};
   }
 
   // Keeps the memory for the next batch, unless one unusual request (a huge insert) grew it.

@@ -253,28 +253,73 @@ void NamespaceState::observeField(FieldState& f, const bson_value_t& v) {
   }
 }
 
-void NamespaceState::applyInsert(const bson_t& doc, int64_t time_us) {
-  ++inserts;
-  insert_bytes += doc.len;
+void NamespaceState::observePath(std::string_view path, const bson_iter_t& it, size_t position) {
+  FieldState* f = nullptr;
+  if (size_t i = fieldIndex(path, position); i != kUntracked) {
+    f = &fields[i];
+    seen_[i] = 1;
+  } else if (fields.size() < limits_.max_fields) {
+    if ((f = trackField(path))) seen_.push_back(1);
+  }
+  if (!f) return;
+  if (bson_iter_type(&it) == BSON_TYPE_ARRAY) {  // not a valid shard key value; count as missing
+    ++f->missing;
+    ++f->arrays;
+    return;
+  }
+  observeField(*f, *bson_iter_value(const_cast<bson_iter_t*>(&it)));
+}
+
+void NamespaceState::applyInsert(const bson_t& doc, int64_t time_us, DocOrigin origin) {
+  if (origin == DocOrigin::Replaced) {
+    ++replacements;
+  } else {
+    ++inserts;
+    insert_bytes += doc.len;
+    if (origin == DocOrigin::Upserted) ++upserted;
+  }
   bson_iter_t it;
   seen_.assign(fields.size(), 0);
+  nested_.clear();
+  prefixes_.clear();
+  size_t position = 0;
   if (bson_iter_init(&it, &doc)) {
-    for (size_t position = 0; bson_iter_next(&it); ++position) {
-      std::string_view key = bson_iter_key(&it);
-      FieldState* f = nullptr;
-      if (size_t i = fieldIndex(key, position); i != kUntracked) {
-        f = &fields[i];
-        seen_[i] = 1;
-      } else if (fields.size() < limits_.max_fields) {
-        if ((f = trackField(key))) seen_.push_back(1);
+    for (; bson_iter_next(&it); ++position) {
+      std::string_view key(bson_iter_key(&it), bson_iter_key_len(&it));
+      observePath(key, it, position);
+      if (BSON_ITER_HOLDS_DOCUMENT(&it) && key.size() < kMaxFieldNameBytes) {
+        NestedDoc& n = nested_.emplace_back();
+        if (!bson_iter_recurse(&it, &n.it)) {
+          nested_.pop_back();
+          continue;
+        }
+        n.prefix_offset = static_cast<uint32_t>(prefixes_.size());
+        n.prefix_size = static_cast<uint32_t>(key.size());
+        n.depth = 1;
+        prefixes_.append(key);
       }
-      if (!f) continue;
-      bson_type_t t = bson_iter_type(&it);
-      if (t == BSON_TYPE_ARRAY) {  // not a valid shard key value; count as missing
-        ++f->missing;
-        continue;
+    }
+  }
+  // Dotted paths, after every top-level field so that those are tracked first.
+  uint32_t looked = 0;
+  for (size_t q = 0; q < nested_.size() && looked < kMaxNestedElements; ++q) {
+    NestedDoc n = nested_[q];
+    while (looked < kMaxNestedElements && bson_iter_next(&n.it)) {
+      ++looked;
+      path_.assign(prefixes_, n.prefix_offset, n.prefix_size);
+      path_.push_back('.');
+      path_.append(bson_iter_key(&n.it), bson_iter_key_len(&n.it));
+      if (path_.size() > kMaxFieldNameBytes) continue;
+      observePath(path_, n.it, position++);
+      if (BSON_ITER_HOLDS_DOCUMENT(&n.it) && n.depth < kMaxNestedDepth) {
+        NestedDoc child;
+        if (!bson_iter_recurse(&n.it, &child.it)) continue;
+        child.prefix_offset = static_cast<uint32_t>(prefixes_.size());
+        child.prefix_size = static_cast<uint32_t>(path_.size());
+        child.depth = n.depth + 1;
+        prefixes_.append(path_);
+        nested_.push_back(child);
       }
-      observeField(*f, *bson_iter_value(&it));
     }
   }
   for (size_t i = 0; i < fields.size(); ++i) {
@@ -329,6 +374,7 @@ void NamespaceState::applyOp(const OpRecord& op) {
     }
     s.kind = op.kind;
     s.multi = op.multi;
+    s.upsert = op.upsert;
     s.samples.reserve(limits_.samples_per_shape);
     it = shapes.emplace(op.shape_hash, std::move(s)).first;
   }
@@ -360,7 +406,7 @@ size_t NamespaceState::memoryBytes() const {
   // figure is what the state really holds (tests compare it with the allocator's own count).
   constexpr size_t kNode = 16 + 16;  // a hash node's next pointer and cached hash, malloc's header
   size_t n = sizeof(*this) + heapBytes(ns_) + heapBytes(encoded_) + heapBytes(projected_) + vectorBytes(seen_) +
-             vectorBytes(split_order_);
+             vectorBytes(split_order_) + vectorBytes(nested_) + heapBytes(prefixes_) + heapBytes(path_);
   n += field_index_.bucket_count() * sizeof(void*);
   for (const auto& [path, i] : field_index_) n += sizeof(std::pair<const std::string, size_t>) + kNode + heapBytes(path);
   n += vectorBytes(fields);
@@ -507,6 +553,9 @@ void NamespaceState::toBson(bson_t* out) const {
   bson_append_int64(out, "reads", -1, static_cast<int64_t>(reads));
   bson_append_int64(out, "writes", -1, static_cast<int64_t>(writes));
   bson_append_int64(out, "otherShapeOps", -1, static_cast<int64_t>(other_shape_ops));
+  bson_append_int64(out, "upserted", -1, static_cast<int64_t>(upserted));
+  bson_append_int64(out, "upsertsMatched", -1, static_cast<int64_t>(upserts_matched));
+  bson_append_int64(out, "replacements", -1, static_cast<int64_t>(replacements));
   bson_t arr, item;
   char idx[16];
   const char* k;
@@ -558,6 +607,7 @@ void NamespaceState::toBson(bson_t* out) const {
     bson_append_int64(&item, "string", -1, static_cast<int64_t>(f.type_string));
     bson_append_int64(&item, "other", -1, static_cast<int64_t>(f.type_other));
     bson_append_int64(&item, "missing", -1, static_cast<int64_t>(f.missing));
+    bson_append_int64(&item, "arrays", -1, static_cast<int64_t>(f.arrays));
     appendCounts(&item, "ranged", f.ranged_shard_inserts);
     appendCounts(&item, "hashed", f.hashed_shard_inserts);
     bson_append_document_end(&arr, &item);
@@ -585,6 +635,7 @@ void NamespaceState::toBson(bson_t* out) const {
     bson_append_utf8(&item, "shape", -1, s.shape.c_str(), -1);
     bson_append_utf8(&item, "kind", -1, opKindName(s.kind), -1);
     bson_append_bool(&item, "multi", -1, s.multi);
+    bson_append_bool(&item, "upsert", -1, s.upsert);
     bson_append_int64(&item, "count", -1, static_cast<int64_t>(s.count));
     bson_append_int64(&item, "offered", -1, static_cast<int64_t>(s.offered));
     bson_t sa;
@@ -609,6 +660,9 @@ void NamespaceState::merge(const NamespaceState& o) {
   reads += o.reads;
   writes += o.writes;
   other_shape_ops += o.other_shape_ops;
+  upserted += o.upserted;
+  upserts_matched += o.upserts_matched;
+  replacements += o.replacements;
   for (const FieldState& of : o.fields) {
     if (!field(of.path) && fields.size() >= limits_.max_fields) continue;
     FieldState* tracked = trackField(of.path);
@@ -629,6 +683,7 @@ void NamespaceState::merge(const NamespaceState& o) {
     f.type_string += of.type_string;
     f.type_other += of.type_other;
     f.missing += of.missing;
+    f.arrays += of.arrays;
     addCounts(f.ranged_shard_inserts, of.ranged_shard_inserts);
     addCounts(f.hashed_shard_inserts, of.hashed_shard_inserts);
     f.splits = computeSplits(f.distinct, limits_.simulated_shards);
@@ -692,6 +747,9 @@ bool NamespaceState::mergeBson(const bson_t& doc, std::string& error) {
   o.reads = getInt(doc, "reads");
   o.writes = getInt(doc, "writes");
   o.other_shape_ops = getInt(doc, "otherShapeOps");
+  o.upserted = getInt(doc, "upserted");
+  o.upserts_matched = getInt(doc, "upsertsMatched");
+  o.replacements = getInt(doc, "replacements");
   bool ok = true;
   forEachDoc(doc, "fields", [&](const bson_t& fd) {
     std::string path = getString(fd, "path");
@@ -727,6 +785,7 @@ bool NamespaceState::mergeBson(const bson_t& doc, std::string& error) {
     f.type_string = getInt(fd, "string");
     f.type_other = getInt(fd, "other");
     f.missing = getInt(fd, "missing");
+    f.arrays = getInt(fd, "arrays");
     f.ranged_shard_inserts = getCounts(fd, "ranged");
     f.hashed_shard_inserts = getCounts(fd, "hashed");
     if (f.ranged_shard_inserts.size() != limits_.simulated_shards ||
@@ -754,6 +813,7 @@ bool NamespaceState::mergeBson(const bson_t& doc, std::string& error) {
     }
     bson_iter_t it;
     s.multi = bson_iter_init_find(&it, &sd, "multi") && bson_iter_as_bool(&it);
+    s.upsert = bson_iter_init_find(&it, &sd, "upsert") && bson_iter_as_bool(&it);
     s.count = getInt(sd, "count");
     s.offered = getInt(sd, "offered");
     s.samples = getStrings(sd, "samples");

@@ -79,6 +79,8 @@ class BudgetCharge {
 inline constexpr size_t kMaxFieldNameBytes = 128;        // longer top-level names are not tracked
 inline constexpr size_t kMaxSampledFilterBytes = 16384;  // larger filters are counted, not sampled
 inline constexpr size_t kMaxShapeTextBytes = 1024;       // shape texts kept (the hash is of the whole)
+inline constexpr uint32_t kMaxNestedDepth = 3;           // a.b.c.d is the deepest path tracked
+inline constexpr uint32_t kMaxNestedElements = 64;       // nested elements looked at per document
 
 struct StateLimits {
   uint32_t simulated_shards = 4;
@@ -95,6 +97,10 @@ struct StateLimits {
 };
 
 enum class OpKind : uint8_t { Find, Aggregate, Count, Distinct, Update, Delete, FindAndModify };
+// How an observed document came into being: an insert, an upsert that inserted (confirmed by the
+// reply's `upserted`), a replacement of an existing document; UpsertMatched carries no document
+// (an upsert that updated an existing one, counted only).
+enum class DocOrigin : uint8_t { Insert, Upserted, Replaced, UpsertMatched };
 const char* opKindName(OpKind k);
 inline bool isRead(OpKind k) { return k <= OpKind::Distinct; }
 
@@ -123,6 +129,7 @@ struct FieldState {
   std::string max, min;  // encoded values
   uint64_t new_max = 0, new_min = 0, compared = 0;
   uint64_t type_oid = 0, type_date = 0, type_number = 0, type_string = 0, type_other = 0, missing = 0;
+  uint64_t arrays = 0;  // documents holding an array here (MongoDB refuses them under a key on this path)
   // Simulated cluster: inserts per shard once the first split points existed (warm-up excluded).
   std::vector<std::string> splits;
   uint64_t splits_of = UINT64_MAX;  // the distinct sample's version they were computed from
@@ -139,6 +146,7 @@ struct ShapeState {
   std::string shape;
   OpKind kind = OpKind::Find;
   bool multi = false;
+  bool upsert = false;
   uint64_t count = 0;
   uint64_t offered = 0;
   std::vector<std::string> samples;   // filter BSON bytes
@@ -157,6 +165,7 @@ struct SampleDoc {
 struct OpRecord {
   OpKind kind = OpKind::Find;
   bool multi = false;
+  bool upsert = false;
   uint64_t shape_hash = 0;
   std::string_view shape;
   std::string_view filter;    // BSON; empty: not sampled
@@ -170,7 +179,9 @@ class NamespaceState {
 
   const std::string& ns() const { return ns_; }
   const StateLimits& limits() const { return limits_; }
-  void applyInsert(const bson_t& doc, int64_t time_us);
+  // A document that came into being (inserted, upserted or replacing one): its fields at every
+  // path (a.b as well as a, up to kMaxNestedDepth levels) feed the sketches.
+  void applyInsert(const bson_t& doc, int64_t time_us, DocOrigin origin = DocOrigin::Insert);
   void applyOp(const OpRecord& op);
 
   void toBson(bson_t* out) const;
@@ -182,6 +193,9 @@ class NamespaceState {
   uint64_t dropped_for_memory = 0;  // samples and fields left out because a byte bound was reached
 
   uint64_t inserts = 0, insert_bytes = 0, reads = 0, writes = 0, other_shape_ops = 0;
+  // Of `inserts`, those made by upserts; upserts that updated an existing document instead; and
+  // replacements of existing documents (observed as documents, not counted in `inserts`).
+  uint64_t upserted = 0, upserts_matched = 0, replacements = 0;
   std::vector<FieldState> fields;
   std::vector<SampleDoc> reservoir;
   uint64_t reservoir_seen = 0;
@@ -203,6 +217,7 @@ class NamespaceState {
   size_t fieldIndex(std::string_view path, size_t guess) const;
   FieldState* trackField(std::string_view path);  // null when the byte bound refuses a new field
   void observeField(FieldState& f, const bson_value_t& v);
+  void observePath(std::string_view path, const bson_iter_t& it, size_t position);
   uint64_t nextRandom() { return mix64(rng_++); }
 
   struct PathHash {
@@ -219,6 +234,12 @@ class NamespaceState {
   std::string encoded_;        // the current value, encoded
   DecodedValues split_order_;  // computeSplits
   std::string projected_;      // the current insert, projected for the reservoir
+  struct NestedDoc {
+    bson_iter_t it;  // recursed into the sub-document
+    uint32_t prefix_offset = 0, prefix_size = 0, depth = 0;
+  };
+  std::vector<NestedDoc> nested_;  // sub-documents of the current insert, walked after its top level
+  std::string prefixes_, path_;
   BudgetCharge charge_;
 };
 

@@ -9,12 +9,15 @@
 // request is not copied and the request is counted in "truncatedRequests". A cap rather than
 // weighted sampling: the sketches (reservoirs, distinct counts, min/max) take one event at a time
 // and weights would change every one of them, while a request past the cap is refused by mongod.
+#include <array>
 #include <chrono>
+#include <cstring>
 #include <mutex>
 #include <unordered_map>
 
 #include "evaluation/evaluator.h"
 #include "evaluation/event_batch.h"
+#include "evaluation/upsert_document.h"
 #include "routing/command_fields.h"
 #include "stats/query_shape.h"
 
@@ -92,6 +95,8 @@ void appendModifiedPaths(const bson_iter_t& u, EventBatch& batch) {
   while (bson_iter_next(&ops)) {
     if (bson_iter_key(&ops)[0] != '$') return batch.appendName("");  // replacement document
     if (!BSON_ITER_HOLDS_DOCUMENT(&ops)) continue;
+    // Applies only when the upsert inserts: it sets the new document's key, never changes one.
+    if (std::string_view(bson_iter_key(&ops)) == "$setOnInsert") continue;
     bson_iter_t fields;
     bson_iter_recurse(&ops, &fields);
     for (; bson_iter_next(&fields) && n < 32; ++n) batch.appendName(bson_iter_key(&fields));
@@ -112,6 +117,20 @@ bool readFilter(const protocol::CommandView& view, OpKind kind, bson_t& filter) 
   return bson_init_static(&stage, data, len) && routing::subDocument(stage, "$match", filter);
 }
 
+// False for an unacknowledged write ({w: 0}): no reply will say what it did.
+bool acknowledged(const bson_t& body) {
+  bson_t wc;
+  if (!routing::subDocument(body, "writeConcern", wc)) return true;
+  bson_iter_t w;
+  return !bson_iter_init_find(&w, &wc, "w") || !BSON_ITER_HOLDS_NUMBER(&w) || bson_iter_as_int64(&w) != 0;
+}
+
+// The document `key` of `doc`, when it is one.
+bool subDocumentAt(const bson_t& doc, const char* key, bson_t& out) {
+  bson_iter_t it;
+  return bson_iter_init_find(&it, &doc, key) && documentAt(it, out);
+}
+
 }  // namespace
 
 struct Observer::Impl {
@@ -125,6 +144,101 @@ struct Observer::Impl {
   int64_t last_flush_us = nowMicros();
   std::string shape;  // the current operation's shape text
 
+  // Documents an update or findAndModify may create (upserts, replacements), held until its reply
+  // says which did: a ring of recent acknowledged writes, matched to replies in order (a
+  // connection's replies come in request order). Memory kept between requests.
+  // The statement, held as {q: filter, u: update} (copied bytes): the document it may create is
+  // built only once the reply says it did (most upserts of a bucket pattern find their bucket).
+  struct PendingDoc {
+    uint32_t index = 0;  // the statement's position in the request
+    size_t offset = 0, size = 0;
+    bool upsert = false, replacement = false;
+  };
+  struct PendingWrite {
+    uint64_t seq = 0;  // observed_seq of its request
+    std::string ns;
+    bool find_and_modify = false;
+    std::string docs;
+    std::vector<PendingDoc> items;
+  };
+  static constexpr size_t kPendingWrites = 16;
+  std::array<PendingWrite, kPendingWrites> pending;
+  size_t pending_head = 0, pending_count = 0;
+  uint64_t observed_seq = 0;  // evaluated requests observed so far
+  UpsertDocumentBuilder builder;
+  std::string built, with_id;
+
+  PendingWrite& pushPending(std::string_view ns, bool fam) {
+    if (pending_count == kPendingWrites) popPending();  // its reply never came (or was not seen)
+    PendingWrite& p = pending[(pending_head + pending_count++) % kPendingWrites];
+    p.seq = observed_seq;
+    p.ns.assign(ns);
+    p.find_and_modify = fam;
+    p.docs.clear();
+    p.items.clear();
+    return p;
+  }
+  void popPending() {
+    pending_head = (pending_head + 1) % kPendingWrites;
+    --pending_count;
+  }
+  void holdDocument(PendingWrite& p, uint32_t index, const bson_t* filter, const bson_iter_t* u, bool upsert) {
+    bool replacement = u && UpsertDocumentBuilder::isReplacement(*u);
+    if (!upsert && !replacement) return;
+    const size_t value = u->next_off - u->d1;
+    const size_t size = 4 + (filter ? 3 + filter->len : 0) + 3 + value + 1;
+    if (p.docs.size() + size > EventBatch::kKeepBytes) return;
+    const size_t at = p.docs.size();
+    const uint32_t len = BSON_UINT32_TO_LE(static_cast<uint32_t>(size));
+    p.docs.append(reinterpret_cast<const char*>(&len), 4);
+    if (filter) {
+      p.docs.push_back(static_cast<char>(BSON_TYPE_DOCUMENT));
+      p.docs.append("q", 2);
+      p.docs.append(reinterpret_cast<const char*>(bson_get_data(filter)), filter->len);
+    }
+    p.docs.push_back(static_cast<char>(bson_iter_type(u)));
+    p.docs.append("u", 2);
+    p.docs.append(reinterpret_cast<const char*>(u->raw + u->d1), value);
+    p.docs.push_back('\0');
+    p.items.push_back({index, at, size, upsert, replacement});
+  }
+  // The document a held statement creates, into `built`; false when it does not parse.
+  bool documentOf(const PendingWrite& p, const PendingDoc& d) {
+    bson_t st, q;
+    bson_iter_t u;
+    if (!bson_init_static(&st, reinterpret_cast<const uint8_t*>(p.docs.data() + d.offset), d.size) ||
+        !bson_iter_init_find(&u, &st, "u"))
+      return false;
+    const bool has_q = subDocumentAt(st, "q", q);
+    return builder.build(has_q ? &q : nullptr, &u, built);
+  }
+  void commitReplaced(const PendingWrite& p, const PendingDoc& d, int64_t now) {
+    if (documentOf(p, d)) commit(p.ns, built, DocOrigin::Replaced, now);
+  }
+  void commit(std::string_view ns, std::string_view doc, DocOrigin origin, int64_t now) {
+    ByteRange ns_copy = batch->copyNamespace(ns);
+    BufferedEvent& e = batch->events.emplace_back();
+    e.ns = ns_copy;
+    e.insert = true;
+    e.origin = origin;
+    if (!doc.empty()) e.doc = batch->copy(doc);
+    e.time_us = now;
+  }
+  // An upserted document gets the `_id` the reply names when the update did not set one.
+  void commitUpserted(const PendingWrite& p, const PendingDoc& d, const bson_iter_t* id, int64_t now) {
+    if (!documentOf(p, d)) return;
+    std::string_view doc = built;
+    bson_t b;
+    bson_iter_t has;
+    if (id && bson_init_static(&b, reinterpret_cast<const uint8_t*>(doc.data()), doc.size()) &&
+        !bson_iter_init_find(&has, &b, "_id")) {
+      UpsertDocumentBuilder::withId(doc, *id, with_id);
+      doc = with_id;
+    }
+    commit(p.ns, doc, DocOrigin::Upserted, now);
+  }
+  void settle(const PendingWrite& p, const bson_t& reply, int64_t now);
+
   bool sampleFilter(uint64_t hash) {
     if (shape_seen.size() > 4096) shape_seen.clear();
     uint32_t n = ++shape_seen[hash];
@@ -132,12 +246,14 @@ struct Observer::Impl {
   }
 
   // An operation whose shape text is in `shape`; `modified` and `sort` are already in the batch->
-  void addOp(std::string_view ns, OpKind kind, bool multi, const bson_t* filter, ByteRange modified, ByteRange sort) {
+  void addOp(std::string_view ns, OpKind kind, bool multi, const bson_t* filter, ByteRange modified, ByteRange sort,
+             bool upsert = false) {
     ByteRange ns_copy = batch->copyNamespace(ns);
     BufferedEvent& e = batch->events.emplace_back();
     e.ns = ns_copy;
     e.kind = kind;
     e.multi = multi;
+    e.upsert = upsert;
     e.shape_hash = stats::hashBytes(shape, static_cast<uint64_t>(kind) + 1);
     // A filter too large to be kept is not copied either (the namespace would not sample it).
     if (sampleFilter(e.shape_hash) && (!filter || filter->len <= kMaxSampledFilterBytes))
@@ -203,17 +319,21 @@ void Observer::Impl::observeRead(const protocol::CommandView& view, std::string_
 
 void Observer::Impl::observeWrites(const protocol::CommandView& view, std::string_view ns, int64_t now) {
   bool update = view.name == "update";
+  PendingWrite* held = update && acknowledged(view.body) ? &pushPending(ns, false) : nullptr;
+  uint32_t index = 0;
   routing::forEachStatement(view, update ? "updates" : "deletes", [&](const bson_t& st) {
     if (!admitStatement(now)) return false;
     bson_t q;
     bool has = routing::subDocument(st, "q", q);
     bool multi = update ? routing::boolField(st, "multi", false) : routing::intField(st, "limit", 1) == 0;
+    bool upsert = update && routing::boolField(st, "upsert", false);
     shape.assign(update ? "update " : "delete ");
     if (has) stats::appendFilterShape(q, shape);
     size_t modified = batch->mark();
     if (update) {
       bson_iter_t u;
       if (bson_iter_init_find(&u, &st, "u")) {
+        if (held) holdDocument(*held, index, has ? &q : nullptr, &u, upsert);
         appendModifiedPaths(u, *batch);
         if (BSON_ITER_HOLDS_DOCUMENT(&u)) {
           uint32_t len;
@@ -228,7 +348,9 @@ void Observer::Impl::observeWrites(const protocol::CommandView& view, std::strin
       }
     }
     if (multi) shape += " multi";
-    addOp(ns, update ? OpKind::Update : OpKind::Delete, multi, has ? &q : nullptr, batch->since(modified), {});
+    if (upsert) shape += " upsert";
+    addOp(ns, update ? OpKind::Update : OpKind::Delete, multi, has ? &q : nullptr, batch->since(modified), {}, upsert);
+    ++index;
     return true;
   });
 }
@@ -236,15 +358,90 @@ void Observer::Impl::observeWrites(const protocol::CommandView& view, std::strin
 void Observer::Impl::observeFindAndModify(const protocol::CommandView& view, std::string_view ns) {
   bson_t q;
   bool has = routing::subDocument(view.body, "query", q);
+  bool upsert = routing::boolField(view.body, "upsert", false);
   size_t modified = batch->mark();
   bson_iter_t u;
-  if (bson_iter_init_find(&u, &view.body, "update")) appendModifiedPaths(u, *batch);
+  if (bson_iter_init_find(&u, &view.body, "update")) {
+    if (acknowledged(view.body)) holdDocument(pushPending(ns, true), 0, has ? &q : nullptr, &u, upsert);
+    appendModifiedPaths(u, *batch);
+  }
   ByteRange modified_names = batch->since(modified);
   size_t sort = batch->mark();
   appendSortFields(view.body, "sort", *batch);
   ByteRange sort_names = batch->since(sort);
   stats::computeShape(view, shape);
-  addOp(ns, OpKind::FindAndModify, false, has ? &q : nullptr, modified_names, sort_names);
+  if (upsert && shape.find("upsert") == std::string::npos) shape += " upsert";
+  addOp(ns, OpKind::FindAndModify, false, has ? &q : nullptr, modified_names, sort_names, upsert);
+}
+
+// Commits what the reply says the held write created: update replies list the statements that
+// inserted in `upserted` [{index, _id}]; findAndModify's lastErrorObject has `upserted` (the new
+// _id) or `updatedExisting`. A replacement that matched replaced a document.
+void Observer::Impl::settle(const PendingWrite& p, const bson_t& reply, int64_t now) {
+  if (p.find_and_modify) {
+    bson_t le;
+    if (p.items.empty() || !subDocumentAt(reply, "lastErrorObject", le)) return;
+    const PendingDoc& d = p.items.front();
+    bson_iter_t id, existing;
+    if (bson_iter_init_find(&id, &le, "upserted")) {
+      if (d.upsert) commitUpserted(p, d, &id, now);
+    } else if (bson_iter_init_find(&existing, &le, "updatedExisting") && bson_iter_as_bool(&existing)) {
+      if (d.upsert) commit(p.ns, {}, DocOrigin::UpsertMatched, now);
+      if (d.replacement) commitReplaced(p, d, now);
+    }
+    return;
+  }
+  bson_iter_t it, arr;
+  const bool listed = bson_iter_init_find(&it, &reply, "upserted") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &arr);
+  bson_iter_t n;
+  const bool matched_any = bson_iter_init_find(&n, &reply, "n") && bson_iter_as_int64(&n) > 0;
+  size_t next = 0;  // `upserted` is in statement order, as the items are
+  uint64_t inserted_mask = 0;  // of the first 64 items
+  while (listed && bson_iter_next(&arr)) {
+    bson_t entry;
+    if (!documentAt(arr, entry)) continue;
+    bson_iter_t idx, id;
+    if (!bson_iter_init_find(&idx, &entry, "index") || !BSON_ITER_HOLDS_NUMBER(&idx)) continue;
+    const auto index = static_cast<uint32_t>(bson_iter_as_int64(&idx));
+    while (next < p.items.size() && p.items[next].index < index) ++next;
+    if (next == p.items.size() || p.items[next].index != index || !p.items[next].upsert) continue;
+    commitUpserted(p, p.items[next], bson_iter_init_find(&id, &entry, "_id") ? &id : nullptr, now);
+    if (next < 64) inserted_mask |= uint64_t{1} << next;
+  }
+  for (size_t i = 0; i < p.items.size(); ++i) {
+    const PendingDoc& d = p.items[i];
+    if (i < 64 && (inserted_mask >> i & 1)) continue;
+    if (d.upsert && i < 64) commit(p.ns, {}, DocOrigin::UpsertMatched, now);
+    if (d.replacement && matched_any) commitReplaced(p, d, now);
+  }
+}
+
+void Observer::onReply(std::string_view ns, const bson_t* reply) {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);
+  if (m.pending_count == 0) return;
+  bson_iter_t it;
+  bool fam = false;
+  if (reply) {
+    if (bson_iter_init_find(&it, reply, "lastErrorObject"))
+      fam = true;
+    else if (!bson_iter_init_find(&it, reply, "nModified"))
+      return;  // not the reply of an update or findAndModify (or an error without counts)
+  }
+  // Held writes before the one this reply answers lost their replies (an error reply without
+  // counts, a dropped connection): nothing is known of what they created. A client waits for a
+  // reply before its next request on a connection (drivers do not pipeline commands; w:0 writes
+  // are not held), so a held write observed before the latest request has had its reply.
+  while (m.pending_count > 0) {
+    const Impl::PendingWrite& p = m.pending[m.pending_head];
+    if (p.seq == m.observed_seq && (ns.empty() || p.ns == ns) && (!reply || p.find_and_modify == fam)) break;
+    m.popPending();
+  }
+  if (m.pending_count == 0) return;
+  const int64_t now = nowMicros();
+  if (reply) m.settle(m.pending[m.pending_head], *reply, now);
+  m.popPending();
+  if (m.batch->events.size() >= m.flush_ops || m.batch->bytes() > EventBatch::kKeepBytes) m.handOver(now);
 }
 
 Observer::Observer(Evaluator& evaluator, uint32_t flush_every_ops, uint32_t flush_every_ms)
@@ -272,6 +469,7 @@ void Observer::observe(const protocol::CommandView& view, std::string_view ns) {
   if (command == Command::Ignored) return;
   Impl& m = *impl_;
   std::lock_guard lock(m.mutex);  // uncontended except while a render flushes this observer
+  ++m.observed_seq;
   const int64_t now = nowMicros();
   size_t before = m.batch->events.size();
   m.statements = 0;

@@ -50,7 +50,7 @@ std::string shapeLabel(const ShapeOutcome& s) {
 }
 
 std::string ratioText(const CandidateResult& c) {
-  if (c.simulated_inserts == 0) return "no inserts observed";
+  if (c.simulated_inserts == 0) return "not simulated yet: too few documents observed";
   if (c.max_min_ratio == 0) return "max/min infinite: a shard got no inserts";
   return "max/min " + fixed(c.max_min_ratio, 2) + "x";
 }
@@ -78,27 +78,69 @@ std::vector<std::pair<std::string, double>> broadcastShapes(const NamespaceRepor
   return out;
 }
 
+bool hasWarning(const CandidateResult& c, const char* w) {
+  for (const auto& x : c.warnings)
+    if (x == w) return true;
+  return false;
+}
+
+// ", 80.0% after the lookup rewrite (it rescues find {orderId: 1})" when a rewrite is in force.
+std::string rewriteText(const CandidateResult& c) {
+  if (!c.rewrite_in_force) return "";
+  std::string t = " as sent, " + pct(c.targeted_after_rewrite) + " after the lookup rewrite";
+  if (c.rescued_shapes.empty()) return t + " (it rescues no observed shape under this key)";
+  t += " (it rescues ";
+  for (size_t i = 0; i < c.rescued_shapes.size() && i < 4; ++i) t += (i ? "; " : "") + c.rescued_shapes[i];
+  return t + ")";
+}
+
+// What MongoDB requires of the writes that change the key or do not pin it.
+std::string writeSafetyText(const CandidateResult& c) {
+  std::string t;
+  if (c.shard_key_updates > 0)
+    t += " " + pct(c.shard_key_updates) +
+         " of writes change the key's value: MongoDB (4.2+) runs them only through mongos as a retryable write or in a "
+         "transaction, with equality on the full key in the filter" +
+         std::string(c.pass_mutability ? "." : "; mutability fails.");
+  if (c.upserts_without_key > 0)
+    t += " " + pct(c.upserts_without_key) + " of writes are upserts whose filter does not pin the full key (" +
+         pct(c.upserts_without_key_of_upserts) +
+         " of upserts): refused before 7.1 (\"Failed to target upsert by query\"), a two-phase broadcast after" +
+         std::string(c.pass_upserts ? "." : "; upsert targeting fails.");
+  if (c.refused_before_71 > 0)
+    t += " " + pct(c.refused_before_71) +
+         " of writes are single-document updates, deletes or findAndModify pinning neither the full key nor an exact "
+         "_id: refused before 7.1, two-phase (a broadcast, then the write) after.";
+  return t;
+}
+
 std::string propertyLines(const NamespaceReport& r, const CandidateResult& c) {
   std::string t;
   const auto& lead = leadName(c);
   t += "  Cardinality  ";
-  if (c.pattern.size() > 1 && c.prefix_cardinality > 0)
+  if (r.inserts == 0)
+    t += "no documents observed (inserts or upserts).";
+  else if (c.pattern.size() > 1 && c.prefix_cardinality > 0)
     t += lead + " ~" + num(c.prefix_cardinality) + " distinct (HyperLogLog); the full key ~" + num(c.cardinality) +
          " (" + c.cardinality_method + ").";
   else
     t += "~" + num(c.cardinality) + " distinct values (" + c.cardinality_method + ").";
-  t += c.pass_cardinality ? " Pass.\n" : " Fails: fewer than " + num(64.0 * r.shards) + " values cannot keep " +
+  t += c.pass_cardinality ? " Pass.\n" : r.inserts == 0 ? " Fails: nothing to split on.\n" : " Fails: fewer than " + num(64.0 * r.shards) + " values cannot keep " +
                                              std::to_string(r.shards) + " shards split finely.\n";
   t += "  Frequency    ";
-  if (c.pattern.size() > 1)
-    t += "top " + lead + " value " + c.prefix_top_label + " = " + pct(c.prefix_top_share) + " of inserts; full key: top value " +
-         pct(c.top_share) + ", top 5 " + pct(c.top5_share) + ".";
+  if (c.pattern.size() > 1 && c.simulated_inserts + r.inserts > 0)
+    t += "top " + lead + " value" + (c.prefix_top_label.empty() ? "" : " " + c.prefix_top_label) + " = " + pct(c.prefix_top_share) +
+         " of inserts; full key: top value " + pct(c.top_share) + ", top 5 " + pct(c.top5_share) + ".";
   else if (!c.top_values.empty())
     t += "top value " + c.top_values[0].first + " = " + pct(c.top_share) + " of inserts; top 5 = " + pct(c.top5_share) + ".";
+  else if (r.inserts > 0)
+    t += "no observed document carries this key: not judged.";
   else
-    t += "no inserts observed.";
+    t += "no documents observed (inserts or upserts): not judged.";
   if (!c.pass_frequency)
-    t += " Fails: one value holds at least a shard's fair share (" + pct(1.0 / r.shards) + ").";
+    t += " Fails: " + c.frequency_reason + ".";
+  else if (c.top_values.empty())
+    ;
   else if (c.jumbo_risk)
     t += " Jumbo risk: that value's chunk cannot be split and passes " + bytesText(128.0 * 1024 * 1024) +
          " once the collection reaches " + bytesText(c.jumbo_at_bytes) + ".";
@@ -114,7 +156,7 @@ std::string propertyLines(const NamespaceReport& r, const CandidateResult& c) {
           : c.leading_type == "date"   ? " (a date)."
                                        : ".");
   t += c.pass_monotonicity ? " Pass.\n" : " Fails.\n";
-  t += "  Routes       " + pct(c.targeted) + " of reads and writes targeted. Reads: " + pct(c.read_single) +
+  t += "  Routes       " + pct(c.targeted) + " of reads and writes targeted" + rewriteText(c) + ". Reads: " + pct(c.read_single) +
        " single-shard, " + pct(c.read_multi) + " multi-shard, " + pct(c.read_scatter) +
        " scatter-gather (analyzeShardKey's classes); targeted reads touch " + fixed(c.targeted_read_shards, 2) + " of " +
        std::to_string(r.shards) + " simulated shards.";
@@ -122,7 +164,14 @@ std::string propertyLines(const NamespaceReport& r, const CandidateResult& c) {
     t += " Writes: " + pct(c.write_single) + " single-shard, " + pct(c.write_multi) + " multi-shard, " +
          pct(c.write_scatter) + " scatter-gather; single-document writes without the key " +
          pct(c.single_writes_without_key) + ", shard-key updates " + pct(c.shard_key_updates) + ".";
-  t += "\n  Inserts      " + std::to_string(r.shards) + " simulated shards: " + sharesText(c) + " (" + ratioText(c) + ").\n";
+  t += writeSafetyText(c);
+  if (c.array_share > 0)
+    t += "\n  Arrays       " + pct(c.array_share) +
+         " of documents hold an array on a key path: MongoDB refuses to insert them under this key (\"Shard key cannot "
+         "contain array values or array descendants\"). Fails.";
+  t += "\n  Inserts      " + std::to_string(r.shards) + " simulated shards" +
+       (c.split_on.empty() ? "" : " (chunks split on " + c.split_on + ")") + ": " + sharesText(c) + " (" + ratioText(c) + ")" +
+       (hasWarning(c, "imbalance") ? "; uneven (warning)" : "") + ".\n";
   return t;
 }
 
@@ -132,11 +181,11 @@ std::string defence(const NamespaceReport& r) {
   const std::string lead = leadName(c);
   std::string t;
   if (!c.passes())
-    t += "No candidate passes all three properties. The least bad is " + c.label + " (fails " + c.failures[0] +
+    t += "No candidate passes every check (cardinality, frequency, monotonicity, mutability, upsert targeting, arrays). The least bad is " + c.label + " (fails " + c.failures[0] +
          (c.failures.size() > 1 ? " and more" : "") + "); fix the data model before sharding on any of these.\n\n";
   t += "Choice: " + c.label + ". ";
   // Cardinality.
-  bool unbounded = c.cardinality >= 0.9 * static_cast<double>(r.inserts);
+  bool unbounded = r.inserts > 0 && c.cardinality > 0 && c.cardinality >= 0.9 * static_cast<double>(r.inserts);
   if (c.pattern.size() > 1)
     t += "Cardinality is ~" + num(c.prefix_cardinality) + " on the prefix and " +
          (unbounded ? "effectively unbounded with the suffix (about one value per document)"
@@ -151,7 +200,8 @@ std::string defence(const NamespaceReport& r) {
     if (c.prefix_top_share >= 0.01)
       t += ", which would be a jumbo-chunk risk on {" + lead + ": 1} alone (its chunk passes " + bytesText(128.0 * 1024 * 1024) +
            " once the collection reaches " + bytesText(128.0 * 1024 * 1024 / c.prefix_top_share) + "), and the " +
-           c.pattern.field(1).path + " suffix removes it because that value's documents split by " + c.pattern.field(1).path;
+           c.pattern.field(1).path + " suffix removes it because that value's documents split by " + c.pattern.field(1).path +
+           (c.suffix_monotonic ? " (its new documents still land at the top of its " + c.pattern.field(1).path + " range)" : "");
     t += "; the full key's top value is " + pct(c.top_share) + ". ";
   } else {
     t += "Frequency: the top value holds " + pct(c.top_share) + " of inserts" +
@@ -164,7 +214,7 @@ std::string defence(const NamespaceReport& r) {
   else
     t += "It is not monotonic: " + pct(c.new_extreme_share) + " of inserts set a new maximum or minimum, so new documents spread";
   t += "; on " + std::to_string(r.shards) + " simulated shards the busiest takes " + pct(maxShare(c)) + " of inserts (" +
-       ratioText(c) + "). ";
+       ratioText(c) + (hasWarning(c, "imbalance") ? ", uneven: I accept that as a warning" : "") + "). ";
   // Routing.
   const ShapeOutcome* dominant = nullptr;
   for (const auto& s : c.shapes)
@@ -173,12 +223,16 @@ std::string defence(const NamespaceReport& r) {
       break;
     }
   double all = static_cast<double>(r.reads + r.writes + r.other_shape_ops);
-  t += "And it targets " + pct(c.targeted) + " of reads and writes";
+  t += "And it targets " + pct(c.targeted) + " of reads and writes" + rewriteText(c);
   if (dominant && all > 0)
     t += ", including " + shapeLabel(*dominant) + " (" + pct(dominant->count / all) + " of traffic, " +
          fixed(dominant->targeted_shards, 2) + " shard each on the simulated cluster" +
          (dominant->single < 0.5 ? "; analyzeShardKey counts it multi-shard because it does not pin every key field" : "") + ")";
-  t += ".\n\n";
+  t += ".";
+  if (c.shard_key_updates > 0 || c.upserts_without_key > 0 || c.refused_before_71 > 0) t += writeSafetyText(c);
+  else if (r.writes > 0) t += r.upserted + r.upserts_matched > 0 ? " No observed update changes its value, and every upsert pins it."
+                                                                  : " No observed update changes its value.";
+  t += "\n\n";
 
   // What stays broadcast.
   auto bc = broadcastShapes(r, c);
@@ -197,8 +251,11 @@ std::string defence(const NamespaceReport& r) {
   t += "What would change my mind: ";
   if (c.pattern.size() > 1 && !c.pattern.field(0).hashed)
     t += "if the top " + lead + " value grew from " + pct(c.prefix_top_share) + " to above " + pct(1.0 / r.shards) +
-         " of inserts (one shard's fair share), the prefix would be too skewed even with the suffix, since that value's new "
-         "documents go to the chunk at the top of its " + c.pattern.field(1).path + " range; then a synthetic prefix. ";
+         " of inserts (one shard's fair share), " +
+         (c.suffix_monotonic ? "the prefix would be too skewed even with the suffix, since that value's new documents go to the chunk at "
+                               "the top of its " + c.pattern.field(1).path + " range; then a synthetic prefix. "
+                             : "its documents would have to spread over shards on their " + c.pattern.field(1).path +
+                                   " values alone: fine while those stay many and do not grow with time, a synthetic prefix otherwise. ");
   else if (c.jumbo_risk)
     t += "if the top value kept growing past " + pct(1.0 / r.shards) + " of inserts it would fail frequency outright. ";
   if (r.candidates.size() > 1) {
@@ -230,8 +287,11 @@ std::string defence(const NamespaceReport& r) {
       t += " (" + pct(o.new_extreme_share) + " of inserts are a new extreme" +
            (o.leading_type == "ObjectId" ? ", ObjectId" : o.leading_type == "date" ? ", a date" : "") + "; " +
            std::to_string(r.shards) + " simulated shards: the busiest takes " + pct(maxShare(o)) + " of inserts)";
-    if (!o.pass_frequency) t += " (top value " + pct(std::max(o.top_share, o.prefix_top_share)) + " of inserts)";
-    if (!o.pass_cardinality) t += " (~" + num(o.cardinality) + " values)";
+    if (!o.pass_cardinality) t += " (cardinality: ~" + num(o.cardinality) + " values)";
+    if (!o.pass_frequency) t += " (frequency: " + o.frequency_reason + ")";
+    if (!o.pass_mutability) t += " (mutability: " + pct(o.shard_key_updates) + " of writes change the key's value)";
+    if (!o.pass_upserts) t += " (upsert targeting: " + pct(o.upserts_without_key_of_upserts) + " of upserts do not pin the full key)";
+    if (!o.pass_arrays) t += " (arrays: " + pct(o.array_share) + " of documents hold an array on a key path)";
     for (const auto& w : o.warnings) {
       if (w == "jumbo") t += "; jumbo risk (top value " + pct(o.top_share) + " of inserts)";
       if (w == "imbalance") t += "; uneven inserts (" + ratioText(o) + ")";
@@ -241,6 +301,83 @@ std::string defence(const NamespaceReport& r) {
     t += ".\n";
   }
   return t;
+}
+
+uint64_t countOf(const CandidateResult& c, OpKind k) {
+  uint64_t n = 0;
+  for (const auto& s : c.shapes)
+    if (s.kind == k) n += s.count;
+  return n;
+}
+
+// analyzeShardKey's keyCharacteristics, from the same numbers as the rest of the candidate.
+// mostCommonValues' values follow the redaction rule (hashes unless evaluation.allow_values).
+void writeKeyCharacteristics(stats::JsonWriter& w, const NamespaceReport& r, const CandidateResult& c) {
+  w.key("keyCharacteristics").beginObject();
+  w.key("numDocsTotal").value(r.inserts);
+  w.key("numDocs").value(r.inserts);
+  w.key("numDocsSampled").value(c.pattern.size() > 1 ? static_cast<uint64_t>(c.simulated_inserts) : r.inserts);
+  w.key("numDistinctValues").value(static_cast<uint64_t>(std::llround(c.cardinality)));
+  w.key("mostCommonValues").beginArray();
+  for (const auto& [label, share] : c.top_values)
+    w.beginObject()
+        .key("value")
+        .value(label)
+        .key("frequency")
+        .value(static_cast<uint64_t>(std::llround(share * static_cast<double>(r.inserts))))
+        .endObject();
+  w.endArray();
+  w.key("monotonicity").beginObject();
+  if (r.inserts == 0) {
+    w.key("type").value("unknown");
+  } else {
+    w.key("type").value(c.monotonic ? "monotonic" : "not monotonic");
+    if (!c.hashed_prefix) w.key("recordIdCorrelationCoefficient").value(c.rank_correlation);
+  }
+  w.endObject();
+  w.key("avgDocSizeBytes").value(static_cast<uint64_t>(std::llround(r.avg_doc_bytes)));
+  w.endObject();
+}
+
+// What analyzeShardKey does not report, in its own sub-document.
+void writeAdditions(stats::JsonWriter& w, const NamespaceReport& r, const CandidateResult& c) {
+  w.key("shardscope").beginObject();
+  w.key("mutability").beginObject();
+  w.key("percentageOfShardKeyUpdates").value(100 * c.shard_key_updates);
+  w.key("requires").value("retryable write or transaction, through mongos, with equality on the full key (4.2+)");
+  w.key("pass").value(c.pass_mutability);
+  w.endObject();
+  w.key("upsertTargeting").beginObject();
+  w.key("percentageOfWritesUpsertsWithoutShardKey").value(100 * c.upserts_without_key);
+  w.key("percentageOfUpsertsWithoutShardKey").value(100 * c.upserts_without_key_of_upserts);
+  w.key("percentageOfWritesRefusedBefore71").value(100 * c.refused_before_71);
+  w.key("pass").value(c.pass_upserts);
+  w.endObject();
+  w.key("arrays").beginObject();
+  w.key("shareOfDocuments").value(c.array_share);
+  w.key("pass").value(c.pass_arrays);
+  w.endObject();
+  w.key("frequencyReason").value(c.frequency_reason);
+  w.key("largestPrefixSuffix").beginObject();
+  w.key("sampledDocuments").value(static_cast<uint64_t>(c.suffix_samples));
+  w.key("distinctKeys").value(c.suffix_distinct);
+  w.key("monotonic").value(c.suffix_monotonic);
+  w.endObject();
+  w.key("simulatedClusterSplitsOn").value(c.split_on);
+  w.key("rewrite").beginObject();
+  w.key("inForce").value(c.rewrite_in_force);
+  if (c.rewrite_in_force) w.key("rule").value(r.lookup_rule.lookup_field + " -> " + [&] {
+    std::string a;
+    for (const auto& f : r.lookup_rule.add_fields) a += (a.empty() ? "" : ",") + f;
+    return a;
+  }());
+  w.key("targetedShareAsSent").value(c.targeted);
+  w.key("targetedShareAfterRewrite").value(c.rewrite_in_force ? c.targeted_after_rewrite : c.targeted);
+  w.key("rescuedShapes").beginArray();
+  for (const auto& s : c.rescued_shapes) w.value(s);
+  w.endArray();
+  w.endObject();
+  w.endObject();
 }
 
 void writeCandidate(stats::JsonWriter& w, const NamespaceReport& r, const CandidateResult& c, size_t rank) {
@@ -258,21 +395,37 @@ void writeCandidate(stats::JsonWriter& w, const NamespaceReport& r, const Candid
   for (const auto& s : c.warnings) w.value(s);
   w.endArray();
   w.key("targetedShare").value(c.targeted);
+  writeKeyCharacteristics(w, r, c);
   w.key("readDistribution").beginObject();
+  w.key("sampleSize").beginObject();
+  w.key("total").value(c.reads_sampled);
+  for (OpKind k : {OpKind::Find, OpKind::Aggregate, OpKind::Count, OpKind::Distinct}) w.key(opKindName(k)).value(countOf(c, k));
+  w.endObject();
   w.key("percentageOfSingleShardReads").value(100 * c.read_single);
   w.key("percentageOfMultiShardReads").value(100 * c.read_multi);
   w.key("percentageOfScatterGatherReads").value(100 * c.read_scatter);
   w.key("meanShardsTouched").value(c.read_shards);
   w.key("meanShardsTouchedWhenTargeted").value(c.targeted_read_shards);
+  w.key("numReadsByRange").beginArray();
+  for (double v : c.range_reads) w.value(static_cast<uint64_t>(std::llround(v)));
+  w.endArray();
   w.endObject();
   w.key("writeDistribution").beginObject();
+  w.key("sampleSize").beginObject();
+  w.key("total").value(c.writes_sampled);
+  for (OpKind k : {OpKind::Update, OpKind::Delete, OpKind::FindAndModify}) w.key(opKindName(k)).value(countOf(c, k));
+  w.endObject();
   w.key("percentageOfSingleShardWrites").value(100 * c.write_single);
   w.key("percentageOfMultiShardWrites").value(100 * c.write_multi);
   w.key("percentageOfScatterGatherWrites").value(100 * c.write_scatter);
   w.key("percentageOfShardKeyUpdates").value(100 * c.shard_key_updates);
   w.key("percentageOfSingleWritesWithoutShardKey").value(100 * c.single_writes_without_key);
   w.key("percentageOfMultiWritesWithoutShardKey").value(100 * c.multi_writes_without_key);
+  w.key("numWritesByRange").beginArray();
+  for (double v : c.range_writes) w.value(static_cast<uint64_t>(std::llround(v)));
+  w.endArray();
   w.endObject();
+  writeAdditions(w, r, c);
   w.key("byShape").beginArray();
   for (const auto& s : c.shapes) {
     w.beginObject();
@@ -339,6 +492,9 @@ std::string renderReportsJson(const std::vector<NamespaceReport>& reports, const
     w.key("reads").value(r.reads);
     w.key("writes").value(r.writes);
     w.key("inserts").value(r.inserts);
+    w.key("upserted").value(r.upserted);
+    w.key("upsertsMatched").value(r.upserts_matched);
+    w.key("replacements").value(r.replacements);
     w.key("otherShapeOps").value(r.other_shape_ops);
     w.key("avgDocBytes").value(r.avg_doc_bytes);
     w.key("memoryBytes").value(static_cast<uint64_t>(r.memory_bytes));
@@ -356,6 +512,26 @@ std::string renderReportsJson(const std::vector<NamespaceReport>& reports, const
     w.endArray();
     w.key("migrationPlan");
     writeMigrationPlanJson(w, r.migration);
+    if (r.current_chunks > 0) {  // chunk positions and shard indexes only: no bound values
+      w.key("currentKeyRanges").beginObject();
+      w.key("numChunks").value(static_cast<uint64_t>(r.current_chunks));
+      w.key("hotRanges").beginArray();
+      for (const auto& h : r.hot_ranges)
+        w.beginObject()
+            .key("chunk")
+            .value(static_cast<uint64_t>(h.chunk))
+            .key("shard")
+            .value(static_cast<uint64_t>(h.shard))
+            .key("numReads")
+            .value(static_cast<uint64_t>(std::llround(h.reads)))
+            .key("numWrites")
+            .value(static_cast<uint64_t>(std::llround(h.writes)))
+            .key("numInserts")
+            .value(static_cast<uint64_t>(std::llround(h.inserts)))
+            .endObject();
+      w.endArray();
+      w.endObject();
+    }
     w.endObject();
   }
   w.endArray();
@@ -372,8 +548,10 @@ std::string renderReportsText(const std::vector<NamespaceReport>& reports) {
   if (reports.empty()) return "No namespaces observed yet.\n";
   for (const auto& r : reports) {
     t += r.ns + ": " + num(static_cast<double>(r.reads)) + " reads, " + num(static_cast<double>(r.writes)) +
-         " writes (update/delete/findAndModify), " + num(static_cast<double>(r.inserts)) +
-         " inserts observed; simulated cluster of " + std::to_string(r.shards) + " shards.\n\n";
+         " writes (update/delete/findAndModify), " + num(static_cast<double>(r.inserts)) + " inserts observed (" +
+         num(static_cast<double>(r.upserted)) + " of them by upserts; " + num(static_cast<double>(r.upserts_matched)) +
+         " upserts updated an existing document; " + num(static_cast<double>(r.replacements)) +
+         " replacements); simulated cluster of " + std::to_string(r.shards) + " shards.\n\n";
     double all = static_cast<double>(r.reads + r.writes + r.other_shape_ops);
     t += "Query shape                                                        share\n";
     t += "-------------------------------------------------------------------------\n";

@@ -133,6 +133,7 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
     RoutingState::Snapshot snap;
     ctx.routing.current(snap);
     if (snap.value) ctx.evaluator->setCurrentKeys(snap.value);
+    ctx.evaluator->setLookupRuleSpecs(config.rewrite_rules);
   }
   if (ctx.evaluator) ctx.evaluator->countDroppedEventsIn(&ctx.stats->process().evaluation_dropped_events);
   if (features.mirror) {

@@ -114,6 +114,7 @@ bool Reloader::reload(std::string& error) {
 
   publishRouting(ctx_, std::move(table));
   ctx_.lookups.publish(std::move(lookups));
+  if (ctx_.evaluator) ctx_.evaluator->setLookupRuleSpecs(next.rewrite_rules);
   ctx_.faults.publish(next.fault.enabled() ? std::make_shared<FaultInjector>(next.fault) : nullptr);
   spdlog::set_level(spdlog::level::from_str(next.log_level));
 

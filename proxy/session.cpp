@@ -656,6 +656,7 @@ Session::ReplyAction Session::onReply(std::span<uint8_t> frame) {
     if (record_stats_) stats_->onReply(op->stats, bodyPtr, static_cast<uint32_t>(frame.size()), latency);
     const int32_t clientRequest = op->client_request_id ? op->client_request_id : op->request_id;
     if (ctx_.mirror) ctx_.mirror->onPrimaryReply(id_, clientRequest, bodyPtr, latency);
+    if (evaluation_) evaluation_->onReply({}, bodyPtr);  // confirms upserts (evaluation)
     if (ctx_.capture) ctx_.capture->onReply(id_, clientRequest, message, latency);
   }
   // A re-run's reply answers the client's original request.

@@ -159,5 +159,88 @@ TEST(EvaluationAllocations, OtherCommandsAllocateNothingOnceWarm) {
   EXPECT_EQ(window.count(), 0u);
 }
 
+// Upserts (update, bulk and findAndModify) and their replies: building the new document, holding
+// it until the reply, and committing what the reply's `upserted` names reuse their memory
+// (issue 16: documents created by upserts are observed, at no allocation once warm).
+struct Upsert {
+  std::unique_ptr<Request> request;
+  bson_t* reply = nullptr;
+};
+
+Upsert upsertWithReply(std::mt19937_64& rng) {
+  char json[768], reply[256];
+  unsigned s = static_cast<unsigned>(rng() % 5000), b = static_cast<unsigned>(rng() % 100000);
+  bool inserted = rng() % 4 == 0;
+  switch (rng() % 3) {
+    case 0:
+      std::snprintf(json, sizeof json,
+                    R"({"update": "buckets", "updates": [{"q": {"sensorId": "s%05u", "bucketStart": %u, "loc.site": "x%u"}, "u": {"$push": {"r": 1}, "$inc": {"count": 1}, "$setOnInsert": {"created": %u, "meta.kind": "t"}}, "upsert": true}], "$db": "iot"})",
+                    s, b, s % 7, b);
+      std::snprintf(reply, sizeof reply, inserted ? R"({"n": 1, "nModified": 0, "upserted": [{"index": 0, "_id": %u}], "ok": 1})"
+                                                  : R"({"n": 1, "nModified": 1, "ok": 1, "x": %u})",
+                    b);
+      break;
+    case 1:
+      std::snprintf(json, sizeof json,
+                    R"({"update": "buckets", "updates": [{"q": {"sensorId": "s%05u", "bucketStart": %u}, "u": {"$set": {"v": 1}}, "upsert": true}, {"q": {"_id": %u}, "u": {"sensorId": "s%05u", "bucketStart": %u, "v": 2}}], "$db": "iot"})",
+                    s, b, b, s, b);
+      std::snprintf(reply, sizeof reply, inserted ? R"({"n": 2, "nModified": 1, "upserted": [{"index": 0, "_id": %u}], "ok": 1})"
+                                                  : R"({"n": 2, "nModified": 2, "ok": 1, "x": %u})",
+                    b);
+      break;
+    default:
+      std::snprintf(json, sizeof json,
+                    R"({"findAndModify": "buckets", "query": {"sensorId": "s%05u", "bucketStart": %u}, "update": {"$inc": {"count": 1}}, "upsert": true, "$db": "iot"})",
+                    s, b);
+      std::snprintf(reply, sizeof reply, inserted ? R"({"lastErrorObject": {"n": 1, "updatedExisting": false, "upserted": %u}, "ok": 1})"
+                                                  : R"({"lastErrorObject": {"n": 1, "updatedExisting": true, "x": %u}, "ok": 1})",
+                    b);
+      break;
+  }
+  Upsert u;
+  u.request = std::make_unique<Request>();
+  bson_error_t error;
+  bson_t body;
+  EXPECT_TRUE(bson_init_from_json(&body, json, -1, &error)) << error.message << " in " << json;
+  protocol::encodeOpMsg({0, 1, 0, 0}, 0, {bson_get_data(&body), body.len}, {}, u.request->bytes);
+  bson_destroy(&body);
+  EXPECT_TRUE(protocol::decodeOpMsg(u.request->bytes, u.request->msg).ok());
+  EXPECT_TRUE(protocol::buildCommandView(u.request->msg, u.request->view).ok());
+  u.reply = bson_new_from_json(reinterpret_cast<const uint8_t*>(reply), -1, &error);
+  EXPECT_NE(u.reply, nullptr) << error.message << " in " << reply;
+  return u;
+}
+
+TEST(EvaluationAllocations, UpsertsAndRepliesAllocateNothingOnceWarm) {
+  EvaluationOptions options;
+  options.sample_size = 256;
+  Evaluator evaluator(options);
+  Observer observer(evaluator, kFlushEveryOps, /*flush_every_ms=*/3'600'000);
+  std::mt19937_64 rng(12);
+  std::string ns;
+  auto run = [&](const Upsert& u) {
+    std::string_view n = u.request->view.ns(ns);
+    observer.observe(u.request->view, n);
+    observer.onReply(n, u.reply);
+  };
+  for (int i = 0; i < 30'000; ++i) {
+    Upsert u = upsertWithReply(rng);
+    run(u);
+    bson_destroy(u.reply);
+  }
+  observer.flush();
+  std::vector<Upsert> upserts;
+  for (int i = 0; i < 2'000; ++i) upserts.push_back(upsertWithReply(rng));
+  ns.reserve(64);
+  {
+    AllocationWindow window;
+    for (const auto& u : upserts) run(u);
+    EXPECT_EQ(window.count(), 0u);
+  }
+  for (auto& u : upserts) bson_destroy(u.reply);
+  observer.flush();
+  EXPECT_NE(evaluator.renderJson().find("\"upserted\":"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace shardscope::evaluation
