@@ -19,6 +19,7 @@
 #include "proxy/mongos_pool.h"
 #include "proxy/routing_state.h"
 #include "proxy/upstream_target.h"
+#include "routing/cursor_shards.h"
 #include "routing/lookup_mapping.h"
 #include "evaluation/evaluator.h"
 #include "stats/registry.h"
@@ -45,6 +46,9 @@ struct ProxyContext {
   std::atomic<bool> upstream_reachable{false};  // some mongos of the pool is up (/readyz)
   std::function<void()> on_stale_config;        // asks discovery for a refresh (may be empty)
   Published<const LookupSet> lookups;  // lookup-rewrite rules (empty set when none)
+  // Open cursors' shard sets, for every connection: a driver continues a cursor on any pooled
+  // connection, so a getMore is classified by the cursor whichever connection carries it.
+  routing::CursorShards cursors;
 
   ~ProxyContext() {
     if (mirror) mirror->stop();

@@ -486,7 +486,7 @@ void Session::registerRequest(const protocol::CommandView& view, const protocol:
   routing::TargetResult target;
   const routing::RoutingTable* table = ctx_.routing.current(routing_snapshot_);
   if (table) {
-    target = routing::target(*table, routed, &cursors_, false);
+    target = routing::target(*table, routed, &ctx_.cursors, false);
   } else {
     target.targeting = routed.collection.empty() ? routing::Targeting::NoCollection : routing::Targeting::Unsharded;
     target.reason = "no routing table loaded";
@@ -535,7 +535,7 @@ void Session::forgetKilledCursors(const protocol::CommandView& view) {
   if (!bson_iter_init_find(&it, &view.body, "cursors") || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &child))
     return;
   while (bson_iter_next(&child))
-    if (BSON_ITER_HOLDS_INT64(&child)) cursors_.forget(bson_iter_int64(&child));
+    if (BSON_ITER_HOLDS_INT64(&child)) ctx_.cursors.forget(bson_iter_int64(&child));
 }
 
 std::span<const uint8_t> Session::toUpstream(std::span<const uint8_t> message, bool neverCompress,
@@ -594,7 +594,7 @@ std::span<const uint8_t> Session::applyLookupRule(routing::LookupIndex& index, s
   state->collection.assign(view_.collection);
   state->original.assign(message.begin(), message.end());
   if (const auto* table = ctx_.routing.current(routing_snapshot_)) {
-    state->original_target = routing::target(*table, view_, &cursors_, false);
+    state->original_target = routing::target(*table, view_, &ctx_.cursors, false);
     state->before = state->original_target.targeting;
   }
   std::vector<protocol::DocumentSequence> sequences(msg_.sequences.begin(), msg_.sequences.end());
@@ -688,7 +688,7 @@ std::span<const uint8_t> Session::rerunOriginal(const PendingOp& op, routing::Ve
   if (!verdict.live_cursor) return rerun;
 
   // The rewritten cursor stays open on the server and the client will never see it: close it.
-  cursors_.forget(verdict.live_cursor);
+  ctx_.cursors.forget(verdict.live_cursor);
   bson_t kill = BSON_INITIALIZER, ids;
   bson_append_utf8(&kill, "killCursors", -1, state.collection.data(), static_cast<int>(state.collection.size()));
   bson_append_array_begin(&kill, "cursors", -1, &ids);
@@ -749,9 +749,9 @@ void Session::learnFromReply(const PendingOp& op, const bson_t* body) {
       bson_iter_recurse(&cursor, &id) && bson_iter_find(&id, "id") && BSON_ITER_HOLDS_INT64(&id)) {
     int64_t cursorId = bson_iter_int64(&id);
     if (op.get_more_cursor) {
-      if (cursorId == 0) cursors_.forget(op.get_more_cursor);
+      if (cursorId == 0) ctx_.cursors.forget(op.get_more_cursor);
     } else if (cursorId != 0) {
-      cursors_.remember(cursorId, op.shards);
+      ctx_.cursors.remember(cursorId, op.shards);
     }
   }
 }

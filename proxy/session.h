@@ -20,7 +20,6 @@
 #include "proxy/pending_ops.h"
 #include "proxy/proxy_context.h"
 #include "proxy/stream.h"
-#include "routing/cursor_shards.h"
 
 namespace shardscope::proxy {
 
@@ -133,7 +132,6 @@ class Session : public std::enable_shared_from_this<Session> {
   std::span<const uint8_t> plain_request_;  // the current request, uncompressed, for capture
 
   PendingOps pending_;
-  routing::CursorShards cursors_;
   RoutingState::Snapshot routing_snapshot_;
   Published<const LookupSet>::Snapshot lookups_snapshot_;
   Published<FaultInjector>::Snapshot faults_snapshot_;
