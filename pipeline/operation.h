@@ -14,19 +14,12 @@
 #include "protocol/command_kind.h"
 #include "protocol/command_view.h"
 #include "routing/target_result.h"
+#include "stats/query_shape.h"
 
 namespace shardscope::pipeline {
 
-// The query shape (stats/query_shape.h), computed on first use and then shared by every observer.
-class ShapeCache {
- public:
-  std::string_view get(const protocol::CommandView& view);
-  void reset() { computed_ = false; }
-
- private:
-  std::string text_;  // reused: no allocation once warm
-  bool computed_ = false;
-};
+// The query shape, computed on first use and then shared by every observer.
+using stats::ShapeCache;
 
 struct Operation {
   const protocol::CommandView& view;    // as the client wrote it (statistics, evaluation, mirror)

@@ -9,7 +9,6 @@
 #include "protocol/request_rules.h"
 #include "routing/mongos_version.h"
 #include "routing/targeting.h"
-#include "stats/query_shape.h"
 
 namespace shardscope::pipeline {
 
@@ -38,14 +37,6 @@ uint64_t nanosSince(Pipeline::Clock::time_point start) {
 }
 
 }  // namespace
-
-std::string_view ShapeCache::get(const protocol::CommandView& view) {
-  if (!computed_) {
-    stats::computeShape(view, text_);
-    computed_ = true;
-  }
-  return text_;
-}
 
 Pipeline::Pipeline(Settings settings, Environment& env, stats::Recorder& recorder)
     : settings_(std::move(settings)), env_(env), recorder_(recorder) {}

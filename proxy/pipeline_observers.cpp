@@ -4,7 +4,7 @@ namespace shardscope::proxy {
 
 void MirrorObserver::onRequest(const pipeline::Operation& op) {
   if (op.handshake || op.injectedFault()) return;
-  mirror_.onRequest(id_, op.requestId(), op.view, op.ns, op.target.targeting);
+  mirror_.onRequest(id_, op.requestId(), op.view, op.ns, op.target.targeting, &op.shape_cache);
 }
 
 void MirrorObserver::onReply(const pipeline::PendingOp& op, const pipeline::Reply& reply) {
@@ -14,7 +14,7 @@ void MirrorObserver::onReply(const pipeline::PendingOp& op, const pipeline::Repl
 
 void CaptureObserver::onRequest(const pipeline::Operation& op) {
   if (op.handshake || op.injectedFault()) return;
-  capture_.onRequest(id_, op.requestId(), op.view, op.ns, op.message);
+  capture_.onRequest(id_, op.requestId(), op.view, op.ns, op.message, &op.shape_cache);
 }
 
 void CaptureObserver::onReply(const pipeline::PendingOp& op, const pipeline::Reply& reply) {
