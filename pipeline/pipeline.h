@@ -91,6 +91,10 @@ class Pipeline {
   std::span<const uint8_t> toUpstream(std::span<const uint8_t> message, bool neverCompress, std::vector<uint8_t>& scratch);
   std::span<const uint8_t> toClient(std::span<const uint8_t> message, const PendingOp* op);
   std::span<const uint8_t> rewriteHelloReply(std::span<const uint8_t> message, const bson_t* body);
+  // The rewrite's verify step (pipeline/lookup_rewrite_step.cpp): what to send upstream instead
+  // when the reply cannot prove the rewrite right (the original, maybe after a killCursors);
+  // empty when the reply goes to the client.
+  std::span<const uint8_t> verifyRewrite(const PendingOp& op, const bson_t* body);
   std::span<const uint8_t> rerunOriginal(const PendingOp& op, routing::Verdict verdict);
   void learnFromReply(const PendingOp& op, const bson_t* body);
   // Stale-routing detection, in one place: what counts as stale and what it triggers.

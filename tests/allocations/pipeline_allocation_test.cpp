@@ -31,7 +31,9 @@ TEST(PipelineAllocations, ForwardedFindAndReply) {
   routing::CursorShards cursors;
   stats::Registry registry;
   auto recorder = registry.newRecorder();
-  Pipeline pipeline(Settings{.cursors = &cursors}, env, *recorder);
+  Settings settings;
+  settings.cursors = &cursors;
+  Pipeline pipeline(settings, env, *recorder);
   StatisticsObserver statistics(*recorder);
   CountingObserver counting;
   pipeline.addObserver(statistics);
