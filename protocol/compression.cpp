@@ -1,5 +1,7 @@
 #include "protocol/compression.h"
 
+#include "protocol/command_kind.h"
+
 #include <snappy.h>
 #include <zlib.h>
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_frameHeaderSize: walking a frame's blocks
@@ -194,13 +196,6 @@ void compressMessage(std::span<const uint8_t> message, Compressor compressor, st
   out[kHeaderSize + 8] = static_cast<uint8_t>(compressor);
 }
 
-bool isNeverCompressed(std::string_view name) {
-  static constexpr std::array<std::string_view, 12> kNames = {
-      "hello", "isMaster", "ismaster", "saslStart", "saslContinue", "getnonce",
-      "authenticate", "createUser", "updateUser", "copydbSaslStart", "copydbgetnonce", "copydb"};
-  for (auto n : kNames)
-    if (n == name) return true;
-  return false;
-}
+bool isNeverCompressed(std::string_view name) { return classifyCommand(name).never_compressed; }
 
 }  // namespace shardscope::protocol

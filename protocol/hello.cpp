@@ -1,5 +1,7 @@
 #include "protocol/hello.h"
 
+#include "protocol/command_kind.h"
+
 #include <algorithm>
 #include <string>
 
@@ -48,7 +50,7 @@ void copyReplacing(const bson_t* doc, std::span<const Compressor> compressors, b
 
 }  // namespace
 
-bool isHelloCommand(std::string_view name) { return name == "hello" || name == "isMaster" || name == "ismaster"; }
+bool isHelloCommand(std::string_view name) { return classifyCommand(name).kind == CommandKind::Hello; }
 
 bool offersCompression(const bson_t* doc) {
   bson_iter_t it;

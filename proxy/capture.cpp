@@ -128,7 +128,7 @@ void CaptureWriter::enqueue(std::vector<uint8_t>&& record) {
 }
 
 void CaptureWriter::onRequest(uint64_t connectionId, int32_t requestId, const protocol::CommandView& view,
-                              std::string_view ns, std::span<const uint8_t> plainMessage) {
+                              std::string_view ns, std::span<const uint8_t> plainMessage, stats::ShapeCache* shapes) {
   if (full_.load(std::memory_order_relaxed) || isSecret(view.name)) return;
   shadow::Record r;
   r.type = shadow::RecordType::Request;
@@ -144,8 +144,8 @@ void CaptureWriter::onRequest(uint64_t connectionId, int32_t requestId, const pr
     shadow::encodeRecord(r, out);
   } else {
     bson_t doc = BSON_INITIALIZER, body;
-    std::string shape;
-    stats::computeShape(view, shape);
+    stats::ShapeCache own;
+    const std::string shape((shapes ? *shapes : own).get(view));
     std::string db(view.db), name(view.name), nsText(ns);
     BSON_APPEND_UTF8(&doc, "ns", nsText.c_str());
     BSON_APPEND_UTF8(&doc, "db", db.c_str());

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "protocol/command_view.h"
+#include "stats/query_shape.h"
 #include "shadow/capture_format.h"
 
 namespace shardscope::proxy {
@@ -37,8 +38,9 @@ class CaptureWriter {
 
   // Session hooks (any thread; never block on I/O). `plainMessage` is the uncompressed request as
   // sent upstream; `plainReply` the uncompressed reply message as received.
+  // `shape`: the request's shape cache (shared with the other features); null: computed here.
   void onRequest(uint64_t connectionId, int32_t requestId, const protocol::CommandView& view, std::string_view ns,
-                 std::span<const uint8_t> plainMessage);
+                 std::span<const uint8_t> plainMessage, stats::ShapeCache* shape = nullptr);
   void onReply(uint64_t connectionId, int32_t responseTo, std::span<const uint8_t> plainReply, uint64_t latencyNs);
   void onConnectionOpen(uint64_t connectionId);
   void onConnectionClose(uint64_t connectionId);

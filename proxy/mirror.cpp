@@ -272,7 +272,7 @@ void Mirror::push(size_t worker, std::unique_ptr<Job> job, bool bounded) {
 }
 
 void Mirror::onRequest(uint64_t connectionId, int32_t requestId, const protocol::CommandView& view, std::string_view ns,
-                       routing::Targeting primaryTargeting) {
+                       routing::Targeting primaryTargeting, stats::ShapeCache* shapes) {
   auto& c = *counters_;
   c.seen.fetch_add(1, std::memory_order_relaxed);
   const auto cls = shadow::classifyCommand(view);
@@ -364,8 +364,8 @@ void Mirror::onRequest(uint64_t connectionId, int32_t requestId, const protocol:
     bson_destroy(&cmd);
   }
   if (!getMore && !killCursors) {
-    std::string shape;
-    stats::computeShape(view, shape);
+    stats::ShapeCache own;
+    const std::string_view shape = (shapes ? *shapes : own).get(view);
     job->shape_hash = shadow::shapeHash(ns, view.name, shape);
     routing::Targeting shadowTargeting = routing::Targeting::Unclassified;
     if (shadow_routing_) shadowTargeting = routing::target(*shadow_routing_, view, nullptr, false).targeting;

@@ -22,6 +22,7 @@
 #include "proxy/routing_state.h"
 #include "proxy/srv_rescan.h"
 #include "proxy/upstream_target.h"
+#include "routing/cursor_shards.h"
 #include "routing/lookup_mapping.h"
 #include "evaluation/evaluator.h"
 #include "stats/registry.h"
@@ -54,6 +55,9 @@ struct ProxyContext {
   DiscoveryStatus discovery_status;             // routing discovery's last outcome (/stats, /metrics, /readyz)
   ReadinessGrace upstream_grace;                // readiness.upstream_grace_ms
   Published<const LookupSet> lookups;  // lookup-rewrite rules (empty set when none)
+  // Open cursors' shard sets, for every connection: a driver continues a cursor on any pooled
+  // connection, so a getMore is classified by the cursor whichever connection carries it.
+  routing::CursorShards cursors;
 
   ~ProxyContext() {
     if (mirror) mirror->stop();

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "protocol/command_kind.h"
 #include "routing/command_fields.h"
 #include "routing/targeting.h"
 #include "routing/timeseries_targeting.h"
@@ -155,7 +156,7 @@ constexpr size_t kMaxCursorLookups = 10000;
 void targetCursor(const CommandView& cmd, const CursorShards* cursors, TargetResult& out) {
   ShardSet shards;
   bool found = false;
-  if (is(cmd.name, "getMore")) {
+  if (protocol::classifyCommand(cmd.name).kind == protocol::CommandKind::GetMore) {
     int64_t id = 0;
     bson_iter_t it;
     if (cmd.cursorId) {
@@ -197,7 +198,7 @@ void targetCursor(const CommandView& cmd, const CursorShards* cursors, TargetRes
 std::string_view collectionOf(const CommandView& cmd) {
   if (!cmd.collection.empty()) return cmd.collection;
   bson_iter_t it;
-  if (is(cmd.name, "getMore")) {
+  if (protocol::classifyCommand(cmd.name).kind == protocol::CommandKind::GetMore) {
     if (bson_iter_init_find(&it, &cmd.body, "collection") && BSON_ITER_HOLDS_UTF8(&it)) return bson_iter_utf8(&it, nullptr);
     return {};
   }
@@ -253,7 +254,9 @@ TargetResult targetImpl(const RoutingTable& table, const CommandView& cmd, const
     return out;
   }
   if (is(name, "explain")) return targetExplain(table, cmd, cursors, opts, depth);
-  if (is(name, "getMore") || is(name, "killCursors")) {
+  using protocol::CommandKind;
+  const CommandKind kind = protocol::classifyCommand(name).kind;  // the one table (protocol/command_kind.h)
+  if (kind == CommandKind::GetMore || kind == CommandKind::KillCursors) {
     targetCursor(cmd, cursors, out);
     if (out.targeting != Targeting::Unclassified) {
       // The cursor's collection tells how many shards own its chunks (allShards vs manyShards).
@@ -263,15 +266,15 @@ TargetResult targetImpl(const RoutingTable& table, const CommandView& cmd, const
           cursor_coll.empty() ? nullptr : table.collection(joinNamespace(cmd.db, cursor_coll, cursor_ns));
       if (coll) out.owning_shards = static_cast<uint16_t>(coll->chunks.owningShards().count());
     }
-    if (out.targeting != Targeting::Unclassified || !is(name, "killCursors")) return out;
+    if (out.targeting != Targeting::Unclassified || kind != CommandKind::KillCursors) return out;
   }
-  if (is(name, "bulkWrite")) {
+  if (kind == CommandKind::BulkWrite) {
     targetBulkWrite(table, cmd, opts, out);
     return out;
   }
   std::string_view coll_name = collectionOf(cmd);
   if (coll_name.empty()) {
-    if (is(name, "aggregate")) {
+    if (kind == CommandKind::Aggregate) {
       // aggregate: 1 with $changeStream/$currentOp runs on every shard.
       bson_iter_t it, stages, stage;
       if (bson_iter_init_find(&it, &cmd.body, "pipeline") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &stages) &&
@@ -308,19 +311,19 @@ TargetResult targetImpl(const RoutingTable& table, const CommandView& cmd, const
     out.reason = "unsplittable collection (tracked, not sharded): goes to the shard owning its one chunk";
     return out;
   }
-  if (is(name, "find")) {
+  if (kind == CommandKind::Find) {
     targetRead(*coll, cmd, "filter", opts, out);
-  } else if (is(name, "count") || is(name, "distinct")) {
+  } else if (kind == CommandKind::Count || kind == CommandKind::Distinct) {
     targetRead(*coll, cmd, "query", opts, out);
-  } else if (is(name, "aggregate")) {
+  } else if (kind == CommandKind::Aggregate) {
     targetAggregate(table, *coll, cmd, opts, out);
-  } else if (is(name, "insert")) {
+  } else if (kind == CommandKind::Insert) {
     targetInsert(*coll, cmd, opts, out);
-  } else if (is(name, "update")) {
+  } else if (kind == CommandKind::Update) {
     targetUpdate(*coll, cmd, opts, out);
-  } else if (is(name, "delete")) {
+  } else if (kind == CommandKind::Delete) {
     targetDelete(*coll, cmd, opts, out);
-  } else if (is(name, "findAndModify") || is(name, "findandmodify")) {
+  } else if (kind == CommandKind::FindAndModify) {
     targetFindAndModify(*coll, cmd, opts, out);
   } else if (isDdlOnEveryShard(name)) {
     out.targeting = Targeting::Broadcast;

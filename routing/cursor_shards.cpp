@@ -1,42 +1,65 @@
-// Cursor registry; eviction walks the insertion order, skipping ids already forgotten.
+// Cursor registry; eviction walks a stripe's insertion order, skipping ids already forgotten.
 #include "routing/cursor_shards.h"
+
+#include <algorithm>
 
 namespace shardscope::routing {
 
+CursorShards::CursorShards(size_t maxEntries, size_t maxBytes) {
+  size_t entries = std::max<size_t>(1, std::min(maxEntries, maxBytes / kEntryBytes));
+  // Each stripe holds its share (never more than the bound in total); eviction is oldest first
+  // within a stripe, which is oldest first overall within the noise of the hash.
+  stripes_used_ = std::min(kStripes, entries);
+  per_stripe_ = entries / stripes_used_;
+}
+
+CursorShards::Stripe& CursorShards::stripeOf(int64_t cursor_id) const {
+  // Cursor ids are random 64-bit numbers on real servers but may be sequential elsewhere: mix.
+  uint64_t h = static_cast<uint64_t>(cursor_id) * 0x9E3779B97F4A7C15ull;
+  return stripes_[(h >> 32) % stripes_used_];
+}
+
 void CursorShards::remember(int64_t cursor_id, const ShardSet& shards) {
   if (cursor_id == 0) return;
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto [it, inserted] = shards_.insert_or_assign(cursor_id, shards);
-  if (inserted) order_.push_back(cursor_id);
-  while (shards_.size() > capacity_ && !order_.empty()) {
-    shards_.erase(order_.front());
-    order_.pop_front();
+  Stripe& s = stripeOf(cursor_id);
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto [it, inserted] = s.shards.insert_or_assign(cursor_id, shards);
+  if (inserted) s.order.push_back(cursor_id);
+  while (s.shards.size() > per_stripe_ && !s.order.empty()) {
+    s.shards.erase(s.order.front());
+    s.order.pop_front();
   }
-  // Forgotten ids linger in order_; compact when it grows well past the live entries.
-  if (order_.size() > 2 * capacity_ + 16) {
+  // Forgotten ids linger in order; compact when it grows well past the live entries.
+  if (s.order.size() > 2 * per_stripe_ + 16) {
     std::deque<int64_t> live;
-    for (int64_t id : order_)
-      if (shards_.count(id)) live.push_back(id);
-    order_.swap(live);
+    for (int64_t id : s.order)
+      if (s.shards.count(id)) live.push_back(id);
+    s.order.swap(live);
   }
 }
 
 bool CursorShards::lookup(int64_t cursor_id, ShardSet& out) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = shards_.find(cursor_id);
-  if (it == shards_.end()) return false;
+  Stripe& s = stripeOf(cursor_id);
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto it = s.shards.find(cursor_id);
+  if (it == s.shards.end()) return false;
   out = it->second;
   return true;
 }
 
 void CursorShards::forget(int64_t cursor_id) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  shards_.erase(cursor_id);
+  Stripe& s = stripeOf(cursor_id);
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.shards.erase(cursor_id);
 }
 
 size_t CursorShards::size() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return shards_.size();
+  size_t n = 0;
+  for (auto& s : stripes_) {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    n += s.shards.size();
+  }
+  return n;
 }
 
 }  // namespace shardscope::routing

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "protocol/command_kind.h"
 #include "protocol/hello.h"
 #include "stats/query_shape.h"
 
@@ -192,11 +193,14 @@ CommandClass classifyCommand(const protocol::CommandView& view) {
   if (equalsAny(name, {"commitTransaction", "abortTransaction"}) ||
       bson_iter_init_find(&it, &view.body, "autocommit") || bson_iter_init_find(&it, &view.body, "startTransaction"))
     return CommandClass::Transaction;
-  if (equalsAny(name, {"getMore", "killCursors"})) return CommandClass::CursorFollow;
-  if (equalsAny(name, {"find", "count", "distinct"})) return CommandClass::Read;
-  if (name == "aggregate") return pipelineWrites(view.body) ? CommandClass::Write : CommandClass::Read;
-  if (equalsAny(name, {"insert", "update", "delete", "findAndModify", "findandmodify", "create", "drop",
-                       "createIndexes", "dropIndexes", "collMod", "renameCollection", "dropDatabase", "bulkWrite"}))
+  const auto traits = protocol::classifyCommand(name);  // the one table (protocol/command_kind.h)
+  if (traits.continues_cursor) return CommandClass::CursorFollow;
+  if (traits.kind == protocol::CommandKind::Aggregate)
+    return pipelineWrites(view.body) ? CommandClass::Write : CommandClass::Read;
+  if (traits.reads) return CommandClass::Read;
+  if (traits.writes) return CommandClass::Write;
+  // Catalog changes: the table has no kind for them; the mirror treats them as writes.
+  if (equalsAny(name, {"create", "drop", "createIndexes", "dropIndexes", "collMod", "renameCollection", "dropDatabase"}))
     return CommandClass::Write;
   return CommandClass::Other;
 }
@@ -204,8 +208,9 @@ CommandClass classifyCommand(const protocol::CommandView& view) {
 void buildForeignCommand(const protocol::CommandView& view, const ForeignOptions& options, bson_t* out) {
   bson_iter_t it;
   if (!bson_iter_init(&it, &view.body)) return;
-  const bool getMore = view.name == "getMore";
-  const bool killCursors = view.name == "killCursors";
+  const auto kind = protocol::classifyCommand(view.name).kind;
+  const bool getMore = kind == protocol::CommandKind::GetMore;
+  const bool killCursors = kind == protocol::CommandKind::KillCursors;
   bool first = true;
   while (bson_iter_next(&it)) {
     std::string_view k = bson_iter_key(&it);

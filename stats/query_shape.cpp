@@ -6,6 +6,7 @@
 #include <cstring>
 #include <initializer_list>
 
+#include "protocol/command_kind.h"
 #include "protocol/op_msg.h"
 
 namespace shardscope::stats {
@@ -417,16 +418,18 @@ void appendUpdate(const Field& field, std::string& out) {
 
 void shapeOf(std::string_view name, const bson_t& body, const protocol::CommandView* view, std::string& out) {
   bson_iter_t it;
-  if (name == "find") {
+  using protocol::CommandKind;
+  const CommandKind kind = protocol::classifyCommand(name).kind;  // the one table (protocol/command_kind.h)
+  if (kind == CommandKind::Find) {
     Field filter("filter"), sort("sort");
     findFields(body, {&filter, &sort});
     appendFilter(filter, out);
     appendSort(sort, out);
-  } else if (name == "count") {
+  } else if (kind == CommandKind::Count) {
     Field query("query");
     findFields(body, {&query});
     appendFilter(query, out);
-  } else if (name == "distinct") {
+  } else if (kind == CommandKind::Distinct) {
     Field query("query"), key("key");
     findFields(body, {&query, &key});
     appendFilter(query, out);
@@ -434,26 +437,26 @@ void shapeOf(std::string_view name, const bson_t& body, const protocol::CommandV
       out.append(" key:");
       appendName(utf8Of(key.iter), out);
     }
-  } else if (name == "aggregate") {
+  } else if (kind == CommandKind::Aggregate) {
     Field pipeline("pipeline");
     findFields(body, {&pipeline});
     if (pipeline.found) ShapeWriter(out).expression(pipeline.iter, 0);
     else out.append("[]");
-  } else if (name == "findAndModify" || name == "findandmodify") {
+  } else if (kind == CommandKind::FindAndModify) {
     Field query("query"), sort("sort"), update("update"), remove("remove");
     findFields(body, {&query, &sort, &update, &remove});
     appendFilter(query, out);
     appendSort(sort, out);
     if (update.found) appendUpdate(update, out);
     else if (isTrue(remove)) out.append(" remove");
-  } else if ((name == "delete" || name == "update") && view) {
+  } else if ((kind == CommandKind::Delete || kind == CommandKind::Update) && view) {
     bson_t statement;
-    if (!firstStatement(*view, name == "delete" ? "deletes" : "updates", statement)) {
+    if (!firstStatement(*view, kind == CommandKind::Delete ? "deletes" : "updates", statement)) {
       setNoShape(out);
       return;
     }
     Field q("q"), u("u"), multi("multi"), upsert("upsert");
-    if (name == "delete") findFields(statement, {&q});
+    if (kind == CommandKind::Delete) findFields(statement, {&q});
     else findFields(statement, {&q, &u, &multi, &upsert});
     appendFilter(q, out);
     appendUpdate(u, out);

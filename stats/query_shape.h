@@ -37,4 +37,22 @@ void appendPipelineShape(const bson_t& pipeline, std::string& out);
 // Batched writes are shaped by their first statement.
 void computeShape(const protocol::CommandView& view, std::string& out);
 
+// The shape of one command, computed on first use: the request pipeline holds one per request, so
+// statistics, the mirror and the capture read the same text instead of computing it each.
+class ShapeCache {
+ public:
+  std::string_view get(const protocol::CommandView& view) {
+    if (!computed_) {
+      computeShape(view, text_);
+      computed_ = true;
+    }
+    return text_;
+  }
+  void reset() { computed_ = false; }  // a new request
+
+ private:
+  std::string text_;  // reused: no allocation once warm
+  bool computed_ = false;
+};
+
 }  // namespace shardscope::stats

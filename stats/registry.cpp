@@ -163,6 +163,14 @@ OpHandle Recorder::onRequest(const protocol::CommandView& view, std::string_view
                 registry_.options_.record_values ? &view.body : nullptr);
 }
 
+OpHandle Recorder::onRequest(const protocol::CommandView& view, std::string_view ns, std::string_view shape,
+                             const routing::TargetResult& target, uint32_t bytesIn) {
+  if (ns.empty()) ns = view.db;
+  if (target.over_budget) bump(registry_.process_.analysis_over_budget);
+  return record(shapeKey(ns, view.name, shape), ns, view.name, shape, target, bytesIn,
+                registry_.options_.record_values ? &view.body : nullptr);
+}
+
 OpHandle Recorder::onUnparsed(uint32_t bytesIn) {
   bump(registry_.process_.unparsed_messages);
   static const uint64_t hash = shapeKey(kUnparsed, kUnparsed, kNoShape);

@@ -1,5 +1,6 @@
-// Requests sent upstream and not yet answered, matched to replies by responseTo (as Envoy's
-// ActiveQuery). Pipelining depth is small in practice, so a short vector beats a map.
+// The persistent part of an Operation: what a request sent upstream leaves behind for its reply,
+// matched by responseTo (as Envoy's ActiveQuery). Pipelining depth is small in practice, so a
+// short vector beats a map.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -14,7 +15,7 @@
 #include "routing/target_result.h"
 #include "stats/registry.h"
 
-namespace shardscope::proxy {
+namespace shardscope::pipeline {
 
 // A command the lookup rule rewrote: what is needed to run the original instead if the reply
 // shows the mapping was stale. Allocated only for rewritten commands.
@@ -45,6 +46,10 @@ struct PendingOp {
   std::shared_ptr<RewriteState> fell_back;  // a re-run: the rewrite it replaces (its reply judges the mapping)
   bool discard_reply = false;              // a proxy-issued killCursors: nobody waits for its reply
   int32_t client_request_id = 0;           // a proxy-issued re-run: the reply answers this client id
+  bool injected_fault = false;             // answered by the sidecar itself (fault injection)
+
+  // The id of the client's request that this op answers (a re-run answers the original's).
+  int32_t clientRequestId() const { return client_request_id ? client_request_id : request_id; }
 };
 
 class PendingOps {
@@ -90,4 +95,4 @@ class PendingOps {
   std::vector<PendingOp> ops_;
 };
 
-}  // namespace shardscope::proxy
+}  // namespace shardscope::pipeline

@@ -1,0 +1,41 @@
+// What the pipeline reads from the process per request: values a reload or discovery can replace
+// (routing table, lookup rules, fault settings) and the memory budget. The session implements it
+// over the proxy's shared state; unit tests implement it by hand.
+#pragma once
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string_view>
+
+#include "routing/lookup_mapping.h"
+#include "routing/routing_table.h"
+
+namespace shardscope::pipeline {
+
+// A peer broke the protocol: the session closes the connection (as mongod does).
+struct ProtocolError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Fault {
+  std::chrono::milliseconds delay{0};
+  int32_t error_code = 0;  // 0: forward normally
+};
+
+class Environment {
+ public:
+  virtual ~Environment() = default;
+  virtual const routing::RoutingTable* routingTable() = 0;  // null: none loaded
+  // The lookup rule of the namespace; null when it has none.
+  virtual std::shared_ptr<routing::LookupIndex> lookupRule(std::string_view ns) = 0;
+  virtual Fault decideFault(std::string_view ns, std::string_view command) = 0;
+  // A message of `bytes` (>= Settings::large_message_bytes) is about to be inflated; throws
+  // ProtocolError when the proxy-wide buffer budget refuses it.
+  virtual void admitLarge(bool fromClient, size_t bytes) = 0;
+  // A reply said the routing the proxy holds for `ns` is stale ("" = all): ask for a refresh.
+  virtual void onStaleConfig(std::string_view ns) = 0;
+};
+
+}  // namespace shardscope::pipeline

@@ -1,0 +1,19 @@
+// Shard-key evaluation (evaluation/) as a pipeline observer: every operation on a collection, as
+// the client wrote it, feeds the candidate keys' simulation.
+#pragma once
+#include "evaluation/evaluator.h"
+#include "pipeline/observer.h"
+
+namespace shardscope::pipeline {
+
+class EvaluationObserver final : public Observer {
+ public:
+  explicit EvaluationObserver(evaluation::Observer& observer) : observer_(observer) {}
+  void onRequest(const Operation& op) override;
+  void onReply(const PendingOp& op, const Reply& reply) override;
+
+ private:
+  evaluation::Observer& observer_;
+};
+
+}  // namespace shardscope::pipeline

@@ -1,0 +1,116 @@
+// The lookup rewrite as a step of the pipeline (rules: routing/lookup_*): a command that names a
+// rule's lookup field gains the shard-key field its mapping knows, is targeted once as it will run,
+// and its reply is verified before the client sees it; when the reply cannot prove the rewrite
+// right, the client's original runs instead (after closing the rewritten cursor), and the
+// original's reply tells whether the mapping was wrong.
+#include <spdlog/spdlog.h>
+
+#include "pipeline/pipeline.h"
+#include "routing/lookup_learning.h"
+#include "routing/lookup_rewrite.h"
+#include "routing/targeting.h"
+
+namespace shardscope::pipeline {
+
+namespace {
+
+std::span<const uint8_t> bytesOf(const bson_t& b) { return {bson_get_data(&b), b.len}; }
+
+}  // namespace
+
+std::span<const uint8_t> Pipeline::applyLookupRule(PendingOp& op, std::span<const uint8_t> message) {
+  routing::LookupIndex& index = *op.lookup;
+  auto plan = routing::planLookupRewrite(index, view_);
+  // After planning: an update that changes an added field is planned with the mapping that still
+  // finds its document, then that mapping is forgotten until the reply confirms the change.
+  if (auto learning = routing::planReplyLearning(index, view_); !learning.empty())
+    op.learning = std::make_shared<routing::ReplyLearning>(std::move(learning));
+  if (plan.kind == routing::RewriteKind::None) {
+    if (!plan.skipped.empty()) index.stats().onSkipped(plan.skipped);
+    return message;
+  }
+
+  auto state = std::make_shared<RewriteState>();
+  state->command.assign(view_.name);
+  state->db.assign(view_.db);
+  state->collection.assign(view_.collection);
+  state->original.assign(message.begin(), message.end());
+  if (const auto* table = env_.routingTable()) {
+    state->original_target = routing::target(*table, view_, settings_.cursors, false);
+    state->before = state->original_target.targeting;
+  }
+  state->plan = std::move(plan);
+  // The rewritten command's view is built from the plan's parts (moving the plan kept its
+  // buffers): targeted once as it will run, never decoded again from the encoded bytes.
+  rewritten_msg_.header = msg_.header;
+  rewritten_msg_.flags = msg_.flags;
+  rewritten_msg_.body = state->plan.body;
+  rewritten_msg_.sequences.assign(msg_.sequences.begin(), msg_.sequences.end());
+  for (auto& seq : rewritten_msg_.sequences)
+    if (seq.identifier == state->plan.sequence_id) seq.documents = state->plan.sequence_docs;
+  if (!protocol::buildCommandView(rewritten_msg_, rewritten_view_).ok())
+    throw std::logic_error("lookup rewrite produced an unreadable command");
+  protocol::encodeOpMsg(rewritten_msg_.header, rewritten_msg_.flags, rewritten_msg_.body, rewritten_msg_.sequences,
+                        request_rewritten_);
+  op.rewrite = std::move(state);
+  return request_rewritten_;
+}
+
+std::span<const uint8_t> Pipeline::verifyRewrite(const PendingOp& op, const bson_t* body) {
+  if (op.fell_back) {  // the original after a fallback: was the mapping wrong?
+    const auto& fb = *op.fell_back;
+    op.lookup->stats().onRerunOutcome(routing::learnFromRerun(*op.lookup, fb.plan, fb.command, fb.suspects, body));
+  }
+  if (!op.rewrite) return {};
+  auto verdict = routing::verifyRewrite(op.rewrite->plan, op.rewrite->command, op.lookup->rule(), body);
+  if (verdict.cause == routing::FallbackCause::None) return {};
+  return rerunOriginal(op, std::move(verdict));
+}
+
+std::span<const uint8_t> Pipeline::rerunOriginal(const PendingOp& op, routing::Verdict verdict) {
+  // The rewritten command's reply is dropped; the client's original runs in its place, under a
+  // request id of the proxy's own (negative: drivers never use those). Counted as what ran: the
+  // rewritten attempt (already counted) plus the original, targeted as the client wrote it.
+  auto& state = *op.rewrite;
+  op.lookup->stats().onFallback(verdict.cause, state.original_target.targeting);
+  Reply superseded;
+  superseded.kind = Reply::Kind::Superseded;
+  superseded.rerun = &state.original_target;
+  notifyReply(op, superseded);
+  spdlog::debug("conn={} lookup rewrite fell back ({})", settings_.connection_id, routing::fallbackCauseName(verdict.cause));
+  state.suspects = std::move(verdict.suspects);
+  PendingOp retry = op;
+  retry.request_id = next_proxy_request_id_--;
+  retry.client_request_id = op.request_id;
+  retry.fell_back = op.rewrite;
+  retry.rewrite.reset();
+  retry.shards = state.original_target.shards;
+  rerun_message_ = std::move(state.original);
+  protocol::setRequestId(rerun_message_, retry.request_id);
+  if (!pending_.add(std::move(retry))) throw ProtocolError("too many pipelined requests");
+  auto rerun = toUpstream(rerun_message_, false, rerun_wire_);
+  if (!verdict.live_cursor) return rerun;
+
+  // The rewritten cursor stays open on the server and the client will never see it: close it.
+  if (settings_.cursors) settings_.cursors->forget(verdict.live_cursor);
+  bson_t kill = BSON_INITIALIZER, ids;
+  bson_append_utf8(&kill, "killCursors", -1, state.collection.data(), static_cast<int>(state.collection.size()));
+  bson_append_array_begin(&kill, "cursors", -1, &ids);
+  BSON_APPEND_INT64(&ids, "0", verdict.live_cursor);
+  bson_append_array_end(&kill, &ids);
+  bson_append_utf8(&kill, "$db", -1, state.db.data(), static_cast<int>(state.db.size()));
+  PendingOp killer;
+  killer.request_id = next_proxy_request_id_--;
+  killer.start = Clock::now();
+  killer.discard_reply = true;
+  std::vector<uint8_t> plain, compressed;
+  protocol::encodeOpMsg({0, killer.request_id, 0, 0}, 0, bytesOf(kill), {}, plain);
+  bson_destroy(&kill);
+  if (!pending_.add(std::move(killer))) throw ProtocolError("too many pipelined requests");
+  auto killBytes = toUpstream(plain, false, compressed);
+  rerun_batch_.assign(killBytes.begin(), killBytes.end());
+  rerun_batch_.insert(rerun_batch_.end(), rerun.begin(), rerun.end());
+  return rerun_batch_;
+}
+
+}  // namespace shardscope::pipeline

@@ -1,0 +1,18 @@
+// A per-request feature (statistics, evaluation, mirror, capture): sees every operation and its
+// reply, changes nothing on the wire. Adding one is one class and one line where the session
+// registers its observers.
+#pragma once
+#include "pipeline/operation.h"
+
+namespace shardscope::pipeline {
+
+class Observer {
+ public:
+  virtual ~Observer() = default;
+  virtual void onRequest(const Operation& op) = 0;
+  // `op` is the operation's persistent part (the same one its onRequest saw as op.pending).
+  virtual void onReply(const PendingOp& op, const Reply& reply) = 0;
+  virtual void onClose() {}
+};
+
+}  // namespace shardscope::pipeline

@@ -1,0 +1,56 @@
+// One client request as the pipeline sees it: every fact derived once (command, namespace, kind,
+// query shape, targeting, rewrite), on the stack and made of views over the message, so the hot
+// path allocates nothing. Observers read it; what must outlive the request (for its reply) lives
+// in `pending`, which the reply side gets back.
+#pragma once
+#include <bson/bson.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "pipeline/pending_ops.h"
+#include "protocol/command_kind.h"
+#include "protocol/command_view.h"
+#include "routing/target_result.h"
+#include "stats/query_shape.h"
+
+namespace shardscope::pipeline {
+
+// The query shape, computed on first use and then shared by every observer.
+using stats::ShapeCache;
+
+struct Operation {
+  const protocol::CommandView& view;    // as the client wrote it (statistics, evaluation, mirror)
+  const protocol::CommandView& routed;  // as it goes upstream: differs when a lookup rule rewrote it
+  std::string_view ns;                  // "db.collection"; empty when the command names none
+  protocol::CommandTraits traits;       // classified once (protocol/command_kind.h)
+  const routing::TargetResult& target;  // targeting of `routed`
+  std::span<const uint8_t> message;     // the client's message, uncompressed
+  bool handshake = false;               // a hello that negotiates compression (not mirrored or captured)
+  PendingOp& pending;  // the persistent part; an observer may leave its handle here (statistics)
+  ShapeCache& shape_cache;
+
+  int32_t requestId() const { return pending.request_id; }
+  int64_t cursorId() const { return view.cursorId.value_or(0); }
+  bool injectedFault() const { return pending.injected_fault; }
+  std::string_view shape() const { return shape_cache.get(view); }
+};
+
+// What came back for an operation.
+struct Reply {
+  enum class Kind : uint8_t {
+    Answer,      // upstream's reply (or the sidecar's own, for an injected fault)
+    NoReply,     // fire-and-forget (moreToCome): nothing will come
+    Superseded,  // a rewritten command's reply, dropped: the original runs instead (`rerun`)
+  };
+  Kind kind = Kind::Answer;
+  std::span<const uint8_t> message;  // uncompressed
+  const bson_t* body = nullptr;      // null when the reply has no readable document
+  uint32_t wire_bytes = 0;           // as received
+  uint64_t latency_ns = 0;
+  const routing::TargetResult* rerun = nullptr;  // Superseded: how the original is targeted
+};
+
+}  // namespace shardscope::pipeline

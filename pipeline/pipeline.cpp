@@ -1,0 +1,406 @@
+#include "pipeline/pipeline.h"
+
+#include "routing/stale_routing.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "protocol/hello.h"
+#include "protocol/op_query.h"
+#include "protocol/request_rules.h"
+#include "routing/mongos_version.h"
+#include "routing/stale_routing.h"
+#include "routing/targeting.h"
+
+namespace shardscope::pipeline {
+
+using protocol::Compressor;
+using protocol::OpCode;
+
+namespace {
+
+
+std::span<const uint8_t> bytesOf(const bson_t& b) { return {bson_get_data(&b), b.len}; }
+
+template <typename Buffer>
+size_t largeCapacity(const Buffer& b, size_t kept) {
+  return b.capacity() > kept ? b.capacity() : 0;
+}
+
+template <typename Buffer>
+void releaseIfLarge(Buffer& b, size_t kept) {
+  if (b.capacity() > kept) Buffer().swap(b);
+}
+
+uint64_t nanosSince(Pipeline::Clock::time_point start) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Pipeline::Clock::now() - start).count());
+}
+
+}  // namespace
+
+Pipeline::Pipeline(Settings settings, Environment& env, stats::Recorder& recorder)
+    : settings_(std::move(settings)), env_(env), recorder_(recorder) {}
+
+void Pipeline::onClose() {
+  for (Observer* o : observers_) o->onClose();
+}
+
+// ---- request path ----------------------------------------------------------------------------
+
+RequestAction Pipeline::onRequest(std::span<uint8_t> frame) {
+  std::span<uint8_t> message = frame;
+  std::optional<Compressor> clientCompressor;
+  if (protocol::readHeader(frame.data()).opCode == static_cast<int32_t>(OpCode::Compressed)) {
+    // Only a compressor this client negotiated (so one compression.client lists) is accepted,
+    // checked before anything is inflated; mongod closes the connection the same way.
+    if (auto id = protocol::compressorIdOf(frame); id && !protocol::isNegotiatedCompressor(*id, client_offer_))
+      throw ProtocolError("OP_COMPRESSED with compressor id " + std::to_string(*id) +
+                          ", which was not negotiated on this connection");
+    Compressor used;
+    if (size_t declared = protocol::declaredMessageSize(frame); declared >= settings_.large_message_bytes)
+      env_.admitLarge(true, declared);
+    auto r = protocol::decompressMessage(frame, settings_.max_message_size, request_plain_, &used);
+    if (!r.ok()) throw ProtocolError(std::string(r.error));
+    clientCompressor = used;
+    message = request_plain_;
+  }
+  const auto header = protocol::readHeader(message.data());
+  switch (static_cast<OpCode>(header.opCode)) {
+    case OpCode::Msg: return onOpMsgRequest(message, clientCompressor);
+    case OpCode::Query: return onQueryRequest(message);
+    default: {
+      // Legacy opcodes (removed in 6.0) never go upstream: done as a 6.0+ mongos does them.
+      auto rule = protocol::legacyOpcodeRule(header.opCode);
+      if (!rule.answer) throw ProtocolError(std::string(protocol::opCodeName(header.opCode)) + ": " + std::string(rule.reason));
+      protocol::encodeOpReplyQueryFailure(rule.error, next_proxy_request_id_--, header.requestId, request_rewritten_);
+      return answerClient(request_rewritten_, std::nullopt, rule.error);
+    }
+  }
+}
+
+RequestAction Pipeline::answerClient(std::span<const uint8_t> reply, std::optional<Compressor> compressor,
+                                     const protocol::ServerError& error) {
+  // Counted with the decode errors: a client message that is not a valid command.
+  recorder_.onDecodeError();
+  spdlog::debug("conn={} answered the client itself: code {} ({})", settings_.connection_id, error.code, error.codeName);
+  if (compressor) protocol::compressMessage(reply, *compressor, answer_);
+  else answer_.assign(reply.begin(), reply.end());
+  RequestAction action;
+  action.to_client = answer_;
+  return action;
+}
+
+RequestAction Pipeline::onOpMsgRequest(std::span<uint8_t> message, std::optional<Compressor> clientCompressor) {
+  auto r = protocol::decodeOpMsg(message, msg_);
+  if (!r.ok()) throw ProtocolError(std::string(r.error));
+  r = protocol::buildCommandView(msg_, view_);
+  if (!r.ok()) {
+    // An empty command, no $db or a non-string one: mongod answers an error and keeps the connection.
+    auto error = protocol::commandDocumentError(msg_.body);
+    if (!error) throw ProtocolError(std::string(r.error));
+    if (msg_.moreToCome()) {  // fire-and-forget: the server answers nothing
+      recorder_.onDecodeError();
+      return {};
+    }
+    protocol::encodeOpMsgError(*error, next_proxy_request_id_--, msg_.header.requestId, request_rewritten_);
+    return answerClient(request_rewritten_, clientCompressor, *error);
+  }
+
+  PendingOp op;
+  op.request_id = msg_.header.requestId;
+  RequestAction action;
+  std::span<const uint8_t> out = message;
+  const std::string_view ns = view_.ns(ns_buffer_);  // once per request: every step below shares it
+  const bool hello = protocol::isHelloCommand(view_.name);
+  const bool firstHello = hello && !handshake_seen_;
+  // A later hello offering compression again gets what the first one negotiated, never more.
+  const bool negotiates = firstHello || (hello && protocol::offersCompression(&view_.body));
+  if (negotiates) {
+    // The proxy negotiates compression on each hop itself: the client's offer is answered from
+    // our client-side list, and upstream is offered our upstream-side list.
+    if (firstHello)
+      client_offer_ = protocol::intersectCompressors(protocol::readCompressionList(&view_.body), settings_.client_compressors);
+    handshake_seen_ = true;
+    bson_t rewritten = BSON_INITIALIZER;
+    protocol::replaceCompressionList(&view_.body, settings_.upstream_compressors, &rewritten);
+    protocol::encodeOpMsg(msg_.header, msg_.flags, bytesOf(rewritten), msg_.sequences, request_rewritten_);
+    bson_destroy(&rewritten);
+    out = request_rewritten_;
+  } else {
+    protocol::clearUnknownOptionalFlags(message);
+    Fault fault = env_.decideFault(ns, view_.name);
+    if (fault.error_code) {
+      action = injectFault(view_, ns, message, clientCompressor, fault.error_code);
+      action.delay = fault.delay;
+      return action;
+    }
+    action.delay = fault.delay;
+    op.lookup = env_.lookupRule(ns);
+    if (op.lookup) out = applyLookupRule(op, message);
+  }
+  const protocol::CommandView& routed = op.rewrite ? rewritten_view_ : view_;
+  action.awaits_reply = registerRequest(op, view_, routed, ns, message, clientCompressor, negotiates);
+  action.to_upstream = toUpstream(out, protocol::isNeverCompressed(view_.name), request_wire_);
+  return action;
+}
+
+RequestAction Pipeline::onQueryRequest(std::span<uint8_t> message) {
+  protocol::OpQuery query;
+  auto r = protocol::decodeOpQuery(message, query);
+  if (!r.ok()) throw ProtocolError(std::string(r.error));
+  // OP_QUERY serves the handshake only (hello / isMaster on <db>.$cmd), as on a 6.0+ server.
+  if (!protocol::buildCommandViewFromQuery(query.fullCollectionName, query.query, view_).ok() ||
+      !protocol::isHandshakeOpQuery(view_.name)) {
+    const auto dot = query.fullCollectionName.find('.');
+    const bool command = dot != std::string_view::npos && query.fullCollectionName.substr(dot + 1) == "$cmd";
+    auto error = command ? protocol::unsupportedOpQueryCommandError(view_.name) : protocol::opQueryNotACommandError();
+    if (command) protocol::encodeOpReplyCommandError(error, next_proxy_request_id_--, query.header.requestId, request_rewritten_);
+    else protocol::encodeOpReplyQueryFailure(error, next_proxy_request_id_--, query.header.requestId, request_rewritten_);
+    return answerClient(request_rewritten_, std::nullopt, error);
+  }
+  std::span<const uint8_t> out = message;
+  const bool firstHello = !handshake_seen_;
+  const bool negotiates = firstHello || protocol::offersCompression(&view_.body);
+  if (negotiates) {
+    if (firstHello)
+      client_offer_ = protocol::intersectCompressors(protocol::readCompressionList(&view_.body), settings_.client_compressors);
+    handshake_seen_ = true;
+    bson_t original, rewritten = BSON_INITIALIZER;
+    bson_init_static(&original, query.query.data(), query.query.size());
+    protocol::replaceCompressionList(&original, settings_.upstream_compressors, &rewritten);
+    query.query = bytesOf(rewritten);
+    protocol::encodeOpQuery(query, request_rewritten_);
+    bson_destroy(&rewritten);
+    out = request_rewritten_;
+  }
+  PendingOp op;
+  op.request_id = query.header.requestId;
+  RequestAction action;
+  action.awaits_reply = registerRequest(op, view_, view_, view_.ns(ns_buffer_), message, std::nullopt, negotiates);
+  action.to_upstream = toUpstream(out, true, request_wire_);
+  return action;
+}
+
+bool Pipeline::registerRequest(PendingOp& op, const protocol::CommandView& view, const protocol::CommandView& routed,
+                               std::string_view ns, std::span<const uint8_t> message,
+                               std::optional<Compressor> clientCompressor, bool handshake) {
+  const auto traits = protocol::classifyCommand(view.name);
+  routing::TargetResult target;
+  const routing::RoutingTable* table = env_.routingTable();
+  if (table) {
+    target = routing::target(*table, routed, settings_.cursors, false);
+  } else {
+    target.targeting = routed.collection.empty() ? routing::Targeting::NoCollection : routing::Targeting::Unsharded;
+    target.reason = "no routing table loaded";
+  }
+  if (traits.kind == protocol::CommandKind::KillCursors) forgetKilledCursors(view);
+
+  op.start = Clock::now();
+  op.shards = target.shards;
+  op.sharded = table && (target.targeting == routing::Targeting::Single || target.targeting == routing::Targeting::Multi ||
+                         target.targeting == routing::Targeting::Broadcast);
+  op.get_more_cursor = traits.kind == protocol::CommandKind::GetMore ? view.cursorId.value_or(0) : 0;
+  op.first_hello = handshake;
+  op.never_compress = traits.never_compressed;
+  if (traits.kind == protocol::CommandKind::Hello) {
+    bson_iter_t it;
+    op.long_poll = bson_iter_init_find(&it, &view.body, "maxAwaitTimeMS");
+  }
+  op.reply_compressor = clientCompressor;
+  if (op.rewrite) op.lookup->stats().onRewrite(op.rewrite->before, target.targeting);
+
+  shape_.reset();
+  const Operation operation{view, routed, ns, traits, target, message, handshake, op, shape_};
+  for (Observer* o : observers_) o->onRequest(operation);
+
+  if (view.moreToCome) {  // fire-and-forget (w:0): no reply will come
+    Reply none;
+    none.kind = Reply::Kind::NoReply;
+    notifyReply(op, none);
+    return false;
+  }
+  if (!pending_.add(std::move(op))) throw ProtocolError("too many pipelined requests");
+  return true;
+}
+
+void Pipeline::notifyReply(const PendingOp& op, const Reply& reply) {
+  for (Observer* o : observers_) o->onReply(op, reply);
+}
+
+void Pipeline::forgetKilledCursors(const protocol::CommandView& view) {
+  if (!settings_.cursors) return;
+  bson_iter_t it, child;
+  if (!bson_iter_init_find(&it, &view.body, "cursors") || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &child))
+    return;
+  while (bson_iter_next(&child))
+    if (BSON_ITER_HOLDS_INT64(&child)) settings_.cursors->forget(bson_iter_int64(&child));
+}
+
+std::span<const uint8_t> Pipeline::toUpstream(std::span<const uint8_t> message, bool neverCompress,
+                                              std::vector<uint8_t>& scratch) {
+  if (!upstream_compressor_ || neverCompress) return message;
+  protocol::compressMessage(message, *upstream_compressor_, scratch);
+  return scratch;
+}
+
+RequestAction Pipeline::injectFault(const protocol::CommandView& view, std::string_view ns,
+                                    std::span<const uint8_t> message, std::optional<Compressor> clientCompressor,
+                                    int32_t errorCode) {
+  // Answered by the sidecar itself, as a server would fail the command.
+  static constexpr int32_t kRetryable[] = {6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436};
+  bson_t reply = BSON_INITIALIZER;
+  BSON_APPEND_DOUBLE(&reply, "ok", 0.0);
+  BSON_APPEND_UTF8(&reply, "errmsg", "shardscope: injected fault");
+  BSON_APPEND_INT32(&reply, "code", errorCode);
+  BSON_APPEND_UTF8(&reply, "codeName", "ShardscopeInjectedFault");
+  if (view.hasTxnNumber && std::find(std::begin(kRetryable), std::end(kRetryable), errorCode) != std::end(kRetryable)) {
+    bson_t labels;
+    bson_append_array_begin(&reply, "errorLabels", -1, &labels);
+    BSON_APPEND_UTF8(&labels, "0", "RetryableWriteError");
+    bson_append_array_end(&reply, &labels);
+  }
+  routing::TargetResult target;
+  target.targeting = routing::Targeting::Unclassified;
+  target.reason = "fault injected by the sidecar";
+  PendingOp op;
+  op.request_id = msg_.header.requestId;
+  op.start = Clock::now();
+  op.injected_fault = true;
+  shape_.reset();
+  const Operation operation{view, view, ns, protocol::classifyCommand(view.name), target, message, false, op, shape_};
+  for (Observer* o : observers_) o->onRequest(operation);
+  Reply answer;
+  answer.body = &reply;
+  notifyReply(op, answer);
+
+  RequestAction action;
+  if (!view.moreToCome) {
+    std::vector<uint8_t> plain;
+    protocol::encodeOpMsg({0, next_proxy_request_id_--, msg_.header.requestId, 0}, 0, bytesOf(reply), {}, plain);
+    if (clientCompressor) protocol::compressMessage(plain, *clientCompressor, answer_);
+    else answer_ = std::move(plain);
+    action.to_client = answer_;
+  }
+  bson_destroy(&reply);
+  return action;
+}
+
+// ---- reply path ------------------------------------------------------------------------------
+
+ReplyAction Pipeline::onReply(std::span<uint8_t> frame) {
+  std::span<uint8_t> message = frame;
+  if (protocol::readHeader(frame.data()).opCode == static_cast<int32_t>(OpCode::Compressed)) {
+    if (size_t declared = protocol::declaredMessageSize(frame); declared >= settings_.large_message_bytes)
+      env_.admitLarge(false, declared);
+    auto r = protocol::decompressMessage(frame, settings_.max_message_size, reply_plain_);
+    if (!r.ok()) throw ProtocolError(std::string("upstream: ") + std::string(r.error));
+    message = reply_plain_;
+  }
+  const auto header = protocol::readHeader(message.data());
+  bson_t body;
+  const bson_t* bodyPtr = nullptr;
+  bool moreToCome = false;
+  protocol::OpReply legacy;
+  if (header.opCode == static_cast<int32_t>(OpCode::Msg)) {
+    // Replies are only navigated (bounds-checked by bson_iter), so full validation is skipped.
+    auto r = protocol::decodeOpMsg(message, reply_msg_, {.verifyChecksum = true, .validateBson = false});
+    if (!r.ok()) throw ProtocolError(std::string("upstream: ") + std::string(r.error));
+    protocol::clearUnknownOptionalFlags(message);
+    moreToCome = reply_msg_.moreToCome();
+    if (bson_init_static(&body, reply_msg_.body.data(), reply_msg_.body.size())) bodyPtr = &body;
+  } else if (header.opCode == static_cast<int32_t>(OpCode::Reply)) {
+    if (protocol::decodeOpReply(message, legacy).ok() && legacy.numberReturned >= 1 &&
+        bson_init_static(&body, legacy.documents.data(), static_cast<size_t>(protocol::loadInt32(legacy.documents.data()))))
+      bodyPtr = &body;
+  }
+
+  auto op = pending_.take(header.responseTo, moreToCome, header.requestId);
+  if (!op) return {toClient(message, nullptr), {}};  // a reply to nothing we track: pass it on
+  if (op->discard_reply) return {};                   // the proxy's own killCursors
+  if (bodyPtr) learnFromReply(*op, bodyPtr);
+  if (!moreToCome && (op->rewrite || op->fell_back))
+    if (auto rerun = verifyRewrite(*op, bodyPtr); !rerun.empty()) return {{}, rerun};
+  if (!moreToCome)
+    notifyReply(*op, Reply{.kind = Reply::Kind::Answer, .message = message, .body = bodyPtr,
+                           .wire_bytes = static_cast<uint32_t>(frame.size()), .latency_ns = nanosSince(op->start)});
+  // A re-run's reply answers the client's original request.
+  if (op->client_request_id) protocol::setResponseTo(message, op->client_request_id);
+  std::span<const uint8_t> out = message;
+  if (op->first_hello && bodyPtr) out = rewriteHelloReply(message, bodyPtr);
+  return {toClient(out, &*op), {}};
+}
+
+std::span<const uint8_t> Pipeline::rewriteHelloReply(std::span<const uint8_t> message, const bson_t* body) {
+  routing::learnMongosVersionFromHello(*body);  // which mongos release's targeting rules apply
+  // Upstream answered our upstream-side offer: use the first of our preferences it accepted.
+  auto accepted = protocol::readCompressionList(body);
+  auto agreed = protocol::intersectCompressors(settings_.upstream_compressors, accepted);
+  if (!agreed.empty()) upstream_compressor_ = agreed.front();
+  bson_t rewritten = BSON_INITIALIZER;
+  protocol::replaceCompressionList(body, client_offer_, &rewritten);
+  const auto header = protocol::readHeader(message.data());
+  if (header.opCode == static_cast<int32_t>(OpCode::Msg)) {
+    protocol::encodeOpMsg(header, reply_msg_.flags, bytesOf(rewritten), reply_msg_.sequences, reply_rewritten_);
+  } else {
+    protocol::OpReply legacy;
+    protocol::decodeOpReply(message, legacy);
+    legacy.documents = bytesOf(rewritten);
+    legacy.numberReturned = 1;
+    protocol::encodeOpReply(legacy, reply_rewritten_);
+  }
+  bson_destroy(&rewritten);
+  return reply_rewritten_;
+}
+
+void Pipeline::reportStaleConfig(const PendingOp&, const bson_t* body) {
+  // A stale-routing error, at the top or per write statement: refresh the namespace it names.
+  if (routing::replyShowsStaleRouting(body, stale_ns_)) env_.onStaleConfig(stale_ns_);
+}
+
+void Pipeline::learnFromReply(const PendingOp& op, const bson_t* body) {
+  reportStaleConfig(op, body);  // also in ok:1 replies (writeErrors, writeConcernError)
+  bson_iter_t it;
+  if (bson_iter_init_find(&it, body, "ok") && !bson_iter_as_bool(&it)) return;
+  if (op.lookup && op.learning) routing::applyReplyLearning(*op.lookup, *op.learning, body);
+  if (!op.sharded || !settings_.cursors) return;
+  bson_iter_t cursor, id;
+  if (bson_iter_init_find(&cursor, body, "cursor") && BSON_ITER_HOLDS_DOCUMENT(&cursor) &&
+      bson_iter_recurse(&cursor, &id) && bson_iter_find(&id, "id") && BSON_ITER_HOLDS_INT64(&id)) {
+    int64_t cursorId = bson_iter_int64(&id);
+    if (op.get_more_cursor) {
+      if (cursorId == 0) settings_.cursors->forget(op.get_more_cursor);
+    } else if (cursorId != 0) {
+      settings_.cursors->remember(cursorId, op.shards);
+    }
+  }
+}
+
+std::span<const uint8_t> Pipeline::toClient(std::span<const uint8_t> message, const PendingOp* op) {
+  if (!op || !op->reply_compressor || op->never_compress) return message;
+  protocol::compressMessage(message, *op->reply_compressor, reply_wire_);
+  return reply_wire_;
+}
+
+// ---- memory bounds ---------------------------------------------------------------------------
+
+void Pipeline::releaseLargeBuffers(bool fromClient) {
+  const size_t kept = settings_.kept_buffer_bytes;
+  if (fromClient) {
+    releaseIfLarge(request_plain_, kept), releaseIfLarge(request_rewritten_, kept), releaseIfLarge(request_wire_, kept);
+  } else {
+    releaseIfLarge(reply_plain_, kept), releaseIfLarge(reply_rewritten_, kept), releaseIfLarge(reply_wire_, kept);
+    releaseIfLarge(rerun_message_, kept), releaseIfLarge(rerun_wire_, kept);
+  }
+}
+
+size_t Pipeline::largeBufferBytes() const {
+  const size_t kept = settings_.kept_buffer_bytes;
+  return largeCapacity(request_plain_, kept) + largeCapacity(request_rewritten_, kept) +
+         largeCapacity(request_wire_, kept) + largeCapacity(reply_plain_, kept) +
+         largeCapacity(reply_rewritten_, kept) + largeCapacity(reply_wire_, kept) +
+         largeCapacity(rerun_message_, kept) + largeCapacity(rerun_wire_, kept);
+}
+
+}  // namespace shardscope::pipeline

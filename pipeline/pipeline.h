@@ -1,0 +1,127 @@
+// The request pipeline of one client connection, without sockets: it decodes each client message,
+// builds its Operation once (targeting, cursor registry, lookup rewrite, fault injection), tells
+// the observers, and says what the session must send; on the reply side it matches the reply to
+// its operation, verifies a rewrite (re-running the original when needed), learns cursors and
+// lookup mappings, and says what goes to the client. Per-hop compression is negotiated here too.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "pipeline/environment.h"
+#include "pipeline/observer.h"
+#include "pipeline/operation.h"
+#include "pipeline/pending_ops.h"
+#include "protocol/command_view.h"
+#include "protocol/compression.h"
+#include "protocol/error_reply.h"
+#include "protocol/op_msg.h"
+#include "routing/cursor_shards.h"
+#include "routing/lookup_guard.h"
+#include "stats/registry.h"
+
+namespace shardscope::pipeline {
+
+struct Settings {
+  uint64_t connection_id = 0;  // for the log
+  uint32_t max_message_size = 48'000'000;
+  std::vector<protocol::Compressor> client_compressors;    // what we accept from clients, preferred first
+  std::vector<protocol::Compressor> upstream_compressors;  // what we offer upstream
+  routing::CursorShards* cursors = nullptr;  // the process-wide registry (null: cursors unclassified)
+  size_t large_message_bytes = size_t{1} << 20;  // inflating more asks Environment::admitLarge
+  size_t kept_buffer_bytes = size_t{1} << 20;    // scratch buffers above this are released after use
+};
+
+// What the session does with one client message: send `to_upstream` upstream and `to_client` to
+// the client (either may be empty), after `delay` (fault injection). A broken protocol throws
+// ProtocolError instead: the session closes the connection.
+struct RequestAction {
+  std::span<const uint8_t> to_upstream;
+  std::span<const uint8_t> to_client;
+  std::chrono::milliseconds delay{0};
+  bool awaits_reply = false;  // a request went upstream and waits for its reply (request deadline)
+};
+
+// What the session does with one upstream message: `to_client` to the client; `resend` upstream
+// (a rewritten command's original re-run, after a killCursors for the rewritten cursor).
+struct ReplyAction {
+  std::span<const uint8_t> to_client;
+  std::span<const uint8_t> resend;
+};
+
+class Pipeline {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // `recorder` counts decode errors (the statistics observer, when registered, counts the rest).
+  Pipeline(Settings settings, Environment& env, stats::Recorder& recorder);
+
+  void addObserver(Observer& observer) { observers_.push_back(&observer); }
+  RequestAction onRequest(std::span<uint8_t> frame);
+  ReplyAction onReply(std::span<uint8_t> frame);
+  void onClose();
+
+  const PendingOps& pending() const { return pending_; }
+  // Memory bounds: the scratch buffers of one direction, released when large, and their total.
+  void releaseLargeBuffers(bool fromClient);
+  size_t largeBufferBytes() const;
+
+ private:
+  RequestAction onOpMsgRequest(std::span<uint8_t> message, std::optional<protocol::Compressor> clientCompressor);
+  RequestAction onQueryRequest(std::span<uint8_t> message);
+  // The proxy answers the client itself, as mongod would (`reply` is plain); nothing goes upstream.
+  RequestAction answerClient(std::span<const uint8_t> reply, std::optional<protocol::Compressor> compressor,
+                             const protocol::ServerError& error);
+  RequestAction injectFault(const protocol::CommandView& view, std::string_view ns, std::span<const uint8_t> message,
+                            std::optional<protocol::Compressor> clientCompressor, int32_t errorCode);
+  // Plans the rule's rewrite into `op` (op.rewrite, op.learning); returns the message to send:
+  // the rewritten one (then rewritten_view_ is its view) or `message`.
+  std::span<const uint8_t> applyLookupRule(PendingOp& op, std::span<const uint8_t> message);
+  // Targets, builds the Operation, tells the observers and keeps `op` (its persistent part) for
+  // the reply. Returns whether a reply is awaited.
+  bool registerRequest(PendingOp& op, const protocol::CommandView& view, const protocol::CommandView& routed,
+                       std::string_view ns, std::span<const uint8_t> message,
+                       std::optional<protocol::Compressor> clientCompressor, bool handshake);
+  void forgetKilledCursors(const protocol::CommandView& view);
+  void notifyReply(const PendingOp& op, const Reply& reply);
+
+  std::span<const uint8_t> toUpstream(std::span<const uint8_t> message, bool neverCompress, std::vector<uint8_t>& scratch);
+  std::span<const uint8_t> toClient(std::span<const uint8_t> message, const PendingOp* op);
+  std::span<const uint8_t> rewriteHelloReply(std::span<const uint8_t> message, const bson_t* body);
+  // The rewrite's verify step (pipeline/lookup_rewrite_step.cpp): what to send upstream instead
+  // when the reply cannot prove the rewrite right (the original, maybe after a killCursors);
+  // empty when the reply goes to the client.
+  std::span<const uint8_t> verifyRewrite(const PendingOp& op, const bson_t* body);
+  std::span<const uint8_t> rerunOriginal(const PendingOp& op, routing::Verdict verdict);
+  void learnFromReply(const PendingOp& op, const bson_t* body);
+  // Stale-routing detection, in one place: what counts as stale and what it triggers.
+  void reportStaleConfig(const PendingOp& op, const bson_t* body);
+  std::string stale_ns_;  // the namespace a stale-routing error names (reused: no allocation per reply)
+
+  Settings settings_;
+  Environment& env_;
+  stats::Recorder& recorder_;
+  std::vector<Observer*> observers_;
+  PendingOps pending_;
+  ShapeCache shape_;
+
+  // Scratch buffers reused for every message: no allocation per op once warmed up.
+  protocol::MessageBuffer request_plain_, reply_plain_;  // decompressed, never zero-filled
+  std::vector<uint8_t> request_rewritten_, request_wire_, answer_;
+  std::vector<uint8_t> reply_rewritten_, reply_wire_;
+  std::vector<uint8_t> rerun_message_, rerun_wire_, rerun_batch_;  // a rewritten command's original, re-run
+  protocol::OpMsg msg_, reply_msg_;
+  protocol::OpMsg rewritten_msg_;  // a lookup rewrite's output: its body and sequences, never re-decoded
+  protocol::CommandView view_, rewritten_view_;
+  std::string ns_buffer_;
+
+  std::optional<protocol::Compressor> upstream_compressor_;
+  std::vector<protocol::Compressor> client_offer_;  // from the first hello, answered in its reply
+  bool handshake_seen_ = false;
+  int32_t next_proxy_request_id_ = -1;
+};
+
+}  // namespace shardscope::pipeline

@@ -1,0 +1,19 @@
+// Live routing statistics (stats/) as a pipeline observer: counts each operation under its shape
+// and targeting, then its reply's latency, size and errors, and a rewrite's fallback.
+#pragma once
+#include "pipeline/observer.h"
+#include "stats/registry.h"
+
+namespace shardscope::pipeline {
+
+class StatisticsObserver final : public Observer {
+ public:
+  explicit StatisticsObserver(stats::Recorder& recorder) : recorder_(recorder) {}
+  void onRequest(const Operation& op) override;
+  void onReply(const PendingOp& op, const Reply& reply) override;
+
+ private:
+  stats::Recorder& recorder_;
+};
+
+}  // namespace shardscope::pipeline
