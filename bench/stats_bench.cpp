@@ -13,7 +13,7 @@
 
 #include "protocol/command_view.h"
 #include "protocol/op_msg.h"
-#include "stats/query_shape.h"
+#include "common/query_shape.h"
 #include "stats/registry.h"
 
 #include "tests/support/count_allocations.h"
@@ -116,10 +116,10 @@ routing::TargetResult singleShard() {
 void BM_ShapeFind(benchmark::State& state) {
   Command c(kFind);
   std::string out;
-  stats::computeShape(c.view(), out);
+  common::computeShape(c.view(), out);
   AllocationsPerOp allocs(state);
   for (auto _ : state) {
-    stats::computeShape(c.view(), out);
+    common::computeShape(c.view(), out);
     benchmark::DoNotOptimize(out.data());
   }
 }
@@ -128,10 +128,10 @@ BENCHMARK(BM_ShapeFind);
 void BM_ShapeAggregate(benchmark::State& state) {
   Command c(kAggregate);
   std::string out;
-  stats::computeShape(c.view(), out);
+  common::computeShape(c.view(), out);
   AllocationsPerOp allocs(state);
   for (auto _ : state) {
-    stats::computeShape(c.view(), out);
+    common::computeShape(c.view(), out);
     benchmark::DoNotOptimize(out.data());
   }
 }
@@ -145,10 +145,10 @@ const char* kDeleteStatement =
 void BM_ShapeUnsortedDelete(benchmark::State& state) {
   Command c(kDelete, "deletes", kDeleteStatement);
   std::string out;
-  stats::computeShape(c.view(), out);
+  common::computeShape(c.view(), out);
   AllocationsPerOp allocs(state);
   for (auto _ : state) {
-    stats::computeShape(c.view(), out);
+    common::computeShape(c.view(), out);
     benchmark::DoNotOptimize(out.data());
   }
 }

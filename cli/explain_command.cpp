@@ -8,7 +8,7 @@
 #include "cli/cli_support.h"
 #include "cli/commands.h"
 #include "protocol/command_view.h"
-#include "routing/lookup_rewrite.h"
+#include "rewrite/lookup_rewrite.h"
 #include "routing/explain.h"
 #include "routing/routing_file.h"
 
@@ -30,10 +30,10 @@ int fail(const std::string& message) {
 // The command as a lookup rule would rewrite it, explained; the original's targeting under "rewrite".
 int explainWithRule(const routing::RoutingTable& table, const std::string& command, const std::string& spec,
                     bool verbose, routing::MongosVersion version) {
-  routing::LookupRule rule;
+  rewrite::LookupRule rule;
   std::string error;
-  if (!routing::parseLookupRule(spec, rule, error)) return fail("--rewrite-rule: " + error);
-  routing::LookupIndex index(rule);
+  if (!rewrite::parseLookupRule(spec, rule, error)) return fail("--rewrite-rule: " + error);
+  rewrite::LookupIndex index(rule);
   size_t loaded = 0;
   if (!rule.mapping_file.empty() && !index.loadFile(rule.mapping_file, loaded, error)) return fail(error);
   bson_t body;
@@ -47,9 +47,9 @@ int explainWithRule(const routing::RoutingTable& table, const std::string& comma
   if (!protocol::decodeOpMsg(message, msg).ok() || !protocol::buildCommandView(msg, view).ok())
     return fail("--rewrite-rule needs a command with $db");
   auto before = routing::explainCommand(table, command, false, version);
-  auto plan = routing::planLookupRewrite(index, view);
+  auto plan = rewrite::planLookupRewrite(index, view);
   std::string rewrittenJson = command;
-  if (plan.kind != routing::RewriteKind::None) {
+  if (plan.kind != rewrite::RewriteKind::None) {
     bson_t rewritten;
     bson_init_static(&rewritten, plan.body.data(), plan.body.size());
     char* json = bson_as_relaxed_extended_json(&rewritten, nullptr);
@@ -63,7 +63,7 @@ int explainWithRule(const routing::RoutingTable& table, const std::string& comma
   }
   // {"rewrite": {"applied": bool, "skipped": why, "before": <explain of the original>, "command": <as sent>}}
   std::string extra = ", \"rewrite\" : { \"applied\" : ";
-  extra += plan.kind != routing::RewriteKind::None ? "true" : "false";
+  extra += plan.kind != rewrite::RewriteKind::None ? "true" : "false";
   if (!plan.skipped.empty()) extra += ", \"skipped\" : \"" + std::string(plan.skipped) + "\"";
   extra += ", \"before\" : " + before.json + ", \"command\" : " + rewrittenJson + " } }";
   auto close = out.json.find_last_of('}');

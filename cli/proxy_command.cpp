@@ -11,9 +11,10 @@
 #include "cli/commands.h"
 #include "config/loader.h"
 #include "config/redact.h"
-#include "proxy/admin_extensions.h"
-#include "proxy/admin_server.h"
-#include "proxy/chunk_view.h"
+#include "admin/admin_extensions.h"
+#include "admin/admin_server.h"
+#include "admin/admin_setup.h"
+#include "admin/chunk_view.h"
 #include "proxy/proxy_setup.h"
 #include "proxy/redacting_sink.h"
 #include "proxy/reloader.h"
@@ -60,27 +61,27 @@ int runProxy(const std::vector<std::string>& args, bool checkOnly) {
   // One thread (the sidecar default): no reactor locking, and sessions need no strand.
   asio::io_context io(ctx.config.threads == 1 ? BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO : static_cast<int>(ctx.config.threads));
   proxy::Server server(io, ctx);
-  std::unique_ptr<proxy::AdminServer> admin, metrics;
+  std::unique_ptr<admin::AdminServer> admin, metrics;
   proxy::Reloader reloader(ctx, args, environ);
   // The admin endpoint and the metrics listener carry the same extensions (so the same /metrics).
-  auto extendAll = [&](proxy::AdminServer& a) {
-    a.extend(proxy::evaluationExtension(ctx));
-    a.extend(proxy::rewriteExtension(ctx));
-    a.extend(proxy::shadowExtension(ctx));
-    a.extend(proxy::configExtension(reloader));
-    a.extend(proxy::chunkViewExtension(ctx));
-    if (publisher) a.extend(proxy::publishExtension(*publisher));
+  auto extendAll = [&](admin::AdminServer& a) {
+    a.extend(admin::evaluationExtension(ctx));
+    a.extend(admin::rewriteExtension(ctx));
+    a.extend(admin::shadowExtension(ctx));
+    a.extend(admin::configExtension(reloader));
+    a.extend(admin::chunkViewExtension(ctx));
+    if (publisher) a.extend(admin::publishExtension(*publisher));
   };
   try {
     server.start();
     if (!ctx.config.admin.empty()) {
-      admin = proxy::makeAdminServer(ctx);
+      admin = admin::makeAdminServer(ctx);
       extendAll(*admin);
       admin->start();
       spdlog::info("admin endpoint on http://{}:{}/", ctx.config.admin.host, admin->port());
     }
     if (!ctx.config.metrics_listen.empty()) {
-      metrics = proxy::makeAdminServer(ctx, /*metrics_only=*/true);
+      metrics = admin::makeAdminServer(ctx, /*metrics_only=*/true);
       extendAll(*metrics);
       metrics->start();
       spdlog::info("metrics listener on http://{}:{}/metrics", ctx.config.metrics_listen.host, metrics->port());

@@ -10,8 +10,8 @@
 
 #include "evaluation/key_samples.h"
 #include "evaluation/value_codec.h"
-#include "routing/bson_order.h"
-#include "routing/lookup_rule.h"
+#include "common/bson_order.h"
+#include "rewrite/lookup_rule.h"
 #include "routing/chunk_map.h"
 #include "routing/query_targeting.h"
 #include "routing/routing_table.h"
@@ -173,7 +173,7 @@ bool pinsId(const bson_t& filter) {
 // equality and lacks some of the fields the rule adds, they are added, pinned (to a stand-in
 // value: the simulated cluster only needs to know they are pinned). False when the rule does not
 // apply to this filter.
-bool rewrittenFilter(const bson_t& filter, const routing::LookupRule& rule, bson_t* out) {
+bool rewrittenFilter(const bson_t& filter, const rewrite::LookupRule& rule, bson_t* out) {
   bson_iter_t it;
   if (!bson_iter_init_find(&it, &filter, rule.lookup_field.c_str())) return false;
   bson_iter_t value = it;

@@ -10,7 +10,7 @@
 
 #include "evaluation/migration_plan.h"
 #include "evaluation/namespace_state.h"
-#include "routing/lookup_rule.h"
+#include "rewrite/lookup_rule.h"
 #include "routing/routing_table.h"
 #include "routing/shard_key_pattern.h"
 
@@ -27,8 +27,8 @@ struct AnalysisOptions {
   double hot_shard_ratio = 1.5;             // seed 002: a shard at max/min above this is hot
   double max_key_update_share = 0.01;       // of writes: key updates / untargetable upserts fail at this
   bool allow_values = false;
-  std::vector<routing::LookupRule> lookup_rules;  // lookup rewrites in force (per namespace)
-  const routing::LookupRule* lookup_rule = nullptr;  // the one of the namespace being analysed
+  std::vector<rewrite::LookupRule> lookup_rules;  // lookup rewrites in force (per namespace)
+  const rewrite::LookupRule* lookup_rule = nullptr;  // the one of the namespace being analysed
 };
 
 struct ShapeOutcome {
@@ -111,7 +111,7 @@ struct NamespaceReport {
   uint64_t reads = 0, writes = 0, inserts = 0, other_shape_ops = 0;
   uint64_t upserted = 0, upserts_matched = 0, replacements = 0;
   bool rewrite_in_force = false;
-  routing::LookupRule lookup_rule;
+  rewrite::LookupRule lookup_rule;
   double avg_doc_bytes = 0;
   size_t memory_bytes = 0;
   std::vector<ShapeOutcome> shapes;  // by count, descending (no targeting)

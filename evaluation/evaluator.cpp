@@ -63,17 +63,17 @@ void Evaluator::setCurrentKeys(std::shared_ptr<const routing::RoutingTable> tabl
   table_ = std::move(table);
 }
 
-void Evaluator::setLookupRules(std::vector<routing::LookupRule> rules) {
+void Evaluator::setLookupRules(std::vector<rewrite::LookupRule> rules) {
   std::lock_guard lock(mutex_);
   lookup_rules_ = std::move(rules);
 }
 
 void Evaluator::setLookupRuleSpecs(const std::vector<std::string>& specs) {
-  std::vector<routing::LookupRule> rules;
+  std::vector<rewrite::LookupRule> rules;
   for (const auto& spec : specs) {
-    routing::LookupRule rule;
+    rewrite::LookupRule rule;
     std::string error;
-    if (routing::parseLookupRule(spec, rule, error)) rules.push_back(std::move(rule));
+    if (rewrite::parseLookupRule(spec, rule, error)) rules.push_back(std::move(rule));
   }
   setLookupRules(std::move(rules));
 }

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "protocol/command_view.h"
-#include "routing/lookup_rule.h"
+#include "rewrite/lookup_rule.h"
 #include "routing/routing_table.h"
 
 namespace shardscope::evaluation {
@@ -54,7 +54,7 @@ class Evaluator {
   std::shared_ptr<Observer> newObserver();
   void setCurrentKeys(std::shared_ptr<const routing::RoutingTable> table);
   // The lookup rewrites in force: candidates then show their targeted share after the rewrite too.
-  void setLookupRules(std::vector<routing::LookupRule> rules);
+  void setLookupRules(std::vector<rewrite::LookupRule> rules);
   // The same from the rule specs of the config (rewrite.rules; already validated, so a spec that
   // does not parse is left out).
   void setLookupRuleSpecs(const std::vector<std::string>& specs);
@@ -93,7 +93,7 @@ class Evaluator {
   std::map<std::string, std::unique_ptr<Slot>, std::less<>> namespaces_;
   std::vector<std::weak_ptr<Observer>> observers_;
   std::shared_ptr<const routing::RoutingTable> table_;
-  std::vector<routing::LookupRule> lookup_rules_;
+  std::vector<rewrite::LookupRule> lookup_rules_;
   uint64_t dropped_ = 0;
   std::atomic<uint64_t> truncated_requests_{0};
   std::unique_ptr<ApplyQueue> queue_;  // last: its worker stops before the state it applies to goes

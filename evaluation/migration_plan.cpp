@@ -8,14 +8,14 @@
 #include "evaluation/analysis.h"
 #include "evaluation/namespace_state.h"
 #include "routing/key_bound.h"
-#include "stats/json_writer.h"
+#include "common/json_writer.h"
 
 namespace shardscope::evaluation {
 namespace {
 
 std::string quoted(const std::string& s) {
   std::string out;
-  stats::JsonWriter::appendString(s, out);
+  common::JsonWriter::appendString(s, out);
   return out;
 }
 
@@ -212,7 +212,7 @@ MigrationPlan planMigration(const NamespaceState& st, const NamespaceReport& r, 
   return p;
 }
 
-void writeMigrationPlanJson(stats::JsonWriter& w, const MigrationPlan& p) {
+void writeMigrationPlanJson(common::JsonWriter& w, const MigrationPlan& p) {
   if (!p.present) {
     w.null();
     return;

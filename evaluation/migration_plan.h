@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace shardscope::stats {
+namespace shardscope::common {
 class JsonWriter;
 }
 
@@ -46,7 +46,7 @@ struct MigrationPlan {
 MigrationPlan planMigration(const NamespaceState& state, const NamespaceReport& report, bool allow_values);
 
 // {"action": ..., "command": {...}, ...} as the value of the namespace's "migrationPlan" key.
-void writeMigrationPlanJson(stats::JsonWriter& w, const MigrationPlan& plan);
+void writeMigrationPlanJson(common::JsonWriter& w, const MigrationPlan& plan);
 // The plan as text (a few lines, the commands as mongosh would run them); "" without a plan.
 std::string migrationPlanText(const MigrationPlan& plan);
 

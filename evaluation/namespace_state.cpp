@@ -6,7 +6,7 @@
 
 #include "evaluation/projection.h"
 #include "evaluation/value_codec.h"
-#include "routing/bson_order.h"
+#include "common/bson_order.h"
 
 namespace shardscope::evaluation {
 
@@ -121,13 +121,13 @@ void NamespaceState::computeSplits(const BottomK& distinct, uint32_t shards, std
     if (decodeValue(v, dv)) order.push_back({dv, &v});
   }
   std::sort(order.begin(), order.end(),
-            [](const auto& a, const auto& b) { return routing::compareValues(a.first, b.first) < 0; });
+            [](const auto& a, const auto& b) { return common::compareValues(a.first, b.first) < 0; });
   size_t n = 0;
   if (order.size() >= 2 && shards >= 2) {
     const bson_value_t* last = &order.front().first;  // a split at the minimum adds nothing
     for (uint32_t i = 1; i < shards; ++i) {
       const auto& s = order[order.size() * i / shards];
-      if (routing::compareValues(*last, s.first) >= 0) continue;  // duplicates: fewer chunks
+      if (common::compareValues(*last, s.first) >= 0) continue;  // duplicates: fewer chunks
       if (n < splits.size())
         splits[n].assign(*s.second);
       else
@@ -143,7 +143,7 @@ uint32_t NamespaceState::rangedShard(const std::vector<bson_value_t>& splits, co
   uint32_t lo = 0, hi = static_cast<uint32_t>(splits.size());
   while (lo < hi) {  // first split > v
     uint32_t mid = (lo + hi) / 2;
-    if (routing::compareValues(splits[mid], v) <= 0)
+    if (common::compareValues(splits[mid], v) <= 0)
       lo = mid + 1;
     else
       hi = mid;
@@ -217,12 +217,12 @@ void NamespaceState::observeField(FieldState& f, const bson_value_t& v) {
     decodeValue(f.min, d.min);
   } else {
     ++f.compared;
-    if (routing::compareValues(*compared, d.max) > 0) {
+    if (common::compareValues(*compared, d.max) > 0) {
       keep();
       ++f.new_max;
       f.max = encoded_;
       decodeValue(f.max, d.max);
-    } else if (routing::compareValues(*compared, d.min) < 0) {
+    } else if (common::compareValues(*compared, d.min) < 0) {
       keep();
       ++f.new_min;
       f.min = encoded_;
@@ -540,7 +540,7 @@ void addCounts(std::vector<double>& into, const std::vector<double>& from) {
 bool lessEncoded(const std::string& a, const std::string& b) {
   bson_value_t va, vb;
   if (!decodeValue(a, va) || !decodeValue(b, vb)) return false;
-  return routing::compareValues(va, vb) < 0;
+  return common::compareValues(va, vb) < 0;
 }
 
 }  // namespace

@@ -18,8 +18,8 @@
 #include "evaluation/evaluator.h"
 #include "evaluation/event_batch.h"
 #include "evaluation/upsert_document.h"
-#include "routing/command_fields.h"
-#include "stats/query_shape.h"
+#include "common/command_fields.h"
+#include "common/query_shape.h"
 
 namespace shardscope::evaluation {
 
@@ -55,7 +55,7 @@ void appendSortFields(const bson_t& sort, EventBatch& batch) {
 
 void appendSortFields(const bson_t& body, const char* key, EventBatch& batch) {
   bson_t sort;
-  if (routing::subDocument(body, key, sort)) appendSortFields(sort, batch);
+  if (common::subDocument(body, key, sort)) appendSortFields(sort, batch);
 }
 
 // A static view of the document `it` points at.
@@ -67,7 +67,7 @@ bool documentAt(const bson_iter_t& it, bson_t& out) {
   return bson_init_static(&out, data, len);
 }
 
-// find's filter and sort documents in one pass over the body (what routing::subDocument finds for
+// find's filter and sort documents in one pass over the body (what common::subDocument finds for
 // each: the first field of that name, when it is a document).
 void findFilterAndSort(const bson_t& body, bson_t& filter, bool& has_filter, bson_t& sort, bool& has_sort) {
   has_filter = has_sort = false;
@@ -105,7 +105,7 @@ void appendModifiedPaths(const bson_iter_t& u, EventBatch& batch) {
 
 // The filter of count (query), distinct (query) and aggregate (its leading $match).
 bool readFilter(const protocol::CommandView& view, OpKind kind, bson_t& filter) {
-  if (kind != OpKind::Aggregate) return routing::subDocument(view.body, "query", filter);
+  if (kind != OpKind::Aggregate) return common::subDocument(view.body, "query", filter);
   bson_iter_t it, arr;
   if (!bson_iter_init_find(&it, &view.body, "pipeline") || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &arr) ||
       !bson_iter_next(&arr) || !BSON_ITER_HOLDS_DOCUMENT(&arr))
@@ -114,13 +114,13 @@ bool readFilter(const protocol::CommandView& view, OpKind kind, bson_t& filter) 
   const uint8_t* data;
   bson_iter_document(&arr, &len, &data);
   bson_t stage;
-  return bson_init_static(&stage, data, len) && routing::subDocument(stage, "$match", filter);
+  return bson_init_static(&stage, data, len) && common::subDocument(stage, "$match", filter);
 }
 
 // False for an unacknowledged write ({w: 0}): no reply will say what it did.
 bool acknowledged(const bson_t& body) {
   bson_t wc;
-  if (!routing::subDocument(body, "writeConcern", wc)) return true;
+  if (!common::subDocument(body, "writeConcern", wc)) return true;
   bson_iter_t w;
   return !bson_iter_init_find(&w, &wc, "w") || !BSON_ITER_HOLDS_NUMBER(&w) || bson_iter_as_int64(&w) != 0;
 }
@@ -254,7 +254,7 @@ struct Observer::Impl {
     e.kind = kind;
     e.multi = multi;
     e.upsert = upsert;
-    e.shape_hash = stats::hashBytes(shape, static_cast<uint64_t>(kind) + 1);
+    e.shape_hash = common::hashBytes(shape, static_cast<uint64_t>(kind) + 1);
     // A filter too large to be kept is not copied either (the namespace would not sample it).
     if (sampleFilter(e.shape_hash) && (!filter || filter->len <= kMaxSampledFilterBytes))
       e.filter = batch->copy(filter ? bytesOf(*filter) : kEmptyDoc);
@@ -290,7 +290,7 @@ struct Observer::Impl {
 };
 
 void Observer::Impl::observeInsert(const protocol::CommandView& view, std::string_view ns, int64_t now) {
-  routing::forEachStatement(view, "documents", [&](const bson_t& doc) {
+  common::forEachStatement(view, "documents", [&](const bson_t& doc) {
     if (!admitStatement(now)) return false;
     ByteRange ns_copy = batch->copyNamespace(ns);
     BufferedEvent& e = batch->events.emplace_back();
@@ -311,7 +311,7 @@ void Observer::Impl::observeRead(const protocol::CommandView& view, std::string_
     findFilterAndSort(view.body, filter, has_filter, sort, has_sort);
   else
     has_filter = readFilter(view, kind, filter);
-  stats::computeShape(view, shape);
+  common::computeShape(view, shape);
   size_t sort_names = batch->mark();
   if (has_sort) appendSortFields(sort, *batch);
   addOp(ns, kind, false, has_filter ? &filter : nullptr, {}, batch->since(sort_names));
@@ -321,14 +321,14 @@ void Observer::Impl::observeWrites(const protocol::CommandView& view, std::strin
   bool update = view.name == "update";
   PendingWrite* held = update && acknowledged(view.body) ? &pushPending(ns, false) : nullptr;
   uint32_t index = 0;
-  routing::forEachStatement(view, update ? "updates" : "deletes", [&](const bson_t& st) {
+  common::forEachStatement(view, update ? "updates" : "deletes", [&](const bson_t& st) {
     if (!admitStatement(now)) return false;
     bson_t q;
-    bool has = routing::subDocument(st, "q", q);
-    bool multi = update ? routing::boolField(st, "multi", false) : routing::intField(st, "limit", 1) == 0;
-    bool upsert = update && routing::boolField(st, "upsert", false);
+    bool has = common::subDocument(st, "q", q);
+    bool multi = update ? common::boolField(st, "multi", false) : common::intField(st, "limit", 1) == 0;
+    bool upsert = update && common::boolField(st, "upsert", false);
     shape.assign(update ? "update " : "delete ");
-    if (has) stats::appendFilterShape(q, shape);
+    if (has) common::appendFilterShape(q, shape);
     size_t modified = batch->mark();
     if (update) {
       bson_iter_t u;
@@ -342,7 +342,7 @@ void Observer::Impl::observeWrites(const protocol::CommandView& view, std::strin
           bson_t ud;
           if (bson_init_static(&ud, data, len)) {
             shape += " u:";
-            stats::appendFilterShape(ud, shape);
+            common::appendFilterShape(ud, shape);
           }
         }
       }
@@ -357,8 +357,8 @@ void Observer::Impl::observeWrites(const protocol::CommandView& view, std::strin
 
 void Observer::Impl::observeFindAndModify(const protocol::CommandView& view, std::string_view ns) {
   bson_t q;
-  bool has = routing::subDocument(view.body, "query", q);
-  bool upsert = routing::boolField(view.body, "upsert", false);
+  bool has = common::subDocument(view.body, "query", q);
+  bool upsert = common::boolField(view.body, "upsert", false);
   size_t modified = batch->mark();
   bson_iter_t u;
   if (bson_iter_init_find(&u, &view.body, "update")) {
@@ -369,7 +369,7 @@ void Observer::Impl::observeFindAndModify(const protocol::CommandView& view, std
   size_t sort = batch->mark();
   appendSortFields(view.body, "sort", *batch);
   ByteRange sort_names = batch->since(sort);
-  stats::computeShape(view, shape);
+  common::computeShape(view, shape);
   if (upsert && shape.find("upsert") == std::string::npos) shape += " upsert";
   addOp(ns, OpKind::FindAndModify, false, has ? &q : nullptr, modified_names, sort_names, upsert);
 }

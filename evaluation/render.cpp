@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "evaluation/analysis.h"
-#include "stats/json_writer.h"
+#include "common/json_writer.h"
 
 namespace shardscope::evaluation {
 
@@ -312,7 +312,7 @@ uint64_t countOf(const CandidateResult& c, OpKind k) {
 
 // analyzeShardKey's keyCharacteristics, from the same numbers as the rest of the candidate.
 // mostCommonValues' values follow the redaction rule (hashes unless evaluation.allow_values).
-void writeKeyCharacteristics(stats::JsonWriter& w, const NamespaceReport& r, const CandidateResult& c) {
+void writeKeyCharacteristics(common::JsonWriter& w, const NamespaceReport& r, const CandidateResult& c) {
   w.key("keyCharacteristics").beginObject();
   w.key("numDocsTotal").value(r.inserts);
   w.key("numDocs").value(r.inserts);
@@ -340,7 +340,7 @@ void writeKeyCharacteristics(stats::JsonWriter& w, const NamespaceReport& r, con
 }
 
 // What analyzeShardKey does not report, in its own sub-document.
-void writeAdditions(stats::JsonWriter& w, const NamespaceReport& r, const CandidateResult& c) {
+void writeAdditions(common::JsonWriter& w, const NamespaceReport& r, const CandidateResult& c) {
   w.key("shardscope").beginObject();
   w.key("mutability").beginObject();
   w.key("percentageOfShardKeyUpdates").value(100 * c.shard_key_updates);
@@ -380,7 +380,7 @@ void writeAdditions(stats::JsonWriter& w, const NamespaceReport& r, const Candid
   w.endObject();
 }
 
-void writeCandidate(stats::JsonWriter& w, const NamespaceReport& r, const CandidateResult& c, size_t rank) {
+void writeCandidate(common::JsonWriter& w, const NamespaceReport& r, const CandidateResult& c, size_t rank) {
   w.beginObject();
   w.key("key").raw(c.key_json);
   w.key("rank").value(static_cast<uint64_t>(rank + 1));
@@ -482,7 +482,7 @@ void writeCandidate(stats::JsonWriter& w, const NamespaceReport& r, const Candid
 
 std::string renderReportsJson(const std::vector<NamespaceReport>& reports, const ObservationCounters* counters) {
   std::string out;
-  stats::JsonWriter w(out);
+  common::JsonWriter w(out);
   w.beginObject();
   w.key("namespaces").beginArray();
   for (const auto& r : reports) {

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "routing/bson_order.h"
-#include "stats/query_shape.h"
+#include "common/bson_order.h"
+#include "common/query_shape.h"
 
 namespace shardscope::evaluation {
 
@@ -136,9 +136,9 @@ uint64_t combineHash(uint64_t seed, uint64_t h) {
 }
 
 uint64_t valueHash(const bson_value_t& v) {
-  const uint64_t rank = static_cast<uint64_t>(routing::canonicalType(v.value_type) + 2);
+  const uint64_t rank = static_cast<uint64_t>(common::canonicalType(v.value_type) + 2);
   auto bytes = [&](const void* p, size_t n) {
-    return stats::hashBytes(std::string_view(static_cast<const char*>(p), n), rank * 0x100000001B3ull);
+    return common::hashBytes(std::string_view(static_cast<const char*>(p), n), rank * 0x100000001B3ull);
   };
   switch (v.value_type) {
     case BSON_TYPE_INT32:

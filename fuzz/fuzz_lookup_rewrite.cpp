@@ -1,4 +1,4 @@
-// libFuzzer: the lookup rewrite (routing/lookup_rewrite.h) and its guard (routing/lookup_guard.h)
+// libFuzzer: the lookup rewrite (rewrite/lookup_rewrite.h) and its guard (rewrite/lookup_guard.h)
 // on arbitrary commands and replies, with the rule "test.orders: orderId -> customerId,region".
 // Input: u32 n, then n bytes of OP_MSG sections (the request), then a BSON reply document.
 // Invariants: no crash or hang, a planned rewrite always re-encodes to a message the proxy's own
@@ -12,20 +12,20 @@
 #include <string>
 
 #include "fuzz/fuzz_support.h"
-#include "routing/lookup_guard.h"
-#include "routing/lookup_learning.h"
-#include "routing/lookup_rewrite.h"
+#include "rewrite/lookup_guard.h"
+#include "rewrite/lookup_learning.h"
+#include "rewrite/lookup_rewrite.h"
 
 using namespace shardscope;
 
-static routing::LookupRule makeRule() {
-  routing::LookupRule rule;
+static rewrite::LookupRule makeRule() {
+  rewrite::LookupRule rule;
   std::string error;
-  if (!routing::parseLookupRule("test.orders: orderId -> customerId,region capacity=64", rule, error)) __builtin_trap();
+  if (!rewrite::parseLookupRule("test.orders: orderId -> customerId,region capacity=64", rule, error)) __builtin_trap();
   return rule;
 }
 
-static void seedMappings(routing::LookupIndex& index) {
+static void seedMappings(rewrite::LookupIndex& index) {
   const char* docs[] = {R"({"orderId": 1, "customerId": "C1", "region": "eu"})",
                         R"({"orderId": "A-7", "customerId": 2, "region": "us"})",
                         R"({"orderId": {"$numberLong": "3"}, "customerId": {"$oid": "000000000000000000000001"}, "region": null})"};
@@ -52,11 +52,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   protocol::CommandView view;
   if (!fuzz::decodeSections({data, n}, frame, msg, view)) return 0;
 
-  routing::LookupIndex index(makeRule());  // fresh per input: runs must not depend on each other
+  rewrite::LookupIndex index(makeRule());  // fresh per input: runs must not depend on each other
   seedMappings(index);
-  auto plan = routing::planLookupRewrite(index, view);
-  auto learning = routing::planReplyLearning(index, view);
-  if (plan.kind != routing::RewriteKind::None) {
+  auto plan = rewrite::planLookupRewrite(index, view);
+  auto learning = rewrite::planReplyLearning(index, view);
+  if (plan.kind != rewrite::RewriteKind::None) {
     std::vector<protocol::DocumentSequence> sequences(msg.sequences.begin(), msg.sequences.end());
     for (auto& seq : sequences)
       if (seq.identifier == plan.sequence_id) seq.documents = plan.sequence_docs;
@@ -79,14 +79,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (len >= 5 && static_cast<size_t>(len) <= restSize && bson_init_static(&reply, rest, static_cast<size_t>(len)))
       replyPtr = &reply;
   }
-  if (replyPtr) routing::applyReplyLearning(index, learning, replyPtr);
-  if (plan.kind != routing::RewriteKind::None) {
-    auto verdict = routing::verifyRewrite(plan, view.name, index.rule(), replyPtr);
+  if (replyPtr) rewrite::applyReplyLearning(index, learning, replyPtr);
+  if (plan.kind != rewrite::RewriteKind::None) {
+    auto verdict = rewrite::verifyRewrite(plan, view.name, index.rule(), replyPtr);
     // The same bytes as the original's reply: whatever it contradicts becomes ambiguous for good.
-    if (verdict.cause != routing::FallbackCause::None && replyPtr &&
-        routing::learnFromRerun(index, plan, view.name, verdict.suspects, replyPtr)) {
-      auto again = routing::planLookupRewrite(index, view);
-      if (again.kind != routing::RewriteKind::None && !plan.in_list) __builtin_trap();
+    if (verdict.cause != rewrite::FallbackCause::None && replyPtr &&
+        rewrite::learnFromRerun(index, plan, view.name, verdict.suspects, replyPtr)) {
+      auto again = rewrite::planLookupRewrite(index, view);
+      if (again.kind != rewrite::RewriteKind::None && !plan.in_list) __builtin_trap();
     }
   }
   auto counters = index.store().counters();

@@ -1,4 +1,4 @@
-// libFuzzer: query shapes (stats/query_shape.h) of arbitrary commands that pass the proxy's request
+// libFuzzer: query shapes (common/query_shape.h) of arbitrary commands that pass the proxy's request
 // validation. Input: OP_MSG sections (kind-0 body, optional kind-1 sequences). Invariants checked:
 // no crash or hang, the shape of a filter is valid JSON, and equal inputs give equal shapes.
 #include <bson/bson.h>
@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "fuzz/fuzz_support.h"
-#include "stats/query_shape.h"
+#include "common/query_shape.h"
 
 using namespace shardscope;
 
@@ -94,15 +94,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!fuzz::decodeSections({data, size}, frame, msg, view)) return 0;
 
   std::string shape, again;
-  stats::computeShape(view, shape);
-  stats::computeShape(view, again);
+  common::computeShape(view, shape);
+  common::computeShape(view, again);
   if (shape != again) __builtin_trap();  // shape ids must be deterministic
   // Bounded whatever the input (4 KB limit, plus at most one cut entry per nesting level).
   if (shape.size() > 64 * 1024) __builtin_trap();
-  stats::hashBytes(shape);
+  common::hashBytes(shape);
 
   std::string filter;
-  stats::appendFilterShape(view.body, filter);
+  common::appendFilterShape(view.body, filter);
   checkJson(filter);
   if (filter.size() > 64 * 1024) __builtin_trap();
 
@@ -114,7 +114,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     bson_t pipeline;
     if (bson_init_static(&pipeline, buf, len)) {
       std::string p;
-      stats::appendPipelineShape(pipeline, p);
+      common::appendPipelineShape(pipeline, p);
     }
   }
   return 0;

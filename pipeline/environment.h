@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "routing/lookup_mapping.h"
+#include "rewrite/lookup_mapping.h"
 #include "routing/routing_table.h"
 
 namespace shardscope::pipeline {
@@ -29,7 +29,7 @@ class Environment {
   virtual ~Environment() = default;
   virtual const routing::RoutingTable* routingTable() = 0;  // null: none loaded
   // The lookup rule of the namespace; null when it has none.
-  virtual std::shared_ptr<routing::LookupIndex> lookupRule(std::string_view ns) = 0;
+  virtual std::shared_ptr<rewrite::LookupIndex> lookupRule(std::string_view ns) = 0;
   virtual Fault decideFault(std::string_view ns, std::string_view command) = 0;
   // A message of `bytes` (>= Settings::large_message_bytes) is about to be inflated; throws
   // ProtocolError when the proxy-wide buffer budget refuses it.

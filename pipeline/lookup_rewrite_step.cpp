@@ -6,8 +6,8 @@
 #include <spdlog/spdlog.h>
 
 #include "pipeline/pipeline.h"
-#include "routing/lookup_learning.h"
-#include "routing/lookup_rewrite.h"
+#include "rewrite/lookup_learning.h"
+#include "rewrite/lookup_rewrite.h"
 #include "routing/targeting.h"
 
 namespace shardscope::pipeline {
@@ -19,13 +19,13 @@ std::span<const uint8_t> bytesOf(const bson_t& b) { return {bson_get_data(&b), b
 }  // namespace
 
 std::span<const uint8_t> Pipeline::applyLookupRule(PendingOp& op, std::span<const uint8_t> message) {
-  routing::LookupIndex& index = *op.lookup;
-  auto plan = routing::planLookupRewrite(index, view_);
+  rewrite::LookupIndex& index = *op.lookup;
+  auto plan = rewrite::planLookupRewrite(index, view_);
   // After planning: an update that changes an added field is planned with the mapping that still
   // finds its document, then that mapping is forgotten until the reply confirms the change.
-  if (auto learning = routing::planReplyLearning(index, view_); !learning.empty())
-    op.learning = std::make_shared<routing::ReplyLearning>(std::move(learning));
-  if (plan.kind == routing::RewriteKind::None) {
+  if (auto learning = rewrite::planReplyLearning(index, view_); !learning.empty())
+    op.learning = std::make_shared<rewrite::ReplyLearning>(std::move(learning));
+  if (plan.kind == rewrite::RewriteKind::None) {
     if (!plan.skipped.empty()) index.stats().onSkipped(plan.skipped);
     return message;
   }
@@ -59,15 +59,15 @@ std::span<const uint8_t> Pipeline::applyLookupRule(PendingOp& op, std::span<cons
 std::span<const uint8_t> Pipeline::verifyRewrite(const PendingOp& op, const bson_t* body) {
   if (op.fell_back) {  // the original after a fallback: was the mapping wrong?
     const auto& fb = *op.fell_back;
-    op.lookup->stats().onRerunOutcome(routing::learnFromRerun(*op.lookup, fb.plan, fb.command, fb.suspects, body));
+    op.lookup->stats().onRerunOutcome(rewrite::learnFromRerun(*op.lookup, fb.plan, fb.command, fb.suspects, body));
   }
   if (!op.rewrite) return {};
-  auto verdict = routing::verifyRewrite(op.rewrite->plan, op.rewrite->command, op.lookup->rule(), body);
-  if (verdict.cause == routing::FallbackCause::None) return {};
+  auto verdict = rewrite::verifyRewrite(op.rewrite->plan, op.rewrite->command, op.lookup->rule(), body);
+  if (verdict.cause == rewrite::FallbackCause::None) return {};
   return rerunOriginal(op, std::move(verdict));
 }
 
-std::span<const uint8_t> Pipeline::rerunOriginal(const PendingOp& op, routing::Verdict verdict) {
+std::span<const uint8_t> Pipeline::rerunOriginal(const PendingOp& op, rewrite::Verdict verdict) {
   // The rewritten command's reply is dropped; the client's original runs in its place, under a
   // request id of the proxy's own (negative: drivers never use those). Counted as what ran: the
   // rewritten attempt (already counted) plus the original, targeted as the client wrote it.
@@ -77,7 +77,7 @@ std::span<const uint8_t> Pipeline::rerunOriginal(const PendingOp& op, routing::V
   superseded.kind = Reply::Kind::Superseded;
   superseded.rerun = &state.original_target;
   notifyReply(op, superseded);
-  spdlog::debug("conn={} lookup rewrite fell back ({})", settings_.connection_id, routing::fallbackCauseName(verdict.cause));
+  spdlog::debug("conn={} lookup rewrite fell back ({})", settings_.connection_id, rewrite::fallbackCauseName(verdict.cause));
   state.suspects = std::move(verdict.suspects);
   PendingOp retry = op;
   retry.request_id = next_proxy_request_id_--;

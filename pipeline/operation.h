@@ -14,12 +14,12 @@
 #include "protocol/command_kind.h"
 #include "protocol/command_view.h"
 #include "routing/target_result.h"
-#include "stats/query_shape.h"
+#include "common/query_shape.h"
 
 namespace shardscope::pipeline {
 
 // The query shape, computed on first use and then shared by every observer.
-using stats::ShapeCache;
+using common::ShapeCache;
 
 struct Operation {
   const protocol::CommandView& view;    // as the client wrote it (statistics, evaluation, mirror)

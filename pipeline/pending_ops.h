@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "protocol/compression.h"
-#include "routing/lookup_guard.h"
-#include "routing/lookup_learning.h"
+#include "rewrite/lookup_guard.h"
+#include "rewrite/lookup_learning.h"
 #include "routing/target_result.h"
 #include "stats/registry.h"
 
@@ -20,7 +20,7 @@ namespace shardscope::pipeline {
 // A command the lookup rule rewrote: what is needed to run the original instead if the reply
 // shows the mapping was stale. Allocated only for rewritten commands.
 struct RewriteState {
-  routing::RewritePlan plan;
+  rewrite::RewritePlan plan;
   std::string command;
   std::string db, collection;
   std::vector<uint8_t> original;  // the client's message, uncompressed, as it arrived
@@ -40,9 +40,9 @@ struct PendingOp {
   bool never_compress = false; // hello / auth replies travel uncompressed
   bool long_poll = false;      // a streaming hello (maxAwaitTimeMS): a monitor waiting, not work in flight
   std::optional<protocol::Compressor> reply_compressor;  // the client wrote compressed: answer in kind
-  std::shared_ptr<routing::LookupIndex> lookup;  // the namespace has a lookup rule: learn from the reply
+  std::shared_ptr<rewrite::LookupIndex> lookup;  // the namespace has a lookup rule: learn from the reply
   std::shared_ptr<RewriteState> rewrite;   // set when this request was rewritten
-  std::shared_ptr<routing::ReplyLearning> learning;  // what the reply may teach the lookup rule
+  std::shared_ptr<rewrite::ReplyLearning> learning;  // what the reply may teach the lookup rule
   std::shared_ptr<RewriteState> fell_back;  // a re-run: the rewrite it replaces (its reply judges the mapping)
   bool discard_reply = false;              // a proxy-issued killCursors: nobody waits for its reply
   int32_t client_request_id = 0;           // a proxy-issued re-run: the reply answers this client id

@@ -363,7 +363,7 @@ void Pipeline::learnFromReply(const PendingOp& op, const bson_t* body) {
   reportStaleConfig(op, body);  // also in ok:1 replies (writeErrors, writeConcernError)
   bson_iter_t it;
   if (bson_iter_init_find(&it, body, "ok") && !bson_iter_as_bool(&it)) return;
-  if (op.lookup && op.learning) routing::applyReplyLearning(*op.lookup, *op.learning, body);
+  if (op.lookup && op.learning) rewrite::applyReplyLearning(*op.lookup, *op.learning, body);
   if (!op.sharded || !settings_.cursors) return;
   bson_iter_t cursor, id;
   if (bson_iter_init_find(&cursor, body, "cursor") && BSON_ITER_HOLDS_DOCUMENT(&cursor) &&

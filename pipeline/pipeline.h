@@ -20,7 +20,7 @@
 #include "protocol/error_reply.h"
 #include "protocol/op_msg.h"
 #include "routing/cursor_shards.h"
-#include "routing/lookup_guard.h"
+#include "rewrite/lookup_guard.h"
 #include "stats/registry.h"
 
 namespace shardscope::pipeline {
@@ -95,7 +95,7 @@ class Pipeline {
   // when the reply cannot prove the rewrite right (the original, maybe after a killCursors);
   // empty when the reply goes to the client.
   std::span<const uint8_t> verifyRewrite(const PendingOp& op, const bson_t* body);
-  std::span<const uint8_t> rerunOriginal(const PendingOp& op, routing::Verdict verdict);
+  std::span<const uint8_t> rerunOriginal(const PendingOp& op, rewrite::Verdict verdict);
   void learnFromReply(const PendingOp& op, const bson_t* body);
   // Stale-routing detection, in one place: what counts as stale and what it triggers.
   void reportStaleConfig(const PendingOp& op, const bson_t* body);

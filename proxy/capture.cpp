@@ -12,9 +12,9 @@
 #include "protocol/wire.h"
 #include "shadow/command_prep.h"
 #include "shadow/reply_summary.h"
-#include "stats/json_writer.h"
+#include "common/json_writer.h"
 #include "stats/prometheus_writer.h"
-#include "stats/query_shape.h"
+#include "common/query_shape.h"
 
 namespace shardscope::proxy {
 namespace {
@@ -128,7 +128,7 @@ void CaptureWriter::enqueue(std::vector<uint8_t>&& record) {
 }
 
 void CaptureWriter::onRequest(uint64_t connectionId, int32_t requestId, const protocol::CommandView& view,
-                              std::string_view ns, std::span<const uint8_t> plainMessage, stats::ShapeCache* shapes) {
+                              std::string_view ns, std::span<const uint8_t> plainMessage, common::ShapeCache* shapes) {
   if (full_.load(std::memory_order_relaxed) || isSecret(view.name)) return;
   shadow::Record r;
   r.type = shadow::RecordType::Request;
@@ -144,7 +144,7 @@ void CaptureWriter::onRequest(uint64_t connectionId, int32_t requestId, const pr
     shadow::encodeRecord(r, out);
   } else {
     bson_t doc = BSON_INITIALIZER, body;
-    stats::ShapeCache own;
+    common::ShapeCache own;
     const std::string shape((shapes ? *shapes : own).get(view));
     std::string db(view.db), name(view.name), nsText(ns);
     BSON_APPEND_UTF8(&doc, "ns", nsText.c_str());
@@ -305,7 +305,7 @@ CaptureWriter::Counters CaptureWriter::counters() const {
 std::string CaptureWriter::renderJson() const {
   Counters c = counters();
   std::string out;
-  stats::JsonWriter w(out);
+  common::JsonWriter w(out);
   w.beginObject();
   w.field("file", options_.file).field("mode", shadow::captureModeName(options_.mode));
   w.field("active", !full_.load());

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "protocol/command_view.h"
-#include "stats/query_shape.h"
+#include "common/query_shape.h"
 #include "shadow/capture_format.h"
 
 namespace shardscope::proxy {
@@ -40,7 +40,7 @@ class CaptureWriter {
   // sent upstream; `plainReply` the uncompressed reply message as received.
   // `shape`: the request's shape cache (shared with the other features); null: computed here.
   void onRequest(uint64_t connectionId, int32_t requestId, const protocol::CommandView& view, std::string_view ns,
-                 std::span<const uint8_t> plainMessage, stats::ShapeCache* shape = nullptr);
+                 std::span<const uint8_t> plainMessage, common::ShapeCache* shape = nullptr);
   void onReply(uint64_t connectionId, int32_t responseTo, std::span<const uint8_t> plainReply, uint64_t latencyNs);
   void onConnectionOpen(uint64_t connectionId);
   void onConnectionClose(uint64_t connectionId);

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "stats/json_writer.h"
+#include "common/json_writer.h"
 
 namespace shardscope::proxy {
 namespace {
@@ -57,7 +57,7 @@ std::string DiscoveryStatus::lastError() const {
 std::string DiscoveryStatus::renderJson() const {
   std::lock_guard lock(mutex_);
   std::string out;
-  stats::JsonWriter w(out);
+  common::JsonWriter w(out);
   w.beginObject().field("refreshes", refreshes_).field("failures", failures_);
   w.field("consecutiveFailures", consecutive_failures_).field("staleRequests", stale_requests_);
   w.key("lastSuccessUnixSeconds");

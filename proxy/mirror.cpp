@@ -3,7 +3,7 @@
 #include <mongoc/mongoc.h>
 #include <spdlog/spdlog.h>
 
-#include "proxy/cluster_auth.h"
+#include "cluster/cluster_auth.h"
 
 #include <chrono>
 #include <random>
@@ -14,10 +14,10 @@
 #include "shadow/command_prep.h"
 #include "shadow/cursor_reconciliation.h"
 #include "shadow/reply_summary.h"
-#include "stats/json_writer.h"
+#include "common/json_writer.h"
 #include "stats/process_counters.h"
 #include "stats/prometheus_writer.h"
-#include "stats/query_shape.h"
+#include "common/query_shape.h"
 
 namespace shardscope::proxy {
 
@@ -183,7 +183,7 @@ bool Mirror::start(std::string& error) {
     if (!mongoc_uri_has_option(uri, opt)) mongoc_uri_set_option_as_int32(uri, opt, t);
   if (!mongoc_uri_get_appname(uri)) mongoc_uri_set_appname(uri, "shardscope-mirror");
   // A shadow is another cluster: the production credentials go there only when asked for.
-  if (options_.use_cluster_auth) applyClusterAuth(uri, /*keepOwnUser=*/true);
+  if (options_.use_cluster_auth) cluster::applyClusterAuth(uri, /*keepOwnUser=*/true);
   for (const mongoc_host_list_t* h = mongoc_uri_get_hosts(uri); h; h = h->next) {
     if (!upstream_hosts_.empty()) upstream_hosts_ += ",";
     upstream_hosts_ += h->host_and_port;
@@ -272,7 +272,7 @@ void Mirror::push(size_t worker, std::unique_ptr<Job> job, bool bounded) {
 }
 
 void Mirror::onRequest(uint64_t connectionId, int32_t requestId, const protocol::CommandView& view, std::string_view ns,
-                       routing::Targeting primaryTargeting, stats::ShapeCache* shapes) {
+                       routing::Targeting primaryTargeting, common::ShapeCache* shapes) {
   auto& c = *counters_;
   c.seen.fetch_add(1, std::memory_order_relaxed);
   const auto cls = shadow::classifyCommand(view);
@@ -364,7 +364,7 @@ void Mirror::onRequest(uint64_t connectionId, int32_t requestId, const protocol:
     bson_destroy(&cmd);
   }
   if (!getMore && !killCursors) {
-    stats::ShapeCache own;
+    common::ShapeCache own;
     const std::string_view shape = (shapes ? *shapes : own).get(view);
     job->shape_hash = shadow::shapeHash(ns, view.name, shape);
     routing::Targeting shadowTargeting = routing::Targeting::Unclassified;
@@ -545,7 +545,7 @@ void Mirror::waitIdle() {
 std::string Mirror::renderJson(size_t topShapes) const {
   const auto& c = *counters_;
   std::string out;
-  stats::JsonWriter w(out);
+  common::JsonWriter w(out);
   w.beginObject();
   w.field("upstream", upstream_hosts_);
   w.field("mode", options_.mode == MirrorOptions::Mode::All ? "all" : "reads");

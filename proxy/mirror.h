@@ -19,7 +19,7 @@
 #include "protocol/command_view.h"
 #include "routing/routing_table.h"
 #include "routing/target_result.h"
-#include "stats/query_shape.h"
+#include "common/query_shape.h"
 #include "shadow/divergence_stats.h"
 
 namespace shardscope::proxy {
@@ -59,7 +59,7 @@ class Mirror : public std::enable_shared_from_this<Mirror> {
   // `primaryTargeting`: the class the session computed on the current cluster.
   // `shape`: the request's shape cache (shared with the other features); null: computed here.
   void onRequest(uint64_t connectionId, int32_t requestId, const protocol::CommandView& view, std::string_view ns,
-                 routing::Targeting primaryTargeting, stats::ShapeCache* shape = nullptr);
+                 routing::Targeting primaryTargeting, common::ShapeCache* shape = nullptr);
   // The primary's reply body (uncompressed OP_MSG kind-0 document; null when there is none) and
   // the latency the session measured. Replies to requests that were not mirrored cost a lookup.
   void onPrimaryReply(uint64_t connectionId, int32_t requestId, const bson_t* replyBody, uint64_t latencyNs);

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "stats/json_writer.h"
+#include "common/json_writer.h"
 
 namespace shardscope::proxy {
 
@@ -204,7 +204,7 @@ std::string MongosPool::summary() const {
 
 std::string MongosPool::renderJson() const {
   std::string out;
-  stats::JsonWriter w(out);
+  common::JsonWriter w(out);
   w.beginObject().key("hosts").beginArray();
   for (const auto& h : snapshot()) {
     w.beginObject().field("address", std::string_view(h.address)).field("state", std::string_view(stateName(h.state)));

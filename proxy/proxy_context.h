@@ -15,7 +15,7 @@
 #include "proxy/capture.h"
 #include "proxy/discovery_status.h"
 #include "proxy/fault_injector.h"
-#include "proxy/lookup_set.h"
+#include "rewrite/lookup_set.h"
 #include "proxy/mirror.h"
 #include "proxy/mongos_pool.h"
 #include "proxy/readiness_grace.h"
@@ -23,7 +23,7 @@
 #include "proxy/srv_rescan.h"
 #include "proxy/upstream_target.h"
 #include "routing/cursor_shards.h"
-#include "routing/lookup_mapping.h"
+#include "rewrite/lookup_mapping.h"
 #include "evaluation/evaluator.h"
 #include "stats/registry.h"
 
@@ -54,7 +54,7 @@ struct ProxyContext {
   std::function<void(std::string_view ns)> on_stale_config;  // asks discovery to refresh ns ("" = all); may be empty
   DiscoveryStatus discovery_status;             // routing discovery's last outcome (/stats, /metrics, /readyz)
   ReadinessGrace upstream_grace;                // readiness.upstream_grace_ms
-  Published<const LookupSet> lookups;  // lookup-rewrite rules (empty set when none)
+  Published<const rewrite::LookupSet> lookups;  // lookup-rewrite rules (empty set when none)
   // Open cursors' shard sets, for every connection: a driver continues a cursor on any pooled
   // connection, so a getMore is classified by the cursor whichever connection carries it.
   routing::CursorShards cursors;

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "config/redact.h"
-#include "proxy/cluster_auth.h"
+#include "cluster/cluster_auth.h"
 #include "proxy/feature_options.h"
 #include "proxy/srv_upstream.h"
 #include "routing/mongos_version.h"
@@ -81,7 +81,7 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
   }
   if (!checkAdminExposure(config, error)) return false;
   ctx.config = config;
-  setClusterAuth(config.cluster_auth);
+  cluster::setClusterAuth(config.cluster_auth);
   auto upstream = parseUpstreamUri(config.upstream, error);
   if (!upstream) {
     error = config::redactSecrets(error);
@@ -125,7 +125,7 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
     }
     publishRouting(ctx, std::move(table));
   }
-  auto lookups = buildLookupSet(config.rewrite_rules, ctx.own_connection_uri, nullptr, error);
+  auto lookups = rewrite::buildLookupSet(config.rewrite_rules, ctx.own_connection_uri, nullptr, error);
   if (!lookups) return false;
   ctx.lookups.publish(std::move(lookups));
   if (features.evaluation) {
@@ -188,69 +188,6 @@ std::unique_ptr<RoutingDiscovery> startDiscovery(ProxyContext& ctx) {
   ctx.on_stale_config = [raw](std::string_view ns) { raw->requestRefresh(ns); };
   discovery->start();
   return discovery;
-}
-
-std::unique_ptr<AdminServer> makeAdminServer(ProxyContext& ctx, bool metrics_only) {
-  std::string token;
-  if (!metrics_only && !ctx.config.admin_token_file.empty()) {
-    std::ifstream in(ctx.config.admin_token_file);
-    if (!in) throw std::runtime_error("admin_token_file: cannot read " + ctx.config.admin_token_file);
-    std::getline(in, token);
-    if (token.empty()) throw std::runtime_error("admin_token_file: " + ctx.config.admin_token_file + " is empty");
-  }
-  const config::HostPort& where = metrics_only ? ctx.config.metrics_listen : ctx.config.admin;
-  auto admin = std::make_unique<AdminServer>(
-      where.host, where.port, token, *ctx.stats,
-      [&ctx] { return ctx.upstream_grace.observe(ctx.upstream_reachable.load()) && (ctx.routing.loaded() || !ctx.config.discovery); },
-      [&ctx] {
-        RoutingState::Snapshot snap;
-        std::vector<std::string> names;
-        if (auto* table = ctx.routing.current(snap))
-          for (size_t i = 0; i < table->shardCount(); ++i) names.emplace_back(table->shardName(i));
-        return names;
-      });
-  admin->extend(mongosPoolExtension(ctx));
-  if (ctx.config.discovery) admin->extend(discoveryExtension(ctx));
-  if (metrics_only) admin->serveMetricsOnly();
-  return admin;
-}
-
-namespace {
-// Which mongos are up, and whether a short outage is still inside readiness.upstream_grace_ms.
-std::string mongosReadiness(ProxyContext& ctx) {
-  const std::string grace = ctx.upstream_grace.describe();
-  return ctx.mongos->summary() + (grace.empty() ? "" : "; " + grace);
-}
-}  // namespace
-
-AdminExtension mongosPoolExtension(ProxyContext& ctx) {
-  AdminExtension e;
-  e.stats_sections.emplace_back("upstreams", [&ctx] { return ctx.mongos->renderJson(); });
-  if (ctx.srv_rescan) e.stats_sections.emplace_back("upstreamSrv", [&ctx] { return ctx.srv_rescan->renderJson(); });
-  // Which release's targeting rules apply (single-document writes without the key changed in 7.1).
-  e.stats_sections.emplace_back("mongosVersion", [&ctx] {
-    const routing::MongosVersion v = routing::effectiveMongosVersion();
-    const char* source = !ctx.config.mongos_version.empty() ? "configured" : v.known() ? "learned" : "unknown";
-    return std::string("{\"version\":") + (v.known() ? "\"" + v.str() + "\"" : std::string("null")) + ",\"source\":\"" +
-           source + "\",\"twoPhaseWrites\":" + (v.twoPhaseWrites() ? "true" : "false") + "}";
-  });
-  e.metrics.push_back([&ctx](std::string& out) {
-    stats::PrometheusWriter w(out);
-    w.family(stats::Metric::upstream_up);
-    for (const auto& h : ctx.mongos->snapshot())
-      w.sample(stats::Metric::upstream_up, {h.address}, uint64_t{h.state == MongosPool::State::Up ? 1u : 0u});
-  });
-  e.readiness_detail = [&ctx] { return mongosReadiness(ctx); };
-  return e;
-}
-
-AdminExtension discoveryExtension(ProxyContext& ctx) {
-  AdminExtension e;
-  e.stats_sections.emplace_back("discovery", [&ctx] { return ctx.discovery_status.renderJson(); });
-  e.metrics.push_back([&ctx](std::string& out) { ctx.discovery_status.appendMetrics(out); });
-  // The admin server keeps one readiness detail: the mongos pool's line, then discovery's.
-  e.readiness_detail = [&ctx] { return mongosReadiness(ctx) + "\n" + ctx.discovery_status.readinessLine(); };
-  return e;
 }
 
 std::unique_ptr<MongosPool> makeMongosPool(const UpstreamTarget& target, const MongosPool::Options& options) {

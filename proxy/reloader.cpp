@@ -8,7 +8,7 @@
 #include "proxy/feature_options.h"
 #include "proxy/proxy_setup.h"
 #include "routing/routing_file.h"
-#include "stats/json_writer.h"
+#include "common/json_writer.h"
 
 namespace shardscope::proxy {
 namespace {
@@ -109,7 +109,7 @@ bool Reloader::reload(std::string& error) {
   }
   std::string lookupError;
   auto current = ctx_.lookups.get();
-  auto lookups = buildLookupSet(next.rewrite_rules, ctx_.own_connection_uri, current.get(), lookupError);
+  auto lookups = rewrite::buildLookupSet(next.rewrite_rules, ctx_.own_connection_uri, current.get(), lookupError);
   if (!lookups) return refuse(lookupError);
 
   publishRouting(ctx_, std::move(table));
@@ -137,7 +137,7 @@ std::string Reloader::renderJson() const {
   std::lock_guard lock(mutex_);
   const auto& c = ctx_.config;
   std::string out;
-  stats::JsonWriter w(out);
+  common::JsonWriter w(out);
   w.beginObject().key("effective").beginObject();
   w.field("listen", std::string_view(c.listen.str())).field("upstream", std::string_view(redactUri(c.upstream)));
   w.field("admin", std::string_view(c.admin.empty() ? "" : c.admin.str()));

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "config/redact.h"
-#include "proxy/cluster_auth.h"
+#include "cluster/cluster_auth.h"
 #include "routing/mongos_version.h"
 #include "routing/routing_file.h"
 
@@ -193,7 +193,7 @@ mongoc_client_t* RoutingDiscovery::client(std::string& error) {
     error = std::string("discovery: bad upstream URI: ") + err.message;
     return nullptr;
   }
-  applyClusterAuth(uri);
+  cluster::applyClusterAuth(uri);
   client_ = mongoc_client_new_from_uri_with_error(uri, &err);
   mongoc_uri_destroy(uri);
   if (!client_) {

@@ -345,8 +345,8 @@ awaitable<void> Session::writeRemainder(Stream& stream, Outbox& box) {
 
 const routing::RoutingTable* Session::Environment::routingTable() { return s_.ctx_.routing.current(routing_); }
 
-std::shared_ptr<routing::LookupIndex> Session::Environment::lookupRule(std::string_view ns) {
-  const LookupSet* set = s_.ctx_.lookups.current(lookups_);
+std::shared_ptr<rewrite::LookupIndex> Session::Environment::lookupRule(std::string_view ns) {
+  const rewrite::LookupSet* set = s_.ctx_.lookups.current(lookups_);
   return set && !set->entries.empty() ? set->share(ns) : nullptr;
 }
 

@@ -95,7 +95,7 @@ class Session : public std::enable_shared_from_this<Session> {
    public:
     explicit Environment(Session& session) : s_(session) {}
     const routing::RoutingTable* routingTable() override;
-    std::shared_ptr<routing::LookupIndex> lookupRule(std::string_view ns) override;
+    std::shared_ptr<rewrite::LookupIndex> lookupRule(std::string_view ns) override;
     pipeline::Fault decideFault(std::string_view ns, std::string_view command) override;
     void admitLarge(bool fromClient, size_t bytes) override;
     void onStaleConfig(std::string_view ns) override;
@@ -103,7 +103,7 @@ class Session : public std::enable_shared_from_this<Session> {
    private:
     Session& s_;
     RoutingState::Snapshot routing_;
-    Published<const LookupSet>::Snapshot lookups_;
+    Published<const rewrite::LookupSet>::Snapshot lookups_;
     Published<FaultInjector>::Snapshot faults_;
   };
   Environment environment_;

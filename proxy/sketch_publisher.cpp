@@ -8,9 +8,9 @@
 
 #include "config/redact.h"
 #include "evaluation/evaluator.h"
-#include "proxy/cluster_auth.h"
-#include "proxy/sketch_redaction.h"
-#include "stats/json_writer.h"
+#include "cluster/cluster_auth.h"
+#include "evaluation/sketch_redaction.h"
+#include "common/json_writer.h"
 
 namespace shardscope::proxy {
 
@@ -142,7 +142,7 @@ void SketchPublisher::run() {
   bson_error_t err;
   mongoc_uri_t* uri = mongoc_uri_new_with_error(uri_.c_str(), &err);
   if (!uri) return;  // checked in create()
-  applyClusterAuth(uri, /*keepOwnUser=*/true);
+  cluster::applyClusterAuth(uri, /*keepOwnUser=*/true);
   // Short timeouts: an unreachable cluster costs this thread a few seconds per round, nothing else.
   mongoc_uri_set_option_as_int32(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, 2000);
   mongoc_uri_set_option_as_int32(uri, MONGOC_URI_CONNECTTIMEOUTMS, 2000);
@@ -162,7 +162,7 @@ void SketchPublisher::run() {
       if (stopping_) break;
     }
     std::string exported = evaluator_->exportSketches();
-    if (!values_) exported = sketchesWithoutValues(exported);
+    if (!values_) exported = evaluation::sketchesWithoutValues(exported);
     bson_t doc;
     std::string error;
     if (!buildSketchDocument(id_, exported, values_, nowMs(), interval_.count(), &doc, error)) {
@@ -255,26 +255,6 @@ bool readPublishedSketches(const std::string& uriText, const std::string& ns, st
   mongoc_collection_destroy(collection);
   mongoc_client_destroy(client);
   return ok;
-}
-
-AdminExtension publishExtension(const SketchPublisher& publisher) {
-  AdminExtension ext;
-  ext.stats_sections.emplace_back("evaluationPublish", [&publisher] {
-    auto c = publisher.counters();
-    std::string id;
-    stats::JsonWriter::appendString(publisher.sidecarId(), id);
-    return "{\"id\":" + id + ",\"published\":" + std::to_string(c.published) + ",\"errors\":" +
-           std::to_string(c.errors) + ",\"tooLarge\":" + std::to_string(c.too_large) + "}";
-  });
-  ext.metrics.push_back([&publisher](std::string& out) {
-    auto c = publisher.counters();
-    stats::PrometheusWriter w(out);
-    w.family(stats::Metric::evaluation_publish_total);
-    w.sample(stats::Metric::evaluation_publish_total, {"ok"}, static_cast<uint64_t>(c.published));
-    w.sample(stats::Metric::evaluation_publish_total, {"error"}, static_cast<uint64_t>(c.errors));
-    w.sample(stats::Metric::evaluation_publish_total, {"too_large"}, static_cast<uint64_t>(c.too_large));
-  });
-  return ext;
 }
 
 }  // namespace shardscope::proxy

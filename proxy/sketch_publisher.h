@@ -23,7 +23,6 @@
 #include <vector>
 
 #include "config/config.h"
-#include "proxy/admin_server.h"
 
 namespace shardscope::evaluation {
 class Evaluator;
@@ -81,6 +80,6 @@ bool readPublishedSketches(const std::string& uri, const std::string& ns, std::v
                            std::vector<std::string>& ids, std::string& error);
 
 // /stats "evaluationPublish" {id, published, errors, tooLarge} and the matching metrics.
-AdminExtension publishExtension(const SketchPublisher& publisher);
+
 
 }  // namespace shardscope::proxy

@@ -3,7 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "proxy/srv_seedlist.h"
-#include "stats/json_writer.h"
+#include "common/json_writer.h"
 
 namespace shardscope::proxy {
 
@@ -57,7 +57,7 @@ void SrvRescan::run(std::chrono::seconds ttl) {
 std::string SrvRescan::renderJson() const {
   std::lock_guard lock(mutex_);
   std::string out;
-  stats::JsonWriter w(out);
+  common::JsonWriter w(out);
   const std::string name = srvQueryName(target_.srv_host, target_.srv_service_name);
   w.beginObject().field("name", std::string_view(name)).field("rescans", rescans_).field("failures", failures_);
   w.field("lastError", std::string_view(last_error_)).endObject();

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "routing/bson_order.h"
+#include "common/bson_order.h"
 #include "routing/routing_file.h"
 
 namespace shardscope::routing {
@@ -25,7 +25,7 @@ int compareKeys(const uint8_t* a_data, uint32_t a_len, const uint8_t* b_data, ui
   while (true) {
     bool ha = bson_iter_next(&ia), hb = bson_iter_next(&ib);
     if (!ha || !hb) return ha == hb ? 0 : (ha ? 1 : -1);
-    int c = compareValues(*bson_iter_value(&ia), *bson_iter_value(&ib));
+    int c = common::compareValues(*bson_iter_value(&ia), *bson_iter_value(&ib));
     if (c != 0) return c;
   }
 }

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "protocol/command_kind.h"
-#include "routing/command_fields.h"
+#include "common/command_fields.h"
 #include "routing/targeting.h"
 #include "routing/timeseries_targeting.h"
 #include "routing/write_targeting.h"
@@ -43,14 +43,14 @@ void fromFilterTarget(const FilterTarget& ft, const CollectionRouting& coll, boo
 
 bool simpleCollationFor(const CollectionRouting& coll, const bson_t& body) {
   bson_t collation;
-  if (subDocument(body, "collation", collation)) return isSimpleCollation(&collation);
+  if (common::subDocument(body, "collation", collation)) return isSimpleCollation(&collation);
   return coll.simple_default_collation;
 }
 
 void targetRead(const CollectionRouting& coll, const CommandView& cmd, const char* filter_field,
                 const TargetOptions& opts, TargetResult& out) {
   bson_t filter;
-  if (!subDocument(cmd.body, filter_field, filter)) bson_init(&filter);  // no filter: {} (inline, no free needed)
+  if (!common::subDocument(cmd.body, filter_field, filter)) bson_init(&filter);  // no filter: {} (inline, no free needed)
   FilterTarget ft;
   targetFilter(coll, filter, simpleCollationFor(coll, cmd.body), opts, ft, opts.explain ? &out.detail : nullptr);
   fromFilterTarget(ft, coll, opts.explain, out);
@@ -263,7 +263,7 @@ TargetResult targetImpl(const RoutingTable& table, const CommandView& cmd, const
       thread_local std::string cursor_ns;
       std::string_view cursor_coll = collectionOf(cmd);
       const CollectionRouting* coll =
-          cursor_coll.empty() ? nullptr : table.collection(joinNamespace(cmd.db, cursor_coll, cursor_ns));
+          cursor_coll.empty() ? nullptr : table.collection(common::joinNamespace(cmd.db, cursor_coll, cursor_ns));
       if (coll) out.owning_shards = static_cast<uint16_t>(coll->chunks.owningShards().count());
     }
     if (out.targeting != Targeting::Unclassified || kind != CommandKind::KillCursors) return out;
@@ -292,7 +292,7 @@ TargetResult targetImpl(const RoutingTable& table, const CommandView& cmd, const
     return out;
   }
   thread_local std::string ns_buffer;
-  const CollectionRouting* coll = table.collection(joinNamespace(cmd.db, coll_name, ns_buffer));
+  const CollectionRouting* coll = table.collection(common::joinNamespace(cmd.db, coll_name, ns_buffer));
   if (!coll) {
     if (const CollectionRouting* buckets = table.timeseriesView(ns_buffer)) {
       targetTimeseries(*buckets, cmd, opts, out);

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <map>
 
-#include "routing/bson_order.h"
+#include "common/bson_order.h"
 #include "routing/routing_file.h"
 
 namespace shardscope::routing {
@@ -39,7 +39,7 @@ bool minLess(const RoutingTableBuilder::ChunkDoc& a, const RoutingTableBuilder::
   while (true) {
     bool ha = bson_iter_next(&ia), hb = bson_iter_next(&ib);
     if (!ha || !hb) return !ha && hb;
-    int c = compareValues(*bson_iter_value(&ia), *bson_iter_value(&ib));
+    int c = common::compareValues(*bson_iter_value(&ia), *bson_iter_value(&ib));
     if (c != 0) return c < 0;
   }
 }

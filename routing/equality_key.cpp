@@ -6,7 +6,7 @@
 
 #include <cstring>
 
-#include "routing/bson_order.h"
+#include "common/bson_order.h"
 #include "routing/shard_key_hash.h"
 
 namespace shardscope::routing {
@@ -21,7 +21,7 @@ struct Found {
   bool exhausted = false;
   bson_value_t value{};
   void offer(const bson_value_t& v) {
-    if (found && compareValues(value, v) != 0) conflict = true;
+    if (found && common::compareValues(value, v) != 0) conflict = true;
     value = v;
     found = true;
   }

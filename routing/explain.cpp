@@ -6,7 +6,7 @@
 
 #include <cstring>
 
-#include "routing/command_fields.h"
+#include "common/command_fields.h"
 #include "routing/targeting.h"
 
 namespace shardscope::routing {
@@ -94,7 +94,7 @@ void appendShards(bson_t* doc, const RoutingTable& table, const ShardSet& shards
 std::string namespaceOf(const protocol::CommandView& cmd) {
   if (cmd.name == "bulkWrite") {
     std::string ns;
-    forEachStatement(cmd, "nsInfo", [&](const bson_t& info) {
+    common::forEachStatement(cmd, "nsInfo", [&](const bson_t& info) {
       bson_iter_t it;
       if (bson_iter_init_find(&it, &info, "ns") && BSON_ITER_HOLDS_UTF8(&it)) ns = bson_iter_utf8(&it, nullptr);
       return false;
@@ -104,7 +104,7 @@ std::string namespaceOf(const protocol::CommandView& cmd) {
   bson_iter_t it;
   std::string_view coll = cmd.collection;
   bson_t inner;
-  if (cmd.name == "explain" && subDocument(cmd.body, "explain", inner) && bson_iter_init(&it, &inner) &&
+  if (cmd.name == "explain" && common::subDocument(cmd.body, "explain", inner) && bson_iter_init(&it, &inner) &&
       bson_iter_next(&it) && BSON_ITER_HOLDS_UTF8(&it))
     coll = bson_iter_utf8(&it, nullptr);
   if (cmd.name == "getMore" && bson_iter_init_find(&it, &cmd.body, "collection") && BSON_ITER_HOLDS_UTF8(&it))
@@ -121,7 +121,7 @@ std::string_view mongosStage(const protocol::CommandView& cmd, const TargetResul
   std::string_view name = cmd.name;
   bson_t inner;
   bson_iter_t it;
-  if (name == "explain" && subDocument(cmd.body, "explain", inner) && bson_iter_init(&it, &inner) &&
+  if (name == "explain" && common::subDocument(cmd.body, "explain", inner) && bson_iter_init(&it, &inner) &&
       bson_iter_next(&it))
     name = bson_iter_key(&it);
   if (name == "insert" || name == "update" || name == "delete" || name == "bulkWrite") return "SHARD_WRITE";
@@ -203,7 +203,7 @@ ExplainOutput explainRange(const RoutingTable& table, std::string_view range_jso
   }
   for (int side = 0; side < 2; ++side) {
     bson_t bound;
-    if (!subDocument(*range.doc, side == 0 ? "min" : "max", bound)) return error("--range needs \"min\" and \"max\" objects");
+    if (!common::subDocument(*range.doc, side == 0 ? "min" : "max", bound)) return error("--range needs \"min\" and \"max\" objects");
     bson_iter_t it;
     bson_iter_init(&it, &bound);
     while (bson_iter_next(&it)) {

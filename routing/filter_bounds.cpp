@@ -9,7 +9,7 @@
 #include <cstring>
 #include <limits>
 
-#include "routing/bson_order.h"
+#include "common/bson_order.h"
 #include "routing/shard_key_hash.h"
 
 namespace shardscope::routing {
@@ -53,13 +53,13 @@ int canonicalOfTypeAlias(const bson_iter_t& it, bool& number_class) {
       return 10;
     }
     for (const auto& a : kAliases)
-      if (std::strcmp(s, a.name) == 0) return a.type == BSON_TYPE_ARRAY ? -100 : canonicalType(a.type);
+      if (std::strcmp(s, a.name) == 0) return a.type == BSON_TYPE_ARRAY ? -100 : common::canonicalType(a.type);
     return -100;
   }
   if (BSON_ITER_HOLDS_NUMBER(&it)) {
     int64_t code = bson_iter_as_int64(&it);
     if (code == 4) return -100;  // arrays: a key value is never an array
-    if (code == -1 || code == 127 || (code >= 1 && code <= 19)) return canonicalType(static_cast<bson_type_t>(code & 0xFF));
+    if (code == -1 || code == 127 || (code >= 1 && code <= 19)) return common::canonicalType(static_cast<bson_type_t>(code & 0xFF));
   }
   return -100;
 }
@@ -426,7 +426,7 @@ class Analyzer {
       }
       default: break;
     }
-    if (isNumber(v.value_type)) {
+    if (common::isNumber(v.value_type)) {
       bool nan = (v.value_type == BSON_TYPE_DOUBLE && std::isnan(v.value.v_double));
       if (nan) return inclusive ? Leaf{{Interval::point(Bound::of(v))}, true} : Leaf{{}, true};
       constexpr double inf = std::numeric_limits<double>::infinity();
@@ -436,7 +436,7 @@ class Analyzer {
       normalize(l);
       return {l, true};
     }
-    int c = canonicalType(v.value_type);
+    int c = common::canonicalType(v.value_type);
     Interval i = lower ? Interval{Bound::of(v), Bound::typeEnd(c), inclusive, true}
                        : Interval{Bound::typeStart(c), Bound::of(v), true, inclusive};
     IntervalList l{i};

@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "routing/bson_order.h"
+#include "common/bson_order.h"
 
 namespace shardscope::routing {
 
@@ -54,9 +54,9 @@ Bound Bound::typeEnd(int canonical_type) {
 }
 
 int compareBound(const Bound& a, const Bound& b) {
-  if (a.edge == 0 && b.edge == 0) return compareValues(a.value, b.value);
-  int ca = a.edge ? a.type_class : canonicalType(a.value.value_type);
-  int cb = b.edge ? b.type_class : canonicalType(b.value.value_type);
+  if (a.edge == 0 && b.edge == 0) return common::compareValues(a.value, b.value);
+  int ca = a.edge ? a.type_class : common::canonicalType(a.value.value_type);
+  int cb = b.edge ? b.type_class : common::canonicalType(b.value.value_type);
   if (ca != cb) return ca < cb ? -1 : 1;
   if (a.edge != b.edge) return a.edge < b.edge ? -1 : 1;
   return 0;

@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "routing/bson_order.h"
+#include "common/bson_order.h"
 #include "routing/md5.h"
 
 namespace shardscope::routing {
@@ -45,13 +45,13 @@ void hashEmbedded(Md5& h, const uint8_t* data, uint32_t len) {
 }
 
 void hashValue(Md5& h, const bson_value_t& v, const char* name, size_t name_len, bool include_name) {
-  addInt32(h, canonicalType(v.value_type));
+  addInt32(h, common::canonicalType(v.value_type));
   if (include_name) h.update(name, name_len + 1);  // with its NUL
   switch (v.value_type) {
     case BSON_TYPE_INT32:
     case BSON_TYPE_INT64:
     case BSON_TYPE_DOUBLE:
-    case BSON_TYPE_DECIMAL128: addInt64(h, safeNumberLongForHash(v)); return;
+    case BSON_TYPE_DECIMAL128: addInt64(h, common::safeNumberLongForHash(v)); return;
     case BSON_TYPE_DOCUMENT:
     case BSON_TYPE_ARRAY: hashEmbedded(h, v.value.v_doc.data, v.value.v_doc.data_len); return;
     case BSON_TYPE_UTF8: addBsonString(h, v.value.v_utf8.str, v.value.v_utf8.len); return;

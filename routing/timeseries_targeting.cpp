@@ -3,7 +3,7 @@
 #include <cstring>
 #include <string>
 
-#include "routing/command_fields.h"
+#include "common/command_fields.h"
 
 namespace shardscope::routing {
 namespace {
@@ -123,7 +123,7 @@ void classify(const FilterTarget& ft, TargetResult& out) {
 
 bool simpleCollation(const CollectionRouting& coll, const bson_t& body) {
   bson_t collation;
-  if (subDocument(body, "collation", collation)) return isSimpleCollation(&collation);
+  if (common::subDocument(body, "collation", collation)) return isSimpleCollation(&collation);
   return coll.simple_default_collation;
 }
 
@@ -182,7 +182,7 @@ void targetTimeseries(const CollectionRouting& buckets, const protocol::CommandV
   FilterTarget ft;
   bson_t filter;
   if (name == "find" || name == "count" || name == "distinct") {
-    if (!subDocument(cmd.body, name == "find" ? "filter" : "query", filter)) bson_init(&filter);
+    if (!common::subDocument(cmd.body, name == "find" ? "filter" : "query", filter)) bson_init(&filter);
     targetViewFilter(buckets, filter, simple, opts, ft, detail);
     return classify(ft, out);
   }
@@ -192,13 +192,13 @@ void targetTimeseries(const CollectionRouting& buckets, const protocol::CommandV
     if (bson_iter_init_find(&it, &cmd.body, "pipeline") && BSON_ITER_HOLDS_ARRAY(&it) &&
         bson_iter_recurse(&it, &stages) && bson_iter_next(&stages) && BSON_ITER_HOLDS_DOCUMENT(&stages) && bson_iter_recurse(&stages, &stage) &&
         bson_iter_next(&stage) && std::strcmp(bson_iter_key(&stage), "$match") == 0)
-      documentOrArray(stage, filter);
+      common::documentOrArray(stage, filter);
     targetViewFilter(buckets, filter, simple, opts, ft, detail);
     return classify(ft, out);
   }
   if (name == "insert") {
     ShardSet shards;
-    bool ok = forEachStatement(cmd, "documents", [&](const bson_t& doc) {
+    bool ok = common::forEachStatement(cmd, "documents", [&](const bson_t& doc) {
       insertKey(buckets, doc, shards);
       return true;
     });
@@ -212,9 +212,9 @@ void targetTimeseries(const CollectionRouting& buckets, const protocol::CommandV
   if (name == "update" || name == "delete") {
     const bool is_update = name == "update";
     ShardSet shards;
-    bool ok = forEachStatement(cmd, is_update ? "updates" : "deletes", [&](const bson_t& stmt) {
+    bool ok = common::forEachStatement(cmd, is_update ? "updates" : "deletes", [&](const bson_t& stmt) {
       bson_t q;
-      if (!subDocument(stmt, "q", q)) bson_init(&q);
+      if (!common::subDocument(stmt, "q", q)) bson_init(&q);
       FilterTarget one;
       targetViewFilter(buckets, q, simple, opts, one, nullptr);
       shards |= one.shards;

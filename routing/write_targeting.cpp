@@ -6,7 +6,7 @@
 
 #include <cstring>
 
-#include "routing/command_fields.h"
+#include "common/command_fields.h"
 #include "routing/filter_bounds.h"
 #include "routing/recycling_allocator.h"
 
@@ -15,7 +15,7 @@ namespace {
 
 bool effectiveSimpleCollation(const CollectionRouting& coll, const bson_t& doc) {
   bson_t collation;
-  if (subDocument(doc, "collation", collation)) return isSimpleCollation(&collation);
+  if (common::subDocument(doc, "collation", collation)) return isSimpleCollation(&collation);
   return coll.simple_default_collation;
 }
 
@@ -255,7 +255,7 @@ void targetInsert(const CollectionRouting& coll, const protocol::CommandView& cm
   WriteFold fold(opts.explain);
   StatementBudget budget(opts.analysis_budget);
   bool first = true;
-  bool ok = forEachStatement(cmd, "documents", [&](const bson_t& doc) {
+  bool ok = common::forEachStatement(cmd, "documents", [&](const bson_t& doc) {
     if (!budget.take(StatementBudget::kPerStatement)) return false;
     foldInsertDocument(coll, doc, fold, first);
     first = false;
@@ -276,16 +276,16 @@ void targetUpdate(const CollectionRouting& coll, const protocol::CommandView& cm
   WriteFold fold(opts.explain);
   StatementBudget budget(opts.analysis_budget);
   bool first = true;
-  bool ok = forEachStatement(cmd, "updates", [&](const bson_t& stmt) {
+  bool ok = common::forEachStatement(cmd, "updates", [&](const bson_t& stmt) {
     if (!budget.take(StatementBudget::kPerStatement)) return false;
     bson_t q, u;
-    if (!subDocument(stmt, "q", q)) q = emptyDoc();
-    bool multi = boolField(stmt, "multi", false), upsert = boolField(stmt, "upsert", false);
+    if (!common::subDocument(stmt, "q", q)) q = emptyDoc();
+    bool multi = common::boolField(stmt, "multi", false), upsert = common::boolField(stmt, "upsert", false);
     bool simple = effectiveSimpleCollation(coll, stmt);
     if (multi) {
       foldMultiWrite(coll, q, upsert, simple, opts, fold, first, budget);
     } else {
-      bool replacement = isReplacement(stmt, "u") && subDocument(stmt, "u", u);
+      bool replacement = isReplacement(stmt, "u") && common::subDocument(stmt, "u", u);
       foldSingleDocWrite(coll, q, replacement ? &u : nullptr, upsert, simple, opts, fold, first, "update", budget);
     }
     first = false;
@@ -306,12 +306,12 @@ void targetDelete(const CollectionRouting& coll, const protocol::CommandView& cm
   WriteFold fold(opts.explain);
   StatementBudget budget(opts.analysis_budget);
   bool first = true;
-  bool ok = forEachStatement(cmd, "deletes", [&](const bson_t& stmt) {
+  bool ok = common::forEachStatement(cmd, "deletes", [&](const bson_t& stmt) {
     if (!budget.take(StatementBudget::kPerStatement)) return false;
     bson_t q;
-    if (!subDocument(stmt, "q", q)) q = emptyDoc();
+    if (!common::subDocument(stmt, "q", q)) q = emptyDoc();
     bool simple = effectiveSimpleCollation(coll, stmt);
-    if (intField(stmt, "limit", 0) == 0) {
+    if (common::intField(stmt, "limit", 0) == 0) {
       foldMultiWrite(coll, q, false, simple, opts, fold, first, budget);
     } else {
       foldSingleDocWrite(coll, q, nullptr, false, simple, opts, fold, first, "delete", budget);
@@ -332,12 +332,12 @@ void targetDelete(const CollectionRouting& coll, const protocol::CommandView& cm
 void targetFindAndModify(const CollectionRouting& coll, const protocol::CommandView& cmd, const TargetOptions& opts,
                          TargetResult& out) {
   bson_t q;
-  if (!subDocument(cmd.body, "query", q)) q = emptyDoc();
+  if (!common::subDocument(cmd.body, "query", q)) q = emptyDoc();
   FilterTarget ft;
   targetFilter(coll, q, effectiveSimpleCollation(coll, cmd.body), opts, ft, opts.explain ? &out.detail : nullptr);
   WriteFold fold(opts.explain);
   fold.setFirstKey(coll.key, ft);
-  if (!ft.full_key && boolField(cmd.body, "upsert", false)) fold.countUntargetableUpsert();
+  if (!ft.full_key && common::boolField(cmd.body, "upsert", false)) fold.countUntargetableUpsert();
   if (ft.full_key) {
     fold.add(ft.targeting, ft.shards, ft.reason);
   } else {
@@ -354,7 +354,7 @@ void targetBulkWrite(const RoutingTable& table, const protocol::CommandView& cmd
                      TargetResult& out) {
   RecycledVector<std::string_view> namespaces;  // views into the message
   StatementBudget budget(opts.analysis_budget);
-  bool ok = forEachStatement(cmd, "nsInfo", [&](const bson_t& info) {
+  bool ok = common::forEachStatement(cmd, "nsInfo", [&](const bson_t& info) {
     if (!budget.take(1)) return false;
     bson_iter_t it;
     namespaces.push_back(bson_iter_init_find(&it, &info, "ns") && BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, nullptr)
@@ -363,7 +363,7 @@ void targetBulkWrite(const RoutingTable& table, const protocol::CommandView& cmd
   });
   WriteFold fold(opts.explain);
   bool first = true, any_sharded = false, any_unsharded = false;
-  ok = ok && !budget.exhausted() && forEachStatement(cmd, "ops", [&](const bson_t& op) {
+  ok = ok && !budget.exhausted() && common::forEachStatement(cmd, "ops", [&](const bson_t& op) {
     if (!budget.take(StatementBudget::kPerStatement)) return false;
     bson_iter_t it;
     if (!bson_iter_init(&it, &op) || !bson_iter_next(&it)) return true;
@@ -379,16 +379,16 @@ void targetBulkWrite(const RoutingTable& table, const protocol::CommandView& cmd
     bson_t filter, doc;
     bool simple = effectiveSimpleCollation(*coll, op);
     if (std::strcmp(kind, "insert") == 0) {
-      if (subDocument(op, "document", doc)) foldInsertDocument(*coll, doc, fold, first);
+      if (common::subDocument(op, "document", doc)) foldInsertDocument(*coll, doc, fold, first);
     } else if (std::strcmp(kind, "update") == 0 || std::strcmp(kind, "delete") == 0) {
-      if (!subDocument(op, "filter", filter)) filter = emptyDoc();
+      if (!common::subDocument(op, "filter", filter)) filter = emptyDoc();
       bool is_delete = kind[0] == 'd';
-      bool multi = boolField(op, "multi", false), upsert = !is_delete && boolField(op, "upsert", false);
+      bool multi = common::boolField(op, "multi", false), upsert = !is_delete && common::boolField(op, "upsert", false);
       if (multi) {
         foldMultiWrite(*coll, filter, upsert, simple, opts, fold, first, budget);
       } else {
         bson_t u;
-        bool replacement = !is_delete && isReplacement(op, "updateMods") && subDocument(op, "updateMods", u);
+        bool replacement = !is_delete && isReplacement(op, "updateMods") && common::subDocument(op, "updateMods", u);
         foldSingleDocWrite(*coll, filter, replacement ? &u : nullptr, upsert, simple, opts, fold, first,
                            is_delete ? "delete" : "update", budget);
       }

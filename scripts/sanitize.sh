@@ -84,16 +84,17 @@ run_tsan() {
     fi
     cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHARDSCOPE_BENCH=OFF "${flags[@]}" "${ccache_cmake_flags[@]}" >/dev/null
   fi
-  log "building $build (shardscope, stats_tests, routing_tests)"
-  ninja -C "$build" -j "$jobs" --quiet shardscope stats_tests routing_tests
+  log "building $build (shardscope, stats_tests, rewrite_tests, admin_tests)"
+  ninja -C "$build" -j "$jobs" --quiet shardscope stats_tests rewrite_tests admin_tests
   export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$here/scripts/sanitizer/tsan.supp"
   local logs
   logs="$(mktemp -d /tmp/shardscope-tsan-logs.XXXXXX)"
   log "concurrency unit tests under TSan"
-  "$build/tests/stats_tests" --gtest_filter='*Concurrent*:*Registry*:*Admin*' >"$logs/stats_tests.log" 2>&1 ||
+  "$build/tests/stats_tests" --gtest_filter='*Concurrent*:*Registry*' >"$logs/stats_tests.log" 2>&1 ||
     { cat "$logs/stats_tests.log" >&2; exit 1; }
-  "$build/tests/routing_tests" --gtest_filter='*Mapping*:*Lookup*:*Concurrent*' >"$logs/routing_tests.log" 2>&1 ||
-    { cat "$logs/routing_tests.log" >&2; exit 1; }
+  "$build/tests/admin_tests" >"$logs/admin_tests.log" 2>&1 || { cat "$logs/admin_tests.log" >&2; exit 1; }
+  "$build/tests/rewrite_tests" --gtest_filter='*Mapping*:*Lookup*:*Concurrent*' >"$logs/rewrite_tests.log" 2>&1 ||
+    { cat "$logs/rewrite_tests.log" >&2; exit 1; }
   log "proxy --threads 2 under concurrent pymongo clients"
   # The soak script, small: 50 raw connections, 6 pymongo threads, admin polled, SIGTERM drain.
   SHARDSCOPE_BIN="$build/shardscope" TMPDIR="$logs" \

@@ -5,7 +5,7 @@
 
 #include "protocol/command_kind.h"
 #include "protocol/hello.h"
-#include "stats/query_shape.h"
+#include "common/query_shape.h"
 
 namespace shardscope::shadow {
 namespace {
@@ -156,12 +156,12 @@ class Redactor {
   void document(const bson_iter_t& it, bson_t* out) { value(it, bson_iter_key(&it), -1, out); }
 
  private:
-  uint64_t mixSalt(uint64_t h) const { return stats::hashBytes({reinterpret_cast<const char*>(&h), 8}, salt_ ^ 0x5a5a); }
+  uint64_t mixSalt(uint64_t h) const { return common::hashBytes({reinterpret_cast<const char*>(&h), 8}, salt_ ^ 0x5a5a); }
   uint64_t hashOf(const bson_iter_t& it) const {
     bson_iter_t copy = it;
     bson_t tmp = BSON_INITIALIZER;
     bson_append_value(&tmp, "", 0, bson_iter_value(&copy));
-    uint64_t h = stats::hashBytes({reinterpret_cast<const char*>(bson_get_data(&tmp)), tmp.len}, salt_);
+    uint64_t h = common::hashBytes({reinterpret_cast<const char*>(bson_get_data(&tmp)), tmp.len}, salt_);
     bson_destroy(&tmp);
     return h;
   }

@@ -4,7 +4,7 @@
 #include <map>
 
 #include "stats/prometheus_writer.h"
-#include "stats/query_shape.h"
+#include "common/query_shape.h"
 #include "stats/registry.h"
 #include "stats/render.h"
 
@@ -24,7 +24,7 @@ std::vector<const ShapeDivergence*> ranked(const std::vector<ShapeDivergence>& r
   return r;
 }
 
-void latencyJson(stats::JsonWriter& w, std::string_view key, const stats::LatencyHistogram& h) {
+void latencyJson(common::JsonWriter& w, std::string_view key, const stats::LatencyHistogram& h) {
   w.key(key).beginObject();
   uint64_t n = h.total();
   w.field("count", n);
@@ -38,7 +38,7 @@ void latencyJson(stats::JsonWriter& w, std::string_view key, const stats::Latenc
 }  // namespace
 
 uint64_t shapeHash(std::string_view ns, std::string_view command, std::string_view shape) {
-  return stats::hashBytes(shape, stats::hashBytes(command, stats::hashBytes(ns, 0x5348415244ull)));
+  return common::hashBytes(shape, common::hashBytes(command, common::hashBytes(ns, 0x5348415244ull)));
 }
 
 ShapeDivergence* DivergenceTable::findLocked(uint64_t hash) {
@@ -115,7 +115,7 @@ void DivergenceTable::reset() {
   index_.clear();
 }
 
-void renderDivergenceJson(const std::vector<ShapeDivergence>& rows, size_t top, stats::JsonWriter& w) {
+void renderDivergenceJson(const std::vector<ShapeDivergence>& rows, size_t top, common::JsonWriter& w) {
   w.beginArray();
   size_t n = 0;
   for (const ShapeDivergence* s : ranked(rows)) {
@@ -138,7 +138,7 @@ void renderDivergenceJson(const std::vector<ShapeDivergence>& rows, size_t top, 
     w.key("examples").beginArray();
     for (const auto& e : s->examples) {
       w.beginObject();
-      w.field("time", stats::isoTime(e.unix_ms));
+      w.field("time", common::isoTime(e.unix_ms));
       w.key("kinds").beginArray();
       for (size_t b = 0; b < kDivergenceKinds; ++b)
         if (e.kinds & (1u << b)) w.value(divergenceKindName(b));

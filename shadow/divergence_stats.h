@@ -14,7 +14,7 @@
 #include "routing/target_result.h"
 #include "shadow/reply_summary.h"
 #include "stats/histogram.h"
-#include "stats/json_writer.h"
+#include "common/json_writer.h"
 
 namespace shardscope::shadow {
 
@@ -71,7 +71,7 @@ class DivergenceTable {
 };
 
 // Renders the per-shape rows (sorted by divergences, then mirrored count; `top` rows at most).
-void renderDivergenceJson(const std::vector<ShapeDivergence>& rows, size_t top, stats::JsonWriter& w);
+void renderDivergenceJson(const std::vector<ShapeDivergence>& rows, size_t top, common::JsonWriter& w);
 // Per-shape series for the `top` rows by divergences; the rest summed under shape_id="rest".
 void renderDivergencePrometheus(const std::vector<ShapeDivergence>& rows, size_t top, std::string& out);
 

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "stats/query_shape.h"
+#include "common/query_shape.h"
 
 namespace shardscope::shadow {
 namespace {
@@ -26,13 +26,13 @@ uint64_t valueHash(const bson_iter_t& it) {
   if (type == BSON_TYPE_DOCUMENT || type == BSON_TYPE_ARRAY) {
     if (type == BSON_TYPE_DOCUMENT) bson_iter_document(&it, &len, &data);
     else bson_iter_array(&it, &len, &data);
-    return stats::hashBytes({reinterpret_cast<const char*>(data), len}, kDocSeed + type);
+    return common::hashBytes({reinterpret_cast<const char*>(data), len}, kDocSeed + type);
   }
   // Hash through a one-field document so every type has a byte form.
   bson_iter_t copy = it;
   bson_t tmp = BSON_INITIALIZER;
   bson_append_value(&tmp, "", 0, bson_iter_value(&copy));
-  uint64_t h = stats::hashBytes({reinterpret_cast<const char*>(bson_get_data(&tmp)), tmp.len}, kDocSeed);
+  uint64_t h = common::hashBytes({reinterpret_cast<const char*>(bson_get_data(&tmp)), tmp.len}, kDocSeed);
   bson_destroy(&tmp);
   return h;
 }
@@ -64,7 +64,7 @@ bool isPerClusterReplyField(std::string_view k) {
 }
 
 uint64_t documentHash(std::span<const uint8_t> doc) {
-  return mix(stats::hashBytes({reinterpret_cast<const char*>(doc.data()), doc.size()}, kDocSeed + BSON_TYPE_DOCUMENT));
+  return mix(common::hashBytes({reinterpret_cast<const char*>(doc.data()), doc.size()}, kDocSeed + BSON_TYPE_DOCUMENT));
 }
 
 ReplySummary summarizeReply(std::span<const uint8_t> bytes) {
@@ -106,7 +106,7 @@ ReplySummary summarizeReply(const bson_t* reply) {
     } else if (!isPerClusterReplyField(key)) {
       // Any other field (distinct's values, findAndModify's value and lastErrorObject, count's
       // result, ...): arrays order-insensitively, the rest by value; keyed by the field name.
-      uint64_t keyHash = stats::hashBytes(key, kDocSeed);
+      uint64_t keyHash = common::hashBytes(key, kDocSeed);
       if (BSON_ITER_HOLDS_ARRAY(&it)) {
         uint64_t count = 0, digest = 0;
         digestArray(it, count, digest);

@@ -66,7 +66,7 @@ namespace shardscope::stats {
   /* Fleet publishing of evaluation sketches (proxy/sketch_publisher.cpp) */                                    \
   COUNTER(evaluation_publish_total, "Sketch publications to evaluation.publish.collection, by outcome.",       \
           "outcome")                                                                                            \
-  /* Lookup rewrites (proxy/admin_extensions.cpp) */                                                            \
+  /* Lookup rewrites (admin/admin_extensions.cpp) */                                                            \
   COUNTER(rewrites_total, "Lookup rewrites applied, by namespace and targeting before/after.", "ns", "before")  \
   COUNTER(rewrite_fallbacks_total, "Rewritten commands re-run as written, by cause.", "ns", "cause")            \
   GAUGE(rewrite_mappings, "Mappings held in memory.", "ns")                                                     \

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "stats/process_metrics.h"
-#include "stats/query_shape.h"
+#include "common/query_shape.h"
 #include "stats/render.h"
 
 namespace shardscope::stats {
@@ -18,7 +18,7 @@ constexpr size_t kLocalCacheEntries = 4096;  // a session's hash -> slot cache
 constexpr size_t kSampleBytes = 1024;
 
 uint64_t shapeKey(std::string_view ns, std::string_view command, std::string_view shape) {
-  return hashBytes(shape, hashBytes(command, hashBytes(ns, 0x5348415244ull)));
+  return common::hashBytes(shape, common::hashBytes(command, common::hashBytes(ns, 0x5348415244ull)));
 }
 
 // What a reply says about errors, read once outside any lock.
@@ -157,7 +157,7 @@ OpHandle Recorder::onRequest(const protocol::CommandView& view, std::string_view
   // Commands without a collection (hello, ping, ...) are counted under their database.
   if (ns.empty()) ns = view.db;
   if (target.over_budget) bump(registry_.process_.analysis_over_budget);
-  computeShape(view, shape_scratch_);
+  common::computeShape(view, shape_scratch_);
   uint64_t hash = shapeKey(ns, view.name, shape_scratch_);
   return record(hash, ns, view.name, shape_scratch_, target, bytesIn,
                 registry_.options_.record_values ? &view.body : nullptr);
@@ -173,9 +173,9 @@ OpHandle Recorder::onRequest(const protocol::CommandView& view, std::string_view
 
 OpHandle Recorder::onUnparsed(uint32_t bytesIn) {
   bump(registry_.process_.unparsed_messages);
-  static const uint64_t hash = shapeKey(kUnparsed, kUnparsed, kNoShape);
+  static const uint64_t hash = shapeKey(kUnparsed, kUnparsed, common::kNoShape);
   routing::TargetResult target;  // Unclassified, no shards
-  OpHandle h = record(hash, kUnparsed, kUnparsed, kNoShape, target, bytesIn, nullptr);
+  OpHandle h = record(hash, kUnparsed, kUnparsed, common::kNoShape, target, bytesIn, nullptr);
   std::lock_guard lock(mutex_);
   ++totals_.unparsed;
   return h;

@@ -2,7 +2,7 @@
 #include <cstdio>
 #include <unordered_map>
 
-#include "stats/json_writer.h"
+#include "common/json_writer.h"
 #include "stats/render.h"
 
 namespace shardscope::stats {
@@ -28,21 +28,21 @@ std::string camelCase(std::string_view snake) {
   return out;
 }
 
-void writeTargeting(JsonWriter& w, const std::array<uint64_t, kTargetingCount>& counts) {
+void writeTargeting(common::JsonWriter& w, const std::array<uint64_t, kTargetingCount>& counts) {
   w.beginObject();
   for (size_t i = 0; i < kTargetingCount; ++i) w.field(kTargetingNames[i], counts[i]);
   w.endObject();
 }
 
 // MongoDB's count-based classes (stats/hosts_targeted.h) and the one targeted share derived from them.
-void writeHosts(JsonWriter& w, const std::array<uint64_t, kHostsTargetedCount>& counts) {
+void writeHosts(common::JsonWriter& w, const std::array<uint64_t, kHostsTargetedCount>& counts) {
   w.key("hostsTargeted").beginObject();
   for (size_t i = 0; i < kHostsTargetedCount; ++i) w.field(kHostsTargetedNames[i], counts[i]);
   w.endObject();
   w.field("targetedShare", targetedShare(counts));
 }
 
-void writeLatency(JsonWriter& w, const LatencyHistogram& h) {
+void writeLatency(common::JsonWriter& w, const LatencyHistogram& h) {
   uint64_t n = h.total();
   w.beginObject();
   w.field("count", n);
@@ -54,7 +54,7 @@ void writeLatency(JsonWriter& w, const LatencyHistogram& h) {
   w.endObject();
 }
 
-void writeFanout(JsonWriter& w, const FanoutHistogram& h) {
+void writeFanout(common::JsonWriter& w, const FanoutHistogram& h) {
   uint64_t n = h.total();
   w.beginObject();
   w.field("mean", n ? static_cast<double>(h.sum) / static_cast<double>(n) : 0.0);
@@ -69,7 +69,7 @@ void writeFanout(JsonWriter& w, const FanoutHistogram& h) {
   w.endObject();
 }
 
-void writeShape(JsonWriter& w, const ShapeSnapshot& s, bool recordValues) {
+void writeShape(common::JsonWriter& w, const ShapeSnapshot& s, bool recordValues) {
   const ShapeCounters& c = s.counters;
   w.beginObject();
   w.field("id", shapeIdHex(s.hash));
@@ -114,13 +114,13 @@ void writeShape(JsonWriter& w, const ShapeSnapshot& s, bool recordValues) {
   w.endObject();
   w.field("bytesIn", c.bytesIn);
   w.field("bytesOut", c.bytesOut);
-  w.field("firstSeen", isoTime(c.firstSeenMs));
-  w.field("lastSeen", isoTime(c.lastSeenMs));
+  w.field("firstSeen", common::isoTime(c.firstSeenMs));
+  w.field("lastSeen", common::isoTime(c.lastSeenMs));
   if (recordValues) w.field("sample", s.sample);
   w.endObject();
 }
 
-void writeTotals(JsonWriter& w, const ConnectionTotals& t) {
+void writeTotals(common::JsonWriter& w, const ConnectionTotals& t) {
   w.field("ops", t.ops);
   w.field("replies", t.replies);
   w.field("errors", t.errors);
@@ -168,12 +168,12 @@ std::string_view dominantHostsTargeted(const ShapeCounters& c) { return dominant
 std::string renderJson(const Snapshot& snap, const std::vector<std::string>& shardNames, size_t top) {
   std::string out;
   out.reserve(4096 + snap.shapes.size() * 700);
-  JsonWriter w(out);
+  common::JsonWriter w(out);
   w.beginObject();
   w.field("schemaVersion", uint64_t{1});
-  w.field("now", isoTime(snap.nowMs));
-  w.field("startedAt", isoTime(snap.startedMs));
-  w.field("resetAt", isoTime(snap.resetMs));
+  w.field("now", common::isoTime(snap.nowMs));
+  w.field("startedAt", common::isoTime(snap.startedMs));
+  w.field("resetAt", common::isoTime(snap.resetMs));
   w.field("uptimeSeconds", static_cast<double>(snap.nowMs - snap.startedMs) / 1000.0);
   w.field("windowSeconds", static_cast<double>(snap.nowMs - snap.resetMs) / 1000.0);
 
@@ -243,7 +243,7 @@ std::string renderJson(const Snapshot& snap, const std::vector<std::string>& sha
     if (connectionsListed++ >= kMaxConnectionsListed) break;
     w.beginObject();
     w.field("id", c.id);
-    w.field("openedAt", isoTime(c.openedMs));
+    w.field("openedAt", common::isoTime(c.openedMs));
     writeTotals(w, c.totals);
     w.endObject();
   }

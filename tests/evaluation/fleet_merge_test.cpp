@@ -12,7 +12,7 @@
 #include "evaluation/evaluator.h"
 #include "evaluation/namespace_state.h"
 #include "evaluation/sketches.h"
-#include "proxy/sketch_redaction.h"
+#include "evaluation/sketch_redaction.h"
 
 namespace shardscope::evaluation {
 namespace {
@@ -127,7 +127,7 @@ std::unique_ptr<NamespaceState> roundTrip(const std::vector<const NamespaceState
       bson_append_document(&arr, "0", -1, &nsdoc);
       bson_append_array_end(&wrap, &arr);
       char* json = bson_as_canonical_extended_json(&wrap, nullptr);
-      std::string out = proxy::sketchesWithoutValues(json);
+      std::string out = evaluation::sketchesWithoutValues(json);
       bson_free(json);
       bson_destroy(&wrap);
       bson_error_t err;

@@ -9,7 +9,7 @@
 #include "evaluation/analysis.h"
 #include "evaluation/evaluator.h"
 #include "evaluation/namespace_state.h"
-#include "stats/json_writer.h"
+#include "common/json_writer.h"
 #include "tests/evaluation/scenario_support.h"
 
 namespace shardscope::evaluation {
@@ -108,7 +108,7 @@ TEST(MigrationPlan, WithoutValuesNoSplitPointLeaves) {
   EXPECT_EQ(p.presplit, "valuesNeeded");
   EXPECT_TRUE(p.split_points_json.empty());
   std::string json;
-  stats::JsonWriter w(json);
+  common::JsonWriter w(json);
   writeMigrationPlanJson(w, p);
   EXPECT_EQ(json.find("\"customerId\" :"), std::string::npos) << json;
   EXPECT_NE(migrationPlanText(p).find("evaluation.allow_values"), std::string::npos);
@@ -157,7 +157,7 @@ TEST(MigrationPlan, NothingRecommendedNoPlan) {
   r.recommended = -1;
   EXPECT_FALSE(planMigration(st, r, true).present);
   std::string json;
-  stats::JsonWriter w(json);
+  common::JsonWriter w(json);
   writeMigrationPlanJson(w, planMigration(st, r, true));
   EXPECT_EQ(json, "null");
   EXPECT_EQ(migrationPlanText(planMigration(st, r, true)), "");

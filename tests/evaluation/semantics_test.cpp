@@ -417,9 +417,9 @@ TEST(EvaluationSemantics, ArraysOnAKeyPathAreRefused) {
 // keys led by customerId: the candidate shows both shares and names the rescued shape.
 TEST(EvaluationSemantics, RewriteInForceShowsBothShares) {
   Evaluator ev(EvaluationOptions{});
-  routing::LookupRule rule;
+  rewrite::LookupRule rule;
   std::string error;
-  ASSERT_TRUE(routing::parseLookupRule("shop.orders: orderId -> customerId", rule, error)) << error;
+  ASSERT_TRUE(rewrite::parseLookupRule("shop.orders: orderId -> customerId", rule, error)) << error;
   ev.setLookupRules({rule});
   auto obs = ev.newObserver();
   testing::OrderServiceOptions o;

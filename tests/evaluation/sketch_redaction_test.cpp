@@ -1,5 +1,5 @@
 // /evaluate/sketches by default: only keys known to carry no field value survive (issue 14 item 14).
-#include "proxy/sketch_redaction.h"
+#include "evaluation/sketch_redaction.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include "evaluation/evaluator.h"
 #include "tests/evaluation/scenario_support.h"
 
-namespace shardscope::proxy {
+namespace shardscope::evaluation {
 namespace {
 
 // An export shaped like Evaluator::exportSketches, with values ("c2VjcmV0" is base64 of "secret")
@@ -57,4 +57,4 @@ TEST(SketchRedaction, RedactedExportsStillMerge) {
 TEST(SketchRedaction, UnparsableInput) { EXPECT_EQ(sketchesWithoutValues("not json"), "{}"); }
 
 }  // namespace
-}  // namespace shardscope::proxy
+}  // namespace shardscope::evaluation

@@ -27,7 +27,7 @@ TEST(DivergenceTable, CountsPerKindAndKeepsFirstExamples) {
   EXPECT_TRUE(rows[0].examples[0].command.empty());
 
   std::string json;
-  stats::JsonWriter w(json);
+  common::JsonWriter w(json);
   renderDivergenceJson(rows, 10, w);
   EXPECT_NE(json.find(R"("targeting":{"primary":"broadcast","shadow":"single"})"), std::string::npos) << json;
   EXPECT_NE(json.find(R"("docCount":3)"), std::string::npos) << json;

@@ -10,7 +10,7 @@
 
 #include "pipeline/pipeline.h"
 #include "protocol/wire.h"
-#include "routing/lookup_rule.h"
+#include "rewrite/lookup_rule.h"
 #include "stats/registry.h"
 #include "tests/routing/routing_test_util.h"
 #include "tests/support/bson_builders.h"
@@ -22,12 +22,12 @@ using shardscope::testing::Doc;
 class FakeEnvironment : public Environment {
  public:
   std::shared_ptr<const routing::RoutingTable> table;
-  std::shared_ptr<routing::LookupIndex> rule;  // for rule->rule().ns only
+  std::shared_ptr<rewrite::LookupIndex> rule;  // for rule->rule().ns only
   Fault fault;
   int stale_reports = 0;
 
   const routing::RoutingTable* routingTable() override { return table.get(); }
-  std::shared_ptr<routing::LookupIndex> lookupRule(std::string_view ns) override {
+  std::shared_ptr<rewrite::LookupIndex> lookupRule(std::string_view ns) override {
     return rule && rule->rule().ns == ns ? rule : nullptr;
   }
   Fault decideFault(std::string_view, std::string_view) override { return fault; }

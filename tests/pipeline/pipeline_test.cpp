@@ -155,10 +155,10 @@ TEST_F(PipelineTest, InjectedFaultIsAnsweredByTheSidecar) {
 class RewriteTest : public PipelineTest {
  protected:
   RewriteTest() {
-    routing::LookupRule rule;
+    rewrite::LookupRule rule;
     std::string err;
-    EXPECT_TRUE(routing::parseLookupRule("shop.orders: orderId -> customerId", rule, err)) << err;
-    env.rule = std::make_shared<routing::LookupIndex>(rule);
+    EXPECT_TRUE(rewrite::parseLookupRule("shop.orders: orderId -> customerId", rule, err)) << err;
+    env.rule = std::make_shared<rewrite::LookupIndex>(rule);
     Doc known(R"({"orderId": "O1", "customerId": "C0100"})");
     env.rule->learnFromDocument(known.get());
   }

@@ -10,7 +10,7 @@
 #include "protocol/command_view.h"
 #include "protocol/op_msg.h"
 #include "protocol/op_query.h"
-#include "stats/query_shape.h"
+#include "common/query_shape.h"
 
 namespace shardscope::protocol {
 namespace {
@@ -114,7 +114,7 @@ TEST(FuzzRegression, ShapeOfInvalidUtf8FieldNameIsValidJson) {
   ASSERT_TRUE(decodeOpMsg(msg, decoded, {.verifyChecksum = true, .validateBson = false}).ok());
   ASSERT_TRUE(buildCommandView(decoded, view).ok());
   std::string shape;
-  stats::computeShape(view, shape);
+  common::computeShape(view, shape);
   bson_t parsed;
   bson_error_t error;
   ASSERT_TRUE(bson_init_from_json(&parsed, shape.data(), static_cast<ssize_t>(shape.size()), &error))

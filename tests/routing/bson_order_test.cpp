@@ -1,5 +1,5 @@
 // BSON total order across and within types (mongo-semantics.md E).
-#include "routing/bson_order.h"
+#include "common/bson_order.h"
 
 #include <gtest/gtest.h>
 
@@ -20,7 +20,7 @@ int cmp(const std::string& a, const std::string& b) {
   bson_iter_t ia, ib;
   bson_iter_init_find(&ia, da.get(), "v");
   bson_iter_init_find(&ib, db.get(), "v");
-  return compareValues(*bson_iter_value(&ia), *bson_iter_value(&ib));
+  return common::compareValues(*bson_iter_value(&ia), *bson_iter_value(&ib));
 }
 
 TEST(BsonOrder, AcrossTypesFollowsCanonicalOrder) {
@@ -68,15 +68,15 @@ TEST(BsonOrder, SafeNumberLongForHashSaturates) {
   bson_value_t v{};
   v.value_type = BSON_TYPE_DOUBLE;
   v.value.v_double = 2.9;
-  EXPECT_EQ(safeNumberLongForHash(v), 2);
+  EXPECT_EQ(common::safeNumberLongForHash(v), 2);
   v.value.v_double = -2.9;
-  EXPECT_EQ(safeNumberLongForHash(v), -2);
+  EXPECT_EQ(common::safeNumberLongForHash(v), -2);
   v.value.v_double = 1e300;
-  EXPECT_EQ(safeNumberLongForHash(v), INT64_MAX);
+  EXPECT_EQ(common::safeNumberLongForHash(v), INT64_MAX);
   v.value.v_double = -1e300;
-  EXPECT_EQ(safeNumberLongForHash(v), INT64_MIN);
+  EXPECT_EQ(common::safeNumberLongForHash(v), INT64_MIN);
   v.value.v_double = std::nan("");
-  EXPECT_EQ(safeNumberLongForHash(v), 0);
+  EXPECT_EQ(common::safeNumberLongForHash(v), 0);
 }
 
 }  // namespace

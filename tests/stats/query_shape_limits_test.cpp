@@ -8,7 +8,7 @@
 
 #include "protocol/command_view.h"
 #include "protocol/op_msg.h"
-#include "stats/query_shape.h"
+#include "common/query_shape.h"
 
 namespace shardscope::stats {
 namespace {
@@ -24,7 +24,7 @@ TEST(QueryShapeLimits, WideFilterIsCutAndStaysValid) {
   for (int i = 0; i < 300000; ++i) BSON_APPEND_INT32(&filter, ("field" + std::to_string(i)).c_str(), i);
   std::string shape;
   double start = threadMillis();
-  appendFilterShape(filter, shape);
+  common::appendFilterShape(filter, shape);
   double ms = threadMillis() - start;
   EXPECT_LT(shape.size(), 8192u);  // was 4.8 MB for this filter
   EXPECT_NE(shape.find(R"("<...>":"<...>")"), std::string::npos);
@@ -45,7 +45,7 @@ TEST(QueryShapeLimits, WideOrAndLongPipelineAreCut) {
   }
   bson_append_array_end(&filter, &branches);
   std::string shape;
-  appendFilterShape(filter, shape);
+  common::appendFilterShape(filter, shape);
   EXPECT_LT(shape.size(), 8192u);  // was 800 KB
   bson_t pipeline = BSON_INITIALIZER;
   for (int i = 0; i < 100000; ++i) {
@@ -58,7 +58,7 @@ TEST(QueryShapeLimits, WideOrAndLongPipelineAreCut) {
     bson_append_document_end(&pipeline, &stage);
   }
   std::string p;
-  appendPipelineShape(pipeline, p);
+  common::appendPipelineShape(pipeline, p);
   EXPECT_LT(p.size(), 8192u);
   EXPECT_EQ(p.back(), ']');
   bson_destroy(&filter);
@@ -70,7 +70,7 @@ TEST(QueryShapeLimits, LongFieldNamesAreCut) {
   bson_t filter = BSON_INITIALIZER;
   BSON_APPEND_INT32(&filter, name.c_str(), 1);
   std::string shape;
-  appendFilterShape(filter, shape);
+  common::appendFilterShape(filter, shape);
   EXPECT_EQ(shape, "{\"" + std::string(128, 'k') + "...\":\"<number>\"}");
   bson_destroy(&filter);
 }
@@ -93,7 +93,7 @@ TEST(QueryShapeLimits, BatchedWriteIsShapedByItsFirstStatementOnly) {
   ASSERT_TRUE(protocol::buildCommandView(msg, view).ok());
   std::string shape;
   double start = threadMillis();
-  computeShape(view, shape);
+  common::computeShape(view, shape);
   double ms = threadMillis() - start;
   EXPECT_EQ(shape, R"({"customerId":"<number>"})");
   EXPECT_LT(ms, 4);  // thread CPU: microseconds now; walking every statement took 10-50 ms

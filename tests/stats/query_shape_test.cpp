@@ -1,5 +1,5 @@
 // Query shapes: values become type placeholders, structure and field names stay.
-#include "stats/query_shape.h"
+#include "common/query_shape.h"
 
 #include <gtest/gtest.h>
 
@@ -40,7 +40,7 @@ struct Command {
   ~Command() { bson_destroy(doc); }
   std::string shape() const {
     std::string out;
-    computeShape(view, out);
+    common::computeShape(view, out);
     return out;
   }
 
@@ -172,10 +172,10 @@ TEST(QueryShape, DeepDocumentsAreBounded) {
 
 TEST(QueryShape, HashIsStable) {
   // Shape ids must be the same in every process: this value is part of the /metrics contract.
-  EXPECT_EQ(hashBytes("abc"), hashBytes("abc"));
-  EXPECT_NE(hashBytes("abc"), hashBytes("abd"));
-  EXPECT_NE(hashBytes("abc", 1), hashBytes("abc", 2));
-  EXPECT_NE(hashBytes(std::string(17, 'x')), hashBytes(std::string(18, 'x')));
+  EXPECT_EQ(common::hashBytes("abc"), common::hashBytes("abc"));
+  EXPECT_NE(common::hashBytes("abc"), common::hashBytes("abd"));
+  EXPECT_NE(common::hashBytes("abc", 1), common::hashBytes("abc", 2));
+  EXPECT_NE(common::hashBytes(std::string(17, 'x')), common::hashBytes(std::string(18, 'x')));
 }
 
 }  // namespace

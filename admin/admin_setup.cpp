@@ -1,0 +1,98 @@
+#include "admin/admin_setup.h"
+
+#include <fstream>
+#include <stdexcept>
+
+#include "common/json_writer.h"
+#include "routing/mongos_version.h"
+#include "stats/prometheus_writer.h"
+
+namespace shardscope::admin {
+
+AdminExtension mongosPoolExtension(proxy::ProxyContext& ctx);
+AdminExtension discoveryExtension(proxy::ProxyContext& ctx);
+
+std::unique_ptr<AdminServer> makeAdminServer(proxy::ProxyContext& ctx, bool metrics_only) {
+  std::string token;
+  if (!metrics_only && !ctx.config.admin_token_file.empty()) {
+    std::ifstream in(ctx.config.admin_token_file);
+    if (!in) throw std::runtime_error("admin_token_file: cannot read " + ctx.config.admin_token_file);
+    std::getline(in, token);
+    if (token.empty()) throw std::runtime_error("admin_token_file: " + ctx.config.admin_token_file + " is empty");
+  }
+  const config::HostPort& where = metrics_only ? ctx.config.metrics_listen : ctx.config.admin;
+  auto admin = std::make_unique<AdminServer>(
+      where.host, where.port, token, *ctx.stats,
+      [&ctx] { return ctx.upstream_grace.observe(ctx.upstream_reachable.load()) && (ctx.routing.loaded() || !ctx.config.discovery); },
+      [&ctx] {
+        proxy::RoutingState::Snapshot snap;
+        std::vector<std::string> names;
+        if (auto* table = ctx.routing.current(snap))
+          for (size_t i = 0; i < table->shardCount(); ++i) names.emplace_back(table->shardName(i));
+        return names;
+      });
+  admin->extend(mongosPoolExtension(ctx));
+  if (ctx.config.discovery) admin->extend(discoveryExtension(ctx));
+  if (metrics_only) admin->serveMetricsOnly();
+  return admin;
+}
+
+namespace {
+// Which mongos are up, and whether a short outage is still inside readiness.upstream_grace_ms.
+std::string mongosReadiness(proxy::ProxyContext& ctx) {
+  const std::string grace = ctx.upstream_grace.describe();
+  return ctx.mongos->summary() + (grace.empty() ? "" : "; " + grace);
+}
+}  // namespace
+
+AdminExtension mongosPoolExtension(proxy::ProxyContext& ctx) {
+  AdminExtension e;
+  e.stats_sections.emplace_back("upstreams", [&ctx] { return ctx.mongos->renderJson(); });
+  if (ctx.srv_rescan) e.stats_sections.emplace_back("upstreamSrv", [&ctx] { return ctx.srv_rescan->renderJson(); });
+  // Which release's targeting rules apply (single-document writes without the key changed in 7.1).
+  e.stats_sections.emplace_back("mongosVersion", [&ctx] {
+    const routing::MongosVersion v = routing::effectiveMongosVersion();
+    const char* source = !ctx.config.mongos_version.empty() ? "configured" : v.known() ? "learned" : "unknown";
+    return std::string("{\"version\":") + (v.known() ? "\"" + v.str() + "\"" : std::string("null")) + ",\"source\":\"" +
+           source + "\",\"twoPhaseWrites\":" + (v.twoPhaseWrites() ? "true" : "false") + "}";
+  });
+  e.metrics.push_back([&ctx](std::string& out) {
+    stats::PrometheusWriter w(out);
+    w.family(stats::Metric::upstream_up);
+    for (const auto& h : ctx.mongos->snapshot())
+      w.sample(stats::Metric::upstream_up, {h.address}, uint64_t{h.state == proxy::MongosPool::State::Up ? 1u : 0u});
+  });
+  e.readiness_detail = [&ctx] { return mongosReadiness(ctx); };
+  return e;
+}
+
+AdminExtension discoveryExtension(proxy::ProxyContext& ctx) {
+  AdminExtension e;
+  e.stats_sections.emplace_back("discovery", [&ctx] { return ctx.discovery_status.renderJson(); });
+  e.metrics.push_back([&ctx](std::string& out) { ctx.discovery_status.appendMetrics(out); });
+  // The admin server keeps one readiness detail: the mongos pool's line, then discovery's.
+  e.readiness_detail = [&ctx] { return mongosReadiness(ctx) + "\n" + ctx.discovery_status.readinessLine(); };
+  return e;
+}
+
+AdminExtension publishExtension(const proxy::SketchPublisher& publisher) {
+  AdminExtension ext;
+  ext.stats_sections.emplace_back("evaluationPublish", [&publisher] {
+    auto c = publisher.counters();
+    std::string id;
+    common::JsonWriter::appendString(publisher.sidecarId(), id);
+    return "{\"id\":" + id + ",\"published\":" + std::to_string(c.published) + ",\"errors\":" +
+           std::to_string(c.errors) + ",\"tooLarge\":" + std::to_string(c.too_large) + "}";
+  });
+  ext.metrics.push_back([&publisher](std::string& out) {
+    auto c = publisher.counters();
+    stats::PrometheusWriter w(out);
+    w.family(stats::Metric::evaluation_publish_total);
+    w.sample(stats::Metric::evaluation_publish_total, {"ok"}, static_cast<uint64_t>(c.published));
+    w.sample(stats::Metric::evaluation_publish_total, {"error"}, static_cast<uint64_t>(c.errors));
+    w.sample(stats::Metric::evaluation_publish_total, {"too_large"}, static_cast<uint64_t>(c.too_large));
+  });
+  return ext;
+}
+
+}  // namespace shardscope::admin

@@ -1,0 +1,26 @@
+// Builds the admin endpoint from a ready ProxyContext (the token, readiness, shard names) and the
+// /stats sections, metrics and /readyz lines of the proxy's own parts: the mongos pool, routing
+// discovery, sketch publishing. Lives above proxy/: the data path never depends on the admin endpoint.
+#pragma once
+#include <memory>
+
+#include "admin/admin_server.h"
+#include "proxy/proxy_context.h"
+#include "proxy/sketch_publisher.h"
+
+namespace shardscope::admin {
+
+// The admin endpoint on its own threads. Throws when the token file cannot be read.
+// With `metrics_only`: the metrics listener (metrics_listen) instead, /metrics and /healthz without a token.
+std::unique_ptr<AdminServer> makeAdminServer(proxy::ProxyContext& ctx, bool metrics_only = false);
+
+// The mongos pool's /stats section ("upstreams", "upstreamSrv", "mongosVersion"), metric
+// (shardscope_upstream_up) and /readyz line (which mongos are up).
+AdminExtension mongosPoolExtension(proxy::ProxyContext& ctx);
+// Routing discovery's /stats section ("discovery"), shardscope_routing_* metrics and /readyz line
+// (after the mongos line, which it repeats: /readyz keeps one detail function).
+AdminExtension discoveryExtension(proxy::ProxyContext& ctx);
+// Fleet publishing's /stats section ("evaluationPublish") and shardscope_evaluation_publish_total.
+AdminExtension publishExtension(const proxy::SketchPublisher& publisher);
+
+}  // namespace shardscope::admin

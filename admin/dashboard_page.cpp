@@ -1,0 +1,463 @@
+// The dashboard served at /: one self-contained page (no external assets) that answers "why".
+// Every 2 s it reads /stats (shapes, reasons, rewrites), /history (ops/s per class and per shard
+// over the last minutes, sampled by the server so a page opened late still has them), /chunks
+// (shard key and chunks per namespace) and /evaluate (the shard-key verdict, when evaluation is on).
+#include "admin/admin_server.h"
+
+namespace shardscope::admin {
+namespace {
+
+// Data is only ever inserted with textContent (never innerHTML), so a shape cannot inject markup.
+constexpr std::string_view kPage = R"shardscope(<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>shardscope - live routing</title>
+<link rel="icon" href="data:,">
+<style>
+:root { --bg:#0f1419; --panel:#171e26; --line:#263240; --text:#d7dee6; --dim:#8394a6; --accent:#4fb0ff;
+  --single:#3fb950; --multi:#d4a72c; --broadcast:#f85149; --unsharded:#8b949e; --no_collection:#6e7681; --unclassified:#a371f7; }
+* { box-sizing:border-box; }
+body { margin:0; font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif; background:var(--bg); color:var(--text); }
+header { display:flex; align-items:baseline; gap:16px; padding:14px 22px; border-bottom:1px solid var(--line); }
+header h1 { font-size:18px; margin:0; font-weight:600; }
+header .meta { color:var(--dim); font-size:12px; }
+#status { margin-left:auto; font-size:12px; color:var(--dim); }
+#status.err { color:var(--broadcast); }
+main { padding:18px 22px; display:grid; gap:18px; }
+.cards { display:grid; grid-template-columns:repeat(7,1fr); gap:12px; }
+.card { background:var(--panel); border:1px solid var(--line); border-radius:8px; padding:10px 14px; }
+.card .label { color:var(--dim); font-size:11px; text-transform:uppercase; letter-spacing:.05em; }
+.card .value { font-size:22px; font-weight:600; font-variant-numeric:tabular-nums; }
+.card .sub { color:var(--dim); font-size:11px; }
+.card.hot { border-color:var(--broadcast); }
+.card.hot .value { color:var(--broadcast); }
+section { background:var(--panel); border:1px solid var(--line); border-radius:8px; padding:12px 14px; }
+section h2 { font-size:13px; margin:0 0 10px; color:var(--dim); text-transform:uppercase; letter-spacing:.05em; }
+.split { display:grid; grid-template-columns:1fr 1fr; gap:18px; }
+.stack { display:flex; height:18px; border-radius:4px; overflow:hidden; background:var(--line); }
+.stack div { height:100%; }
+.legend { display:flex; flex-wrap:wrap; gap:12px; margin-top:8px; font-size:12px; color:var(--dim); }
+.legend i { display:inline-block; width:10px; height:10px; border-radius:2px; margin-right:4px; vertical-align:-1px; }
+svg.chart { width:100%; height:150px; display:block; }
+svg.chart text { fill:var(--dim); font-size:10px; }
+svg.chart .grid { stroke:var(--line); stroke-width:1; }
+table { width:100%; border-collapse:collapse; font-variant-numeric:tabular-nums; }
+th { text-align:left; font-size:11px; color:var(--dim); font-weight:500; text-transform:uppercase; padding:4px 6px;
+  border-bottom:1px solid var(--line); white-space:nowrap; }
+td { padding:5px 6px; border-bottom:1px solid #1d2631; vertical-align:top; }
+td.num, th.num { text-align:right; white-space:nowrap; }
+td.shape, td.mono { font-family:ui-monospace,SFMono-Regular,Menlo,monospace; font-size:12px; word-break:break-all; }
+td.shape { max-width:380px; }
+td.why { color:var(--dim); font-size:12px; max-width:300px; }
+td.defence { color:var(--dim); font-size:12px; max-width:520px; }
+.badge { display:inline-block; padding:1px 7px; border-radius:10px; font-size:11px; font-weight:600; color:#0f1419; white-space:nowrap; }
+.rewrite { display:inline-block; margin-top:3px; font-size:11px; color:var(--single); white-space:nowrap; }
+.hotflag { color:var(--broadcast); font-weight:600; font-size:11px; }
+.bar { position:relative; height:14px; background:var(--line); border-radius:3px; min-width:90px; }
+.bar div { position:absolute; left:0; top:0; bottom:0; background:var(--accent); border-radius:3px; }
+.bar.chunks div { background:var(--dim); }
+.warn { color:var(--multi); font-size:12px; margin-top:8px; }
+.empty { color:var(--dim); padding:10px 0; }
+.nsblock { margin-bottom:12px; }
+.nsblock h3 { font-size:13px; margin:6px 0; font-weight:600; }
+.nsblock h3 span { color:var(--dim); font-weight:400; font-family:ui-monospace,monospace; font-size:12px; }
+#auth { display:none; gap:8px; align-items:center; }
+#auth input { background:var(--bg); color:var(--text); border:1px solid var(--line); border-radius:4px; padding:4px 8px; }
+</style>
+</head>
+<body>
+<header>
+  <h1>shardscope</h1><span class="meta">live routing statistics</span>
+  <span class="meta" id="window"></span>
+  <form id="auth"><input id="token" type="password" placeholder="admin bearer token"><button>use</button></form>
+  <span id="status">loading...</span>
+</header>
+<main>
+  <div class="cards">
+    <div class="card"><div class="label">operations</div><div class="value" id="total-ops">-</div></div>
+    <div class="card"><div class="label">ops / s</div><div class="value" id="ops-rate">-</div><div class="sub" id="ops-rate-sub"></div></div>
+    <div class="card"><div class="label" title="oneShard / (oneShard + manyShards + allShards)">targeted</div><div class="value" id="targeted-share">-</div></div>
+    <div class="card"><div class="label">broadcast</div><div class="value" id="broadcast-share">-</div></div>
+    <div class="card" id="hot-card"><div class="label" title="busiest / least busy shard over the history window">hot shard</div><div class="value" id="hot-ratio">-</div><div class="sub" id="hot-sub"></div></div>
+    <div class="card"><div class="label">errors</div><div class="value" id="total-errors">-</div></div>
+    <div class="card"><div class="label">connections</div><div class="value" id="connections">-</div></div>
+  </div>
+  <div class="split">
+    <section><h2>Operations / s by targeting class <span id="history-span"></span></h2><svg class="chart" id="chart-class"></svg><div class="legend" id="chart-class-legend"></div></section>
+    <section><h2>Operations / s per shard</h2><svg class="chart" id="chart-shard"></svg><div class="legend" id="chart-shard-legend"></div></section>
+  </div>
+  <div class="split">
+    <section><h2>Targeting class (since reset)</h2><div class="stack" id="class-stack"></div><div class="legend" id="class-legend"></div>
+      <h2 style="margin-top:14px" title="serverStatus().shardingStatistics.numHostsTargeted">Shards reached, as mongos counts them</h2><div class="legend" id="hosts-legend"></div></section>
+    <section><h2>Per-shard load</h2>
+      <table><thead><tr><th>shard</th><th class="num">ops</th><th class="num">share</th><th class="num" title="ops/s over the history window">ops/s</th><th></th></tr></thead>
+      <tbody id="shards"></tbody></table></section>
+  </div>
+  <section><h2>Shard key per namespace and the evaluation's recommendation</h2>
+    <table><thead><tr><th>namespace</th><th>current shard key</th><th class="num">chunks</th><th>recommended key</th><th>why</th></tr></thead>
+    <tbody id="keys"></tbody></table></section>
+  <section><h2>Top query shapes: what they do and why</h2>
+    <table><thead><tr><th class="num">#</th><th>namespace</th><th>command</th><th>shape</th><th class="num">count</th>
+      <th class="num">share</th><th>class</th><th>why</th><th>hosts</th><th class="num">broadcast</th><th class="num">shards avg / max</th>
+      <th class="num">p50</th><th class="num">p99</th><th class="num">max</th><th class="num">errors</th></tr></thead>
+    <tbody id="shapes"></tbody></table>
+    <div class="warn" id="cap"></div>
+  </section>
+  <section><h2>Chunks per namespace (as sh.status() shows them)</h2><div id="chunks"></div></section>
+</main>
+<script>
+"use strict";
+const CLASSES = ["single", "multi", "broadcast", "unsharded", "no_collection", "unclassified"];
+const HOSTS = ["oneShard", "manyShards", "allShards", "unsharded"];
+const SHARD_COLORS = ["#4fb0ff", "#3fb950", "#d4a72c", "#f85149", "#a371f7", "#ff7b72", "#79c0ff", "#56d364", "#e3b341", "#db61a2"];
+const HOT_RATIO = 1.5;  // seed 002: the busiest shard above 1.5x the least busy one is hot
+const TOP = 25;
+const RANGES_SHOWN = 12;
+let token = "";
+let previous = null;
+
+(function initToken() {
+  const m = /(?:^|[#&])token=([^&]+)/.exec(location.hash);
+  if (m) { token = decodeURIComponent(m[1]); sessionStorage.setItem("shardscope-token", token); history.replaceState(null, "", location.pathname); }
+  else token = sessionStorage.getItem("shardscope-token") || "";
+  document.getElementById("auth").addEventListener("submit", (e) => {
+    e.preventDefault();
+    token = document.getElementById("token").value;
+    sessionStorage.setItem("shardscope-token", token);
+    refresh();
+  });
+})();
+
+function el(tag, attrs, text) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+function svgEl(tag, attrs) {
+  const e = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  return e;
+}
+function fmtInt(n) { return Number(n).toLocaleString("en-US"); }
+function fmtPct(x) { return (100 * x).toFixed(x > 0 && x < 0.001 ? 2 : 1) + "%"; }
+function fmtRate(x) { return x >= 100 ? x.toFixed(0) : x.toFixed(1); }
+function fmtNs(ns) {
+  if (!ns) return "-";
+  if (ns < 1e3) return ns + " ns";
+  if (ns < 1e6) return (ns / 1e3).toFixed(ns < 1e4 ? 1 : 0) + " \u00b5s";
+  if (ns < 1e9) return (ns / 1e6).toFixed(ns < 1e7 ? 2 : 1) + " ms";
+  return (ns / 1e9).toFixed(2) + " s";
+}
+function setText(id, text) { document.getElementById(id).textContent = text; }
+function badge(cls) {
+  const b = el("span", {class: "badge", "data-class": cls}, cls);
+  b.style.background = "var(--" + cls + ")";
+  return b;
+}
+function swatch(item, color) { const sw = el("i"); sw.style.background = color; item.prepend(sw); return item; }
+// The class holding most of a count object's operations; ties go to the later (costlier) class, as /stats does.
+function dominant(counts) {
+  let best = null, n = 0;
+  for (const c of CLASSES) if (counts[c] > 0 && counts[c] >= n) { best = c; n = counts[c]; }
+  return best;
+}
+async function getJson(path) {
+  const r = await fetch(path, {headers: token ? {Authorization: "Bearer " + token} : {}, cache: "no-store"});
+  if (r.status === 401) { const e = new Error("token required"); e.auth = true; throw e; }
+  if (r.status === 404) return null;  // a feature that is off (evaluation)
+  if (!r.ok) throw new Error(path + ": HTTP " + r.status);
+  return r.json();
+}
+
+// The only place that reads /evaluate: ns -> {key, text} of each namespace's verdict (key null: no recommendation yet).
+function evaluationVerdicts(doc) {
+  const out = {};
+  for (const n of (doc && doc.namespaces) || [])
+    if (n && n.ns && n.verdict) out[n.ns] = {key: n.verdict.key === null ? null : JSON.stringify(n.verdict.key), text: String(n.verdict.text || "").trim()};
+  return out;
+}
+
+// The defence in one line: its first paragraph without the "Choice: <key>." the key column already
+// shows, cut at a word near 260 characters (the whole text is the cell's tooltip).
+function oneLine(text) {
+  let t = text.split("\n")[0].replace(/^Choice: .*?\. (?=[A-Z])/, "");
+  if (t.length > 260) t = t.slice(0, t.lastIndexOf(" ", 260)) + " \u2026";
+  return t;
+}
+
+// Per shard ops/s over the history window and the hot-shard ratio (max / min over every shard that owns chunks).
+function shardRates(hist, names) {
+  const rates = {};
+  if (!hist || !hist.samples.length) return rates;
+  let seconds = 0;
+  const sums = new Array(hist.shards.length).fill(0);
+  for (const s of hist.samples) { seconds += s.seconds; s.shards.forEach((n, i) => { sums[i] += n; }); }
+  for (const name of names) rates[name] = 0;
+  hist.shards.forEach((name, i) => { rates[name] = seconds ? sums[i] / seconds : 0; });
+  return rates;
+}
+
+// A line chart: series [{name, color, values}] over `times` (unix ms); y from 0 to the largest value.
+function lineChart(svg, legend, series, times, spanText) {
+  svg.replaceChildren(); legend.replaceChildren();
+  const W = svg.clientWidth || 600, H = svg.clientHeight || 150, L = 40, B = 16, T = 6;
+  svg.setAttribute("viewBox", "0 0 " + W + " " + H);
+  svg.setAttribute("data-points", String(times.length));
+  if (times.length < 1) {
+    const t = svgEl("text", {x: L, y: H / 2}); t.textContent = "collecting: one point every interval"; svg.append(t); return;
+  }
+  let max = 0;
+  for (const s of series) for (const v of s.values) max = Math.max(max, v);
+  max = max > 0 ? max * 1.1 : 1;
+  const t0 = times[0], t1 = times[times.length - 1], span = Math.max(1, t1 - t0);
+  const x = (t) => times.length === 1 ? W - 4 : L + (W - L - 4) * (t - t0) / span;
+  const y = (v) => T + (H - T - B) * (1 - v / max);
+  for (const f of [0, 0.5, 1]) {
+    svg.append(svgEl("line", {class: "grid", x1: L, x2: W - 4, y1: y(max * f), y2: y(max * f)}));
+    const lab = svgEl("text", {x: 2, y: y(max * f) + 3}); lab.textContent = fmtRate(max * f); svg.append(lab);
+  }
+  const left = svgEl("text", {x: L, y: H - 3}); left.textContent = "-" + Math.round((t1 - t0) / 1000) + " s"; svg.append(left);
+  const right = svgEl("text", {x: W - 30, y: H - 3}); right.textContent = "now"; svg.append(right);
+  for (const s of series) {
+    if (!s.values.some((v) => v > 0)) continue;
+    const pts = s.values.map((v, i) => x(times[i]).toFixed(1) + "," + y(v).toFixed(1)).join(" ");
+    svg.append(svgEl(times.length === 1 ? "circle" : "polyline",
+                     times.length === 1 ? {cx: x(t1), cy: y(s.values[0]), r: 3, fill: s.color, "data-series": s.name}
+                                        : {points: pts, fill: "none", stroke: s.color, "stroke-width": 2, "data-series": s.name}));
+    const last = s.values[s.values.length - 1];
+    legend.append(swatch(el("span", {"data-series": s.name, "data-last-rate": last.toFixed(2)}, s.name + " " + fmtRate(last) + "/s"), s.color));
+  }
+  if (spanText !== undefined) setText("history-span", spanText);
+}
+
+function renderHistory(hist) {
+  const samples = hist ? hist.samples : [];
+  const times = samples.map((s) => s.end);
+  lineChart(document.getElementById("chart-class"), document.getElementById("chart-class-legend"),
+            CLASSES.map((c) => ({name: c, color: getComputedStyle(document.body).getPropertyValue("--" + c).trim(),
+                                 values: samples.map((s) => s.targeting[c] / s.seconds)})), times,
+            samples.length ? "(last " + Math.round(samples.reduce((a, s) => a + s.seconds, 0)) + " s, every " + hist.intervalSeconds + " s)" : "");
+  lineChart(document.getElementById("chart-shard"), document.getElementById("chart-shard-legend"),
+            (hist ? hist.shards : []).map((name, i) => ({name: name, color: SHARD_COLORS[i % SHARD_COLORS.length],
+                                                          values: samples.map((s) => (s.shards[i] || 0) / s.seconds)})), times);
+  if (samples.length) {
+    const last = samples[samples.length - 1];
+    let n = 0; for (const c of CLASSES) n += last.targeting[c];
+    let peak = 0;
+    for (const x of samples) { let m = 0; for (const c of CLASSES) m += x.targeting[c]; peak = Math.max(peak, m / x.seconds); }
+    setText("ops-rate", fmtRate(n / last.seconds));
+    setText("ops-rate-sub", "last " + last.seconds.toFixed(0) + " s \u00b7 peak " + fmtRate(peak) + "/s");
+  }
+}
+
+function renderHot(rates, names) {
+  const card = document.getElementById("hot-card");
+  const list = names.filter((n) => n in rates);
+  const total = list.reduce((a, n) => a + rates[n], 0);
+  card.classList.remove("hot"); card.removeAttribute("data-hot");
+  if (list.length < 2 || total <= 0) { setText("hot-ratio", "-"); setText("hot-sub", "no traffic in the window"); return null; }
+  let hi = list[0], lo = list[0];
+  for (const n of list) { if (rates[n] > rates[hi]) hi = n; if (rates[n] < rates[lo]) lo = n; }
+  const ratio = rates[lo] > 0 ? rates[hi] / rates[lo] : Infinity;
+  const hot = ratio > HOT_RATIO;
+  setText("hot-ratio", (isFinite(ratio) ? ratio.toFixed(2) + "\u00d7" : "\u221e") + (hot ? " " + hi : ""));
+  setText("hot-sub", (hot ? "HOT: " : "balanced: ") + "max/min, threshold " + HOT_RATIO);
+  card.setAttribute("data-ratio", isFinite(ratio) ? ratio.toFixed(3) : "inf");
+  if (hot) { card.classList.add("hot"); card.setAttribute("data-hot", hi); }
+  return hot ? hi : null;
+}
+
+function renderShards(s, rates, hotShard) {
+  const shards = document.getElementById("shards");
+  shards.replaceChildren();
+  const maxShard = Math.max(1, ...s.shards.map((x) => x.ops));
+  for (const sh of s.shards) {
+    const tr = el("tr", {class: "shard", "data-shard": sh.name, "data-ops": String(sh.ops)});
+    const bar = el("div", {class: "bar"}); const fill = el("div"); fill.style.width = (100 * sh.ops / maxShard) + "%"; bar.append(fill);
+    const barCell = el("td"); barCell.append(bar);
+    const name = el("td", {}, sh.name);
+    if (sh.name === hotShard) name.append(" ", el("span", {class: "hotflag", "data-hot": "true"}, "HOT"));
+    tr.append(name, el("td", {class: "num", "data-field": "ops"}, fmtInt(sh.ops)), el("td", {class: "num"}, fmtPct(sh.share)),
+              el("td", {class: "num", "data-field": "rate"}, sh.name in rates ? fmtRate(rates[sh.name]) : "-"), barCell);
+    shards.append(tr);
+  }
+  if (!s.shards.length) {
+    const tr = el("tr"); tr.append(el("td", {class: "empty", colspan: "5"}, "no shard touched yet")); shards.append(tr);
+  }
+}
+
+function renderKeys(chunks, verdicts, evaluationOn) {
+  const body = document.getElementById("keys");
+  body.replaceChildren();
+  const nss = new Set([...(chunks ? chunks.namespaces.map((n) => n.ns) : []), ...Object.keys(verdicts)]);
+  for (const ns of [...nss].sort()) {
+    const c = chunks ? chunks.namespaces.find((n) => n.ns === ns) : null;
+    const v = verdicts[ns];
+    const tr = el("tr", {class: "key", "data-ns": ns});
+    const rec = v ? (v.key || "none yet") : (evaluationOn ? "not observed yet" : "evaluation off");
+    const why = el("td", {class: "defence", "data-field": "defence", title: v ? v.text : ""}, v ? oneLine(v.text) : "");
+    tr.append(el("td", {}, ns), el("td", {class: "mono", "data-field": "current"}, c ? JSON.stringify(c.key) : "not sharded"),
+              el("td", {class: "num"}, c ? fmtInt(c.chunks) : "-"),
+              el("td", {class: "mono", "data-field": "recommended"}, rec), why);
+    body.append(tr);
+  }
+  if (!nss.size) { const tr = el("tr"); tr.append(el("td", {class: "empty", colspan: "5"}, "no sharded namespace in the routing table")); body.append(tr); }
+}
+
+function renderShapes(s, ops) {
+  const body = document.getElementById("shapes");
+  body.replaceChildren();
+  let rank = 0;
+  for (const sh of s.shapes.slice(0, TOP)) {
+    rank++;
+    const tr = el("tr", {class: "shape", "data-shape-id": sh.id, "data-count": String(sh.count), "data-class": sh["class"],
+                         "data-command": sh.command, "data-ns": sh.ns});
+    const classCell = el("td"); classCell.append(badge(sh["class"]));
+    // A rewritten shape: how the client wrote it -> how it ran, and the share of its operations rescued.
+    if (sh.rewrite && sh.rewrite.applied) {
+      const before = dominant(sh.rewrite.targetingBefore) || "?";
+      const rescued = Math.max(0, sh.rewrite.applied - sh.rewrite.fallbacks);
+      const share = sh.count ? rescued / sh.count : 0;
+      tr.setAttribute("data-rewrite-before", before);
+      tr.setAttribute("data-rewrite-after", sh["class"]);
+      tr.setAttribute("data-rescued", share.toFixed(4));
+      classCell.append(el("br"), el("span", {class: "rewrite", title: fmtInt(rescued) + " of " + fmtInt(sh.count) + " operations rewritten to the shard key; " +
+                                              fmtInt(sh.rewrite.fallbacks) + " fell back to the original"},
+                              "rewritten: " + before + " \u2192 " + sh["class"] + ", " + fmtPct(share) + " rescued"));
+    }
+    tr.append(el("td", {class: "num"}, String(rank)), el("td", {}, sh.ns), el("td", {}, sh.command),
+              el("td", {class: "shape", title: sh.shape}, sh.shape),
+              el("td", {class: "num", "data-field": "count"}, fmtInt(sh.count)),
+              el("td", {class: "num"}, ops ? fmtPct(sh.count / ops) : "-"), classCell,
+              el("td", {class: "why", "data-field": "reason"}, sh.reason || ""),
+              el("td", {"data-field": "hosts"}, sh.countClass),
+              el("td", {class: "num", "data-field": "broadcast"}, fmtPct(sh.broadcastShare)),
+              el("td", {class: "num", "data-field": "shards"}, sh.shardsTouched.mean.toFixed(1) + " / " + sh.shardsTouched.max),
+              el("td", {class: "num", "data-field": "p50"}, fmtNs(sh.latency.p50Ns)),
+              el("td", {class: "num", "data-field": "p99"}, fmtNs(sh.latency.p99Ns)),
+              el("td", {class: "num"}, fmtNs(sh.latency.maxNs)),
+              el("td", {class: "num", "data-field": "errors"}, fmtInt(sh.errors.total)));
+    body.append(tr);
+  }
+  if (!rank) {
+    const tr = el("tr"); tr.append(el("td", {class: "empty", colspan: "15"}, "no operations yet")); body.append(tr);
+  }
+  const cap = s.shapeCap.namespacesAtCap;
+  setText("cap", cap.length ? "shape cap (" + s.shapeCap.maxShapesPerNamespace + " per namespace) reached in " +
+          cap.join(", ") + ": " + fmtInt(s.shapeCap.opsInOther) + " operations counted as <other>" : "");
+}
+
+// Per namespace: chunks per shard (bar) next to that shard's traffic over the window, then the first chunk ranges.
+function renderChunks(chunks, rates, hotShard) {
+  const box = document.getElementById("chunks");
+  box.replaceChildren();
+  if (!chunks || !chunks.namespaces.length) { box.append(el("div", {class: "empty"}, chunks && chunks.loaded ? "no sharded namespace" : "no routing table loaded")); return; }
+  const totalRate = Object.values(rates).reduce((a, r) => a + r, 0);
+  for (const n of chunks.namespaces) {
+    const block = el("div", {class: "nsblock", "data-ns": n.ns});
+    const h = el("h3", {}, n.ns + " "); h.append(el("span", {}, "shard key " + JSON.stringify(n.key) + " \u00b7 " + fmtInt(n.chunks) + " chunks")); block.append(h);
+    const table = el("table");
+    table.append(el("thead")); table.tHead.append(el("tr"));
+    for (const [t, c] of [["shard", ""], ["chunks", "num"], ["", ""], ["traffic (all namespaces)", "num"]]) table.tHead.rows[0].append(el("th", c ? {class: c} : {}, t));
+    const tb = el("tbody");
+    const maxChunks = Math.max(1, ...Object.values(n.chunksPerShard));
+    for (const shard of chunks.shards) {
+      const k = n.chunksPerShard[shard] || 0;
+      const tr = el("tr", {class: "chunkshard", "data-ns": n.ns, "data-shard": shard, "data-chunks": String(k)});
+      const bar = el("div", {class: "bar chunks"}); const fill = el("div"); fill.style.width = (100 * k / maxChunks) + "%"; bar.append(fill);
+      const barCell = el("td"); barCell.append(bar);
+      const name = el("td", {}, shard);
+      if (shard === hotShard) name.append(" ", el("span", {class: "hotflag"}, "HOT"));
+      tr.append(name, el("td", {class: "num"}, fmtInt(k) + " (" + fmtPct(n.chunks ? k / n.chunks : 0) + ")"), barCell,
+                el("td", {class: "num"}, shard in rates && totalRate ? fmtRate(rates[shard]) + "/s (" + fmtPct(rates[shard] / totalRate) + ")" : "-"));
+      tb.append(tr);
+    }
+    table.append(tb); block.append(table);
+    const ranges = el("table", {class: "ranges"});
+    const rb = el("tbody");
+    for (const r of n.ranges.slice(0, RANGES_SHOWN)) {
+      const tr = el("tr", {class: "range", "data-ns": n.ns, "data-shard": r.shard});
+      tr.append(el("td", {class: "mono"}, JSON.stringify(r.min) + " \u2192 " + JSON.stringify(r.max)), el("td", {}, "on " + r.shard));
+      rb.append(tr);
+    }
+    const more = n.chunks - Math.min(n.ranges.length, RANGES_SHOWN);
+    if (more > 0) { const tr = el("tr"); tr.append(el("td", {class: "empty", colspan: "2"}, "\u2026 and " + fmtInt(more) + " more chunks")); rb.append(tr); }
+    ranges.append(rb); block.append(ranges);
+    box.append(block);
+  }
+}
+
+function render(s, hist, chunks, evaluation) {
+  const t = s.totals;
+  const ops = t.ops;
+  const routed = t.targeting.single + t.targeting.multi + t.targeting.broadcast;
+  setText("total-ops", fmtInt(ops));
+  // One definition everywhere, computed by /stats: oneShard / (oneShard + manyShards + allShards).
+  const h = t.hostsTargeted;
+  setText("targeted-share", h.oneShard + h.manyShards + h.allShards ? fmtPct(t.targetedShare) : "-");
+  const hostsLegend = document.getElementById("hosts-legend");
+  hostsLegend.replaceChildren();
+  for (const c of HOSTS) hostsLegend.append(el("span", {"data-hosts": c, "data-count": String(h[c])}, c + " " + fmtInt(h[c])));
+  setText("broadcast-share", routed ? fmtPct(t.targeting.broadcast / routed) : "-");
+  setText("total-errors", fmtInt(t.errors));
+  setText("connections", fmtInt(s.process.connectionsActive));
+  setText("window", "window " + Math.round(s.windowSeconds) + " s \u00b7 up " + Math.round(s.uptimeSeconds) + " s");
+  const now = Date.now();
+  if (!hist && previous && now > previous.at && ops >= previous.ops)
+    setText("ops-rate", ((ops - previous.ops) * 1000 / (now - previous.at)).toFixed(1));
+  previous = {at: now, ops: ops};
+
+  const stack = document.getElementById("class-stack");
+  const legend = document.getElementById("class-legend");
+  stack.replaceChildren(); legend.replaceChildren();
+  for (const c of CLASSES) {
+    const n = t.targeting[c];
+    if (!n) continue;
+    const seg = el("div", {title: c + ": " + n});
+    seg.style.width = (100 * n / ops) + "%";
+    seg.style.background = "var(--" + c + ")";
+    stack.append(seg);
+    legend.append(swatch(el("span", {"data-class": c, "data-count": String(n)}, c + " " + fmtInt(n) + " (" + fmtPct(n / ops) + ")"), "var(--" + c + ")"));
+  }
+
+  const names = chunks && chunks.shards.length ? chunks.shards : s.shards.map((x) => x.name);
+  const rates = shardRates(hist, names);
+  renderHistory(hist);
+  // Hot or cold is judged among the shards that own chunks: one holding none (a new or draining
+  // shard, a database primary only) takes no shard-key traffic by design.
+  const owners = new Set(chunks ? chunks.namespaces.flatMap((n) => Object.keys(n.chunksPerShard)) : []);
+  const hot = renderHot(rates, owners.size ? names.filter((n) => owners.has(n)) : names);
+  renderShards(s, rates, hot);
+  renderKeys(chunks, evaluationVerdicts(evaluation), evaluation !== null);
+  renderShapes(s, ops);
+  renderChunks(chunks, rates, hot);
+}
+
+async function refresh() {
+  const status = document.getElementById("status");
+  try {
+    const [s, hist, chunks, evaluation] = await Promise.all([getJson("stats"), getJson("history"), getJson("chunks"), getJson("evaluate")]);
+    render(s, hist, chunks, evaluation);
+    document.getElementById("auth").style.display = "none";
+    status.className = ""; status.textContent = "updated " + new Date().toLocaleTimeString();
+    document.body.setAttribute("data-loaded", "true");
+  } catch (e) {
+    if (e.auth) document.getElementById("auth").style.display = "flex";
+    status.className = "err"; status.textContent = e.auth ? "token required" : "refresh failed: " + e.message;
+  }
+}
+function loop() { refresh().finally(() => setTimeout(loop, 2000)); }
+loop();
+</script>
+</body>
+</html>
+)shardscope";
+
+}  // namespace
+
+std::string_view dashboardPage() { return kPage; }
+
+}  // namespace shardscope::admin

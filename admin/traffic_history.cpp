@@ -1,0 +1,76 @@
+#include "admin/traffic_history.h"
+
+#include <algorithm>
+
+#include "common/json_writer.h"
+
+namespace shardscope::admin {
+namespace {
+
+// The difference of two cumulative counters; after a reset the counter restarted from zero.
+uint64_t delta(uint64_t now, uint64_t before) { return now >= before ? now - before : now; }
+
+}  // namespace
+
+TrafficHistory::TrafficHistory(size_t capacity, size_t max_shards)
+    : capacity_(capacity == 0 ? 1 : capacity), max_shards_(max_shards) {}
+
+void TrafficHistory::add(int64_t now_ms, const stats::ConnectionTotals& totals, const std::vector<uint64_t>& shard_ops) {
+  std::lock_guard lock(mutex_);
+  if (have_baseline_ && now_ms > last_ms_) {
+    Sample s;
+    s.end_ms = now_ms;
+    s.duration_ms = now_ms - last_ms_;
+    for (size_t i = 0; i < s.targeting.size(); ++i)
+      s.targeting[i] = delta(totals.byTargeting[i], last_totals_.byTargeting[i]);
+    for (size_t i = 0; i < s.hosts.size(); ++i) s.hosts[i] = delta(totals.byHosts[i], last_totals_.byHosts[i]);
+    size_t listed = std::min(shard_ops.size(), max_shards_);
+    s.shards.assign(listed + (shard_ops.size() > max_shards_ ? 1 : 0), 0);
+    for (size_t i = 0; i < shard_ops.size(); ++i) {
+      uint64_t d = delta(shard_ops[i], i < last_shards_.size() ? last_shards_[i] : 0);
+      s.shards[std::min(i, max_shards_)] += d;
+    }
+    samples_.push_back(std::move(s));
+    while (samples_.size() > capacity_) samples_.pop_front();
+  }
+  have_baseline_ = true;
+  last_ms_ = now_ms;
+  last_totals_ = totals;
+  last_shards_ = shard_ops;
+}
+
+size_t TrafficHistory::size() const {
+  std::lock_guard lock(mutex_);
+  return samples_.size();
+}
+
+std::string TrafficHistory::renderJson(const std::vector<std::string>& shard_names, double interval_seconds) const {
+  std::lock_guard lock(mutex_);
+  size_t widest = 0;
+  for (const auto& s : samples_) widest = std::max(widest, s.shards.size());
+  std::string out;
+  common::JsonWriter w(out);
+  w.beginObject().field("intervalSeconds", interval_seconds).field("capacity", static_cast<uint64_t>(capacity_));
+  w.key("shards").beginArray();
+  for (size_t i = 0; i < widest; ++i) {
+    if (i == max_shards_) w.value("other");
+    else if (i < shard_names.size() && !shard_names[i].empty()) w.value(std::string_view(shard_names[i]));
+    else w.value("shard" + std::to_string(i));
+  }
+  w.endArray().key("samples").beginArray();
+  for (const auto& s : samples_) {
+    w.beginObject().field("end", s.end_ms).field("seconds", static_cast<double>(s.duration_ms) / 1000.0);
+    w.key("targeting").beginObject();
+    for (size_t i = 0; i < s.targeting.size(); ++i)
+      w.field(routing::targetingName(static_cast<routing::Targeting>(i)), s.targeting[i]);
+    w.endObject().key("hostsTargeted").beginObject();
+    for (size_t i = 0; i < s.hosts.size(); ++i) w.field(stats::kHostsTargetedNames[i], s.hosts[i]);
+    w.endObject().key("shards").beginArray();
+    for (uint64_t n : s.shards) w.value(n);
+    w.endArray().endObject();
+  }
+  w.endArray().endObject();
+  return out;
+}
+
+}  // namespace shardscope::admin

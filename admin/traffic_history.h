@@ -1,0 +1,50 @@
+// A bounded ring of per-interval traffic (operations per targeting class, per count class, per
+// shard), so the dashboard can draw ops/s over the last minutes even when it is opened late.
+// The admin server samples the registry's cumulative totals every interval; this keeps the deltas.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "stats/shape_counters.h"
+
+namespace shardscope::admin {
+
+class TrafficHistory {
+ public:
+  // Memory is bounded by capacity × (11 + max_shards + 1) counters: 120 × 76 × 8 B ≈ 73 KB by default.
+  explicit TrafficHistory(size_t capacity = 120, size_t max_shards = 64);
+
+  // Cumulative counters at `now_ms`. The first call only sets the baseline; each later call appends
+  // the difference to the previous one. Counters that went down (POST /stats/reset) count from zero.
+  void add(int64_t now_ms, const stats::ConnectionTotals& totals, const std::vector<uint64_t>& shard_ops);
+
+  // {"intervalSeconds": s, "capacity": n, "shards": [names], "samples": [{"end": unix ms,
+  // "seconds": s, "targeting": {...}, "hostsTargeted": {...}, "shards": [ops by index, then "other"]}]}
+  std::string renderJson(const std::vector<std::string>& shard_names, double interval_seconds) const;
+
+  size_t size() const;
+
+ private:
+  struct Sample {
+    int64_t end_ms = 0;
+    int64_t duration_ms = 0;
+    std::array<uint64_t, stats::kTargetingCount> targeting{};
+    std::array<uint64_t, stats::kHostsTargetedCount> hosts{};
+    std::vector<uint64_t> shards;  // at most max_shards_ + 1 (the last one sums the shards past the limit)
+  };
+
+  const size_t capacity_;
+  const size_t max_shards_;
+  mutable std::mutex mutex_;  // written by the sampling thread, read by the render thread
+  std::deque<Sample> samples_;
+  bool have_baseline_ = false;
+  int64_t last_ms_ = 0;
+  stats::ConnectionTotals last_totals_;
+  std::vector<uint64_t> last_shards_;
+};
+
+}  // namespace shardscope::admin

@@ -1,0 +1,93 @@
+// Small readers over a command body shared by the per-command targeting code: sub-documents,
+// statements that come inline (body array) or as an OP_MSG document sequence, namespaces.
+#pragma once
+#include <bson/bson.h>
+
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "protocol/command_view.h"
+
+namespace shardscope::common {
+
+// A static view of body[key] when it is a document.
+inline bool subDocument(const bson_t& body, const char* key, bson_t& out) {
+  bson_iter_t it;
+  if (!bson_iter_init_find(&it, &body, key) || !BSON_ITER_HOLDS_DOCUMENT(&it)) return false;
+  uint32_t len = 0;
+  const uint8_t* data = nullptr;
+  bson_iter_document(&it, &len, &data);
+  return bson_init_static(&out, data, len);
+}
+
+// A static view of the document or array an iterator points at.
+inline bool documentOrArray(const bson_iter_t& it, bson_t& out) {
+  uint32_t len = 0;
+  const uint8_t* data = nullptr;
+  if (BSON_ITER_HOLDS_DOCUMENT(&it)) bson_iter_document(&it, &len, &data);
+  else if (BSON_ITER_HOLDS_ARRAY(&it)) bson_iter_array(&it, &len, &data);
+  else return false;
+  return bson_init_static(&out, data, len);
+}
+
+inline bool boolField(const bson_t& doc, const char* key, bool fallback) {
+  bson_iter_t it;
+  if (!bson_iter_init_find(&it, &doc, key)) return fallback;
+  return bson_iter_as_bool(&it);
+}
+
+inline int64_t intField(const bson_t& doc, const char* key, int64_t fallback) {
+  bson_iter_t it;
+  if (!bson_iter_init_find(&it, &doc, key) || !BSON_ITER_HOLDS_NUMBER(&it)) return fallback;
+  return bson_iter_as_int64(&it);
+}
+
+// Calls f(const bson_t&) for each document of body[field] (an array) and of the document sequence
+// named `field`. Returns false when either is malformed (a non-document element, bad bytes).
+template <typename F>
+bool forEachStatement(const protocol::CommandView& cmd, const char* field, F&& f) {
+  bson_iter_t it;
+  if (bson_iter_init_find(&it, &cmd.body, field)) {
+    if (!BSON_ITER_HOLDS_ARRAY(&it)) return false;
+    bson_iter_t arr;
+    if (!bson_iter_recurse(&it, &arr)) return false;
+    while (bson_iter_next(&arr)) {
+      bson_t doc;
+      uint32_t len = 0;
+      const uint8_t* data = nullptr;
+      if (!BSON_ITER_HOLDS_DOCUMENT(&arr)) return false;
+      bson_iter_document(&arr, &len, &data);
+      if (!bson_init_static(&doc, data, len)) return false;
+      if (!f(doc)) return true;
+    }
+  }
+  for (const auto& seq : cmd.sequences) {
+    if (seq.identifier != field) continue;
+    // By hand rather than forEachDocument: a caller that stops (its budget ran out) must not pay
+    // for walking the other 9 million documents of a 48 MB sequence.
+    const auto docs = seq.documents;
+    size_t at = 0;
+    while (at < docs.size()) {
+      if (docs.size() - at < 5) return false;
+      int32_t len = protocol::loadInt32(docs.data() + at);
+      bson_t doc;
+      if (len < 5 || static_cast<size_t>(len) > docs.size() - at ||
+          !bson_init_static(&doc, docs.data() + at, static_cast<size_t>(len)))
+        return false;
+      if (!f(doc)) return true;
+      at += static_cast<size_t>(len);
+    }
+  }
+  return true;
+}
+
+// "db.coll" in `buffer` without allocating for ordinary lengths.
+inline std::string_view joinNamespace(std::string_view db, std::string_view coll, std::string& buffer) {
+  buffer.clear();
+  buffer.reserve(db.size() + coll.size() + 1);
+  buffer.append(db).append(1, '.').append(coll);
+  return buffer;
+}
+
+}  // namespace shardscope::common

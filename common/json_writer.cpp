@@ -1,0 +1,66 @@
+#include "common/json_writer.h"
+
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+
+namespace shardscope::common {
+namespace {
+
+// Length of the valid UTF-8 sequence starting at s[i], or 0 when it is not valid.
+size_t utf8Length(std::string_view s, size_t i) {
+  auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  unsigned char c = b(i);
+  size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k)
+    if ((b(i + k) & 0xC0) != 0x80) return 0;
+  return n;
+}
+
+}  // namespace
+
+void JsonWriter::appendString(std::string_view s, std::string& out) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out.push_back('"');
+  for (size_t i = 0; i < s.size();) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(static_cast<char>(c));
+      ++i;
+    } else if (c < 0x20) {
+      out.append("\\u00");
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+      ++i;
+    } else if (size_t n = utf8Length(s, i); n > 0) {
+      out.append(s.substr(i, n));
+      i += n;
+    } else {
+      out.append("\\ufffd");
+      ++i;
+    }
+  }
+  out.push_back('"');
+}
+
+JsonWriter& JsonWriter::value(double v) {
+  if (!std::isfinite(v)) return null();
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return raw(buf);
+}
+
+std::string isoTime(int64_t unixMs) {
+  if (unixMs <= 0) return {};
+  time_t secs = static_cast<time_t>(unixMs / 1000);
+  tm t{};
+  gmtime_r(&secs, &t);
+  char buf[80];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", t.tm_year + 1900, t.tm_mon + 1, t.tm_mday,
+                t.tm_hour, t.tm_min, t.tm_sec, static_cast<int>(unixMs % 1000));
+  return buf;
+}
+
+}  // namespace shardscope::common

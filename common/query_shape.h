@@ -1,0 +1,58 @@
+// Query shapes: the structure of an operation (field names, operators, sort keys) with every value
+// replaced by a type placeholder, so operations that differ only in values are counted together.
+#pragma once
+#include <bson/bson.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "protocol/command_view.h"
+
+namespace shardscope::common {
+
+// Shape of the operation that carries no filter (insert, getMore, hello, ...).
+constexpr std::string_view kNoShape = "-";
+
+// A deterministic 64-bit hash (same value in every process, so shape ids are stable across
+// sidecars and restarts).
+uint64_t hashBytes(std::string_view bytes, uint64_t seed = 0);
+
+// Appends the shape of a filter document: keys sorted per level (so {a,b} and {b,a} share a
+// shape), values replaced by "<type>", $in/$nin/$all lists collapsed to "<array>", $and/$or/$nor
+// kept as arrays of shapes. The output is valid JSON.
+void appendFilterShape(const bson_t& filter, std::string& out);
+
+// Appends the shape of an aggregation pipeline: stage order kept, $match stages shaped as filters,
+// field paths ("$field") and sort directions kept, every other value replaced by a placeholder.
+void appendPipelineShape(const bson_t& pipeline, std::string& out);
+
+// Writes the canonical shape of a command into `out` (cleared first); returns kNoShape's text for
+// commands without a filter. Which parts are included, per command:
+//   find: filter, plus " sort:" and the sort spec when one is given (sort changes the merge cost at
+//         mongos); projection, limit, skip, hint are left out (they do not change targeting).
+//   count, distinct (plus " key:" field), delete (the first statement's q), update (first
+//   statement's q, " update:" the update's shape, " multi" when multi:true), findAndModify (query,
+//   sort, update), aggregate (the pipeline).
+// Batched writes are shaped by their first statement.
+void computeShape(const protocol::CommandView& view, std::string& out);
+
+// The shape of one command, computed on first use: the request pipeline holds one per request, so
+// statistics, the mirror and the capture read the same text instead of computing it each.
+class ShapeCache {
+ public:
+  std::string_view get(const protocol::CommandView& view) {
+    if (!computed_) {
+      computeShape(view, text_);
+      computed_ = true;
+    }
+    return text_;
+  }
+  void reset() { computed_ = false; }  // a new request
+
+ private:
+  std::string text_;  // reused: no allocation once warm
+  bool computed_ = false;
+};
+
+}  // namespace shardscope::common

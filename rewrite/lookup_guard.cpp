@@ -1,0 +1,137 @@
+#include "rewrite/lookup_guard.h"
+
+#include <algorithm>
+
+#include "common/command_fields.h"
+
+namespace shardscope::rewrite {
+namespace {
+
+bool child(const bson_t* doc, const char* path, bson_iter_t& out) {
+  bson_iter_t it;
+  return bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &out);
+}
+
+bool isFindAndModify(std::string_view command) { return command == "findAndModify" || command == "findandmodify"; }
+
+// The lookup keys of the documents in cursor.firstBatch (and whether there is one at all).
+bool batchKeys(const bson_t* reply, const LookupRule& rule, size_t& count, std::vector<std::string>& keys) {
+  bson_iter_t batch, d;
+  bson_t docs;
+  count = 0;
+  if (!child(reply, "cursor.firstBatch", batch) || !common::documentOrArray(batch, docs) || !bson_iter_init(&d, &docs)) return false;
+  while (bson_iter_next(&d)) {
+    ++count;
+    bson_t doc;
+    bson_iter_t v;
+    if (!common::documentOrArray(d, doc) || !bson_iter_init(&v, &doc) || !bson_iter_find_descendant(&v, rule.lookup_field.c_str(), &v))
+      continue;
+    if (BSON_ITER_HOLDS_ARRAY(&v)) {  // {orderId: [a, b]} was found by a and by b
+      bson_iter_t e;
+      if (bson_iter_recurse(&v, &e))
+        while (bson_iter_next(&e)) keys.push_back(canonicalValueKey(e));
+    } else {
+      keys.push_back(canonicalValueKey(v));
+    }
+  }
+  return true;
+}
+
+// Did the reply find anything? Unknown (no way to tell) counts as "did not".
+bool foundAnything(std::string_view command, const bson_t* reply) {
+  bson_iter_t it;
+  if (command == "count") return child(reply, "n", it) && bson_iter_as_int64(&it) > 0;
+  if (command == "distinct") {
+    bson_t values;
+    return child(reply, "values", it) && common::documentOrArray(it, values) && !bson_empty(&values);
+  }
+  if (command == "update" || command == "delete") return child(reply, "n", it) && bson_iter_as_int64(&it) > 0;
+  if (isFindAndModify(command))
+    return child(reply, "lastErrorObject.n", it) ? bson_iter_as_int64(&it) > 0
+                                                 : (child(reply, "value", it) && BSON_ITER_HOLDS_DOCUMENT(&it));
+  bson_t docs;
+  return child(reply, "cursor.firstBatch", it) && common::documentOrArray(it, docs) && !bson_empty(&docs);
+}
+
+bool ok(const bson_t* reply) {
+  bson_iter_t it;
+  return reply && bson_iter_init_find(&it, reply, "ok") && bson_iter_as_bool(&it);
+}
+
+}  // namespace
+
+std::string_view fallbackCauseName(FallbackCause c) {
+  switch (c) {
+    case FallbackCause::None: return "none";
+    case FallbackCause::EmptyRead: return "empty_read";
+    case FallbackCause::MissingInValue: return "missing_in_value";
+    case FallbackCause::NoMatchWrite: return "no_match_write";
+    case FallbackCause::Unverifiable: return "unverifiable";
+  }
+  return "unknown";
+}
+
+Verdict verifyRewrite(const RewritePlan& plan, std::string_view command, const LookupRule& rule, const bson_t* reply) {
+  Verdict v;
+  if (!ok(reply)) return v;
+  bson_iter_t it;
+  if (plan.kind == RewriteKind::Write) {
+    if (child(reply, "writeErrors", it)) return v;  // something ran: never repeat
+    const bool known = isFindAndModify(command) ? child(reply, "lastErrorObject.n", it) || child(reply, "value", it)
+                                                : child(reply, "n", it);
+    if (!known) return v;  // cannot tell whether it matched: re-running could apply it twice
+    if (!foundAnything(command, reply)) {
+      v.cause = FallbackCause::NoMatchWrite;
+      v.suspects = plan.in_keys;
+    }
+    return v;
+  }
+  if (command == "count" || command == "distinct") {
+    if (!child(reply, command == "count" ? "n" : "values", it)) v.cause = FallbackCause::Unverifiable;
+    else if (!foundAnything(command, reply)) v.cause = FallbackCause::EmptyRead;
+    if (v.cause != FallbackCause::None) v.suspects = plan.in_keys;
+    return v;
+  }
+  // find / aggregate: the first batch must show every requested value (an empty batch shows none,
+  // whether or not the cursor is still open).
+  size_t count = 0;
+  std::vector<std::string> seen;
+  if (child(reply, "cursor.id", it) && BSON_ITER_HOLDS_NUMBER(&it)) v.live_cursor = bson_iter_as_int64(&it);
+  if (!batchKeys(reply, rule, count, seen)) {
+    v.cause = FallbackCause::Unverifiable;
+    v.suspects = plan.in_keys;
+  } else if (count == 0) {
+    v.cause = FallbackCause::EmptyRead;
+    v.suspects = plan.in_keys;
+  } else if (plan.in_list) {
+    for (const auto& k : plan.in_keys)
+      if (std::find(seen.begin(), seen.end(), k) == seen.end()) v.suspects.push_back(k);
+    if (!v.suspects.empty()) v.cause = FallbackCause::MissingInValue;
+  }
+  if (v.cause == FallbackCause::None) v.live_cursor = 0;
+  return v;
+}
+
+bool learnFromRerun(LookupIndex& index, const RewritePlan& plan, std::string_view command,
+                    const std::vector<std::string>& suspects, const bson_t* reply) {
+  if (!ok(reply) || !foundAnything(command, reply)) return false;
+  std::vector<std::string> contradicted = suspects;
+  if (plan.in_list) {
+    // Only the values the original found were wrong; the others may simply not exist.
+    size_t count = 0;
+    std::vector<std::string> seen;
+    batchKeys(reply, index.rule(), count, seen);
+    std::erase_if(contradicted, [&](const std::string& k) { return std::find(seen.begin(), seen.end(), k) == seen.end(); });
+  }
+  bson_t values;
+  bson_iter_t v;
+  if (plan.lookup_values.empty() ||
+      !bson_init_static(&values, plan.lookup_values.data(), plan.lookup_values.size()) || !bson_iter_init(&v, &values))
+    return true;
+  while (bson_iter_next(&v))
+    if (std::find(contradicted.begin(), contradicted.end(), canonicalValueKey(v)) != contradicted.end())
+      index.markAmbiguous(v);
+  return true;
+}
+
+}  // namespace shardscope::rewrite

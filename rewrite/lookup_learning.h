@@ -1,0 +1,44 @@
+// What a reply may teach a lookup rule's mapping, decided from the request (the reply alone no
+// longer shows it): inserted documents once acknowledged (per statement), unprojected documents
+// of a find or of a pipeline that keeps documents, findAndModify's document when it shows the
+// collection's current values, and the outcome of updates that change an added field through the
+// sidecar. Nothing is learned from a request before its reply confirms it.
+#pragma once
+#include <bson/bson.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "protocol/command_view.h"
+#include "rewrite/lookup_mapping.h"
+
+namespace shardscope::rewrite {
+
+struct ReplyLearning {
+  enum class From : uint8_t { Nothing, Inserts, FirstBatch, Value, Updates };
+  From from = From::Nothing;
+  bool ordered = true;               // inserts: statements after the first error never ran
+  std::vector<std::string> inserts;  // the compact mapping of each inserted document, by index
+  // A statement that pins one lookup value and changes or upserts its added fields.
+  struct Change {
+    uint32_t index = 0;
+    std::string lookup;  // BSON {l: value}
+    std::string added;   // flat BSON of the added fields it sets; empty when not known
+    std::string before;  // flat BSON of the mapping held before the request (empty: none)
+    bool touches = false;  // sets an added field of the documents it matches
+    bool upsert = false;
+  };
+  std::vector<Change> changes;
+  size_t statements = 0;
+  bool learn_value = false;  // findAndModify: value is a document as stored (learn from it)
+  bool empty() const { return from == From::Nothing; }
+};
+
+// Decides what the reply may teach, and forgets at once the mappings an update is about to change
+// (so no command is rewritten with a value that may be obsolete by the time it runs).
+ReplyLearning planReplyLearning(LookupIndex& index, const protocol::CommandView& view);
+// Applies it to the reply (ok: 1 only). Returns how many documents taught a mapping.
+size_t applyReplyLearning(LookupIndex& index, const ReplyLearning& learning, const bson_t* reply);
+
+}  // namespace shardscope::rewrite

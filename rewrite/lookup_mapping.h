@@ -1,0 +1,140 @@
+// The lookup-value -> added-fields mapping of one rule: bounded exactly by `capacity` (least
+// recently used evicted), safe to share between sessions (striped locks, no lock shared by every
+// lookup). A lookup value ever seen with two different added values is ambiguous: the rule's
+// assertion (one order, one customer) does not hold for it, so it is never rewritten again until
+// the mapping is reset.
+#pragma once
+#include <bson/bson.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "rewrite/lookup_rule.h"
+#include "rewrite/lookup_stats.h"
+
+namespace shardscope::rewrite {
+
+struct MappingCounters {
+  uint64_t size = 0, capacity = 0, hits = 0, misses = 0, learned = 0, corrected = 0, evicted = 0, forgotten = 0;
+  uint64_t ambiguous = 0;   // lookup values held as ambiguous (never rewritten)
+  uint64_t moved = 0;       // values replaced by a change made through the sidecar
+  bool suspended = false;   // ambiguous values filled the capacity: the rule rewrites nothing
+};
+
+// Canonical key of a BSON value for equality: numbers that compare equal give the same key
+// (5, 5L, 5.0 and NumberDecimal("5") are one orderId to MongoDB). Empty for values that cannot be
+// mapped (null, NaN, arrays, documents, regexes, MinKey/MaxKey, undefined): equality on those
+// matches more than one stored value (null also matches a missing field).
+std::string canonicalValueKey(const bson_iter_t& value);
+
+class MappingStore {
+ public:
+  explicit MappingStore(size_t capacity);
+
+  enum class Learn : uint8_t { Learned, Unchanged, Contradicted, Ambiguous, NoRoom };
+  // Remembers key -> value (a BSON document of the added fields; `canon` its canonical form). A
+  // different value for a known key is a contradiction: the key becomes ambiguous.
+  Learn learn(const std::string& key, const std::string& value, const std::string& canon);
+  // A change made through the sidecar (an acknowledged update that set the added fields): the old
+  // value is obsolete, not contradicted. No effect on an ambiguous key.
+  void move(const std::string& key, const std::string& value, const std::string& canon);
+  bool find(const std::string& key, std::string& value);  // false for unknown and ambiguous keys
+  void forget(const std::string& key);                     // drops the value; ambiguity stays
+  // Returns true when the key was not ambiguous before.
+  bool markAmbiguous(const std::string& key);
+  bool isAmbiguous(const std::string& key);
+  void clear();  // forgets everything, ambiguity included (an explicit reset)
+  bool suspended() const { return suspended_.load(std::memory_order_relaxed); }
+  MappingCounters counters() const;
+
+ private:
+  struct Entry {
+    std::string key, value, canon;
+  };
+  struct Stripe {
+    std::mutex mutex;
+    size_t capacity = 0;      // this stripe's share: the shares add up to the store's capacity
+    std::list<Entry> lru;     // most recent first; never holds an ambiguous key
+    std::unordered_map<std::string, std::list<Entry>::iterator> index;
+    std::unordered_set<std::string> ambiguous;  // counts against the capacity, never evicted
+  };
+  Stripe& stripeFor(const std::string& key);
+  // Makes room for one more entry in `s` (locked); false when only ambiguous keys are left.
+  bool makeRoom(Stripe& s);
+
+  static constexpr size_t kMaxStripes = 16;
+  size_t capacity_;
+  size_t stripe_count_;
+  std::array<Stripe, kMaxStripes> stripes_;
+  std::atomic<bool> suspended_{false};
+  std::atomic<uint64_t> hits_{0}, misses_{0}, learned_{0}, corrected_{0}, evicted_{0}, forgotten_{0}, moved_{0};
+};
+
+// One rule and its mapping: learning from documents and the values a filter would gain.
+class LookupIndex {
+ public:
+  // Hooks for a shared mapping collection (set by the proxy; empty otherwise): a lookup value
+  // that missed; a mapping confirmed by an acknowledged insert (the authoritative source); a value
+  // that became ambiguous; a value whose mapping a change through the sidecar made obsolete.
+  std::function<void(const bson_iter_t& value)> on_miss;
+  std::function<void(const bson_iter_t& value, const bson_t* added)> on_learned_from_insert;
+  std::function<void(const bson_iter_t& value)> on_ambiguous;
+  std::function<void(const bson_iter_t& value)> on_dropped;
+
+  explicit LookupIndex(LookupRule rule) : rule_(std::move(rule)), store_(rule_.capacity) {}
+
+  const LookupRule& rule() const { return rule_; }
+  MappingStore& store() { return store_; }
+  LookupStats& stats() { return stats_; }
+
+  // Learns from a document as stored in the collection (an unprojected document in a reply, a
+  // mapping file line, the shared collection): every value of its lookup field (each element of
+  // an array) maps to its added fields. A document whose added fields cannot be mapped (missing,
+  // null, arrays...) makes its lookup values ambiguous, as does a value that contradicts the
+  // mapping held. Returns true when the document mapped cleanly.
+  bool learnFromDocument(const bson_t* doc) { return learnCompact(extract(doc).get(), false); }
+  // The part of a document the mapping needs, {l: lookup value, v: {added fields}} (v absent
+  // when they cannot be mapped), kept until the reply confirms an insert. Empty without a lookup field.
+  struct Compact {
+    std::string bytes;
+    const bson_t* get();
+    bson_t doc_;
+  };
+  Compact extract(const bson_t* doc) const;
+  // `confirmedInsert`: an acknowledged insert, published to the shared collection.
+  bool learnCompact(const bson_t* compact, bool confirmedInsert);
+  // A change made through the sidecar set the added fields of `lookupValue` to those in
+  // `addedFields` (flat, null: to something not known): replaces or drops the mapping, no contradiction.
+  void moved(const bson_iter_t& lookupValue, const bson_t* addedFields);
+  // Marks one lookup value ambiguous (and tells the shared collection).
+  void markAmbiguous(const bson_iter_t& lookupValue);
+  // The added-field values for one lookup value: a BSON document {customerId: X, ...}.
+  bool valuesFor(const bson_iter_t& lookupValue, std::string& addDoc);
+  // Loads a JSON-lines file of documents with the lookup and added fields. On a bad line returns
+  // false with `error` naming the file and line number.
+  bool loadFile(const std::string& path, size_t& loaded, std::string& error);
+
+ private:
+  // The added fields of `doc` as a flat BSON document; false when one is missing or unmappable.
+  bool addedValues(const bson_t* doc, std::string& value) const;
+  // Returns true when this lookup value now maps cleanly to `value`.
+  bool learnOne(const bson_iter_t& lookupValue, const std::string* value, const std::string* canon);
+
+  LookupRule rule_;
+  MappingStore store_;
+  LookupStats stats_;
+};
+
+// The canonical form of a flat document of added fields; empty when one cannot be mapped.
+std::string canonicalValues(const bson_t* flat);
+
+}  // namespace shardscope::rewrite

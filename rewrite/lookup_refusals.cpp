@@ -1,0 +1,153 @@
+#include "rewrite/lookup_refusals.h"
+
+#include <algorithm>
+#include <array>
+
+#include "common/command_fields.h"
+
+namespace shardscope::rewrite {
+namespace {
+
+bool truthy(const bson_t& doc, const char* field) {
+  bson_iter_t it;
+  return bson_iter_init_find(&it, &doc, field) && bson_iter_as_bool(&it);
+}
+
+bool numberIsZero(const bson_t& doc, const char* field) {
+  bson_iter_t it;
+  return bson_iter_init_find(&it, &doc, field) && BSON_ITER_HOLDS_NUMBER(&it) && bson_iter_as_double(&it) == 0.0;
+}
+
+bool nonEmptyDocument(const bson_t& doc, const char* field) {
+  bson_iter_t it;
+  bson_t sub;
+  if (!bson_iter_init_find(&it, &doc, field)) return false;
+  return !common::documentOrArray(it, sub) || !bson_empty(&sub);
+}
+
+// Stages that, given no input document, produce none, read nothing else and write nothing: a
+// non-empty reply then proves the rewritten $match found a document. Anything else ($facet,
+// $unionWith, $lookup, $graphLookup, $out, $merge, $densify, $fill, $documents...) is refused.
+constexpr std::array<std::string_view, 19> kVerifiableStages = {
+    "$match", "$project", "$addFields", "$set", "$unset", "$sort", "$limit", "$skip", "$replaceRoot", "$replaceWith",
+    "$unwind", "$group", "$count", "$sortByCount", "$bucket", "$bucketAuto", "$setWindowFields", "$redact", "$sample"};
+// Stages that pass the collection's documents through unchanged.
+constexpr std::array<std::string_view, 5> kDocumentKeepingStages = {"$match", "$sort", "$limit", "$skip", "$sample"};
+
+template <size_t N>
+bool every(const bson_t& body, const std::array<std::string_view, N>& allowed) {
+  bson_iter_t it, stage;
+  bson_t pipeline;
+  if (!bson_iter_init_find(&it, &body, "pipeline") || !common::documentOrArray(it, pipeline) || !bson_iter_init(&stage, &pipeline))
+    return false;
+  while (bson_iter_next(&stage)) {
+    bson_t doc;
+    bson_iter_t name;
+    if (!common::documentOrArray(stage, doc) || bson_count_keys(&doc) != 1 || !bson_iter_init(&name, &doc) || !bson_iter_next(&name))
+      return false;
+    if (std::find(allowed.begin(), allowed.end(), std::string_view(bson_iter_key(&name))) == allowed.end()) return false;
+  }
+  return true;
+}
+
+bool related(std::string_view a, std::string_view b) {  // equal, or one a dotted sub-path of the other
+  if (a.size() > b.size()) std::swap(a, b);
+  return b.substr(0, a.size()) == a && (b.size() == a.size() || b[a.size()] == '.');
+}
+
+}  // namespace
+
+bool collationIsSimple(const bson_t& doc, const char* field) {
+  bson_iter_t it, locale;
+  bson_t collation;
+  if (!bson_iter_init_find(&it, &doc, field)) return true;
+  if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !common::documentOrArray(it, collation) || bson_count_keys(&collation) != 1 ||
+      !bson_iter_init_find(&locale, &collation, "locale") || !BSON_ITER_HOLDS_UTF8(&locale))
+    return false;
+  return std::string_view(bson_iter_utf8(&locale, nullptr)) == "simple";
+}
+
+bool projectionKeeps(const bson_t& body, const char* projectionField, const std::vector<std::string>& fields) {
+  bson_iter_t it;
+  bson_t projection;
+  if (!bson_iter_init_find(&it, &body, projectionField) || BSON_ITER_HOLDS_NULL(&it)) return true;
+  if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !common::documentOrArray(it, projection)) return false;
+  bool inclusion = false;
+  std::vector<bool> included(fields.size(), false);
+  bson_iter_t p;
+  if (!bson_iter_init(&p, &projection)) return false;
+  while (bson_iter_next(&p)) {
+    std::string_view key = bson_iter_key(&p);
+    if (!BSON_ITER_HOLDS_NUMBER(&p) && !BSON_ITER_HOLDS_BOOL(&p)) {
+      // An expression or operator ($slice, $elemMatch, computed): fine on unrelated fields only.
+      for (const auto& f : fields)
+        if (related(key, f)) return false;
+      if (key.find('$') != std::string_view::npos) return false;
+      inclusion = true;  // computed fields make a projection an inclusion
+      continue;
+    }
+    const bool on = bson_iter_as_bool(&p);
+    if (key != "_id" && on) inclusion = true;
+    for (size_t i = 0; i < fields.size(); ++i) {
+      if (key == fields[i]) included[i] = on;
+      else if (related(key, fields[i])) return false;  // a sub-path keeps or drops only a part
+      if (key == fields[i] && !on) return false;       // excluded
+    }
+  }
+  if (!inclusion) return true;
+  return std::all_of(included.begin(), included.end(), [](bool b) { return b; });
+}
+
+bool pipelineKeepsDocuments(const bson_t& body) { return every(body, kDocumentKeepingStages); }
+
+std::string_view refusalForCommand(const protocol::CommandView& view) {
+  if (view.moreToCome) return "unacknowledged requests (moreToCome) are not rewritten: no reply to verify";
+  if (view.hasTxnNumber || bson_has_field(&view.body, "autocommit") || bson_has_field(&view.body, "startTransaction"))
+    return "retryable writes and transactions are not rewritten";
+  if (view.exhaustAllowed) return "exhaust cursors are not rewritten: their replies stream past the verify step";
+  bson_t wc;
+  if (common::subDocument(view.body, "writeConcern", wc) && numberIsZero(wc, "w"))
+    return "unacknowledged writes (w: 0) are not rewritten: no reply to verify";
+  if (!collationIsSimple(view.body))
+    return "a collation other than simple is not rewritten: it matches values the mapping does not hold";
+  return {};
+}
+
+std::string_view refusalForFind(const bson_t& body, bool inList, const std::string& lookupField) {
+  if (numberIsZero(body, "batchSize")) return "batchSize 0 is not rewritten: an empty first batch cannot show a miss";
+  if (truthy(body, "tailable") || truthy(body, "awaitData"))
+    return "tailable cursors are not rewritten: an empty first batch cannot show a miss";
+  if (inList && (truthy(body, "returnKey") || !projectionKeeps(body, "projection", {lookupField})))
+    return "$in with a projection that hides the lookup field is not rewritten: the reply cannot show each value";
+  return {};
+}
+
+std::string_view refusalForAggregate(const bson_t& body) {
+  if (truthy(body, "explain")) return "explain is not rewritten: its output would show the rewritten command";
+  bson_t cursor;
+  if (common::subDocument(body, "cursor", cursor) && numberIsZero(cursor, "batchSize"))
+    return "batchSize 0 is not rewritten: an empty first batch cannot show a miss";
+  if (!every(body, kVerifiableStages))
+    return "the pipeline has a stage that can hide a miss or has a side effect ($facet, $unionWith, $lookup, $out, "
+           "$merge...)";
+  return {};
+}
+
+std::string_view refusalForWriteStatement(const bson_t& statement, bool isDelete) {
+  if (isDelete ? numberIsZero(statement, "limit") || !bson_has_field(&statement, "limit") : truthy(statement, "multi"))
+    return "multi-document writes are not rewritten: n cannot show a document of another customer, and a write "
+           "cannot be re-run";
+  if (nonEmptyDocument(statement, "sort"))
+    return "sorted single-document writes are not rewritten: the document picked depends on every match";
+  if (!collationIsSimple(statement))
+    return "a collation other than simple is not rewritten: it matches values the mapping does not hold";
+  return {};
+}
+
+std::string_view refusalForFindAndModify(const bson_t& body) {
+  if (nonEmptyDocument(body, "sort"))
+    return "sorted single-document writes are not rewritten: the document picked depends on every match";
+  return {};
+}
+
+}  // namespace shardscope::rewrite

@@ -1,0 +1,36 @@
+// Why a command that a lookup rule could rewrite must be left alone: its reply could not show a
+// miss before the client sees it, or the write could not be re-run. Each returns static text
+// (counted under /rewrite "skipped"), empty when the shape is verifiable. docs/rewrite.md has the
+// whole table.
+#pragma once
+#include <bson/bson.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol/command_view.h"
+
+namespace shardscope::rewrite {
+
+// Checks every command: unacknowledged, transactions, exhaust, collation.
+std::string_view refusalForCommand(const protocol::CommandView& view);
+// find options: batchSize 0, tailable; for $in, a projection that could hide or fake the lookup field.
+std::string_view refusalForFind(const bson_t& body, bool inList, const std::string& lookupField);
+// aggregate: explain, cursor.batchSize 0, and any stage after the leading $match outside the
+// allow-list of stages that never turn an empty input into output and have no side effect.
+std::string_view refusalForAggregate(const bson_t& body);
+// One update or delete statement: multi-document, sorted, collated.
+std::string_view refusalForWriteStatement(const bson_t& statement, bool isDelete);
+std::string_view refusalForFindAndModify(const bson_t& body);
+
+// True when `doc[field]` is absent or exactly {locale: "simple"}.
+bool collationIsSimple(const bson_t& doc, const char* field = "collation");
+// True when a projection (absent, or plain 0/1 values) returns every one of `fields` unchanged.
+// Expressions, $-operators and dotted sub-paths of a field count as changing it.
+bool projectionKeeps(const bson_t& body, const char* projectionField, const std::vector<std::string>& fields);
+// True when every stage after the first only filters, reorders or samples documents, so the
+// documents of the reply are the collection's own (a source to learn mappings from).
+bool pipelineKeepsDocuments(const bson_t& body);
+
+}  // namespace shardscope::rewrite

@@ -1,0 +1,327 @@
+#include "rewrite/lookup_rewrite.h"
+
+#include <cstring>
+#include <functional>
+
+#include "common/command_fields.h"
+#include "rewrite/lookup_refusals.h"
+
+namespace shardscope::rewrite {
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+
+Bytes bytesOf(const bson_t& b) { return {bson_get_data(&b), bson_get_data(&b) + b.len}; }
+
+bool plainScalar(const bson_iter_t& it) {
+  auto t = bson_iter_type(&it);
+  return t != BSON_TYPE_DOCUMENT && t != BSON_TYPE_ARRAY && t != BSON_TYPE_REGEX && t != BSON_TYPE_MINKEY &&
+         t != BSON_TYPE_MAXKEY && t != BSON_TYPE_UNDEFINED;
+}
+
+bool namesAddedField(std::string_view key, const LookupRule& rule) {
+  for (const auto& f : rule.add_fields)
+    if (key == f || (key.size() > f.size() && key.substr(0, f.size()) == f && key[f.size()] == '.') ||
+        (f.size() > key.size() && std::string_view(f).substr(0, key.size()) == key && f[key.size()] == '.'))
+      return true;
+  return false;
+}
+
+// Rewrites one filter. Returns false (with `why`) when it cannot; true with `out` filled otherwise.
+bool rewriteFilter(LookupIndex& index, const bson_t& filter, bool allowIn, bson_t& out, RewritePlan& plan,
+                   std::string_view& why) {
+  const auto& rule = index.rule();
+  bson_iter_t it;
+  if (!bson_iter_init(&it, &filter)) return false;
+  bool found = false;
+  std::vector<std::string> values;  // BSON docs of added fields, one per lookup value
+  std::vector<std::string> keys;
+  bson_t lookupValues = BSON_INITIALIZER;  // the requested values, for marking them ambiguous later
+  auto noteValue = [&](const bson_iter_t& v) {
+    char buf[16];
+    const char* idx;
+    bson_uint32_to_string(static_cast<uint32_t>(keys.size()), &idx, buf, sizeof buf);
+    bson_append_iter(&lookupValues, idx, -1, &v);
+    keys.push_back(canonicalValueKey(v));
+  };
+  struct Destroy {
+    bson_t* b;
+    ~Destroy() { bson_destroy(b); }
+  } destroyValues{&lookupValues};
+  auto unmapped = [&](const bson_iter_t& v, std::string_view unknown) {
+    std::string k = canonicalValueKey(v);
+    if (k.empty()) return std::string_view("a lookup value cannot be mapped (null, array, document, regex, decimal)");
+    if (index.store().isAmbiguous(k))
+      return std::string_view("the lookup value is ambiguous (seen with two different added values)");
+    return unknown;
+  };
+  while (bson_iter_next(&it)) {
+    std::string_view key = bson_iter_key(&it);
+    if (namesAddedField(key, rule)) {
+      why = "the filter already constrains an added field";
+      return false;
+    }
+    if (key != rule.lookup_field) continue;
+    found = true;
+    if (plainScalar(it)) {
+      values.emplace_back();
+      noteValue(it);
+      if (!index.valuesFor(it, values.back())) {
+        why = unmapped(it, "no mapping known for the lookup value");
+        return false;
+      }
+      continue;
+    }
+    bson_t ops;
+    bson_iter_t op;
+    if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !common::documentOrArray(it, ops) || bson_count_keys(&ops) != 1 ||
+        !bson_iter_init(&op, &ops) || !bson_iter_next(&op)) {
+      why = "the lookup field is not compared by equality or $in";
+      return false;
+    }
+    std::string_view opName = bson_iter_key(&op);
+    if (opName == "$eq" && plainScalar(op)) {
+      values.emplace_back();
+      noteValue(op);
+      if (!index.valuesFor(op, values.back())) {
+        why = unmapped(op, "no mapping known for the lookup value");
+        return false;
+      }
+    } else if (opName == "$in" && BSON_ITER_HOLDS_ARRAY(&op)) {
+      if (!allowIn) {
+        why = "$in is rewritten only for find, where every value can be checked in the reply";
+        return false;
+      }
+      bson_t list;
+      bson_iter_t v;
+      if (!common::documentOrArray(op, list) || !bson_iter_init(&v, &list)) return false;
+      while (bson_iter_next(&v)) {
+        if (!plainScalar(v)) {
+          why = "a $in value cannot be mapped";
+          return false;
+        }
+        values.emplace_back();
+        noteValue(v);
+        if (!index.valuesFor(v, values.back())) {
+          why = unmapped(v, "no mapping known for a $in value");
+          return false;
+        }
+      }
+      if (values.empty()) {
+        why = "empty $in";
+        return false;
+      }
+      plan.in_list = true;
+    } else {
+      why = "the lookup field is not compared by equality or $in";
+      return false;
+    }
+  }
+  if (!found) return false;
+  for (const auto& k : keys)
+    if (k.empty()) {
+      why = "a lookup value cannot be mapped";
+      return false;
+    }
+
+  bson_copy_to(&filter, &out);
+  for (const auto& field : rule.add_fields) {
+    // Distinct values of this added field across the requested lookup values.
+    std::vector<std::pair<std::string, bson_iter_t>> distinct;
+    std::vector<bson_t> docs(values.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+      bson_iter_t f;
+      if (!bson_init_static(&docs[i], reinterpret_cast<const uint8_t*>(values[i].data()), values[i].size()) ||
+          !bson_iter_init_find(&f, &docs[i], field.c_str())) return false;
+      std::string k = canonicalValueKey(f);
+      bool seen = false;
+      for (auto& d : distinct) seen = seen || d.first == k;
+      if (!seen) distinct.emplace_back(k, f);
+    }
+    if (distinct.size() == 1) {
+      bson_append_iter(&out, field.c_str(), static_cast<int>(field.size()), &distinct[0].second);
+    } else {
+      bson_t cond, list;
+      bson_append_document_begin(&out, field.c_str(), static_cast<int>(field.size()), &cond);
+      bson_append_array_begin(&cond, "$in", 3, &list);
+      char buf[16];
+      for (size_t i = 0; i < distinct.size(); ++i) {
+        const char* idx;
+        bson_uint32_to_string(static_cast<uint32_t>(i), &idx, buf, sizeof buf);
+        bson_append_iter(&list, idx, -1, &distinct[i].second);
+      }
+      bson_append_array_end(&cond, &list);
+      bson_append_document_end(&out, &cond);
+    }
+  }
+  plan.in_keys = std::move(keys);
+  plan.lookup_values = bytesOf(lookupValues);
+  return true;
+}
+
+// Copies `src`, handing the element named `field` to `replace` (which appends its replacement).
+void copyReplacing(const bson_t& src, std::string_view field, const std::function<void(bson_t&, bson_iter_t&)>& replace,
+                   bson_t& out) {
+  bson_iter_t it;
+  bson_iter_init(&it, &src);
+  while (bson_iter_next(&it)) {
+    if (std::string_view(bson_iter_key(&it)) == field) replace(out, it);
+    else bson_append_iter(&out, nullptr, 0, &it);
+  }
+}
+
+bool hasField(const bson_t& doc, const char* field, bson_iter_t* found = nullptr) {
+  bson_iter_t it;
+  if (!bson_iter_init_find(&it, &doc, field)) return false;
+  if (found) *found = it;
+  return true;
+}
+
+bool truthy(const bson_t& doc, const char* field) {
+  bson_iter_t it;
+  return bson_iter_init_find(&it, &doc, field) && bson_iter_as_bool(&it);
+}
+
+// find / count / distinct / findAndModify: the filter is a top-level field of the body.
+bool rewriteTopLevelFilter(LookupIndex& index, const protocol::CommandView& view, const char* filterField, bool allowIn,
+                           RewritePlan& plan) {
+  bson_iter_t it;
+  bson_t filter;
+  if (!hasField(view.body, filterField, &it) || !BSON_ITER_HOLDS_DOCUMENT(&it) || !common::documentOrArray(it, filter)) return false;
+  bson_t rewritten = BSON_INITIALIZER;
+  bool ok = rewriteFilter(index, filter, allowIn, rewritten, plan, plan.skipped);
+  if (ok) {
+    bson_t body = BSON_INITIALIZER;
+    copyReplacing(view.body, filterField,
+                  [&](bson_t& out, bson_iter_t&) { bson_append_document(&out, filterField, -1, &rewritten); }, body);
+    plan.body = bytesOf(body);
+    bson_destroy(&body);
+  }
+  bson_destroy(&rewritten);
+  return ok;
+}
+
+bool rewriteAggregate(LookupIndex& index, const protocol::CommandView& view, RewritePlan& plan) {
+  bson_iter_t it, stage, match;
+  bson_t pipeline, first, filter;
+  if (!hasField(view.body, "pipeline", &it) || !common::documentOrArray(it, pipeline)) return false;
+  if (!bson_iter_init(&stage, &pipeline) || !bson_iter_next(&stage) || !common::documentOrArray(stage, first)) return false;
+  if (!bson_iter_init_find(&match, &first, "$match") || !common::documentOrArray(match, filter) || bson_count_keys(&first) != 1)
+    return false;
+  bson_t rewritten = BSON_INITIALIZER;
+  bool ok = rewriteFilter(index, filter, false, rewritten, plan, plan.skipped);
+  if (ok) {
+    bson_t body = BSON_INITIALIZER;
+    copyReplacing(view.body, "pipeline", [&](bson_t& out, bson_iter_t&) {
+      bson_t arr, firstStage;
+      bson_append_array_begin(&out, "pipeline", -1, &arr);
+      bson_append_document_begin(&arr, "0", 1, &firstStage);
+      bson_append_document(&firstStage, "$match", -1, &rewritten);
+      bson_append_document_end(&arr, &firstStage);
+      bson_iter_t rest = stage;
+      while (bson_iter_next(&rest)) bson_append_iter(&arr, nullptr, 0, &rest);
+      bson_append_array_end(&out, &arr);
+    }, body);
+    plan.body = bytesOf(body);
+    bson_destroy(&body);
+  }
+  bson_destroy(&rewritten);
+  return ok;
+}
+
+// update / delete with exactly one statement, in the body array or a document sequence.
+bool rewriteWriteStatement(LookupIndex& index, const protocol::CommandView& view, const char* listField, RewritePlan& plan) {
+  if (view.hasTxnNumber) {
+    // A retryable write's result is recorded under its txnNumber: a fallback could neither re-run
+    // it nor keep the driver's retry from applying it twice. Not rewritten.
+    plan.skipped = "retryable writes and transactions are not rewritten";
+    return false;
+  }
+  std::vector<std::span<const uint8_t>> statements;
+  const auto* seq = view.findSequence(listField);
+  bson_iter_t it;
+  bool wellFormed = common::forEachStatement(view, listField, [&](const bson_t& d) {
+    statements.emplace_back(bson_get_data(&d), d.len);
+    return true;
+  });
+  if (!wellFormed) return false;
+  if (statements.size() != 1) {
+    if (!statements.empty()) plan.skipped = "only single-statement writes are rewritten";
+    return false;
+  }
+  bson_t statement, filter;
+  if (!bson_init_static(&statement, statements[0].data(), statements[0].size())) return false;
+  if (!hasField(statement, "q", &it) || !common::documentOrArray(it, filter)) return false;
+  if (truthy(statement, "upsert")) {
+    plan.skipped = "upserts are not rewritten (an insert with a stale mapping would change data)";
+    return false;
+  }
+  bson_t rewritten = BSON_INITIALIZER;
+  bool ok = rewriteFilter(index, filter, false, rewritten, plan, plan.skipped);
+  if (ok) {
+    plan.skipped = refusalForWriteStatement(statement, std::string_view(listField) == "deletes");
+    ok = plan.skipped.empty();
+  }
+  if (ok) {
+    bson_t newStatement = BSON_INITIALIZER;
+    copyReplacing(statement, "q", [&](bson_t& out, bson_iter_t&) { bson_append_document(&out, "q", 1, &rewritten); },
+                  newStatement);
+    if (seq) {
+      plan.sequence_id = seq->identifier;
+      plan.sequence_docs = bytesOf(newStatement);
+      plan.body.assign(bson_get_data(&view.body), bson_get_data(&view.body) + view.body.len);
+    } else {
+      bson_t body = BSON_INITIALIZER;
+      copyReplacing(view.body, listField, [&](bson_t& out, bson_iter_t&) {
+        bson_t arr;
+        bson_append_array_begin(&out, listField, -1, &arr);
+        bson_append_document(&arr, "0", 1, &newStatement);
+        bson_append_array_end(&out, &arr);
+      }, body);
+      plan.body = bytesOf(body);
+      bson_destroy(&body);
+    }
+    bson_destroy(&newStatement);
+  }
+  bson_destroy(&rewritten);
+  return ok;
+}
+
+}  // namespace
+
+RewritePlan planLookupRewrite(LookupIndex& index, const protocol::CommandView& view) {
+  RewritePlan plan;
+  bool ok = false;
+  const std::string_view name = view.name;
+  if (name == "find") {
+    ok = rewriteTopLevelFilter(index, view, "filter", true, plan);
+    if (ok) plan.skipped = refusalForFind(view.body, plan.in_list, index.rule().lookup_field);
+    if (ok) plan.kind = RewriteKind::Read;
+  } else if (name == "count" || name == "distinct") {
+    ok = rewriteTopLevelFilter(index, view, "query", false, plan);
+    if (ok) plan.kind = RewriteKind::Read;
+  } else if (name == "aggregate") {
+    ok = rewriteAggregate(index, view, plan);
+    if (ok) plan.skipped = refusalForAggregate(view.body);
+    if (ok) plan.kind = RewriteKind::Read;
+  } else if (name == "findAndModify" || name == "findandmodify") {
+    if (view.hasTxnNumber) plan.skipped = "retryable writes and transactions are not rewritten";
+    else if (truthy(view.body, "upsert")) plan.skipped = "upserts are not rewritten (an insert with a stale mapping would change data)";
+    else ok = rewriteTopLevelFilter(index, view, "query", false, plan);
+    if (ok) plan.skipped = refusalForFindAndModify(view.body);
+    if (ok) plan.kind = RewriteKind::Write;
+  } else if (name == "update" || name == "delete") {
+    ok = rewriteWriteStatement(index, view, name == "update" ? "updates" : "deletes", plan);
+    if (ok) plan.kind = RewriteKind::Write;
+  }
+  // Checked once the command is known to concern the rule, so unrelated traffic is not counted.
+  if (ok && plan.skipped.empty()) plan.skipped = refusalForCommand(view);
+  if (!ok || !plan.skipped.empty()) {
+    plan.kind = RewriteKind::None;
+    plan.body.clear();
+    plan.sequence_docs.clear();
+  }
+  return plan;
+}
+
+}  // namespace shardscope::rewrite

@@ -1,0 +1,34 @@
+// Plans the lookup rewrite of one command: where a filter pins the lookup field (equality or $in)
+// and says nothing about the added fields, add them from the mapping. Pure: the proxy re-encodes
+// the message and guards the result (verify-on-miss for reads, n:0 fallback for writes).
+// Only shapes whose reply can show a miss before the client sees it are rewritten; the table of
+// every shape and how it is verified is in docs/rewrite.md.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol/command_view.h"
+#include "rewrite/lookup_mapping.h"
+
+namespace shardscope::rewrite {
+
+enum class RewriteKind : uint8_t { None, Read, Write };
+
+struct RewritePlan {
+  RewriteKind kind = RewriteKind::None;
+  // Why the command was not rewritten although it names the rule's lookup field (static text);
+  // empty when the command does not concern the rule.
+  std::string_view skipped;
+  bool in_list = false;                // the filter used $in: every value must come back
+  std::vector<std::string> in_keys;    // canonical keys of the requested values (for that check)
+  std::vector<uint8_t> lookup_values;  // the requested values, a BSON array in in_keys' order
+  std::vector<uint8_t> body;           // the new kind-0 document
+  std::string sequence_id;             // set when the rewritten statement lives in a kind-1 section
+  std::vector<uint8_t> sequence_docs;  // that section's new documents
+};
+
+RewritePlan planLookupRewrite(LookupIndex& index, const protocol::CommandView& view);
+
+}  // namespace shardscope::rewrite

@@ -1,0 +1,88 @@
+#include "rewrite/lookup_rule.h"
+
+#include <charconv>
+#include <sstream>
+
+namespace shardscope::rewrite {
+namespace {
+
+std::string trim(const std::string& s) {
+  auto b = s.find_first_not_of(" \t");
+  auto e = s.find_last_not_of(" \t");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+bool validField(const std::string& f) { return !f.empty() && f[0] != '$' && f.find(' ') == std::string::npos; }
+
+}  // namespace
+
+bool parseLookupRule(const std::string& spec, LookupRule& out, std::string& error) {
+  out = {};
+  auto colon = spec.find(':');
+  auto arrow = spec.find("->");
+  if (colon == std::string::npos || arrow == std::string::npos || arrow < colon) {
+    error = "expected 'db.coll: lookupField -> addField[,addField] [file=PATH] [collection=DB.COLL] [capacity=N]', got '" +
+            spec + "'";
+    return false;
+  }
+  out.ns = trim(spec.substr(0, colon));
+  auto dot = out.ns.find('.');
+  if (dot == std::string::npos || dot == 0 || dot + 1 == out.ns.size()) {
+    error = "namespace must be db.collection, got '" + out.ns + "'";
+    return false;
+  }
+  out.lookup_field = trim(spec.substr(colon + 1, arrow - colon - 1));
+  if (!validField(out.lookup_field)) {
+    error = "invalid lookup field '" + out.lookup_field + "'";
+    return false;
+  }
+  std::istringstream rest(spec.substr(arrow + 2));
+  std::string adds;
+  rest >> adds;
+  std::stringstream fields(adds);
+  for (std::string f; std::getline(fields, f, ',');) {
+    if (!validField(f) || f == out.lookup_field) {
+      error = "invalid field to add '" + f + "'";
+      return false;
+    }
+    out.add_fields.push_back(f);
+  }
+  if (out.add_fields.empty()) {
+    error = "no field to add after '->'";
+    return false;
+  }
+  for (std::string option; rest >> option;) {
+    auto eq = option.find('=');
+    std::string key = option.substr(0, eq), value = eq == std::string::npos ? "" : option.substr(eq + 1);
+    if (value.empty()) {
+      error = "option '" + option + "' needs a value (file=, collection=, capacity=)";
+      return false;
+    }
+    if (key == "file") out.mapping_file = value;
+    else if (key == "collection") {
+      if (value.find('.') == std::string::npos) {
+        error = "collection must be db.collection, got '" + value + "'";
+        return false;
+      }
+      out.mapping_collection = value;
+    } else if (key == "uri") {
+      if (value.rfind("mongodb://", 0) != 0) {
+        error = "uri must be a mongodb:// URI, got '" + value + "'";
+        return false;
+      }
+      out.mapping_uri = value;
+    } else if (key == "capacity") {
+      auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), out.capacity);
+      if (ec != std::errc() || p != value.data() + value.size() || out.capacity == 0) {
+        error = "capacity must be a positive whole number, got '" + value + "'";
+        return false;
+      }
+    } else {
+      error = "unknown option '" + key + "' (file, collection, uri, capacity)";
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace shardscope::rewrite

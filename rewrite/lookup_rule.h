@@ -1,0 +1,26 @@
+// A lookup-rewrite rule (a lookup vindex, in Vitess's words): in namespace `ns`, the value of
+// `lookup_field` determines the values of `add_fields` (a shard-key prefix), so a filter that pins
+// the lookup field can also pin them, and mongos targets one shard instead of all.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace shardscope::rewrite {
+
+struct LookupRule {
+  std::string ns;                      // "shop.orders"
+  std::string lookup_field;            // "orderId"
+  std::vector<std::string> add_fields; // {"customerId"}
+  std::string mapping_file;            // JSON lines loaded at start (optional)
+  std::string mapping_collection;      // "db.coll" read through in the cluster (optional)
+  std::string mapping_uri;             // where that collection lives (default: the upstream)
+  uint32_t capacity = 1'000'000;       // mappings kept in memory, then least recently used evicted
+};
+
+// Parses "shop.orders: orderId -> customerId[,orderDate] [file=PATH] [collection=DB.COLL] [uri=MONGODB_URI]
+// [capacity=N]".
+// Returns false with `error` naming what is wrong.
+bool parseLookupRule(const std::string& spec, LookupRule& out, std::string& error);
+
+}  // namespace shardscope::rewrite

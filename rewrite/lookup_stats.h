@@ -1,0 +1,75 @@
+// Counters of one lookup rule: rewrites applied (with the targeting before and after), fallbacks
+// by cause and commands left alone by reason. Atomics: rewrites are rare next to all traffic.
+#pragma once
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "routing/target_result.h"
+
+namespace shardscope::rewrite {
+
+enum class FallbackCause : uint8_t {
+  None,
+  EmptyRead,       // a rewritten read found nothing: the mapping may be stale
+  MissingInValue,  // a rewritten $in read did not return every requested value
+  NoMatchWrite,    // a rewritten write matched nothing (n: 0)
+  Unverifiable,    // an ok reply that could not show whether the rewritten read found anything
+};
+// "empty_read", "missing_in_value", "no_match_write", "unverifiable"
+std::string_view fallbackCauseName(FallbackCause c);
+
+class LookupStats {
+ public:
+  static constexpr size_t kClasses = static_cast<size_t>(routing::Targeting::Unclassified) + 1;
+  static constexpr size_t kCauses = static_cast<size_t>(FallbackCause::Unverifiable) + 1;
+
+  void onRewrite(routing::Targeting before, routing::Targeting after) {
+    applied_.fetch_add(1, std::memory_order_relaxed);
+    before_[static_cast<size_t>(before)].fetch_add(1, std::memory_order_relaxed);
+    after_[static_cast<size_t>(after)].fetch_add(1, std::memory_order_relaxed);
+  }
+  // A fallback re-runs the original, targeted as `rerun` (the rewritten attempt stays counted
+  // under its own class in `after`).
+  void onFallback(FallbackCause cause, routing::Targeting rerun) {
+    fallbacks_[static_cast<size_t>(cause)].fetch_add(1, std::memory_order_relaxed);
+    rerun_[static_cast<size_t>(rerun)].fetch_add(1, std::memory_order_relaxed);
+  }
+  // The re-run's outcome: it found what the rewrite missed (the mapping was wrong), or nothing
+  // either (the mapping may be right; the rewrite cost a second run).
+  void onRerunOutcome(bool mappingWrong) {
+    (mappingWrong ? rerun_found_ : rerun_empty_).fetch_add(1, std::memory_order_relaxed);
+  }
+  // `why` is static text from the planner.
+  void onSkipped(std::string_view why) {
+    std::lock_guard lock(mutex_);
+    ++skipped_[std::string(why)];
+  }
+
+  uint64_t applied() const { return applied_.load(); }
+  uint64_t before(routing::Targeting t) const { return before_[static_cast<size_t>(t)].load(); }
+  uint64_t after(routing::Targeting t) const { return after_[static_cast<size_t>(t)].load(); }
+  uint64_t fallbacks(FallbackCause c) const { return fallbacks_[static_cast<size_t>(c)].load(); }
+  uint64_t rerun(routing::Targeting t) const { return rerun_[static_cast<size_t>(t)].load(); }
+  uint64_t rerunFound() const { return rerun_found_.load(); }
+  uint64_t rerunEmpty() const { return rerun_empty_.load(); }
+  std::map<std::string, uint64_t> skipped() const {
+    std::lock_guard lock(mutex_);
+    return skipped_;
+  }
+
+ private:
+  std::atomic<uint64_t> applied_{0};
+  std::array<std::atomic<uint64_t>, kClasses> before_{}, after_{};
+  std::array<std::atomic<uint64_t>, kCauses> fallbacks_{};
+  std::array<std::atomic<uint64_t>, kClasses> rerun_{};
+  std::atomic<uint64_t> rerun_found_{0}, rerun_empty_{0};
+  mutable std::mutex mutex_;
+  std::map<std::string, uint64_t> skipped_;
+};
+
+}  // namespace shardscope::rewrite

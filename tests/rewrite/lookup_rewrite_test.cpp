@@ -1,0 +1,471 @@
+#include "rewrite/lookup_rewrite.h"
+
+#include <gtest/gtest.h>
+
+#include "rewrite/lookup_guard.h"
+#include "rewrite/lookup_learning.h"
+#include "tests/support/bson_builders.h"
+
+namespace shardscope::rewrite {
+namespace {
+
+using testing::Doc;
+
+class LookupRewriteTest : public ::testing::Test {
+ protected:
+  LookupRewriteTest() : index_(rule()) {
+    Doc a(R"({"orderId": "O1", "customerId": "C1"})"), b(R"({"orderId": "O2", "customerId": "C2"})");
+    index_.learnFromDocument(a.get());
+    index_.learnFromDocument(b.get());
+  }
+  static LookupRule rule() {
+    LookupRule r;
+    std::string err;
+    EXPECT_TRUE(parseLookupRule("shop.orders: orderId -> customerId", r, err)) << err;
+    return r;
+  }
+  RewritePlan plan(const std::string& json, const std::vector<testing::Sequence>& seqs = {}, uint32_t flags = 0) {
+    decode(json, seqs, flags);
+    return planLookupRewrite(index_, view_);
+  }
+  void decode(const std::string& json, const std::vector<testing::Sequence>& seqs = {}, uint32_t flags = 0) {
+    bytes_ = testing::opMsg(json, seqs, flags);
+    ASSERT_TRUE(protocol::decodeOpMsg(bytes_, msg_).ok());
+    ASSERT_TRUE(protocol::buildCommandView(msg_, view_).ok());
+  }
+  // The session's order: plan the rewrite, then decide what the reply may teach.
+  ReplyLearning learning(const std::string& json, const std::vector<testing::Sequence>& seqs = {}, uint32_t flags = 0) {
+    decode(json, seqs, flags);
+    planLookupRewrite(index_, view_);
+    return planReplyLearning(index_, view_);
+  }
+  bool rewritesFind(const char* orderId) {
+    return plan(std::string(R"({"find": "orders", "filter": {"orderId": ")") + orderId + R"("}, "$db": "shop"})").kind ==
+           RewriteKind::Read;
+  }
+  std::string findFilter(const char* orderId) {
+    auto p = plan(std::string(R"({"find": "orders", "filter": {"orderId": ")") + orderId + R"("}, "$db": "shop"})");
+    return p.kind == RewriteKind::None ? "" : bodyJson(p);
+  }
+  static std::string bodyJson(const RewritePlan& p) {
+    bson_t b;
+    bson_init_static(&b, p.body.data(), p.body.size());
+    return testing::toJson(&b);
+  }
+
+  LookupIndex index_;
+  std::vector<uint8_t> bytes_;
+  protocol::OpMsg msg_;
+  protocol::CommandView view_;
+};
+
+TEST_F(LookupRewriteTest, FindByEqualityGainsTheAddedField) {
+  auto p = plan(R"({"find": "orders", "filter": {"orderId": "O1"}, "limit": 1, "$db": "shop"})");
+  ASSERT_EQ(p.kind, RewriteKind::Read);
+  EXPECT_EQ(bodyJson(p),
+            R"({ "find" : "orders", "filter" : { "orderId" : "O1", "customerId" : "C1" }, "limit" : 1, "$db" : "shop" })");
+  p = plan(R"({"count": "orders", "query": {"orderId": {"$eq": "O2"}}, "$db": "shop"})");
+  ASSERT_EQ(p.kind, RewriteKind::Read);
+  EXPECT_NE(bodyJson(p).find(R"("customerId" : "C2")"), std::string::npos);
+}
+
+TEST_F(LookupRewriteTest, InListGainsAnInListAndRemembersTheValues) {
+  auto p = plan(R"({"find": "orders", "filter": {"orderId": {"$in": ["O1", "O2"]}}, "$db": "shop"})");
+  ASSERT_EQ(p.kind, RewriteKind::Read);
+  EXPECT_TRUE(p.in_list);
+  EXPECT_EQ(p.in_keys.size(), 2u);
+  EXPECT_NE(bodyJson(p).find(R"("customerId" : { "$in" : [ "C1", "C2" ] })"), std::string::npos);
+  // Not for count: a partial miss could not be seen in the reply.
+  EXPECT_EQ(plan(R"({"count": "orders", "query": {"orderId": {"$in": ["O1"]}}, "$db": "shop"})").kind, RewriteKind::None);
+}
+
+TEST_F(LookupRewriteTest, AggregateRewritesTheLeadingMatchOnly) {
+  auto p = plan(R"({"aggregate": "orders", "pipeline": [{"$match": {"orderId": "O1"}}, {"$project": {"a": 1}}], "cursor": {}, "$db": "shop"})");
+  ASSERT_EQ(p.kind, RewriteKind::Read);
+  EXPECT_NE(bodyJson(p).find(R"([ { "$match" : { "orderId" : "O1", "customerId" : "C1" } }, { "$project" : { "a" : 1 } } ])"),
+            std::string::npos);
+  EXPECT_EQ(plan(R"({"aggregate": "orders", "pipeline": [{"$project": {"a": 1}}, {"$match": {"orderId": "O1"}}], "cursor": {}, "$db": "shop"})").kind,
+            RewriteKind::None);
+}
+
+TEST_F(LookupRewriteTest, WritesInBodyOrSequenceAreRewritten) {
+  auto p = plan(R"({"update": "orders", "updates": [{"q": {"orderId": "O1"}, "u": {"$set": {"s": 1}}}], "$db": "shop"})");
+  ASSERT_EQ(p.kind, RewriteKind::Write);
+  EXPECT_NE(bodyJson(p).find(R"("q" : { "orderId" : "O1", "customerId" : "C1" })"), std::string::npos);
+  p = plan(R"({"delete": "orders", "$db": "shop"})", {{"deletes", {R"({"q": {"orderId": "O2"}, "limit": 1})"}}});
+  ASSERT_EQ(p.kind, RewriteKind::Write);
+  EXPECT_EQ(p.sequence_id, "deletes");
+  bson_t stmt;
+  bson_init_static(&stmt, p.sequence_docs.data(), p.sequence_docs.size());
+  EXPECT_EQ(testing::toJson(&stmt), R"({ "q" : { "orderId" : "O2", "customerId" : "C2" }, "limit" : 1 })");
+}
+
+TEST_F(LookupRewriteTest, UnsafeOrUnknownCasesAreLeftAlone) {
+  struct Case {
+    const char* json;
+    const char* why;  // expected `skipped` text fragment, or "" for "does not concern the rule"
+  };
+  const Case cases[] = {
+      {R"({"find": "orders", "filter": {"orderId": "O9"}, "$db": "shop"})", "no mapping"},
+      {R"({"find": "orders", "filter": {"orderId": "O1", "customerId": "C7"}, "$db": "shop"})", "already constrains"},
+      {R"({"find": "orders", "filter": {"orderId": {"$gt": "O1"}}, "$db": "shop"})", "not compared by equality"},
+      {R"({"find": "orders", "filter": {"status": "new"}, "$db": "shop"})", ""},
+      {R"({"update": "orders", "updates": [{"q": {"orderId": "O1"}, "u": {"$set": {"s": 1}}, "upsert": true}], "$db": "shop"})", "upserts"},
+      {R"({"update": "orders", "updates": [{"q": {"orderId": "O1"}, "u": {"$set": {"s": 1}}}], "txnNumber": 4, "lsid": {"id": 1}, "$db": "shop"})", "retryable"},
+      {R"({"delete": "orders", "deletes": [{"q": {"orderId": "O1"}, "limit": 1}, {"q": {"orderId": "O2"}, "limit": 1}], "$db": "shop"})", "single-statement"},
+      {R"({"findAndModify": "orders", "query": {"orderId": "O1"}, "update": {"$set": {"s": 1}}, "upsert": true, "$db": "shop"})", "upserts"},
+  };
+  for (const auto& c : cases) {
+    auto p = plan(c.json);
+    EXPECT_EQ(p.kind, RewriteKind::None) << c.json;
+    if (*c.why) EXPECT_NE(std::string(p.skipped).find(c.why), std::string::npos) << c.json << " -> " << p.skipped;
+    else EXPECT_TRUE(p.skipped.empty()) << c.json;
+  }
+}
+
+TEST_F(LookupRewriteTest, NumbersThatCompareEqualShareAMapping) {
+  Doc d(R"({"orderId": 5, "customerId": "C5"})");
+  index_.learnFromDocument(d.get());
+  EXPECT_EQ(plan(R"({"find": "orders", "filter": {"orderId": {"$numberLong": "5"}}, "$db": "shop"})").kind, RewriteKind::Read);
+  EXPECT_EQ(plan(R"({"find": "orders", "filter": {"orderId": 5.0}, "$db": "shop"})").kind, RewriteKind::Read);
+  EXPECT_EQ(plan(R"({"find": "orders", "filter": {"orderId": {"$numberDecimal": "5.000"}}, "$db": "shop"})").kind, RewriteKind::Read);
+  // So a decimal document with the same value and another customer is a contradiction.
+  Doc decimal(R"({"orderId": {"$numberDecimal": "5E0"}, "customerId": "C6"})");
+  index_.learnFromDocument(decimal.get());
+  EXPECT_EQ(plan(R"({"find": "orders", "filter": {"orderId": 5}, "$db": "shop"})").kind, RewriteKind::None);
+}
+
+TEST(CanonicalValueKey, DecimalsEqualTheNumbersMongoDBCallsEqual) {
+  auto key = [](const char* json) {
+    Doc d(std::string(R"({"v": )") + json + "}");
+    bson_iter_t it;
+    EXPECT_TRUE(bson_iter_init_find(&it, d.get(), "v"));
+    return canonicalValueKey(it);
+  };
+  EXPECT_EQ(key(R"({"$numberDecimal": "5"})"), key("5"));
+  EXPECT_EQ(key(R"({"$numberDecimal": "50E-1"})"), key(R"({"$numberLong": "5"})"));
+  EXPECT_EQ(key(R"({"$numberDecimal": "-0.0"})"), key("0"));
+  EXPECT_EQ(key(R"({"$numberDecimal": "0.5"})"), key("0.5"));
+  EXPECT_NE(key(R"({"$numberDecimal": "0.1"})"), key("0.1"));  // the double 0.1 is not exactly 0.1
+  EXPECT_EQ(key(R"({"$numberDecimal": "0.10"})"), key(R"({"$numberDecimal": "0.1"})"));
+  EXPECT_EQ(key(R"({"$numberDecimal": "1E+30"})"), key(R"({"$numberDecimal": "1000000000000000000000000000000"})"));
+  EXPECT_EQ(key(R"({"$numberDecimal": "NaN"})"), "");
+  EXPECT_EQ(key("null"), "");
+}
+
+TEST_F(LookupRewriteTest, GuardDecidesFallbacks) {
+  auto rule = index_.rule();
+  auto read = plan(R"({"find": "orders", "filter": {"orderId": "O1"}, "$db": "shop"})");
+  Doc empty(R"({"cursor": {"id": {"$numberLong": "0"}, "ns": "shop.orders", "firstBatch": []}, "ok": 1})");
+  Doc found(R"({"cursor": {"id": {"$numberLong": "0"}, "ns": "shop.orders", "firstBatch": [{"orderId": "O1"}]}, "ok": 1})");
+  Doc failed(R"({"ok": 0, "code": 2, "errmsg": "x"})");
+  EXPECT_EQ(fallbackNeeded(read, "find", rule, empty.get()), FallbackCause::EmptyRead);
+  EXPECT_EQ(fallbackNeeded(read, "find", rule, found.get()), FallbackCause::None);
+  EXPECT_EQ(fallbackNeeded(read, "find", rule, failed.get()), FallbackCause::None);
+
+  auto in = plan(R"({"find": "orders", "filter": {"orderId": {"$in": ["O1", "O2"]}}, "$db": "shop"})");
+  EXPECT_EQ(fallbackNeeded(in, "find", rule, found.get()), FallbackCause::MissingInValue);
+
+  auto write = plan(R"({"update": "orders", "updates": [{"q": {"orderId": "O1"}, "u": {"$set": {"s": 1}}}], "$db": "shop"})");
+  Doc none(R"({"n": 0, "nModified": 0, "ok": 1})"), one(R"({"n": 1, "nModified": 1, "ok": 1})");
+  Doc writeError(R"({"n": 0, "writeErrors": [{"index": 0, "code": 11000}], "ok": 1})");
+  EXPECT_EQ(fallbackNeeded(write, "update", rule, none.get()), FallbackCause::NoMatchWrite);
+  EXPECT_EQ(fallbackNeeded(write, "update", rule, one.get()), FallbackCause::None);
+  EXPECT_EQ(fallbackNeeded(write, "update", rule, writeError.get()), FallbackCause::None);
+}
+
+TEST_F(LookupRewriteTest, UpdatesThatMoveAnOrderForgetItsMappingUntilTheReplyConfirms) {
+  auto l = learning(R"({"update": "orders", "updates": [{"q": {"orderId": "O1"}, "u": {"$set": {"customerId": "C9"}}}], "$db": "shop"})");
+  EXPECT_FALSE(rewritesFind("O1"));  // forgotten at once: the update may land before the next read
+  Doc none(R"({"n": 0, "nModified": 0, "ok": 1})"), one(R"({"n": 1, "nModified": 1, "ok": 1})");
+  applyReplyLearning(index_, l, none.get());
+  EXPECT_FALSE(rewritesFind("O1"));  // nothing changed: nothing learned
+  applyReplyLearning(index_, l, one.get());
+  EXPECT_NE(findFilter("O1").find(R"("customerId" : "C9")"), std::string::npos);  // a move, not a contradiction
+  EXPECT_EQ(index_.store().counters().corrected, 0u);
+}
+
+TEST(MappingStore, CapacityIsExactAndEvictsLeastRecentlyUsed) {
+  for (size_t capacity : {1u, 10u, 16u, 17u, 32u, 100u}) {
+    MappingStore store(capacity);
+    for (int i = 0; i < 1000; ++i) store.learn("k" + std::to_string(i), "v", "v");
+    auto c = store.counters();
+    EXPECT_EQ(c.size, capacity) << capacity;  // was 16 for capacity=10 (per-stripe rounding)
+    EXPECT_EQ(c.evicted, 1000u - capacity);
+    std::string v;
+    EXPECT_TRUE(store.find("k999", v));
+    EXPECT_FALSE(store.find("k0", v));
+  }
+}
+
+TEST(MappingStore, AmbiguityOutlivesForgetAndEvictionAndFillsToASuspension) {
+  MappingStore store(4);
+  EXPECT_EQ(store.learn("a", "1", "1"), MappingStore::Learn::Learned);
+  EXPECT_EQ(store.learn("a", "1", "1"), MappingStore::Learn::Unchanged);
+  EXPECT_EQ(store.learn("a", "2", "2"), MappingStore::Learn::Contradicted);
+  store.forget("a");
+  for (int i = 0; i < 100; ++i) store.learn("k" + std::to_string(i), "v", "v");  // churn
+  EXPECT_EQ(store.learn("a", "1", "1"), MappingStore::Learn::Ambiguous);
+  std::string v;
+  EXPECT_FALSE(store.find("a", v));
+  store.move("a", "3", "3");  // a change through the sidecar does not clear it either
+  EXPECT_FALSE(store.find("a", v));
+  auto c = store.counters();
+  EXPECT_EQ(c.ambiguous, 1u);
+  EXPECT_LE(c.size + c.ambiguous, 4u);
+  // Ambiguous values are never evicted; when they fill the store, the rule stops rewriting.
+  for (int i = 0; i < 10; ++i) store.markAmbiguous("x" + std::to_string(i));
+  EXPECT_TRUE(store.suspended());
+  EXPECT_FALSE(store.find("k99", v));
+  store.clear();
+  EXPECT_FALSE(store.suspended());
+  EXPECT_EQ(store.learn("a", "1", "1"), MappingStore::Learn::Learned);
+}
+
+// Issue 14 item 11: a lookup value seen with two customers is never rewritten again, whatever
+// taught the second one, and for every command.
+TEST_F(LookupRewriteTest, AContradictedValueIsAmbiguousForEveryCommand) {
+  Doc other(R"({"orderId": "O1", "customerId": "C2"})");
+  EXPECT_FALSE(index_.learnFromDocument(other.get()));
+  EXPECT_EQ(index_.store().counters().ambiguous, 1u);
+  const char* commands[] = {
+      R"({"find": "orders", "filter": {"orderId": "O1"}, "$db": "shop"})",
+      R"({"find": "orders", "filter": {"orderId": {"$in": ["O1", "O2"]}}, "$db": "shop"})",
+      R"({"count": "orders", "query": {"orderId": "O1"}, "$db": "shop"})",
+      R"({"distinct": "orders", "key": "total", "query": {"orderId": "O1"}, "$db": "shop"})",
+      R"({"aggregate": "orders", "pipeline": [{"$match": {"orderId": "O1"}}], "cursor": {}, "$db": "shop"})",
+      R"({"update": "orders", "updates": [{"q": {"orderId": "O1"}, "u": {"$inc": {"n": 1}}}], "$db": "shop"})",
+      R"({"delete": "orders", "deletes": [{"q": {"orderId": "O1"}, "limit": 1}], "$db": "shop"})",
+      R"({"findAndModify": "orders", "query": {"orderId": "O1"}, "update": {"$inc": {"n": 1}}, "$db": "shop"})",
+  };
+  for (const char* c : commands) {
+    auto p = plan(c);
+    EXPECT_EQ(p.kind, RewriteKind::None) << c;
+    EXPECT_NE(std::string(p.skipped).find("ambiguous"), std::string::npos) << c << " -> " << p.skipped;
+  }
+  // The same lookup value again with one customer does not make it usable.
+  Doc again(R"({"orderId": "O1", "customerId": "C1"})");
+  index_.learnFromDocument(again.get());
+  EXPECT_FALSE(rewritesFind("O1"));
+  EXPECT_TRUE(rewritesFind("O2"));
+  index_.store().clear();  // POST /rewrite/reset
+  index_.learnFromDocument(again.get());
+  EXPECT_TRUE(rewritesFind("O1"));
+}
+
+TEST_F(LookupRewriteTest, DocumentsThatCannotPinTheAddedFieldMakeTheValueAmbiguous) {
+  for (const char* json : {R"({"orderId": "O1"})", R"({"orderId": "O1", "customerId": null})",
+                           R"({"orderId": "O1", "customerId": ["C1", "C2"]})"}) {
+    index_.store().clear();
+    Doc mapping(R"({"orderId": "O1", "customerId": "C1"})"), doc(json);
+    index_.learnFromDocument(mapping.get());
+    index_.learnFromDocument(doc.get());
+    EXPECT_FALSE(rewritesFind("O1")) << json;
+  }
+  // An array of order ids maps each of them: a contradiction on any element counts.
+  index_.store().clear();
+  Doc both(R"({"orderId": ["O1", "O2"], "customerId": "C5"})");
+  EXPECT_TRUE(index_.learnFromDocument(both.get()));
+  EXPECT_NE(findFilter("O2").find(R"("customerId" : "C5")"), std::string::npos);
+  Doc clash(R"({"orderId": "O2", "customerId": "C6"})");
+  index_.learnFromDocument(clash.get());
+  EXPECT_FALSE(rewritesFind("O2"));
+  EXPECT_TRUE(rewritesFind("O1"));
+  // null matches a missing field too: never mapped.
+  EXPECT_EQ(plan(R"({"find": "orders", "filter": {"orderId": null}, "$db": "shop"})").kind, RewriteKind::None);
+}
+
+// Issue 14 items 9, 10, 12 and the rest of the class: shapes whose reply cannot show a miss before
+// the client sees it, or whose write could not be re-run, are left alone.
+TEST_F(LookupRewriteTest, ShapesWhoseReplyCannotShowAMissAreRefused) {
+  struct Case {
+    const char* json;
+    uint32_t flags;
+    const char* why;
+  };
+  const Case cases[] = {
+      {R"({"find": "orders", "filter": {"orderId": "O1"}, "batchSize": 0, "$db": "shop"})", 0, "batchSize 0"},
+      {R"({"find": "orders", "filter": {"orderId": "O1"}, "batchSize": {"$numberLong": "0"}, "$db": "shop"})", 0, "batchSize 0"},
+      {R"({"aggregate": "orders", "pipeline": [{"$match": {"orderId": "O1"}}], "cursor": {"batchSize": 0}, "$db": "shop"})", 0, "batchSize 0"},
+      {R"({"find": "orders", "filter": {"orderId": "O1"}, "tailable": true, "$db": "shop"})", 0, "tailable"},
+      {R"({"find": "orders", "filter": {"orderId": "O1"}, "$db": "shop"})", 1u << 16, "exhaust"},
+      {R"({"update": "orders", "updates": [{"q": {"orderId": "O1"}, "u": {"$inc": {"n": 1}}}], "writeConcern": {"w": 0}, "$db": "shop"})", 0, "w: 0"},
+      {R"({"delete": "orders", "deletes": [{"q": {"orderId": "O1"}, "limit": 1}], "writeConcern": {"w": 0.0, "j": false}, "$db": "shop"})", 0, "w: 0"},
+      {R"({"update": "orders", "updates": [{"q": {"orderId": "O1"}, "u": {"$inc": {"n": 1}}}], "$db": "shop"})", 2, "moreToCome"},
+      {R"({"find": "orders", "filter": {"orderId": "O1"}, "txnNumber": {"$numberLong": "1"}, "autocommit": false, "lsid": {"id": 1}, "$db": "shop"})", 0, "transactions"},
+      {R"({"find": "orders", "filter": {"orderId": "O1"}, "collation": {"locale": "en", "strength": 2}, "$db": "shop"})", 0, "collation"},
+      {R"({"delete": "orders", "deletes": [{"q": {"orderId": "O1"}, "limit": 1, "collation": {"locale": "fr"}}], "$db": "shop"})", 0, "collation"},
+      {R"({"update": "orders", "updates": [{"q": {"orderId": "O1"}, "u": {"$inc": {"n": 1}}, "multi": true}], "$db": "shop"})", 0, "multi-document"},
+      {R"({"delete": "orders", "deletes": [{"q": {"orderId": "O1"}, "limit": 0}], "$db": "shop"})", 0, "multi-document"},
+      {R"({"update": "orders", "updates": [{"q": {"orderId": "O1"}, "u": {"$inc": {"n": 1}}, "sort": {"n": 1}}], "$db": "shop"})", 0, "sorted"},
+      {R"({"findAndModify": "orders", "query": {"orderId": "O1"}, "sort": {"n": -1}, "remove": true, "$db": "shop"})", 0, "sorted"},
+      {R"({"aggregate": "orders", "pipeline": [{"$match": {"orderId": "O1"}}, {"$facet": {"a": [{"$count": "n"}]}}], "cursor": {}, "$db": "shop"})", 0, "stage"},
+      {R"({"aggregate": "orders", "pipeline": [{"$match": {"orderId": "O1"}}, {"$unionWith": "other"}], "cursor": {}, "$db": "shop"})", 0, "stage"},
+      {R"({"aggregate": "orders", "pipeline": [{"$match": {"orderId": "O1"}}, {"$out": "copy"}], "cursor": {}, "$db": "shop"})", 0, "stage"},
+      {R"({"aggregate": "orders", "pipeline": [{"$match": {"orderId": "O1"}}, {"$merge": {"into": "copy"}}], "cursor": {}, "$db": "shop"})", 0, "stage"},
+      {R"({"aggregate": "orders", "pipeline": [{"$match": {"orderId": "O1"}}, {"$lookup": {"from": "x", "pipeline": [], "as": "y"}}], "cursor": {}, "$db": "shop"})", 0, "stage"},
+      {R"({"aggregate": "orders", "pipeline": [{"$match": {"orderId": "O1"}}, {"$densify": {"field": "n", "range": {"step": 1, "bounds": [0, 5]}}}], "cursor": {}, "$db": "shop"})", 0, "stage"},
+      {R"({"aggregate": "orders", "pipeline": [{"$match": {"orderId": "O1"}}], "explain": true, "$db": "shop"})", 0, "explain"},
+      {R"({"find": "orders", "filter": {"orderId": {"$in": ["O1", "O2"]}}, "projection": {"total": 1}, "$db": "shop"})", 0, "projection"},
+      {R"({"find": "orders", "filter": {"orderId": {"$in": ["O1", "O2"]}}, "projection": {"orderId": "$customerId"}, "$db": "shop"})", 0, "projection"},
+      {R"({"find": "orders", "filter": {"orderId": {"$in": ["O1", "O2"]}}, "projection": {"orderId": 0}, "$db": "shop"})", 0, "projection"},
+  };
+  for (const auto& c : cases) {
+    auto p = plan(c.json, {}, c.flags);
+    EXPECT_EQ(p.kind, RewriteKind::None) << c.json;
+    EXPECT_NE(std::string(p.skipped).find(c.why), std::string::npos) << c.json << " -> " << p.skipped;
+  }
+}
+
+TEST_F(LookupRewriteTest, VerifiableShapesAreStillRewritten) {
+  const char* cases[] = {
+      R"({"find": "orders", "filter": {"orderId": "O1"}, "sort": {"total": -1}, "skip": 1, "limit": 3, "batchSize": 1, "projection": {"total": 1}, "$db": "shop"})",
+      R"({"find": "orders", "filter": {"orderId": {"$in": ["O1", "O2"]}}, "projection": {"orderId": 1, "total": 1}, "$db": "shop"})",
+      R"({"find": "orders", "filter": {"orderId": "O1"}, "collation": {"locale": "simple"}, "hint": {"orderId": 1}, "$db": "shop"})",
+      R"({"aggregate": "orders", "pipeline": [{"$match": {"orderId": "O1"}}, {"$group": {"_id": null, "n": {"$sum": 1}}}], "cursor": {"batchSize": 5}, "$db": "shop"})",
+      R"({"aggregate": "orders", "pipeline": [{"$match": {"orderId": "O1"}}, {"$project": {"a": 1}}, {"$sort": {"a": 1}}, {"$limit": 2}], "cursor": {}, "$db": "shop"})",
+      R"({"update": "orders", "updates": [{"q": {"orderId": "O1"}, "u": {"$set": {"items.$[i].n": 1}}, "arrayFilters": [{"i.n": 0}], "multi": false}], "writeConcern": {"w": "majority"}, "$db": "shop"})",
+      R"({"delete": "orders", "deletes": [{"q": {"orderId": "O1", "$expr": {"$gt": ["$total", "$$t"]}}, "limit": 1}], "let": {"t": 1}, "$db": "shop"})",
+      R"({"findAndModify": "orders", "query": {"orderId": "O1"}, "update": {"$inc": {"n": 1}}, "new": true, "fields": {"n": 1}, "$db": "shop"})",
+  };
+  for (const char* c : cases) EXPECT_NE(plan(c).kind, RewriteKind::None) << c << " -> " << plan(c).skipped;
+}
+
+TEST_F(LookupRewriteTest, AnEmptyFirstBatchIsAMissWhetherOrNotTheCursorIsOpen) {
+  auto rule = index_.rule();
+  auto read = plan(R"({"find": "orders", "filter": {"orderId": "O1"}, "batchSize": 1, "$db": "shop"})");
+  Doc emptyLive(R"({"cursor": {"id": {"$numberLong": "77"}, "ns": "shop.orders", "firstBatch": []}, "ok": 1})");
+  auto v = verifyRewrite(read, "find", rule, emptyLive.get());
+  EXPECT_EQ(v.cause, FallbackCause::EmptyRead);
+  EXPECT_EQ(v.live_cursor, 77);  // closed by the proxy before the original runs
+  Doc noCursor(R"({"ok": 1})"), noN(R"({"ok": 1})");
+  EXPECT_EQ(verifyRewrite(read, "find", rule, noCursor.get()).cause, FallbackCause::Unverifiable);
+  auto count = plan(R"({"count": "orders", "query": {"orderId": "O1"}, "$db": "shop"})");
+  EXPECT_EQ(verifyRewrite(count, "count", rule, noN.get()).cause, FallbackCause::Unverifiable);
+  // $in: every value in the first batch proves the rewrite complete, even with the cursor open.
+  auto in = plan(R"({"find": "orders", "filter": {"orderId": {"$in": ["O1", "O2"]}}, "batchSize": 2, "$db": "shop"})");
+  Doc both(R"({"cursor": {"id": {"$numberLong": "9"}, "firstBatch": [{"orderId": "O2"}, {"orderId": "O1"}]}, "ok": 1})");
+  v = verifyRewrite(in, "find", rule, both.get());
+  EXPECT_EQ(v.cause, FallbackCause::None);
+  EXPECT_EQ(v.live_cursor, 0);  // passed on: the client owns the cursor
+  Doc one(R"({"cursor": {"id": {"$numberLong": "9"}, "firstBatch": [{"orderId": "O2"}]}, "ok": 1})");
+  v = verifyRewrite(in, "find", rule, one.get());
+  EXPECT_EQ(v.cause, FallbackCause::MissingInValue);
+  ASSERT_EQ(v.suspects.size(), 1u);
+  // The original then shows O1: only O1's mapping was wrong.
+  Doc original(R"({"cursor": {"id": {"$numberLong": "0"}, "firstBatch": [{"orderId": "O1", "customerId": "C7"}, {"orderId": "O2"}]}, "ok": 1})");
+  EXPECT_TRUE(learnFromRerun(index_, in, "find", v.suspects, original.get()));
+  EXPECT_FALSE(rewritesFind("O1"));
+  EXPECT_TRUE(rewritesFind("O2"));
+}
+
+// Issue 14 item 13: a fallback whose original finds something proves the mapping wrong, even when
+// the reply does not carry customerId; one whose original finds nothing does not.
+TEST_F(LookupRewriteTest, AFallbackThatFindsSomethingMakesTheValueAmbiguous) {
+  auto read = plan(R"({"find": "orders", "filter": {"orderId": "O1"}, "projection": {"_id": 1}, "$db": "shop"})");
+  Doc nothing(R"({"cursor": {"id": {"$numberLong": "0"}, "firstBatch": []}, "ok": 1})");
+  Doc projected(R"({"cursor": {"id": {"$numberLong": "0"}, "firstBatch": [{"_id": 3}]}, "ok": 1})");
+  auto v = verifyRewrite(read, "find", index_.rule(), nothing.get());
+  EXPECT_FALSE(learnFromRerun(index_, read, "find", v.suspects, nothing.get()));
+  EXPECT_TRUE(rewritesFind("O1"));
+  EXPECT_TRUE(learnFromRerun(index_, read, "find", v.suspects, projected.get()));
+  EXPECT_FALSE(rewritesFind("O1"));
+
+  auto write = plan(R"({"update": "orders", "updates": [{"q": {"orderId": "O2"}, "u": {"$inc": {"n": 1}}}], "$db": "shop"})");
+  Doc none(R"({"n": 0, "nModified": 0, "ok": 1})"), one(R"({"n": 1, "nModified": 1, "ok": 1})");
+  v = verifyRewrite(write, "update", index_.rule(), none.get());
+  ASSERT_EQ(v.cause, FallbackCause::NoMatchWrite);
+  EXPECT_TRUE(learnFromRerun(index_, write, "update", v.suspects, one.get()));
+  EXPECT_FALSE(rewritesFind("O2"));
+}
+
+// Issue 14 item 13: nothing is learned from a request before its reply confirms it.
+TEST_F(LookupRewriteTest, InsertsTeachOnlyOnceAcknowledgedPerStatement) {
+  index_.store().clear();
+  auto l = learning(R"({"insert": "orders", "$db": "shop"})",
+                    {{"documents", {R"({"_id": 1, "orderId": "A", "customerId": "C1"})", R"({"_id": 2, "orderId": "B", "customerId": "C2"})",
+                                    R"({"_id": 3, "orderId": "C", "customerId": "C3"})"}}});
+  EXPECT_FALSE(rewritesFind("A"));  // not before the reply
+  Doc failed(R"({"ok": 0, "code": 11000, "errmsg": "dup"})");
+  applyReplyLearning(index_, l, failed.get());
+  EXPECT_FALSE(rewritesFind("A"));
+  Doc secondFailed(R"({"n": 1, "writeErrors": [{"index": 1, "code": 11000, "errmsg": "dup"}], "ok": 1})");
+  applyReplyLearning(index_, l, secondFailed.get());  // ordered: the third never ran
+  EXPECT_TRUE(rewritesFind("A"));
+  EXPECT_FALSE(rewritesFind("B"));
+  EXPECT_FALSE(rewritesFind("C"));
+  index_.store().clear();
+  auto unordered = learning(R"({"insert": "orders", "ordered": false, "documents": [{"orderId": "A", "customerId": "C1"}, {"orderId": "B", "customerId": "C2"}, {"orderId": "C", "customerId": "C3"}], "$db": "shop"})");
+  applyReplyLearning(index_, unordered, secondFailed.get());
+  EXPECT_TRUE(rewritesFind("A"));
+  EXPECT_FALSE(rewritesFind("B"));
+  EXPECT_TRUE(rewritesFind("C"));
+  // Unacknowledged: no reply will ever confirm it.
+  EXPECT_TRUE(learning(R"({"insert": "orders", "documents": [{"orderId": "D", "customerId": "C4"}], "$db": "shop"})", {}, 2).empty());
+}
+
+TEST_F(LookupRewriteTest, RepliesTeachOnlyDocumentsAsStored) {
+  Doc reply(R"({"cursor": {"id": {"$numberLong": "0"}, "firstBatch": [{"orderId": "O5", "customerId": "C5"}]}, "ok": 1})");
+  Doc faked(R"({"cursor": {"id": {"$numberLong": "0"}, "firstBatch": [{"orderId": "O1", "customerId": "C9"}]}, "ok": 1})");
+  // A computed projection or a reshaping pipeline can show anything under customerId: not learned.
+  for (const char* json : {R"({"find": "orders", "filter": {}, "projection": {"orderId": 1, "customerId": "$other"}, "$db": "shop"})",
+                           R"({"aggregate": "orders", "pipeline": [{"$project": {"orderId": 1, "customerId": "$x"}}], "cursor": {}, "$db": "shop"})",
+                           R"({"find": "orders", "filter": {}, "projection": {"orderId": 1}, "$db": "shop"})"}) {
+    auto l = learning(json);
+    EXPECT_EQ(applyReplyLearning(index_, l, faked.get()), 0u) << json;
+    EXPECT_TRUE(rewritesFind("O1")) << json;
+  }
+  auto l = learning(R"({"find": "orders", "filter": {}, "projection": {"orderId": 1, "customerId": 1}, "$db": "shop"})");
+  EXPECT_EQ(applyReplyLearning(index_, l, reply.get()), 1u);
+  EXPECT_TRUE(rewritesFind("O5"));
+}
+
+TEST_F(LookupRewriteTest, FindAndModifyLearnsTheAfterImageNotTheBeforeImage) {
+  // Before-image of a change of customer: shows C1, which is gone. Not learned, and the change
+  // (known from $set) is applied as a move once the reply shows a match.
+  auto before = learning(R"({"findAndModify": "orders", "query": {"orderId": "O1"}, "update": {"$set": {"customerId": "C8"}}, "$db": "shop"})");
+  Doc oldImage(R"({"lastErrorObject": {"n": 1, "updatedExisting": true}, "value": {"orderId": "O1", "customerId": "C1"}, "ok": 1})");
+  applyReplyLearning(index_, before, oldImage.get());
+  EXPECT_NE(findFilter("O1").find(R"("customerId" : "C8")"), std::string::npos);
+  EXPECT_EQ(index_.store().counters().ambiguous, 0u);
+  auto after = learning(R"({"findAndModify": "orders", "query": {"orderId": "O1"}, "update": {"$set": {"customerId": "C3"}}, "new": true, "$db": "shop"})");
+  Doc newImage(R"({"lastErrorObject": {"n": 1, "updatedExisting": true}, "value": {"orderId": "O1", "customerId": "C3"}, "ok": 1})");
+  applyReplyLearning(index_, after, newImage.get());
+  EXPECT_NE(findFilter("O1").find(R"("customerId" : "C3")"), std::string::npos);
+  EXPECT_EQ(index_.store().counters().ambiguous, 0u);
+}
+
+TEST_F(LookupRewriteTest, AReplacementIsPlannedWithTheMappingThatFindsItsDocument) {
+  auto p = plan(R"({"update": "orders", "updates": [{"q": {"orderId": "O1"}, "u": {"orderId": "O1", "customerId": "C4"}}], "$db": "shop"})");
+  ASSERT_EQ(p.kind, RewriteKind::Write);
+  EXPECT_NE(bodyJson(p).find(R"("q" : { "orderId" : "O1", "customerId" : "C1" })"), std::string::npos);
+  auto l = planReplyLearning(index_, view_);
+  EXPECT_FALSE(rewritesFind("O1"));
+  Doc one(R"({"n": 1, "nModified": 1, "ok": 1})");
+  applyReplyLearning(index_, l, one.get());
+  EXPECT_NE(findFilter("O1").find(R"("customerId" : "C4")"), std::string::npos);
+}
+
+TEST_F(LookupRewriteTest, AnUpsertThatInsertsAnotherCustomerMakesTheValueAmbiguous) {
+  auto l = learning(R"({"update": "orders", "updates": [{"q": {"orderId": "O1", "status": "x"}, "u": {"$set": {"customerId": "C2"}}, "upsert": true}], "$db": "shop"})");
+  Doc upserted(R"({"n": 1, "nModified": 0, "upserted": [{"index": 0, "_id": 5}], "ok": 1})");
+  applyReplyLearning(index_, l, upserted.get());
+  EXPECT_FALSE(rewritesFind("O1"));
+  EXPECT_EQ(index_.store().counters().ambiguous, 1u);
+}
+
+TEST(LookupRuleSpec, ParsesOptionsAndRefusesBadSpecs) {
+  LookupRule r;
+  std::string err;
+  ASSERT_TRUE(parseLookupRule("shop.orders: orderId -> customerId,orderDate file=/m.jsonl collection=s.m capacity=10", r, err));
+  EXPECT_EQ(r.add_fields, (std::vector<std::string>{"customerId", "orderDate"}));
+  EXPECT_EQ(r.mapping_file, "/m.jsonl");
+  EXPECT_EQ(r.mapping_collection, "s.m");
+  EXPECT_EQ(r.capacity, 10u);
+  EXPECT_FALSE(parseLookupRule("orders: a -> b", r, err));
+  EXPECT_FALSE(parseLookupRule("shop.orders: a -> a", r, err));
+  EXPECT_FALSE(parseLookupRule("shop.orders: a -> b capacity=x", r, err));
+}
+
+}  // namespace
+}  // namespace shardscope::rewrite
