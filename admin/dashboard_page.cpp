@@ -105,7 +105,7 @@ td.defence { color:var(--dim); font-size:12px; max-width:520px; }
     <tbody id="shapes"></tbody></table>
     <div class="warn" id="cap"></div>
   </section>
-  <section><h2>Chunks per namespace (as sh.status() shows them)</h2><div id="chunks"></div></section>
+  <section><h2>Chunks per namespace (as sh.status() shows them; traffic per chunk range estimated by the evaluation)</h2><div id="chunks"></div></section>
 </main>
 <script>
 "use strict";
@@ -351,7 +351,20 @@ function renderShapes(s, ops) {
 }
 
 // Per namespace: chunks per shard (bar) next to that shard's traffic over the window, then the first chunk ranges.
-function renderChunks(chunks, rates, hotShard) {
+// The evaluation's traffic per chunk of the current key (reads, writes, inserts, estimated from its
+// samples; the ten busiest chunks), by namespace and chunk position.
+function chunkTraffic(evaluation) {
+  const out = {};
+  for (const n of (evaluation && evaluation.namespaces) || []) {
+    const hot = n.currentKeyRanges && n.currentKeyRanges.hotRanges;
+    if (!hot) continue;
+    out[n.ns] = {};
+    for (const h of hot) out[n.ns][h.chunk] = h;
+  }
+  return out;
+}
+
+function renderChunks(chunks, rates, hotShard, traffic) {
   const box = document.getElementById("chunks");
   box.replaceChildren();
   if (!chunks || !chunks.namespaces.length) { box.append(el("div", {class: "empty"}, chunks && chunks.loaded ? "no sharded namespace" : "no routing table loaded")); return; }
@@ -378,11 +391,16 @@ function renderChunks(chunks, rates, hotShard) {
     table.append(tb); block.append(table);
     const ranges = el("table", {class: "ranges"});
     const rb = el("tbody");
-    for (const r of n.ranges.slice(0, RANGES_SHOWN)) {
-      const tr = el("tr", {class: "range", "data-ns": n.ns, "data-shard": r.shard});
-      tr.append(el("td", {class: "mono"}, JSON.stringify(r.min) + " \u2192 " + JSON.stringify(r.max)), el("td", {}, "on " + r.shard));
+    const perChunk = traffic[n.ns] || {};
+    n.ranges.slice(0, RANGES_SHOWN).forEach((r, i) => {
+      const t = perChunk[i];
+      const attrs = {class: "range", "data-ns": n.ns, "data-shard": r.shard};
+      if (t) Object.assign(attrs, {"data-reads": String(t.numReads), "data-writes": String(t.numWrites), "data-inserts": String(t.numInserts)});
+      const tr = el("tr", attrs);
+      tr.append(el("td", {class: "mono"}, JSON.stringify(r.min) + " \u2192 " + JSON.stringify(r.max)), el("td", {}, "on " + r.shard),
+                el("td", {class: "num"}, t ? fmtInt(t.numReads) + " reads \u00b7 " + fmtInt(t.numWrites) + " writes \u00b7 " + fmtInt(t.numInserts) + " inserts" : ""));
       rb.append(tr);
-    }
+    });
     const more = n.chunks - Math.min(n.ranges.length, RANGES_SHOWN);
     if (more > 0) { const tr = el("tr"); tr.append(el("td", {class: "empty", colspan: "2"}, "\u2026 and " + fmtInt(more) + " more chunks")); rb.append(tr); }
     ranges.append(rb); block.append(ranges);
@@ -433,7 +451,7 @@ function render(s, hist, chunks, evaluation) {
   renderShards(s, rates, hot);
   renderKeys(chunks, evaluationVerdicts(evaluation), evaluation !== null);
   renderShapes(s, ops);
-  renderChunks(chunks, rates, hot);
+  renderChunks(chunks, rates, hot, chunkTraffic(evaluation));
 }
 
 async function refresh() {

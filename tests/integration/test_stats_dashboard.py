@@ -164,6 +164,10 @@ def test_dashboard_answers_why(why_proxy):
     chunk_rows = {r["data-shard"]: int(r["data-chunks"]) for r in rows(dom, "chunkshard")}
     assert chunk_rows == {s: 2 for s in ("shardA", "shardB", "shardC", "shardD", "shardE", "shardF")}
     assert len(rows(dom, "range")) == 12 and "C0800" in dom  # bounds are configuration, shown
+    # Traffic per chunk range (getShardDistribution's question): the busy customer's chunk, on shardA, leads.
+    ranges = [r for r in rows(dom, "range") if "data-reads" in r]
+    busiest = max(ranges, key=lambda r: int(r["data-reads"]))
+    assert busiest["data-shard"] == "shardA" and int(busiest["data-reads"]) > 0, busiest
 
     # No field values of client data on the page.
     for value in [SECRET_ORDER_ID, *CUSTOMERS, "O00003"]:
