@@ -16,8 +16,9 @@ void FrameBuffer::consume(size_t n) {
 std::span<uint8_t> FrameBuffer::writable(size_t needed) {
   if (data_.empty()) data_.resize(initial_capacity_);
   const size_t have = end_ - start_;
-  // Room for the started frame (`needed` bytes, once its header is in), and at least a useful read.
-  const size_t required = std::max(needed, have + std::min<size_t>(4096, initial_capacity_));
+  // Room for the started frame (`needed` bytes once its header is in: never more, so a large frame
+  // is allocated once), else for its header; moved to the front, the rest of the buffer is a useful read.
+  const size_t required = needed > have ? needed : have + 16;
   if (data_.size() - start_ < required) {
     // Move the partial frame to the front first, so the buffer stays bounded by one frame.
     std::memmove(data_.data(), data_.data() + start_, have);
