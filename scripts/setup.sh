@@ -21,6 +21,7 @@ apt_packages=(
 # Tests, fuzzing, sanitizers and benchmarks: the rest of the toolchain.
 ((demo)) || apt_packages+=(
   libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev prometheus haproxy chromium nodejs npm
+  liburing-dev  # bench/run.sh: the io_uring A/B build (cmake -DSHARDSCOPE_IO_URING=ON)
 )
 
 missing=()
