@@ -3,7 +3,24 @@
 #include <algorithm>
 #include <cstring>
 
+#include <sys/mman.h>
+
 namespace shardscope::proxy {
+
+namespace {
+
+// A large frame's memory comes fresh from mmap for every message (buffers go back to the system
+// once the message is gone): in 2 MiB pages, the kernel takes 512 times fewer page faults to fill
+// it (transparent huge pages in "madvise" mode, the usual default). Only whole aligned 2 MiB spans.
+void adviseHugePages(uint8_t* data, size_t size) {
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  if (size < 2 * kHuge) return;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + size) & ~(kHuge - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+}
+
+}  // namespace
 
 FrameBuffer::FrameBuffer(uint32_t maxMessageSize, size_t initialCapacity)
     : reader_(maxMessageSize), initial_capacity_(initialCapacity) {}
@@ -27,6 +44,7 @@ std::span<uint8_t> FrameBuffer::writable(size_t needed) {
     if (data_.size() < required) {
       // Exactly the frame's size: vector growth would double (2x a message just over a power of two).
       data_.reserve(required);
+      adviseHugePages(data_.data(), required);
       data_.resize(required);
     }
   }
