@@ -5,7 +5,9 @@
 #
 #   bash bench/run.sh [--duration S (10)] [--rate OPS (5000)] [--idle N (9900)] [--quick]
 #                     [--no-pin] [--no-ferret] [--no-mongobetween] [--no-results] [--out FILE]
-#                     [--quiet-wait S (10)] [--priority NICE (-20)] [--profile]
+#                     [--quiet-wait S (10)] [--priority NICE (-20)] [--profile] [--only LIST]
+# --only main,tls,large,sweep,threads,uring runs only those sections (all by default). The io_uring rows
+# need a second build: cmake -B build-uring -DSHARDSCOPE_IO_URING=ON (BENCH_SHARDSCOPE_URING_BIN).
 # --profile adds a perf profile of shardscope (routing + stats + evaluation) under the closed-loop load (~15 s more).
 # The machine should be otherwise idle: the script waits up to --quiet-wait seconds for other processes
 # to calm down and flags every run during which they used more than 0.15 of a core.
@@ -23,6 +25,7 @@ if [[ -z "${BENCH_RUN_SESSION:-}" ]] && command -v setsid >/dev/null; then
 fi
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cache="${SHARDSCOPE_CACHE:-$HOME/.cache/shardscope}"
+sections=main,tls,large,sweep,threads,uring
 duration=10 rate=5000 idle=9900 pin=1 ferret=1 mongobetween=1 write_results=1 quick=0 quiet_wait=10 profile=0 priority=-20
 results="$here/bench/RESULTS.md"
 cmdline="bash bench/run.sh $*"
@@ -40,11 +43,13 @@ while (($#)); do
     --quiet-wait) quiet_wait="$2"; shift 2 ;;
     --profile) profile=1; shift ;;
     --priority) priority="$2"; shift 2 ;;
+    --only) sections="$2"; shift 2 ;;
     -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
 log() { printf '[bench] %s\n' "$*" >&2; }
+section() { [[ ",$sections," == *",$1,"* ]]; }
 if [[ "$priority" != 0 ]]; then
   echo "$priority" 2>/dev/null >/proc/self/autogroup || log "could not set the autogroup priority to $priority"
 fi
@@ -93,6 +98,16 @@ if [[ -x "$SHARDSCOPE" ]]; then
 else
   note "shardscope: $SHARDSCOPE is not built: its rows are skipped"
 fi
+
+SHARDSCOPE_URING="${BENCH_SHARDSCOPE_URING_BIN:-$here/build-uring/shardscope}"
+if section uring && [[ -x "$SHARDSCOPE_URING" ]]; then
+  cp "$SHARDSCOPE_URING" "$work/shardscope-uring"
+  note "shardscope io_uring build: $SHARDSCOPE_URING ($(stat -c %y "$SHARDSCOPE_URING" | cut -d. -f1))"
+  SHARDSCOPE_URING="$work/shardscope-uring"
+elif section uring; then
+  note "io_uring rows skipped: $SHARDSCOPE_URING is not built (cmake -B build-uring -DSHARDSCOPE_IO_URING=ON)"
+fi
+section main || { ferret=0; mongobetween=0; }
 
 MONGOBETWEEN="$cache/bin/mongobetween"
 if ((mongobetween)) && [[ ! -x "$MONGOBETWEEN" ]] && command -v go >/dev/null; then
@@ -192,11 +207,38 @@ pids+=("$up_pid")
 wait_port "$up_port" "$up_pid" 5 || { cat "$work/upstream.log" >&2; exit 1; }
 upstream_uri="mongodb://127.0.0.1:$up_port/"
 
-# start_proxy KIND PORT -> sets proxy_pid (empty when the proxy cannot run)
+# start_proxy KIND PORT -> sets proxy_pid (empty when the proxy cannot run). Variants by suffix:
+# -tls (TLS toward clients and toward the upstream at $tls_up_port), -t2 (--threads 2, both CPUs),
+# -uring (the SHARDSCOPE_IO_URING build, $SHARDSCOPE_URING); proxy_upstream_port overrides the upstream.
 start_proxy() {
-  local kind=$1 port=$2 extra=()
+  local kind=$1 port=$2 extra=() bin="$SHARDSCOPE" threads=1 upport=${proxy_upstream_port:-$up_port}
   proxy_pid=""
+  [[ "$kind" == *-t2* ]] && threads=2
+  if [[ "$kind" == *-uring* ]]; then bin="$SHARDSCOPE_URING"; [[ -x "$bin" ]] || return 1; fi
   case "$kind" in
+    haproxy-tls)
+      # TLS terminated and re-originated, TLS 1.3 with the cipher the load generator and the upstream offer.
+      cat >"$work/haproxy.cfg" <<EOF
+global
+  maxconn $((idle + 40))
+  nbthread 1
+  ssl-default-bind-ciphersuites $tls_suites
+  ssl-default-server-ciphersuites $tls_suites
+  ssl-default-bind-options ssl-min-ver TLSv1.3
+  ssl-default-server-options ssl-min-ver TLSv1.3
+defaults
+  mode tcp
+  timeout connect 5s
+  timeout client 120s
+  timeout server 120s
+frontend fe
+  bind 127.0.0.1:$port ssl crt $work/tls/server.pem
+  default_backend be
+backend be
+  server up 127.0.0.1:$tls_up_port ssl verify none maxconn $((idle + 40))
+EOF
+      $cpu_proxy haproxy -db -f "$work/haproxy.cfg" >"$work/$kind.log" 2>&1 &
+      ;;
     haproxy)
       cat >"$work/haproxy.cfg" <<EOF
 global
@@ -211,16 +253,21 @@ frontend fe
   bind 127.0.0.1:$port
   default_backend be
 backend be
-  server up 127.0.0.1:$up_port maxconn $((idle + 40))
+  server up 127.0.0.1:$upport maxconn $((idle + 40))
 EOF
       $cpu_proxy haproxy -db -f "$work/haproxy.cfg" >"$work/$kind.log" 2>&1 &
       ;;
-    shardscope-fwd | shardscope-full | shardscope-fwd-malloc | shardscope-full-malloc)
-      [[ -x "$SHARDSCOPE" ]] || return 1
+    shardscope-*)
+      [[ -x "$bin" ]] || return 1
+      local upstream="${proxy_upstream:-mongodb://127.0.0.1:$upport/}"
+      if [[ "$kind" == *-tls* ]]; then
+        upstream="mongodb://127.0.0.1:$tls_up_port/?tls=true&tlsCAFile=$work/tls/cert.pem"
+        extra+=(--tls-cert-file "$work/tls/cert.pem" --tls-key-file "$work/tls/key.pem")
+      fi
       if [[ "$kind" == shardscope-full* ]]; then
-        extra=(--routing "$routing" --admin "127.0.0.1:$(free_port)")
+        extra+=(--routing "$routing" --admin "127.0.0.1:$(free_port)")
       else  # forwarding only: frames parsed and checked, nothing classified or recorded
-        extra=(--stats.enabled false --evaluation.enabled false)
+        extra+=(--stats.enabled false --evaluation.enabled false)
       fi
       local env_prefix=()
       if [[ "$kind" == *-malloc ]]; then
@@ -228,8 +275,10 @@ EOF
         env_prefix=(env "LD_PRELOAD=$MALLOC_COUNTER" "MALLOC_COUNTER_FILE=$work/malloc.log")
       fi
       # shardscope reads SHARDSCOPE_* variables as configuration and rejects unknown ones (SHARDSCOPE_CACHE).
-      env -u SHARDSCOPE_CACHE "${env_prefix[@]}" $cpu_proxy "$SHARDSCOPE" proxy --listen "127.0.0.1:$port" --upstream "${proxy_upstream:-$upstream_uri}" \
-        --threads 1 --log-level warn "${extra[@]}" >"$work/$kind.log" 2>&1 &
+      local cpus=$cpu_proxy
+      ((threads > 1 && pin)) && cpus="taskset -c 0,1"
+      env -u SHARDSCOPE_CACHE "${env_prefix[@]}" $cpus "$bin" proxy --listen "127.0.0.1:$port" --upstream "$upstream" \
+        --threads "$threads" --log-level warn "${extra[@]}" >"$work/$kind.log" 2>&1 &
       ;;
     mongobetween)
       ((mongobetween)) || return 1
@@ -250,6 +299,27 @@ EOF
 
 # --- scenarios -------------------------------------------------------------------------------------
 common=(--connections 64 --depth 1 --warmup 2)
+# closed_and_open KIND [loadgen args]: a closed-loop run on the pinned proxy, then the open-loop latency
+# run with the proxy moved to CPU 0 (see below). LABEL overrides the row's label.
+closed_and_open() {
+  local kind=$1 port
+  shift
+  port=$(free_port)
+  start_proxy "$kind" "$port" || { note "$kind: skipped"; return 0; }
+  log "${LABEL:-$kind} (pid $proxy_pid)"
+  loadgen --label "${LABEL:-$kind}" --target "127.0.0.1:$port" "${common[@]}" --duration "$duration" --mix "$mix_canned" \
+    --watch "proxy=$proxy_pid" --watch "upstream=${up_watch:-$up_pid}" "$@" || note "$kind: throughput run failed"
+  if ((open_too)); then
+    ((pin)) && taskset -a -p -c 0 "$proxy_pid" >/dev/null
+    loadgen --label "${LABEL:-$kind}" --target "127.0.0.1:$port" "${common[@]}" --duration $((duration * 3 / 4)) \
+      --rate "$rate" --mix "$mix_canned" --watch "proxy=$proxy_pid" --watch "upstream=${up_watch:-$up_pid}" "$@" \
+      || note "$kind: latency run failed"
+  fi
+  stop_pid "$proxy_pid"
+}
+open_too=1
+
+if section main; then
 log "direct"
 loadgen --label direct --target "127.0.0.1:$up_port" "${common[@]}" --duration "$duration" --mix "$mix_canned" \
   --watch "upstream=$up_pid" || true
@@ -288,6 +358,112 @@ for kind in shardscope-fwd-malloc shardscope-full-malloc; do
     --watch "proxy=$proxy_pid" --malloc-pid "$proxy_pid" --malloc-file "$work/malloc.log" || true
   stop_pid "$proxy_pid"
 done
+
+fi  # section main
+
+# --- issue 19: TLS on both hops --------------------------------------------------------------------
+# Client -> TLS -> proxy -> TLS -> canned upstream; TLS 1.3 with one cipher suite offered by the load
+# generator and accepted by the upstream, so every hop of every row runs the same cipher.
+tls_suites="TLS_AES_128_GCM_SHA256"
+if section tls; then
+  mkdir -p "$work/tls"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$work/tls/key.pem" \
+    -out "$work/tls/cert.pem" -days 2 -subj /CN=localhost -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" 2>/dev/null
+  cat "$work/tls/cert.pem" "$work/tls/key.pem" >"$work/tls/server.pem"
+  tls_up_port=$(free_port)
+  $cpu_load "$UPSTREAM" --listen "127.0.0.1:$tls_up_port" --tls-cert "$work/tls/cert.pem" --tls-key "$work/tls/key.pem" \
+    --tls-ciphersuites "$tls_suites" 2>"$work/upstream-tls.log" &
+  tls_up_pid=$!
+  pids+=("$tls_up_pid")
+  wait_port "$tls_up_port" "$tls_up_pid" 5 || { cat "$work/upstream-tls.log" >&2; exit 1; }
+  log "direct-tls"
+  loadgen --label direct-tls --tls --target "127.0.0.1:$tls_up_port" "${common[@]}" --duration "$duration" \
+    --mix "$mix_canned" --watch "upstream=$tls_up_pid" || true
+  loadgen --label direct-tls --tls --target "127.0.0.1:$tls_up_port" "${common[@]}" --duration $((duration * 3 / 4)) \
+    --rate "$rate" --mix "$mix_canned" --watch "upstream=$tls_up_pid" || true
+  for kind in haproxy-tls shardscope-fwd-tls shardscope-full-tls; do
+    up_watch=$tls_up_pid closed_and_open "$kind" --tls
+  done
+  port=$(free_port)
+  if start_proxy shardscope-full-tls-malloc "$port"; then
+    log "shardscope-full-tls-malloc (pid $proxy_pid)"
+    loadgen --label shardscope-full-tls-malloc --tls --target "127.0.0.1:$port" "${common[@]}" --duration 4 \
+      --mix "$mix_canned" --watch "proxy=$proxy_pid" --malloc-pid "$proxy_pid" --malloc-file "$work/malloc.log" || true
+    stop_pid "$proxy_pid"
+  fi
+fi
+
+# --- issue 19: 16 MB messages ----------------------------------------------------------------------
+# One connection sends 16 MB inserts (or finds answered by a 16 MB batch) back to back; a fresh proxy
+# per row, its RSS before the row and its peak RSS (VmHWM) after give the memory per in-flight message.
+big=16000000
+if section large; then
+  big_up_port=$(free_port)
+  $cpu_load "$UPSTREAM" --listen "127.0.0.1:$big_up_port" --batch-bytes "$big" 2>"$work/upstream-big.log" &
+  big_up_pid=$!
+  pids+=("$big_up_pid")
+  wait_port "$big_up_port" "$big_up_pid" 5 || { cat "$work/upstream-big.log" >&2; exit 1; }
+  for kind in direct haproxy shardscope-fwd shardscope-full; do
+    for what in insert reply; do
+      args=(--mix insert=100 --insert-bytes "$big")
+      [[ $what == reply ]] && args=(--mix find=100)
+      label="large-$what-$kind" port=$big_up_port watch=()
+      if [[ $kind != direct ]]; then
+        port=$(free_port)
+        proxy_upstream_port=$big_up_port start_proxy "$kind" "$port" || continue
+        echo "{\"label\":\"$label\",\"mode\":\"baseline\",\"rss_kib\":$(awk '/^VmRSS/{print $2}' /proc/$proxy_pid/status)}" >>"$json"
+        watch=(--watch "proxy=$proxy_pid")
+      fi
+      log "$label"
+      loadgen --label "$label" --target "127.0.0.1:$port" --connections 1 --depth 1 --warmup 1 \
+        --duration $((duration / 2)) "${args[@]}" "${watch[@]}" --watch "upstream=$big_up_pid" || note "$label: failed"
+      [[ $kind != direct ]] && stop_pid "$proxy_pid"
+    done
+  done
+fi
+
+# --- issue 19: reply-size sweep --------------------------------------------------------------------
+# Finds only, answered by cursor batches of about 1 KiB .. 4 MiB of order documents; 16 connections.
+if section sweep; then
+  for bytes in 1024 16384 262144 4194304; do
+    sw_port=$(free_port)
+    $cpu_load "$UPSTREAM" --listen "127.0.0.1:$sw_port" --batch-bytes "$bytes" 2>"$work/upstream-sweep.log" &
+    sw_pid=$!
+    pids+=("$sw_pid")
+    wait_port "$sw_port" "$sw_pid" 5 || continue
+    for kind in direct haproxy shardscope-fwd shardscope-full; do
+      label="sweep-$bytes-$kind" port=$sw_port watch=()
+      if [[ $kind != direct ]]; then
+        port=$(free_port)
+        proxy_upstream_port=$sw_port start_proxy "$kind" "$port" || continue
+        watch=(--watch "proxy=$proxy_pid")
+      fi
+      log "$label"
+      loadgen --label "$label" --target "127.0.0.1:$port" --connections 16 --depth 1 --warmup 1 \
+        --duration $((duration / 2)) --mix find=100 "${watch[@]}" --watch "upstream=$sw_pid" || note "$label: failed"
+      [[ $kind != direct ]] && stop_pid "$proxy_pid"
+    done
+    stop_pid "$sw_pid"
+  done
+fi
+
+# --- issue 19: threads and io_uring (closed loop, the standard mix) --------------------------------
+open_too=0
+if section threads; then
+  for kind in shardscope-full shardscope-full-t2 shardscope-fwd-t2; do LABEL="threads-$kind" closed_and_open "$kind"; done
+fi
+if section uring && [[ -x "$SHARDSCOPE_URING" ]]; then
+  # Alternating, so both builds meet the same machine load.
+  for kind in shardscope-fwd shardscope-fwd-uring shardscope-full shardscope-full-uring; do
+    LABEL="ab-$kind" closed_and_open "$kind"
+  done
+  port=$(free_port)
+  if start_proxy shardscope-full-uring-malloc "$port"; then
+    loadgen --label shardscope-full-uring-malloc --target "127.0.0.1:$port" "${common[@]}" --duration 4 \
+      --mix "$mix_canned" --watch "proxy=$proxy_pid" --malloc-pid "$proxy_pid" --malloc-file "$work/malloc.log" || true
+    stop_pid "$proxy_pid"
+  fi
+fi
 
 # End to end: FerretDB (SQLite) as the upstream, direct and through shardscope with everything on.
 # Each row gets a fresh FerretDB: its finds scan the collection, so a database that earlier rows

@@ -5,6 +5,7 @@
 #include <span>
 #include <vector>
 
+#include "protocol/compression.h"
 #include "protocol/frame_reader.h"
 
 namespace shardscope::proxy {
@@ -20,7 +21,9 @@ class FrameBuffer {
   std::span<uint8_t> frame(size_t size) { return {data_.data() + start_, size}; }
   void consume(size_t n);
 
-  // Space to read into; grows so that a started frame of `needed` bytes fits.
+  // Space to read into; grows so that a started frame of `needed` bytes fits: to exactly its size,
+  // never zero-filled, so memory is committed only as bytes arrive and a large message costs ~1x
+  // its size (a header that merely declares 40 MB commits nothing).
   std::span<uint8_t> writable(size_t needed);
   void commit(size_t n) { end_ += n; }
 
@@ -33,7 +36,7 @@ class FrameBuffer {
 
  private:
   protocol::FrameReader reader_;
-  std::vector<uint8_t> data_;
+  protocol::MessageBuffer data_;  // not zero-filled on growth
   size_t start_ = 0;
   size_t end_ = 0;
   size_t initial_capacity_;

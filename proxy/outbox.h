@@ -11,7 +11,8 @@
 namespace shardscope::proxy {
 
 struct Outbox {
-  explicit Outbox(const asio::any_io_executor& ex) : drained(ex, std::chrono::steady_clock::time_point::max()) {}
+  explicit Outbox(const asio::any_io_executor& ex)
+      : drained(ex, std::chrono::steady_clock::time_point::max()), wake(ex, std::chrono::steady_clock::time_point::max()) {}
 
   // A loop that queued more than this waits until the peer has taken it (backpressure).
   static constexpr size_t kHighWater = 1 << 20;
@@ -19,11 +20,17 @@ struct Outbox {
   std::vector<uint8_t> queued;   // appended by the loops, not yet handed to the socket
   std::vector<uint8_t> writing;  // being written asynchronously (a partial write's remainder)
   size_t written = 0;            // of `writing`
-  bool writer_running = false;
+  bool writer_running = false;   // `writing` (or a large message sent in place) is on its way
+  size_t in_place = 0;           // bytes of a large message written from where it lies, not copied here
   int waiters = 0;               // loops waiting for the high-water mark to clear
   asio::steady_timer drained;    // a condition variable: cancelled when bytes leave
+  // The writer coroutine is started once and then sleeps on `wake` between writes: one per write
+  // would allocate its frame each time, and with TLS every write goes through it.
+  bool writer_started = false;
+  bool writer_idle = false;
+  asio::steady_timer wake;
 
-  size_t pending() const { return queued.size() + writing.size() - written; }
+  size_t pending() const { return queued.size() + writing.size() - written + in_place; }
   // After a large message has gone out its memory is given back, so an idle connection holds only
   // small buffers; ordinary batches stay below the threshold and reuse theirs. True if it freed any.
   bool releaseIfLarge() {

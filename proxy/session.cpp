@@ -215,7 +215,8 @@ awaitable<void> Session::clientToUpstream() {
     }
     auto action = pipeline_.onRequest(client_in_.frame(size));
     if (action.delay.count()) co_await sleepFor(action.delay);  // fault injection
-    send(upstream_out_, action.to_upstream);
+    if (action.to_upstream.size() >= kLargeMessageBytes) co_await sendInPlace(*upstream_, upstream_out_, action.to_upstream);
+    else send(upstream_out_, action.to_upstream);
     send(client_out_, action.to_client);
     if (action.awaits_reply && ctx_.config.timeouts.request_ms)
       armDeadline(Clock::now() + std::chrono::milliseconds(ctx_.config.timeouts.request_ms));
@@ -250,7 +251,8 @@ awaitable<void> Session::upstreamToClient() {
     }
     auto action = pipeline_.onReply(upstream_in_.frame(size));
     send(upstream_out_, action.resend);
-    send(client_out_, action.to_client);
+    if (action.to_client.size() >= kLargeMessageBytes) co_await sendInPlace(client_, client_out_, action.to_client);
+    else send(client_out_, action.to_client);
     upstream_in_.consume(size);
     upstream_in_.shrinkIfIdle();
     releaseLargeBuffers(BudgetShare::FromUpstream);
@@ -310,7 +312,8 @@ bool Session::flushBox(Stream& stream, Outbox& box) {
     box.written = box.queued.size() - rest.size();
     std::swap(box.writing, box.queued);
     box.writer_running = true;
-    asio::co_spawn(executor_, writeRemainder(stream, box), asio::detached);
+    if (box.writer_idle) box.wake.cancel();
+    else if (!box.writer_started) box.writer_started = true, asio::co_spawn(executor_, writeRemainder(stream, box), asio::detached);
     return true;
   } catch (...) {
     noteClose(describe(std::current_exception()));
@@ -322,14 +325,26 @@ bool Session::flushBox(Stream& stream, Outbox& box) {
 awaitable<void> Session::writeRemainder(Stream& stream, Outbox& box) {
   auto self = shared_from_this();
   try {
-    for (;;) {
-      co_await stream.writeAll(asio::buffer(box.writing.data() + box.written, box.writing.size() - box.written));
-      box.writing.clear();
-      box.written = 0;
+    while (!closed_) {
+      if (!box.writer_running) {  // nothing handed over: sleep until flushBox hands over more
+        box.writer_idle = true;
+        co_await box.wake.async_wait(asio::as_tuple(use_awaitable));
+        box.writer_idle = false;
+        continue;
+      }
+      for (;;) {
+        co_await stream.writeAll(asio::buffer(box.writing.data() + box.written, box.writing.size() - box.written));
+        box.writing.clear();
+        box.written = 0;
+        box.bytesLeft();
+        if (box.queued.empty()) break;
+        if (box.releaseIfLarge()) budget_share_.settle(largeBufferBytes());
+        std::swap(box.writing, box.queued);  // what the loops queued meanwhile
+      }
+      box.writer_running = false;
       box.bytesLeft();
-      if (box.queued.empty()) break;
       if (box.releaseIfLarge()) budget_share_.settle(largeBufferBytes());
-      std::swap(box.writing, box.queued);  // what the loops queued meanwhile
+      maybeFinishDrain();
     }
   } catch (...) {
     noteClose(describe(std::current_exception()));
@@ -337,8 +352,31 @@ awaitable<void> Session::writeRemainder(Stream& stream, Outbox& box) {
   }
   box.writer_running = false;
   box.bytesLeft();
-  if (box.releaseIfLarge()) budget_share_.settle(largeBufferBytes());
-  if (!closed_) maybeFinishDrain();
+}
+
+// A large message goes out from where it lies (the frame buffer or a scratch buffer), without a
+// copy into the outbox: the loop waits until what was queued before it has left, writes it, and
+// only then reads on (it would wait at the outbox's high-water mark anyway).
+awaitable<void> Session::sendInPlace(Stream& stream, Outbox& box, std::span<const uint8_t> bytes) {
+  auto self = shared_from_this();
+  while (box.pending() && !closed_) {
+    flushBox(stream, box);
+    if (!box.pending()) break;
+    ++box.waiters;
+    co_await box.drained.async_wait(asio::as_tuple(use_awaitable));
+    --box.waiters;
+  }
+  if (closed_) throw boost::system::system_error(asio::error::operation_aborted);
+  box.writer_running = true;  // messages the other loop queues meanwhile go out after this one
+  box.in_place = bytes.size();
+  struct Done {
+    Session& s;
+    Outbox& box;
+    Stream& stream;
+    ~Done() { box.writer_running = false, box.in_place = 0, box.bytesLeft(), s.flushBox(stream, box); }
+  } done{*this, box, stream};
+  auto rest = stream.writeNow(bytes);
+  if (!rest.empty()) co_await stream.writeAll(asio::buffer(rest.data(), rest.size()));
 }
 
 // ---- what the pipeline reads from the proxy -----------------------------------------------------
@@ -434,6 +472,8 @@ void Session::forceClose() {
   watchdog_timer_.cancel();
   upstream_out_.drained.cancel();
   client_out_.drained.cancel();
+  upstream_out_.wake.cancel();  // the writers end
+  client_out_.wake.cancel();
 }
 
 }  // namespace shardscope::proxy

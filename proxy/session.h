@@ -70,9 +70,11 @@ class Session : public std::enable_shared_from_this<Session> {
   bool backedUp() const;
   awaitable<void> awaitBelowHighWater();
   void flush();
-  // Writes what the socket takes now; a remainder goes to writeRemainder (false: the stream failed).
+  // Writes what the socket takes now; a remainder goes to the box's writer (false: the stream failed).
   bool flushBox(Stream& stream, Outbox& box);
-  awaitable<void> writeRemainder(Stream& stream, Outbox& box);
+  awaitable<void> writeRemainder(Stream& stream, Outbox& box);  // the box's writer, started once
+  // A large message (>= kLargeMessageBytes) written from where it lies, not copied into the box.
+  awaitable<void> sendInPlace(Stream& stream, Outbox& box, std::span<const uint8_t> bytes);
   void armDeadline(Clock::time_point t);
   Clock::time_point nextDeadline() const;
   void maybeFinishDrain();

@@ -22,6 +22,7 @@ apt_packages=(
 ((demo)) || apt_packages+=(
   libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev prometheus haproxy chromium nodejs npm
   dnsmasq-base  # a DNS server on loopback for the mongodb+srv:// tests
+  liburing-dev  # bench/run.sh: the io_uring A/B build (cmake -DSHARDSCOPE_IO_URING=ON)
 )
 
 missing=()

@@ -1,13 +1,16 @@
 // canned-upstream: a MongoDB-speaking server that answers every command with a fixed, valid reply,
 // so a benchmark through a proxy measures the proxy and not a database (Dragonfly's ok_main idea).
 //
-//   canned-upstream --listen 127.0.0.1:PORT [--threads N] [--docs K] [--port-file F]
+//   canned-upstream --listen 127.0.0.1:PORT [--threads N] [--docs K | --batch-bytes B] [--port-file F]
+//                   [--tls-cert PEM --tls-key PEM [--tls-ciphersuites LIST]]
 //
 // hello / isMaster (OP_MSG or legacy OP_QUERY) -> a mongos-like hello reply (no topologyVersion, so
 // drivers poll instead of streaming); find / aggregate -> cursor {id: 0, firstBatch: K docs};
 // getMore -> cursor {id: 0, nextBatch: K docs}; insert / delete -> {n: 1, ok: 1};
 // update -> {n: 1, nModified: 1, ok: 1}; buildInfo -> a 7.0 version; anything else -> {ok: 1}.
 // Requests with moreToCome get no reply. Replies are built once per (command, namespace) and cached.
+// --batch-bytes B fills each cursor batch with as many order documents (~236 bytes each) as make
+// about B bytes (the reply-size sweep and the 16 MB reply rows). With --tls-cert it speaks TLS only.
 // One epoll loop per thread, level-triggered; every thread accepts (EPOLLEXCLUSIVE).
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -28,6 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tls.h"
 #include "wire.h"
 
 namespace {
@@ -39,7 +43,9 @@ struct Options {
   int port = 0;
   int threads = 1;
   int docs = 3;
+  size_t batch_bytes = 0;
   std::string port_file;
+  std::string tls_cert, tls_key, tls_ciphersuites = kDefaultCiphersuites;
 };
 
 std::atomic<bool> g_stop{false};
@@ -53,7 +59,9 @@ struct StringHash {
 // Reply bodies (the BSON document only), per (command, ns); one cache per thread, so no locks.
 class ReplyCache {
  public:
-  explicit ReplyCache(int docs) : docs_(docs) {}
+  // batch_bytes: documents enough for about that many bytes per batch (one document is ~236 bytes).
+  ReplyCache(int docs, size_t batch_bytes)
+      : docs_(batch_bytes ? std::max<int>(1, static_cast<int>(batch_bytes / 236)) : docs), rich_(batch_bytes > 0) {}
 
   const std::string& get(std::string_view cmd, std::string_view db, std::string_view coll, bool is_hello_cmd) {
     key_.assign(cmd);
@@ -104,6 +112,18 @@ class ReplyCache {
         BSON_APPEND_DATE_TIME(&d, "orderDate", 1767225600000LL + i * 60000LL);
         BSON_APPEND_UTF8(&d, "status", "paid");
         BSON_APPEND_DOUBLE(&d, "total", 42.5 + i);
+        if (!rich_) {
+          bson_append_document_end(&batch, &d);
+          continue;
+        }
+        BSON_APPEND_UTF8(&d, "note", "a few words about this order, as real documents carry them");
+        bson_t items, item;
+        BSON_APPEND_ARRAY_BEGIN(&d, "items", &items);
+        BSON_APPEND_DOCUMENT_BEGIN(&items, "0", &item);
+        BSON_APPEND_UTF8(&item, "sku", "SKU-000042");
+        BSON_APPEND_INT32(&item, "qty", 1 + i % 5);
+        bson_append_document_end(&items, &item);
+        bson_append_array_end(&d, &items);
         bson_append_document_end(&batch, &d);
       }
       bson_append_array_end(&cursor, &batch);
@@ -133,6 +153,7 @@ class ReplyCache {
   }
 
   int docs_;
+  bool rich_;  // --batch-bytes: documents with a note and an items array, as real orders have
   std::string key_;
   std::unordered_map<std::string, std::string, StringHash, std::equal_to<>> cache_;
 };
@@ -141,6 +162,7 @@ bool isHello(std::string_view c) { return c == "hello" || c == "isMaster" || c =
 
 struct Conn {
   int fd;
+  SSL* ssl = nullptr;
   std::string in;  // unparsed input
   std::string out; // unsent output
   bool want_out = false;
@@ -148,7 +170,7 @@ struct Conn {
 
 class Worker {
  public:
-  Worker(int listen_fd, int docs) : listen_fd_(listen_fd), cache_(docs) {
+  Worker(int listen_fd, int docs, size_t batch_bytes, SSL_CTX* tls) : listen_fd_(listen_fd), tls_(tls), cache_(docs, batch_bytes) {
     ep_ = epoll_create1(EPOLL_CLOEXEC);
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLEXCLUSIVE;
@@ -174,13 +196,22 @@ class Worker {
           }
         }
         if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
-          ssize_t r = ::read(c->fd, buf, sizeof buf);
-          if (r <= 0) {
-            if (r < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-            close(c);
-            continue;
+          // TLS reads ahead into OpenSSL's buffer, which epoll cannot see: read until it is empty.
+          for (;;) {
+            ssize_t r = ioRead(c->fd, c->ssl, buf, sizeof buf);
+            if (r <= 0) {
+              if (r < 0 && (errno == EAGAIN || errno == EINTR)) break;
+              close(c);
+              break;
+            }
+            if (!onData(c, buf, static_cast<size_t>(r))) {
+              close(c);
+              break;
+            }
+            if (!c->ssl) break;
           }
-          if (!onData(c, buf, static_cast<size_t>(r)) || !flush(c)) close(c);
+          if (conn_alive_ && !flush(c)) close(c);
+          conn_alive_ = true;
         }
       }
     }
@@ -193,7 +224,12 @@ class Worker {
       if (fd < 0) return;
       int one = 1;
       setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      auto* c = new Conn{fd, {}, {}};
+      auto* c = new Conn{fd, nullptr, {}, {}};
+      if (tls_) {
+        c->ssl = SSL_new(tls_);
+        SSL_set_fd(c->ssl, fd);
+        SSL_set_accept_state(c->ssl);  // the handshake runs inside the first reads
+      }
       epoll_event ev{};
       ev.events = EPOLLIN;
       ev.data.ptr = c;
@@ -202,6 +238,8 @@ class Worker {
   }
 
   void close(Conn* c) {
+    conn_alive_ = false;
+    if (c->ssl) SSL_free(c->ssl);
     epoll_ctl(ep_, EPOLL_CTL_DEL, c->fd, nullptr);
     ::close(c->fd);
     delete c;
@@ -286,7 +324,7 @@ class Worker {
   bool flush(Conn* c) {
     size_t off = 0;
     while (off < c->out.size()) {
-      ssize_t w = ::write(c->fd, c->out.data() + off, c->out.size() - off);
+      ssize_t w = ioWrite(c->fd, c->ssl, c->out.data() + off, c->out.size() - off);
       if (w < 0) {
         if (errno == EINTR) continue;
         if (errno == EAGAIN) break;
@@ -308,6 +346,8 @@ class Worker {
 
   int listen_fd_;
   int ep_;
+  SSL_CTX* tls_;
+  bool conn_alive_ = true;  // false right after close(): the read loop must not touch it
   ReplyCache cache_;
 };
 
@@ -321,7 +361,8 @@ bool parseHostPort(const std::string& s, std::string& host, int& port) {
 
 void usage() {
   std::fprintf(stderr,
-               "usage: canned-upstream --listen HOST:PORT [--threads N] [--docs K] [--port-file FILE]\n");
+               "usage: canned-upstream --listen HOST:PORT [--threads N] [--docs K | --batch-bytes B] [--port-file FILE]\n"
+               "                       [--tls-cert PEM --tls-key PEM [--tls-ciphersuites LIST]]\n");
 }
 
 }  // namespace
@@ -344,7 +385,11 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--threads") o.threads = std::max(1, std::atoi(next().c_str()));
     else if (a == "--docs") o.docs = std::max(0, std::atoi(next().c_str()));
+    else if (a == "--batch-bytes") o.batch_bytes = std::strtoull(next().c_str(), nullptr, 10);
     else if (a == "--port-file") o.port_file = next();
+    else if (a == "--tls-cert") o.tls_cert = next();
+    else if (a == "--tls-key") o.tls_key = next();
+    else if (a == "--tls-ciphersuites") o.tls_ciphersuites = next();
     else {
       usage();
       return a == "-h" || a == "--help" ? 0 : 2;
@@ -380,11 +425,13 @@ int main(int argc, char** argv) {
       std::fclose(f);
     }
   }
-  std::fprintf(stderr, "canned-upstream listening on %s:%d (%d thread(s), %d docs per batch)\n", o.host.c_str(), port,
-               o.threads, o.docs);
+  std::fprintf(stderr, "canned-upstream listening on %s:%d (%d thread(s), %d docs or %zu bytes per batch%s)\n",
+               o.host.c_str(), port, o.threads, o.docs, o.batch_bytes, o.tls_cert.empty() ? "" : ", TLS");
 
+  SSL_CTX* tls = nullptr;
+  if (!o.tls_cert.empty() && !(tls = makeTlsContext(true, o.tls_cert, o.tls_key, o.tls_ciphersuites))) return 1;
   std::vector<std::unique_ptr<Worker>> workers;
-  for (int t = 0; t < o.threads; ++t) workers.push_back(std::make_unique<Worker>(lfd, o.docs));
+  for (int t = 0; t < o.threads; ++t) workers.push_back(std::make_unique<Worker>(lfd, o.docs, o.batch_bytes, tls));
   std::vector<std::thread> threads;
   for (int t = 1; t < o.threads; ++t) threads.emplace_back([w = workers[t].get()] { w->run(); });
   workers[0]->run();

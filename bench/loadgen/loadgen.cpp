@@ -11,6 +11,9 @@
 // the process's CPU (utime+stime from /proc/PID/stat) per operation and its RSS.
 // With --malloc-pid/--malloc-file it signals SIGUSR2 to a process running under
 // bench/malloc_counter.so at the start and end of the window and reports allocations per operation.
+// --tls speaks TLS 1.3 to the target (--tls-ciphersuites, AES-128-GCM by default); --insert-bytes B
+// makes every insert carry one document of about B bytes (the 16 MB rows). Bytes sent and received
+// in the window are reported (MB/s), and each watched process's peak RSS (VmHWM).
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -40,6 +43,7 @@
 #include <vector>
 
 #include "histogram.h"
+#include "tls.h"
 #include "wire.h"
 
 namespace {
@@ -74,7 +78,12 @@ struct Options {
   double idle_hold = 1.0;
   std::string json_out;
   std::string label;
+  bool tls = false;
+  std::string tls_ciphersuites = kDefaultCiphersuites;
+  size_t insert_bytes = 0;
 };
+
+SSL_CTX* g_tls = nullptr;
 
 int64_t nowNs() {
   timespec ts;
@@ -122,9 +131,10 @@ class Messages {
         BSON_APPEND_DATE_TIME(&d, "orderDate", date);
         BSON_APPEND_UTF8(&d, "status", "new");
         BSON_APPEND_DOUBLE(&d, "total", 10.0 + v % 490);
+        if (o.insert_bytes) BSON_APPEND_UTF8(&d, "payload", std::string(o.insert_bytes, 'x').c_str());
         const bson_t* docs[] = {&d};
         Sequence s{"documents", docs, 1};
-        add(kInsert, &b, &s);
+        if (!o.insert_bytes || v == 0) add(kInsert, &b, &s);  // one large variant is enough
         bson_destroy(&d);
         bson_destroy(&b);
       }
@@ -198,6 +208,7 @@ class Messages {
 struct ProcSample {
   double cpu_s = 0;
   long rss_kib = 0;
+  long hwm_kib = 0;  // peak RSS of the process so far
   bool ok = false;
 };
 
@@ -225,6 +236,7 @@ ProcSample sampleProc(int pid) {
   std::ifstream st(path);
   while (std::getline(st, line))
     if (line.rfind("VmRSS:", 0) == 0) s.rss_kib = std::atol(line.c_str() + 6);
+    else if (line.rfind("VmHWM:", 0) == 0) s.hwm_kib = std::atol(line.c_str() + 6);
   s.ok = true;
   return s;
 }
@@ -286,11 +298,24 @@ int connectTo(const Options& o) {
   return fd;
 }
 
+// The TLS handshake, blocking (before the socket turns non-blocking); null without --tls.
+SSL* startTls(int fd, std::string* err) {
+  if (!g_tls) return nullptr;
+  SSL* ssl = SSL_new(g_tls);
+  SSL_set_fd(ssl, fd);
+  if (SSL_connect(ssl) != 1) {
+    *err = "TLS handshake failed";
+    SSL_free(ssl);
+    return nullptr;
+  }
+  return ssl;
+}
+
 // Blocking hello on a fresh socket; true when an ok:1 reply came back.
-bool handshake(int fd, const std::string& hello, std::string* err) {
+bool handshake(int fd, SSL* ssl, const std::string& hello, std::string* err) {
   size_t off = 0;
   while (off < hello.size()) {
-    ssize_t w = ::write(fd, hello.data() + off, hello.size() - off);
+    ssize_t w = ioWrite(fd, ssl, hello.data() + off, hello.size() - off);
     if (w <= 0) {
       *err = "hello write failed";
       return false;
@@ -300,7 +325,7 @@ bool handshake(int fd, const std::string& hello, std::string* err) {
   std::string in;
   char buf[16384];
   for (;;) {
-    ssize_t r = ::read(fd, buf, sizeof buf);
+    ssize_t r = ioRead(fd, ssl, buf, sizeof buf);
     if (r <= 0) {
       *err = "connection closed during hello";
       return false;
@@ -323,10 +348,12 @@ struct Pending {
   int32_t id;
   int64_t t;       // intended send time (open loop) or send time (closed loop)
   int64_t t_sent;  // when the request was handed to the socket layer
+  uint32_t bytes;  // of the request
 };
 
 struct Conn {
   int fd = -1;
+  SSL* ssl = nullptr;
   std::string out;
   size_t out_off = 0;
   std::vector<char> in;
@@ -342,6 +369,7 @@ struct WorkerResult {
   Histogram hist;     // from the intended send time (includes the generator's own scheduling delay)
   Histogram service;  // from the actual send time
   uint64_t ops = 0, errors = 0, ops_by_kind[kOpCount] = {};
+  uint64_t bytes_out = 0, bytes_in = 0;  // requests sent and replies received in the window
   std::string first_error;
   std::string setup_error;
 };
@@ -365,7 +393,11 @@ class Worker {
         res_.setup_error = std::string("connect: ") + std::strerror(errno);
         return false;
       }
-      if (!handshake(c.fd, m_.hello, &err)) {
+      if (g_tls && !(c.ssl = startTls(c.fd, &err))) {
+        res_.setup_error = err;
+        return false;
+      }
+      if (!handshake(c.fd, c.ssl, m_.hello, &err)) {
         res_.setup_error = err;
         return false;
       }
@@ -434,8 +466,10 @@ class Worker {
   }
 
   void close() {
-    for (auto& c : conns_)
+    for (auto& c : conns_) {
+      if (c.ssl) SSL_free(c.ssl);
       if (c.fd >= 0) ::close(c.fd);
+    }
     if (ep_ >= 0) ::close(ep_);
   }
 
@@ -467,14 +501,14 @@ class Worker {
     int32_t id = next_id_++;
     storeI32(c.out.data() + at + 4, id);
     size_t slot = (c.head + c.count) % c.ring.size();
-    c.ring[slot] = {id, t, send_clock_};
+    c.ring[slot] = {id, t, send_clock_, e.length[v]};
     ++c.count;
     last_op_ = op;
   }
 
   void flush(Conn& c) {
     while (c.out_off < c.out.size()) {
-      ssize_t w = ::write(c.fd, c.out.data() + c.out_off, c.out.size() - c.out_off);
+      ssize_t w = ioWrite(c.fd, c.ssl, c.out.data() + c.out_off, c.out.size() - c.out_off);
       if (w < 0) {
         if (errno == EINTR) continue;
         break;
@@ -496,14 +530,23 @@ class Worker {
   }
 
   bool onReadable(Conn& c, int64_t now, bool open_loop) {
-    if (c.in_len == c.in.size()) c.in.resize(c.in.size() * 2);
-    ssize_t r = ::read(c.fd, c.in.data() + c.in_len, c.in.size() - c.in_len);
-    if (r <= 0) {
-      if (r < 0 && (errno == EAGAIN || errno == EINTR)) return true;
-      if (g_phase.load() != 2) res_.setup_error = "connection closed by peer during the run";
-      return false;
+    // TLS reads ahead into OpenSSL's buffer, which epoll cannot see: read until it is empty.
+    for (bool more = true; more;) {
+      if (c.in_len == c.in.size()) c.in.resize(c.in.size() * 2);
+      ssize_t r = ioRead(c.fd, c.ssl, c.in.data() + c.in_len, c.in.size() - c.in_len);
+      if (r <= 0) {
+        if (r < 0 && (errno == EAGAIN || errno == EINTR)) return true;
+        if (g_phase.load() != 2) res_.setup_error = "connection closed by peer during the run";
+        return false;
+      }
+      c.in_len += static_cast<size_t>(r);
+      if (!onData(c, now, open_loop)) return false;
+      more = c.ssl != nullptr;
     }
-    c.in_len += static_cast<size_t>(r);
+    return true;
+  }
+
+  bool onData(Conn& c, int64_t now, bool open_loop) {
     size_t used = 0;
     const bool measuring = g_phase.load(std::memory_order_relaxed) == 1;
     bool sent = false;
@@ -530,6 +573,8 @@ class Worker {
         res_.hist.record(static_cast<uint64_t>(std::max<int64_t>(0, now - p.t)));
         res_.service.record(static_cast<uint64_t>(std::max<int64_t>(0, now - p.t_sent)));
         ++res_.ops;
+        res_.bytes_in += static_cast<uint64_t>(h.length);
+        res_.bytes_out += p.bytes;
         if (!ok) {
           ++res_.errors;
           if (res_.first_error.empty()) res_.first_error = describe(h, body, blen, p.id);
@@ -613,7 +658,7 @@ int runIdle(const Options& o, const Messages& m) {
       int fd = connectTo(o);
       if (fd < 0) return std::string("connect failed after ") + std::to_string(fds.size()) + ": " + std::strerror(errno);
       std::string err;
-      if (!handshake(fd, m.hello, &err)) {
+      if (!handshake(fd, nullptr, m.hello, &err)) {
         ::close(fd);
         return err + " after " + std::to_string(fds.size()) + " connections";
       }
@@ -693,6 +738,8 @@ int runLoad(const Options& o, const Messages& m) {
     total.hist.merge(r.hist);
     total.service.merge(r.service);
     total.ops += r.ops;
+    total.bytes_in += r.bytes_in;
+    total.bytes_out += r.bytes_out;
     total.errors += r.errors;
     if (total.first_error.empty()) total.first_error = r.first_error;
     if (run_error.empty()) run_error = r.setup_error;
@@ -712,6 +759,8 @@ int runLoad(const Options& o, const Messages& m) {
   if (o.rate > 0)
     std::printf("  service latency us (from the actual send): p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f\n", sus(0.5),
                 sus(0.9), sus(0.99), sus(0.999));
+  std::printf("  bytes: %.1f MB/s sent, %.1f MB/s received\n", static_cast<double>(total.bytes_out) / secs / 1e6,
+              static_cast<double>(total.bytes_in) / secs / 1e6);
   std::printf("  loadgen CPU %.2f s (%.2f us/op)\n", self_b - self_a,
               total.ops ? (self_b - self_a) * 1e6 / static_cast<double>(total.ops) : 0);
   double watched = 0;
@@ -732,7 +781,8 @@ int runLoad(const Options& o, const Messages& m) {
      << ",\"max\":" << static_cast<double>(total.hist.max()) / 1000.0 << ",\"mean\":" << total.hist.mean() / 1000.0
      << "},\"service_us\":{\"p50\":" << sus(0.5) << ",\"p90\":" << sus(0.9) << ",\"p99\":" << sus(0.99)
      << ",\"p999\":" << sus(0.999) << "},\"loadgen_cpu_s\":" << (self_b - self_a) << ",\"machine_busy_cores\":" << (busy_b - busy_a) / secs
-     << ",\"other_cores\":" << others << ",\"watch\":{";
+     << ",\"other_cores\":" << others << ",\"bytes_in\":" << total.bytes_in << ",\"bytes_out\":" << total.bytes_out
+     << ",\"tls\":" << (o.tls ? "true" : "false") << ",\"watch\":{";
   for (size_t i = 0; i < w.size(); ++i) {
     if (!w[i].b.ok) {
       std::printf("  %-10s EXITED during the measurement window\n", w[i].name.c_str());
@@ -744,7 +794,8 @@ int runLoad(const Options& o, const Messages& m) {
     std::printf("  %-10s CPU %.2f s (%.2f us/op, %.0f%% of a core), RSS %ld KiB\n", w[i].name.c_str(), cpu, per,
                 100.0 * cpu / secs, w[i].b.rss_kib);
     js << (i ? "," : "") << "\"" << jsonEscape(w[i].name) << "\":{\"cpu_s\":" << cpu << ",\"cpu_us_per_op\":" << per
-       << ",\"rss_kib\":" << w[i].b.rss_kib << ",\"alive\":" << (w[i].b.ok ? "true" : "false") << "}";
+       << ",\"rss_kib\":" << w[i].b.rss_kib << ",\"rss_kib_start\":" << w[i].a.rss_kib
+       << ",\"hwm_kib\":" << w[i].b.hwm_kib << ",\"alive\":" << (w[i].b.ok ? "true" : "false") << "}";
   }
   js << "}";
   if (o.malloc_pid) {
@@ -766,7 +817,8 @@ void usage() {
                "  --rate OPS (0 = closed loop)  --mix find=70,insert=10,update=10,getmore=10\n"
                "  --db NAME (shop)  --coll NAME (orders)  --customers N (10000)\n"
                "  --watch NAME=PID (repeatable)  --malloc-pid PID --malloc-file FILE\n"
-               "  --idle N [--idle-hold S]  --label TEXT  --json-out FILE (appends one JSON line)\n");
+               "  --idle N [--idle-hold S]  --label TEXT  --json-out FILE (appends one JSON line)\n"
+               "  --tls [--tls-ciphersuites LIST]  --insert-bytes B\n");
 }
 
 bool parseMix(const std::string& s, int* mix) {
@@ -843,6 +895,9 @@ int main(int argc, char** argv) {
     else if (a == "--idle-hold") o.idle_hold = std::atof(next().c_str());
     else if (a == "--label") o.label = next();
     else if (a == "--json-out") o.json_out = next();
+    else if (a == "--tls") o.tls = true;
+    else if (a == "--tls-ciphersuites") o.tls_ciphersuites = next();
+    else if (a == "--insert-bytes") o.insert_bytes = std::strtoull(next().c_str(), nullptr, 10);
     else {
       usage();
       return a == "-h" || a == "--help" ? 0 : 2;
@@ -854,6 +909,7 @@ int main(int argc, char** argv) {
   }
   signal(SIGPIPE, SIG_IGN);
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);  // open-loop sends are timed in microseconds
+  if (o.tls && !(g_tls = makeTlsContext(false, {}, {}, o.tls_ciphersuites))) return 1;
   Messages m(o);
   return o.idle ? runIdle(o, m) : runLoad(o, m);
 }

@@ -193,7 +193,7 @@ def main():
               f"{(r['lat_us']['max'] if loop == 'closed' else float('nan')):.1f} |".replace("nan", "—"))
     w("")
 
-    mallocs = [r for r in runs if r.get("label", "").endswith("-malloc")]
+    mallocs = [r for r in runs if r.get("label", "") in ("shardscope-fwd-malloc", "shardscope-full-malloc")]
     w("## Heap allocations on the forward path")
     w("")
     if mallocs:
@@ -209,6 +209,9 @@ def main():
     else:
         w("Not measured (shardscope did not run).")
     w("")
+
+    import report_issue19
+    report_issue19.render(runs, w)
 
     fd = pick(runs, "ferret-direct", "load")
     fs = pick(runs, "ferret-shardscope-full", "load")
