@@ -174,13 +174,15 @@ uint64_t valueHash(const bson_value_t& v) {
     case BSON_TYPE_MINKEY:
     case BSON_TYPE_MAXKEY:
       return bytes("", 0);
+    // Documents, arrays and binaries hash the bytes where they lie: a 16 MB field is never copied.
+    case BSON_TYPE_DOCUMENT:
+    case BSON_TYPE_ARRAY:
+      return combineHash(bytes(&v.value_type, sizeof v.value_type), bytes(v.value.v_doc.data, v.value.v_doc.data_len));
+    case BSON_TYPE_BINARY:
+      return combineHash(bytes(&v.value.v_binary.subtype, sizeof v.value.v_binary.subtype),
+                         bytes(v.value.v_binary.data, v.value.v_binary.data_len));
     default: {
-      thread_local std::string encoded;  // reused: hashing a document value allocates nothing
-      if (v.value_type == BSON_TYPE_DOCUMENT && v.value.v_doc.data_len > 4096) {
-        std::string large;  // not kept: a thread's scratch would otherwise hold the largest value ever seen
-        encodeValue(v, large);
-        return bytes(large.data(), large.size());
-      }
+      thread_local std::string encoded;  // reused: hashing a rare type allocates nothing once warm
       encodeValue(v, encoded);
       if (encoded.capacity() > 4096) {
         uint64_t h = bytes(encoded.data(), encoded.size());
