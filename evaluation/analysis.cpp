@@ -76,13 +76,6 @@ bool staticDoc(std::string_view bytes, bson_t& out) {
   return bson_init_static(&out, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
 }
 
-// As the text renders shares (render.cpp's pct), so a reason quotes the number the text shows.
-std::string percentText(double x) {
-  char b[32];
-  std::snprintf(b, sizeof b, x > 0 && x < 0.001 ? "%.2f%%" : "%.1f%%", 100.0 * x);
-  return b;
-}
-
 std::string fixedText(double x) {
   char b[32];
   std::snprintf(b, sizeof b, "%.2f", x);
@@ -753,6 +746,13 @@ NamespaceReport analyzeNamespace(const NamespaceState& st, const AnalysisOptions
     r.recommended_passes = r.candidates[0].passes();
   }
   return r;
+}
+
+// Shared with render.cpp, so a reason quotes the number the text shows.
+std::string percentText(double x) {
+  char b[32];
+  std::snprintf(b, sizeof b, x > 0 && x < 0.001 ? "%.2f%%" : "%.1f%%", 100.0 * x);
+  return b;
 }
 
 }  // namespace shardscope::evaluation
