@@ -11,6 +11,7 @@
 #include "evaluation/key_samples.h"
 #include "evaluation/value_codec.h"
 #include "common/bson_order.h"
+#include "common/command_fields.h"
 #include "rewrite/lookup_rule.h"
 #include "routing/chunk_map.h"
 #include "routing/query_targeting.h"
@@ -46,12 +47,8 @@ void collectRoles(const bson_t& filter, FieldRoles& roles, int depth = 0) {
         bson_iter_t arr;
         bson_iter_recurse(&it, &arr);
         while (bson_iter_next(&arr)) {
-          if (!BSON_ITER_HOLDS_DOCUMENT(&arr)) continue;
-          uint32_t len;
-          const uint8_t* data;
-          bson_iter_document(&arr, &len, &data);
           bson_t sub;
-          if (bson_init_static(&sub, data, len)) collectRoles(sub, roles, depth + 1);
+          if (common::documentAt(arr, sub)) collectRoles(sub, roles, depth + 1);
         }
       }
       continue;
