@@ -21,6 +21,15 @@ inline bool subDocument(const bson_t& body, const char* key, bson_t& out) {
   return bson_init_static(&out, data, len);
 }
 
+// A static view of the document an iterator points at.
+inline bool documentAt(const bson_iter_t& it, bson_t& out) {
+  if (!BSON_ITER_HOLDS_DOCUMENT(&it)) return false;
+  uint32_t len = 0;
+  const uint8_t* data = nullptr;
+  bson_iter_document(&it, &len, &data);
+  return bson_init_static(&out, data, len);
+}
+
 // A static view of the document or array an iterator points at.
 inline bool documentOrArray(const bson_iter_t& it, bson_t& out) {
   uint32_t len = 0;

@@ -135,15 +135,7 @@ class ShapeWriter {
     bson_type_t type = bson_iter_type(&value);
     bson_iter_t child;
     if (type == BSON_TYPE_DOCUMENT && recurse(value, child)) {
-      out_.push_back('{');
-      bool first = true;
-      while (bson_iter_next(&child)) {
-        if (!first) out_.push_back(',');
-        if (full()) {
-          out_.append(kCutEntry);
-          break;
-        }
-        first = false;
+      eachEntry(child, '{', '}', kCutEntry, [&] {
         std::string_view key = keyOf(child);
         appendName(key, out_);
         out_.push_back(':');
@@ -151,21 +143,9 @@ class ShapeWriter {
         if (key == "$match" && BSON_ITER_HOLDS_DOCUMENT(&child) && recurse(child, inner)) filter(inner, depth + 1);
         else if (key == "$sort" && BSON_ITER_HOLDS_DOCUMENT(&child)) sortSpec(child);
         else expression(child, depth + 1);
-      }
-      out_.push_back('}');
+      });
     } else if (type == BSON_TYPE_ARRAY && recurse(value, child)) {
-      out_.push_back('[');
-      bool first = true;
-      while (bson_iter_next(&child)) {
-        if (!first) out_.push_back(',');
-        if (full()) {
-          out_.append(kCutValue);
-          break;
-        }
-        first = false;
-        expression(child, depth + 1);
-      }
-      out_.push_back(']');
+      eachEntry(child, '[', ']', kCutValue, [&] { expression(child, depth + 1); });
     } else if (type == BSON_TYPE_UTF8 && isFieldPath(utf8Of(value))) {
       appendName(utf8Of(value), out_);
     } else {
@@ -180,21 +160,12 @@ class ShapeWriter {
       out_.append(placeholder(bson_iter_type(&value)));
       return;
     }
-    out_.push_back('{');
-    bool first = true;
-    while (bson_iter_next(&child)) {
-      if (!first) out_.push_back(',');
-      if (full()) {
-        out_.append(kCutEntry);
-        break;
-      }
-      first = false;
+    eachEntry(child, '{', '}', kCutEntry, [&] {
       appendName(keyOf(child), out_);
       out_.push_back(':');
       if (BSON_ITER_HOLDS_NUMBER(&child)) out_.append(bson_iter_as_int64(&child) < 0 ? "-1" : "1");
       else expression(child, 1);
-    }
-    out_.push_back('}');
+    });
   }
 
   // The shape of an update's `u`: operator documents keep their field names, replacement documents
@@ -221,6 +192,24 @@ class ShapeWriter {
   enum class Mode { Filter, Operators };
 
   bool full() const { return out_.size() > kMaxShapeBytes; }
+
+  // Writes `open`, then entry() for each element `child` steps to, comma-separated, then `close`.
+  // Past the size budget the remaining elements become one `cut` marker.
+  template <class Entry>
+  void eachEntry(bson_iter_t& child, char open, char close, std::string_view cut, Entry&& entry) {
+    out_.push_back(open);
+    bool first = true;
+    while (bson_iter_next(&child)) {
+      if (!first) out_.push_back(',');
+      if (full()) {
+        out_.append(cut);
+        break;
+      }
+      first = false;
+      entry();
+    }
+    out_.push_back(close);
+  }
 
   bool tooDeep(int depth) {
     if (depth <= kMaxDepth && out_.size() <= kMaxShapeBytes) return false;
@@ -284,20 +273,11 @@ class ShapeWriter {
   void filterValue(std::string_view key, const bson_iter_t& value, int depth) {
     bson_iter_t child;
     if (logicalOperator(key) && BSON_ITER_HOLDS_ARRAY(&value) && recurse(value, child)) {
-      out_.push_back('[');
-      bool first = true;
-      while (bson_iter_next(&child)) {
-        if (!first) out_.push_back(',');
-        if (full()) {
-          out_.append(kCutValue);
-          break;
-        }
-        first = false;
+      eachEntry(child, '[', ']', kCutValue, [&] {
         bson_iter_t branch;
         if (BSON_ITER_HOLDS_DOCUMENT(&child) && recurse(child, branch)) filter(branch, depth + 1);
         else out_.append(placeholder(bson_iter_type(&child)));
-      }
-      out_.push_back(']');
+      });
       return;
     }
     if (key == "$expr") {

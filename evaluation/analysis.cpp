@@ -11,6 +11,7 @@
 #include "evaluation/key_samples.h"
 #include "evaluation/value_codec.h"
 #include "common/bson_order.h"
+#include "common/command_fields.h"
 #include "rewrite/lookup_rule.h"
 #include "routing/chunk_map.h"
 #include "routing/query_targeting.h"
@@ -46,12 +47,8 @@ void collectRoles(const bson_t& filter, FieldRoles& roles, int depth = 0) {
         bson_iter_t arr;
         bson_iter_recurse(&it, &arr);
         while (bson_iter_next(&arr)) {
-          if (!BSON_ITER_HOLDS_DOCUMENT(&arr)) continue;
-          uint32_t len;
-          const uint8_t* data;
-          bson_iter_document(&arr, &len, &data);
           bson_t sub;
-          if (bson_init_static(&sub, data, len)) collectRoles(sub, roles, depth + 1);
+          if (common::documentAt(arr, sub)) collectRoles(sub, roles, depth + 1);
         }
       }
       continue;
@@ -74,13 +71,6 @@ void collectRoles(const bson_t& filter, FieldRoles& roles, int depth = 0) {
 
 bool staticDoc(std::string_view bytes, bson_t& out) {
   return bson_init_static(&out, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-}
-
-// As the text renders shares (render.cpp's pct), so a reason quotes the number the text shows.
-std::string percentText(double x) {
-  char b[32];
-  std::snprintf(b, sizeof b, x > 0 && x < 0.001 ? "%.2f%%" : "%.1f%%", 100.0 * x);
-  return b;
 }
 
 std::string fixedText(double x) {
@@ -753,6 +743,13 @@ NamespaceReport analyzeNamespace(const NamespaceState& st, const AnalysisOptions
     r.recommended_passes = r.candidates[0].passes();
   }
   return r;
+}
+
+// Shared with render.cpp, so a reason quotes the number the text shows.
+std::string percentText(double x) {
+  char b[32];
+  std::snprintf(b, sizeof b, x > 0 && x < 0.001 ? "%.2f%%" : "%.1f%%", 100.0 * x);
+  return b;
 }
 
 }  // namespace shardscope::evaluation

@@ -140,6 +140,9 @@ NamespaceReport analyzeNamespace(const NamespaceState& state, const AnalysisOpti
 // {customerId: 1, orderDate: 1} from a pattern.
 std::string keyLabel(const routing::ShardKeyPattern& p);
 
+// A share as the reports print it: "12.3%", two decimals below 0.1% so a small share does not read 0.0%.
+std::string percentText(double share);
+
 // Events the proxy saw but did not evaluate (rendered when given).
 struct ObservationCounters {
   uint64_t dropped_events = 0;      // the worker's queue was full

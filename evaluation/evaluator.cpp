@@ -6,6 +6,7 @@
 #include "evaluation/apply_queue.h"
 #include "evaluation/event_batch.h"
 #include "evaluation/namespace_state.h"
+#include "common/command_fields.h"
 
 namespace shardscope::evaluation {
 
@@ -277,12 +278,8 @@ std::string Evaluator::mergeAndEvaluate(const std::vector<std::string>& sketchJs
     bson_iter_t arr;
     if (bson_iter_init_find(&it, doc, "namespaces") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &arr)) {
       while (bson_iter_next(&arr)) {
-        if (!BSON_ITER_HOLDS_DOCUMENT(&arr)) continue;
-        uint32_t len;
-        const uint8_t* data;
-        bson_iter_document(&arr, &len, &data);
         bson_t nsdoc;
-        if (!bson_init_static(&nsdoc, data, len)) continue;
+        if (!common::documentAt(arr, nsdoc)) continue;
         bson_iter_t f;
         if (!bson_iter_init_find(&f, &nsdoc, "ns") || !BSON_ITER_HOLDS_UTF8(&f)) continue;
         std::string ns = bson_iter_utf8(&f, nullptr);

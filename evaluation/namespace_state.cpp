@@ -7,6 +7,7 @@
 #include "evaluation/projection.h"
 #include "evaluation/value_codec.h"
 #include "common/bson_order.h"
+#include "common/command_fields.h"
 
 namespace shardscope::evaluation {
 
@@ -499,12 +500,8 @@ void forEachDoc(const bson_t& doc, const char* key, F&& f) {
   bson_iter_t it, arr;
   if (!bson_iter_init_find(&it, &doc, key) || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &arr)) return;
   while (bson_iter_next(&arr)) {
-    if (!BSON_ITER_HOLDS_DOCUMENT(&arr)) continue;
-    uint32_t len = 0;
-    const uint8_t* data = nullptr;
-    bson_iter_document(&arr, &len, &data);
     bson_t sub;
-    if (bson_init_static(&sub, data, len)) f(sub);
+    if (common::documentAt(arr, sub)) f(sub);
   }
 }
 

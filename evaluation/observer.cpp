@@ -58,14 +58,7 @@ void appendSortFields(const bson_t& body, const char* key, EventBatch& batch) {
   if (common::subDocument(body, key, sort)) appendSortFields(sort, batch);
 }
 
-// A static view of the document `it` points at.
-bool documentAt(const bson_iter_t& it, bson_t& out) {
-  if (!BSON_ITER_HOLDS_DOCUMENT(&it)) return false;
-  uint32_t len = 0;
-  const uint8_t* data = nullptr;
-  bson_iter_document(&it, &len, &data);
-  return bson_init_static(&out, data, len);
-}
+using common::documentAt;
 
 // find's filter and sort documents in one pass over the body (what common::subDocument finds for
 // each: the first field of that name, when it is a document).
@@ -108,13 +101,10 @@ bool readFilter(const protocol::CommandView& view, OpKind kind, bson_t& filter) 
   if (kind != OpKind::Aggregate) return common::subDocument(view.body, "query", filter);
   bson_iter_t it, arr;
   if (!bson_iter_init_find(&it, &view.body, "pipeline") || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &arr) ||
-      !bson_iter_next(&arr) || !BSON_ITER_HOLDS_DOCUMENT(&arr))
+      !bson_iter_next(&arr))
     return false;
-  uint32_t len;
-  const uint8_t* data;
-  bson_iter_document(&arr, &len, &data);
   bson_t stage;
-  return bson_init_static(&stage, data, len) && common::subDocument(stage, "$match", filter);
+  return documentAt(arr, stage) && common::subDocument(stage, "$match", filter);
 }
 
 // False for an unacknowledged write ({w: 0}): no reply will say what it did.
@@ -335,15 +325,10 @@ void Observer::Impl::observeWrites(const protocol::CommandView& view, std::strin
       if (bson_iter_init_find(&u, &st, "u")) {
         if (held) holdDocument(*held, index, has ? &q : nullptr, &u, upsert);
         appendModifiedPaths(u, *batch);
-        if (BSON_ITER_HOLDS_DOCUMENT(&u)) {
-          uint32_t len;
-          const uint8_t* data;
-          bson_iter_document(&u, &len, &data);
-          bson_t ud;
-          if (bson_init_static(&ud, data, len)) {
-            shape += " u:";
-            common::appendFilterShape(ud, shape);
-          }
+        bson_t ud;
+        if (documentAt(u, ud)) {
+          shape += " u:";
+          common::appendFilterShape(ud, shape);
         }
       }
     }

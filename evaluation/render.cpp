@@ -11,11 +11,7 @@ namespace shardscope::evaluation {
 
 namespace {
 
-std::string pct(double x) {
-  char b[32];
-  std::snprintf(b, sizeof b, x > 0 && x < 0.001 ? "%.2f%%" : "%.1f%%", 100.0 * x);
-  return b;
-}
+std::string pct(double x) { return percentText(x); }
 
 std::string num(double x) {
   char b[64];

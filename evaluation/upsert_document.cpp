@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "common/command_fields.h"
+
 namespace shardscope::evaluation {
 
 namespace {
@@ -60,12 +62,8 @@ void UpsertDocumentBuilder::collectFilter(const bson_t& filter, int depth) {
       bson_iter_t arr;
       if (!bson_iter_recurse(&it, &arr)) continue;
       while (bson_iter_next(&arr)) {
-        if (!BSON_ITER_HOLDS_DOCUMENT(&arr)) continue;
-        uint32_t len;
-        const uint8_t* data;
-        bson_iter_document(&arr, &len, &data);
         bson_t sub;
-        if (bson_init_static(&sub, data, len)) collectFilter(sub, depth + 1);
+        if (common::documentAt(arr, sub)) collectFilter(sub, depth + 1);
       }
       continue;
     }

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <type_traits>
 
 namespace shardscope::stats {
 
@@ -62,46 +63,24 @@ std::string_view doubleText(char (&buf)[32], double v) {
 
 }  // namespace
 
-void PrometheusWriter::sample(Metric m, Labels values, uint64_t v) {
+template <class Number>
+void PrometheusWriter::line(Metric m, std::string_view suffix, Labels values, Number v, std::string_view le) {
   char buf[32];
-  begin(m, "", values);
-  end(integerText(buf, v));
+  begin(m, suffix, values, le);
+  if constexpr (std::is_floating_point_v<Number>) end(doubleText(buf, v));
+  else end(integerText(buf, v));
 }
 
-void PrometheusWriter::sample(Metric m, Labels values, int64_t v) {
-  char buf[32];
-  begin(m, "", values);
-  end(integerText(buf, v));
-}
-
-void PrometheusWriter::sample(Metric m, Labels values, double v) {
-  char buf[32];
-  begin(m, "", values);
-  end(doubleText(buf, v));
-}
+void PrometheusWriter::sample(Metric m, Labels values, uint64_t v) { line(m, "", values, v); }
+void PrometheusWriter::sample(Metric m, Labels values, int64_t v) { line(m, "", values, v); }
+void PrometheusWriter::sample(Metric m, Labels values, double v) { line(m, "", values, v); }
 
 void PrometheusWriter::bucket(Metric m, Labels values, std::string_view le, uint64_t cumulative) {
-  char buf[32];
-  begin(m, "_bucket", values, le);
-  end(integerText(buf, cumulative));
+  line(m, "_bucket", values, cumulative, le);
 }
 
-void PrometheusWriter::sum(Metric m, Labels values, double v) {
-  char buf[32];
-  begin(m, "_sum", values);
-  end(doubleText(buf, v));
-}
-
-void PrometheusWriter::sum(Metric m, Labels values, uint64_t v) {
-  char buf[32];
-  begin(m, "_sum", values);
-  end(integerText(buf, v));
-}
-
-void PrometheusWriter::count(Metric m, Labels values, uint64_t v) {
-  char buf[32];
-  begin(m, "_count", values);
-  end(integerText(buf, v));
-}
+void PrometheusWriter::sum(Metric m, Labels values, double v) { line(m, "_sum", values, v); }
+void PrometheusWriter::sum(Metric m, Labels values, uint64_t v) { line(m, "_sum", values, v); }
+void PrometheusWriter::count(Metric m, Labels values, uint64_t v) { line(m, "_count", values, v); }
 
 }  // namespace shardscope::stats

@@ -45,6 +45,9 @@ class PrometheusWriter {
  private:
   void begin(Metric m, std::string_view suffix, Labels values, std::string_view le = {});
   void end(std::string_view number);
+  // begin() and end() around the number's text (integers exact, doubles shortest round-trip).
+  template <class Number>
+  void line(Metric m, std::string_view suffix, Labels values, Number v, std::string_view le = {});
 
   std::string& out_;
 };

@@ -13,16 +13,14 @@
 namespace shardscope::evaluation {
 namespace {
 
+using testing::documentJson;
+using testing::findPath;
 using testing::generateOrderService;
 using testing::generateTelemetry;
 using testing::OrderServiceOptions;
 using testing::OwnedCommand;
+using testing::reportNumber;
 using testing::TelemetryOptions;
-
-bool findPath(bson_iter_t* it, const bson_t* doc, const std::string& path) {
-  bson_iter_t root;
-  return bson_iter_init(&root, doc) && bson_iter_find_descendant(&root, path.c_str(), it);
-}
 
 std::string verdictKey(const std::string& json) {
   bson_error_t err;
@@ -30,17 +28,7 @@ std::string verdictKey(const std::string& json) {
   EXPECT_NE(doc, nullptr) << err.message;
   bson_iter_t it;
   EXPECT_TRUE(findPath(&it, doc, "namespaces.0.verdict.key"));
-  std::string out;
-  if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
-    uint32_t len;
-    const uint8_t* data;
-    bson_iter_document(&it, &len, &data);
-    bson_t k;
-    bson_init_static(&k, data, len);
-    char* s = bson_as_relaxed_extended_json(&k, nullptr);
-    out = s;
-    bson_free(s);
-  }
+  std::string out = documentJson(it);
   bson_destroy(doc);
   return out;
 }
@@ -54,19 +42,9 @@ double candidateNumber(const std::string& json, const std::string& key, const st
     bson_iter_t it;
     std::string base = "namespaces.0.candidates." + std::to_string(i);
     if (!findPath(&it, doc, base + ".key")) break;
-    uint32_t len;
-    const uint8_t* data;
-    bson_iter_document(&it, &len, &data);
-    bson_t k;
-    bson_init_static(&k, data, len);
-    char* s = bson_as_relaxed_extended_json(&k, nullptr);
-    bool match = key == s;
-    bson_free(s);
-    if (!match) continue;
+    if (documentJson(it) != key) continue;
     bson_iter_t v;
-    if (findPath(&v, doc, base + "." + path)) {
-      out = BSON_ITER_HOLDS_BOOL(&v) ? (bson_iter_bool(&v) ? 1 : 0) : BSON_ITER_HOLDS_NULL(&v) ? INFINITY : bson_iter_as_double(&v);
-    }
+    if (findPath(&v, doc, base + "." + path)) out = reportNumber(v);
     break;
   }
   bson_destroy(doc);

@@ -4,6 +4,7 @@
 #include <bson/bson.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <numeric>
@@ -39,6 +40,35 @@ class OwnedCommand {
   std::string db_, coll_, name_;
   protocol::CommandView view_{};
 };
+
+// Report readers shared by the evaluation tests.
+
+// The field at a dotted path of `doc` (e.g. "namespaces.0.verdict.key").
+inline bool findPath(bson_iter_t* it, const bson_t* doc, const std::string& path) {
+  bson_iter_t root;
+  return bson_iter_init(&root, doc) && bson_iter_find_descendant(&root, path.c_str(), it);
+}
+
+// The relaxed extended JSON of the embedded document at `it` ("" when it is not a document).
+inline std::string documentJson(const bson_iter_t& it) {
+  if (!BSON_ITER_HOLDS_DOCUMENT(&it)) return "";
+  uint32_t len;
+  const uint8_t* data;
+  bson_iter_document(&it, &len, &data);
+  bson_t k;
+  if (!bson_init_static(&k, data, len)) return "";
+  char* s = bson_as_relaxed_extended_json(&k, nullptr);
+  std::string out = s;
+  bson_free(s);
+  return out;
+}
+
+// A report number: booleans read as 0/1 and null (an unbounded figure) as infinity.
+inline double reportNumber(const bson_iter_t& it) {
+  if (BSON_ITER_HOLDS_BOOL(&it)) return bson_iter_bool(&it) ? 1 : 0;
+  if (BSON_ITER_HOLDS_NULL(&it)) return INFINITY;
+  return bson_iter_as_double(&it);
+}
 
 inline void appendOid(bson_t* d, const char* key, uint64_t counter) {
   uint8_t bytes[12] = {0};

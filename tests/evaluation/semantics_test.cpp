@@ -19,7 +19,10 @@
 namespace shardscope::evaluation {
 namespace {
 
+using testing::documentJson;
+using testing::findPath;
 using testing::OwnedCommand;
+using testing::reportNumber;
 
 bson_t* fromJson(const std::string& json) {
   bson_error_t err;
@@ -54,33 +57,21 @@ bson_t* parse(const std::string& json) { return fromJson(json); }
 // The candidate (by key, relaxed JSON) of namespace 0, or -1.
 int candidateIndex(const bson_t* doc, const std::string& key) {
   for (int i = 0; i < 32; ++i) {
-    bson_iter_t root, it;
-    std::string path = "namespaces.0.candidates." + std::to_string(i) + ".key";
-    if (!bson_iter_init(&root, doc) || !bson_iter_find_descendant(&root, path.c_str(), &it)) return -1;
-    uint32_t len;
-    const uint8_t* data;
-    bson_iter_document(&it, &len, &data);
-    bson_t k;
-    bson_init_static(&k, data, len);
-    char* s = bson_as_relaxed_extended_json(&k, nullptr);
-    bool match = key == s;
-    bson_free(s);
-    if (match) return i;
+    bson_iter_t it;
+    if (!findPath(&it, doc, "namespaces.0.candidates." + std::to_string(i) + ".key")) return -1;
+    if (documentJson(it) == key) return i;
   }
   return -1;
 }
 
 double number(const bson_t* doc, const std::string& path) {
-  bson_iter_t root, it;
-  if (!bson_iter_init(&root, doc) || !bson_iter_find_descendant(&root, path.c_str(), &it)) return NAN;
-  if (BSON_ITER_HOLDS_BOOL(&it)) return bson_iter_bool(&it) ? 1 : 0;
-  if (BSON_ITER_HOLDS_NULL(&it)) return INFINITY;
-  return bson_iter_as_double(&it);
+  bson_iter_t it;
+  return findPath(&it, doc, path) ? reportNumber(it) : NAN;
 }
 
 std::string text(const bson_t* doc, const std::string& path) {
-  bson_iter_t root, it;
-  if (!bson_iter_init(&root, doc) || !bson_iter_find_descendant(&root, path.c_str(), &it)) return "<missing>";
+  bson_iter_t it;
+  if (!findPath(&it, doc, path)) return "<missing>";
   if (BSON_ITER_HOLDS_UTF8(&it)) return bson_iter_utf8(&it, nullptr);
   return "<not a string>";
 }
@@ -93,19 +84,8 @@ double candidate(const bson_t* doc, const std::string& key, const std::string& p
 }
 
 std::string verdict(const bson_t* doc) {
-  bson_iter_t root, it;
-  if (!bson_iter_init(&root, doc) || !bson_iter_find_descendant(&root, "namespaces.0.verdict.key", &it) ||
-      !BSON_ITER_HOLDS_DOCUMENT(&it))
-    return "";
-  uint32_t len;
-  const uint8_t* data;
-  bson_iter_document(&it, &len, &data);
-  bson_t k;
-  bson_init_static(&k, data, len);
-  char* s = bson_as_relaxed_extended_json(&k, nullptr);
-  std::string out = s;
-  bson_free(s);
-  return out;
+  bson_iter_t it;
+  return findPath(&it, doc, "namespaces.0.verdict.key") ? documentJson(it) : "";
 }
 
 bool show() { return std::getenv("SHARDSCOPE_SHOW_EVALUATION") != nullptr; }

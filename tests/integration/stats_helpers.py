@@ -82,6 +82,17 @@ def run_profile(client: pymongo.MongoClient, scale: int = 1) -> dict[tuple[str, 
 
 # ---------------------------------------------------------------- admin HTTP
 
+def wait_for(predicate, timeout: float = 15.0, interval: float = 0.1) -> bool:
+    """Polls `predicate` until it holds (True) or `timeout` seconds pass (False); checked once more at the end."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(interval)
+
+
 def http_request(url: str, method: str = "GET", path: str = "/", token: str | None = None,
                  body: bytes | None = None, headers: dict | None = None, timeout: float = 10.0):
     """Returns (status, headers dict (lower-case names), body bytes)."""

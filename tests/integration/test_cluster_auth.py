@@ -8,13 +8,12 @@ data path stays pass-through: applications authenticate through the proxy themse
 """
 from __future__ import annotations
 
-import time
 
 import pymongo
 import pytest
 
 from harness import REPO_ROOT, FerretDB, free_port
-from stats_helpers import http_request
+from stats_helpers import http_request, wait_for
 
 USER, PASSWORD = "shardscope-svc", "Cluster-Pw-5u8x"
 ROUTING = str(REPO_ROOT / "tests" / "data" / "routing" / "orders_6shards.json")
@@ -44,15 +43,6 @@ def _password_file(workdir) -> str:
     return str(p)
 
 
-def _wait(predicate, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.2)
-    return True
-
-
 def _readyz(px) -> int:
     return http_request(px.admin_url, path="/readyz")[0]
 
@@ -61,12 +51,12 @@ def _readyz(px) -> int:
 def test_discovery_authenticates_with_cluster_auth(auth_ferretdb, workdir, proxy):
     discovery = ["--routing.discovery", "true", "--routing.discovery_interval_s", "1"]
     without = proxy(auth_ferretdb.uri, *discovery, admin=True)
-    assert _wait(lambda: "requires authentication" in without.stderr_text()), without.stderr_text()[-2000:]
+    assert wait_for(lambda: "requires authentication" in without.stderr_text()), without.stderr_text()[-2000:]
     assert _readyz(without) == 503
 
     with_auth = proxy(auth_ferretdb.uri, *discovery, "--cluster_auth.username", USER,
                       "--cluster_auth.password_file", _password_file(workdir), admin=True)
-    assert _wait(lambda: _readyz(with_auth) == 200), with_auth.stderr_text()[-2000:]
+    assert wait_for(lambda: _readyz(with_auth) == 200), with_auth.stderr_text()[-2000:]
     assert "requires authentication" not in with_auth.stderr_text()
     # The data path is untouched: an application still authenticates itself, through the proxy.
     with pymongo.MongoClient(_authed(with_auth.address), serverSelectionTimeoutMS=5000) as c:
@@ -86,7 +76,7 @@ def test_mapping_collection_writes_with_cluster_auth(auth_ferretdb, workdir, pro
         app.shop.orders.insert_many([{"_id": i, "orderId": f"O{i:05d}", "customerId": f"C{i:04d}"} for i in range(20)])
     with pymongo.MongoClient(_authed(auth_ferretdb.address)) as direct:
         # Before cluster_auth the mapping writes failed: "Command insert requires authentication".
-        assert _wait(lambda: direct.shardscope.orderCustomers.count_documents({}) == 20), px.stderr_text()[-2000:]
+        assert wait_for(lambda: direct.shardscope.orderCustomers.count_documents({}) == 20), px.stderr_text()[-2000:]
     assert "requires authentication" not in px.stderr_text()
 
 
@@ -104,9 +94,9 @@ def test_no_password_reaches_a_log_line_or_an_endpoint(ferretdb, workdir, proxy)
         c.shop.orders.insert_one({"_id": 1, "orderId": "O1", "customerId": "C1"})
         for _ in range(5):
             c.shop.orders.find_one({"_id": 1})
-    assert _wait(lambda: "routing discovery failed" in px.stderr_text())  # discovery failures
+    assert wait_for(lambda: "routing discovery failed" in px.stderr_text())  # discovery failures
     ferretdb.stop()  # every upstream unreachable
-    assert _wait(lambda: "upstream unreachable" in px.stderr_text())
+    assert wait_for(lambda: "upstream unreachable" in px.stderr_text())
     bodies = {path: http_request(px.admin_url, path=path)[2].decode()
               for path in ("/config", "/stats", "/metrics", "/readyz", "/mirror", "/rewrite")}
     log = px.stderr_text()

@@ -16,6 +16,7 @@ import pymongo
 import pytest
 
 from harness import REPO_ROOT
+from stats_helpers import wait_for
 
 ROUTING = str(REPO_ROOT / "tests" / "data" / "routing" / "orders_6shards.json")
 
@@ -32,15 +33,6 @@ def post(proxy, path):
             return r.status, json.load(r)
     except urllib.error.HTTPError as e:
         return e.code, json.load(e)
-
-
-def wait_for(predicate, timeout=10.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def test_reload_applies_rules_and_refuses_bad_config_without_dropping_connections(ferretdb, proxy, workdir):

@@ -14,7 +14,7 @@ import pymongo
 import pytest
 
 from mongos_standin import MongosStandIn
-from stats_helpers import http_request
+from stats_helpers import http_request, wait_for
 
 
 @pytest.fixture
@@ -29,15 +29,6 @@ def standin():
     yield make
     for s in started:
         s.stop()
-
-
-def _wait(predicate, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def _discovery(px) -> dict:
@@ -62,13 +53,13 @@ def test_migration_is_read_incrementally(standin, proxy, catalog):
     s.shard_collection("shop.orders", "k", [10, 20, 30], ["shardA", "shardB"])
     s.shard_collection("shop.users", "u", list(range(1, 50)), ["shardA", "shardB", "shardC"])  # 50 chunks
     px = proxy(s.uri, "--routing.discovery", "true", "--routing.discovery_interval_s", "1", admin=True)
-    assert _wait(lambda: _version(px, "shop.orders").startswith("1|3||")), _discovery(px)
+    assert wait_for(lambda: _version(px, "shop.orders").startswith("1|3||")), _discovery(px)
     first = s.chunk_documents_returned
     assert first == 54  # the first read is whole: 4 + 50 chunks
 
     s.migrate("shop.orders", 20, "shardC")  # [20, 30) moves; the donor's [MinKey, 10) is bumped
     queries = len(s.chunk_filters)
-    assert _wait(lambda: len(s.chunk_filters) >= queries + 3)  # three more refreshes of config.chunks
+    assert wait_for(lambda: len(s.chunk_filters) >= queries + 3)  # three more refreshes of config.chunks
     assert _version(px, "shop.orders").startswith("2|1||"), _discovery(px)
     # Only the two changed chunk documents were read after the first read, however many
     # refreshes ran (before: all 54 every second).
@@ -95,7 +86,7 @@ def test_stale_config_in_a_reply_refreshes_that_namespace_at_once(standin, proxy
     s.shard_collection("shop.orders", "k", [10, 20], ["shardA", "shardB"])
     s.shard_collection("shop.other", "o", [5], ["shardA", "shardB"])
     px = proxy(s.uri, "--routing.discovery", "true", "--routing.discovery_interval_s", "600", admin=True)
-    assert _wait(lambda: _version(px, "shop.orders").startswith("1|2||")), _discovery(px)
+    assert wait_for(lambda: _version(px, "shop.orders").startswith("1|2||")), _discovery(px)
     s.migrate("shop.orders", 10, "shardC")
     s.stale_on_next_write(where)
     queries = len(s.chunk_filters)
@@ -105,8 +96,8 @@ def test_stale_config_in_a_reply_refreshes_that_namespace_at_once(standin, proxy
             c.shop.orders.insert_one({"_id": 1, "k": 15})
     # Well before the 600 s interval: the namespace the error names is re-read at once (before:
     # a StaleConfig inside writeErrors was not looked at).
-    assert _wait(lambda: len(s.chunk_filters) > queries, timeout=5)
-    assert _wait(lambda: _version(px, "shop.orders").startswith("2|"), timeout=5), _discovery(px)
+    assert wait_for(lambda: len(s.chunk_filters) > queries, timeout=5)
+    assert wait_for(lambda: _version(px, "shop.orders").startswith("2|"), timeout=5), _discovery(px)
     assert time.monotonic() - t0 < 5
     d = _discovery(px)
     assert d["staleRequests"] >= 1 and d["lastRefresh"]["kind"] == "namespaces", d
@@ -120,12 +111,12 @@ def test_drop_and_recreate_replaces_the_old_chunks(standin, proxy, catalog):
     s = standin(catalog=catalog)
     s.shard_collection("shop.orders", "k", [10, 20, 30], ["shardA", "shardB"])
     px = proxy(s.uri, "--routing.discovery", "true", "--routing.discovery_interval_s", "1", admin=True)
-    assert _wait(lambda: _version(px, "shop.orders").startswith("1|3||")), _discovery(px)
+    assert wait_for(lambda: _version(px, "shop.orders").startswith("1|3||")), _discovery(px)
     old = _version(px, "shop.orders")
     # Re-created with one chunk: its version 1|0 is BELOW the old 1|3, so a read of "versions
     # above the known one" would find nothing; the new epoch/uuid/timestamp forces a full read.
     s.drop_and_recreate("shop.orders", "k", [], ["shardC"])
-    assert _wait(lambda: _version(px, "shop.orders").startswith("1|0||")), _discovery(px)
+    assert wait_for(lambda: _version(px, "shop.orders").startswith("1|0||")), _discovery(px)
     assert _version(px, "shop.orders") != old
     d = _discovery(px)
     assert d["chunks"] == 1, d
@@ -139,7 +130,7 @@ def test_startup_with_the_config_server_failing_twice_is_ready_within_seconds(st
     t0 = time.monotonic()
     px = proxy(s.uri, "--routing.discovery", "true", "--routing.discovery_interval_s", "120", admin=True)
     # Retries after 0.5 s then 1 s (before: not ready until the 120 s interval had passed).
-    assert _wait(lambda: _readyz(px)[0] == 200, timeout=8), _readyz(px)
+    assert wait_for(lambda: _readyz(px)[0] == 200, timeout=8), _readyz(px)
     assert time.monotonic() - t0 < 8
     status, body = _readyz(px)
     assert "routing discovery: 1 collections, 2 chunks" in body, body
@@ -154,7 +145,7 @@ def test_readyz_names_the_discovery_failure(standin, proxy):
     s.shard_collection("shop.orders", "k", [10], ["shardA", "shardB"])
     s.fail_config_reads(10_000)
     px = proxy(s.uri, "--routing.discovery", "true", "--routing.discovery_interval_s", "60", admin=True)
-    assert _wait(lambda: "failure(s) in a row" in _readyz(px)[1]), _readyz(px)
+    assert wait_for(lambda: "failure(s) in a row" in _readyz(px)[1]), _readyz(px)
     status, body = _readyz(px)
     assert status == 503 and "no routing table yet" in body and "config server unavailable" in body, body
     assert _discovery(px)["lastError"]
@@ -171,14 +162,14 @@ def test_discovery_authenticates_to_the_standin_and_readyz_names_the_refusal(sta
     s.shard_collection("shop.orders", "k", [10, 20], ["shardA", "shardB"])
     discovery = ["--routing.discovery", "true", "--routing.discovery_interval_s", "60"]
     without = proxy(s.uri, *discovery, admin=True)
-    assert _wait(lambda: "requires authentication" in _readyz(without)[1]), _readyz(without)
+    assert wait_for(lambda: "requires authentication" in _readyz(without)[1]), _readyz(without)
     assert _readyz(without)[0] == 503
 
     password = workdir / "pw"
     password.write_text("Standin-Pw-7q\n")
     with_auth = proxy(s.uri, *discovery, "--cluster_auth.username", "shardscope-svc", "--cluster_auth.password_file",
                       str(password), "--cluster_auth.mechanism", mechanism, admin=True)
-    assert _wait(lambda: _readyz(with_auth)[0] == 200), _readyz(with_auth)
+    assert wait_for(lambda: _readyz(with_auth)[0] == 200), _readyz(with_auth)
     assert "routing discovery: 1 collections, 3 chunks" in _readyz(with_auth)[1]
     assert s.authenticated_connections >= 1
     # The connection is kept between refreshes: a StaleConfig-driven read does not log in again.
@@ -189,7 +180,7 @@ def test_discovery_authenticates_to_the_standin_and_readyz_names_the_refusal(sta
     with pymongo.MongoClient(app, serverSelectionTimeoutMS=5000, retryWrites=False) as c:
         with pytest.raises(pymongo.errors.WriteError):
             c.shop.orders.insert_one({"_id": 1, "k": 15})
-    assert _wait(lambda: _version(with_auth, "shop.orders").startswith("2|"), timeout=5), _discovery(with_auth)
+    assert wait_for(lambda: _version(with_auth, "shop.orders").startswith("2|"), timeout=5), _discovery(with_auth)
     assert s.authenticated_connections == logins + 1  # the application's own login, not discovery's
 
 
@@ -199,13 +190,13 @@ def test_stale_config_on_a_time_series_view_refreshes_its_buckets_collection(sta
     s.shard_collection("metrics.system.buckets.cpu", "meta", ["h5"], ["shardA", "shardB"],
                        extra={"timeseriesFields": {"timeField": "t", "metaField": "host", "granularity": "seconds"}})
     px = proxy(s.uri, "--routing.discovery", "true", "--routing.discovery_interval_s", "600", admin=True)
-    assert _wait(lambda: _version(px, "metrics.system.buckets.cpu").startswith("1|1||")), _discovery(px)
+    assert wait_for(lambda: _version(px, "metrics.system.buckets.cpu").startswith("1|1||")), _discovery(px)
     s.migrate("metrics.system.buckets.cpu", "h5", "shardC")
     s.stale_on_next_write()  # names the view, metrics.cpu, as mongos does for a write to it
     with pymongo.MongoClient(px.uri, serverSelectionTimeoutMS=5000, retryWrites=False) as c:
         with pytest.raises(pymongo.errors.WriteError):
             c.metrics.cpu.insert_one({"t": 1, "host": "h7"})
-    assert _wait(lambda: _version(px, "metrics.system.buckets.cpu").startswith("2|"), timeout=5), _discovery(px)
+    assert wait_for(lambda: _version(px, "metrics.system.buckets.cpu").startswith("2|"), timeout=5), _discovery(px)
 
 
 @pytest.mark.needs_proxy
@@ -213,10 +204,10 @@ def test_a_torn_incremental_read_is_repeated_whole(standin, proxy):
     s = standin()
     s.shard_collection("shop.orders", "k", [10, 20], ["shardA", "shardB"])
     px = proxy(s.uri, "--routing.discovery", "true", "--routing.discovery_interval_s", "1", admin=True)
-    assert _wait(lambda: _version(px, "shop.orders").startswith("1|2||")), _discovery(px)
+    assert wait_for(lambda: _version(px, "shop.orders").startswith("1|2||")), _discovery(px)
     s.tear_next_chunk_read()
     s.split("shop.orders", 25)  # [20, MaxKey) -> [20, 25) 1|3 and [25, MaxKey) 1|4; the read loses 1|4
-    assert _wait(lambda: _version(px, "shop.orders").startswith("1|4||")), _discovery(px)
+    assert wait_for(lambda: _version(px, "shop.orders").startswith("1|4||")), _discovery(px)
     d = _discovery(px)
     assert d["chunks"] == 4 and d["failures"] == 0, d
     # The gap ([25, MaxKey) uncovered) was seen and the collection read whole in the same refresh.

@@ -16,7 +16,7 @@ import pytest
 
 from dns_server import Dnsmasq, dnsmasq_bin
 from harness import FerretDB, proxy_env
-from stats_helpers import http_request
+from stats_helpers import http_request, wait_for
 
 pytestmark = [pytest.mark.needs_proxy,
               pytest.mark.skipif(dnsmasq_bin() is None, reason="dnsmasq not installed (scripts/setup.sh)")]
@@ -51,15 +51,6 @@ def _srv_status(px) -> dict:
     return json.loads(body)["upstreamSrv"]
 
 
-def _wait(predicate, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
-
-
 def _mark(f: FerretDB, name: str) -> None:
     with pymongo.MongoClient(f.uri) as c:
         c.srv_test.marker.delete_many({})
@@ -87,7 +78,7 @@ def test_srv_means_tls_unless_the_uri_says_otherwise(ferretdb, dns, proxy):
     """The specification's default: FerretDB speaks no TLS, so the handshake fails and says so."""
     dns.start(**_records(("mongos1", ferretdb.port)))
     px = proxy(f"mongodb+srv://{SRV_HOST}/", "--upstream_dns.server", dns.server, admin=True)
-    assert _wait(lambda: "TLS handshake" in _upstreams(px)[f"mongos1.test.example:{ferretdb.port}"]["lastError"])
+    assert wait_for(lambda: "TLS handshake" in _upstreams(px)[f"mongos1.test.example:{ferretdb.port}"]["lastError"])
     assert "(TLS)" in px.stderr_text()
 
 
@@ -135,18 +126,18 @@ def test_rescan_follows_dns_changes(ferretdb_factory, dns, proxy):
     assert _served_by(px.uri) == "a"
     # The cluster moves to another mongos: the pool follows, new connections go there.
     dns.restart(**_records(("mongos2", b.port)))
-    assert _wait(lambda: list(_upstreams(px)) == [f"mongos2.test.example:{b.port}"]), _upstreams(px)
+    assert wait_for(lambda: list(_upstreams(px)) == [f"mongos2.test.example:{b.port}"]), _upstreams(px)
     assert _served_by(px.uri) == "b"
     # DNS down: the proxy keeps the list it has (and keeps serving).
     dns.stop()
-    assert _wait(lambda: "SRV look-up" in _srv_status(px)["lastError"]), _srv_status(px)
+    assert wait_for(lambda: "SRV look-up" in _srv_status(px)["lastError"]), _srv_status(px)
     assert list(_upstreams(px)) == [f"mongos2.test.example:{b.port}"]
     assert _served_by(px.uri) == "b"
     # A host outside the domain is ignored on a rescan; the valid one is added.
     dns.start(srv=[(SRV_NAME, f"mongos2.test.example", b.port), (SRV_NAME, "mongos9.evil.example", 1),
                    (SRV_NAME, "mongos1.test.example", a.port)],
               a=[("mongos2.test.example", "127.0.0.1"), ("mongos1.test.example", "127.0.0.1")])
-    assert _wait(lambda: set(_upstreams(px)) == {f"mongos2.test.example:{b.port}", f"mongos1.test.example:{a.port}"})
+    assert wait_for(lambda: set(_upstreams(px)) == {f"mongos2.test.example:{b.port}", f"mongos1.test.example:{a.port}"})
     assert "SRV rescan" in px.stderr_text()
     status = _srv_status(px)
     assert status["name"] == SRV_NAME and status["rescans"] >= 3 and status["failures"] >= 1, status
@@ -170,7 +161,7 @@ def test_discovery_connects_through_the_same_srv_resolution(workdir, ferretdb_bi
                    "--routing.discovery", "true", "--routing.discovery_interval_s", "1",
                    "--cluster_auth.username", _AuthFerretDB.USER, admin=True, log_level="debug",
                    env={"SHARDSCOPE_CLUSTER_PASSWORD": _AuthFerretDB.PASSWORD})
-        assert _wait(lambda: http_request(px.admin_url, path="/readyz")[0] == 200), px.stderr_text()[-3000:]
+        assert wait_for(lambda: http_request(px.admin_url, path="/readyz")[0] == 200), px.stderr_text()[-3000:]
         bodies = [http_request(px.admin_url, path=p)[2].decode() for p in ("/config", "/stats", "/readyz")]
         px.stop()
         log = px.stderr_text()

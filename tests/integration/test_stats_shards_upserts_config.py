@@ -6,13 +6,12 @@ import datetime
 import json
 import signal
 import subprocess
-import time
 import urllib.error
 import urllib.request
 
 import pymongo
 
-from stats_helpers import ROUTING_FILE
+from stats_helpers import ROUTING_FILE, wait_for
 
 
 def get_json(p, path):
@@ -23,15 +22,6 @@ def get_json(p, path):
 def metrics(p) -> str:
     with urllib.request.urlopen(p.admin_url + "/metrics", timeout=10) as r:
         return r.read().decode()
-
-
-def wait_for(predicate, timeout=10.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def routing(shards, chunks):
