@@ -27,17 +27,24 @@ size_t smallUsable() {
   return n;
 }
 
-// Plain data (no destructor): blocks a thread still caches when it exits stay allocated, bounded.
+// A thread's cached blocks are freed when the thread exits (a thread of libmongoc's or the mirror's
+// that ends would otherwise leave them behind). Frees that come later on that thread (OpenSSL's
+// own thread-exit handlers) go straight to free(): `closed` is plain data, valid until the end.
+thread_local bool closed = false;
 struct ThreadCache {
   void* blocks[kCachedPerThread];
-  int count;
+  int count = 0;
+  ~ThreadCache() {
+    closed = true;
+    while (count > 0) std::free(blocks[--count]);
+  }
 };
 thread_local ThreadCache cache;
 size_t calls = 0;  // allocations that came through here (a test checks libssl's do)
 
 void* allocate(size_t n) {
   ++calls;
-  if (n > kSmall) return std::malloc(n);
+  if (n > kSmall || closed) return std::malloc(n);
   if (cache.count > 0) return cache.blocks[--cache.count];
   return std::malloc(kSmall);
 }
@@ -55,7 +62,7 @@ void* CRYPTO_zalloc(size_t n, const char*, int) {
 }
 
 void CRYPTO_free(void* p, const char*, int) {
-  if (p && cache.count < kCachedPerThread && malloc_usable_size(p) == smallUsable()) cache.blocks[cache.count++] = p;
+  if (p && !closed && cache.count < kCachedPerThread && malloc_usable_size(p) == smallUsable()) cache.blocks[cache.count++] = p;
   else std::free(p);
 }
 

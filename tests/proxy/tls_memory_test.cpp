@@ -5,6 +5,8 @@
 #include <openssl/crypto.h>
 #include <openssl/ssl.h>
 
+#include <thread>
+
 namespace shardscope::proxy {
 namespace {
 
@@ -23,6 +25,19 @@ TEST(TlsMemory, ASmallBlockFreedIsHandedOutAgain) {
   EXPECT_EQ(a, b);
   EXPECT_EQ(static_cast<unsigned char*>(b)[39], 0);
   OPENSSL_free(b);
+}
+
+TEST(TlsMemory, AThreadThatEndsLeavesNoCachedBlocks) {
+  // Blocks a thread still caches when it ends are freed with it: in the ASan build LeakSanitizer
+  // fails this test at exit otherwise (it found such blocks of mirror threads in integration runs).
+  const size_t before = tlsMemoryCacheAllocations();
+  std::thread([] {
+    void* a = OPENSSL_malloc(40);
+    void* b = OPENSSL_malloc(40);
+    OPENSSL_free(a);  // both cached when the thread ends
+    OPENSSL_free(b);
+  }).join();
+  EXPECT_EQ(tlsMemoryCacheAllocations(), before + 2);
 }
 
 TEST(TlsMemory, BlocksStayOrdinaryMallocBlocks) {
