@@ -9,9 +9,6 @@
 
 namespace shardscope::admin {
 
-AdminExtension mongosPoolExtension(proxy::ProxyContext& ctx);
-AdminExtension discoveryExtension(proxy::ProxyContext& ctx);
-
 std::unique_ptr<AdminServer> makeAdminServer(proxy::ProxyContext& ctx, bool metrics_only) {
   std::string token;
   if (!metrics_only && !ctx.config.admin_token_file.empty()) {

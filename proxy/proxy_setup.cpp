@@ -4,7 +4,6 @@
 #include <mongoc/mongoc.h>
 #include <spdlog/spdlog.h>
 
-#include <fstream>
 #include <sstream>
 
 #include "config/redact.h"
@@ -13,7 +12,6 @@
 #include "proxy/srv_upstream.h"
 #include "routing/mongos_version.h"
 #include "routing/routing_file.h"
-#include "stats/prometheus_writer.h"
 
 namespace shardscope::proxy {
 namespace {
