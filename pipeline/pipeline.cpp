@@ -356,7 +356,8 @@ std::span<const uint8_t> Pipeline::rewriteHelloReply(std::span<const uint8_t> me
 
 void Pipeline::reportStaleConfig(const PendingOp&, const bson_t* body) {
   // A stale-routing error, at the top or per write statement: refresh the namespace it names.
-  if (routing::replyShowsStaleRouting(body, stale_ns_)) env_.onStaleConfig(stale_ns_);
+  // Replies are not searched when nothing would refresh (no discovery).
+  if (settings_.report_stale_routing && routing::replyShowsStaleRouting(body, stale_ns_)) env_.onStaleConfig(stale_ns_);
 }
 
 void Pipeline::learnFromReply(const PendingOp& op, const bson_t* body) {

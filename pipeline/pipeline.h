@@ -33,6 +33,7 @@ struct Settings {
   routing::CursorShards* cursors = nullptr;  // the process-wide registry (null: cursors unclassified)
   size_t large_message_bytes = size_t{1} << 20;  // inflating more asks Environment::admitLarge
   size_t kept_buffer_bytes = size_t{1} << 20;    // scratch buffers above this are released after use
+  bool report_stale_routing = false;  // someone refreshes routing on a stale-routing error (discovery is on)
 };
 
 // What the session does with one client message: send `to_upstream` upstream and `to_client` to

@@ -22,6 +22,7 @@ pipeline::Settings pipelineSettings(ProxyContext& ctx, uint64_t id) {
   s.cursors = &ctx.cursors;
   s.large_message_bytes = kLargeMessageBytes;
   s.kept_buffer_bytes = kKeptBufferBytes;
+  s.report_stale_routing = static_cast<bool>(ctx.on_stale_config);  // set before the first session (discovery)
   return s;
 }
 

@@ -81,6 +81,7 @@ struct Connection {
   static Settings settings(routing::CursorShards* cursors) {
     Settings s;
     s.cursors = cursors;
+    s.report_stale_routing = true;
     return s;
   }
   RequestAction send(std::vector<uint8_t>& frame) { return pipeline.onRequest(frame); }
