@@ -72,10 +72,10 @@ awaitable<void> Session::run() {
   try {
     client_.socket().set_option(tcp::no_delay(true));
     if (ctx_.client_tls) {
-      client_.enableTls(*ctx_.client_tls);
+      client_.enableTls(*ctx_.client_tls, ssl::stream_base::server);
       // tryHandshake completes with its error instead of throwing, so `||` ends at a failed
       // handshake at once (a throwing branch would make it wait for the timer).
-      auto r = co_await (client_.tryHandshake(ssl::stream_base::server) ||
+      auto r = co_await (client_.tryHandshake() ||
                          sleepFor(std::chrono::milliseconds(ctx_.config.timeouts.connect_ms)));
       if (r.index() == 1) throw ProtocolError("TLS handshake timed out");
       if (auto ec = std::get<0>(std::get<0>(r)); ec) throw ProtocolError("TLS handshake failed: " + client_.describeTlsFailure(ec));

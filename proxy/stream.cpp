@@ -1,38 +1,68 @@
 #include "proxy/stream.h"
 
-#include "proxy/tls_memory.h"
-
 namespace shardscope::proxy {
 
-void Stream::enableTls(ssl::context& context, const std::string& verifyHost) {
-  tls_.emplace(std::move(socket_), context);
-  // Asio sets SSL_MODE_RELEASE_BUFFERS: OpenSSL then frees its record buffers whenever they empty
-  // and allocates them again for the next record, several mallocs per message. Kept instead: ~34
-  // KiB of address space per TLS stream, of which only the pages records have touched are resident.
-  SSL_clear_mode(tls_->native_handle(), SSL_MODE_RELEASE_BUFFERS);
-  (void)tlsMemoryCacheAllocations();  // links proxy/tls_memory.cpp in: OpenSSL's per-record blocks come from its cache
-  if (!verifyHost.empty()) {
-    SSL_set_tlsext_host_name(tls_->native_handle(), verifyHost.c_str());
-    tls_->set_verify_callback(ssl::host_name_verification(verifyHost));
+void Stream::enableTls(ssl::context& context, ssl::stream_base::handshake_type role, const std::string& verifyHost) {
+  tls_ = std::make_unique<TlsChannel>(context, socket_, role == ssl::stream_base::server, verifyHost);
+}
+
+awaitable<std::tuple<boost::system::error_code>> Stream::tryHandshake() {
+  if (!tls_) co_return std::tuple<boost::system::error_code>{};
+  for (;;) {
+    boost::system::error_code ec;
+    auto want = tls_->handshake(ec);
+    if (ec || want == TlsChannel::Want::Nothing) co_return std::tuple{ec};
+    if (want == TlsChannel::Want::Readable) {
+      auto [readError, n] = co_await socket_.async_read_some(tls_->readSpace(), asio::as_tuple(use_awaitable));
+      if (readError) co_return std::tuple{readError};
+      tls_->received(n);
+    } else {
+      auto [waitError] = co_await socket_.async_wait(tcp::socket::wait_write, asio::as_tuple(use_awaitable));
+      if (waitError) co_return std::tuple{waitError};
+    }
   }
 }
 
-awaitable<std::tuple<boost::system::error_code>> Stream::tryHandshake(ssl::stream_base::handshake_type type) {
-  if (!tls_) co_return std::tuple<boost::system::error_code>{};
-  co_return co_await tls_->async_handshake(type, asio::as_tuple(use_awaitable));
+awaitable<size_t> Stream::readSomeTls(asio::mutable_buffer buffer) {
+  std::span<uint8_t> out(static_cast<uint8_t*>(buffer.data()), buffer.size());
+  for (;;) {
+    auto want = TlsChannel::Want::Readable;
+    if (size_t n = tls_->read(out, want)) co_return n;
+    if (want == TlsChannel::Want::Writable) co_await socket_.async_wait(tcp::socket::wait_write, use_awaitable);
+    // Ciphertext, not a readiness wait (see readNow): OpenSSL takes it before reading the socket again.
+    else tls_->received(co_await socket_.async_read_some(tls_->readSpace(), use_awaitable));
+  }
+}
+
+awaitable<size_t> Stream::writeAllTls(asio::const_buffer buffer) {
+  std::span<const uint8_t> rest(static_cast<const uint8_t*>(buffer.data()), buffer.size());
+  while (!(rest = writeNow(rest)).empty()) {
+    if (write_wants_ == TlsChannel::Want::Writable) {
+      co_await socket_.async_wait(tcp::socket::wait_write, use_awaitable);
+    } else {
+      // Rare (a write that must read first): wait for readiness without taking the reading loop's bytes.
+      co_await socket_.async_wait(tcp::socket::wait_read, use_awaitable);
+      tls_->mayRead();
+    }
+  }
+  co_return buffer.size();
 }
 
 std::string Stream::describeTlsFailure(const boost::system::error_code& ec) {
   std::string why = ec.message();
   if (tls_) {
-    long verify = SSL_get_verify_result(tls_->native_handle());
+    long verify = SSL_get_verify_result(tls_->native());
     if (verify != X509_V_OK) why = std::string("certificate verify failed: ") + X509_verify_cert_error_string(verify);
   }
   return why;
 }
 
 size_t Stream::readNow(std::span<uint8_t> buffer) {
-  if (tls_ || !maybe_readable_) return 0;
+  if (tls_) {
+    auto ignored = TlsChannel::Want::Readable;  // readSome finds out again what to wait for
+    return tls_->read(buffer, ignored);
+  }
+  if (!maybe_readable_) return 0;
   boost::system::error_code ec;
   size_t n = socket_.read_some(asio::buffer(buffer.data(), buffer.size()), ec);
   if (ec == asio::error::would_block || ec == asio::error::try_again) {
@@ -46,7 +76,15 @@ size_t Stream::readNow(std::span<uint8_t> buffer) {
 }
 
 std::span<const uint8_t> Stream::writeNow(std::span<const uint8_t> bytes) {
-  if (tls_) return bytes;
+  if (tls_) {
+    // One record per write (partial-write mode), each sent as it is made.
+    while (!bytes.empty()) {
+      size_t n = tls_->write(bytes, write_wants_);
+      if (n == 0) break;
+      bytes = bytes.subspan(n);
+    }
+    return bytes;
+  }
   boost::system::error_code ec;
   size_t n = socket_.write_some(asio::buffer(bytes.data(), bytes.size()), ec);
   if (ec == asio::error::would_block || ec == asio::error::try_again) return bytes;
@@ -55,22 +93,16 @@ std::span<const uint8_t> Stream::writeNow(std::span<const uint8_t> bytes) {
 }
 
 void Stream::close() {
+  if (!socket_.is_open()) return;
+  if (tls_) tls_->shutdown();
   boost::system::error_code ignored;
-  auto& s = socket();
-  s.shutdown(tcp::socket::shutdown_both, ignored);
-  s.close(ignored);
-}
-
-awaitable<void> Stream::shutdown() {
-  if (tls_) {
-    auto [ec] = co_await tls_->async_shutdown(asio::as_tuple(use_awaitable));
-    (void)ec;
-  }
+  socket_.shutdown(tcp::socket::shutdown_both, ignored);
+  socket_.close(ignored);
 }
 
 std::string Stream::peer() const {
   boost::system::error_code ec;
-  auto ep = (tls_ ? tls_->next_layer() : socket_).remote_endpoint(ec);
+  auto ep = socket_.remote_endpoint(ec);
   if (ec) return "?";
   return ep.address().to_string() + ":" + std::to_string(ep.port());
 }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "proxy/asio.h"
+#include "proxy/tls_channel.h"
 
 namespace shardscope::proxy {
 
@@ -15,47 +16,53 @@ class Stream {
     boost::system::error_code ignored;
     socket_.non_blocking(true, ignored);  // readNow / writeNow return instead of waiting
   }
+  // The TLS channel refers to the socket member: a Stream stays where it was made.
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
 
-  // Wraps the connected socket in TLS; call before any read or write. A non-empty `verifyHost`
-  // is sent as SNI and checked against the peer certificate (client side).
-  void enableTls(ssl::context& context, const std::string& verifyHost = {});
-  bool tls() const { return tls_.has_value(); }
+  // Wraps the connected socket in TLS as `role`; call before any read or write. A non-empty
+  // `verifyHost` is sent as SNI and checked against the peer certificate (client side).
+  void enableTls(ssl::context& context, ssl::stream_base::handshake_type role, const std::string& verifyHost = {});
+  bool tls() const { return tls_ != nullptr; }
 
   // The TLS handshake; completes with the error instead of throwing, so a race with a timer ends
   // at the first failure, not at the timer.
-  awaitable<std::tuple<boost::system::error_code>> tryHandshake(ssl::stream_base::handshake_type type);
+  awaitable<std::tuple<boost::system::error_code>> tryHandshake();
   // Why a handshake failed, naming the certificate check that failed when it was one
   // ("certificate verify failed: self-signed certificate").
   std::string describeTlsFailure(const boost::system::error_code& ec);
-  // Plain functions returning the operation's awaitable: no coroutine frame of their own.
+  // Plain TCP: a plain function returning the operation's awaitable, no coroutine frame of its own.
   awaitable<size_t> readSome(asio::mutable_buffer buffer) {
-    return tls_ ? tls_->async_read_some(buffer, use_awaitable) : socket_.async_read_some(buffer, use_awaitable);
+    return tls_ ? readSomeTls(buffer) : socket_.async_read_some(buffer, use_awaitable);
   }
   awaitable<size_t> writeAll(asio::const_buffer buffer) {
-    return tls_ ? asio::async_write(*tls_, buffer, use_awaitable) : asio::async_write(socket_, buffer, use_awaitable);
+    return tls_ ? writeAllTls(buffer) : asio::async_write(socket_, buffer, use_awaitable);
   }
-  // Plain TCP fast path: data moves without a trip through the event loop. readNow: bytes read, or
-  // 0 when the last read found the socket drained (always 0 with TLS): then `co_await readSome`
-  // and report its result with noteRead. Throws on EOF and errors. Why not async_wait for
-  // readiness: Asio 1.26 re-arms the descriptor with epoll_ctl on every async_wait, while its
-  // async read costs one recv that returns EAGAIN and then waits on the edge-triggered
-  // registration it already has; measured 0.6 us per operation cheaper (bench/RESULTS.md).
+  // The fast path: data moves without a trip through the event loop. readNow: bytes read, or 0
+  // when the last read found the socket drained: then `co_await readSome` and report its result
+  // with noteRead. Throws on EOF and errors. Why not async_wait for readiness: Asio 1.26 re-arms
+  // the descriptor with epoll_ctl on every async_wait, while its async read costs one recv that
+  // returns EAGAIN and then waits on the edge-triggered registration it already has; measured
+  // 0.6 us per operation cheaper (bench/RESULTS.md). With TLS the same holds: an async read brings
+  // ciphertext into the channel, OpenSSL reads the rest from the socket itself.
   size_t readNow(std::span<uint8_t> buffer);
   void noteRead(size_t n, size_t asked) { maybe_readable_ = n == asked; }
-  // What is left to send after writing what the socket takes at once (all of it with TLS).
+  // What is left to send after writing what the socket takes at once (encrypted first with TLS).
   std::span<const uint8_t> writeNow(std::span<const uint8_t> bytes);
 
-  // Closes the socket; pending operations complete with an error. Safe to call twice.
+  // Closes the socket (after a TLS close_notify); pending operations complete with an error. Safe to call twice.
   void close();
-  // TLS close_notify, bounded by the caller's cancellation.
-  awaitable<void> shutdown();
 
-  tcp::socket& socket() { return tls_ ? tls_->next_layer() : socket_; }
+  tcp::socket& socket() { return socket_; }
   std::string peer() const;
 
  private:
+  awaitable<size_t> readSomeTls(asio::mutable_buffer buffer);
+  awaitable<size_t> writeAllTls(asio::const_buffer buffer);
+
   tcp::socket socket_;
-  std::optional<ssl::stream<tcp::socket>> tls_;
+  std::unique_ptr<TlsChannel> tls_;
+  TlsChannel::Want write_wants_ = TlsChannel::Want::Writable;  // what the last short TLS write waits for
   bool maybe_readable_ = true;  // false after a read drained the socket (edge-triggered epoll)
 };
 

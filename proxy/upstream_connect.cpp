@@ -36,9 +36,9 @@ awaitable<std::string> connectHost(ProxyContext& ctx, const UpstreamTarget::Host
   out.emplace(std::move(socket));
 
   if (ctx.upstream_tls) {
-    out->enableTls(*ctx.upstream_tls, ctx.upstream.allow_invalid_hostnames ? std::string() : host.name);
+    out->enableTls(*ctx.upstream_tls, ssl::stream_base::client, ctx.upstream.allow_invalid_hostnames ? std::string() : host.name);
     timer.expires_at(deadline);
-    auto shaken = co_await (out->tryHandshake(ssl::stream_base::client) || timer.async_wait(asio::as_tuple(use_awaitable)));
+    auto shaken = co_await (out->tryHandshake() || timer.async_wait(asio::as_tuple(use_awaitable)));
     std::string failure;
     if (shaken.index() == 1) failure = "TLS handshake" + timedOut;
     else if (auto ec = std::get<0>(std::get<0>(shaken)); ec) failure = "TLS handshake failed: " + out->describeTlsFailure(ec);
