@@ -35,6 +35,7 @@ struct MirrorConfig {  // shadow traffic to a second cluster (on when upstream i
   double sample_rate = 1.0;
   std::vector<std::string> namespaces;  // "db.coll" or "db.*"; empty = all
   uint32_t queue_size = 1000;
+  uint64_t queue_bytes = 64 << 20;
   uint32_t workers = 2;
   uint32_t timeout_ms = 5000;
   std::string routing_file;

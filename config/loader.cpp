@@ -221,6 +221,7 @@ const std::vector<KeySpec>& keyTable() {
       {"mirror.sample_rate", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return parseDouble(v, m.sample_rate, 0, 1); }), "1", "share of eligible operations mirrored (0-1)"},
       {"mirror.namespaces", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return m.namespaces = splitList(v), std::string(); }), "(all)", "mirrored namespaces, 'db.coll' or 'db.*', comma-separated"},
       {"mirror.queue_size", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return parseUint(v, m.queue_size, 1, 1'000'000); }), "1000", "operations queued for the shadow; more are dropped"},
+      {"mirror.queue_bytes", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return parseUint64(v, m.queue_bytes); }), "67108864", "bytes of commands queued for the shadow (and on it); more are dropped"},
       {"mirror.workers", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return parseUint(v, m.workers, 1, 64); }), "2", "connections to the shadow cluster"},
       {"mirror.timeout_ms", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return parseUint(v, m.timeout_ms, 1, 600'000); }), "5000", "shadow reply deadline"},
       {"mirror.routing_file", member<MirrorConfig>(&Config::mirror, [](auto& m, auto& v) { return m.routing_file = v, std::string(); }), "(none)", "routing table of the shadow cluster"},

@@ -58,6 +58,7 @@ std::vector<std::string> featureOptions(const config::Config& c, FeatureOptions&
     m.sample_rate = c.mirror.sample_rate;
     m.namespaces = c.mirror.namespaces;
     m.queue_size = c.mirror.queue_size;
+    m.queue_bytes = c.mirror.queue_bytes;
     m.workers = c.mirror.workers;
     m.timeout_ms = c.mirror.timeout_ms;
     m.routing_file = c.mirror.routing_file;

@@ -87,6 +87,7 @@ struct Mirror::Job {
   std::vector<int64_t> killed;   // killCursors: the primary's cursor ids
   uint64_t shape_hash = 0;
   std::string command_json;      // only with record_values
+  size_t bytes = 0;              // counted against mirror.queue_bytes until the shadow has answered
   bool expects_reply = true;
   // PrimaryReply
   shadow::ReplySummary summary;
@@ -157,8 +158,8 @@ std::shared_ptr<Mirror> Mirror::create(const MirrorOptions& options, std::string
     error = "mirror.sample_rate must be between 0 and 1";
     return nullptr;
   }
-  if (options.queue_size == 0 || options.workers == 0) {
-    error = "mirror.queue_size and mirror.workers must be at least 1";
+  if (options.queue_size == 0 || options.queue_bytes == 0 || options.workers == 0) {
+    error = "mirror.queue_size, mirror.queue_bytes and mirror.workers must be at least 1";
     return nullptr;
   }
   std::shared_ptr<Mirror> m(new Mirror(options));
@@ -263,7 +264,7 @@ bool Mirror::namespaceSelected(std::string_view ns) const {
 
 void Mirror::push(size_t worker, std::unique_ptr<Job> job, bool bounded) {
   Worker& w = *workers_[worker % workers_.size()];
-  if (bounded) queued_.fetch_add(1, std::memory_order_relaxed);
+  if (bounded) queued_.fetch_add(1, std::memory_order_relaxed), queued_bytes_.fetch_add(job->bytes, std::memory_order_relaxed);
   {
     std::lock_guard lock(w.mutex);
     w.queue.push_back(std::move(job));
@@ -372,8 +373,10 @@ void Mirror::onRequest(uint64_t connectionId, int32_t requestId, const protocol:
     table_.onMirrored(job->shape_hash, ns, view.name, shape, primaryTargeting, shadowTargeting, shadow_routing_ != nullptr);
   }
 
-  // Admission: the queue bound, then the per-connection in-flight record.
-  if (queued_.load(std::memory_order_relaxed) >= options_.queue_size) {
+  // Admission: the queue bounds (operations and bytes), then the per-connection in-flight record.
+  job->bytes = job->command.size() + job->command_json.size();
+  if (queued_.load(std::memory_order_relaxed) >= options_.queue_size ||
+      queued_bytes_.load(std::memory_order_relaxed) + job->bytes > options_.queue_bytes) {
     countQueueFull();
     if (getMore) {  // a lost batch would make the cursor's comparison wrong: stop following it
       {
@@ -521,6 +524,7 @@ void Mirror::runWorker(Worker& w) {
         r.command_json = std::move(job->command_json);
         r.expects_reply = job->expects_reply;
         conn.onRequest(std::move(r));
+        queued_bytes_.fetch_sub(job->bytes, std::memory_order_relaxed);  // its command is gone now
         break;
       }
       case Job::Kind::PrimaryReply: conn.onPrimaryReply(job->request_id, job->summary, job->latency_ns); break;
@@ -556,6 +560,7 @@ std::string Mirror::renderJson(size_t topShapes) const {
   w.field("routingFile", options_.routing_file);
   w.key("queue").beginObject();
   w.field("depth", static_cast<uint64_t>(queued_.load())).field("capacity", options_.queue_size);
+  w.field("bytes", static_cast<uint64_t>(queued_bytes_.load())).field("capacityBytes", options_.queue_bytes);
   w.endObject();
   w.key("counters").beginObject();
 #define X(name, json, prom) w.field(json, c.name.load());

@@ -31,6 +31,7 @@ struct MirrorOptions {
   double sample_rate = 1.0;             // share of eligible operations mirrored, 0..1
   std::vector<std::string> namespaces;  // "db.coll" or "db.*"; empty = every namespace
   uint32_t queue_size = 1000;           // requests waiting for the shadow; beyond: dropped
+  uint64_t queue_bytes = 64 << 20;      // their commands' bytes (incl. those on the shadow now); beyond: dropped
   uint32_t workers = 2;                 // shadow connections (a client connection sticks to one)
   uint32_t timeout_ms = 5000;           // socket/server-selection timeout unless the URI sets one
   std::string routing_file;             // the shadow's routing (e.g. the resharded layout)
@@ -105,6 +106,7 @@ class Mirror : public std::enable_shared_from_this<Mirror> {
   std::unordered_map<uint64_t, ConnState> conns_;
 
   std::atomic<uint32_t> queued_{0};
+  std::atomic<uint64_t> queued_bytes_{0};
   std::vector<std::unique_ptr<Worker>> workers_;
   void* pool_ = nullptr;  // mongoc_client_pool_t
 };

@@ -78,3 +78,22 @@ def test_shadow_dies_mid_run(ferretdb_factory, proxy):
     m = wait_mirror(px.admin_url, lambda m: m["counters"]["shadowErrors"] + m["counters"]["droppedQueueFull"] >= 10)
     assert m["counters"]["divergent"] == 0, m  # an unanswered shadow is an error, not a divergence
     assert px.alive()
+
+
+def test_stalled_shadow_holds_at_most_queue_bytes_of_large_commands(ferretdb, proxy, wire_peer):
+    # Ten 1 MB inserts toward a shadow that stops reading: the operation bound (1000) would queue all
+    # of them (10 MB held for the shadow); the byte bound keeps what waits, and what is on the shadow
+    # now, within mirror.queue_bytes and counts the rest as dropped.
+    peer = wire_peer()
+    peer.add_fault("stop_reading", command="insert", count=1000)
+    px = proxy(ferretdb.uri, *mirror_args(peer.uri, mode="all", timeout_ms=60000), "--mirror.queue_bytes", str(3 << 20),
+               admin=True)
+    c = pymongo.MongoClient(px.uri, retryWrites=False)
+    for i in range(10):
+        c.shop.blobs.insert_one({"_id": i, "data": "x" * (1 << 20)})
+    assert c.shop.blobs.count_documents({}) == 10  # the primary path is untouched
+    m = mirror_stats(px.admin_url)
+    assert m["queue"]["capacityBytes"] == 3 << 20
+    assert 0 < m["queue"]["bytes"] <= 3 << 20, m["queue"]
+    assert m["counters"]["droppedQueueFull"] >= 10 - 3, m["counters"]
+    assert px.alive()
