@@ -39,12 +39,16 @@ TlsChannel::TlsChannel(ssl::context& context, tcp::socket& socket, bool server, 
   } else {
     SSL_set_connect_state(ssl_);
     if (!verifyHost.empty()) {
-      SSL_set_tlsext_host_name(ssl_, verifyHost.c_str());
       boost::system::error_code notAddress;
       asio::ip::make_address(verifyHost, notAddress);
-      // Checked during certificate verification: a mismatch fails it with a verify result of its own.
-      if (notAddress) SSL_set1_host(ssl_, verifyHost.c_str());
-      else X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_), verifyHost.c_str());
+      // Checked during certificate verification: a mismatch fails it with a verify result of its
+      // own. SNI carries names only (RFC 6066 forbids addresses there).
+      if (notAddress) {
+        SSL_set_tlsext_host_name(ssl_, verifyHost.c_str());
+        SSL_set1_host(ssl_, verifyHost.c_str());
+      } else {
+        X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_), verifyHost.c_str());
+      }
     }
   }
 }

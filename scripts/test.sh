@@ -18,7 +18,7 @@ echo "== sanitizers (ASan + UBSan: unit tests and an integration subset against 
 # The integration subset here covers the parsers, the fault paths and mirror shutdown (a worker
 # stuck on a stalled shadow); `bash scripts/sanitize.sh` alone
 # runs the wider default selection.
-SANITIZE_PYTEST_K="${SANITIZE_PYTEST_K:-proxy_wire or test_faults or compression or rewrite or reload or mirror or tls}" \
+SANITIZE_PYTEST_K="${SANITIZE_PYTEST_K:-proxy_wire or test_faults or compression or rewrite or reload or mirror or (tls and not allocat)}" \
   bash scripts/sanitize.sh asan
 
 echo "== integration tests (pytest: real drivers through build/shardscope to FerretDB)"
