@@ -44,6 +44,8 @@ class TlsChannel {
   void received(size_t n);
   // The socket became readable without a read of ours (a readiness wait): try it again.
   void mayRead() { drained_ = false; }
+  // False when a read could only find nothing: no decrypted or buffered bytes, socket drained.
+  bool mayHaveData() const { return !drained_ || !pending_.empty() || SSL_has_pending(ssl_); }
 
   // close_notify, best effort and without waiting (the socket closes right after).
   void shutdown();
