@@ -12,6 +12,7 @@ struct HostPort {
   uint16_t port = 0;
   bool empty() const { return host.empty(); }
   std::string str() const;
+  bool operator==(const HostPort&) const = default;
 };
 
 struct ServerTls {  // TLS toward the application (the proxy is the server)
@@ -19,6 +20,7 @@ struct ServerTls {  // TLS toward the application (the proxy is the server)
   std::string key_file;
   std::string ca_file;  // when set, client certificates are required and verified
   bool enabled() const { return !cert_file.empty(); }
+  bool operator==(const ServerTls&) const = default;
 };
 
 struct Timeouts {
@@ -27,6 +29,7 @@ struct Timeouts {
   uint32_t idle_ms = 0;              // close a connection idle this long (0 = never, like mongos)
   uint32_t request_ms = 0;           // wait for an upstream reply (0 = no limit: awaitable hello waits)
   uint32_t drain_ms = 10000;         // on SIGTERM, time given to in-flight requests
+  bool operator==(const Timeouts&) const = default;
 };
 
 struct MirrorConfig {  // shadow traffic to a second cluster (on when upstream is set)
@@ -41,6 +44,7 @@ struct MirrorConfig {  // shadow traffic to a second cluster (on when upstream i
   std::string routing_file;
   bool record_values = false;
   bool use_cluster_auth = false;  // authenticate with cluster_auth (else only a user:pass@ in the URI)
+  bool operator==(const MirrorConfig&) const = default;
 };
 
 struct CaptureConfig {  // traffic capture to a file (on when file is set)
@@ -49,6 +53,7 @@ struct CaptureConfig {  // traffic capture to a file (on when file is set)
   uint64_t max_bytes = 1ull << 30;
   uint64_t rotate_bytes = 256ull << 20;
   uint64_t queue_bytes = 64ull << 20;
+  bool operator==(const CaptureConfig&) const = default;
 };
 
 struct FaultConfig {  // fault injection for application teams' retry tests (off by default)
@@ -59,6 +64,7 @@ struct FaultConfig {  // fault injection for application teams' retry tests (off
   std::vector<std::string> namespaces;  // empty = all
   std::vector<std::string> commands;    // empty = all
   bool enabled() const { return (delay_ms && delay_percent > 0) || (error_code && error_percent > 0); }
+  bool operator==(const FaultConfig&) const = default;
 };
 
 struct ClusterAuth {  // credentials for the proxy's own connections (discovery, mapping, mirror)
@@ -69,23 +75,27 @@ struct ClusterAuth {  // credentials for the proxy's own connections (discovery,
   std::string source = "admin";            // authSource
   std::string cert_file;                   // MONGODB-X509: client certificate and key (PEM)
   bool enabled() const { return !username.empty() || mechanism == "MONGODB-X509"; }
+  bool operator==(const ClusterAuth&) const = default;
 };
 
 struct UpstreamPool {  // the mongos of the upstream seed list
   uint32_t local_threshold_ms = 15;   // spread new connections over hosts this close to the fastest
   uint32_t probe_interval_ms = 5000;  // re-measure healthy hosts
   uint32_t backoff_max_ms = 10000;    // a down host is retried after 250 ms, doubling up to this
+  bool operator==(const UpstreamPool&) const = default;
 };
 
 struct UpstreamDns {  // mongodb+srv:// upstreams
   std::string server;             // "IP:PORT" of the DNS server for SRV/TXT/A; "" = the system resolver
   uint32_t rescan_min_ms = 60000;  // SRV records are read again after max(their TTL, this)
+  bool operator==(const UpstreamDns&) const = default;
 };
 
 struct Readiness {
   // /readyz stays 200 while no mongos is up for less than this (a short blip does not make every
   // pod of a Deployment NotReady at once); 0 = 503 at once.
   uint32_t upstream_grace_ms = 0;
+  bool operator==(const Readiness&) const = default;
 };
 
 struct Config {
@@ -133,6 +143,7 @@ struct Config {
   FaultConfig fault;  // "db.coll: lookupField -> addField[,addField] [file=..] [collection=..]"
   std::string log_level = "info";
   std::string config_file;  // where the file layer came from, for messages
+  bool operator==(const Config&) const = default;
 };
 
 }  // namespace shardscope::config

@@ -20,48 +20,58 @@ std::string nowIso() {
   return buf;
 }
 
-// What a running proxy cannot change: sockets, TLS contexts and threads are set up at start.
+// What a running proxy cannot change: sockets, TLS contexts, threads and the features' state are
+// set up at start. A reload applies only these; any other difference is named as needing a restart.
+void syncReloadable(config::Config& to, const config::Config& from) {
+  to.routing_file = from.routing_file;
+  to.rewrite_rules = from.rewrite_rules;
+  to.fault = from.fault;
+  to.log_level = from.log_level;
+  to.config_file = from.config_file;
+}
+
 std::vector<std::string> restartRequired(const config::Config& a, const config::Config& b) {
   std::vector<std::string> keys;
   auto check = [&](bool differs, const char* key) {
     if (differs) keys.emplace_back(key);
   };
-  check(a.listen.str() != b.listen.str(), "listen");
+  check(a.listen != b.listen, "listen");
   check(a.upstream != b.upstream, "upstream");
-  check(a.admin.str() != b.admin.str(), "admin");
+  check(a.admin != b.admin || a.admin_insecure != b.admin_insecure, "admin");
   check(a.admin_token_file != b.admin_token_file, "admin_token_file");
-  check(a.metrics_listen.str() != b.metrics_listen.str(), "metrics_listen");
+  check(a.metrics_listen != b.metrics_listen, "metrics_listen");
   check(a.threads != b.threads, "threads");
   check(a.max_connections != b.max_connections, "max_connections");
   check(a.max_message_size != b.max_message_size, "max_message_size");
-  check(a.client_tls.cert_file != b.client_tls.cert_file || a.client_tls.key_file != b.client_tls.key_file ||
-            a.client_tls.ca_file != b.client_tls.ca_file,
-        "client_tls");
+  check(a.max_buffered_bytes != b.max_buffered_bytes, "limits.max_buffered_bytes");
+  check(a.client_tls != b.client_tls, "client_tls");
   check(a.client_compressors != b.client_compressors || a.upstream_compressors != b.upstream_compressors, "compression");
-  check(a.timeouts.connect_ms != b.timeouts.connect_ms || a.timeouts.frame_read_ms != b.timeouts.frame_read_ms ||
-            a.timeouts.idle_ms != b.timeouts.idle_ms || a.timeouts.request_ms != b.timeouts.request_ms ||
-            a.timeouts.drain_ms != b.timeouts.drain_ms,
-        "timeouts");
+  check(a.timeouts != b.timeouts, "timeouts");
   check(a.discovery != b.discovery || a.discovery_interval_s != b.discovery_interval_s, "routing.discovery");
+  check(a.mongos_version != b.mongos_version, "routing.mongos_version");
   check(a.stats_enabled != b.stats_enabled || a.stats_record_values != b.stats_record_values ||
             a.stats_max_shapes_per_namespace != b.stats_max_shapes_per_namespace,
         "stats");
   check(a.evaluation_enabled != b.evaluation_enabled || a.evaluation_simulated_shards != b.evaluation_simulated_shards ||
-            a.evaluation_allow_values != b.evaluation_allow_values || a.evaluation_candidates != b.evaluation_candidates,
+            a.evaluation_allow_values != b.evaluation_allow_values || a.evaluation_candidates != b.evaluation_candidates ||
+            a.evaluation_max_memory_bytes != b.evaluation_max_memory_bytes ||
+            a.evaluation_max_namespace_bytes != b.evaluation_max_namespace_bytes,
         "evaluation");
-  check(a.mirror.upstream != b.mirror.upstream || a.mirror.mode != b.mirror.mode ||
-            a.mirror.sample_rate != b.mirror.sample_rate || a.mirror.namespaces != b.mirror.namespaces ||
-            a.mirror.routing_file != b.mirror.routing_file,
-        "mirror");
-  check(a.capture.file != b.capture.file || a.capture.mode != b.capture.mode, "capture");
-  check(a.cluster_auth.username != b.cluster_auth.username || a.cluster_auth.password != b.cluster_auth.password ||
-            a.cluster_auth.mechanism != b.cluster_auth.mechanism || a.cluster_auth.source != b.cluster_auth.source ||
-            a.cluster_auth.cert_file != b.cluster_auth.cert_file,
-        "cluster_auth");
-  check(a.upstream_pool.local_threshold_ms != b.upstream_pool.local_threshold_ms ||
-            a.upstream_pool.probe_interval_ms != b.upstream_pool.probe_interval_ms ||
-            a.upstream_pool.backoff_max_ms != b.upstream_pool.backoff_max_ms,
-        "upstream_pool");
+  check(a.evaluation_publish_interval_ms != b.evaluation_publish_interval_ms ||
+            a.evaluation_publish_uri != b.evaluation_publish_uri ||
+            a.evaluation_publish_collection != b.evaluation_publish_collection ||
+            a.evaluation_publish_id != b.evaluation_publish_id,
+        "evaluation.publish");
+  check(a.mirror != b.mirror, "mirror");
+  check(a.capture != b.capture, "capture");
+  check(a.cluster_auth != b.cluster_auth, "cluster_auth");
+  check(a.upstream_pool != b.upstream_pool, "upstream_pool");
+  check(a.upstream_dns != b.upstream_dns, "upstream_dns");
+  check(a.readiness != b.readiness, "readiness");
+  // A setting added later and not named above is still not silently ignored.
+  config::Config rest = b;
+  syncReloadable(rest, a);
+  if (keys.empty() && !(rest == a)) keys.emplace_back("other settings");
   return keys;
 }
 
@@ -122,10 +132,7 @@ bool Reloader::reload(std::string& error) {
   for (const auto& key : restart_required_)
     spdlog::warn("reload: '{}' changed but needs a restart; the running value stays", key);
   // Record the reloaded keys in the effective config.
-  ctx_.config.routing_file = next.routing_file;
-  ctx_.config.rewrite_rules = next.rewrite_rules;
-  ctx_.config.fault = next.fault;
-  ctx_.config.log_level = next.log_level;
+  syncReloadable(ctx_.config, next);
   last_error_.clear();
   ++reloads_;
   spdlog::info("config reloaded ({} rewrite rule(s), routing {}, fault injection {})", next.rewrite_rules.size(),

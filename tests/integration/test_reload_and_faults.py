@@ -70,6 +70,14 @@ def test_reload_applies_rules_and_refuses_bad_config_without_dropping_connection
     assert cfg["reload"]["restartRequired"] == ["threads"] and cfg["effective"]["threads"] == 1
     assert get(p, "/rewrite") == []  # the rule was removed by this reload
     assert get(p, "/stats")["process"]["connectionsClosed"] == 0 or client.admin.command("ping")["ok"] == 1
+
+    # Every setting a reload does not apply is named, not silently kept (before: byte budgets and
+    # most mirror and evaluation keys were neither applied nor reported).
+    config.write_text(f"routing:\n  file: {ROUTING}\nlimits:\n  max_buffered_bytes: 2000000000\n"
+                      "evaluation:\n  max_memory_bytes: 100000000\nreadiness:\n  upstream_grace_ms: 500\n")
+    status, body = post(p, "/config/reload")
+    assert status == 200
+    assert get(p, "/config")["reload"]["restartRequired"] == ["limits.max_buffered_bytes", "evaluation", "readiness"]
     client.close()
 
 
