@@ -10,6 +10,7 @@
 
 #include "evaluation/document_digest.h"
 #include "evaluation/namespace_state.h"
+#include "evaluation/value_codec.h"
 
 namespace shardscope::evaluation {
 namespace {
@@ -127,6 +128,35 @@ TEST(DocumentDigest, IsBoundedWhateverTheDocument) {
   EXPECT_LT(digester.digest(*many).size(), bound);
   EXPECT_LT(bound, size_t{1} << 20);
   bson_destroy(many);
+}
+
+}  // namespace
+}  // namespace shardscope::evaluation
+
+namespace shardscope::evaluation {
+namespace {
+
+uint64_t stringHash(const std::string& s) {
+  bson_value_t v{};
+  v.value_type = BSON_TYPE_UTF8;
+  v.value.v_utf8.str = const_cast<char*>(s.data());
+  v.value.v_utf8.len = static_cast<uint32_t>(s.size());
+  return valueHash(v);
+}
+
+TEST(DocumentDigest, LongValuesHashEveryByte) {
+  // Values from 64 KiB are hashed in four lanes (the digest hashes a 16 MB field on the session's
+  // thread): equal values still hash equally and a change anywhere changes the hash.
+  for (size_t size : {size_t{65536}, size_t{65536 + 31}, size_t{1} << 20}) {
+    const std::string base(size, 'q');
+    EXPECT_EQ(stringHash(base), stringHash(std::string(size, 'q')));
+    EXPECT_NE(stringHash(base), stringHash(base + "q"));
+    for (size_t at : {size_t{0}, size_t{8}, size_t{16}, size_t{24}, size / 2, size - 1}) {
+      std::string changed = base;
+      changed[at] = 'r';
+      EXPECT_NE(stringHash(changed), stringHash(base)) << size << " at " << at;
+    }
+  }
 }
 
 }  // namespace
