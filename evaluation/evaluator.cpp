@@ -4,6 +4,7 @@
 
 #include "evaluation/analysis.h"
 #include "evaluation/apply_queue.h"
+#include "evaluation/document_digest.h"
 #include "evaluation/event_batch.h"
 #include "evaluation/namespace_state.h"
 #include "common/command_fields.h"
@@ -107,6 +108,9 @@ void Evaluator::apply(const EventBatch& batch) {
     }
     if (e.insert && e.origin == DocOrigin::UpsertMatched) {
       ++slot->state->upserts_matched;
+    } else if (e.insert && e.digest) {
+      DigestView digest;
+      if (readDigest(batch.view(e.doc), digest)) slot->state->applyDigest(digest, e.time_us, e.origin);
     } else if (e.insert) {
       std::string_view bytes = batch.view(e.doc);
       bson_t doc;

@@ -1,5 +1,6 @@
 // What an Observer buffers between two hand-overs to the Evaluator: events whose bytes (inserted
-// documents, sampled filters, shape texts, field names) are copied into one flat arena. clear()
+// documents, or the digests of large ones, sampled filters, shape texts, field names) are copied
+// into one flat arena. clear()
 // keeps the memory, so a session that keeps sending the same kinds of requests buffers them
 // without allocating.
 #pragma once
@@ -23,7 +24,8 @@ struct BufferedEvent {
   bool insert = false;
   DocOrigin origin = DocOrigin::Insert;  // insert: how the document came into being
   int64_t time_us = 0;  // insert: when it was observed
-  ByteRange doc;        // insert: the document
+  ByteRange doc;        // insert: the document, or its digest (document_digest.h) when `digest`
+  bool digest = false;
   // Operations (see OpRecord).
   OpKind kind = OpKind::Find;
   bool multi = false;

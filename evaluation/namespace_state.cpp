@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstring>
 
+#include "evaluation/document_digest.h"
 #include "evaluation/projection.h"
 #include "evaluation/value_codec.h"
 #include "common/bson_order.h"
@@ -173,9 +174,8 @@ void decodeBounds(FieldState& f) {
 
 }  // namespace
 
-void NamespaceState::observeField(FieldState& f, const bson_value_t& v) {
+void NamespaceState::observeField(FieldState& f, const bson_value_t& v, uint64_t h, bool whole) {
   ++f.count;
-  uint64_t h = valueHash(v);
   f.hll.add(h);
   if (limits_.allow_values && !f.freq.contains(h)) {  // a label is kept only by a new counter
     std::string label = displayValue(v);
@@ -196,7 +196,9 @@ void NamespaceState::observeField(FieldState& f, const bson_value_t& v) {
   }
   // The ordered samples keep values bounded in bytes (encodeKeptValue): a long string as its
   // prefix, compared as its prefix; a large value of another type is left out of them.
-  int kept = -1;  // unknown yet: encoded only when needed
+  // A digest's cut value is kept as its whole would be: a string by its prefix (shorter than the
+  // cut), anything else of that size not at all.
+  int kept = whole || v.value_type == BSON_TYPE_UTF8 ? -1 : 0;  // -1: unknown yet, encoded only when needed
   bson_value_t kv;
   auto keep = [&]() {
     if (kept < 0) kept = encodeKeptValue(v, encoded_) && decodeValue(encoded_, kv) ? 1 : 0;
@@ -206,7 +208,7 @@ void NamespaceState::observeField(FieldState& f, const bson_value_t& v) {
 
   // Monotonicity: is this value a new maximum or minimum of everything seen before it? Compared
   // as it is kept (a small value as itself, without encoding it).
-  const bson_value_t* compared = keptWhole(v) ? &v : keep() ? &kv : nullptr;
+  const bson_value_t* compared = whole && keptWhole(v) ? &v : keep() ? &kv : nullptr;
   DecodedBounds& d = f.decoded;
   if (!d.valid) decodeBounds(f);
   if (!compared) {
@@ -254,7 +256,8 @@ void NamespaceState::observeField(FieldState& f, const bson_value_t& v) {
   }
 }
 
-void NamespaceState::observePath(std::string_view path, const bson_iter_t& it, size_t position) {
+void NamespaceState::observePath(std::string_view path, const bson_iter_t& it, size_t position, const uint64_t* hash,
+                                 bool whole) {
   FieldState* f = nullptr;
   if (size_t i = fieldIndex(path, position); i != kUntracked) {
     f = &fields[i];
@@ -268,65 +271,46 @@ void NamespaceState::observePath(std::string_view path, const bson_iter_t& it, s
     ++f->arrays;
     return;
   }
-  observeField(*f, *bson_iter_value(const_cast<bson_iter_t*>(&it)));
+  const bson_value_t& v = *bson_iter_value(const_cast<bson_iter_t*>(&it));
+  observeField(*f, v, hash ? *hash : valueHash(v), whole);
 }
 
-void NamespaceState::applyInsert(const bson_t& doc, int64_t time_us, DocOrigin origin) {
+void NamespaceState::countInsert(uint64_t bytes, DocOrigin origin) {
   if (origin == DocOrigin::Replaced) {
     ++replacements;
   } else {
     ++inserts;
-    insert_bytes += doc.len;
+    insert_bytes += bytes;
     if (origin == DocOrigin::Upserted) ++upserted;
   }
-  bson_iter_t it;
   seen_.assign(fields.size(), 0);
-  nested_.clear();
-  prefixes_.clear();
-  size_t position = 0;
-  if (bson_iter_init(&it, &doc)) {
-    for (; bson_iter_next(&it); ++position) {
-      std::string_view key(bson_iter_key(&it), bson_iter_key_len(&it));
-      observePath(key, it, position);
-      if (BSON_ITER_HOLDS_DOCUMENT(&it) && key.size() < kMaxFieldNameBytes) {
-        NestedDoc& n = nested_.emplace_back();
-        if (!bson_iter_recurse(&it, &n.it)) {
-          nested_.pop_back();
-          continue;
-        }
-        n.prefix_offset = static_cast<uint32_t>(prefixes_.size());
-        n.prefix_size = static_cast<uint32_t>(key.size());
-        n.depth = 1;
-        prefixes_.append(key);
-      }
+}
+
+void NamespaceState::applyInsert(const bson_t& doc, int64_t time_us, DocOrigin origin) {
+  countInsert(doc.len, origin);
+  // Top-level fields first, so that those are tracked first; then dotted paths (DocumentWalk).
+  walk_.run(doc, [&](std::string_view path, const bson_iter_t& it, size_t position) { observePath(path, it, position); });
+  finishInsert(time_us, &doc, {});
+}
+
+void NamespaceState::applyDigest(const DigestView& digest, int64_t time_us, DocOrigin origin) {
+  countInsert(digest.size, origin);
+  bson_iter_t it;
+  if (bson_iter_init(&it, &digest.fields)) {
+    for (uint32_t i = 0; i < digest.count && bson_iter_next(&it); ++i) {
+      const uint64_t hash = digest.hash(i);
+      observePath(std::string_view(bson_iter_key(&it), bson_iter_key_len(&it)), it, i, &hash, digest.whole(i));
     }
   }
-  // Dotted paths, after every top-level field so that those are tracked first.
-  uint32_t looked = 0;
-  for (size_t q = 0; q < nested_.size() && looked < kMaxNestedElements; ++q) {
-    NestedDoc n = nested_[q];
-    while (looked < kMaxNestedElements && bson_iter_next(&n.it)) {
-      ++looked;
-      path_.assign(prefixes_, n.prefix_offset, n.prefix_size);
-      path_.push_back('.');
-      path_.append(bson_iter_key(&n.it), bson_iter_key_len(&n.it));
-      if (path_.size() > kMaxFieldNameBytes) continue;
-      observePath(path_, n.it, position++);
-      if (BSON_ITER_HOLDS_DOCUMENT(&n.it) && n.depth < kMaxNestedDepth) {
-        NestedDoc child;
-        if (!bson_iter_recurse(&n.it, &child.it)) continue;
-        child.prefix_offset = static_cast<uint32_t>(prefixes_.size());
-        child.prefix_size = static_cast<uint32_t>(path_.size());
-        child.depth = n.depth + 1;
-        prefixes_.append(path_);
-        nested_.push_back(child);
-      }
-    }
-  }
+  finishInsert(time_us, nullptr, digest.projection);
+}
+
+// The fields the document did not have, and the reservoir: `doc` projected, or its `projection`.
+void NamespaceState::finishInsert(int64_t time_us, const bson_t* doc, std::string_view projection) {
   for (size_t i = 0; i < fields.size(); ++i) {
     if (i < seen_.size() && seen_[i]) continue;
     ++fields[i].missing;
-    observeField(fields[i], kNull);  // a missing shard-key field counts as null
+    observeField(fields[i], kNull, valueHash(kNull));  // a missing shard-key field counts as null
   }
 
   // Reservoir of projected documents, in arrival order (for compound keys and monotonicity).
@@ -339,7 +323,8 @@ void NamespaceState::applyInsert(const bson_t& doc, int64_t time_us, DocOrigin o
     slot = j < limits_.sample_size ? static_cast<int64_t>(j) : -1;
   }
   if (slot < 0) return;
-  projectSmallFields(doc, projected_);  // at most 2 KiB
+  if (doc) projectSmallFields(*doc, projected_);  // at most 2 KiB
+  else projected_.assign(projection);
   const bool append = slot == static_cast<int64_t>(reservoir.size());
   const size_t extra = append ? sizeof(SampleDoc) : 0;
   const size_t before = append ? 0 : heapBytes(reservoir[slot].doc);
@@ -407,7 +392,7 @@ size_t NamespaceState::memoryBytes() const {
   // figure is what the state really holds (tests compare it with the allocator's own count).
   constexpr size_t kNode = 16 + 16;  // a hash node's next pointer and cached hash, malloc's header
   size_t n = sizeof(*this) + heapBytes(ns_) + heapBytes(encoded_) + heapBytes(projected_) + vectorBytes(seen_) +
-             vectorBytes(split_order_) + vectorBytes(nested_) + heapBytes(prefixes_) + heapBytes(path_);
+             vectorBytes(split_order_) + walk_.heapBytes();
   n += field_index_.bucket_count() * sizeof(void*);
   for (const auto& [path, i] : field_index_) n += sizeof(std::pair<const std::string, size_t>) + kNode + heapBytes(path);
   n += vectorBytes(fields);

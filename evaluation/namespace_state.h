@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "evaluation/document_walk.h"
+#include "evaluation/field_limits.h"
 #include "evaluation/sketches.h"
 
 #include <algorithm>
@@ -75,12 +77,6 @@ class BudgetCharge {
   size_t charged_ = 0;
 };
 
-// Per-item bounds in bytes (issue 14): nothing a client sends is kept whole past these.
-inline constexpr size_t kMaxFieldNameBytes = 128;        // longer top-level names are not tracked
-inline constexpr size_t kMaxSampledFilterBytes = 16384;  // larger filters are counted, not sampled
-inline constexpr size_t kMaxShapeTextBytes = 1024;       // shape texts kept (the hash is of the whole)
-inline constexpr uint32_t kMaxNestedDepth = 3;           // a.b.c.d is the deepest path tracked
-inline constexpr uint32_t kMaxNestedElements = 64;       // nested elements looked at per document
 
 struct StateLimits {
   uint32_t simulated_shards = 4;
@@ -173,6 +169,8 @@ struct OpRecord {
   std::string_view sort;      // sort fields, likewise
 };
 
+struct DigestView;
+
 class NamespaceState {
  public:
   NamespaceState(std::string ns, const StateLimits& limits);
@@ -182,6 +180,8 @@ class NamespaceState {
   // A document that came into being (inserted, upserted or replacing one): its fields at every
   // path (a.b as well as a, up to kMaxNestedDepth levels) feed the sketches.
   void applyInsert(const bson_t& doc, int64_t time_us, DocOrigin origin = DocOrigin::Insert);
+  // The same from a large document's digest (document_digest.h), made where the document was seen.
+  void applyDigest(const DigestView& digest, int64_t time_us, DocOrigin origin = DocOrigin::Insert);
   void applyOp(const OpRecord& op);
 
   void toBson(bson_t* out) const;
@@ -216,8 +216,12 @@ class NamespaceState {
   static constexpr size_t kUntracked = SIZE_MAX;
   size_t fieldIndex(std::string_view path, size_t guess) const;
   FieldState* trackField(std::string_view path);  // null when the byte bound refuses a new field
-  void observeField(FieldState& f, const bson_value_t& v);
-  void observePath(std::string_view path, const bson_iter_t& it, size_t position);
+  // `hash` is the value's; `whole` false when `v` is a prefix of it (a digest's large value).
+  void observeField(FieldState& f, const bson_value_t& v, uint64_t hash, bool whole = true);
+  void observePath(std::string_view path, const bson_iter_t& it, size_t position, const uint64_t* hash = nullptr,
+                   bool whole = true);
+  void countInsert(uint64_t bytes, DocOrigin origin);
+  void finishInsert(int64_t time_us, const bson_t* doc, std::string_view projection);
   uint64_t nextRandom() { return mix64(rng_++); }
 
   struct PathHash {
@@ -234,12 +238,7 @@ class NamespaceState {
   std::string encoded_;        // the current value, encoded
   DecodedValues split_order_;  // computeSplits
   std::string projected_;      // the current insert, projected for the reservoir
-  struct NestedDoc {
-    bson_iter_t it;  // recursed into the sub-document
-    uint32_t prefix_offset = 0, prefix_size = 0, depth = 0;
-  };
-  std::vector<NestedDoc> nested_;  // sub-documents of the current insert, walked after its top level
-  std::string prefixes_, path_;
+  DocumentWalk walk_;          // the current insert's fields
   BudgetCharge charge_;
 };
 

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "evaluation/document_digest.h"
 #include "evaluation/evaluator.h"
 #include "evaluation/event_batch.h"
 #include "evaluation/upsert_document.h"
@@ -205,14 +206,23 @@ struct Observer::Impl {
   void commitReplaced(const PendingWrite& p, const PendingDoc& d, int64_t now) {
     if (documentOf(p, d)) commit(p.ns, built, DocOrigin::Replaced, now);
   }
+  // A document that came into being: copied when small, else its digest (never a copy of a large
+  // document: what the evaluation reads of it is bounded, whatever its size).
   void commit(std::string_view ns, std::string_view doc, DocOrigin origin, int64_t now) {
     ByteRange ns_copy = batch->copyNamespace(ns);
     BufferedEvent& e = batch->events.emplace_back();
     e.ns = ns_copy;
     e.insert = true;
     e.origin = origin;
-    if (!doc.empty()) e.doc = batch->copy(doc);
     e.time_us = now;
+    bson_t b;
+    if (doc.size() > kDigestFromBytes && bson_init_static(&b, reinterpret_cast<const uint8_t*>(doc.data()), doc.size())) {
+      thread_local DocumentDigester digester;  // one per event-loop thread, not per connection
+      e.doc = batch->copy(digester.digest(b));
+      e.digest = true;
+    } else if (!doc.empty()) {
+      e.doc = batch->copy(doc);
+    }
   }
   // An upserted document gets the `_id` the reply names when the update did not set one.
   void commitUpserted(const PendingWrite& p, const PendingDoc& d, const bson_iter_t* id, int64_t now) {
@@ -282,12 +292,7 @@ struct Observer::Impl {
 void Observer::Impl::observeInsert(const protocol::CommandView& view, std::string_view ns, int64_t now) {
   common::forEachStatement(view, "documents", [&](const bson_t& doc) {
     if (!admitStatement(now)) return false;
-    ByteRange ns_copy = batch->copyNamespace(ns);
-    BufferedEvent& e = batch->events.emplace_back();
-    e.ns = ns_copy;
-    e.insert = true;
-    e.doc = batch->copy(bytesOf(doc));
-    e.time_us = now;
+    commit(ns, bytesOf(doc), DocOrigin::Insert, now);
     return true;
   });
 }

@@ -13,44 +13,61 @@ namespace {
 constexpr size_t kFlagsOffset = kHeaderSize;
 constexpr uint32_t kAllowedFlags = kRequiredFlagBits | kExhaustAllowed;
 
-// libbson 1.23's bson_validate accepts an embedded document or array whose last byte is not 0, which
-// bson_init_static then refuses: code that builds a bson_t over such a sub-document would read an
-// uninitialised one (found by fuzz_lookup_rewrite). Checked first, with MongoDB's own nesting
-// limit, so bson_validate's recursion never sees a deeper document either.
+// A structural check of one document, written out rather than bson_validate: libbson 1.23's
+// bson_validate also decodes every string value as UTF-8 (byte by byte: 60 % of the proxy's CPU for
+// a 16 MB insert) and then ignores the result, stopping at the first invalid string without looking
+// at the elements after it. What it does enforce is enforced here, on every element: framing
+// (bson_iter_next), keys that are UTF-8, booleans 0 or 1, every embedded document and array (and
+// code-with-scope's scope) terminated and at most 200 levels deep (what MongoDB accepts), and a
+// document that ends exactly at its terminator. String values are not decoded: no reader of client
+// documents in the proxy needs them to be UTF-8 (libbson's JSON writers answer NULL for invalid
+// ones, and callers check). Work is linear in the document's bytes and independent of its strings.
 constexpr int kMaxBsonDepth = 200;
 
-bool embeddedDocumentsTerminated(const bson_t* doc, int depth) {
+bool wellFormed(const uint8_t* data, size_t size, int depth);
+
+bool wellFormedChild(const uint8_t* data, uint32_t len, int depth) {
+  return data && wellFormed(data, len, depth + 1);
+}
+
+bool wellFormed(const uint8_t* data, size_t size, int depth) {
   if (depth > kMaxBsonDepth) return false;
+  bson_t doc;
   bson_iter_t it;
-  if (!bson_iter_init(&it, doc)) return false;
+  if (!bson_init_static(&doc, data, size) || !bson_iter_init(&it, &doc)) return false;
+  uint32_t end = 4;  // where the next element starts: the terminator once all were read
   while (bson_iter_next(&it)) {
+    end = it.next_off;
+    if (!bson_utf8_validate(bson_iter_key(&it), bson_iter_key_len(&it), false)) return false;
     uint32_t len = 0;
-    const uint8_t* data = nullptr;
-    if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
-      bson_iter_document(&it, &len, &data);
-    } else if (BSON_ITER_HOLDS_ARRAY(&it)) {
-      bson_iter_array(&it, &len, &data);
-    } else if (BSON_ITER_HOLDS_CODEWSCOPE(&it)) {
-      uint32_t codeLen;
-      bson_iter_codewscope(&it, &codeLen, &len, &data);
-    } else {
-      continue;
+    const uint8_t* child = nullptr;
+    switch (bson_iter_type(&it)) {
+      case BSON_TYPE_DOCUMENT:
+        bson_iter_document(&it, &len, &child);
+        if (!wellFormedChild(child, len, depth)) return false;
+        break;
+      case BSON_TYPE_ARRAY:
+        bson_iter_array(&it, &len, &child);
+        if (!wellFormedChild(child, len, depth)) return false;
+        break;
+      case BSON_TYPE_CODEWSCOPE: {
+        uint32_t code_len = 0;
+        bson_iter_codewscope(&it, &code_len, &len, &child);
+        if (!wellFormedChild(child, len, depth)) return false;
+        break;
+      }
+      case BSON_TYPE_BOOL:
+        if (it.raw[it.d1] > 1) return false;
+        break;
+      default: break;
     }
-    bson_t child;
-    if (!data || !bson_init_static(&child, data, len) || !embeddedDocumentsTerminated(&child, depth + 1)) return false;
   }
-  return true;
+  return end == size - 1;
 }
 
 }  // namespace
 
-bool isValidBson(std::span<const uint8_t> doc) {
-  bson_t b;
-  if (!bson_init_static(&b, doc.data(), doc.size())) return false;
-  if (!embeddedDocumentsTerminated(&b, 0)) return false;
-  size_t offset = 0;
-  return bson_validate(&b, BSON_VALIDATE_NONE, &offset);
-}
+bool isValidBson(std::span<const uint8_t> doc) { return wellFormed(doc.data(), doc.size(), 0); }
 
 namespace {
 

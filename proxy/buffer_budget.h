@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 namespace shardscope::proxy {
 
@@ -21,13 +22,23 @@ class BufferBudget {
   explicit BufferBudget(uint64_t limit = uint64_t{1} << 30) : limit_(limit) {}
   void setLimit(uint64_t limit) { limit_ = limit; }  // at start-up, before any connection
 
+  // Memory kept but not needed (warm buffers) is given back by `reclaim` before a message is refused.
+  void setReclaim(std::function<void()> reclaim) { reclaim_ = std::move(reclaim); }  // at start-up
+
   bool tryAcquire(size_t n) {
+    if (tryReserve(n)) return true;
+    if (reclaim_) {
+      reclaim_();
+      if (tryReserve(n)) return true;
+    }
+    refused_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  // tryAcquire for memory the proxy may do without (kept warm buffers): a "no" is not a refusal.
+  bool tryReserve(size_t n) {
     size_t used = used_.load(std::memory_order_relaxed);
     do {
-      if (used + n > limit_) {
-        refused_.fetch_add(1, std::memory_order_relaxed);
-        return false;
-      }
+      if (used + n > limit_) return false;
     } while (!used_.compare_exchange_weak(used, used + n, std::memory_order_relaxed));
     return true;
   }
@@ -41,6 +52,7 @@ class BufferBudget {
   std::atomic<size_t> used_{0};
   std::atomic<uint64_t> refused_{0};
   uint64_t limit_;
+  std::function<void()> reclaim_;
 };
 
 // One connection's share of the budget: the bytes its large buffers hold, plus the grants of the

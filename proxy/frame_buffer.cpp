@@ -9,8 +9,7 @@ namespace shardscope::proxy {
 
 namespace {
 
-// A large frame's memory comes fresh from mmap for every message (buffers go back to the system
-// once the message is gone): in 2 MiB pages, the kernel takes 512 times fewer page faults to fill
+// A large frame's memory comes fresh from mmap when no warm buffer fits (warm_buffers.h): in 2 MiB pages, the kernel takes 512 times fewer page faults to fill
 // it (transparent huge pages in "madvise" mode, the usual default). Only whole aligned 2 MiB spans.
 void adviseHugePages(uint8_t* data, size_t size) {
   constexpr uintptr_t kHuge = uintptr_t{2} << 20;
@@ -22,8 +21,8 @@ void adviseHugePages(uint8_t* data, size_t size) {
 
 }  // namespace
 
-FrameBuffer::FrameBuffer(uint32_t maxMessageSize, size_t initialCapacity)
-    : reader_(maxMessageSize), initial_capacity_(initialCapacity) {}
+FrameBuffer::FrameBuffer(uint32_t maxMessageSize, size_t initialCapacity, WarmBuffers* warm)
+    : reader_(maxMessageSize), initial_capacity_(initialCapacity), warm_(warm) {}
 
 void FrameBuffer::consume(size_t n) {
   start_ += n;
@@ -42,10 +41,20 @@ std::span<uint8_t> FrameBuffer::writable(size_t needed) {
     start_ = 0;
     end_ = have;
     if (data_.size() < required) {
-      // Exactly the frame's size: vector growth would double (2x a message just over a power of two).
-      data_.reserve(required);
-      adviseHugePages(data_.data(), required);
-      data_.resize(required);
+      protocol::MessageBuffer warm;
+      if (warm_ && required >= kLargeMessageBytes) warm = warm_->take(required);
+      if (warm.capacity() >= required) {  // its pages are already in memory: no fault, no zeroing
+        warm.resize(required);
+        std::memcpy(warm.data(), data_.data(), have);
+        data_.swap(warm);
+      } else {
+        // The frame's size (vector growth would double: 2x a message just over a power of two), and
+        // when the buffer may be kept warm 1/16 more, so that it fits a next message a little larger.
+        const size_t capacity = warm_ && required >= kLargeMessageBytes ? required + required / 16 : required;
+        data_.reserve(capacity);
+        adviseHugePages(data_.data(), required);  // the headroom is touched only by a larger message
+        data_.resize(required);
+      }
     }
   }
   return {data_.data() + end_, data_.size() - end_};
@@ -55,12 +64,14 @@ void FrameBuffer::shrinkIfIdle() {
   if (data_.size() <= 4 * initial_capacity_) return;
   const size_t have = end_ - start_;
   if (have == 0) {
+    if (warm_) warm_->give(data_);
     protocol::MessageBuffer().swap(data_);
     start_ = end_ = 0;
   } else if (have <= initial_capacity_) {
     protocol::MessageBuffer small(initial_capacity_);
     std::memcpy(small.data(), data_.data() + start_, have);
     data_.swap(small);
+    if (warm_) warm_->give(small);
     start_ = 0;
     end_ = have;
   }

@@ -7,6 +7,7 @@
 
 #include "protocol/compression.h"
 #include "protocol/frame_reader.h"
+#include "proxy/warm_buffers.h"
 
 namespace shardscope::proxy {
 
@@ -14,7 +15,8 @@ class FrameBuffer {
  public:
   // 4 KiB holds typical commands and replies; idle connections stay small (issue 8: RSS per
   // idle connection), larger messages grow the buffer and it shrinks back once they are gone.
-  explicit FrameBuffer(uint32_t maxMessageSize, size_t initialCapacity = 4 * 1024);
+  // With `warm`, a large frame's memory is taken from and given back to kept buffers (warm_buffers.h).
+  explicit FrameBuffer(uint32_t maxMessageSize, size_t initialCapacity = 4 * 1024, WarmBuffers* warm = nullptr);
 
   // The next complete frame if one is buffered (status Ok), else NeedMore / TooLarge / Malformed.
   protocol::FrameResult peek() const { return reader_.next(buffered()); }
@@ -40,6 +42,7 @@ class FrameBuffer {
   size_t start_ = 0;
   size_t end_ = 0;
   size_t initial_capacity_;
+  WarmBuffers* warm_;
 };
 
 }  // namespace shardscope::proxy

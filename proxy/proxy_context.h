@@ -12,6 +12,7 @@
 #include "protocol/compression.h"
 #include "proxy/asio.h"
 #include "proxy/buffer_budget.h"
+#include "proxy/warm_buffers.h"
 #include "proxy/capture.h"
 #include "proxy/discovery_status.h"
 #include "proxy/fault_injector.h"
@@ -50,6 +51,7 @@ struct ProxyContext {
   std::atomic<uint64_t> next_connection_id{1};
   std::atomic<uint64_t> open_connections{0};
   BufferBudget buffer_budget;                   // limits.max_buffered_bytes, shared by all sessions
+  WarmBuffers warm_buffers{&buffer_budget};     // large read buffers kept between large messages
   std::atomic<bool> upstream_reachable{false};  // some mongos of the pool is up (/readyz)
   std::function<void(std::string_view ns)> on_stale_config;  // asks discovery to refresh ns ("" = all); may be empty
   DiscoveryStatus discovery_status;             // routing discovery's last outcome (/stats, /metrics, /readyz)

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "proxy/session.h"
@@ -30,6 +31,19 @@ void Server::start() {
                  ctx_.config.max_connections, max_connections_, budget.limit, kReservedDescriptors);
   spdlog::info("accepting up to {} client connections (open-file limit {})", max_connections_, budget.limit);
   asio::co_spawn(io_, acceptLoop(), asio::detached);
+  ctx_.warm_buffers.setSlots(std::max<uint32_t>(1, ctx_.config.threads));
+  asio::co_spawn(io_, releaseIdleWarmBuffers(), asio::detached);
+}
+
+// Kept large buffers go back to the system once unused for a second; the loop ends with the listener.
+awaitable<void> Server::releaseIdleWarmBuffers() {
+  asio::steady_timer t(io_);
+  while (acceptor_.is_open()) {
+    t.expires_after(WarmBuffers::kIdle / 2);
+    co_await t.async_wait(asio::as_tuple(use_awaitable));
+    ctx_.warm_buffers.releaseIdle();
+  }
+  ctx_.warm_buffers.releaseIdle(std::chrono::seconds(0));
 }
 
 void Server::refused(const char* why, bool counted) {

@@ -32,6 +32,7 @@ class Server {
   // Counts a refused client (when `counted`) and logs `why` at most once a second.
   void refused(const char* why, bool counted = true);
   awaitable<void> drainLoop(std::function<void()> done);
+  awaitable<void> releaseIdleWarmBuffers();
   void forEachSession(const std::function<void(const std::shared_ptr<Session>&)>& f);
 
   asio::io_context& io_;

@@ -264,3 +264,46 @@ TEST(EvaluationAllocations, HashingALargeValueCopiesNothing) {
 
 }  // namespace
 }  // namespace shardscope::evaluation
+
+namespace shardscope::evaluation {
+namespace {
+
+// An insert of one document: {_id, key, payload: a string of `payload_bytes`}, in a kind-1 section.
+std::unique_ptr<Request> largeInsert(size_t payload_bytes, int id) {
+  auto r = std::make_unique<Request>();
+  bson_t body = BSON_INITIALIZER, doc = BSON_INITIALIZER;
+  BSON_APPEND_UTF8(&body, "insert", "orders");
+  BSON_APPEND_UTF8(&body, "$db", "shop");
+  BSON_APPEND_INT32(&doc, "_id", id);
+  BSON_APPEND_INT32(&doc, "customerId", id % 7);
+  std::string payload(payload_bytes, 'x');
+  BSON_APPEND_UTF8(&doc, "payload", payload.c_str());
+  protocol::DocumentSequence seq{"documents", {bson_get_data(&doc), doc.len}};
+  protocol::encodeOpMsg({0, 1, 0, 0}, 0, {bson_get_data(&body), body.len}, {&seq, 1}, r->bytes);
+  bson_destroy(&doc);
+  bson_destroy(&body);
+  EXPECT_TRUE(protocol::decodeOpMsg(r->bytes, r->msg).ok());
+  EXPECT_TRUE(protocol::buildCommandView(r->msg, r->view).ok());
+  return r;
+}
+
+TEST(EvaluationAllocations, ALargeInsertIsObservedWithoutACopyOfIt) {
+  // Issue 19: a 16 MB insert was copied whole into the event batch (2x its size in flight with
+  // evaluation on). Observing it now takes its digest: no allocation on the session's thread comes
+  // near the document's size (the largest is the batch's arena, well under 1 MB).
+  Evaluator evaluator(EvaluationOptions{});
+  Observer observer(evaluator, kFlushEveryOps, /*flush_every_ms=*/3'600'000);
+  auto small = largeInsert(100, 1), large = largeInsert(16'000'000, 2);
+  observer.observe(small->view, kNs);  // the batch's first allocations
+  {
+    AllocationWindow window;
+    observer.observe(large->view, kNs);
+    EXPECT_LT(window.largest(), size_t{1} << 20);
+  }
+  observer.flush();
+  Counts c = reported(evaluator);
+  EXPECT_EQ(c.inserts, 2);
+}
+
+}  // namespace
+}  // namespace shardscope::evaluation

@@ -14,21 +14,30 @@
 
 namespace {
 thread_local uint64_t g_allocations = 0;
+thread_local uint64_t g_largest = 0;  // bytes of the largest single allocation since the last reset
+
+void noteSize(size_t n) {
+  if (n > g_largest) g_largest = n;
+}
 
 void* countedMalloc(size_t n) {
   ++g_allocations;
+  noteSize(n);
   return std::malloc(n);
 }
 void* countedCalloc(size_t n, size_t size) {
   ++g_allocations;
+  noteSize(n * size);
   return std::calloc(n, size);
 }
 void* countedRealloc(void* p, size_t n) {
   ++g_allocations;
+  noteSize(n);
   return std::realloc(p, n);
 }
 void* countedAlignedAlloc(size_t align, size_t n) {
   ++g_allocations;
+  noteSize(n);
   return std::aligned_alloc(align, (n + align - 1) / align * align);
 }
 
@@ -42,11 +51,13 @@ struct InstallBsonVtable {
 
 void* allocate(size_t n) {
   ++g_allocations;
+  noteSize(n);
   if (void* p = std::malloc(n ? n : 1)) return p;
   throw std::bad_alloc();
 }
 void* allocateAligned(size_t n, std::align_val_t align) {
   ++g_allocations;
+  noteSize(n);
   const size_t a = static_cast<size_t>(align);
   if (void* p = std::aligned_alloc(a, (n + a - 1) / a * a)) return p;
   throw std::bad_alloc();
@@ -55,6 +66,8 @@ void* allocateAligned(size_t n, std::align_val_t align) {
 
 namespace shardscope::testing {
 uint64_t allocationsOnThisThread() { return g_allocations; }
+uint64_t largestAllocationOnThisThread() { return g_largest; }
+void resetLargestAllocationOnThisThread() { g_largest = 0; }
 }  // namespace shardscope::testing
 
 void* operator new(size_t n) { return allocate(n); }

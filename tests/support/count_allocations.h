@@ -8,12 +8,16 @@ namespace shardscope::testing {
 
 // Allocations (operator new and malloc-family calls made through it) by the calling thread so far.
 uint64_t allocationsOnThisThread();
+// Bytes of the largest single allocation by the calling thread since the last reset.
+uint64_t largestAllocationOnThisThread();
+void resetLargestAllocationOnThisThread();
 
 // Usage: AllocationWindow w; ...hot path...; EXPECT_EQ(w.count(), 0u);
 class AllocationWindow {
  public:
-  AllocationWindow() : start_(allocationsOnThisThread()) {}
+  AllocationWindow() : start_(allocationsOnThisThread()) { resetLargestAllocationOnThisThread(); }
   uint64_t count() const { return allocationsOnThisThread() - start_; }
+  uint64_t largest() const { return largestAllocationOnThisThread(); }
 
  private:
   uint64_t start_;
