@@ -36,6 +36,10 @@ std::string text(std::mt19937& rng, size_t bytes, bool multibyte) {
   return s;
 }
 
+void appendText(bson_t* d, const char* key, const std::string& value) {
+  bson_append_utf8(d, key, -1, value.data(), static_cast<int>(value.size()));
+}
+
 // Documents with every kind of value the digest cuts or keeps: large and small strings (sharing
 // long prefixes, so ordering by prefix matters), binaries, code, arrays, nested documents (paths
 // a.b.c), a name longer than any tracked one, and some documents with more top-level fields than
@@ -46,19 +50,21 @@ bson_t* document(std::mt19937& rng, int i, bool large_subdocuments) {
   BSON_APPEND_INT32(d, "_id", i);
   BSON_APPEND_INT32(d, "customerId", static_cast<int32_t>(rng() % 50));
   const std::string shared(200, 'p');  // cut strings differ only after it
-  BSON_APPEND_UTF8(d, "name", (shared + text(rng, rng() % 2 ? 30 : 5000, true)).c_str());
-  BSON_APPEND_UTF8(d, "note", text(rng, rng() % 3 == 0 ? 40000 : 100, true).c_str());
+  // Each value is made once before appending: BSON_APPEND_UTF8 evaluates its argument twice.
+  appendText(d, "name", shared + text(rng, rng() % 2 ? 30 : 5000, true));
+  appendText(d, "note", text(rng, rng() % 3 == 0 ? 40000 : 100, true));
   std::string blob = text(rng, rng() % 2 ? 20 : 3000, false);
   BSON_APPEND_BINARY(d, "blob", BSON_SUBTYPE_BINARY, reinterpret_cast<const uint8_t*>(blob.data()),
                      static_cast<uint32_t>(blob.size()));
-  BSON_APPEND_CODE(d, "code", text(rng, rng() % 2 ? 10 : 600, false).c_str());
+  const std::string code = text(rng, rng() % 2 ? 10 : 600, false);
+  BSON_APPEND_CODE(d, "code", code.c_str());
   bson_t arr, sub, geo;
   BSON_APPEND_ARRAY_BEGIN(d, "tags", &arr);
   for (int t = 0, n = static_cast<int>(rng() % 2 ? 2 : 200); t < n; ++t) BSON_APPEND_UTF8(&arr, "0", "tag");
   bson_append_array_end(d, &arr);
   BSON_APPEND_DOCUMENT_BEGIN(d, "address", &sub);
-  BSON_APPEND_UTF8(&sub, "city", rng() % 2 ? "Paris" : "Lyon");
-  BSON_APPEND_UTF8(&sub, "street", text(rng, rng() % 2 ? 12 : 100, true).c_str());
+  appendText(&sub, "city", rng() % 2 ? "Paris" : "Lyon");
+  appendText(&sub, "street", text(rng, rng() % 2 ? 12 : 100, true));
   BSON_APPEND_DOCUMENT_BEGIN(&sub, "geo", &geo);
   BSON_APPEND_DOUBLE(&geo, "lat", (rng() % 1000) / 10.0);
   BSON_APPEND_DOUBLE(&geo, "lng", (rng() % 1000) / 10.0);
@@ -67,7 +73,7 @@ bson_t* document(std::mt19937& rng, int i, bool large_subdocuments) {
   if (large_subdocuments) {
     BSON_APPEND_DOCUMENT_BEGIN(d, "meta", &sub);  // always large here: never kept, never a split
     BSON_APPEND_INT32(&sub, "v", static_cast<int32_t>(rng() % 5));
-    BSON_APPEND_UTF8(&sub, "history", text(rng, 2000, false).c_str());
+    appendText(&sub, "history", text(rng, 2000, false));
     bson_append_document_end(d, &sub);
   }
   BSON_APPEND_INT32(d, std::string(200, 'k').c_str(), 1);  // too long a name to be tracked
