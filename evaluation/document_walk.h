@@ -1,5 +1,5 @@
 // The fields of a document that evaluation observes, in the order it observes them: the top-level
-// fields first (at most kMaxObservedTopLevelFields), then the fields of sub-documents breadth first
+// fields first (at most max_top_level), then the fields of sub-documents breadth first
 // as dotted paths (kMaxNestedElements in all, kMaxNestedDepth levels, paths of at most
 // kMaxFieldNameBytes). One definition shared by the evaluation worker (NamespaceState::applyInsert)
 // and the observer's digest of a large document (document_digest.h), so both see the same fields.
@@ -15,21 +15,24 @@
 
 namespace shardscope::evaluation {
 
-// A document's top-level fields past this many are not observed (they are forwarded as they are).
+// A digested (large) document's top-level fields past this many are not observed, so that its digest
+// stays small whatever the document; a document evaluated whole has every top-level field observed
+// (work linear in its size), so a key field placed after many others is still seen.
 inline constexpr size_t kMaxObservedTopLevelFields = 1000;
+inline constexpr size_t kEveryTopLevelField = SIZE_MAX;
 
 class DocumentWalk {
  public:
   // visit(path, iterator at the field, position): position counts the visits, a hint for lookups.
   // A top-level name longer than kMaxFieldNameBytes is visited too (it is never tracked).
   template <typename Visit>
-  void run(const bson_t& doc, Visit&& visit) {
+  void run(const bson_t& doc, size_t max_top_level, Visit&& visit) {
     nested_.clear();
     prefixes_.clear();
     size_t position = 0;
     bson_iter_t it;
     if (bson_iter_init(&it, &doc)) {
-      for (; position < kMaxObservedTopLevelFields && bson_iter_next(&it); ++position) {
+      for (; position < max_top_level && bson_iter_next(&it); ++position) {
         std::string_view key(bson_iter_key(&it), bson_iter_key_len(&it));
         visit(key, it, position);
         if (BSON_ITER_HOLDS_DOCUMENT(&it) && key.size() < kMaxFieldNameBytes) {

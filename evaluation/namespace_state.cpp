@@ -289,7 +289,7 @@ void NamespaceState::countInsert(uint64_t bytes, DocOrigin origin) {
 void NamespaceState::applyInsert(const bson_t& doc, int64_t time_us, DocOrigin origin) {
   countInsert(doc.len, origin);
   // Top-level fields first, so that those are tracked first; then dotted paths (DocumentWalk).
-  walk_.run(doc, [&](std::string_view path, const bson_iter_t& it, size_t position) { observePath(path, it, position); });
+  walk_.run(doc, kEveryTopLevelField, [&](std::string_view path, const bson_iter_t& it, size_t position) { observePath(path, it, position); });
   finishInsert(time_us, &doc, {});
 }
 

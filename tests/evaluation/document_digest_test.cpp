@@ -77,10 +77,12 @@ bson_t* document(std::mt19937& rng, int i, bool large_subdocuments) {
     bson_append_document_end(d, &sub);
   }
   BSON_APPEND_INT32(d, std::string(200, 'k').c_str(), 1);  // too long a name to be tracked
+  BSON_APPEND_DATE_TIME(d, "createdAt", 1700000000000 + i);
+  // A digest observes the first kMaxObservedTopLevelFields top-level fields (its bound); a document
+  // evaluated whole observes all of them: equal here, where the fields past the cut are never tracked.
   if (i % 50 == 0) {
     for (int f = 0; f < 1200; ++f) BSON_APPEND_INT32(d, ("extra" + std::to_string(f)).c_str(), f);
   }
-  BSON_APPEND_DATE_TIME(d, "createdAt", 1700000000000 + i);
   return d;
 }
 
@@ -165,5 +167,30 @@ TEST(DocumentDigest, LongValuesHashEveryByte) {
   }
 }
 
+// A document evaluated whole has every top-level field observed: a tracked key field that later
+// documents carry after 1,200 others is still counted, not taken as missing (it was, while the
+// digest's cut applied to every document).
+TEST(DocumentWalk, AWholeDocumentHasEveryTopLevelFieldObserved) {
+  StateLimits limits;
+  NamespaceState state("shop.orders", limits);
+  bson_t* narrow = BCON_NEW("customerId", BCON_INT32(0));
+  state.applyInsert(*narrow, 1);
+  bson_destroy(narrow);
+  for (int i = 1; i <= 10; ++i) {
+    bson_t* wide = bson_new();
+    for (int f = 0; f < 1200; ++f) BSON_APPEND_INT32(wide, ("extra" + std::to_string(f)).c_str(), f);
+    BSON_APPEND_INT32(wide, "customerId", i);
+    state.applyInsert(*wide, 1 + i);
+    bson_destroy(wide);
+  }
+  const FieldState* customer = nullptr;
+  for (const auto& f : state.fields)
+    if (f.path == "customerId") customer = &f;
+  ASSERT_NE(customer, nullptr);
+  EXPECT_EQ(customer->missing, 0u);
+  EXPECT_EQ(customer->count, 11u);
+}
+
 }  // namespace
 }  // namespace shardscope::evaluation
+
