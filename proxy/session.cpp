@@ -201,6 +201,7 @@ size_t Session::largeBufferBytes() const {
 awaitable<void> Session::clientToUpstream() {
   for (;;) {
     size_t size, need = 0;
+    int reads = 0;
     while ((size = completeFrame(client_in_, true, need)) == 0) {
       if (need >= kLargeMessageBytes && !budget_share_.granted(BudgetShare::FromClient))
         admitLarge(BudgetShare::FromClient, need);
@@ -210,6 +211,10 @@ awaitable<void> Session::clientToUpstream() {
         n = co_await client_.readSome(asio::buffer(space.data(), space.size()));
         client_.noteRead(n, space.size());
         client_burst_ = 0;
+        reads = 0;
+      } else if (++reads == kMaxReadsWithoutYield) {
+        reads = 0;
+        co_await asio::post(executor_, use_awaitable);
       }
       client_in_.commit(n);
       last_activity_ = Clock::now();
@@ -237,6 +242,7 @@ awaitable<void> Session::clientToUpstream() {
 awaitable<void> Session::upstreamToClient() {
   for (;;) {
     size_t size, need = 0;
+    int reads = 0;
     while ((size = completeFrame(upstream_in_, false, need)) == 0) {
       if (need >= kLargeMessageBytes && !budget_share_.granted(BudgetShare::FromUpstream))
         admitLarge(BudgetShare::FromUpstream, need);
@@ -246,6 +252,10 @@ awaitable<void> Session::upstreamToClient() {
         n = co_await upstream_->readSome(asio::buffer(space.data(), space.size()));
         upstream_->noteRead(n, space.size());
         upstream_burst_ = 0;
+        reads = 0;
+      } else if (++reads == kMaxReadsWithoutYield) {
+        reads = 0;
+        co_await asio::post(executor_, use_awaitable);
       }
       upstream_in_.commit(n);
       last_activity_ = Clock::now();

@@ -126,6 +126,9 @@ class Session : public std::enable_shared_from_this<Session> {
   bool rearmed_ = false;  // the watchdog's wait was cancelled to move its deadline, not to stop
   int loops_running_ = 0;
   static constexpr int kMaxBurst = 16;  // messages a loop handles before yielding to other connections
+  // Reads of one message that completed at once before yielding: a TLS read takes one record, and a
+  // peer can cut a message into millions of one-byte records faster than they are decrypted.
+  static constexpr int kMaxReadsWithoutYield = 64;
   int client_burst_ = 0, upstream_burst_ = 0;
   asio::steady_timer loops_done_;  // cancelled when the last loop ends
 };
