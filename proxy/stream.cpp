@@ -27,7 +27,7 @@ awaitable<size_t> Stream::readSomeTls(asio::mutable_buffer buffer) {
   std::span<uint8_t> out(static_cast<uint8_t*>(buffer.data()), buffer.size());
   for (;;) {
     auto want = TlsChannel::Want::Readable;
-    if (size_t n = tls_->mayHaveData() ? tls_->read(out, want) : 0) co_return n;
+    if (size_t n = tls_->read(out, want)) co_return n;
     if (want == TlsChannel::Want::Writable) co_await socket_.async_wait(tcp::socket::wait_write, use_awaitable);
     // Ciphertext, not a readiness wait (see readNow): OpenSSL takes it before reading the socket again.
     else tls_->received(co_await socket_.async_read_some(tls_->readSpace(), use_awaitable));
@@ -60,7 +60,7 @@ std::string Stream::describeTlsFailure(const boost::system::error_code& ec) {
 size_t Stream::readNow(std::span<uint8_t> buffer) {
   if (tls_) {
     auto ignored = TlsChannel::Want::Readable;  // readSome finds out again what to wait for
-    return tls_->mayHaveData() ? tls_->read(buffer, ignored) : 0;
+    return tls_->read(buffer, ignored);
   }
   if (!maybe_readable_) return 0;
   boost::system::error_code ec;

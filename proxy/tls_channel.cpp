@@ -62,6 +62,10 @@ TlsChannel::Want TlsChannel::handshake(boost::system::error_code& error) {
 }
 
 size_t TlsChannel::read(std::span<uint8_t> out, Want& want) {
+  if (drained_ && pending_.empty() && !SSL_has_pending(ssl_)) {  // nothing decrypted, buffered or arrived
+    want = Want::Readable;
+    return 0;
+  }
   size_t n = 0;
   if (SSL_read_ex(ssl_, out.data(), out.size(), &n) == 1) return n;
   want = failed(0, "TLS read", nullptr);

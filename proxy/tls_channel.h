@@ -31,7 +31,8 @@ class TlsChannel {
   // One step of the handshake: Want::Nothing once it is complete; sets `error` when it failed.
   Want handshake(boost::system::error_code& error);
   // Decrypted bytes copied into `out` (> 0), or 0 when the socket has nothing more for now (`want`
-  // says what to wait for). Throws boost::system::system_error on EOF, a TLS alert or a socket error.
+  // says what to wait for; not even attempted when nothing is buffered and the socket is drained).
+  // Throws boost::system::system_error on EOF, a TLS alert or a socket error.
   size_t read(std::span<uint8_t> out, Want& want);
   // Plaintext bytes taken from `bytes` (records written whole to the socket or held by OpenSSL);
   // 0 when the socket takes nothing now (`want` says what to wait for). A retry after 0 must start
@@ -44,8 +45,6 @@ class TlsChannel {
   void received(size_t n);
   // The socket became readable without a read of ours (a readiness wait): try it again.
   void mayRead() { drained_ = false; }
-  // False when a read could only find nothing: no decrypted or buffered bytes, socket drained.
-  bool mayHaveData() const { return !drained_ || !pending_.empty() || SSL_has_pending(ssl_); }
 
   // close_notify, best effort and without waiting (the socket closes right after).
   void shutdown();
