@@ -38,8 +38,8 @@ Session::Session(ProxyContext& ctx, tcp::socket client)
       id_(ctx.next_connection_id.fetch_add(1)),
       executor_(client.get_executor()),
       client_(std::move(client)),
-      client_in_(ctx.config.max_message_size, 4 * 1024, &ctx.warm_buffers),
-      upstream_in_(ctx.config.max_message_size, 4 * 1024, &ctx.warm_buffers),
+      client_in_(ctx.config.max_message_size, &ctx.warm_buffers),
+      upstream_in_(ctx.config.max_message_size, &ctx.warm_buffers),
       watchdog_timer_(executor_),
       last_activity_(Clock::now()),
       stats_(ctx.stats->newRecorder()),
@@ -207,17 +207,19 @@ awaitable<void> Session::clientToUpstream() {
         admitLarge(BudgetShare::FromClient, need);
       auto space = client_in_.writable(need);
       size_t n = client_.readNow(space);
-      if (n == 0) {
+      const bool waited = n == 0;
+      if (waited) {
         n = co_await client_.readSome(asio::buffer(space.data(), space.size()));
         client_.noteRead(n, space.size());
         client_burst_ = 0;
         reads = 0;
-      } else if (++reads == kMaxReadsWithoutYield) {
-        reads = 0;
-        co_await asio::post(executor_, use_awaitable);
       }
       client_in_.commit(n);
       last_activity_ = Clock::now();
+      if (!waited && ++reads == kMaxReadsWithoutYield) {  // the bytes are in the buffer first (drain looks there)
+        reads = 0;
+        co_await asio::post(executor_, use_awaitable);
+      }
     }
     auto action = pipeline_.onRequest(client_in_.frame(size));
     if (action.delay.count()) co_await sleepFor(action.delay);  // fault injection
@@ -248,17 +250,19 @@ awaitable<void> Session::upstreamToClient() {
         admitLarge(BudgetShare::FromUpstream, need);
       auto space = upstream_in_.writable(need);
       size_t n = upstream_->readNow(space);
-      if (n == 0) {
+      const bool waited = n == 0;
+      if (waited) {
         n = co_await upstream_->readSome(asio::buffer(space.data(), space.size()));
         upstream_->noteRead(n, space.size());
         upstream_burst_ = 0;
         reads = 0;
-      } else if (++reads == kMaxReadsWithoutYield) {
-        reads = 0;
-        co_await asio::post(executor_, use_awaitable);
       }
       upstream_in_.commit(n);
       last_activity_ = Clock::now();
+      if (!waited && ++reads == kMaxReadsWithoutYield) {  // the bytes are in the buffer first (drain looks there)
+        reads = 0;
+        co_await asio::post(executor_, use_awaitable);
+      }
     }
     auto action = pipeline_.onReply(upstream_in_.frame(size));
     send(upstream_out_, action.resend);
