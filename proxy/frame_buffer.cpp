@@ -21,8 +21,7 @@ void adviseHugePages(uint8_t* data, size_t size) {
 
 }  // namespace
 
-FrameBuffer::FrameBuffer(uint32_t maxMessageSize, size_t initialCapacity, WarmBuffers* warm)
-    : reader_(maxMessageSize), initial_capacity_(initialCapacity), warm_(warm) {}
+FrameBuffer::FrameBuffer(uint32_t maxMessageSize, WarmBuffers* warm) : reader_(maxMessageSize), warm_(warm) {}
 
 void FrameBuffer::consume(size_t n) {
   start_ += n;
@@ -30,7 +29,7 @@ void FrameBuffer::consume(size_t n) {
 }
 
 std::span<uint8_t> FrameBuffer::writable(size_t needed) {
-  if (data_.empty()) data_.resize(initial_capacity_);
+  if (data_.empty()) data_.resize(kInitialCapacity);
   const size_t have = end_ - start_;
   // Room for the started frame (`needed` bytes once its header is in: never more, so a large frame
   // is allocated once), else for its header; moved to the front, the rest of the buffer is a useful read.
@@ -61,14 +60,14 @@ std::span<uint8_t> FrameBuffer::writable(size_t needed) {
 }
 
 void FrameBuffer::shrinkIfIdle() {
-  if (data_.size() <= 4 * initial_capacity_) return;
+  if (data_.size() <= 4 * kInitialCapacity) return;
   const size_t have = end_ - start_;
   if (have == 0) {
     if (warm_) warm_->give(data_);
     protocol::MessageBuffer().swap(data_);
     start_ = end_ = 0;
-  } else if (have <= initial_capacity_) {
-    protocol::MessageBuffer small(initial_capacity_);
+  } else if (have <= kInitialCapacity) {
+    protocol::MessageBuffer small(kInitialCapacity);
     std::memcpy(small.data(), data_.data() + start_, have);
     data_.swap(small);
     if (warm_) warm_->give(small);

@@ -13,10 +13,8 @@ namespace shardscope::proxy {
 
 class FrameBuffer {
  public:
-  // 4 KiB holds typical commands and replies; idle connections stay small (issue 8: RSS per
-  // idle connection), larger messages grow the buffer and it shrinks back once they are gone.
   // With `warm`, a large frame's memory is taken from and given back to kept buffers (warm_buffers.h).
-  explicit FrameBuffer(uint32_t maxMessageSize, size_t initialCapacity = 4 * 1024, WarmBuffers* warm = nullptr);
+  explicit FrameBuffer(uint32_t maxMessageSize, WarmBuffers* warm = nullptr);
 
   // The next complete frame if one is buffered (status Ok), else NeedMore / TooLarge / Malformed.
   protocol::FrameResult peek() const { return reader_.next(buffered()); }
@@ -41,7 +39,9 @@ class FrameBuffer {
   protocol::MessageBuffer data_;  // not zero-filled on growth
   size_t start_ = 0;
   size_t end_ = 0;
-  size_t initial_capacity_;
+  // 4 KiB holds typical commands and replies; idle connections stay small (issue 8: RSS per
+  // idle connection), larger messages grow the buffer and it shrinks back once they are gone.
+  static constexpr size_t kInitialCapacity = 4 * 1024;
   WarmBuffers* warm_;
 };
 

@@ -104,7 +104,7 @@ TEST(WarmBuffers, BackToBackLargeMessagesReuseOneBuffer) {
   // fresh pages (a fifth of the proxy's CPU for 16 MB inserts was filling them).
   BufferBudget budget(1u << 30);
   WarmBuffers warm(&budget);
-  FrameBuffer a(48u << 20, 4 * 1024, &warm), b(48u << 20, 4 * 1024, &warm);
+  FrameBuffer a(48u << 20, &warm), b(48u << 20, &warm);
   const uint32_t size = 16'000'000;
   const uint8_t* first = feedFrame(a, size);
   a.consume(size);
