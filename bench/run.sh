@@ -216,44 +216,32 @@ start_proxy() {
   [[ "$kind" == *-t2* ]] && threads=2
   if [[ "$kind" == *-uring* ]]; then bin="$SHARDSCOPE_URING"; [[ -x "$bin" ]] || return 1; fi
   case "$kind" in
-    haproxy-tls)
-      # TLS terminated and re-originated, TLS 1.3 with the cipher the load generator and the upstream offer.
-      cat >"$work/haproxy.cfg" <<EOF
-global
-  maxconn $((idle + 40))
-  nbthread 1
-  ssl-default-bind-ciphersuites $tls_suites
+    haproxy | haproxy-tls)
+      # haproxy-tls: TLS terminated and re-originated, TLS 1.3 with the cipher the load generator and the upstream offer.
+      local tls_global="" bind_tls="" server="127.0.0.1:$upport"
+      if [[ $kind == haproxy-tls ]]; then
+        tls_global="  ssl-default-bind-ciphersuites $tls_suites
   ssl-default-server-ciphersuites $tls_suites
   ssl-default-bind-options ssl-min-ver TLSv1.3
-  ssl-default-server-options ssl-min-ver TLSv1.3
-defaults
-  mode tcp
-  timeout connect 5s
-  timeout client 120s
-  timeout server 120s
-frontend fe
-  bind 127.0.0.1:$port ssl crt $work/tls/server.pem
-  default_backend be
-backend be
-  server up 127.0.0.1:$tls_up_port ssl verify none maxconn $((idle + 40))
-EOF
-      $cpu_proxy haproxy -db -f "$work/haproxy.cfg" >"$work/$kind.log" 2>&1 &
-      ;;
-    haproxy)
+  ssl-default-server-options ssl-min-ver TLSv1.3"
+        bind_tls=" ssl crt $work/tls/server.pem"
+        server="127.0.0.1:$tls_up_port ssl verify none"
+      fi
       cat >"$work/haproxy.cfg" <<EOF
 global
   maxconn $((idle + 40))
   nbthread 1
+$tls_global
 defaults
   mode tcp
   timeout connect 5s
   timeout client 120s
   timeout server 120s
 frontend fe
-  bind 127.0.0.1:$port
+  bind 127.0.0.1:$port$bind_tls
   default_backend be
 backend be
-  server up 127.0.0.1:$upport maxconn $((idle + 40))
+  server up $server maxconn $((idle + 40))
 EOF
       $cpu_proxy haproxy -db -f "$work/haproxy.cfg" >"$work/$kind.log" 2>&1 &
       ;;
