@@ -4,21 +4,9 @@
 #include <cstdio>
 #include <ctime>
 
+#include "common/utf8.h"
+
 namespace shardscope::common {
-namespace {
-
-// Length of the valid UTF-8 sequence starting at s[i], or 0 when it is not valid.
-size_t utf8Length(std::string_view s, size_t i) {
-  auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  unsigned char c = b(i);
-  size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-  if (n == 0 || i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k)
-    if ((b(i + k) & 0xC0) != 0x80) return 0;
-  return n;
-}
-
-}  // namespace
 
 void JsonWriter::appendString(std::string_view s, std::string& out) {
   static constexpr char kHex[] = "0123456789abcdef";
@@ -34,7 +22,7 @@ void JsonWriter::appendString(std::string_view s, std::string& out) {
       out.push_back(kHex[c >> 4]);
       out.push_back(kHex[c & 15]);
       ++i;
-    } else if (size_t n = utf8Length(s, i); n > 0) {
+    } else if (size_t n = utf8SequenceLength(s, i); n > 0) {
       out.append(s.substr(i, n));
       i += n;
     } else {

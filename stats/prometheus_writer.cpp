@@ -4,19 +4,32 @@
 #include <cmath>
 #include <type_traits>
 
+#include "common/utf8.h"
+
 namespace shardscope::stats {
 
 void PrometheusWriter::appendEscaped(std::string_view value, std::string& out) {
-  for (char c : value) {
-    if (c == '\\' || c == '"') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (c == '\n') {
-      out.append("\\n");
+  // Runs of plain bytes are copied in one append; most label values have nothing to replace.
+  size_t run = 0;
+  auto replace = [&](size_t i, std::string_view with) {  // value[i], one byte, becomes `with`
+    out.append(value.data() + run, i - run).append(with);
+    run = i + 1;
+  };
+  for (size_t i = 0; i < value.size();) {
+    const auto c = static_cast<unsigned char>(value[i]);
+    if (c == '\\') replace(i, "\\\\");
+    else if (c == '"') replace(i, "\\\"");
+    else if (c == '\n') replace(i, "\\n");
+    else if (c < 0x20 || c == 0x7F) replace(i, common::kReplacementCharacter);  // NUL, CR, ESC, ...
+    else if (size_t n = common::utf8SequenceLength(value, i); n > 0) {
+      i += n;
+      continue;
     } else {
-      out.push_back(c);
+      replace(i, common::kReplacementCharacter);  // not UTF-8: what /stats shows as \ufffd
     }
+    ++i;
   }
+  out.append(value.data() + run, value.size() - run);
 }
 
 PrometheusWriter& PrometheusWriter::family(Metric m) {

@@ -39,7 +39,9 @@ class PrometheusWriter {
   void sum(Metric m, Labels values, uint64_t v);
   void count(Metric m, Labels values, uint64_t v);
 
-  // Escapes a label value: backslash, double quote and newline (the exposition format's rules).
+  // Escapes a label value: backslash, double quote and newline (the exposition format's rules);
+  // every byte that is not strict UTF-8 and every other control character becomes U+FFFD, so no
+  // name a client sends can make a scraper reject the page.
   static void appendEscaped(std::string_view value, std::string& out);
 
  private:
