@@ -18,6 +18,7 @@
 #include "evaluation/document_digest.h"
 #include "evaluation/evaluator.h"
 #include "evaluation/event_batch.h"
+#include "evaluation/field_limits.h"
 #include "evaluation/upsert_document.h"
 #include "common/command_fields.h"
 #include "common/query_shape.h"
@@ -454,7 +455,7 @@ void Observer::flush() {
 }
 
 void Observer::observe(const protocol::CommandView& view, std::string_view ns) {
-  if (ns.empty() || view.name.empty()) return;
+  if (ns.empty() || view.name.empty() || ns.size() > kMaxNamespaceBytes) return;
   Command command = classify(view.name);
   if (command == Command::Ignored) return;
   Impl& m = *impl_;

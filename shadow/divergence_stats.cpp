@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "common/bounded_name.h"
 #include "stats/prometheus_writer.h"
 #include "common/query_shape.h"
 #include "stats/registry.h"
@@ -66,8 +67,8 @@ void DivergenceTable::onMirrored(uint64_t hash, std::string_view ns, std::string
       }
     } else {
       ShapeDivergence s;
-      s.ns = ns;
-      s.command = command;
+      s.ns = common::boundedName(ns);  // client-chosen: kept bounded in bytes
+      s.command = common::boundedName(command);
       s.shape = shape;
       s.hash = hash;
       shapes_.push_back(std::move(s));

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "stats/process_metrics.h"
+#include "common/bounded_name.h"
 #include "common/query_shape.h"
 #include "stats/render.h"
 
@@ -14,6 +15,7 @@ namespace {
 constexpr std::string_view kOther = "<other>";
 constexpr std::string_view kUnparsed = "<unparsed>";
 constexpr size_t kMaxCommands = 256;         // command names are client-chosen: bounded too
+constexpr size_t kMaxOtherBuckets = 1024;    // per (namespace, command) past the shape caps
 constexpr size_t kLocalCacheEntries = 4096;  // a session's hash -> slot cache
 constexpr size_t kSampleBytes = 1024;
 
@@ -306,47 +308,60 @@ uint32_t Registry::intern(uint64_t hash, std::string_view ns, std::string_view c
   return internLocked(hash, ns, command, shape);
 }
 
+uint32_t Registry::namespaceIndexLocked(std::string_view ns) {
+  auto it = namespace_index_.find(ns);
+  if (it == namespace_index_.end() && namespace_index_.size() >= options_.max_namespaces) {
+    ns = kOther;
+    it = namespace_index_.find(ns);
+  }
+  if (it == namespace_index_.end()) {
+    it = namespace_index_.emplace(ns, static_cast<uint32_t>(namespaces_.size())).first;
+    namespaces_.push_back(NamespaceState{std::string(ns)});
+  }
+  return it->second;
+}
+
 uint32_t Registry::internLocked(uint64_t hash, std::string_view ns, std::string_view command,
                                 std::string_view shape) {
   if (auto it = shape_by_hash_.find(hash); it != shape_by_hash_.end()) return it->second;
 
-  std::string_view nsKey = ns;
-  auto nit = namespace_index_.find(nsKey);
-  if (nit == namespace_index_.end()) {
-    if (namespace_index_.size() >= options_.max_namespaces) nsKey = kOther;
-    nit = namespace_index_.find(nsKey);
-    if (nit == namespace_index_.end()) {
-      nit = namespace_index_.emplace(nsKey, static_cast<uint32_t>(namespaces_.size())).first;
-      namespaces_.push_back(NamespaceState{std::string(nsKey)});
-    }
-  }
-  uint32_t nsIndex = nit->second;
-  NamespaceState& state = namespaces_[nsIndex];
-
+  // Names are kept bounded in bytes (the hash above is of the whole names, so long names that
+  // share a prefix stay apart).
+  std::string nsStorage, commandStorage;
+  ns = common::boundedName(ns, nsStorage);
+  command = common::boundedName(command, commandStorage);
+  uint32_t nsIndex = namespaceIndexLocked(ns);
   std::string_view cmd = command;
   if (!commands_.contains(command)) {
     if (commands_.size() >= kMaxCommands) cmd = kOther;
     else commands_.emplace(command);
   }
 
+  NamespaceState* state = &namespaces_[nsIndex];
   size_t realShapes = shapes_.size();  // includes `other` buckets: a slightly early total cap is fine
-  bool full = state.ns == kOther || state.shapes >= options_.max_shapes_per_namespace ||
+  bool full = state->ns == kOther || state->shapes >= options_.max_shapes_per_namespace ||
               realShapes >= options_.max_shapes_total;
   if (!full && cmd == command) {
     auto id = static_cast<uint32_t>(shapes_.size());
-    shapes_.push_back(ShapeInfo{state.ns, std::string(command), std::string(shape), hash, nsIndex, false});
+    shapes_.push_back(ShapeInfo{state->ns, std::string(command), std::string(shape), hash, nsIndex, false});
     shape_by_hash_.emplace(hash, id);
-    ++state.shapes;
+    ++state->shapes;
     return id;
   }
   // Past a cap: the namespace's `other` bucket for this command. The overflowing hash is not kept,
-  // so the catalog stays bounded whatever the client sends.
-  if (state.shapes >= options_.max_shapes_per_namespace) state.atCap = true;
+  // so the catalog stays bounded whatever the client sends. Buckets are per (namespace, command)
+  // up to kMaxOtherBuckets of them; past that, one bucket for everything.
+  if (state->shapes >= options_.max_shapes_per_namespace) state->atCap = true;
   ++overflow_lookups_;
-  uint64_t otherHash = shapeKey(state.ns, cmd, kOther);
+  if (shapes_.size() >= size_t{options_.max_shapes_total} + kMaxOtherBuckets) {
+    nsIndex = namespaceIndexLocked(kOther);
+    state = &namespaces_[nsIndex];
+    cmd = kOther;
+  }
+  uint64_t otherHash = shapeKey(state->ns, cmd, kOther);
   if (auto it = shape_by_hash_.find(otherHash); it != shape_by_hash_.end()) return it->second;
   auto id = static_cast<uint32_t>(shapes_.size());
-  shapes_.push_back(ShapeInfo{state.ns, std::string(cmd), std::string(kOther), otherHash, nsIndex, true});
+  shapes_.push_back(ShapeInfo{state->ns, std::string(cmd), std::string(kOther), otherHash, nsIndex, true});
   shape_by_hash_.emplace(otherHash, id);
   return id;
 }
@@ -427,6 +442,7 @@ Snapshot Registry::snapshot() const {
   snap.maxNamespaces = options_.max_namespaces;
   snap.maxShapesTotal = options_.max_shapes_total;
   snap.prometheusTopShapes = options_.prometheus_top_shapes;
+  snap.prometheusTopPairs = options_.prometheus_top_pairs;
 
   std::unordered_map<uint32_t, ShapeCounters> merged;
   std::unordered_map<uint32_t, std::string> samples;

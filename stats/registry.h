@@ -28,8 +28,11 @@ struct StatsOptions {
   uint32_t max_shapes_per_namespace = 1000;  // then the namespace's `other` bucket per command
   uint32_t max_namespaces = 256;            // then namespace "<other>"
   uint32_t max_shapes_total = 10000;        // across namespaces; then each namespace's `other`
+                                            // per command (at most 1,024 such), then one `other`
   uint32_t max_shapes_per_recorder = 1024;  // a session beyond this records into the shared table
-  uint32_t prometheus_top_shapes = 100;     // per-shape series in /metrics; the rest as shape_id="other"
+  uint32_t prometheus_top_shapes = 100;     // per-shape series in /metrics; the rest as shape_id="rest"
+  uint32_t prometheus_top_pairs = 200;      // (ns, command) pairs with their own series in /metrics;
+                                            // the rest as ns="<other>", command="<other>"
 };
 
 // Index of a shard in the routing table -> its name; indices past the end render as "shard<i>".
@@ -160,6 +163,8 @@ class Registry {
   // Finds or adds the shape; returns its id (an `other` bucket once a cap is reached).
   uint32_t intern(uint64_t hash, std::string_view ns, std::string_view command, std::string_view shape);
   uint32_t internLocked(uint64_t hash, std::string_view ns, std::string_view command, std::string_view shape);
+  // The namespace's index in the catalog (added if new; "<other>" past max_namespaces).
+  uint32_t namespaceIndexLocked(std::string_view ns);
   void recordShared(uint32_t shapeId, const routing::TargetResult& target, uint32_t bytesIn, int64_t nowMs);
   void updateShared(uint32_t shapeId, const std::function<void(ShapeCounters&)>& update);
   void replyShared(uint32_t shapeId, uint64_t latencyNs, uint32_t bytesOut, bool error, const int32_t* codes,

@@ -1,7 +1,9 @@
 // /metrics for the routing statistics: every family is declared in stats/metrics.h and written
 // through PrometheusWriter.
 #include <cstdio>
+#include <algorithm>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "stats/prometheus_writer.h"
@@ -12,6 +14,34 @@ namespace {
 
 constexpr std::string_view kTargetingNames[kTargetingCount] = {"single",    "multi",         "broadcast",
                                                                "unsharded", "no_collection", "unclassified"};
+constexpr std::string_view kOther = "<other>";
+
+using PairLabels = std::pair<std::string_view, std::string_view>;  // (ns, command)
+
+// The (namespace, command) pairs with series of their own: the busiest snap.prometheusTopPairs;
+// the others are summed under ns="<other>", command="<other>". Names are bounded in bytes where
+// they are kept; this bounds how many pairs a page lists, so the page stays bounded whatever
+// names and how many of them clients send.
+class PairSeries {
+ public:
+  explicit PairSeries(const Snapshot& snap) {
+    std::map<PairLabels, uint64_t> ops;
+    for (const auto& s : snap.shapes) ops[{s.ns, s.command}] += s.counters.count;
+    std::vector<std::pair<PairLabels, uint64_t>> ranked(ops.begin(), ops.end());
+    if (ranked.size() > snap.prometheusTopPairs) {
+      std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+      ranked.resize(snap.prometheusTopPairs);
+    }
+    for (const auto& [pair, n] : ranked) listed_.insert(pair);
+  }
+  // The labels operations of (ns, command) are counted under.
+  PairLabels labels(std::string_view ns, std::string_view command) const {
+    return listed_.contains({ns, command}) ? PairLabels{ns, command} : PairLabels{kOther, kOther};
+  }
+
+ private:
+  std::set<PairLabels> listed_;
+};
 
 // Per (namespace, command): everything the shapes of that pair add up to.
 struct CommandAggregate {
@@ -34,14 +64,15 @@ std::string secondsText(uint64_t ns) {
 
 // Per-shape families: the top N shapes by count get their own series; the rest of each (ns, command)
 // is summed under shape_id="rest", so the series count stays bounded whatever the shape cap.
-void writeShapeOps(PrometheusWriter& w, const Snapshot& snap) {
+void writeShapeOps(PrometheusWriter& w, const Snapshot& snap, const PairSeries& pairs) {
   w.family(Metric::shape_ops_total);
-  std::map<std::tuple<std::string, std::string, size_t>, uint64_t> rest;
+  std::map<std::tuple<std::string_view, std::string_view, size_t>, uint64_t> rest;
   size_t listed = 0;
   for (const auto& s : snap.shapes) {
     if (listed >= snap.prometheusTopShapes) {
+      auto [ns, command] = pairs.labels(s.ns, s.command);
       for (size_t t = 0; t < kTargetingCount; ++t)
-        if (s.counters.byTargeting[t]) rest[{s.ns, s.command, t}] += s.counters.byTargeting[t];
+        if (s.counters.byTargeting[t]) rest[{ns, command, t}] += s.counters.byTargeting[t];
       continue;
     }
     ++listed;
@@ -62,12 +93,12 @@ void writeShapeOps(PrometheusWriter& w, const Snapshot& snap) {
 
   // Only shapes that had such upserts; ranked by count like the shapes above.
   w.family(Metric::untargetable_upserts_total);
-  std::map<std::pair<std::string, std::string>, uint64_t> restUpserts;
+  std::map<PairLabels, uint64_t> restUpserts;
   listed = 0;
   for (const auto& s : snap.shapes) {
     if (!s.counters.untargetableUpserts) continue;
     if (listed++ >= snap.prometheusTopShapes) {
-      restUpserts[{s.ns, s.command}] += s.counters.untargetableUpserts;
+      restUpserts[pairs.labels(s.ns, s.command)] += s.counters.untargetableUpserts;
       continue;
     }
     w.sample(Metric::untargetable_upserts_total, {s.ns, s.command, shapeIdHex(s.hash)}, s.counters.untargetableUpserts);
@@ -92,9 +123,10 @@ std::string renderPrometheus(const Snapshot& snap, const std::vector<std::string
   out.reserve(8192 + snap.shapes.size() * 300);
   PrometheusWriter w(out);
 
-  std::map<std::pair<std::string, std::string>, CommandAggregate> byCommand;
+  const PairSeries pairs(snap);
+  std::map<PairLabels, CommandAggregate> byCommand;
   for (const auto& s : snap.shapes) {
-    auto& agg = byCommand[{s.ns, s.command}];
+    auto& agg = byCommand[pairs.labels(s.ns, s.command)];
     agg.counters += s.counters;
     for (const auto& [code, n] : s.errorCodes) agg.errorCodes[code] += n;
     if (s.otherErrorCodes) agg.errorCodes[-1] += s.otherErrorCodes;  // code="-1": codes past the per-shape slots
@@ -152,7 +184,7 @@ std::string renderPrometheus(const Snapshot& snap, const std::vector<std::string
     w.count(Metric::op_shards_touched, {k.first, k.second}, h.total());
   }
 
-  writeShapeOps(w, snap);
+  writeShapeOps(w, snap, pairs);
 
   w.family(Metric::shard_ops_total);
   for (size_t i = 0; i < shardRows(snap, shardNames); ++i)

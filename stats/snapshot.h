@@ -51,6 +51,7 @@ struct Snapshot {
   uint32_t maxNamespaces = 0;
   uint32_t maxShapesTotal = 0;
   uint32_t prometheusTopShapes = 0;
+  uint32_t prometheusTopPairs = UINT32_MAX;
   uint64_t overflowLookups = 0;
   std::vector<ShapeSnapshot> shapes;  // by count, descending; shapes with no traffic left out
   std::vector<NamespaceSnapshot> namespaces;

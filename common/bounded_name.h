@@ -1,0 +1,24 @@
+// Names a client chooses (namespaces, command names) as the proxy keeps and shows them: bounded in
+// bytes, so what a client sends never grows what the statistics, the evaluation or the mirror hold,
+// nor any page or label that shows them (issue 28).
+#pragma once
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace shardscope::common {
+
+// MongoDB's longest namespace is 255 bytes; real command names are under 64. Longer names are
+// refused by the server anyway, so keeping them whole would only serve a hostile client.
+inline constexpr size_t kMaxKeptNameBytes = 128;
+
+// `name` itself when it is at most kMaxKeptNameBytes long; otherwise (written into `storage`) its
+// first bytes cut at a UTF-8 boundary, "...#" and the 16-hex hash of the whole name: at most
+// kMaxKeptNameBytes, the same text for the same name, distinct for distinct names.
+std::string_view boundedName(std::string_view name, std::string& storage);
+inline std::string boundedName(std::string_view name) {
+  std::string storage;
+  return std::string(boundedName(name, storage));
+}
+
+}  // namespace shardscope::common
