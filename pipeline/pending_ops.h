@@ -54,8 +54,14 @@ struct PendingOp {
 
 class PendingOps {
  public:
-  static constexpr size_t kMax = 4096;  // a client pipelining more than this is cut off
+  // A client request arriving with this many in flight on its connection is answered with an
+  // error instead of being forwarded (README, "Behaviour at the edges"). Drivers never come close:
+  // they send one request per connection at a time (exhaust cursors and moreToCome add none).
+  static constexpr size_t kMaxClientRequests = 4096;
+  // The proxy's own requests (a rewrite's re-run, its killCursors) may go a little past that.
+  static constexpr size_t kMax = kMaxClientRequests + 16;
 
+  bool full() const { return ops_.size() >= kMaxClientRequests; }
   bool add(PendingOp op) {
     if (ops_.size() >= kMax) return false;
     ops_.push_back(std::move(op));

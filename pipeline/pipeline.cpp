@@ -53,11 +53,13 @@ RequestAction Pipeline::onRequest(std::span<uint8_t> frame) {
   std::span<uint8_t> message = frame;
   std::optional<Compressor> clientCompressor;
   if (protocol::readHeader(frame.data()).opCode == static_cast<int32_t>(OpCode::Compressed)) {
-    // Only a compressor this client negotiated (so one compression.client lists) is accepted,
-    // checked before anything is inflated; mongod closes the connection the same way.
-    if (auto id = protocol::compressorIdOf(frame); id && !protocol::isNegotiatedCompressor(*id, client_offer_))
+    // Any compressor compression.client enables is accepted, negotiated on this connection or
+    // not: mongod looks the id up in its process-wide registry, not in the connection's
+    // negotiation. Another id closes the connection, as on mongod, before anything is inflated;
+    // the size checks below apply whichever compressor it is.
+    if (auto id = protocol::compressorIdOf(frame); id && !protocol::isEnabledCompressor(*id, settings_.client_compressors))
       throw ProtocolError("OP_COMPRESSED with compressor id " + std::to_string(*id) +
-                          ", which was not negotiated on this connection");
+                          ", which compression.client does not enable");
     Compressor used;
     if (size_t declared = protocol::declaredMessageSize(frame); declared >= settings_.large_message_bytes)
       env_.admitLarge(true, declared);
@@ -85,11 +87,28 @@ RequestAction Pipeline::answerClient(std::span<const uint8_t> reply, std::option
   // Counted with the decode errors: a client message that is not a valid command.
   recorder_.onDecodeError();
   spdlog::debug("conn={} answered the client itself: code {} ({})", settings_.connection_id, error.code, error.codeName);
+  return replyToClient(reply, compressor);
+}
+
+RequestAction Pipeline::replyToClient(std::span<const uint8_t> reply, std::optional<Compressor> compressor) {
   if (compressor) protocol::compressMessage(reply, *compressor, answer_);
   else answer_.assign(reply.begin(), reply.end());
   RequestAction action;
   action.to_client = answer_;
   return action;
+}
+
+RequestAction Pipeline::refuseOverPendingLimit(int32_t requestId, std::optional<Compressor> compressor, bool legacy) {
+  // The connection already waits for PendingOps::kMaxClientRequests replies: this request is
+  // answered, not queued (its pending record would be memory a client could grow without bound).
+  static const protocol::ServerError kError{
+      462, "IngressRequestRateLimitExceeded",
+      "shardscope: more than " + std::to_string(PendingOps::kMaxClientRequests) +
+          " requests in flight on this connection (the sidecar's limit); wait for replies before sending more"};
+  recorder_.onPendingLimit();
+  if (legacy) protocol::encodeOpReplyCommandError(kError, next_proxy_request_id_--, requestId, request_rewritten_);
+  else protocol::encodeOpMsgError(kError, next_proxy_request_id_--, requestId, request_rewritten_);
+  return replyToClient(request_rewritten_, compressor);
 }
 
 RequestAction Pipeline::onOpMsgRequest(std::span<uint8_t> message, std::optional<Compressor> clientCompressor) {
@@ -107,6 +126,8 @@ RequestAction Pipeline::onOpMsgRequest(std::span<uint8_t> message, std::optional
     protocol::encodeOpMsgError(*error, next_proxy_request_id_--, msg_.header.requestId, request_rewritten_);
     return answerClient(request_rewritten_, clientCompressor, *error);
   }
+
+  if (pending_.full() && !msg_.moreToCome()) return refuseOverPendingLimit(msg_.header.requestId, clientCompressor, false);
 
   PendingOp op;
   op.request_id = msg_.header.requestId;
@@ -160,6 +181,7 @@ RequestAction Pipeline::onQueryRequest(std::span<uint8_t> message) {
     else protocol::encodeOpReplyQueryFailure(error, next_proxy_request_id_--, query.header.requestId, request_rewritten_);
     return answerClient(request_rewritten_, std::nullopt, error);
   }
+  if (pending_.full()) return refuseOverPendingLimit(query.header.requestId, std::nullopt, true);
   std::span<const uint8_t> out = message;
   const bool firstHello = !handshake_seen_;
   const bool negotiates = firstHello || protocol::offersCompression(&view_.body);

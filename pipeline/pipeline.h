@@ -76,6 +76,10 @@ class Pipeline {
   // The proxy answers the client itself, as mongod would (`reply` is plain); nothing goes upstream.
   RequestAction answerClient(std::span<const uint8_t> reply, std::optional<protocol::Compressor> compressor,
                              const protocol::ServerError& error);
+  RequestAction replyToClient(std::span<const uint8_t> reply, std::optional<protocol::Compressor> compressor);
+  // The answer to a request that finds PendingOps::kMaxClientRequests in flight (OP_MSG, or the
+  // OP_REPLY of a legacy handshake).
+  RequestAction refuseOverPendingLimit(int32_t requestId, std::optional<protocol::Compressor> compressor, bool legacy);
   RequestAction injectFault(const protocol::CommandView& view, std::string_view ns, std::span<const uint8_t> message,
                             std::optional<protocol::Compressor> clientCompressor, int32_t errorCode);
   // Plans the rule's rewrite into `op` (op.rewrite, op.learning); returns the message to send:

@@ -78,8 +78,8 @@ std::optional<uint8_t> compressorIdOf(std::span<const uint8_t> frame) {
   return frame[kIdAt];
 }
 
-bool isNegotiatedCompressor(uint8_t id, std::span<const Compressor> negotiated) {
-  return std::any_of(negotiated.begin(), negotiated.end(), [&](Compressor c) { return static_cast<uint8_t>(c) == id; });
+bool isEnabledCompressor(uint8_t id, std::span<const Compressor> enabled) {
+  return std::any_of(enabled.begin(), enabled.end(), [&](Compressor c) { return static_cast<uint8_t>(c) == id; });
 }
 
 }  // namespace shardscope::protocol

@@ -5,7 +5,7 @@
 //   - legacy opcodes (removed in 6.0): OP_GET_MORE and non-handshake OP_QUERY are answered with
 //     an error; OP_INSERT, OP_UPDATE, OP_DELETE, OP_KILL_CURSORS (which have no reply) and a
 //     client-sent OP_REPLY close the connection;
-//   - OP_COMPRESSED with a compressor that was not negotiated on this connection: closed.
+//   - OP_COMPRESSED with a compressor that is not enabled (negotiated or not): closed.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -37,8 +37,9 @@ ServerError unsupportedOpQueryCommandError(std::string_view name);  // any other
 // The compressor id of an OP_COMPRESSED frame (nullopt when the frame is too short to have one),
 // read before anything is inflated.
 std::optional<uint8_t> compressorIdOf(std::span<const uint8_t> frame);
-// True when `id` is one of the compressors negotiated with this client (the list its hello reply
-// carried). Nothing negotiated: nothing is accepted, noop included.
-bool isNegotiatedCompressor(uint8_t id, std::span<const Compressor> negotiated);
+// True when `id` is one of the compressors the proxy enables for clients (compression.client),
+// whatever this connection negotiated: mongod, too, looks the id up in its process-wide registry
+// of enabled compressors. noop only when listed.
+bool isEnabledCompressor(uint8_t id, std::span<const Compressor> enabled);
 
 }  // namespace shardscope::protocol

@@ -103,6 +103,8 @@ namespace shardscope::stats {
   COUNTER(decode_errors, "Client messages that could not be framed or decoded.")                                  \
   COUNTER(unparsed_messages,                                                                                      \
           "Messages forwarded without targeting: none since legacy opcodes are refused (kept for the schema).")  \
+  COUNTER(pending_limit_refusals,                                                                                 \
+          "Client requests answered with an error: their connection already had 4,096 requests in flight.")       \
   COUNTER(analysis_over_budget,                                                                                   \
           "Operations too large to analyse within the per-request budget (counted as broadcast).")               \
   COUNTER(upstream_connect_failures, "Failed attempts to connect to the upstream.")                               \

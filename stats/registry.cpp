@@ -288,6 +288,8 @@ void Recorder::onConnectionClose() {
   registry_.process_.connections_active.fetch_sub(1, std::memory_order_relaxed);
 }
 
+void Recorder::onPendingLimit() { bump(registry_.process_.pending_limit_refusals); }
+
 void Recorder::onDecodeError() {
   bump(registry_.process_.decode_errors);
   std::lock_guard lock(mutex_);

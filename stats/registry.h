@@ -76,6 +76,8 @@ class Recorder {
   void onConnectionOpen();
   void onConnectionClose();
   void onDecodeError();
+  // A request refused because its connection had too many in flight (pipeline/pending_ops.h).
+  void onPendingLimit();
 
   uint64_t id() const { return id_; }
   size_t cachedShapes() const { return slot_by_hash_.size(); }  // for tests: the local cache is bounded

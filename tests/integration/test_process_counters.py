@@ -225,6 +225,7 @@ COUNTER_TESTS = {
     "shardscope_connections_refused_total": "tests/integration/test_admin_hardening.py::test_max_connections_refusals_are_counted",
     "shardscope_decode_errors_total": "tests/integration/test_process_counters.py::test_connection_decode_and_unparsed_counters",
     "shardscope_unparsed_messages_total": "tests/integration/test_process_counters.py::test_connection_decode_and_unparsed_counters",
+    "shardscope_pending_limit_refusals_total": "tests/integration/test_wire_edges.py::test_requests_past_the_in_flight_limit_get_an_error_reply",
     "shardscope_analysis_over_budget_total": "tests/stats/registry_test.cpp::Registry.OperationsOverTheAnalysisBudgetAreCounted",
     "shardscope_upstream_connect_failures_total": "tests/integration/test_process_counters.py::test_upstream_connect_failures",
     "shardscope_upstream_errors_total": "tests/integration/test_process_counters.py::test_upstream_errors_when_upstream_closes_mid_request",

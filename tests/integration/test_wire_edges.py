@@ -1,14 +1,19 @@
 """Requests the proxy must not forward as they are, answered or refused as a 6.0+ mongod/mongos does
 (issue 14, "Smaller"):
 
-  a. OP_COMPRESSED with a compressor that was not negotiated on the connection (or is not in
-     compression.client) closes the connection; hello replies never offer more than the config.
+  a. OP_COMPRESSED with a compressor that compression.client does not enable closes the
+     connection; one it enables is accepted even when this connection did not negotiate it, as
+     mongod does (issue 28), with every size bound applied; hello replies never offer more than
+     the config.
   b. An OP_MSG command without $db, with a non-string or empty $db, or an empty command document
      gets the error reply mongod gives (ok: 0, errmsg, code, codeName, responseTo = the request);
      the connection stays open.
   c. Legacy opcodes (removed in 6.0) never go upstream: OP_GET_MORE and non-handshake OP_QUERY are
      answered with errors; OP_INSERT/OP_UPDATE/OP_DELETE/OP_KILL_CURSORS and a client-sent
      OP_REPLY close the connection with a logged reason and a counted decode error.
+  d. More than 4,096 requests in flight on one connection: the next gets an error reply, the
+     connection stays (issue 28). The upstream is the scripted peer here: it must hold its
+     replies (a `delay` fault) so the requests really are in flight together.
 """
 from __future__ import annotations
 
@@ -58,23 +63,60 @@ def test_compressor_outside_the_configured_list_is_refused(ferretdb, proxy):
         closed, data = rc.drain(timeout=5)
         assert closed and not data, f"zstd frame accepted although only snappy is configured: {data[:80]!r}"
     assert decode_errors(px) == before + 1
-    assert "not negotiated" in px.stderr_text()
+    assert "does not enable" in px.stderr_text()
     assert px.alive()
 
 
-@pytest.mark.parametrize("when", ["before_hello", "offer_declined", "noop"])
-def test_compressor_not_negotiated_on_this_connection_is_refused(when, ferretdb, proxy):
+def test_noop_is_refused_unless_enabled(ferretdb, proxy):
     px = proxy(ferretdb.uri, "--client-compressors", "zstd,snappy,zlib")
     with RawClient.for_address(px.address) as rc:
-        if when == "offer_declined":
-            rc.hello(compression=["zlib"])
-        elif when == "noop":
-            rc.hello(compression=["snappy"])
-        cid = COMPRESSOR_IDS["noop" if when == "noop" else "zstd"]
-        rc.send(encode_compressed(encode_op_msg({"ping": 1, "$db": "admin"}), cid))
+        rc.hello(compression=["snappy"])
+        rc.send(encode_compressed(encode_op_msg({"ping": 1, "$db": "admin"}), COMPRESSOR_IDS["noop"]))
         closed, data = rc.drain(timeout=5)
         assert closed and not data, data[:80]
     assert px.alive()
+
+
+@pytest.mark.parametrize("when", ["before_hello", "offer_declined", "other_negotiated"])
+def test_enabled_compressor_not_negotiated_on_this_connection_is_accepted(when, ferretdb, proxy):
+    """mongod looks a frame's compressor id up in its process-wide registry, not in what the
+    connection negotiated: a zstd frame is served wherever zstd is enabled (issue 28)."""
+    px = proxy(ferretdb.uri, "--client-compressors", "zstd,snappy,zlib")
+    with RawClient.for_address(px.address) as rc:
+        if when == "offer_declined":
+            assert not rc.hello(compression=["noSuchCompressor"]).reply_doc.get("compression")
+        elif when == "other_negotiated":
+            assert rc.hello(compression=["snappy"]).reply_doc.get("compression") == ["snappy"]
+        rc.command({"insert": "c", "documents": [{"_id": 1, "v": "x" * 1000}]}, db="unnegotiated",
+                   compressor_id=COMPRESSOR_IDS["zstd"])
+        reply = rc.command({"find": "c", "filter": {}}, db="unnegotiated", compressor_id=COMPRESSOR_IDS["zstd"])
+        assert reply.reply_doc["ok"] == 1, reply.reply_doc
+        assert reply.reply_doc["cursor"]["firstBatch"] == [{"_id": 1, "v": "x" * 1000}]
+        assert reply.opcode == OP_COMPRESSED and reply.compressor_id == COMPRESSOR_IDS["zstd"], "answered in kind"
+        assert_still_serves(rc)
+    assert px.alive()
+
+
+def test_unnegotiated_compressor_keeps_every_size_bound(ferretdb, proxy):
+    """The bounds of a negotiated frame hold on the unnegotiated path: a zstd frame of a few bytes
+    declaring 40 MB is refused from its header (nothing inflated), one over the message size limit
+    too; each closes its own connection only."""
+    px = proxy(ferretdb.uri, "--client-compressors", "zstd", admin=True)
+    plain = encode_op_msg({"ping": 1, "$db": "admin"})
+    small = encode_compressed(plain, COMPRESSOR_IDS["zstd"])
+    lying = bytearray(small)
+    struct.pack_into("<i", lying, 20, 40_000_000)  # uncompressedSize
+    oversized = bytearray(small)
+    struct.pack_into("<i", oversized, 20, 60_000_000)  # past max_message_size (48 MB)
+    before = decode_errors(px)
+    for frame in (bytes(lying), bytes(oversized)):
+        with RawClient.for_address(px.address) as rc:
+            rc.send(frame)
+            closed, data = rc.drain(timeout=5)
+            assert closed and not data, data[:80]
+    assert decode_errors(px) == before + 2
+    with RawClient.for_address(px.address) as rc:
+        assert_still_serves(rc)
 
 
 def test_later_hello_never_offers_more_than_the_first_negotiated(wire_peer, proxy):
@@ -203,3 +245,27 @@ def test_legacy_op_query_other_than_the_handshake_is_answered_not_forwarded(wire
         assert reply.documents[0]["ok"] == 1
     names = [f.command_name for f in peer.frames_snapshot() if f.opcode == OP_QUERY]
     assert names == ["isMaster"], names
+
+
+# ---------------------------------------------------------------- d. the in-flight limit is answered
+
+def test_requests_past_the_in_flight_limit_get_an_error_reply(wire_peer, proxy):
+    peer = wire_peer()
+    peer.add_fault("delay", command="ping", seconds=4.0)  # the first ping holds every reply behind it
+    px = proxy(peer.uri, admin=True)
+    limit, extra = 4096, 5
+    frames = [encode_op_msg({"ping": 1, "$db": "admin"}, request_id=i) for i in range(1, limit + extra + 1)]
+    with RawClient.for_address(px.address, timeout=30) as rc:
+        rc.send(b"".join(frames))
+        replies = {}
+        while len(replies) < limit + extra:
+            reply = rc.recv_message(timeout=30)
+            assert reply is not None, f"connection closed after {len(replies)} replies"
+            replies[reply.response_to] = reply.reply_doc
+        refused = sorted(rid for rid, doc in replies.items() if doc.get("ok") != 1)
+        assert refused == list(range(limit + 1, limit + extra + 1)), refused[:10]
+        doc = replies[limit + 1]
+        assert doc["code"] == 462 and doc["codeName"] == "IngressRequestRateLimitExceeded", doc
+        assert "4096 requests in flight" in doc["errmsg"], doc
+        assert_still_serves(rc)
+    assert get_stats(px.admin_url)["process"]["pendingLimitRefusals"] == extra

@@ -75,7 +75,8 @@ class RecordingObserver : public Observer {
 // One client connection's pipeline, with its environment and a recording observer.
 struct Connection {
   explicit Connection(FakeEnvironment& env, routing::CursorShards* cursors)
-      : recorder(registry.newRecorder()), pipeline(settings(cursors), env, *recorder) {
+      : Connection(env, settings(cursors)) {}
+  Connection(FakeEnvironment& env, Settings s) : recorder(registry.newRecorder()), pipeline(std::move(s), env, *recorder) {
     pipeline.addObserver(observer);
   }
   static Settings settings(routing::CursorShards* cursors) {

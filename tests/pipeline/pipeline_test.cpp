@@ -230,6 +230,77 @@ TEST_F(RewriteTest, FallbackClosesTheRewrittenCursorFirst) {
   EXPECT_EQ(conn.pipeline.pending().size(), 1u);
 }
 
+// Issue 28: a client with 4,096 requests in flight gets an error reply for the next one (a limit
+// the driver shows), not a closed connection; fire-and-forget requests (no pending record) and
+// requests after a reply freed a slot go upstream as usual.
+TEST_F(PipelineTest, RequestsPastTheInFlightLimitAreAnsweredNotForwarded) {
+  Connection conn(env, &cursors);
+  for (int32_t id = 1; id <= static_cast<int32_t>(PendingOps::kMaxClientRequests); ++id) {
+    auto ping = request(R"({"ping": 1, "$db": "admin"})", id);
+    ASSERT_FALSE(conn.send(ping).to_upstream.empty());
+  }
+  const size_t observed = conn.observer.requests.size();
+  auto over = request(R"({"find": "orders", "filter": {"customerId": "C0100"}, "$db": "shop"})", 5000);
+  auto action = conn.send(over);
+  EXPECT_TRUE(action.to_upstream.empty());
+  EXPECT_FALSE(action.awaits_reply);
+  ASSERT_FALSE(action.to_client.empty());
+  EXPECT_EQ(protocol::readHeader(action.to_client.data()).responseTo, 5000);
+  const std::string answer = bodyJson(action.to_client);
+  EXPECT_NE(answer.find(R"("ok" : 0)"), std::string::npos) << answer;
+  EXPECT_NE(answer.find(R"("code" : 462)"), std::string::npos) << answer;
+  EXPECT_NE(answer.find("4096 requests in flight"), std::string::npos) << answer;
+  EXPECT_EQ(conn.observer.requests.size(), observed) << "a refused request is not an operation";
+  EXPECT_EQ(conn.pipeline.pending().size(), PendingOps::kMaxClientRequests);
+  EXPECT_EQ(conn.registry.process().pending_limit_refusals.load(), 1u);
+
+  auto forget = request(R"({"insert": "orders", "documents": [{"customerId": "C1"}], "$db": "shop"})", 5001,
+                        protocol::kMoreToCome);
+  EXPECT_FALSE(conn.send(forget).to_upstream.empty()) << "moreToCome adds no pending record";
+
+  auto answered = reply(R"({"ok": 1.0})", 1);
+  conn.receive(answered);
+  auto next = request(R"({"ping": 1, "$db": "admin"})", 5002);
+  EXPECT_FALSE(conn.send(next).to_upstream.empty());
+  EXPECT_EQ(conn.registry.process().pending_limit_refusals.load(), 1u);
+}
+
+// Issue 28: mongod accepts any compressor it enables, negotiated on the connection or not (its
+// registry is process-wide); so does the proxy, for compression.client. The size checks apply on
+// that path too, and a compressor that is not enabled still closes the connection.
+TEST_F(PipelineTest, AnEnabledCompressorIsAcceptedWithoutNegotiation) {
+  Settings s = Connection::settings(&cursors);
+  s.client_compressors = {protocol::Compressor::Zstd, protocol::Compressor::Snappy};
+  Connection conn(env, std::move(s));
+  auto find = request(R"({"find": "orders", "filter": {"customerId": "C0100"}, "$db": "shop"})", 7);
+  std::vector<uint8_t> zstd;
+  protocol::compressMessage(find, protocol::Compressor::Zstd, zstd);
+  auto action = conn.send(zstd);  // no hello on this connection
+  ASSERT_TRUE(std::equal(action.to_upstream.begin(), action.to_upstream.end(), find.begin(), find.end()));
+  ASSERT_EQ(conn.observer.requests.size(), 1u);
+  EXPECT_EQ(conn.observer.requests[0].targeting, Targeting::Single);
+  auto answer = reply(cursorReply(0, "firstBatch", ""), 7);
+  auto out = conn.receive(answer);
+  EXPECT_EQ(protocol::readHeader(out.to_client.data()).opCode, static_cast<int32_t>(protocol::OpCode::Compressed))
+      << "answered in kind, as mongod does";
+
+  // The same path refuses a frame declaring more than its data can hold, before allocating it.
+  std::vector<uint8_t> lying = zstd;
+  protocol::storeInt32(lying.data() + protocol::kHeaderSize + 4, 40'000'000);
+  EXPECT_THROW(conn.send(lying), ProtocolError);
+
+  Connection other(env, &cursors);  // compression.client empty: nothing is enabled
+  std::vector<uint8_t> again;
+  protocol::compressMessage(find, protocol::Compressor::Zstd, again);
+  EXPECT_THROW(other.send(again), ProtocolError);
+  Settings zlibOff = Connection::settings(&cursors);
+  zlibOff.client_compressors = {protocol::Compressor::Zstd};
+  Connection third(env, std::move(zlibOff));
+  std::vector<uint8_t> zlib;
+  protocol::compressMessage(find, protocol::Compressor::Zlib, zlib);
+  EXPECT_THROW(third.send(zlib), ProtocolError);
+}
+
 TEST_F(PipelineTest, NoRoutingTableStillForwards) {
   env.table.reset();
   Connection conn(env, &cursors);

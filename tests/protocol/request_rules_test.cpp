@@ -50,17 +50,18 @@ TEST(RequestRules, LegacyOpcodes) {
   EXPECT_EQ(unsupportedOpQueryCommandError("insert").code, 352);
 }
 
-TEST(RequestRules, OnlyNegotiatedCompressorsAreAccepted) {
+TEST(RequestRules, EnabledCompressorsAreAcceptedNegotiatedOrNot) {
   std::vector<uint8_t> frame(26, 0);
   frame[24] = 3;  // zstd
   ASSERT_TRUE(compressorIdOf(frame));
   EXPECT_EQ(*compressorIdOf(frame), 3);
   EXPECT_FALSE(compressorIdOf(std::span(frame).first(24)));
   const std::vector<Compressor> snappyOnly{Compressor::Snappy};
-  EXPECT_FALSE(isNegotiatedCompressor(3, snappyOnly));
-  EXPECT_TRUE(isNegotiatedCompressor(1, snappyOnly));
-  EXPECT_FALSE(isNegotiatedCompressor(0, snappyOnly));  // noop is never negotiated
-  EXPECT_FALSE(isNegotiatedCompressor(1, {}));          // nothing before the hello
+  EXPECT_FALSE(isEnabledCompressor(3, snappyOnly));
+  EXPECT_TRUE(isEnabledCompressor(1, snappyOnly));
+  EXPECT_FALSE(isEnabledCompressor(0, snappyOnly));  // noop only when listed
+  EXPECT_TRUE(isEnabledCompressor(0, std::vector<Compressor>{Compressor::Noop}));
+  EXPECT_FALSE(isEnabledCompressor(1, {}));  // compression.client empty: nothing
 }
 
 TEST(ErrorReply, OpMsgErrorAnswersTheRequest) {
