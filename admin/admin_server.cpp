@@ -4,11 +4,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <charconv>
 #include <mutex>
 #include <stdexcept>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include <boost/beast/core.hpp>
@@ -89,6 +91,7 @@ struct AdminServer::Impl : std::enable_shared_from_this<Impl> {
   awaitable<void> historyLoop();
   void sampleHistory();
   awaitable<void> serve(std::shared_ptr<beast::tcp_stream> stream, uint64_t id);
+  awaitable<void> lingerAfterRefusal(beast::tcp_stream& stream, uint64_t id);
   bool admit(uint64_t& id, const std::shared_ptr<beast::tcp_stream>& stream);
   void setWaiting(uint64_t id, bool waiting);
   awaitable<AdminResponse> respond(std::string method, std::string target, std::string authorization);
@@ -233,6 +236,21 @@ awaitable<void> AdminServer::Impl::historyLoop() {
 
 namespace {
 
+// The status a request past a parser limit gets, as clients and load balancers expect it: 414
+// when the request line alone is over the header limit (not parsed, no line end among the bytes
+// read), 431 for the header fields, 413 for the body. nullopt: not a limit.
+std::optional<http::status> limitStatus(const boost::system::error_code& ec,
+                                        const http::request_parser<http::string_body>& parser,
+                                        const beast::flat_buffer& buffer) {
+  if (ec == http::error::body_limit || (ec == http::error::buffer_overflow && parser.is_header_done()))
+    return http::status::payload_too_large;
+  if (ec != http::error::header_limit && ec != http::error::buffer_overflow) return std::nullopt;
+  const auto data = buffer.cdata();
+  const std::string_view unparsed(static_cast<const char*>(data.data()), data.size());
+  const bool requestLineRead = !parser.get().target().empty() || unparsed.find('\n') != std::string_view::npos;
+  return requestLineRead ? http::status::request_header_fields_too_large : http::status::uri_too_long;
+}
+
 bool isProbe(std::string_view target) {
   std::string_view path = target.substr(0, target.find('?'));
   return path == "/healthz" || path == "/readyz";
@@ -296,6 +314,23 @@ AdminResponse AdminServer::Impl::routeSafely(const std::string& method, const st
   }
 }
 
+// A refused request's client may still be sending (a 10 MB header): closing a socket with unread
+// input sends a reset, which can destroy the status line before the client reads it. So the send
+// side is shut (the client sees the answer, then end of stream) and input is read and dropped
+// until the client closes or linger_ms passes, the slot replaceable meanwhile (as nginx's
+// lingering close).
+awaitable<void> AdminServer::Impl::lingerAfterRefusal(beast::tcp_stream& stream, uint64_t id) {
+  setWaiting(id, true);
+  boost::system::error_code ignored;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  stream.expires_after(std::chrono::milliseconds(limits.linger_ms));
+  static thread_local std::array<char, 64 * 1024> discard;
+  for (;;) {
+    auto [ec, n] = co_await stream.async_read_some(asio::buffer(discard), asio::as_tuple(use_awaitable));
+    if (ec) co_return;
+  }
+}
+
 // A coroutine of its own (not a capturing lambda): its parameters live in its frame.
 awaitable<AdminResponse> AdminServer::Impl::render(std::shared_ptr<Impl> self, std::string method, std::string target,
                                                    std::string authorization) {
@@ -332,9 +367,9 @@ awaitable<void> AdminServer::Impl::serve(std::shared_ptr<beast::tcp_stream> stre
     http::response<http::string_body> res;
     bool close = false;
     if (ec) {
-      if (ec == http::error::body_limit || ec == http::error::header_limit || ec == http::error::buffer_overflow) {
-        res.result(http::status::payload_too_large);
-        res.body() = "request too large\n";
+      if (auto status = limitStatus(ec, parser, buffer)) {
+        res.result(*status);
+        res.body() = std::string(http::obsolete_reason(*status)) + "\n";
       } else if (ec.category() == http::make_error_code(http::error::bad_method).category() &&
                  ec != http::error::end_of_stream && ec != http::error::partial_message) {
         res.result(http::status::bad_request);
@@ -375,6 +410,7 @@ awaitable<void> AdminServer::Impl::serve(std::shared_ptr<beast::tcp_stream> stre
     if (!res.has_content_length()) res.prepare_payload();
     stream->expires_after(std::chrono::milliseconds(limits.read_timeout_ms));
     auto [wec, written] = co_await http::async_write(*stream, res, asio::as_tuple(use_awaitable));
+    if (!wec && ec) co_await lingerAfterRefusal(*stream, id);
     if (wec || close) break;
     setWaiting(id, true);
   }

@@ -14,9 +14,11 @@
 
 namespace shardscope::admin {
 
-// Limits of one admin request; a request past them gets 413 and the connection is closed.
+// Limits of one admin request; a request past them gets 414 (request line), 431 (header fields)
+// or 413 (body) and the connection is closed once the client stops sending (or linger_ms passed).
 struct AdminLimits {
   uint32_t max_header_bytes = 8 * 1024;
+  uint32_t linger_ms = 2'000;  // reading and dropping a refused request's rest, so the answer arrives
   uint32_t max_body_bytes = 8 * 1024;  // header + body stay within 16 KiB
   uint32_t read_timeout_ms = 10'000;   // per request, including a keep-alive idle wait
   uint32_t header_timeout_ms = 5'000;  // a started request's headers must arrive within this

@@ -113,7 +113,7 @@ namespace shardscope::stats {
           "Observed events not evaluated because the evaluation worker's queue was full.")                       \
   COUNTER(mirror_dropped, "Messages not mirrored because the mirror queue was full.")                             \
   COUNTER(admin_requests, "Requests served by the admin HTTP endpoint.")                                          \
-  COUNTER(admin_rejected, "Admin requests rejected (401, 404, 405, 413), or connections refused.")                \
+  COUNTER(admin_rejected, "Admin requests rejected (401, 404, 405, 413, 414, 431), or connections refused.")      \
   COUNTER(admin_connections_replaced,                                                                             \
           "Admin connections still waiting for a request, closed for a new one at the cap.")
 
