@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "common/json_writer.h"
 #include "routing/shard_key_hash.h"
 
 namespace shardscope::routing {
@@ -125,7 +126,8 @@ std::string ShardKeyPattern::toJson() const {
   std::string s = "{";
   for (size_t i = 0; i < fields_.size(); ++i) {
     if (i) s += ", ";
-    s += "\"" + fields_[i].path + "\": " + (fields_[i].hashed ? "\"hashed\"" : "1");
+    common::JsonWriter::appendString(fields_[i].path, s);  // a client's field name: escaped, U+FFFD
+    s += fields_[i].hashed ? ": \"hashed\"" : ": 1";
   }
   return s + "}";
 }

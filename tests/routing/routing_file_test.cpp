@@ -42,6 +42,15 @@ TEST(RoutingFile, LoadsTheSharedOrdersFile) {
   EXPECT_EQ(t->collection("shop.orders")->chunks.chunkCount(), 12u);
 }
 
+// Issue 28: candidate keys come from field names a client chose, and /evaluate embeds this text
+// as JSON: a quote or a control character in a name used to break the page.
+TEST(RoutingFile, KeyPatternJsonEscapesFieldNames) {
+  std::string error;
+  auto p = ShardKeyPattern::fromJson(R"({"a\"b\u001b": 1, "c\\d": "hashed"})", error);
+  ASSERT_TRUE(p) << error;
+  EXPECT_EQ(p->toJson(), R"({"a\"b\u001b": 1, "c\\d": "hashed"})");
+}
+
 TEST(RoutingFile, LoadsYaml) {
   auto t = testing::loadData("orders_3shards.yaml");
   ASSERT_TRUE(t);

@@ -1,0 +1,174 @@
+"""What a client names can neither bloat the proxy nor break a page (issue 28, items 1 and 4).
+
+1. Long names: 300 finds on distinct 32 KB collection names and 200 distinct 32 KB command names
+   (pymongo through the proxy; FerretDB refuses every one). Before: +67 MiB kept after the client
+   left, and one GET /metrics declared 810 MB. Now names are kept bounded in bytes (128; longer ones
+   as a prefix and a hash), the per-(ns, command) series are the busiest 200 pairs, and the memory
+   kept and the page are small; both are asserted in bytes.
+4. Random bytes as names (FF FE, NUL, newlines, quotes, backslashes, overlong forms, surrogates)
+   in $db, collection and command names, on raw OP_MSG frames through the real proxy: /metrics
+   passes `promtool check metrics`, and /stats, /evaluate and /history are strict UTF-8 JSON.
+   Before: one `$db` with FF FE made promtool reject the whole page.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import socket
+import struct
+import subprocess
+import time
+import urllib.request
+
+import pymongo
+import pytest
+from bson.son import SON
+
+from wire_peer import RawClient, next_request_id
+
+pytestmark = pytest.mark.needs_proxy
+
+SANITIZED = "ASAN_OPTIONS" in os.environ or "TSAN_OPTIONS" in os.environ
+MIB = 1 << 20
+OP_MSG = 2013
+
+
+def _rss(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) * 1024
+
+
+def _settled_rss(pid: int) -> int:
+    time.sleep(1.0)
+    return _rss(pid)
+
+
+def _fetch(admin_url: str, path: str, limit: int) -> bytes:
+    """At most `limit` + 1 bytes of the page: a page past its bound fails the test without the
+    test reading hundreds of megabytes."""
+    with urllib.request.urlopen(admin_url + path, timeout=120) as r:
+        return r.read(limit + 1)
+
+
+def _promtool_check(page: bytes) -> None:
+    tool = shutil.which("promtool")
+    if tool is None:
+        pytest.fail("promtool not found (Debian package prometheus; scripts/setup.sh installs it)")
+    lint = subprocess.run([tool, "check", "metrics"], input=page, capture_output=True, timeout=120)
+    # promtool's lint also reports style problems (exit 3 with "lint" lines) only for metric names
+    # and help texts we choose; a page it cannot parse is exit 1 with "error while linting".
+    assert lint.returncode == 0, (lint.stdout + lint.stderr).decode(errors="replace")[:2000]
+
+
+# ---- item 1: long names are bounded in bytes ----------------------------------------------------
+
+@pytest.mark.skipif(SANITIZED, reason="a sanitizer's quarantine keeps freed memory resident")
+def test_long_names_are_bounded_in_memory_and_in_every_page(ferretdb, proxy):
+    px = proxy(ferretdb.uri, admin=True)
+    pid = px.process.pid
+    with pymongo.MongoClient(px.uri, serverSelectionTimeoutMS=20_000) as warm:  # pools, threads, one scrape
+        warm.shop.warm.find_one({})
+    _fetch(px.admin_url, "/metrics", 8 * MIB)
+    before = _settled_rss(pid)
+
+    sent = 0
+    with pymongo.MongoClient(px.uri, serverSelectionTimeoutMS=20_000) as client:
+        for i in range(300):
+            name = f"c{i:03d}" + "x" * (32 * 1024)
+            try:
+                client.shop[name].find_one({"a": 1})
+            except pymongo.errors.OperationFailure:
+                pass  # the server refuses the name; the proxy counted the find all the same
+            sent += len(name)
+        for i in range(200):
+            name = f"cmd{i:03d}" + "y" * (32 * 1024)
+            with pytest.raises(pymongo.errors.OperationFailure):
+                client.shop.command(SON([(name, 1)]))  # no such command
+            sent += len(name)
+    # The client has left. What the proxy keeps of 16 MB of names:
+    after = _settled_rss(pid)
+    assert after - before < 8 * MIB, f"+{(after - before) / MIB:.1f} MiB kept after {sent / MIB:.1f} MiB of names"
+
+    page = _fetch(px.admin_url, "/metrics", 4 * MIB)
+    assert len(page) <= 4 * MIB, f"/metrics is over 4 MiB after {sent / MIB:.1f} MiB of names"
+    longest = max(len(line) for line in page.split(b"\n"))
+    assert longest < 1024, f"a series of {longest} bytes"
+    _promtool_check(page)
+    stats = _fetch(px.admin_url, "/stats", 8 * MIB)
+    assert len(stats) <= 8 * MIB
+    doc = json.loads(stats.decode("utf-8"))
+    names = {s["ns"] for s in doc["shapes"]} | {s["command"] for s in doc["shapes"]}
+    assert max(len(n.encode()) for n in names) <= 128, max(names, key=len)[:200]
+    assert len({s["command"] for s in doc["shapes"] if s["command"].startswith("cmd")}) == 200, \
+        "distinct long command names stay distinct"
+    evaluate = _fetch(px.admin_url, "/evaluate", 8 * MIB)
+    assert len(evaluate) <= 8 * MIB
+    json.loads(evaluate.decode("utf-8"))
+    # Rendering the pages kept nothing either.
+    assert _settled_rss(pid) - before < 8 * MIB
+
+
+# ---- item 4: any bytes as names, every page stays valid ------------------------------------------
+
+# Bytes that broke or could break a page: invalid UTF-8, NUL and other controls, the text format's
+# escapes, overlong forms, UTF-16 surrogates, code points past U+10FFFF, cut-off sequences.
+NASTY = [b"\xff\xfe", b"\x00", b"\n", b"\r", b'"', b"\\", b"\\n", b"\x1b[31m", b"\x7f", b"\xc0\x80",
+         b"\xe0\x80\xaf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe2\x82", b"\x80", b"{", b"}", b",",
+         b"=", b"\xc3\xa9", b"\xf0\x9f\x98\x80", b"#", b" "]
+
+
+def _random_name(rng: random.Random, cstring: bool) -> bytes:
+    parts = []
+    for _ in range(rng.randint(1, 6)):
+        parts.append(rng.choice(NASTY) if rng.random() < 0.6 else bytes(rng.randrange(256) for _ in range(rng.randint(1, 8))))
+    name = b"".join(parts)
+    return name.replace(b"\x00", b"\x01") if cstring else name  # BSON keys cannot hold a NUL
+
+
+def _bson_string(key: bytes, value: bytes) -> bytes:
+    return b"\x02" + key + b"\x00" + struct.pack("<i", len(value) + 1) + value + b"\x00"
+
+
+def _bson_doc(elements: bytes) -> bytes:
+    return struct.pack("<i", len(elements) + 5) + elements + b"\x00"
+
+
+def _op_msg(body: bytes) -> bytes:
+    payload = struct.pack("<I", 0) + b"\x00" + body
+    return struct.pack("<iiii", 16 + len(payload), next_request_id(), 0, OP_MSG) + payload
+
+
+def _send(address: str, frame: bytes) -> None:
+    """One frame on its own connection; waits for the answer or the close."""
+    with RawClient.for_address(address, timeout=10) as rc:
+        rc.send(frame)
+        try:
+            rc.recv_message(timeout=10)
+        except (OSError, ValueError):
+            pass
+
+
+def test_random_bytes_as_names_never_break_a_page(ferretdb, proxy):
+    px = proxy(ferretdb.uri, admin=True)
+    rng = random.Random(28)  # seeded: a failure names the same inputs again
+    for _ in range(150):
+        db, coll = _random_name(rng, False), _random_name(rng, False)
+        command, field = _random_name(rng, True), _random_name(rng, True)
+        filt = _bson_doc(b"\x10" + field + b"\x00" + struct.pack("<i", 1))
+        # A find on the random namespace, a random command, and a random command with a collection.
+        _send(px.address, _op_msg(_bson_doc(_bson_string(b"find", coll) + b"\x03filter\x00" + filt +
+                                            _bson_string(b"$db", db))))
+        _send(px.address, _op_msg(_bson_doc(b"\x10" + command + b"\x00" + struct.pack("<i", 1) + _bson_string(b"$db", db))))
+        _send(px.address, _op_msg(_bson_doc(_bson_string(command, coll) + _bson_string(b"$db", db))))
+    assert px.alive()
+
+    page = _fetch(px.admin_url, "/metrics", 64 * MIB)
+    assert b'ns="' in page
+    _promtool_check(page)
+    for path in ("/stats", "/evaluate", "/history"):
+        body = _fetch(px.admin_url, path, 64 * MIB)
+        json.loads(body.decode("utf-8"))  # strict: invalid UTF-8 raises
+    # The names are there, as U+FFFD where they were not UTF-8 (not dropped).
+    assert "\ufffd".encode() in page
