@@ -34,19 +34,22 @@ def assert_no_stall(hostile: list[float], control: list[float], what: str, ratio
         f"(bound {bound * 1000:.1f} ms)")
 
 
-def ping_latencies_during(uri: str, action: Callable[[], None], min_pings: int = 20) -> list[float]:
+def ping_latencies_during(uri: str, action: Callable[[], None], min_pings: int = 20) -> tuple[list[float], float]:
     """Runs `action` in a thread while a separate pymongo client pings through `uri` every 5 ms;
-    returns the ping latencies (seconds). Keeps pinging until at least `min_pings` ran, so a
-    quick action still gives a sample."""
+    returns the ping latencies (seconds) and how long the action ran. Keeps pinging until at
+    least `min_pings` ran, so a quick action still gives a sample."""
     client = pymongo.MongoClient(uri, directConnection=True, serverSelectionTimeoutMS=20_000, maxPoolSize=1)
     client.admin.command("ping")
     latencies: list[float] = []
     done = threading.Event()
+    ran = [0.0]
 
     def run():
+        start = time.monotonic()
         try:
             action()
         finally:
+            ran[0] = time.monotonic() - start
             done.set()
 
     t = threading.Thread(target=run, daemon=True)
@@ -58,4 +61,20 @@ def ping_latencies_during(uri: str, action: Callable[[], None], min_pings: int =
         time.sleep(0.005)
     t.join()
     client.close()
-    return latencies
+    return latencies, ran[0]
+
+
+def assert_action_does_not_stall(uri: str, hostile: Callable[[], None], control: Callable[[], None], what: str,
+                                 ratio: float = 20.0) -> None:
+    """Pings through `uri` while `hostile` runs, then while `control` runs over and over for as long
+    (so both windows see the machine's hiccups alike), and compares the two (`assert_no_stall`)."""
+    hostile_waits, seconds = ping_latencies_during(uri, hostile)
+
+    def control_for_as_long():
+        end = time.monotonic() + seconds
+        control()
+        while time.monotonic() < end:
+            control()
+
+    control_waits, _ = ping_latencies_during(uri, control_for_as_long)
+    assert_no_stall(hostile_waits, control_waits, what, ratio)
