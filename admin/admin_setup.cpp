@@ -72,7 +72,7 @@ AdminExtension discoveryExtension(proxy::ProxyContext& ctx) {
   return e;
 }
 
-AdminExtension publishExtension(const proxy::SketchPublisher& publisher) {
+AdminExtension publishExtension(const cluster::SketchPublisher& publisher) {
   AdminExtension ext;
   ext.stats_sections.emplace_back("evaluationPublish", [&publisher] {
     auto c = publisher.counters();

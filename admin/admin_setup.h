@@ -6,7 +6,7 @@
 
 #include "admin/admin_server.h"
 #include "proxy/proxy_context.h"
-#include "proxy/sketch_publisher.h"
+#include "cluster/sketch_publisher.h"
 
 namespace shardscope::admin {
 
@@ -21,6 +21,6 @@ AdminExtension mongosPoolExtension(proxy::ProxyContext& ctx);
 // (after the mongos line, which it repeats: /readyz keeps one detail function).
 AdminExtension discoveryExtension(proxy::ProxyContext& ctx);
 // Fleet publishing's /stats section ("evaluationPublish") and shardscope_evaluation_publish_total.
-AdminExtension publishExtension(const proxy::SketchPublisher& publisher);
+AdminExtension publishExtension(const cluster::SketchPublisher& publisher);
 
 }  // namespace shardscope::admin

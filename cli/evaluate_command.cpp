@@ -13,7 +13,7 @@
 #include <bson/bson.h>
 
 #include "evaluation/evaluator.h"
-#include "proxy/sketch_publisher.h"
+#include "cluster/sketch_publisher.h"
 
 namespace shardscope::cli {
 namespace {
@@ -76,7 +76,7 @@ int runEvaluate(const CLI::App& cmd, const EvaluateArgs& args) {
   }
   if (!args.from_collection.empty()) {
     std::vector<std::string> ids;
-    if (!proxy::readPublishedSketches(args.from_collection, args.collection, sketches, ids, error)) return fail(error);
+    if (!cluster::readPublishedSketches(args.from_collection, args.collection, sketches, ids, error)) return fail(error);
     if (ids.empty()) return fail("no live sidecar has published to " + args.collection + " (evaluation.publish.interval_ms)");
     std::string list;
     for (const auto& id : ids) list += (list.empty() ? "" : ", ") + id;

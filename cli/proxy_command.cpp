@@ -15,11 +15,12 @@
 #include "admin/admin_server.h"
 #include "admin/admin_setup.h"
 #include "admin/chunk_view.h"
+#include "cluster/sketch_publisher.h"
+#include "evaluation/sketch_redaction.h"
 #include "proxy/proxy_setup.h"
 #include "proxy/redacting_sink.h"
 #include "proxy/reloader.h"
 #include "proxy/server.h"
-#include "proxy/sketch_publisher.h"
 #include "proxy/upstream_probe.h"
 
 extern char** environ;
@@ -48,7 +49,12 @@ int runProxy(const std::vector<std::string>& args, bool checkOnly) {
     std::cerr << "shardscope: config error: " << error << "\n";
     return 2;
   }
-  auto publisher = proxy::SketchPublisher::create(ctx.config, ctx.evaluator.get(), error);
+  cluster::SketchPublisher::Export exportSketches;
+  if (auto* evaluator = ctx.evaluator.get())
+    exportSketches = [evaluator, values = ctx.config.evaluation_allow_values] {
+      return values ? evaluator->exportSketches() : evaluation::sketchesWithoutValues(evaluator->exportSketches());
+    };
+  auto publisher = cluster::SketchPublisher::create(ctx.config, std::move(exportSketches), error);
   if (!publisher && !error.empty()) {
     std::cerr << "shardscope: config error: " << error << "\n";
     return 2;

@@ -132,7 +132,7 @@ struct Config {
   uint64_t evaluation_max_namespace_bytes = uint64_t{16} << 20;  // one namespace's
   std::vector<std::string> evaluation_candidates;  // "db.coll: {customerId: 1, orderDate: 1}"
   // Periodic publication of this sidecar's sketches to a collection (0 ms: off); see
-  // proxy/sketch_publisher.h.
+  // cluster/sketch_publisher.h.
   uint32_t evaluation_publish_interval_ms = 0;
   std::string evaluation_publish_uri;  // empty: the upstream
   std::string evaluation_publish_collection = "shardscope.evaluation_sketches";

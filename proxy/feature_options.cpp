@@ -52,9 +52,9 @@ std::vector<std::string> featureOptions(const config::Config& c, FeatureOptions&
 
   out.mirror.reset();
   if (!c.mirror.upstream.empty()) {
-    MirrorOptions m;
+    shadow::MirrorOptions m;
     m.upstream = c.mirror.upstream;
-    m.mode = c.mirror.mode == "all" ? MirrorOptions::Mode::All : MirrorOptions::Mode::Reads;
+    m.mode = c.mirror.mode == "all" ? shadow::MirrorOptions::Mode::All : shadow::MirrorOptions::Mode::Reads;
     m.sample_rate = c.mirror.sample_rate;
     m.namespaces = c.mirror.namespaces;
     m.queue_size = c.mirror.queue_size;
@@ -69,7 +69,7 @@ std::vector<std::string> featureOptions(const config::Config& c, FeatureOptions&
 
   out.capture.reset();
   if (!c.capture.file.empty()) {
-    CaptureOptions k;
+    shadow::CaptureOptions k;
     k.file = c.capture.file;
     k.mode = c.capture.mode == "full" ? shadow::CaptureMode::Full : shadow::CaptureMode::Redacted;
     k.max_bytes = c.capture.max_bytes;

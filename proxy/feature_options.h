@@ -10,9 +10,9 @@
 
 #include "config/config.h"
 #include "evaluation/evaluator.h"
-#include "proxy/capture.h"
-#include "proxy/mirror.h"
 #include "proxy/mongos_pool.h"
+#include "shadow/capture_writer.h"
+#include "shadow/mirror.h"
 #include "stats/registry.h"
 
 namespace shardscope::proxy {
@@ -20,8 +20,8 @@ namespace shardscope::proxy {
 struct FeatureOptions {
   stats::StatsOptions stats;
   std::optional<evaluation::EvaluationOptions> evaluation;  // evaluation.enabled
-  std::optional<MirrorOptions> mirror;                      // mirror.upstream set
-  std::optional<CaptureOptions> capture;                    // capture.file set
+  std::optional<shadow::MirrorOptions> mirror;                      // mirror.upstream set
+  std::optional<shadow::CaptureOptions> capture;                    // capture.file set
   MongosPool::Options upstream_pool;
 };
 

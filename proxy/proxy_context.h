@@ -13,11 +13,9 @@
 #include "proxy/asio.h"
 #include "proxy/buffer_budget.h"
 #include "proxy/warm_buffers.h"
-#include "proxy/capture.h"
-#include "proxy/discovery_status.h"
+#include "cluster/discovery_status.h"
 #include "proxy/fault_injector.h"
 #include "rewrite/lookup_set.h"
-#include "proxy/mirror.h"
 #include "proxy/mongos_pool.h"
 #include "proxy/readiness_grace.h"
 #include "proxy/routing_state.h"
@@ -26,6 +24,8 @@
 #include "routing/cursor_shards.h"
 #include "rewrite/lookup_mapping.h"
 #include "evaluation/evaluator.h"
+#include "shadow/capture_writer.h"
+#include "shadow/mirror.h"
 #include "stats/registry.h"
 
 namespace shardscope::proxy {
@@ -45,8 +45,8 @@ struct ProxyContext {
   RoutingState routing;
   std::unique_ptr<stats::Registry> stats;
   std::unique_ptr<evaluation::Evaluator> evaluator;  // null when evaluation.enabled is false
-  std::shared_ptr<Mirror> mirror;                    // null unless mirror.upstream is set
-  std::unique_ptr<CaptureWriter> capture;            // null unless capture.file is set
+  std::shared_ptr<shadow::Mirror> mirror;                    // null unless mirror.upstream is set
+  std::unique_ptr<shadow::CaptureWriter> capture;            // null unless capture.file is set
   Published<FaultInjector> faults;                   // null value unless fault injection is configured
   std::atomic<uint64_t> next_connection_id{1};
   std::atomic<uint64_t> open_connections{0};
@@ -54,7 +54,7 @@ struct ProxyContext {
   WarmBuffers warm_buffers{&buffer_budget};     // large read buffers kept between large messages
   std::atomic<bool> upstream_reachable{false};  // some mongos of the pool is up (/readyz)
   std::function<void(std::string_view ns)> on_stale_config;  // asks discovery to refresh ns ("" = all); may be empty
-  DiscoveryStatus discovery_status;             // routing discovery's last outcome (/stats, /metrics, /readyz)
+  cluster::DiscoveryStatus discovery_status;             // routing discovery's last outcome (/stats, /metrics, /readyz)
   ReadinessGrace upstream_grace;                // readiness.upstream_grace_ms
   Published<const rewrite::LookupSet> lookups;  // lookup-rewrite rules (empty set when none)
   // Open cursors' shard sets, for every connection: a driver continues a cursor on any pooled

@@ -135,21 +135,21 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
   }
   if (ctx.evaluator) ctx.evaluator->countDroppedEventsIn(&ctx.stats->process().evaluation_dropped_events);
   if (features.mirror) {
-    MirrorOptions& m = *features.mirror;
+    shadow::MirrorOptions& m = *features.mirror;
     m.dropped_total = &ctx.stats->process().mirror_dropped;
     std::string mirrorError;
-    ctx.mirror = Mirror::create(m, mirrorError);
+    ctx.mirror = shadow::Mirror::create(m, mirrorError);
     if (!ctx.mirror) {
       error = config::redactSecrets("mirror: " + mirrorError);
       return false;
     }
-    if (m.mode == MirrorOptions::Mode::All)
+    if (m.mode == shadow::MirrorOptions::Mode::All)
       spdlog::warn("mirror.mode=all: writes are applied to the shadow cluster {}", config::redactSecrets(m.upstream));
   }
   if (features.capture) {
-    const CaptureOptions& c = *features.capture;
+    const shadow::CaptureOptions& c = *features.capture;
     std::string captureError;
-    ctx.capture = CaptureWriter::create(c, captureError);
+    ctx.capture = shadow::CaptureWriter::create(c, captureError);
     if (!ctx.capture) {
       error = "capture: " + captureError;
       return false;
@@ -176,9 +176,9 @@ void publishRouting(ProxyContext& ctx, std::shared_ptr<const routing::RoutingTab
   ctx.routing.publish(std::move(table));
 }
 
-std::unique_ptr<RoutingDiscovery> startDiscovery(ProxyContext& ctx) {
+std::unique_ptr<cluster::RoutingDiscovery> startDiscovery(ProxyContext& ctx) {
   if (!ctx.config.discovery) return nullptr;
-  auto discovery = std::make_unique<RoutingDiscovery>(
+  auto discovery = std::make_unique<cluster::RoutingDiscovery>(
       ctx.own_connection_uri, std::chrono::seconds(ctx.config.discovery_interval_s),
       [&ctx](std::shared_ptr<const routing::RoutingTable> table) { publishRouting(ctx, std::move(table)); },
       &ctx.discovery_status);

@@ -8,7 +8,7 @@
 #include "proxy/mongos_pool.h"
 #include "proxy/upstream_target.h"
 #include "proxy/proxy_context.h"
-#include "proxy/routing_discovery.h"
+#include "cluster/routing_discovery.h"
 
 namespace shardscope::proxy {
 
@@ -19,7 +19,7 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
 void publishRouting(ProxyContext& ctx, std::shared_ptr<const routing::RoutingTable> table);
 
 // Starts live discovery when the config asks for it (null otherwise).
-std::unique_ptr<RoutingDiscovery> startDiscovery(ProxyContext& ctx);
+std::unique_ptr<cluster::RoutingDiscovery> startDiscovery(ProxyContext& ctx);
 
 // The mongos pool of the upstream seed list.
 std::unique_ptr<MongosPool> makeMongosPool(const UpstreamTarget& target, const MongosPool::Options& options);

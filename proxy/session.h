@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/capture_observer.h"
 #include "pipeline/evaluation_observer.h"
+#include "pipeline/mirror_observer.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/statistics_observer.h"
 #include "proxy/asio.h"
@@ -18,7 +20,6 @@
 #include "proxy/frame_buffer.h"
 #include "proxy/handler_memory.h"
 #include "proxy/outbox.h"
-#include "proxy/pipeline_observers.h"
 #include "proxy/proxy_context.h"
 #include "proxy/stream.h"
 
@@ -113,8 +114,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // The features, in the order they see each operation (registered in the constructor).
   std::optional<pipeline::StatisticsObserver> statistics_observer_;
   std::optional<pipeline::EvaluationObserver> evaluation_observer_;
-  std::optional<MirrorObserver> mirror_observer_;
-  std::optional<CaptureObserver> capture_observer_;
+  std::optional<pipeline::MirrorObserver> mirror_observer_;
+  std::optional<pipeline::CaptureObserver> capture_observer_;
   bool draining_ = false;
   bool closed_ = false;
   BudgetShare budget_share_;  // this connection's large buffers in the proxy-wide budget

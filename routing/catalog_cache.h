@@ -5,7 +5,7 @@
 // The chunks applied must form one consistent version: after an incremental read the
 // collection's chunks must still tile its key space, else the read missed a change (a version
 // gap, e.g. a commit between two batches of the read) and the caller re-reads it fully.
-// No I/O: the caller runs the reads this plans (proxy/routing_discovery.cpp).
+// No I/O: the caller runs the reads this plans (cluster/routing_discovery.cpp).
 #pragma once
 #include <bson/bson.h>
 

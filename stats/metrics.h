@@ -57,13 +57,13 @@ namespace shardscope::stats {
   GAUGE(build_info, "The version shardscope was built from (value always 1).", "version")                       \
   /* The upstream mongos pool (proxy/proxy_setup.cpp) */                                                        \
   GAUGE(upstream_up, "Whether the proxy can connect to this mongos (1) or not (0).", "address")                 \
-  /* Routing discovery (proxy/discovery_status.cpp) */                                                        \
+  /* Routing discovery (cluster/discovery_status.cpp) */                                                        \
   COUNTER(routing_refreshes_total, "Routing discovery reads of config.* (successful or not).")                 \
   COUNTER(routing_refresh_failures_total, "Routing discovery reads that failed.")                              \
   GAUGE(routing_last_refresh_success_timestamp_seconds,                                                         \
         "Unix time of the last successful routing read (0: never).")                                           \
   GAUGE(routing_chunks, "Chunks in the routing table discovery holds.")                                         \
-  /* Fleet publishing of evaluation sketches (proxy/sketch_publisher.cpp) */                                    \
+  /* Fleet publishing of evaluation sketches (cluster/sketch_publisher.cpp) */                                    \
   COUNTER(evaluation_publish_total, "Sketch publications to evaluation.publish.collection, by outcome.",       \
           "outcome")                                                                                            \
   /* Lookup rewrites (admin/admin_extensions.cpp) */                                                            \
@@ -71,7 +71,7 @@ namespace shardscope::stats {
   COUNTER(rewrite_fallbacks_total, "Rewritten commands re-run as written, by cause.", "ns", "cause")            \
   GAUGE(rewrite_mappings, "Mappings held in memory.", "ns")                                                     \
   GAUGE(rewrite_ambiguous, "Lookup values seen with two different added values (never rewritten).", "ns")       \
-  /* Mirror (proxy/mirror.cpp, shadow/divergence_stats.cpp) */                                                  \
+  /* Mirror (shadow/mirror.cpp, shadow/divergence_stats.cpp) */                                                  \
   COUNTER(mirror_requests_total, "Requests seen by the mirror, by what happened to them.", "outcome")           \
   GAUGE(mirror_queue_depth, "Mirrored requests waiting for the shadow.")                                        \
   GAUGE(mirror_queue_capacity, "Size of the mirror queue (requests beyond it are dropped).")                    \

@@ -7,10 +7,10 @@
 #include <fstream>
 
 #include "protocol/command_view.h"
-#include "proxy/capture.h"
+#include "shadow/capture_writer.h"
 #include "tests/support/bson_builders.h"
 
-namespace shardscope::proxy {
+namespace shardscope::shadow {
 namespace {
 
 namespace fs = std::filesystem;
@@ -134,4 +134,4 @@ TEST(CaptureWriter, RotatesAndStopsAtTheSizeLimit) {
 }
 
 }  // namespace
-}  // namespace shardscope::proxy
+}  // namespace shardscope::shadow

@@ -22,7 +22,7 @@
 #include "common/query_shape.h"
 #include "shadow/divergence_stats.h"
 
-namespace shardscope::proxy {
+namespace shardscope::shadow {
 
 struct MirrorOptions {
   enum class Mode { Reads, All };
@@ -111,4 +111,4 @@ class Mirror : public std::enable_shared_from_this<Mirror> {
   void* pool_ = nullptr;  // mongoc_client_pool_t
 };
 
-}  // namespace shardscope::proxy
+}  // namespace shardscope::shadow

@@ -2,7 +2,7 @@
 // threads). routing::CatalogCache decides what to read and keeps what was read; this file runs
 // the reads: config.shards and config.collections whole (small), config.chunks by collection,
 // several collections per query ($or), only versions above the known one.
-#include "proxy/routing_discovery.h"
+#include "cluster/routing_discovery.h"
 
 #pragma GCC diagnostic ignored "-Wignored-attributes"  // std::vector<bson_t*>: bson_t alignment, harmless
 #include <mongoc/mongoc.h>
@@ -17,7 +17,7 @@
 #include "routing/mongos_version.h"
 #include "routing/routing_file.h"
 
-namespace shardscope::proxy {
+namespace shardscope::cluster {
 namespace {
 
 constexpr size_t kCollectionsPerChunkQuery = 32;  // keeps each $or filter small
@@ -346,4 +346,4 @@ void RoutingDiscovery::run() {
   }
 }
 
-}  // namespace shardscope::proxy
+}  // namespace shardscope::cluster

@@ -1,4 +1,4 @@
-#include "proxy/mirror.h"
+#include "shadow/mirror.h"
 
 #include <mongoc/mongoc.h>
 #include <spdlog/spdlog.h>
@@ -19,7 +19,7 @@
 #include "stats/prometheus_writer.h"
 #include "common/query_shape.h"
 
-namespace shardscope::proxy {
+namespace shardscope::shadow {
 
 // Counters declared once; rendered in this order (JSON key, Prometheus outcome label).
 #define SHARDSCOPE_MIRROR_COUNTERS(X)                                                          \
@@ -604,4 +604,4 @@ void Mirror::reset() {
   table_.reset();
 }
 
-}  // namespace shardscope::proxy
+}  // namespace shardscope::shadow

@@ -16,13 +16,13 @@
 #include <thread>
 #include <vector>
 
-#include "proxy/discovery_status.h"
+#include "cluster/discovery_status.h"
 #include "routing/catalog_cache.h"
 #include "routing/routing_table.h"
 
 typedef struct _mongoc_client_t mongoc_client_t;
 
-namespace shardscope::proxy {
+namespace shardscope::cluster {
 
 class RoutingDiscovery {
  public:
@@ -79,4 +79,4 @@ class RoutingDiscovery {
   std::thread thread_;
 };
 
-}  // namespace shardscope::proxy
+}  // namespace shardscope::cluster

@@ -1,4 +1,4 @@
-#include "proxy/discovery_status.h"
+#include "cluster/discovery_status.h"
 
 #include "stats/prometheus_writer.h"
 
@@ -6,7 +6,7 @@
 
 #include "common/json_writer.h"
 
-namespace shardscope::proxy {
+namespace shardscope::cluster {
 namespace {
 
 constexpr size_t kMaxVersionsShown = 200;  // /stats stays small with thousands of collections
@@ -105,4 +105,4 @@ std::string DiscoveryStatus::readinessLine() const {
   return line;
 }
 
-}  // namespace shardscope::proxy
+}  // namespace shardscope::cluster

@@ -7,7 +7,7 @@
 #include <mutex>
 #include <string>
 
-namespace shardscope::proxy {
+namespace shardscope::cluster {
 
 class DiscoveryStatus {
  public:
@@ -38,4 +38,4 @@ class DiscoveryStatus {
   Refresh last_;
 };
 
-}  // namespace shardscope::proxy
+}  // namespace shardscope::cluster

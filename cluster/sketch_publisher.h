@@ -16,6 +16,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -24,11 +25,7 @@
 
 #include "config/config.h"
 
-namespace shardscope::evaluation {
-class Evaluator;
-}
-
-namespace shardscope::proxy {
+namespace shardscope::cluster {
 
 // A sidecar's document lives this many publication intervals past its last update.
 inline constexpr int kPublishTtlIntervals = 3;
@@ -49,9 +46,12 @@ class SketchPublisher {
   struct Counters {
     uint64_t published = 0, errors = 0, too_large = 0;
   };
+  // The export to publish (the evaluation's sketches, already without values unless
+  // evaluation.allow_values); called on the publisher's thread.
+  using Export = std::function<std::string()>;
   // Null with `error` set when the publish settings are invalid; null without an error when
-  // publishing is off (interval 0) or the evaluation is.
-  static std::unique_ptr<SketchPublisher> create(const config::Config& config, evaluation::Evaluator* evaluator,
+  // publishing is off (interval 0). `exportSketches` is empty when the evaluation is off.
+  static std::unique_ptr<SketchPublisher> create(const config::Config& config, Export exportSketches,
                                                  std::string& error);
   ~SketchPublisher();
   void start();
@@ -63,7 +63,7 @@ class SketchPublisher {
   SketchPublisher() = default;
   void run();
 
-  evaluation::Evaluator* evaluator_ = nullptr;
+  Export export_;
   std::string uri_, db_, coll_, id_;
   std::chrono::milliseconds interval_{0};
   bool values_ = false;
@@ -79,7 +79,4 @@ class SketchPublisher {
 bool readPublishedSketches(const std::string& uri, const std::string& ns, std::vector<std::string>& exports,
                            std::vector<std::string>& ids, std::string& error);
 
-// /stats "evaluationPublish" {id, published, errors, tooLarge} and the matching metrics.
-
-
-}  // namespace shardscope::proxy
+}  // namespace shardscope::cluster

@@ -19,7 +19,7 @@
 #include "common/query_shape.h"
 #include "shadow/capture_format.h"
 
-namespace shardscope::proxy {
+namespace shardscope::shadow {
 
 struct CaptureOptions {
   std::string file;                            // segment 0; later segments are FILE.1, FILE.2, ...
@@ -91,4 +91,4 @@ class CaptureWriter {
   Counters counters_;
 };
 
-}  // namespace shardscope::proxy
+}  // namespace shardscope::shadow

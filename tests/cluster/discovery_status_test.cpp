@@ -4,9 +4,9 @@
 
 #include <string>
 
-#include "proxy/discovery_status.h"
+#include "cluster/discovery_status.h"
 
-namespace shardscope::proxy {
+namespace shardscope::cluster {
 namespace {
 
 TEST(DiscoveryStatus, FailureBeforeAnySuccessIsTheReadinessReason) {
@@ -48,4 +48,4 @@ TEST(DiscoveryStatus, SuccessClearsTheErrorAndShowsVersions) {
 }
 
 }  // namespace
-}  // namespace shardscope::proxy
+}  // namespace shardscope::cluster

@@ -1,4 +1,4 @@
-#include "proxy/capture.h"
+#include "shadow/capture_writer.h"
 
 #include <spdlog/spdlog.h>
 
@@ -16,7 +16,7 @@
 #include "stats/prometheus_writer.h"
 #include "common/query_shape.h"
 
-namespace shardscope::proxy {
+namespace shardscope::shadow {
 namespace {
 
 uint64_t random64() {
@@ -329,4 +329,4 @@ void CaptureWriter::renderPrometheus(std::string& out) const {
   w.single(Metric::capture_segments, static_cast<uint64_t>(c.segments));
 }
 
-}  // namespace shardscope::proxy
+}  // namespace shardscope::shadow

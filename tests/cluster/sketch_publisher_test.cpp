@@ -1,12 +1,12 @@
 // The published sketch document (issue 16 item 7): one per sidecar, keyed by its id, expiring
 // three intervals after its publication, and refused when it would not fit a BSON document.
-#include "proxy/sketch_publisher.h"
+#include "cluster/sketch_publisher.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-namespace shardscope::proxy {
+namespace shardscope::cluster {
 namespace {
 
 TEST(SketchPublisher, DocumentCarriesIdTimesAndTheExport) {
@@ -62,4 +62,4 @@ TEST(SketchPublisher, NamespaceSettingIsChecked) {
 }
 
 }  // namespace
-}  // namespace shardscope::proxy
+}  // namespace shardscope::cluster

@@ -1,18 +1,13 @@
-#include "proxy/sketch_publisher.h"
-
-#include "stats/prometheus_writer.h"
+#include "cluster/sketch_publisher.h"
 
 #include <mongoc/mongoc.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include "config/redact.h"
-#include "evaluation/evaluator.h"
 #include "cluster/cluster_auth.h"
-#include "evaluation/sketch_redaction.h"
-#include "common/json_writer.h"
+#include "config/redact.h"
 
-namespace shardscope::proxy {
+namespace shardscope::cluster {
 
 bool splitNamespace(const std::string& ns, std::string& db, std::string& coll) {
   auto dot = ns.find('.');
@@ -94,10 +89,10 @@ void deleteExpired(mongoc_collection_t* collection) {
 
 }  // namespace
 
-std::unique_ptr<SketchPublisher> SketchPublisher::create(const config::Config& config, evaluation::Evaluator* evaluator,
+std::unique_ptr<SketchPublisher> SketchPublisher::create(const config::Config& config, Export exportSketches,
                                                          std::string& error) {
   if (config.evaluation_publish_interval_ms == 0) return nullptr;
-  if (!evaluator) {
+  if (!exportSketches) {
     error = "evaluation.publish.interval_ms: the evaluation is off (evaluation.enabled: false)";
     return nullptr;
   }
@@ -117,7 +112,7 @@ std::unique_ptr<SketchPublisher> SketchPublisher::create(const config::Config& c
   p->id_ = config.evaluation_publish_id.empty() ? defaultSidecarId(config) : config.evaluation_publish_id;
   p->interval_ = std::chrono::milliseconds(config.evaluation_publish_interval_ms);
   p->values_ = config.evaluation_allow_values;
-  p->evaluator_ = evaluator;
+  p->export_ = std::move(exportSketches);
   return p;
 }
 
@@ -161,8 +156,7 @@ void SketchPublisher::run() {
       wake_.wait_for(lock, interval_, [&] { return stopping_; });
       if (stopping_) break;
     }
-    std::string exported = evaluator_->exportSketches();
-    if (!values_) exported = evaluation::sketchesWithoutValues(exported);
+    const std::string exported = export_();
     bson_t doc;
     std::string error;
     if (!buildSketchDocument(id_, exported, values_, nowMs(), interval_.count(), &doc, error)) {
@@ -257,4 +251,4 @@ bool readPublishedSketches(const std::string& uriText, const std::string& ns, st
   return ok;
 }
 
-}  // namespace shardscope::proxy
+}  // namespace shardscope::cluster
