@@ -9,6 +9,8 @@ format its target expects, so the fuzzer starts from the structure real drivers 
   query_shape      OP_MSG sections (kind-0 body + optional kind-1 sequences) of find, aggregate,
                    update, delete, count, distinct, findAndModify
   lookup_rewrite   u32 length + OP_MSG sections of a request on test.orders + a BSON reply
+  client_names     OP_MSG sections whose $db, collection, command and field names hold bytes
+                   that are not UTF-8, controls, the text format's escapes, or 32 KB
   filter_intervals a BSON filter document
   routing_file     one selector byte (even: JSON, odd: YAML) + a routing file
   config           a YAML config file
@@ -182,6 +184,36 @@ def query_shape_seeds() -> dict[str, bytes]:
     }
 
 
+def raw_string(key: bytes, value: bytes) -> bytes:
+    """A BSON string element with any bytes (pymongo's encoder only takes valid UTF-8)."""
+    return b"\x02" + key + b"\x00" + struct.pack("<i", len(value) + 1) + value + b"\x00"
+
+
+def raw_doc(elements: bytes) -> bytes:
+    return struct.pack("<i", len(elements) + 5) + elements + b"\x00"
+
+
+def client_names_seeds() -> dict[str, bytes]:
+    def command(name: bytes, collection: bytes, db: bytes, field: bytes = b"a") -> bytes:
+        filt = raw_doc(b"\x10" + field + b"\x00" + struct.pack("<i", 1))
+        return sections(raw_doc(raw_string(name, collection) + b"\x03filter\x00" + filt + raw_string(b"$db", db)))
+
+    return {
+        "find": command(b"find", b"orders", b"shop"),
+        "db_ff_fe": command(b"find", b"orders", b"shop\xff\xfe"),
+        "collection_controls": command(b"find", b"a\x00b\nc\rd\x1b[0m\x7f", b"shop"),
+        "escapes": command(b"find", b'q"uote\\back\\nslash', b'd"b'),
+        "overlong_surrogate_past_max": command(b"find", b"\xc0\x80\xed\xa0\x80\xf4\x90\x80\x80", b"\xe0\x80\xaf"),
+        "cut_sequence": command(b"find", b"x\xe2\x82", b"\x80"),
+        "command_name_bytes": command(b"cmd\xff\n\"\\", b"c", b"db"),
+        "field_name_bytes": command(b"find", b"c", b"db", field=b"f\xfe\n\""),
+        "long_collection": command(b"find", b"c" * 32768, b"shop"),
+        "long_command": command(b"x" * 32768, b"c", b"shop"),
+        "long_db": command(b"find", b"c", b"d" * 32768),
+        "valid_utf8": command(b"find", "caf\u00e9 \u20ac \U0001F600".encode(), "\u00fc".encode()),
+    }
+
+
 def lookup_rewrite_seeds() -> dict[str, bytes]:
     def case(body, seqs=(), reply=None) -> bytes:
         req = sections(enc(body), [(i, [enc(d) for d in ds]) for i, ds in seqs])
@@ -289,7 +321,8 @@ log: {level: debug}
     return out
 
 
-TARGETS = {"op_msg": op_msg_seeds, "query_shape": query_shape_seeds, "lookup_rewrite": lookup_rewrite_seeds,
+TARGETS = {"op_msg": op_msg_seeds, "query_shape": query_shape_seeds, "client_names": client_names_seeds,
+           "lookup_rewrite": lookup_rewrite_seeds,
            "filter_intervals": filter_seeds, "routing_file": routing_file_seeds, "config": config_seeds}
 
 
