@@ -4,8 +4,16 @@
 Starts FerretDB and `shardscope proxy` (one event-loop thread, a routing table with a compound
 key on shop.orders and a hashed key on shop.events), runs a pymongo `ping` loop on its own
 connection, and sends each crafted message on a raw socket. Per case it prints the message size,
-the proxy's CPU time (user+sys from /proc, from sending the message until its reply or close)
-and the ping latency p99 / max measured while the message was being handled.
+the proxy's CPU time (user+sys from /proc, from sending the message until its reply or close),
+the ping latency p99 / max measured while the message was being handled, and the proxy's RSS
+after the case (settled 1 s after the client left) minus before it.
+
+Issue 28's classes are scenarios (several messages, or the admin endpoint): long names, random
+bytes as names (then `promtool check metrics` on /metrics), 20,000 pipelined requests, a frame
+with a compressor the connection did not negotiate, and a 10 MB URL / 10 MB header /
+million-chunk body on the admin port. Run each alone (`--only`, a fresh proxy each) when its
+"RSS after" matters: a case's memory is measured against the end of the one before. The `names_*` cases then scrape /metrics once and print its
+size, the time to its first byte and the proxy's RSS peak while it rendered.
 
     python3 bench/hostile_inputs.py [--binary build/shardscope] [--only or_4000,sections_60k]
     python3 bench/hostile_inputs.py --binary /work/main/build/shardscope --timeout 60   # "before"
@@ -27,6 +35,7 @@ from pathlib import Path
 
 import bson
 from bson import Int64
+from bson.codec_options import CodecOptions
 from bson.son import SON
 from pymongo import MongoClient
 
@@ -36,6 +45,7 @@ import harness  # noqa: E402
 
 OP_MSG = 2013
 MB = 1_000_000
+LENIENT = CodecOptions(unicode_decode_error_handler="replace")
 
 
 def enc(doc) -> bytes:
@@ -138,6 +148,208 @@ def kill_cursors(n: int) -> bytes:
     return command([("killCursors", "orders"), ("cursors", [Int64(i + 1) for i in range(n)])])
 
 
+# ---- issue 28: scenarios of several messages ------------------------------------------------------
+# Each takes the proxy (harness.Proxy) and returns (bytes sent, answer).
+
+
+def exchange_all(port: int, frames: list[bytes], timeout: float) -> str:
+    """Sends the frames one after the other on one connection, each after the previous answer."""
+    answers: dict[str, int] = {}
+    s = socket.create_connection(("127.0.0.1", port))
+    s.settimeout(timeout)
+    try:
+        for frame in frames:
+            s.sendall(frame)
+            head = recv_exact(s, 16)
+            if head is None:
+                answers["closed"] = answers.get("closed", 0) + 1
+                s.close()
+                s = socket.create_connection(("127.0.0.1", port))
+                s.settimeout(timeout)
+                continue
+            body = recv_exact(s, struct.unpack_from("<i", head)[0] - 16) or b""
+            try:  # the server's errmsg may quote a name that is not UTF-8
+                reply = bson.decode(body[5:], codec_options=LENIENT)
+                key = "ok" if reply.get("ok") else f"error {reply.get('code')}"
+            except Exception:  # noqa: BLE001
+                key = "reply"
+            answers[key] = answers.get(key, 0) + 1
+    except socket.timeout:
+        answers["timeout"] = 1
+    finally:
+        s.close()
+    return ", ".join(f"{n} {k}" for k, n in sorted(answers.items()))
+
+
+def recv_exact(s: socket.socket, n: int) -> bytes | None:
+    out = b""
+    while len(out) < n:
+        chunk = s.recv(min(n - len(out), 1 << 20))
+        if not chunk:
+            return None
+        out += chunk
+    return out
+
+
+def long_names(px, timeout: float) -> tuple[int, str]:
+    """300 finds on distinct 32 KB collection names, 200 distinct 32 KB command names."""
+    frames = [command([("find", f"c{i:03d}" + "x" * 32768), ("filter", {"a": 1})]) for i in range(300)]
+    frames += [command([(f"cmd{i:03d}" + "y" * 32768, 1)]) for i in range(200)]
+    return sum(map(len, frames)), exchange_all(px.port, frames, timeout)
+
+
+NASTY = [b"\xff\xfe", b"\x00", b"\n", b"\r", b'"', b"\\", b"\xc0\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80",
+         b"\xe2\x82", b"\x80", b"\x1b[0m", b"\x7f"]
+
+
+def random_names(px, timeout: float) -> tuple[int, str]:
+    """450 commands whose $db, collection and command names are random bytes."""
+    import random
+    rng = random.Random(28)
+
+    def name(cstring: bool) -> bytes:
+        n = b"".join(rng.choice(NASTY) if rng.random() < 0.6 else bytes(rng.randrange(256) for _ in range(4))
+                     for _ in range(rng.randint(1, 6)))
+        return n.replace(b"\x00", b"\x01") if cstring else n
+
+    frames = []
+    for _ in range(150):
+        db, coll, cmd = name(False), name(False), name(True)
+        frames.append(op_msg(raw_doc(raw_string(b"find", coll) + raw_string(b"$db", db))))
+        frames.append(op_msg(raw_doc(b"\x10" + cmd + b"\x00" + struct.pack("<i", 1) + raw_string(b"$db", db))))
+        frames.append(op_msg(raw_doc(raw_string(cmd, coll) + raw_string(b"$db", db))))
+    return sum(map(len, frames)), exchange_all(px.port, frames, timeout)
+
+
+PIPELINED = 20_000
+
+
+def pipelined(px, timeout: float) -> tuple[int, str]:
+    """20,000 pings sent at once on one connection (more than 4,096 are in flight: the upstream
+    answers slower than the proxy reads), replies read afterwards."""
+    frames = b"".join(op_msg(enc([("ping", 1), ("$db", "admin")]), request_id=i) for i in range(1, PIPELINED + 1))
+    s = socket.create_connection(("127.0.0.1", px.port))
+    s.settimeout(timeout)
+    answers: dict[str, int] = {}
+    try:
+        s.sendall(frames)
+        for _ in range(PIPELINED):
+            head = recv_exact(s, 16)
+            if head is None:
+                answers["closed"] = 1
+                break
+            reply = bson.decode(recv_exact(s, struct.unpack_from("<i", head)[0] - 16)[5:])
+            key = "ok" if reply.get("ok") else f"error {reply.get('code')}"
+            answers[key] = answers.get(key, 0) + 1
+    except (socket.timeout, OSError) as e:
+        answers[type(e).__name__] = 1
+    finally:
+        s.close()
+    return len(frames), ", ".join(f"{n} {k}" for k, n in sorted(answers.items()))
+
+
+def unnegotiated_zstd(px, timeout: float) -> tuple[int, str]:
+    """A zstd-compressed find on a connection that sent no hello (zstd enabled for clients)."""
+    import zstandard
+    plain = command([("find", "orders"), ("filter", {"customerId": "C1"})])
+    body = zstandard.ZstdCompressor().compress(plain[16:])
+    payload = struct.pack("<iiB", OP_MSG, len(plain) - 16, 3) + body
+    frame = struct.pack("<iiii", 16 + len(payload), 1, 0, 2012) + payload
+    return len(frame), send_and_wait(px.port, frame, timeout)
+
+
+def admin_status(px, request: bytes, timeout: float) -> str:
+    host, port = px.admin_url.removeprefix("http://").split(":")
+    s = socket.create_connection((host, int(port)))
+    s.settimeout(timeout)
+    sender = threading.Thread(target=lambda: _ignore_errors(s.sendall, request), daemon=True)
+    sender.start()
+    answer = b""
+    try:
+        while b"\r\n" not in answer:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            answer += chunk
+    except OSError as e:
+        answer = answer or type(e).__name__.encode()
+    sender.join(timeout)
+    s.close()
+    return answer.split(b"\r\n", 1)[0].decode(errors="replace") or "closed without a status line"
+
+
+def _ignore_errors(f, *args) -> None:
+    try:
+        f(*args)
+    except OSError:
+        pass
+
+
+def admin_url_10mb(px, timeout: float) -> tuple[int, str]:
+    r = b"GET /" + b"u" * 10_000_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n"
+    return len(r), admin_status(px, r, timeout)
+
+
+def admin_header_10mb(px, timeout: float) -> tuple[int, str]:
+    r = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"h" * 10_000_000 + b"\r\n\r\n"
+    return len(r), admin_status(px, r, timeout)
+
+
+def admin_chunks_1m(px, timeout: float) -> tuple[int, str]:
+    r = (b"POST /stats/reset HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" +
+         b"1\r\nc\r\n" * 1_000_000 + b"0\r\n\r\n")
+    return len(r), admin_status(px, r, timeout)
+
+
+SCENARIOS = {
+    "names_long_32k": ("300 finds on 32 KB collection names + 200 32 KB command names", long_names),
+    "names_random_bytes": ("450 commands with random bytes as $db / collection / command names", random_names),
+    "pipelined_20k": ("20,000 pipelined pings on one connection", pipelined),
+    "unnegotiated_zstd": ("zstd find on a connection that negotiated nothing", unnegotiated_zstd),
+    "admin_url_10mb": ("admin: a 10 MB URL", admin_url_10mb),
+    "admin_header_10mb": ("admin: a 10 MB header", admin_header_10mb),
+    "admin_chunks_1m": ("admin: a body of 1,000,000 chunks", admin_chunks_1m),
+}
+
+
+def proc_rss(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) * 1024
+
+
+def scrape_metrics(px, timeout: float) -> str:
+    """GET /metrics once: declared size, time to first byte, the proxy's RSS peak meanwhile, and
+    what promtool says of the page (read whole only when under 64 MB)."""
+    import shutil
+    import subprocess
+    import urllib.request
+    pid = px.process.pid
+    peak = [proc_rss(pid)]
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], proc_rss(pid))
+            time.sleep(0.01)
+
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
+    t0 = time.perf_counter()
+    with urllib.request.urlopen(px.admin_url + "/metrics", timeout=timeout) as r:
+        first = r.read(1)
+        ttfb = time.perf_counter() - t0
+        declared = int(r.headers.get("Content-Length") or 0)
+        page = first + r.read(64 << 20) if declared <= 64 << 20 else b""
+    done.set()
+    t.join()
+    lint = "not read"
+    if page and shutil.which("promtool"):
+        rc = subprocess.run(["promtool", "check", "metrics"], input=page, capture_output=True).returncode
+        lint = "promtool ok" if rc == 0 else f"promtool rc {rc}"
+    return (f"/metrics {declared / 1e6:.2f} MB, first byte {ttfb * 1e3:.0f} ms, "
+            f"RSS peak {peak[0] / (1 << 20):.0f} MiB, {lint}")
+
+
 CASES = {
     "sections_60k": ("60,000 empty kind-1 sections", lambda: sections(60_000)),
     "sections_3m": ("3,300,000 empty kind-1 sections", lambda: sections(3_300_000)),
@@ -212,6 +424,8 @@ def send_and_wait(port: int, frame: bytes, timeout: float) -> str:
                 return "closed mid-reply"
             body += chunk
             left -= len(chunk)
+        if struct.unpack_from("<i", head, 12)[0] == 2012:
+            return "compressed reply"
         try:
             reply = bson.decode(body[5:]) if len(body) > 5 else {}
             return "ok" if reply.get("ok") else f"error {reply.get('code')}"
@@ -242,36 +456,46 @@ def main() -> None:
     ap.add_argument("--list", action="store_true")
     args = ap.parse_args()
     if args.list:
-        for k, (d, _) in CASES.items():
+        for k, (d, _) in {**CASES, **SCENARIOS}.items():
             print(f"{k:20} {d}")
         return
-    names = [n for n in args.only.split(",") if n] or list(CASES)
+    names = [n for n in args.only.split(",") if n] or list(CASES) + list(SCENARIOS)
     work = Path(tempfile.mkdtemp(prefix="shardscope-hostile-"))
     routing = work / "routing.json"
     routing_file(routing)
     ferret = harness.FerretDB(work / "ferretdb").start()
     proxy = harness.Proxy(ferret.uri, "--routing.file", str(routing), "--threads", "1", "--timeouts.frame_read_ms", "600000",
-                          workdir=work / "proxy", binary=Path(args.binary)).start()
+                          workdir=work / "proxy", binary=Path(args.binary), admin=True).start()
     pid = proxy.process.pid
     pings = PingLoop(proxy.uri)
     pings.start()
     time.sleep(1.0)
     base = pings.window(time.perf_counter() - 0.8, time.perf_counter())
     print(f"binary {args.binary}; idle ping p99 {p99(base) * 1e3:.1f} ms")
-    print(f"{'case':20} {'bytes':>12} {'proxy CPU s':>12} {'ping p99 ms':>12} {'ping max ms':>12}  answer")
+    print(f"{'case':20} {'bytes':>12} {'proxy CPU s':>12} {'ping p99 ms':>12} {'ping max ms':>12} {'RSS after MiB':>14}  answer")
     try:
         for name in names:
-            desc, make = CASES[name]
-            frame = make()
+            rss0 = proc_rss(pid)
             cpu0 = proc_cpu(pid)
             t0 = time.perf_counter()
-            answer = send_and_wait(proxy.port, frame, args.timeout)
+            if name in SCENARIOS:
+                desc, run = SCENARIOS[name]
+                size, answer = run(proxy, args.timeout)
+            else:
+                desc, make = CASES[name]
+                frame = make()
+                size = len(frame)
+                answer = send_and_wait(proxy.port, frame, args.timeout)
             t1 = time.perf_counter()
             time.sleep(0.05)
             cpu = proc_cpu(pid) - cpu0
             lat = pings.window(t0, t1)
-            print(f"{name:20} {len(frame):>12,} {cpu:>12.3f} {p99(lat) * 1e3:>12.1f} {(max(lat) if lat else 0) * 1e3:>12.1f}  "
-                  f"{answer} ({t1 - t0:.2f} s)", flush=True)
+            time.sleep(1.0)  # the client has left: what stays
+            grown = (proc_rss(pid) - rss0) / (1 << 20)
+            print(f"{name:20} {size:>12,} {cpu:>12.3f} {p99(lat) * 1e3:>12.1f} {(max(lat) if lat else 0) * 1e3:>12.1f} "
+                  f"{grown:>+14.1f}  {answer} ({t1 - t0:.2f} s)", flush=True)
+            if name.startswith("names_") and proxy.alive():
+                print(f"{'':20} {scrape_metrics(proxy, args.timeout)}", flush=True)
             if not proxy.alive():
                 print("proxy died")
                 break
