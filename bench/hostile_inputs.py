@@ -42,6 +42,7 @@ from pymongo import MongoClient
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "support"))
 import harness  # noqa: E402
+from raw_http import status_line_while_sending  # noqa: E402
 
 OP_MSG = 2013
 MB = 1_000_000
@@ -259,30 +260,8 @@ def unnegotiated_zstd(px, timeout: float) -> tuple[int, str]:
 
 
 def admin_status(px, request: bytes, timeout: float) -> str:
-    host, port = px.admin_url.removeprefix("http://").split(":")
-    s = socket.create_connection((host, int(port)))
-    s.settimeout(timeout)
-    sender = threading.Thread(target=lambda: _ignore_errors(s.sendall, request), daemon=True)
-    sender.start()
-    answer = b""
-    try:
-        while b"\r\n" not in answer:
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            answer += chunk
-    except OSError as e:
-        answer = answer or type(e).__name__.encode()
-    sender.join(timeout)
-    s.close()
-    return answer.split(b"\r\n", 1)[0].decode(errors="replace") or "closed without a status line"
-
-
-def _ignore_errors(f, *args) -> None:
-    try:
-        f(*args)
-    except OSError:
-        pass
+    line = status_line_while_sending(px.admin_url, request, timeout)
+    return line.decode(errors="replace") or "closed without a status line"
 
 
 def admin_url_10mb(px, timeout: float) -> tuple[int, str]:

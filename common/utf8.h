@@ -24,6 +24,16 @@ inline size_t utf8SequenceLength(std::string_view s, size_t i) {
   return n;
 }
 
+// Whether all of `s` is strict UTF-8.
+inline bool isValidUtf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = utf8SequenceLength(s, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
 // U+FFFD REPLACEMENT CHARACTER, as UTF-8.
 inline constexpr std::string_view kReplacementCharacter = "\xEF\xBF\xBD";
 

@@ -25,15 +25,6 @@ namespace {
   __builtin_trap();
 }
 
-bool isStrictUtf8(std::string_view s) {
-  for (size_t i = 0; i < s.size();) {
-    size_t n = common::utf8SequenceLength(s, i);
-    if (n == 0) return false;
-    i += n;
-  }
-  return true;
-}
-
 // One sample line: name{label="value",...} number. Values may hold only the three escapes.
 bool isSampleLine(std::string_view line) {
   size_t brace = line.find('{');
@@ -55,7 +46,7 @@ bool isSampleLine(std::string_view line) {
 }
 
 void checkMetrics(const std::string& page) {
-  if (!isStrictUtf8(page)) fail("/metrics is not UTF-8", page);
+  if (!common::isValidUtf8(page)) fail("/metrics is not UTF-8", page);
   size_t start = 0;
   while (start < page.size()) {
     size_t end = page.find('\n', start);
@@ -105,6 +96,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (snap.shapesTracked > 32 + 1024 + 1) fail("catalog past its caps", "");
   checkMetrics(stats::renderPrometheus(snap, {}));
   const std::string json = stats::renderJson(snap, {});
-  if (!fuzz::isJson(json) || !isStrictUtf8(json)) fail("/stats is not JSON in UTF-8", json);
+  if (!fuzz::isJson(json) || !common::isValidUtf8(json)) fail("/stats is not JSON in UTF-8", json);
   return 0;
 }

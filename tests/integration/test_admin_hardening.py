@@ -19,6 +19,7 @@ import pytest
 from latency import assert_no_stall
 
 from harness import ManagedProcess, free_port, proxy_env, shardscope_bin
+from raw_http import status_line_while_sending
 from wire_peer import RawClient, encode_op_msg
 
 pytestmark = pytest.mark.needs_proxy
@@ -68,32 +69,6 @@ def metric(admin_url: str, name: str, token: str | None = None) -> float:
     raise AssertionError(f"{name} not in /metrics")
 
 
-def _status_while_sending(admin_url: str, request: bytes) -> bytes:
-    """Sends `request` on one thread while reading the answer on another, as a load balancer or
-    curl does; returns the answer's first line (b"" when the connection closed without one)."""
-    host, port = admin_url.removeprefix("http://").split(":")
-    with socket.create_connection((host, int(port)), timeout=10) as s:
-        def send():
-            try:
-                s.sendall(request)
-            except OSError:
-                pass  # the server may stop reading once it has answered
-
-        sender = threading.Thread(target=send, daemon=True)
-        sender.start()
-        answer = b""
-        try:
-            while b"\r\n" not in answer:
-                chunk = s.recv(4096)
-                if not chunk:
-                    break
-                answer += chunk
-        except OSError:
-            pass
-        sender.join(timeout=10)
-        return answer.split(b"\r\n", 1)[0]
-
-
 def test_requests_past_the_parser_limits_get_their_status_line(proxy, workdir):
     """Issue 28: a 10 MB URL, a 10 MB header and a million-chunk body are answered with 414, 431
     and 413 (what clients and load balancers understand), not closed without a status line."""
@@ -102,9 +77,9 @@ def test_requests_past_the_parser_limits_get_their_status_line(proxy, workdir):
     header = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"h" * 10_000_000 + b"\r\n\r\n"
     chunks = (b"POST /stats/reset HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" +
               b"1\r\nc\r\n" * 1_000_000 + b"0\r\n\r\n")
-    assert _status_while_sending(px.admin_url, url).startswith(b"HTTP/1.1 414"), "10 MB URL"
-    assert _status_while_sending(px.admin_url, header).startswith(b"HTTP/1.1 431"), "10 MB header"
-    assert _status_while_sending(px.admin_url, chunks).startswith(b"HTTP/1.1 413"), "million-chunk body"
+    assert status_line_while_sending(px.admin_url, url).startswith(b"HTTP/1.1 414"), "10 MB URL"
+    assert status_line_while_sending(px.admin_url, header).startswith(b"HTTP/1.1 431"), "10 MB header"
+    assert status_line_while_sending(px.admin_url, chunks).startswith(b"HTTP/1.1 413"), "million-chunk body"
     assert process_counters(px.admin_url)["adminRejected"] >= 3
     assert timed_probe(px.admin_url)[0] == 200
 

@@ -12,15 +12,6 @@
 namespace shardscope::stats {
 namespace {
 
-bool isStrictUtf8(std::string_view s) {
-  for (size_t i = 0; i < s.size();) {
-    size_t n = common::utf8SequenceLength(s, i);
-    if (n == 0) return false;
-    i += n;
-  }
-  return true;
-}
-
 TEST(PrometheusWriter, EscapesOrReplacesEveryByteAClientCanSend) {
   auto escaped = [](std::string_view v) {
     std::string out;
@@ -55,7 +46,7 @@ bool isLabelValue(std::string_view out) {
       ++i;
     }
   }
-  return isStrictUtf8(out);
+  return common::isValidUtf8(out);
 }
 
 // Byte pairs of every value, before a cut-off multi-byte sequence: always a valid label value.
