@@ -35,7 +35,7 @@ struct ProxyContext {
   UpstreamTarget upstream;
   std::unique_ptr<MongosPool> mongos;  // the hosts of `upstream`, same order
   std::unique_ptr<SrvRescan> srv_rescan;  // mongodb+srv:// only; declared after `mongos`, which it feeds
-  // The URI of the proxy's own libmongoc connections: `config.upstream`, or for mongodb+srv:// a
+  // The URI of the proxy's own connections (cluster/): `config.upstream`, or for mongodb+srv:// a
   // mongodb:// URI of the hosts resolved at start.
   std::string own_connection_uri;
   std::unique_ptr<ssl::context> client_tls;    // null: plain TCP toward applications

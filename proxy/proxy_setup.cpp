@@ -1,7 +1,6 @@
 #include "proxy/proxy_setup.h"
 
 #include <malloc.h>
-#include <mongoc/mongoc.h>
 #include <spdlog/spdlog.h>
 
 #include <sstream>
@@ -69,7 +68,6 @@ bool checkAdminExposure(const config::Config& config, std::string& error) {
 }  // namespace
 
 bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string& error) {
-  mongoc_init();  // discovery, mirroring and mapping collections use libmongoc
   // Every section validated and mapped before anything is set up (reload does the same).
   FeatureOptions features;
   if (auto errors = featureOptions(config, features); !errors.empty()) {

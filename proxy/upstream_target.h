@@ -24,7 +24,7 @@ struct UpstreamTarget {
   bool allow_invalid_hostnames = false;
 };
 
-// Parses with libmongoc's URI parser so every standard option is understood the same way.
+// Parses with cluster/cluster_uri.h (the C driver's parser) so every standard option is understood the same way.
 // Returns an empty optional and sets `error` for an invalid URI. No DNS look-up happens here.
 std::optional<UpstreamTarget> parseUpstreamUri(const std::string& uri, std::string& error);
 

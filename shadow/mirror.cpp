@@ -1,14 +1,12 @@
 #include "shadow/mirror.h"
 
-#include <mongoc/mongoc.h>
 #include <spdlog/spdlog.h>
-
-#include "cluster/cluster_auth.h"
 
 #include <chrono>
 #include <random>
 #include <cstring>
 
+#include "cluster/command_session.h"
 #include "routing/routing_file.h"
 #include "routing/targeting.h"
 #include "shadow/command_prep.h"
@@ -69,10 +67,6 @@ double uniform01() {
   return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
 }
 
-uint64_t elapsedNs(Clock::time_point since) {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - since).count());
-}
-
 }  // namespace
 
 struct Mirror::Job {
@@ -123,14 +117,9 @@ struct Mirror::Worker {
   // One client connection: its shadow session (so a cursor's getMores run in the session that
   // opened it; mongos refuses them otherwise) and its reconciliation state.
   struct Conn final : shadow::ShadowLink {
-    Conn(mongoc_client_t* c, shadow::ReconciliationSink& sink) : client(c), reconciler(*this, sink) {}
-    ~Conn() override {
-      if (session) mongoc_client_session_destroy(session);
-    }
+    Conn(cluster::PooledClient& client, shadow::ReconciliationSink& sink) : session(client), reconciler(*this, sink) {}
     shadow::ShadowAnswer run(const std::string& db, const bson_t* command) override;
-    mongoc_client_t* client;
-    mongoc_client_session_t* session = nullptr;
-    bool session_tried = false;
+    cluster::CommandSession session;
     shadow::ConnectionReconciler reconciler;
   };
 
@@ -143,7 +132,7 @@ struct Mirror::Worker {
   bool busy = false;
   std::atomic<bool> exited{false};
   std::thread thread;
-  mongoc_client_t* client = nullptr;
+  std::unique_ptr<cluster::PooledClient> client;
   std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns;
 };
 
@@ -171,32 +160,16 @@ Mirror::Mirror(const MirrorOptions& options)
     : options_(options), table_(options.max_shapes, options.max_examples), counters_(std::make_unique<Counters>()) {}
 
 bool Mirror::start(std::string& error) {
-  mongoc_init();  // idempotent
-  bson_error_t err;
-  mongoc_uri_t* uri = mongoc_uri_new_with_error(options_.upstream.c_str(), &err);
-  if (!uri) {
-    error = std::string("mirror.upstream: ") + err.message;
-    return false;
-  }
   // The shadow must fail fast: a stalled shadow costs a worker `timeout_ms`, never the primary.
-  const int32_t t = static_cast<int32_t>(options_.timeout_ms);
-  for (const char* opt : {MONGOC_URI_SOCKETTIMEOUTMS, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, MONGOC_URI_CONNECTTIMEOUTMS})
-    if (!mongoc_uri_has_option(uri, opt)) mongoc_uri_set_option_as_int32(uri, opt, t);
-  if (!mongoc_uri_get_appname(uri)) mongoc_uri_set_appname(uri, "shardscope-mirror");
   // A shadow is another cluster: the production credentials go there only when asked for.
-  if (options_.use_cluster_auth) cluster::applyClusterAuth(uri, /*keepOwnUser=*/true);
-  for (const mongoc_host_list_t* h = mongoc_uri_get_hosts(uri); h; h = h->next) {
-    if (!upstream_hosts_.empty()) upstream_hosts_ += ",";
-    upstream_hosts_ += h->host_and_port;
-  }
-  auto* pool = mongoc_client_pool_new(uri);
-  mongoc_uri_destroy(uri);
-  if (!pool) {
-    error = "mirror.upstream: cannot create a client pool (TLS options?)";
-    return false;
-  }
-  mongoc_client_pool_set_error_api(pool, MONGOC_ERROR_API_VERSION_2);
-  pool_ = pool;
+  const int32_t t = static_cast<int32_t>(options_.timeout_ms);
+  pool_ = cluster::ClientPool::open({options_.upstream, "mirror.upstream", "shardscope-mirror",
+                                     options_.use_cluster_auth ? cluster::Credentials::UnlessUriHasUser
+                                                               : cluster::Credentials::UriOnly,
+                                     {.connect = t, .server_selection = t, .socket = t, .uri_wins = true}},
+                                    error);
+  if (!pool_) return false;
+  upstream_hosts_ = pool_->hosts();
   if (!options_.routing_file.empty()) {
     shadow_routing_ = routing::loadRoutingFile(options_.routing_file, error);
     if (!shadow_routing_) {
@@ -206,7 +179,7 @@ bool Mirror::start(std::string& error) {
   }
   for (uint32_t i = 0; i < options_.workers; ++i) {
     auto w = std::make_unique<Worker>(Worker::Sink(*counters_, table_));
-    w->client = mongoc_client_pool_pop(pool);
+    w->client = std::make_unique<cluster::PooledClient>(*pool_);
     Worker* raw = w.get();
     workers_.push_back(std::move(w));
     raw->thread = std::thread([self = shared_from_this(), raw] { self->runWorker(*raw); });
@@ -244,10 +217,9 @@ Mirror::~Mirror() {
   // Every worker has returned from runWorker here (they hold references while they run).
   for (auto& w : workers_) {
     if (w->thread.joinable()) w->thread.detach();  // the last reference was this worker's own
-    w->conns.clear();  // their sessions go back before their client
-    if (w->client) mongoc_client_pool_push(static_cast<mongoc_client_pool_t*>(pool_), w->client);
+    w->conns.clear();  // their sessions go back before their client, the clients before the pool
+    w->client.reset();
   }
-  if (pool_) mongoc_client_pool_destroy(static_cast<mongoc_client_pool_t*>(pool_));
 }
 
 bool Mirror::namespaceSelected(std::string_view ns) const {
@@ -452,42 +424,19 @@ void Mirror::onConnectionClose(uint64_t connectionId) {
 
 // ---- worker side -----------------------------------------------------------------------------
 
-namespace {
-
-using ShadowResult = shadow::ShadowAnswer;
-
-ShadowResult runOnShadow(mongoc_client_t* client, mongoc_client_session_t* session, const std::string& db,
-                         const bson_t* command) {
-  ShadowResult r;
-  bson_t opts = BSON_INITIALIZER;
-  if (session) mongoc_client_session_append(session, &opts, nullptr);
-  bson_t reply;
-  bson_error_t err;
-  const auto t0 = Clock::now();
-  bool ok = mongoc_client_command_with_opts(client, db.c_str(), command, nullptr, &opts, &reply, &err);
-  r.latency_ns = elapsedNs(t0);
-  if (ok || err.domain == MONGOC_ERROR_SERVER || err.domain == MONGOC_ERROR_WRITE_CONCERN) {
-    r.summary = shadow::summarizeReply(&reply);
+shadow::ShadowAnswer Mirror::Worker::Conn::run(const std::string& db, const bson_t* command) {
+  cluster::CommandAnswer answer;
+  session.run(db, command, answer);
+  shadow::ShadowAnswer r;
+  r.latency_ns = answer.latency_ns;
+  if (answer.answered) {
+    r.summary = shadow::summarizeReply(&answer.reply);
     if (!r.summary.valid) r.error = true;
   } else {
     r.error = true;
-    r.message = err.message;
+    r.message = answer.message;
   }
-  bson_destroy(&reply);
-  bson_destroy(&opts);
   return r;
-}
-
-}  // namespace
-
-shadow::ShadowAnswer Mirror::Worker::Conn::run(const std::string& db, const bson_t* command) {
-  // No sessions support on the shadow: implicit sessions.
-  if (!session_tried) {
-    session_tried = true;
-    bson_error_t err;
-    session = mongoc_client_start_session(client, nullptr, &err);
-  }
-  return runOnShadow(client, session, db, command);
 }
 
 void Mirror::runWorker(Worker& w) {
@@ -507,7 +456,7 @@ void Mirror::runWorker(Worker& w) {
       w.busy = true;
     }
     auto& slot = w.conns[job->conn];
-    if (!slot) slot = std::make_unique<Worker::Conn>(w.client, w.sink);
+    if (!slot) slot = std::make_unique<Worker::Conn>(*w.client, w.sink);
     shadow::ConnectionReconciler& conn = slot->reconciler;
     switch (job->kind) {
       case Job::Kind::Request: {

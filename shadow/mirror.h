@@ -1,7 +1,8 @@
 // Mirroring to a shadow cluster (docs/mirroring.md): sampled requests are copied into a bounded
 // queue that drops (and counts) when full, replayed in per-connection order by worker threads on
-// their own libmongoc connections, and each shadow reply is compared with the primary's reply.
-// Divergences are counted per query shape. The primary path never waits for the shadow.
+// their own connections to the shadow (cluster/command_session.h), and each shadow reply is
+// compared with the primary's reply. Divergences are counted per query shape. The primary path
+// never waits for the shadow.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -16,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cluster/client_factory.h"
 #include "protocol/command_view.h"
 #include "routing/routing_table.h"
 #include "routing/target_result.h"
@@ -107,8 +109,8 @@ class Mirror : public std::enable_shared_from_this<Mirror> {
 
   std::atomic<uint32_t> queued_{0};
   std::atomic<uint64_t> queued_bytes_{0};
+  std::unique_ptr<cluster::ClientPool> pool_;  // the shadow's connections (cluster/); outlives the workers
   std::vector<std::unique_ptr<Worker>> workers_;
-  void* pool_ = nullptr;  // mongoc_client_pool_t
 };
 
 }  // namespace shardscope::shadow
