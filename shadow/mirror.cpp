@@ -244,75 +244,93 @@ void Mirror::push(size_t worker, std::unique_ptr<Job> job, bool bounded) {
   w.wake.notify_one();
 }
 
+void Mirror::pushForget(uint64_t connectionId, int64_t cursor) {
+  auto job = std::make_unique<Job>();
+  job->kind = Job::Kind::ForgetCursor;
+  job->conn = connectionId;
+  job->cursor = cursor;
+  push(connectionId, std::move(job), false);
+}
+
 void Mirror::onRequest(uint64_t connectionId, int32_t requestId, const protocol::CommandView& view, std::string_view ns,
                        routing::Targeting primaryTargeting, common::ShapeCache* shapes) {
-  auto& c = *counters_;
-  c.seen.fetch_add(1, std::memory_order_relaxed);
+  counters_->seen.fetch_add(1, std::memory_order_relaxed);
   const auto cls = shadow::classifyCommand(view);
+  if (!mirrorsClass(cls)) return;
+  std::vector<int64_t> killed;
+  const bool follows = cls == shadow::CommandClass::CursorFollow;
+  if (follows ? !followsCursor(connectionId, view, killed) : !selected(ns)) return;
+  auto job = makeJob(connectionId, requestId, view, cls, std::move(killed));
+  if (!follows) noteShape(*job, view, ns, primaryTargeting, shapes);
+  if (!admit(connectionId, *job)) return;
+  counters_->mirrored++;
+  push(connectionId, std::move(job), true);
+}
+
+bool Mirror::mirrorsClass(shadow::CommandClass cls) {
+  auto& c = *counters_;
   switch (cls) {
-    case shadow::CommandClass::Other: c.skipped_other++; return;
-    case shadow::CommandClass::Transaction: c.skipped_transaction++; return;
+    case shadow::CommandClass::Other: c.skipped_other++; return false;
+    case shadow::CommandClass::Transaction: c.skipped_transaction++; return false;
     case shadow::CommandClass::Write:
-      if (options_.mode != MirrorOptions::Mode::All) {
-        c.skipped_write++;
-        return;
-      }
-      break;
-    default: break;
+      if (options_.mode == MirrorOptions::Mode::All) return true;
+      c.skipped_write++;
+      return false;
+    default: return true;
   }
+}
+
+// Only cursors of mirrored commands are followed; their getMores are not sampled again.
+bool Mirror::followsCursor(uint64_t connectionId, const protocol::CommandView& view, std::vector<int64_t>& killed) {
+  std::lock_guard lock(conn_mutex_);
+  auto it = conns_.find(connectionId);
+  if (it == conns_.end()) {
+    counters_->skipped_cursor++;
+    return false;
+  }
+  auto& cursors = it->second.cursors;
+  if (view.name == "getMore") {
+    if (!view.cursorId || !contains(cursors, *view.cursorId)) {
+      counters_->skipped_cursor++;
+      return false;
+    }
+    if (view.exhaustAllowed) {  // an exhaust stream answers one request many times: not followed
+      erase(cursors, *view.cursorId);
+      pushForget(connectionId, *view.cursorId);
+      counters_->skipped_cursor++;
+      return false;
+    }
+    return true;
+  }
+  bson_iter_t arr, id;  // killCursors
+  if (bson_iter_init_find(&arr, &view.body, "cursors") && BSON_ITER_HOLDS_ARRAY(&arr) && bson_iter_recurse(&arr, &id))
+    while (bson_iter_next(&id))
+      if (BSON_ITER_HOLDS_INT64(&id) && contains(cursors, bson_iter_int64(&id))) {
+        killed.push_back(bson_iter_int64(&id));
+        erase(cursors, bson_iter_int64(&id));
+      }
+  if (killed.empty()) counters_->skipped_cursor++;
+  return !killed.empty();
+}
+
+// mirror.namespaces, then mirror.sample_rate.
+bool Mirror::selected(std::string_view ns) {
+  if (!namespaceSelected(ns)) {
+    counters_->filtered++;
+    return false;
+  }
+  if (options_.sample_rate < 1.0 && uniform01() >= options_.sample_rate) {
+    counters_->sampled_out++;
+    return false;
+  }
+  return true;
+}
+
+// The command as the shadow gets it: no $db, no session fields, document sequences folded in.
+std::unique_ptr<Mirror::Job> Mirror::makeJob(uint64_t connectionId, int32_t requestId, const protocol::CommandView& view,
+                                             shadow::CommandClass cls, std::vector<int64_t> killed) const {
   const bool getMore = view.name == "getMore";
   const bool killCursors = view.name == "killCursors";
-  std::vector<int64_t> killed;
-  {
-    std::lock_guard lock(conn_mutex_);
-    auto it = conns_.find(connectionId);
-    if (cls == shadow::CommandClass::CursorFollow) {
-      // Only cursors of mirrored commands are followed; their getMores are not sampled again.
-      if (it == conns_.end()) {
-        c.skipped_cursor++;
-        return;
-      }
-      if (getMore) {
-        if (!view.cursorId || !contains(it->second.cursors, *view.cursorId)) {
-          c.skipped_cursor++;
-          return;
-        }
-        if (view.exhaustAllowed) {  // an exhaust stream answers one request many times: not followed
-          erase(it->second.cursors, *view.cursorId);
-          auto job = std::make_unique<Job>();
-          job->kind = Job::Kind::ForgetCursor;
-          job->conn = connectionId;
-          job->cursor = *view.cursorId;
-          push(connectionId, std::move(job), false);
-          c.skipped_cursor++;
-          return;
-        }
-      } else {
-        bson_iter_t arr, id;
-        if (bson_iter_init_find(&arr, &view.body, "cursors") && BSON_ITER_HOLDS_ARRAY(&arr) && bson_iter_recurse(&arr, &id))
-          while (bson_iter_next(&id))
-            if (BSON_ITER_HOLDS_INT64(&id) && contains(it->second.cursors, bson_iter_int64(&id))) {
-              killed.push_back(bson_iter_int64(&id));
-              erase(it->second.cursors, bson_iter_int64(&id));
-            }
-        if (killed.empty()) {
-          c.skipped_cursor++;
-          return;
-        }
-      }
-    }
-  }
-  if (cls != shadow::CommandClass::CursorFollow) {
-    if (!namespaceSelected(ns)) {
-      c.filtered++;
-      return;
-    }
-    if (options_.sample_rate < 1.0 && uniform01() >= options_.sample_rate) {
-      c.sampled_out++;
-      return;
-    }
-  }
-
   auto job = std::make_unique<Job>();
   job->conn = connectionId;
   job->request_id = requestId;
@@ -323,57 +341,56 @@ void Mirror::onRequest(uint64_t connectionId, int32_t requestId, const protocol:
   job->get_more_cursor = getMore ? *view.cursorId : 0;
   job->killed = std::move(killed);
   job->expects_reply = !view.moreToCome && !killCursors;
-  {
-    bson_t cmd = BSON_INITIALIZER;
-    shadow::ForeignOptions fo;
-    fo.strip_db = fo.strip_session = fo.fold_sequences = true;
-    shadow::buildForeignCommand(view, fo, &cmd);
-    job->command.assign(bson_get_data(&cmd), bson_get_data(&cmd) + cmd.len);
-    if (options_.record_values && !getMore && !killCursors) {
-      char* s = bson_as_relaxed_extended_json(&cmd, nullptr);
-      if (s && strlen(s) <= kMaxCommandJson) job->command_json = s;
-      bson_free(s);
-    }
-    bson_destroy(&cmd);
+  bson_t cmd = BSON_INITIALIZER;
+  shadow::ForeignOptions fo;
+  fo.strip_db = fo.strip_session = fo.fold_sequences = true;
+  shadow::buildForeignCommand(view, fo, &cmd);
+  job->command.assign(bson_get_data(&cmd), bson_get_data(&cmd) + cmd.len);
+  if (options_.record_values && !getMore && !killCursors) {
+    char* s = bson_as_relaxed_extended_json(&cmd, nullptr);
+    if (s && strlen(s) <= kMaxCommandJson) job->command_json = s;
+    bson_free(s);
   }
-  if (!getMore && !killCursors) {
-    common::ShapeCache own;
-    const std::string_view shape = (shapes ? *shapes : own).get(view);
-    job->shape_hash = shadow::shapeHash(ns, view.name, shape);
-    routing::Targeting shadowTargeting = routing::Targeting::Unclassified;
-    if (shadow_routing_) shadowTargeting = routing::target(*shadow_routing_, view, nullptr, false).targeting;
-    table_.onMirrored(job->shape_hash, ns, view.name, shape, primaryTargeting, shadowTargeting, shadow_routing_ != nullptr);
-  }
-
-  // Admission: the queue bounds (operations and bytes), then the per-connection in-flight record.
+  bson_destroy(&cmd);
   job->bytes = job->command.size() + job->command_json.size();
+  return job;
+}
+
+// The request's shape in the divergence table, with its targeting on both clusters.
+void Mirror::noteShape(Job& job, const protocol::CommandView& view, std::string_view ns,
+                       routing::Targeting primaryTargeting, common::ShapeCache* shapes) {
+  common::ShapeCache own;
+  const std::string_view shape = (shapes ? *shapes : own).get(view);
+  job.shape_hash = shadow::shapeHash(ns, view.name, shape);
+  routing::Targeting shadowTargeting = routing::Targeting::Unclassified;
+  if (shadow_routing_) shadowTargeting = routing::target(*shadow_routing_, view, nullptr, false).targeting;
+  table_.onMirrored(job.shape_hash, ns, view.name, shape, primaryTargeting, shadowTargeting, shadow_routing_ != nullptr);
+}
+
+// Admission: the queue bounds (operations and bytes), then the per-connection in-flight record.
+bool Mirror::admit(uint64_t connectionId, const Job& job) {
   if (queued_.load(std::memory_order_relaxed) >= options_.queue_size ||
-      queued_bytes_.load(std::memory_order_relaxed) + job->bytes > options_.queue_bytes) {
+      queued_bytes_.load(std::memory_order_relaxed) + job.bytes > options_.queue_bytes) {
     countQueueFull();
-    if (getMore) {  // a lost batch would make the cursor's comparison wrong: stop following it
+    if (job.get_more_cursor) {  // a lost batch would make the cursor's comparison wrong: stop following it
       {
         std::lock_guard lock(conn_mutex_);
-        if (auto it = conns_.find(connectionId); it != conns_.end()) erase(it->second.cursors, job->get_more_cursor);
+        if (auto it = conns_.find(connectionId); it != conns_.end()) erase(it->second.cursors, job.get_more_cursor);
       }
-      auto forget = std::make_unique<Job>();
-      forget->kind = Job::Kind::ForgetCursor;
-      forget->conn = connectionId;
-      forget->cursor = job->get_more_cursor;
-      push(connectionId, std::move(forget), false);
+      pushForget(connectionId, job.get_more_cursor);
     }
-    return;
+    return false;
   }
-  if (job->expects_reply) {
+  if (job.expects_reply) {
     std::lock_guard lock(conn_mutex_);
     auto& st = conns_[connectionId];
     if (st.in_flight.size() >= kMaxInFlightPerConnection) {
       countQueueFull();
-      return;
+      return false;
     }
-    st.in_flight.push_back({requestId, job->get_more_cursor});
+    st.in_flight.push_back({job.request_id, job.get_more_cursor});
   }
-  c.mirrored++;
-  push(connectionId, std::move(job), true);
+  return true;
 }
 
 void Mirror::countQueueFull() {

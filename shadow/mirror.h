@@ -22,6 +22,7 @@
 #include "routing/routing_table.h"
 #include "routing/target_result.h"
 #include "common/query_shape.h"
+#include "shadow/command_prep.h"
 #include "shadow/divergence_stats.h"
 
 namespace shardscope::shadow {
@@ -84,6 +85,17 @@ class Mirror : public std::enable_shared_from_this<Mirror> {
   explicit Mirror(const MirrorOptions& options);
   bool start(std::string& error);
   bool namespaceSelected(std::string_view ns) const;
+  // onRequest's steps: the command's class, the cursor it follows or the namespace and sample it
+  // belongs to, the job for the shadow, its shape, its admission to the queue.
+  bool mirrorsClass(shadow::CommandClass cls);
+  bool followsCursor(uint64_t connectionId, const protocol::CommandView& view, std::vector<int64_t>& killed);
+  bool selected(std::string_view ns);
+  std::unique_ptr<Job> makeJob(uint64_t connectionId, int32_t requestId, const protocol::CommandView& view,
+                               shadow::CommandClass cls, std::vector<int64_t> killed) const;
+  void noteShape(Job& job, const protocol::CommandView& view, std::string_view ns, routing::Targeting primaryTargeting,
+                 common::ShapeCache* shapes);
+  bool admit(uint64_t connectionId, const Job& job);
+  void pushForget(uint64_t connectionId, int64_t cursor);  // the worker stops following `cursor`
   void push(size_t worker, std::unique_ptr<Job> job, bool bounded);
   void countQueueFull();
   void runWorker(Worker& w);
