@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # Installs everything shardscope needs on a fresh Debian 12 machine (as root) and builds it.
 # Safe to run twice: each step checks whether its result is already there.
-#   bash scripts/setup.sh          # the whole toolchain: build, tests, fuzzing, benchmarks (scripts/test.sh)
-#   bash scripts/setup.sh --demo   # only what running the proxy needs: compiler, libraries, FerretDB,
-#                                  # pymongo; builds build/shardscope alone (scripts/demo.sh)
+#   bash scripts/setup.sh             # the whole toolchain: build, tests, fuzzing, benchmarks; builds everything
+#   bash scripts/setup.sh --no-build  # the same installs, no build (scripts/test.sh builds per stage)
+#   bash scripts/setup.sh --demo      # only what running the proxy needs: compiler, libraries, FerretDB,
+#                                     # pymongo; builds build/shardscope alone (scripts/demo.sh)
 set -euo pipefail
-demo=0
-[[ "${1:-}" == "--demo" ]] && demo=1
+demo=0 build=1
+case "${1:-}" in
+  --demo) demo=1 ;;
+  --no-build) build=0 ;;
+  "") ;;
+  *) echo "setup.sh: unknown option $1 (--demo, --no-build)" >&2; exit 2 ;;
+esac
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cache="${SHARDSCOPE_CACHE:-$HOME/.cache/shardscope}"
 mkdir -p "$cache"
@@ -50,6 +56,11 @@ fi
 # Test and demo dependencies: FerretDB (Go module proxy), drivers (PyPI, npm, Go modules).
 if [[ "${SHARDSCOPE_SKIP_TEST_DEPS:-0}" != 1 && -f "$here/scripts/install_test_deps.sh" ]]; then
   if ((demo)); then bash "$here/scripts/install_test_deps.sh" --demo; else bash "$here/scripts/install_test_deps.sh"; fi
+fi
+
+if ((!build)); then
+  log "installed; nothing built (--no-build)"
+  exit 0
 fi
 
 # Build: build/shardscope and the test and benchmark executables.

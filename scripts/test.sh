@@ -1,26 +1,94 @@
 #!/usr/bin/env bash
-# The whole test suite on a fresh machine: set-up and build, unit tests (ctest), then the
-# integration suites with real drivers, a real upstream (FerretDB), Prometheus and Chromium (pytest).
+# The whole test suite on a fresh machine (what CI runs): set-up, then each stage timed. A stage
+# that fails does not stop the stages that do not need it; the run ends with a table of stages
+# (status, minutes) and fails if any stage failed.
 #   bash scripts/test.sh            # everything
-#   bash scripts/test.sh -k stats   # extra arguments go to pytest
-set -euo pipefail
+#   bash scripts/test.sh -k stats   # extra arguments go to pytest (both integration stages)
+#
+# Stages (each builds only what it runs):
+#   set-up                 Debian packages, FerretDB, drivers (scripts/setup.sh --no-build)
+#   build                  build/: the proxy and the allocation tests (plain allocator, optimised)
+#   allocation tests       hot paths allocate nothing (need the plain allocator: not run sanitized)
+#   integration            pytest: real drivers through build/shardscope to FerretDB, Prometheus,
+#                          Chromium; the tests of the sanitizer subset run in their stage instead
+#   fuzz                   libFuzzer targets (clang, build-fuzz/), bounded per target
+#   sanitizer build        build-asan/: unit tests and the proxy under ASan+UBSan
+#   sanitizer unit tests   every unit test (ctest), sanitized
+#   sanitizer integration  the parser, fault, compression, rewrite, reload, mirror and TLS tests
+#                          against build-asan/shardscope; any sanitizer report fails it
+set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
-bash scripts/setup.sh
+jobs="${SHARDSCOPE_JOBS:-$(nproc)}"
+fuzz_seconds="${SHARDSCOPE_FUZZ_SECONDS:-15}"
+# The integration tests that run against the sanitized binary (and only there).
+sanitized_k="${SANITIZE_PYTEST_K:-proxy_wire or test_faults or compression or rewrite or reload or mirror or (tls and not allocat)}"
 
-echo "== unit tests (ctest)"
-ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 300
+declare -a stage_names=() stage_status=() stage_seconds=()
+declare -A status_of=()
+run_started=$(date +%s)
 
-echo "== fuzzing (libFuzzer, ${SHARDSCOPE_FUZZ_SECONDS:-20} s per target over the seed corpora)"
-bash scripts/fuzz.sh "${SHARDSCOPE_FUZZ_SECONDS:-20}"
+# stage NAME NEEDS COMMAND...: runs COMMAND unless a stage it needs (comma-separated) did not pass.
+stage() {
+  local name="$1" needs="$2"
+  shift 2
+  local need
+  for need in ${needs//,/ }; do
+    if [[ "${status_of[$need]:-}" != passed ]]; then
+      echo "== $name: skipped ($need ${status_of[$need]:-did not run})"
+      stage_names+=("$name") stage_status+=("skipped") stage_seconds+=(0)
+      status_of[$name]=skipped
+      return
+    fi
+  done
+  echo "== $name"
+  local start rc
+  start=$(date +%s)
+  "$@"
+  rc=$?
+  local took=$(($(date +%s) - start)) status=passed
+  ((rc == 0)) || status="FAILED (exit $rc)"
+  echo "== $name: $status in $((took / 60))m$((took % 60))s"
+  stage_names+=("$name") stage_status+=("$status") stage_seconds+=("$took")
+  status_of[$name]=$status
+}
 
-echo "== sanitizers (ASan + UBSan: unit tests and an integration subset against the sanitized binary)"
-# The integration subset here covers the parsers, the fault paths and mirror shutdown (a worker
-# stuck on a stalled shadow); `bash scripts/sanitize.sh` alone
-# runs the wider default selection.
-SANITIZE_PYTEST_K="${SANITIZE_PYTEST_K:-proxy_wire or test_faults or compression or rewrite or reload or mirror or (tls and not allocat)}" \
-  bash scripts/sanitize.sh asan
+build_plain() {
+  source scripts/ccache_env.sh
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHARDSCOPE_TESTS=ON -DSHARDSCOPE_BENCH=OFF \
+    "${ccache_cmake_flags[@]}" >/dev/null &&
+    ninja -C build -j "$jobs" --quiet shardscope allocation_tests
+}
 
-echo "== integration tests (pytest: real drivers through build/shardscope to FerretDB)"
-# A missing binary fails the run instead of skipping the proxy tests.
-SHARDSCOPE_REQUIRE_PROXY=1 python3 -m pytest tests/integration -q -p no:cacheprovider "$@"
+allocation_tests() {
+  ctest --test-dir build --output-on-failure -j "$jobs" --timeout 300 -L allocation
+}
+
+integration() {
+  # A missing binary fails the run instead of skipping the proxy tests.
+  SHARDSCOPE_REQUIRE_PROXY=1 python3 -m pytest tests/integration -q -p no:cacheprovider \
+    -k "not ($sanitized_k)" "$@"
+}
+
+sanitizer_build() { bash scripts/sanitize.sh build; }
+sanitizer_unit() { bash scripts/sanitize.sh unit; }
+sanitizer_integration() { SANITIZE_PYTEST_K="$sanitized_k" bash scripts/sanitize.sh integration "$@"; }
+
+stage "set-up" "" bash scripts/setup.sh --no-build
+stage "build" "set-up" build_plain
+stage "allocation tests" "build" allocation_tests
+stage "integration" "build" integration "$@"
+stage "fuzz" "set-up" bash scripts/fuzz.sh "$fuzz_seconds"
+stage "sanitizer build" "set-up" sanitizer_build
+stage "sanitizer unit tests" "sanitizer build" sanitizer_unit
+stage "sanitizer integration" "sanitizer build" sanitizer_integration "$@"
+
+total=$(($(date +%s) - run_started))
+echo
+echo "== summary ($((total / 60))m$((total % 60))s in all, $(nproc) cores)"
+failed=0
+for i in "${!stage_names[@]}"; do
+  printf '   %-24s %-20s %5.1f min\n' "${stage_names[$i]}" "${stage_status[$i]}" "$(awk "BEGIN{print ${stage_seconds[$i]} / 60}")"
+  [[ "${stage_status[$i]}" == passed ]] || failed=1
+done
+exit $failed

@@ -16,6 +16,7 @@ import urllib.request
 
 import pymongo
 import pytest
+from latency import assert_no_stall
 
 from harness import ManagedProcess, free_port, proxy_env, shardscope_bin
 from wire_peer import RawClient, encode_op_msg
@@ -38,8 +39,18 @@ def http_get(url: str, token: str | None = None, timeout: float = 5.0) -> tuple[
 
 def timed_probe(admin_url: str, path: str = "/healthz") -> tuple[int, float]:
     t0 = time.monotonic()
-    status, _ = http_get(admin_url + path, timeout=1.0)
+    status, _ = http_get(admin_url + path, timeout=30.0)
     return status, time.monotonic() - t0
+
+
+def probe_waits(admin_url: str, path: str = "/healthz", n: int = 5) -> list[float]:
+    """The waits of `n` probes, each answered with 200 or 503 (a readiness probe may say not ready)."""
+    waits = []
+    for _ in range(n):
+        status, took = timed_probe(admin_url, path)
+        assert status in (200, 503), (path, status)
+        waits.append(took)
+    return waits
 
 
 def process_counters(admin_url: str, token: str | None = None) -> dict:
@@ -63,6 +74,7 @@ def test_probes_answer_while_admin_connections_are_held_half_open(proxy, workdir
     token_file = workdir / "token"
     token_file.write_text("t0ken\n")
     px = proxy(UNREACHABLE, "--admin-token-file", str(token_file), admin=True)
+    control = {path: probe_waits(px.admin_url, path) for path in ("/healthz", "/readyz")}
     held = []
     try:
         # 100 connections, each with a request that never ends: more than the 64 admin slots.
@@ -73,10 +85,9 @@ def test_probes_answer_while_admin_connections_are_held_half_open(proxy, workdir
                       b"POST /config/reload HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\n")
             held.append(s)
         time.sleep(0.2)
-        for path in ("/healthz", "/readyz"):
-            status, took = timed_probe(px.admin_url, path)
-            assert status in (200, 503) and took < 1.0, (path, status, took)
-        assert http_get(px.admin_url + "/healthz", timeout=1.0)[0] == 200
+        for path in ("/healthz", "/readyz"):  # as quick as before the connections were held
+            assert_no_stall(probe_waits(px.admin_url, path), control[path], f"{path} with 100 held connections")
+        assert http_get(px.admin_url + "/healthz")[0] == 200
         assert process_counters(px.admin_url, "t0ken")["adminConnectionsReplaced"] >= 36
     finally:
         for s in held:
@@ -114,11 +125,11 @@ def test_open_file_limit_refuses_extra_clients_cleanly(ferretdb, workdir):
     try:
         p.wait_port(port)
         p.wait_port(admin)
+        control = probe_waits(f"http://127.0.0.1:{admin}")
         for _ in range(200):
             clients.append(socket.create_connection(("127.0.0.1", port), timeout=5))
         time.sleep(0.5)
-        status, took = timed_probe(f"http://127.0.0.1:{admin}")
-        assert status == 200 and took < 1.0, took
+        assert_no_stall(probe_waits(f"http://127.0.0.1:{admin}"), control, "the admin page past the descriptor limit")
         outcomes = [_refused_or_answered(c, 3.0) for c in clients]
         assert outcomes.count("hung") == 0, outcomes.count("hung")
         assert outcomes.count("answered") <= 64 and outcomes.count("closed") >= 200 - 64, outcomes
@@ -166,11 +177,18 @@ def _seed_namespaces(uri: str, namespaces: int = 6, docs: int = 1500) -> None:
 def test_client_ping_stays_fast_while_evaluate_is_hammered(proxy, ferretdb):
     px = proxy(ferretdb.uri, admin=True)
     _seed_namespaces(px.uri)
+    client = RawClient.for_address(px.address)
+    client.hello()
+    quiet = []
+    for _ in range(50):
+        t1 = time.perf_counter()
+        client.command({"ping": 1})
+        quiet.append(time.perf_counter() - t1)
     t0 = time.monotonic()
     assert http_get(px.admin_url + "/evaluate", timeout=30)[0] == 200
     render = time.monotonic() - t0
-    # The render must be heavy enough for the comparison to mean something.
-    assert render > 0.05, render
+    # The render must be heavy enough, against a ping on this machine now, for the comparison to mean something.
+    assert render > 10 * statistics.median(quiet), (render, statistics.median(quiet))
 
     stop = threading.Event()
 
@@ -182,8 +200,6 @@ def test_client_ping_stays_fast_while_evaluate_is_hammered(proxy, ferretdb):
     for t in threads:
         t.start()
     try:
-        client = RawClient.for_address(px.address)
-        client.hello()
         lat = []
         for _ in range(150):
             t1 = time.perf_counter()
@@ -201,9 +217,9 @@ def test_client_ping_stays_fast_while_evaluate_is_hammered(proxy, ferretdb):
     # Generous bounds (2 cores shared with builds): with renders on the client loop, pings queue
     # behind back-to-back renders (measured: p50 371 ms, p99 564 ms for a 128 ms render); on the
     # admin's own threads they wait at most for a CPU time slice (p50 17 ms, p99 49 ms under load 12).
-    assert statistics.median(lat) < max(0.05, render / 2), (statistics.median(lat), p99, render)
+    assert statistics.median(lat) < render / 2, (statistics.median(lat), p99, render)
     assert p99 < 2 * render, (p99, render)
-    assert probe_status == 200 and probe_took < 1.0, probe_took
+    assert probe_status == 200 and probe_took < 3 * render, (probe_took, render)
 
 
 # ---------------------------------------------------------------- item 15: exposed admin needs a token

@@ -115,7 +115,9 @@ def _wait_published(proxies, count: int = 2, timeout: float = 20) -> None:
 
 
 def test_fleet_from_collection_merges_live_sidecars(proxy, ferretdb, shardscope_binary):
-    interval = 300
+    # A document expires after 3 intervals without a publication: at 300 ms a busy machine delayed
+    # publications past that and a live sidecar's document was deleted as expired mid-test.
+    interval = 1000
     sidecars = [_sidecar(proxy, ferretdb, "--evaluation.publish.interval_ms", str(interval),
                          "--evaluation.publish.id", f"sidecar-{i}") for i in range(3)]
     docs = _orders(0, 1800)

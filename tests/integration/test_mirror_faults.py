@@ -38,10 +38,12 @@ def p95(v):
 
 
 def assert_within_noise(baseline: list[float], mirrored: list[float]) -> None:
-    # Generous: the machine is shared with builds. A primary that waited for a stalled shadow
-    # would take seconds per operation, far outside these bounds.
-    assert p50(mirrored) <= 3 * p50(baseline) + 0.005, (p50(baseline), p50(mirrored))
-    assert p95(mirrored) <= 3 * p95(baseline) + 0.020, (p95(baseline), p95(mirrored))
+    # Relative to the baseline measured in the same test (the machine may be shared with builds):
+    # a primary that waited for a stalled shadow would take seconds per operation, hundreds of times
+    # the baseline. The median may not pass the baseline's p95 (or 3x its median), the p95 not 3x the
+    # baseline's p95 (or its worst).
+    assert p50(mirrored) <= max(3 * p50(baseline), p95(baseline)), (p50(baseline), p95(baseline), p50(mirrored))
+    assert p95(mirrored) <= max(3 * p95(baseline), max(baseline)), (p95(baseline), max(baseline), p95(mirrored))
 
 
 def seed(uri: str) -> None:

@@ -31,6 +31,8 @@ class Listener:
             self.sock = None
 
 
+GRACE_MS = 2500  # readiness.upstream_grace_ms where a test sets one
+
 def _readyz(px) -> tuple[int, str]:
     status, _, body = http_request(px.admin_url, path="/readyz")
     return status, body.decode()
@@ -54,7 +56,7 @@ def mongos():
 
 @pytest.mark.needs_proxy
 def test_short_blip_keeps_ready_long_outage_does_not(mongos, proxy):
-    px = proxy(f"mongodb://127.0.0.1:{mongos.port}/", "--readiness.upstream_grace_ms", "2500",
+    px = proxy(f"mongodb://127.0.0.1:{mongos.port}/", "--readiness.upstream_grace_ms", str(GRACE_MS),
                "--upstream_pool.probe_interval_ms", "100", admin=True)
     _wait_status(px, 200, 10)
     # A 1 s blip: /readyz polled throughout stays 200 and says it is riding out the grace.
@@ -76,8 +78,8 @@ def test_short_blip_keeps_ready_long_outage_does_not(mongos, proxy):
     # An outage past the grace: 503, not before the grace has run out.
     mongos.close()
     took = _wait_status(px, 503, 10)
-    assert took >= 2.0, took
-    assert "readiness.upstream_grace_ms 2500: not ready" in _readyz(px)[1]
+    assert took >= GRACE_MS / 1000 * 0.8, took  # not before the grace has run out
+    assert f"readiness.upstream_grace_ms {GRACE_MS}: not ready" in _readyz(px)[1]
 
 
 @pytest.mark.needs_proxy
@@ -85,4 +87,5 @@ def test_without_grace_a_blip_is_503_at_once(mongos, proxy):
     px = proxy(f"mongodb://127.0.0.1:{mongos.port}/", "--upstream_pool.probe_interval_ms", "100", admin=True)
     _wait_status(px, 200, 10)
     mongos.close()
-    assert _wait_status(px, 503, 5) < 1.5
+    # At once: well inside the grace the test above rides out.
+    assert _wait_status(px, 503, 10) < GRACE_MS / 1000 / 2

@@ -52,6 +52,7 @@ def test_migration_is_read_incrementally(standin, proxy, catalog):
     s = standin(catalog=catalog)
     s.shard_collection("shop.orders", "k", [10, 20, 30], ["shardA", "shardB"])
     s.shard_collection("shop.users", "u", list(range(1, 50)), ["shardA", "shardB", "shardC"])  # 50 chunks
+    run_started = time.time()
     px = proxy(s.uri, "--routing.discovery", "true", "--routing.discovery_interval_s", "1", admin=True)
     assert wait_for(lambda: _version(px, "shop.orders").startswith("1|3||")), _discovery(px)
     first = s.chunk_documents_returned
@@ -76,7 +77,7 @@ def test_migration_is_read_incrementally(standin, proxy, catalog):
         assert name in text, name
     ts = [float(l.split()[1]) for l in text.splitlines()
           if l.startswith("shardscope_routing_last_refresh_success_timestamp_seconds ")][0]
-    assert abs(ts - time.time()) < 30
+    assert int(run_started) <= ts <= time.time(), (run_started, ts)  # a refresh of this run, stamped in seconds
 
 
 @pytest.mark.needs_proxy
@@ -90,15 +91,13 @@ def test_stale_config_in_a_reply_refreshes_that_namespace_at_once(standin, proxy
     s.migrate("shop.orders", 10, "shardC")
     s.stale_on_next_write(where)
     queries = len(s.chunk_filters)
-    t0 = time.monotonic()
     with pymongo.MongoClient(px.uri, serverSelectionTimeoutMS=5000, retryWrites=False) as c:
         with pytest.raises((pymongo.errors.BulkWriteError, pymongo.errors.OperationFailure)):
             c.shop.orders.insert_one({"_id": 1, "k": 15})
     # Well before the 600 s interval: the namespace the error names is re-read at once (before:
     # a StaleConfig inside writeErrors was not looked at).
-    assert wait_for(lambda: len(s.chunk_filters) > queries, timeout=5)
-    assert wait_for(lambda: _version(px, "shop.orders").startswith("2|"), timeout=5), _discovery(px)
-    assert time.monotonic() - t0 < 5
+    assert wait_for(lambda: len(s.chunk_filters) > queries, timeout=600 / 10)
+    assert wait_for(lambda: _version(px, "shop.orders").startswith("2|"), timeout=600 / 10), _discovery(px)
     d = _discovery(px)
     assert d["staleRequests"] >= 1 and d["lastRefresh"]["kind"] == "namespaces", d
     # Only that namespace was read: the last chunk query names shop.orders' collection alone.
@@ -127,11 +126,9 @@ def test_startup_with_the_config_server_failing_twice_is_ready_within_seconds(st
     s = standin()
     s.shard_collection("shop.orders", "k", [10], ["shardA", "shardB"])
     s.fail_config_reads(2)
-    t0 = time.monotonic()
     px = proxy(s.uri, "--routing.discovery", "true", "--routing.discovery_interval_s", "120", admin=True)
     # Retries after 0.5 s then 1 s (before: not ready until the 120 s interval had passed).
-    assert wait_for(lambda: _readyz(px)[0] == 200, timeout=8), _readyz(px)
-    assert time.monotonic() - t0 < 8
+    assert wait_for(lambda: _readyz(px)[0] == 200, timeout=120 / 4), _readyz(px)
     status, body = _readyz(px)
     assert "routing discovery: 1 collections, 2 chunks" in body, body
     d = _discovery(px)

@@ -3,7 +3,7 @@ a mixed pymongo workload, admin polling, waves of slow clients, then a SIGTERM d
 
 Asserts: RSS growth after warm-up < 20 MB; the proxy's fd count returns to its baseline once the
 clients have left; slow, half-open and "declares 40 MB, sends 1 byte/s" clients are cut within
---timeouts.frame_read_ms (+ slack) and do not make the proxy allocate what they merely declare;
+--timeouts.frame_read_ms (within twice it) and do not make the proxy allocate what they merely declare;
 every write acknowledged before and during the drain is in FerretDB, and nothing unacknowledged is.
 The run's numbers go to build/test-cache/soak-short.json (docs/soak.md quotes them).
 """
@@ -52,10 +52,10 @@ def test_soak_short(shardscope_binary):
         problems.append(f"RSS grew {r['rss_mb_growth_after_warmup']} MB after warm-up (bound 20 MB)")
     if r["fds_after_release"] > r["fds_idle_baseline"] + 2:
         problems.append(f"fds {r['fds_after_release']} after the clients left, baseline {r['fds_idle_baseline']}")
-    limit_s = FRAME_READ_MS / 1000 + 2
+    limit_s = 2 * FRAME_READ_MS / 1000  # cut by the frame-read timer, not by the client giving up
     for kind, c in r["slow_cut_s"].items():
         if c["not_cut"] or c["max"] > limit_s:
-            problems.append(f"{kind} clients: {c['not_cut']}/{c['n']} not cut within {limit_s + 3:.0f} s, "
+            problems.append(f"{kind} clients: {c['not_cut']}/{c['n']} not cut within {limit_s:.0f} s, "
                             f"slowest cut {c['max']} s (bound {limit_s} s)")
     # Idle sessions cost buffers (~64 KB each at most); a client that merely declares 40 MB must not
     # make the proxy allocate them (10 such clients per wave would be 400 MB).

@@ -110,10 +110,9 @@ def test_dns_server_not_answering_is_an_error_not_a_hang(dns):
     dns.start(**_records(("mongos1", 27017)))
     port = dns.port
     dns.stop()
-    t0 = time.monotonic()
+    # Not a hang: _check_config's subprocess timeout fails the test if the look-up never ends.
     r = _check_config("--upstream", f"mongodb+srv://{SRV_HOST}/", "--upstream_dns.server", f"127.0.0.1:{port}")
     assert r.returncode == 2 and f"SRV look-up of {SRV_NAME} failed" in r.stderr, r.stderr
-    assert time.monotonic() - t0 < 30
 
 
 def test_rescan_follows_dns_changes(ferretdb_factory, dns, proxy):
