@@ -9,13 +9,9 @@
 
 namespace shardscope::cluster {
 
-struct ClusterUri {
-  struct Host {
-    std::string host;
-    uint16_t port = 0;
-  };
-  std::vector<Host> hosts;  // in the URI's order; empty for mongodb+srv://
-  std::string srv_host;     // mongodb+srv:// only
+// Everything but the host list (proxy/upstream_target.h keeps its hosts in its own form).
+struct UriSettings {
+  std::string srv_host;  // mongodb+srv:// only
   std::string srv_service_name = "mongodb";
   int srv_max_hosts = 0;  // srvMaxHosts: 0 = all
   bool tls = false;       // mongodb+srv://: true unless the URI says tls=false
@@ -24,6 +20,14 @@ struct ClusterUri {
   bool allow_invalid_certificates = false;  // tlsAllowInvalidCertificates or tlsInsecure
   bool allow_invalid_hostnames = false;     // tlsAllowInvalidHostnames or tlsInsecure
   bool has_user = false;                    // the URI names a user (credentials of its own)
+};
+
+struct ClusterUri : UriSettings {
+  struct Host {
+    std::string host;
+    uint16_t port = 0;
+  };
+  std::vector<Host> hosts;  // in the URI's order; empty for mongodb+srv://
 };
 
 // Empty with libmongoc's reason in `error` when the URI does not parse.

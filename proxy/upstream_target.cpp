@@ -1,7 +1,5 @@
 #include "proxy/upstream_target.h"
 
-#include "cluster/cluster_uri.h"
-
 namespace shardscope::proxy {
 
 std::optional<UpstreamTarget> parseUpstreamUri(const std::string& uri, std::string& error) {
@@ -12,15 +10,8 @@ std::optional<UpstreamTarget> parseUpstreamUri(const std::string& uri, std::stri
     return std::nullopt;
   }
   UpstreamTarget t;
+  static_cast<cluster::UriSettings&>(t) = *parsed;
   for (const auto& h : parsed->hosts) t.hosts.push_back({h.host, h.port, {}});
-  t.srv_host = parsed->srv_host;
-  t.srv_service_name = parsed->srv_service_name;
-  t.srv_max_hosts = parsed->srv_max_hosts;
-  t.tls = parsed->tls;
-  t.ca_file = parsed->ca_file;
-  t.certificate_key_file = parsed->certificate_key_file;
-  t.allow_invalid_certificates = parsed->allow_invalid_certificates;
-  t.allow_invalid_hostnames = parsed->allow_invalid_hostnames;
   if (t.hosts.empty() && t.srv_host.empty()) {
     error = "upstream: the URI names no host";
     return std::nullopt;
