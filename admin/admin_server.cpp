@@ -54,19 +54,6 @@ std::string_view bearerOf(std::string_view header) {
   return header;
 }
 
-// Value of `name` in a query string ("a=1&top=20"), empty when absent.
-std::string_view queryParam(std::string_view query, std::string_view name) {
-  while (!query.empty()) {
-    size_t amp = query.find('&');
-    std::string_view pair = query.substr(0, amp);
-    size_t eq = pair.find('=');
-    if (pair.substr(0, eq) == name) return eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1);
-    if (amp == std::string_view::npos) break;
-    query.remove_prefix(amp + 1);
-  }
-  return {};
-}
-
 AdminResponse text(unsigned status, std::string body) {
   AdminResponse r;
   r.status = status;
@@ -488,6 +475,25 @@ void AdminServer::extend(AdminExtension extension) {
 AdminResponse AdminServer::handle(std::string_view method, std::string_view target,
                                   std::string_view authorization) const {
   return impl_->route(method, target, authorization);
+}
+
+std::string_view queryParam(std::string_view query, std::string_view name) {
+  while (!query.empty()) {
+    size_t amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    size_t eq = pair.find('=');
+    if (pair.substr(0, eq) == name) return eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1);
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return {};
+}
+
+AdminResponse jsonResponse(std::string body) {
+  AdminResponse r;
+  r.contentType = kJson;
+  r.body = std::move(body);
+  return r;
 }
 
 }  // namespace shardscope::admin

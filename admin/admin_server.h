@@ -38,8 +38,13 @@ struct AdminResponse {
   std::string allow;  // for 405
 };
 
-// Features beyond statistics (evaluation, rewrite, mirror, config) plug in their own pages and
-// their own sections of /stats and /metrics, so the server does not depend on each of them.
+// Value of `name` in a query string ("a=1&top=20"), empty when absent.
+std::string_view queryParam(std::string_view query, std::string_view name);
+// A JSON answer (200 unless changed).
+AdminResponse jsonResponse(std::string body);
+
+// The features (features/feature.h) plug in their own pages and their own sections of /stats and
+// /metrics, so the server does not depend on each of them.
 struct AdminExtension {
   struct Route {
     std::string path;  // exact path, e.g. "/evaluate"

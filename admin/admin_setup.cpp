@@ -3,7 +3,6 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "common/json_writer.h"
 #include "routing/mongos_version.h"
 #include "stats/prometheus_writer.h"
 
@@ -70,26 +69,6 @@ AdminExtension discoveryExtension(proxy::ProxyContext& ctx) {
   // The admin server keeps one readiness detail: the mongos pool's line, then discovery's.
   e.readiness_detail = [&ctx] { return mongosReadiness(ctx) + "\n" + ctx.discovery_status.readinessLine(); };
   return e;
-}
-
-AdminExtension publishExtension(const cluster::SketchPublisher& publisher) {
-  AdminExtension ext;
-  ext.stats_sections.emplace_back("evaluationPublish", [&publisher] {
-    auto c = publisher.counters();
-    std::string id;
-    common::JsonWriter::appendString(publisher.sidecarId(), id);
-    return "{\"id\":" + id + ",\"published\":" + std::to_string(c.published) + ",\"errors\":" +
-           std::to_string(c.errors) + ",\"tooLarge\":" + std::to_string(c.too_large) + "}";
-  });
-  ext.metrics.push_back([&publisher](std::string& out) {
-    auto c = publisher.counters();
-    stats::PrometheusWriter w(out);
-    w.family(stats::Metric::evaluation_publish_total);
-    w.sample(stats::Metric::evaluation_publish_total, {"ok"}, static_cast<uint64_t>(c.published));
-    w.sample(stats::Metric::evaluation_publish_total, {"error"}, static_cast<uint64_t>(c.errors));
-    w.sample(stats::Metric::evaluation_publish_total, {"too_large"}, static_cast<uint64_t>(c.too_large));
-  });
-  return ext;
 }
 
 }  // namespace shardscope::admin

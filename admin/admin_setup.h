@@ -1,12 +1,12 @@
 // Builds the admin endpoint from a ready ProxyContext (the token, readiness, shard names) and the
-// /stats sections, metrics and /readyz lines of the proxy's own parts: the mongos pool, routing
-// discovery, sketch publishing. Lives above proxy/: the data path never depends on the admin endpoint.
+// /stats sections, metrics and /readyz lines of the proxy's own parts: the mongos pool and routing
+// discovery (the features add theirs: features/feature_set.h). Lives above proxy/: the data path
+// never depends on the admin endpoint.
 #pragma once
 #include <memory>
 
 #include "admin/admin_server.h"
 #include "proxy/proxy_context.h"
-#include "cluster/sketch_publisher.h"
 
 namespace shardscope::admin {
 
@@ -20,7 +20,5 @@ AdminExtension mongosPoolExtension(proxy::ProxyContext& ctx);
 // Routing discovery's /stats section ("discovery"), shardscope_routing_* metrics and /readyz line
 // (after the mongos line, which it repeats: /readyz keeps one detail function).
 AdminExtension discoveryExtension(proxy::ProxyContext& ctx);
-// Fleet publishing's /stats section ("evaluationPublish") and shardscope_evaluation_publish_total.
-AdminExtension publishExtension(const cluster::SketchPublisher& publisher);
 
 }  // namespace shardscope::admin

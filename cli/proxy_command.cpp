@@ -8,18 +8,16 @@
 #include <memory>
 #include <thread>
 
-#include "cli/commands.h"
-#include "config/loader.h"
-#include "config/redact.h"
-#include "admin/admin_extensions.h"
 #include "admin/admin_server.h"
 #include "admin/admin_setup.h"
 #include "admin/chunk_view.h"
-#include "cluster/sketch_publisher.h"
-#include "evaluation/sketch_redaction.h"
+#include "cli/commands.h"
+#include "config/loader.h"
+#include "config/redact.h"
+#include "features/feature_set.h"
+#include "features/reloader.h"
 #include "proxy/proxy_setup.h"
 #include "proxy/redacting_sink.h"
-#include "proxy/reloader.h"
 #include "proxy/server.h"
 #include "proxy/upstream_probe.h"
 
@@ -43,22 +41,22 @@ int runProxy(const std::vector<std::string>& args, bool checkOnly) {
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
   for (const auto& w : loaded.warnings) spdlog::warn("config: {}", w);
 
+  // Declared before the I/O context: the sessions it still holds at the end use the features.
   proxy::ProxyContext ctx;
+  features::FeatureSet features;
+  auto configError = [](const std::string& error) {
+    std::cerr << "shardscope: config error: " << error << "\n";
+    return 2;
+  };
+  // Every feature's section validated before anything is set up (a reload does the same).
+  if (auto errors = features.validate(loaded.config); !errors.empty()) {
+    std::string all;
+    for (const auto& e : errors) all += (all.empty() ? "" : "; ") + e;
+    return configError(all);
+  }
   std::string error;
-  if (!proxy::prepareContext(loaded.config, ctx, error)) {
-    std::cerr << "shardscope: config error: " << error << "\n";
-    return 2;
-  }
-  cluster::SketchPublisher::Export exportSketches;
-  if (auto* evaluator = ctx.evaluator.get())
-    exportSketches = [evaluator, values = ctx.config.evaluation_allow_values] {
-      return values ? evaluator->exportSketches() : evaluation::sketchesWithoutValues(evaluator->exportSketches());
-    };
-  auto publisher = cluster::SketchPublisher::create(ctx.config, std::move(exportSketches), error);
-  if (!publisher && !error.empty()) {
-    std::cerr << "shardscope: config error: " << error << "\n";
-    return 2;
-  }
+  if (!proxy::prepareContext(loaded.config, ctx, error) || !features.setUp(ctx.config, ctx, error))
+    return configError(error);
   if (checkOnly) {
     std::cout << "shardscope: config OK\n";
     return 0;
@@ -68,15 +66,12 @@ int runProxy(const std::vector<std::string>& args, bool checkOnly) {
   asio::io_context io(ctx.config.threads == 1 ? BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO : static_cast<int>(ctx.config.threads));
   proxy::Server server(io, ctx);
   std::unique_ptr<admin::AdminServer> admin, metrics;
-  proxy::Reloader reloader(ctx, args, environ);
+  features::Reloader reloader(ctx, features, args, environ);
   // The admin endpoint and the metrics listener carry the same extensions (so the same /metrics).
   auto extendAll = [&](admin::AdminServer& a) {
-    a.extend(admin::evaluationExtension(ctx));
-    a.extend(admin::rewriteExtension(ctx));
-    a.extend(admin::shadowExtension(ctx));
-    a.extend(admin::configExtension(reloader));
+    a.extend(features.adminExtension());
+    a.extend(reloader.adminExtension());
     a.extend(admin::chunkViewExtension(ctx));
-    if (publisher) a.extend(admin::publishExtension(*publisher));
   };
   try {
     server.start();
@@ -98,7 +93,7 @@ int runProxy(const std::vector<std::string>& args, bool checkOnly) {
   }
   proxy::startUpstreamProbe(io, ctx);
   auto discovery = proxy::startDiscovery(ctx);
-  if (publisher) publisher->start();
+  features.start();
   spdlog::info("shardscope proxy listening on {}:{}, upstream {}", server.localEndpoint().address().to_string(),
                server.localEndpoint().port(), config::redactSecrets(ctx.config.upstream));
 
@@ -127,7 +122,7 @@ int runProxy(const std::vector<std::string>& args, bool checkOnly) {
   io.run();
   for (auto& w : workers) w.join();
   if (discovery) discovery->stop();
-  if (publisher) publisher->stop();
+  features.stop();
   spdlog::info("shardscope stopped");
   return 0;
 }

@@ -4,7 +4,6 @@
 // shard-key evaluation without any upstream (--evaluate). The whole capture is validated first: a
 // truncated or corrupt file is refused with the offset where it breaks, and nothing is replayed.
 #include <arpa/inet.h>
-#include <mongoc/mongoc.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -30,6 +29,7 @@
 
 #include "cli/cli_support.h"
 #include "cli/commands.h"
+#include "cluster/cluster_uri.h"
 #include "evaluation/evaluator.h"
 #include "protocol/command_view.h"
 #include "protocol/op_msg.h"
@@ -441,17 +441,12 @@ int runUpstream(const Capture& cap, const std::string& uriText, double speed, bo
   if (cap.mode != shadow::CaptureMode::Full)
     return failWith("a redacted capture has no values and cannot be replayed against an upstream "
                     "(capture with capture.mode: full, or use --evaluate)");
-  mongoc_init();
-  bson_error_t err;
-  mongoc_uri_t* uri = mongoc_uri_new_with_error(uriText.c_str(), &err);
-  if (!uri) return failWith(std::string("--upstream: ") + err.message);
-  const mongoc_host_list_t* hosts = mongoc_uri_get_hosts(uri);
-  const bool tls = mongoc_uri_get_tls(uri);
-  const bool auth = mongoc_uri_get_username(uri) != nullptr;
-  std::string host = hosts ? hosts->host : "127.0.0.1";
-  uint16_t port = hosts ? hosts->port : 27017;
-  mongoc_uri_destroy(uri);
-  if (tls || auth)
+  std::string uriError;
+  const auto uri = cluster::parseUri(uriText, uriError);
+  if (!uri) return failWith("--upstream: " + uriError);
+  const std::string host = uri->hosts.empty() ? "127.0.0.1" : uri->hosts.front().host;
+  const uint16_t port = uri->hosts.empty() ? 27017 : uri->hosts.front().port;
+  if (uri->tls || uri->has_user)
     return failWith("--upstream: replay speaks plain, unauthenticated TCP (no TLS, no credentials in the URI)");
   if (cap.dropped)
     std::fprintf(stderr, "shardscope replay: warning: the capture lost %llu record(s) while recording\n",

@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "config/redact.h"
-#include "cluster/cluster_auth.h"
 #include "routing/mongos_version.h"
 #include "routing/routing_file.h"
 
@@ -141,13 +140,9 @@ RoutingDiscovery::RoutingDiscovery(std::string uri, std::chrono::seconds interva
     : uri_(std::move(uri)), interval_(interval.count() > 0 ? interval : std::chrono::seconds(30)),
       publish_(std::move(publish)), status_(status ? status : &own_status_) {}
 
-RoutingDiscovery::~RoutingDiscovery() {
-  stop();
-  dropClient();
-}
+RoutingDiscovery::~RoutingDiscovery() { stop(); }
 
 void RoutingDiscovery::start() {
-  mongoc_init();  // idempotent
   std::lock_guard lock(mutex_);
   if (thread_.joinable()) return;
   stopping_ = false;
@@ -185,28 +180,8 @@ uint64_t RoutingDiscovery::refreshCount() const {
 }
 
 mongoc_client_t* RoutingDiscovery::client(std::string& error) {
-  if (client_) return client_;
-  mongoc_init();
-  bson_error_t err;
-  mongoc_uri_t* uri = mongoc_uri_new_with_error(uri_.c_str(), &err);
-  if (!uri) {
-    error = std::string("discovery: bad upstream URI: ") + err.message;
-    return nullptr;
-  }
-  cluster::applyClusterAuth(uri);
-  client_ = mongoc_client_new_from_uri_with_error(uri, &err);
-  mongoc_uri_destroy(uri);
-  if (!client_) {
-    error = std::string("discovery: ") + err.message;
-    return nullptr;
-  }
-  mongoc_client_set_appname(client_, "shardscope-discovery");
-  return client_;
-}
-
-void RoutingDiscovery::dropClient() {
-  if (client_) mongoc_client_destroy(client_);
-  client_ = nullptr;
+  if (!client_) client_ = openClient({uri_, "discovery", "shardscope-discovery", Credentials::Cluster, {}}, error);
+  return client_.get();
 }
 
 bool RoutingDiscovery::refreshOnce(std::string& error) { return refresh({}, error); }
@@ -252,7 +227,7 @@ bool RoutingDiscovery::refresh(const std::set<std::string>& only, std::string& e
   }
   bson_destroy(&filter);
   if (!ok) {
-    if (error.rfind("reading", 0) == 0) dropClient();  // a broken connection: reconnect next time
+    if (error.rfind("reading", 0) == 0) client_.reset();  // a broken connection: reconnect next time
     return false;
   }
   if (cache_.changed() || !published_) {

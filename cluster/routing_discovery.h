@@ -16,11 +16,10 @@
 #include <thread>
 #include <vector>
 
+#include "cluster/client_factory.h"
 #include "cluster/discovery_status.h"
 #include "routing/catalog_cache.h"
 #include "routing/routing_table.h"
-
-typedef struct _mongoc_client_t mongoc_client_t;
 
 namespace shardscope::cluster {
 
@@ -58,7 +57,6 @@ class RoutingDiscovery {
   bool runReads(mongoc_client_t* c, const std::vector<routing::CatalogCache::Read>& reads,
                 DiscoveryStatus::Refresh& report, std::string& error);
   mongoc_client_t* client(std::string& error);
-  void dropClient();
 
   std::string uri_;
   std::chrono::seconds interval_;
@@ -66,7 +64,7 @@ class RoutingDiscovery {
   DiscoveryStatus own_status_;
   DiscoveryStatus* status_;
   routing::CatalogCache cache_;  // discovery thread only
-  mongoc_client_t* client_ = nullptr;  // discovery thread only: kept between refreshes
+  Client client_;  // discovery thread only: kept between refreshes
   std::vector<routing::OwnedBson> shards_;  // config.shards as last read
   bool published_ = false;
   mutable std::mutex mutex_;

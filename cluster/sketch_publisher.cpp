@@ -4,7 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include "cluster/cluster_auth.h"
+#include "cluster/client_factory.h"
 #include "config/redact.h"
 
 namespace shardscope::cluster {
@@ -102,13 +102,7 @@ std::unique_ptr<SketchPublisher> SketchPublisher::create(const config::Config& c
     return nullptr;
   }
   p->uri_ = config.evaluation_publish_uri.empty() ? config.upstream : config.evaluation_publish_uri;
-  bson_error_t err;
-  mongoc_uri_t* uri = mongoc_uri_new_with_error(p->uri_.c_str(), &err);
-  if (!uri) {
-    error = config::redactSecrets(std::string("evaluation.publish.uri: ") + err.message);
-    return nullptr;
-  }
-  mongoc_uri_destroy(uri);
+  if (!checkUri(p->uri_, "evaluation.publish.uri", error)) return nullptr;
   p->id_ = config.evaluation_publish_id.empty() ? defaultSidecarId(config) : config.evaluation_publish_id;
   p->interval_ = std::chrono::milliseconds(config.evaluation_publish_interval_ms);
   p->values_ = config.evaluation_allow_values;
@@ -134,19 +128,17 @@ SketchPublisher::Counters SketchPublisher::counters() const {
 }
 
 void SketchPublisher::run() {
-  bson_error_t err;
-  mongoc_uri_t* uri = mongoc_uri_new_with_error(uri_.c_str(), &err);
-  if (!uri) return;  // checked in create()
-  cluster::applyClusterAuth(uri, /*keepOwnUser=*/true);
   // Short timeouts: an unreachable cluster costs this thread a few seconds per round, nothing else.
-  mongoc_uri_set_option_as_int32(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, 2000);
-  mongoc_uri_set_option_as_int32(uri, MONGOC_URI_CONNECTTIMEOUTMS, 2000);
-  mongoc_uri_set_option_as_int32(uri, MONGOC_URI_SOCKETTIMEOUTMS, 10000);
-  mongoc_client_t* client = mongoc_client_new_from_uri(uri);
-  mongoc_uri_destroy(uri);
-  if (!client) return;
-  mongoc_client_set_appname(client, "shardscope-publish");
-  mongoc_collection_t* collection = mongoc_client_get_collection(client, db_.c_str(), coll_.c_str());
+  std::string clientError;
+  Client client = openClient({uri_, "evaluation.publish.uri", "shardscope-publish", Credentials::UnlessUriHasUser,
+                              {.connect = 2000, .server_selection = 2000, .socket = 10000}},
+                             clientError);
+  if (!client) {
+    spdlog::warn("evaluation publish: {}", clientError);
+    return;
+  }
+  mongoc_collection_t* collection = mongoc_client_get_collection(client.get(), db_.c_str(), coll_.c_str());
+  bson_error_t err;
   enum class Ttl { Unknown, Index, SelfClean } ttl = Ttl::Unknown;
   bool reported = false;
   const std::string ns = db_ + "." + coll_;
@@ -193,7 +185,6 @@ void SketchPublisher::run() {
     }
   }
   mongoc_collection_destroy(collection);
-  mongoc_client_destroy(client);
 }
 
 bool readPublishedSketches(const std::string& uriText, const std::string& ns, std::vector<std::string>& exports,
@@ -203,21 +194,10 @@ bool readPublishedSketches(const std::string& uriText, const std::string& ns, st
     error = "--collection: expected db.collection, got '" + ns + "'";
     return false;
   }
-  bson_error_t err;
-  mongoc_uri_t* uri = mongoc_uri_new_with_error(uriText.c_str(), &err);
-  if (!uri) {
-    error = config::redactSecrets(std::string("--from-collection: ") + err.message);
-    return false;
-  }
-  mongoc_uri_set_option_as_int32(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, 5000);
-  mongoc_client_t* client = mongoc_client_new_from_uri(uri);
-  mongoc_uri_destroy(uri);
-  if (!client) {
-    error = "--from-collection: cannot create a client for that URI";
-    return false;
-  }
-  mongoc_client_set_appname(client, "shardscope-evaluate");
-  mongoc_collection_t* collection = mongoc_client_get_collection(client, db.c_str(), coll.c_str());
+  Client client = openClient(
+      {uriText, "--from-collection", "shardscope-evaluate", Credentials::UriOnly, {.server_selection = 5000}}, error);
+  if (!client) return false;
+  mongoc_collection_t* collection = mongoc_client_get_collection(client.get(), db.c_str(), coll.c_str());
   bson_t filter = BSON_INITIALIZER, gt, opts = BSON_INITIALIZER, sort;
   bson_append_document_begin(&filter, "expiresAt", -1, &gt);
   bson_append_date_time(&gt, "$gt", -1, nowMs());
@@ -241,13 +221,13 @@ bool readPublishedSketches(const std::string& uriText, const std::string& ns, st
     bson_free(json);
     ids.emplace_back(bson_iter_init_find(&it, doc, "_id") && BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, nullptr) : "?");
   }
+  bson_error_t err;
   bool ok = !mongoc_cursor_error(cursor, &err);
   if (!ok) error = config::redactSecrets(std::string("--from-collection: ") + ns + ": " + err.message);
   mongoc_cursor_destroy(cursor);
   bson_destroy(&filter);
   bson_destroy(&opts);
   mongoc_collection_destroy(collection);
-  mongoc_client_destroy(client);
   return ok;
 }
 

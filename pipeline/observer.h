@@ -1,6 +1,6 @@
 // A per-request feature (statistics, evaluation, mirror, capture): sees every operation and its
-// reply, changes nothing on the wire. Adding one is one class and one line where the session
-// registers its observers.
+// reply, changes nothing on the wire. Its plug-in (features/feature.h) attaches one to each
+// connection; the session registers whatever it is given.
 #pragma once
 #include "pipeline/operation.h"
 

@@ -1,5 +1,7 @@
 // Everything a session needs that is shared across connections: settings resolved once at
-// start, TLS contexts, the routing table in force and the statistics registry.
+// start, TLS contexts, the routing table in force, the statistics registry, what the pipeline
+// reads per request (lookup rules, faults) and the features' observers to attach
+// (features/feature_set.h sets `attach_observers`; the session knows no feature).
 #pragma once
 #include <atomic>
 #include <functional>
@@ -14,28 +16,29 @@
 #include "proxy/buffer_budget.h"
 #include "proxy/warm_buffers.h"
 #include "cluster/discovery_status.h"
+#include "pipeline/observer.h"
 #include "proxy/fault_injector.h"
-#include "rewrite/lookup_set.h"
 #include "proxy/mongos_pool.h"
 #include "proxy/readiness_grace.h"
 #include "proxy/routing_state.h"
 #include "proxy/srv_rescan.h"
 #include "proxy/upstream_target.h"
-#include "routing/cursor_shards.h"
 #include "rewrite/lookup_mapping.h"
-#include "evaluation/evaluator.h"
-#include "shadow/capture_writer.h"
-#include "shadow/mirror.h"
+#include "rewrite/lookup_set.h"
+#include "routing/cursor_shards.h"
 #include "stats/registry.h"
 
 namespace shardscope::proxy {
+
+// One connection's feature observers, in the order they see each operation.
+using Observers = std::vector<std::unique_ptr<pipeline::Observer>>;
 
 struct ProxyContext {
   config::Config config;
   UpstreamTarget upstream;
   std::unique_ptr<MongosPool> mongos;  // the hosts of `upstream`, same order
   std::unique_ptr<SrvRescan> srv_rescan;  // mongodb+srv:// only; declared after `mongos`, which it feeds
-  // The URI of the proxy's own libmongoc connections: `config.upstream`, or for mongodb+srv:// a
+  // The URI of the proxy's own connections (cluster/): `config.upstream`, or for mongodb+srv:// a
   // mongodb:// URI of the hosts resolved at start.
   std::string own_connection_uri;
   std::unique_ptr<ssl::context> client_tls;    // null: plain TCP toward applications
@@ -44,9 +47,11 @@ struct ProxyContext {
   std::vector<protocol::Compressor> upstream_compressors;
   RoutingState routing;
   std::unique_ptr<stats::Registry> stats;
-  std::unique_ptr<evaluation::Evaluator> evaluator;  // null when evaluation.enabled is false
-  std::shared_ptr<shadow::Mirror> mirror;                    // null unless mirror.upstream is set
-  std::unique_ptr<shadow::CaptureWriter> capture;            // null unless capture.file is set
+  // Fills a new connection's observers (connection id, its statistics recorder); set once before
+  // the first connection, empty when no feature observes.
+  std::function<void(uint64_t, stats::Recorder&, Observers&)> attach_observers;
+  // Told of every routing table that comes into force (publishRouting); set before discovery starts.
+  std::vector<std::function<void(const std::shared_ptr<const routing::RoutingTable>&)>> routing_listeners;
   Published<FaultInjector> faults;                   // null value unless fault injection is configured
   std::atomic<uint64_t> next_connection_id{1};
   std::atomic<uint64_t> open_connections{0};
@@ -60,10 +65,6 @@ struct ProxyContext {
   // Open cursors' shard sets, for every connection: a driver continues a cursor on any pooled
   // connection, so a getMore is classified by the cursor whichever connection carries it.
   routing::CursorShards cursors;
-
-  ~ProxyContext() {
-    if (mirror) mirror->stop();
-  }
 };
 
 }  // namespace shardscope::proxy

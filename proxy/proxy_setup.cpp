@@ -1,14 +1,12 @@
 #include "proxy/proxy_setup.h"
 
 #include <malloc.h>
-#include <mongoc/mongoc.h>
 #include <spdlog/spdlog.h>
 
 #include <sstream>
 
-#include "config/redact.h"
 #include "cluster/cluster_auth.h"
-#include "proxy/feature_options.h"
+#include "config/redact.h"
 #include "proxy/srv_upstream.h"
 #include "routing/mongos_version.h"
 #include "routing/routing_file.h"
@@ -66,17 +64,17 @@ bool checkAdminExposure(const config::Config& config, std::string& error) {
   return false;
 }
 
+MongosPool::Options poolOptions(const config::UpstreamPool& c) {
+  MongosPool::Options o;
+  o.local_threshold = std::chrono::milliseconds(c.local_threshold_ms);
+  o.probe_interval = std::chrono::milliseconds(c.probe_interval_ms);
+  o.backoff_max = std::chrono::milliseconds(c.backoff_max_ms);
+  return o;
+}
+
 }  // namespace
 
 bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string& error) {
-  mongoc_init();  // discovery, mirroring and mapping collections use libmongoc
-  // Every section validated and mapped before anything is set up (reload does the same).
-  FeatureOptions features;
-  if (auto errors = featureOptions(config, features); !errors.empty()) {
-    error = errors.front();
-    for (size_t i = 1; i < errors.size(); ++i) error += "; " + errors[i];
-    return false;
-  }
   if (!checkAdminExposure(config, error)) return false;
   ctx.config = config;
   cluster::setClusterAuth(config.cluster_auth);
@@ -87,8 +85,9 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
   }
   ctx.upstream = *upstream;
   ctx.own_connection_uri = config.upstream;
-  ctx.mongos = makeMongosPool(ctx.upstream, features.upstream_pool);
-  if (!prepareSrvUpstream(config, features.upstream_pool, ctx, error)) return false;
+  const MongosPool::Options pool = poolOptions(config.upstream_pool);
+  ctx.mongos = makeMongosPool(ctx.upstream, pool);
+  if (!prepareSrvUpstream(config, pool, ctx, error)) return false;
   try {
     if (ctx.upstream.tls) ctx.upstream_tls = makeUpstreamTlsContext(ctx.upstream);
   } catch (const std::exception& e) {
@@ -111,7 +110,8 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
   ctx.client_compressors = compressorsOf(config.client_compressors);
   ctx.upstream_compressors = compressorsOf(config.upstream_compressors);
 
-  ctx.stats = std::make_unique<stats::Registry>(features.stats);
+  ctx.stats = std::make_unique<stats::Registry>(
+      stats::StatsOptions{config.stats_record_values, config.stats_max_shapes_per_namespace});
   routing::MongosVersion configured;
   if (routing::MongosVersion::parse(config.mongos_version, configured)) routing::setConfiguredMongosVersion(configured);
   if (!config.routing_file.empty()) {
@@ -123,51 +123,12 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
     }
     publishRouting(ctx, std::move(table));
   }
-  auto lookups = rewrite::buildLookupSet(config.rewrite_rules, ctx.own_connection_uri, nullptr, error);
-  if (!lookups) return false;
-  ctx.lookups.publish(std::move(lookups));
-  if (features.evaluation) {
-    ctx.evaluator = std::make_unique<evaluation::Evaluator>(*features.evaluation);
-    RoutingState::Snapshot snap;
-    ctx.routing.current(snap);
-    if (snap.value) ctx.evaluator->setCurrentKeys(snap.value);
-    ctx.evaluator->setLookupRuleSpecs(config.rewrite_rules);
-  }
-  if (ctx.evaluator) ctx.evaluator->countDroppedEventsIn(&ctx.stats->process().evaluation_dropped_events);
-  if (features.mirror) {
-    shadow::MirrorOptions& m = *features.mirror;
-    m.dropped_total = &ctx.stats->process().mirror_dropped;
-    std::string mirrorError;
-    ctx.mirror = shadow::Mirror::create(m, mirrorError);
-    if (!ctx.mirror) {
-      error = config::redactSecrets("mirror: " + mirrorError);
-      return false;
-    }
-    if (m.mode == shadow::MirrorOptions::Mode::All)
-      spdlog::warn("mirror.mode=all: writes are applied to the shadow cluster {}", config::redactSecrets(m.upstream));
-  }
-  if (features.capture) {
-    const shadow::CaptureOptions& c = *features.capture;
-    std::string captureError;
-    ctx.capture = shadow::CaptureWriter::create(c, captureError);
-    if (!ctx.capture) {
-      error = "capture: " + captureError;
-      return false;
-    }
-    if (c.mode == shadow::CaptureMode::Full)
-      spdlog::warn("capture.mode=full: {} holds field values of client documents", c.file);
-  }
-  if (config.fault.enabled()) {
-    auto faults = std::make_shared<FaultInjector>(config.fault);
-    spdlog::warn("fault injection is on: {}", faults->renderJson());
-    ctx.faults.publish(std::move(faults));
-  }
   return true;
 }
 
 void publishRouting(ProxyContext& ctx, std::shared_ptr<const routing::RoutingTable> table) {
   if (!table) return;
-  if (ctx.evaluator) ctx.evaluator->setCurrentKeys(table);
+  for (const auto& listener : ctx.routing_listeners) listener(table);
   if (ctx.stats) {
     std::vector<std::string> names;
     for (size_t i = 0; i < table->shardCount(); ++i) names.emplace_back(table->shardName(i));

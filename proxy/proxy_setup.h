@@ -1,5 +1,6 @@
 // Turns a validated Config into a ready ProxyContext: upstream URI, TLS contexts, compressors,
-// the routing source and the statistics registry. Errors name the config key.
+// the routing source and the statistics registry (the features set themselves up afterwards:
+// features/feature_set.h). Errors name the config key.
 #pragma once
 #include <memory>
 #include <string>
@@ -14,8 +15,9 @@ namespace shardscope::proxy {
 
 bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string& error);
 
-// The one way a routing table comes into force (start, reload, discovery): the evaluation's current
-// keys, the statistics' shard names (per-shard counts are kept by name), then the table itself.
+// The one way a routing table comes into force (start, reload, discovery): the listeners (the
+// evaluation's current keys), the statistics' shard names (per-shard counts are kept by name),
+// then the table itself.
 void publishRouting(ProxyContext& ctx, std::shared_ptr<const routing::RoutingTable> table);
 
 // Starts live discovery when the config asks for it (null otherwise).

@@ -43,7 +43,6 @@ Session::Session(ProxyContext& ctx, tcp::socket client)
       watchdog_timer_(executor_),
       last_activity_(Clock::now()),
       stats_(ctx.stats->newRecorder()),
-      evaluation_(ctx.evaluator ? ctx.evaluator->newObserver() : nullptr),
       environment_(*this),
       pipeline_(pipelineSettings(ctx, id_), environment_, *stats_),
       budget_share_(&ctx.buffer_budget),
@@ -52,11 +51,9 @@ Session::Session(ProxyContext& ctx, tcp::socket client)
       loops_done_(executor_, Clock::time_point::max()) {
   ctx_.open_connections.fetch_add(1);
   stats_->onConnectionOpen();
-  // The per-request features; adding one is one more observer here.
-  if (ctx_.config.stats_enabled) pipeline_.addObserver(statistics_observer_.emplace(*stats_));
-  if (evaluation_) pipeline_.addObserver(evaluation_observer_.emplace(*evaluation_));
-  if (ctx_.mirror) pipeline_.addObserver(mirror_observer_.emplace(*ctx_.mirror, id_));
-  if (ctx_.capture) pipeline_.addObserver(capture_observer_.emplace(*ctx_.capture, id_));
+  // The features' observers; the session knows none of them (features/feature_set.h).
+  if (ctx_.attach_observers) ctx_.attach_observers(id_, *stats_, observers_);
+  for (const auto& observer : observers_) pipeline_.addObserver(*observer);
 }
 
 Session::~Session() {

@@ -9,11 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/capture_observer.h"
-#include "pipeline/evaluation_observer.h"
-#include "pipeline/mirror_observer.h"
 #include "pipeline/pipeline.h"
-#include "pipeline/statistics_observer.h"
 #include "proxy/asio.h"
 #include "proxy/buffer_budget.h"
 #include "proxy/fault_injector.h"
@@ -92,7 +88,9 @@ class Session : public std::enable_shared_from_this<Session> {
   Clock::time_point last_activity_;
 
   std::shared_ptr<stats::Recorder> stats_;
-  std::shared_ptr<evaluation::Observer> evaluation_;  // null when evaluation is off
+  // The features' observers of this connection (ProxyContext::attach_observers), in the order they
+  // see each operation; the pipeline holds them by reference.
+  Observers observers_;
   // What the pipeline reads per request from the proxy's shared state (pipeline/environment.h).
   class Environment final : public pipeline::Environment {
    public:
@@ -111,11 +109,6 @@ class Session : public std::enable_shared_from_this<Session> {
   };
   Environment environment_;
   pipeline::Pipeline pipeline_;
-  // The features, in the order they see each operation (registered in the constructor).
-  std::optional<pipeline::StatisticsObserver> statistics_observer_;
-  std::optional<pipeline::EvaluationObserver> evaluation_observer_;
-  std::optional<pipeline::MirrorObserver> mirror_observer_;
-  std::optional<pipeline::CaptureObserver> capture_observer_;
   bool draining_ = false;
   bool closed_ = false;
   BudgetShare budget_share_;  // this connection's large buffers in the proxy-wide budget

@@ -50,7 +50,7 @@ std::optional<SrvSeedlist> resolveSrvSeedlist(const UpstreamTarget& target, cons
 std::optional<SrvSeedlist> rescanSrvSeedlist(const UpstreamTarget& target, const DnsServer& server,
                                              const std::vector<MongosPool::Endpoint>& current, std::string& error);
 
-// The mongodb:// URI for the proxy's own libmongoc connections (discovery, mapping collection):
+// The mongodb:// URI for the proxy's own connections (cluster/: discovery, mapping collection):
 // `srvUri`'s credentials, database and options with these hosts, the TXT options the URI does not
 // set, tls=true unless the URI sets tls/ssl, and without the SRV-only options.
 std::string seedlistUri(const std::string& srvUri, const std::vector<MongosPool::Endpoint>& hosts, const UriOptions& txt,

@@ -22,7 +22,7 @@ bool prepareSrvUpstream(const config::Config& config, const MongosPool::Options&
     return false;
   }
   ctx.upstream.hosts = list->hosts;
-  // libmongoc could resolve the SRV name itself, but not through upstream_dns.server: the proxy's
+  // The C driver could resolve the SRV name itself, but not through upstream_dns.server: the proxy's
   // own connections use what this resolution found, so both paths see the same mongos.
   ctx.own_connection_uri = seedlistUri(config.upstream, list->hosts, list->txt_options, ctx.upstream.tls);
   std::string hosts;

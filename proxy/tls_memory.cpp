@@ -7,8 +7,8 @@
 
 // OpenSSL's allocation entry points, defined here so the dynamic linker binds libssl's and
 // libcrypto's calls to these (the executable comes first in symbol lookup). CRYPTO_set_mem_functions
-// cannot be used: libmongoc initialises OpenSSL from its own constructor, before main, and OpenSSL
-// accepts other allocation functions only before its first allocation.
+// cannot be used: the MongoDB C driver (cluster/) initialises OpenSSL from its own constructor,
+// before main, and OpenSSL accepts other allocation functions only before its first allocation.
 //
 // Small requests get a block of one size class; freed blocks of that class wait in a per-thread
 // cache for the next request. Every pointer is an ordinary malloc block, so a block may still be
@@ -27,7 +27,7 @@ size_t smallUsable() {
   return n;
 }
 
-// A thread's cached blocks are freed when the thread exits (a thread of libmongoc's or the mirror's
+// A thread's cached blocks are freed when the thread exits (a thread of the C driver's or the mirror's
 // that ends would otherwise leave them behind). Frees that come later on that thread (OpenSSL's
 // own thread-exit handlers) go straight to free(): `closed` is plain data, valid until the end.
 thread_local bool closed = false;

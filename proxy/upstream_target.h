@@ -6,25 +6,19 @@
 #include <string>
 #include <vector>
 
+#include "cluster/cluster_uri.h"
 #include "proxy/asio.h"
 #include "proxy/mongos_pool.h"
 
 namespace shardscope::proxy {
 
-struct UpstreamTarget {
+// The URI's SRV name and TLS options (cluster/cluster_uri.h), and its hosts as the pool takes them.
+struct UpstreamTarget : cluster::UriSettings {
   using Host = MongosPool::Endpoint;
   std::vector<Host> hosts;  // tried in order (several mongos in the URI); mongodb+srv://: the first resolution
-  std::string srv_host;     // mongodb+srv:// only
-  std::string srv_service_name = "mongodb";
-  int srv_max_hosts = 0;    // srvMaxHosts: 0 = all
-  bool tls = false;         // mongodb+srv://: true unless the URI says tls=false
-  std::string ca_file;
-  std::string certificate_key_file;
-  bool allow_invalid_certificates = false;
-  bool allow_invalid_hostnames = false;
 };
 
-// Parses with libmongoc's URI parser so every standard option is understood the same way.
+// Parses with cluster/cluster_uri.h (the C driver's parser) so every standard option is understood the same way.
 // Returns an empty optional and sets `error` for an invalid URI. No DNS look-up happens here.
 std::optional<UpstreamTarget> parseUpstreamUri(const std::string& uri, std::string& error);
 

@@ -5,7 +5,7 @@
 
 #include <chrono>
 
-#include "cluster/cluster_auth.h"
+#include "cluster/client_factory.h"
 
 namespace shardscope::rewrite {
 namespace {
@@ -221,19 +221,17 @@ void MappingCollection::run() {
   const auto& rule = index_.rule();
   const auto dot = rule.mapping_collection.find('.');
   const std::string db = rule.mapping_collection.substr(0, dot), coll = rule.mapping_collection.substr(dot + 1);
-  bson_error_t err;
-  mongoc_uri_t* uri = mongoc_uri_new_with_error(uri_.c_str(), &err);
-  if (!uri) {
-    spdlog::error("mapping collection {}: bad upstream URI: {}", rule.mapping_collection, err.message);
+  std::string clientError;
+  cluster::Client client =
+      cluster::openClient({uri_, "mapping collection " + rule.mapping_collection, "shardscope-mapping",
+                           cluster::Credentials::Cluster, {.server_selection = 2000, .socket = 5000}},
+                          clientError);
+  if (!client) {
+    spdlog::error("{}", clientError);
     return;
   }
-  cluster::applyClusterAuth(uri);
-  mongoc_uri_set_option_as_int32(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, 2000);
-  mongoc_uri_set_option_as_int32(uri, MONGOC_URI_SOCKETTIMEOUTMS, 5000);
-  mongoc_client_t* client = mongoc_client_new_from_uri(uri);
-  mongoc_uri_destroy(uri);
-  mongoc_client_set_appname(client, "shardscope-mapping");
-  mongoc_collection_t* collection = mongoc_client_get_collection(client, db.c_str(), coll.c_str());
+  mongoc_collection_t* collection = mongoc_client_get_collection(client.get(), db.c_str(), coll.c_str());
+  bson_error_t err;
   bool reported = false;
   int64_t polledSince = 0;  // the first poll reads every ambiguous value
   auto nextPoll = std::chrono::steady_clock::now();
@@ -274,7 +272,6 @@ void MappingCollection::run() {
     }
   }
   mongoc_collection_destroy(collection);
-  mongoc_client_destroy(client);
 }
 
 MappingCollectionCounters MappingCollection::counters() const {

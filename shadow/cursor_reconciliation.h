@@ -2,8 +2,9 @@
 // run on the shadow, its reply waits for the primary's, and a cursor's batches (first batch and
 // getMores, on either side) are summed until the primary's cursor ends, then the shadow's is read to
 // its end and both totals are compared. killCursors, a forgotten cursor or a closed connection kill
-// the shadow's cursor and count it as not compared. The Mirror (shadow/mirror.h) drives one of these per
-// client connection from its worker threads, with a ShadowLink over libmongoc; tests use a fake.
+// the shadow's cursor and count it as not compared. The Mirror (shadow/mirror.h) drives one of these
+// per client connection from its worker threads, with a ShadowLink over a cluster/ command session;
+// tests use a fake.
 #pragma once
 #include <bson/bson.h>
 

@@ -1,14 +1,12 @@
 #include "shadow/mirror.h"
 
-#include <mongoc/mongoc.h>
 #include <spdlog/spdlog.h>
-
-#include "cluster/cluster_auth.h"
 
 #include <chrono>
 #include <random>
 #include <cstring>
 
+#include "cluster/command_session.h"
 #include "routing/routing_file.h"
 #include "routing/targeting.h"
 #include "shadow/command_prep.h"
@@ -69,10 +67,6 @@ double uniform01() {
   return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
 }
 
-uint64_t elapsedNs(Clock::time_point since) {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - since).count());
-}
-
 }  // namespace
 
 struct Mirror::Job {
@@ -123,14 +117,9 @@ struct Mirror::Worker {
   // One client connection: its shadow session (so a cursor's getMores run in the session that
   // opened it; mongos refuses them otherwise) and its reconciliation state.
   struct Conn final : shadow::ShadowLink {
-    Conn(mongoc_client_t* c, shadow::ReconciliationSink& sink) : client(c), reconciler(*this, sink) {}
-    ~Conn() override {
-      if (session) mongoc_client_session_destroy(session);
-    }
+    Conn(cluster::PooledClient& client, shadow::ReconciliationSink& sink) : session(client), reconciler(*this, sink) {}
     shadow::ShadowAnswer run(const std::string& db, const bson_t* command) override;
-    mongoc_client_t* client;
-    mongoc_client_session_t* session = nullptr;
-    bool session_tried = false;
+    cluster::CommandSession session;
     shadow::ConnectionReconciler reconciler;
   };
 
@@ -143,7 +132,7 @@ struct Mirror::Worker {
   bool busy = false;
   std::atomic<bool> exited{false};
   std::thread thread;
-  mongoc_client_t* client = nullptr;
+  std::unique_ptr<cluster::PooledClient> client;
   std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns;
 };
 
@@ -171,32 +160,16 @@ Mirror::Mirror(const MirrorOptions& options)
     : options_(options), table_(options.max_shapes, options.max_examples), counters_(std::make_unique<Counters>()) {}
 
 bool Mirror::start(std::string& error) {
-  mongoc_init();  // idempotent
-  bson_error_t err;
-  mongoc_uri_t* uri = mongoc_uri_new_with_error(options_.upstream.c_str(), &err);
-  if (!uri) {
-    error = std::string("mirror.upstream: ") + err.message;
-    return false;
-  }
   // The shadow must fail fast: a stalled shadow costs a worker `timeout_ms`, never the primary.
-  const int32_t t = static_cast<int32_t>(options_.timeout_ms);
-  for (const char* opt : {MONGOC_URI_SOCKETTIMEOUTMS, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, MONGOC_URI_CONNECTTIMEOUTMS})
-    if (!mongoc_uri_has_option(uri, opt)) mongoc_uri_set_option_as_int32(uri, opt, t);
-  if (!mongoc_uri_get_appname(uri)) mongoc_uri_set_appname(uri, "shardscope-mirror");
   // A shadow is another cluster: the production credentials go there only when asked for.
-  if (options_.use_cluster_auth) cluster::applyClusterAuth(uri, /*keepOwnUser=*/true);
-  for (const mongoc_host_list_t* h = mongoc_uri_get_hosts(uri); h; h = h->next) {
-    if (!upstream_hosts_.empty()) upstream_hosts_ += ",";
-    upstream_hosts_ += h->host_and_port;
-  }
-  auto* pool = mongoc_client_pool_new(uri);
-  mongoc_uri_destroy(uri);
-  if (!pool) {
-    error = "mirror.upstream: cannot create a client pool (TLS options?)";
-    return false;
-  }
-  mongoc_client_pool_set_error_api(pool, MONGOC_ERROR_API_VERSION_2);
-  pool_ = pool;
+  const int32_t t = static_cast<int32_t>(options_.timeout_ms);
+  pool_ = cluster::ClientPool::open({options_.upstream, "mirror.upstream", "shardscope-mirror",
+                                     options_.use_cluster_auth ? cluster::Credentials::UnlessUriHasUser
+                                                               : cluster::Credentials::UriOnly,
+                                     {.connect = t, .server_selection = t, .socket = t, .uri_wins = true}},
+                                    error);
+  if (!pool_) return false;
+  upstream_hosts_ = pool_->hosts();
   if (!options_.routing_file.empty()) {
     shadow_routing_ = routing::loadRoutingFile(options_.routing_file, error);
     if (!shadow_routing_) {
@@ -206,7 +179,7 @@ bool Mirror::start(std::string& error) {
   }
   for (uint32_t i = 0; i < options_.workers; ++i) {
     auto w = std::make_unique<Worker>(Worker::Sink(*counters_, table_));
-    w->client = mongoc_client_pool_pop(pool);
+    w->client = std::make_unique<cluster::PooledClient>(*pool_);
     Worker* raw = w.get();
     workers_.push_back(std::move(w));
     raw->thread = std::thread([self = shared_from_this(), raw] { self->runWorker(*raw); });
@@ -244,10 +217,9 @@ Mirror::~Mirror() {
   // Every worker has returned from runWorker here (they hold references while they run).
   for (auto& w : workers_) {
     if (w->thread.joinable()) w->thread.detach();  // the last reference was this worker's own
-    w->conns.clear();  // their sessions go back before their client
-    if (w->client) mongoc_client_pool_push(static_cast<mongoc_client_pool_t*>(pool_), w->client);
+    w->conns.clear();  // their sessions go back before their client, the clients before the pool
+    w->client.reset();
   }
-  if (pool_) mongoc_client_pool_destroy(static_cast<mongoc_client_pool_t*>(pool_));
 }
 
 bool Mirror::namespaceSelected(std::string_view ns) const {
@@ -272,75 +244,93 @@ void Mirror::push(size_t worker, std::unique_ptr<Job> job, bool bounded) {
   w.wake.notify_one();
 }
 
+void Mirror::pushForget(uint64_t connectionId, int64_t cursor) {
+  auto job = std::make_unique<Job>();
+  job->kind = Job::Kind::ForgetCursor;
+  job->conn = connectionId;
+  job->cursor = cursor;
+  push(connectionId, std::move(job), false);
+}
+
 void Mirror::onRequest(uint64_t connectionId, int32_t requestId, const protocol::CommandView& view, std::string_view ns,
                        routing::Targeting primaryTargeting, common::ShapeCache* shapes) {
-  auto& c = *counters_;
-  c.seen.fetch_add(1, std::memory_order_relaxed);
+  counters_->seen.fetch_add(1, std::memory_order_relaxed);
   const auto cls = shadow::classifyCommand(view);
+  if (!mirrorsClass(cls)) return;
+  std::vector<int64_t> killed;
+  const bool follows = cls == shadow::CommandClass::CursorFollow;
+  if (follows ? !followsCursor(connectionId, view, killed) : !selected(ns)) return;
+  auto job = makeJob(connectionId, requestId, view, cls, std::move(killed));
+  if (!follows) noteShape(*job, view, ns, primaryTargeting, shapes);
+  if (!admit(connectionId, *job)) return;
+  counters_->mirrored++;
+  push(connectionId, std::move(job), true);
+}
+
+bool Mirror::mirrorsClass(shadow::CommandClass cls) {
+  auto& c = *counters_;
   switch (cls) {
-    case shadow::CommandClass::Other: c.skipped_other++; return;
-    case shadow::CommandClass::Transaction: c.skipped_transaction++; return;
+    case shadow::CommandClass::Other: c.skipped_other++; return false;
+    case shadow::CommandClass::Transaction: c.skipped_transaction++; return false;
     case shadow::CommandClass::Write:
-      if (options_.mode != MirrorOptions::Mode::All) {
-        c.skipped_write++;
-        return;
-      }
-      break;
-    default: break;
+      if (options_.mode == MirrorOptions::Mode::All) return true;
+      c.skipped_write++;
+      return false;
+    default: return true;
   }
+}
+
+// Only cursors of mirrored commands are followed; their getMores are not sampled again.
+bool Mirror::followsCursor(uint64_t connectionId, const protocol::CommandView& view, std::vector<int64_t>& killed) {
+  std::lock_guard lock(conn_mutex_);
+  auto it = conns_.find(connectionId);
+  if (it == conns_.end()) {
+    counters_->skipped_cursor++;
+    return false;
+  }
+  auto& cursors = it->second.cursors;
+  if (view.name == "getMore") {
+    if (!view.cursorId || !contains(cursors, *view.cursorId)) {
+      counters_->skipped_cursor++;
+      return false;
+    }
+    if (view.exhaustAllowed) {  // an exhaust stream answers one request many times: not followed
+      erase(cursors, *view.cursorId);
+      pushForget(connectionId, *view.cursorId);
+      counters_->skipped_cursor++;
+      return false;
+    }
+    return true;
+  }
+  bson_iter_t arr, id;  // killCursors
+  if (bson_iter_init_find(&arr, &view.body, "cursors") && BSON_ITER_HOLDS_ARRAY(&arr) && bson_iter_recurse(&arr, &id))
+    while (bson_iter_next(&id))
+      if (BSON_ITER_HOLDS_INT64(&id) && contains(cursors, bson_iter_int64(&id))) {
+        killed.push_back(bson_iter_int64(&id));
+        erase(cursors, bson_iter_int64(&id));
+      }
+  if (killed.empty()) counters_->skipped_cursor++;
+  return !killed.empty();
+}
+
+// mirror.namespaces, then mirror.sample_rate.
+bool Mirror::selected(std::string_view ns) {
+  if (!namespaceSelected(ns)) {
+    counters_->filtered++;
+    return false;
+  }
+  if (options_.sample_rate < 1.0 && uniform01() >= options_.sample_rate) {
+    counters_->sampled_out++;
+    return false;
+  }
+  return true;
+}
+
+// The command as the shadow gets it: no $db, no session fields, document sequences folded in.
+std::unique_ptr<Mirror::Job> Mirror::makeJob(uint64_t connectionId, int32_t requestId, const protocol::CommandView& view,
+                                             shadow::CommandClass cls, std::vector<int64_t> killed) const {
   const bool getMore = view.name == "getMore";
   const bool killCursors = view.name == "killCursors";
-  std::vector<int64_t> killed;
-  {
-    std::lock_guard lock(conn_mutex_);
-    auto it = conns_.find(connectionId);
-    if (cls == shadow::CommandClass::CursorFollow) {
-      // Only cursors of mirrored commands are followed; their getMores are not sampled again.
-      if (it == conns_.end()) {
-        c.skipped_cursor++;
-        return;
-      }
-      if (getMore) {
-        if (!view.cursorId || !contains(it->second.cursors, *view.cursorId)) {
-          c.skipped_cursor++;
-          return;
-        }
-        if (view.exhaustAllowed) {  // an exhaust stream answers one request many times: not followed
-          erase(it->second.cursors, *view.cursorId);
-          auto job = std::make_unique<Job>();
-          job->kind = Job::Kind::ForgetCursor;
-          job->conn = connectionId;
-          job->cursor = *view.cursorId;
-          push(connectionId, std::move(job), false);
-          c.skipped_cursor++;
-          return;
-        }
-      } else {
-        bson_iter_t arr, id;
-        if (bson_iter_init_find(&arr, &view.body, "cursors") && BSON_ITER_HOLDS_ARRAY(&arr) && bson_iter_recurse(&arr, &id))
-          while (bson_iter_next(&id))
-            if (BSON_ITER_HOLDS_INT64(&id) && contains(it->second.cursors, bson_iter_int64(&id))) {
-              killed.push_back(bson_iter_int64(&id));
-              erase(it->second.cursors, bson_iter_int64(&id));
-            }
-        if (killed.empty()) {
-          c.skipped_cursor++;
-          return;
-        }
-      }
-    }
-  }
-  if (cls != shadow::CommandClass::CursorFollow) {
-    if (!namespaceSelected(ns)) {
-      c.filtered++;
-      return;
-    }
-    if (options_.sample_rate < 1.0 && uniform01() >= options_.sample_rate) {
-      c.sampled_out++;
-      return;
-    }
-  }
-
   auto job = std::make_unique<Job>();
   job->conn = connectionId;
   job->request_id = requestId;
@@ -351,57 +341,56 @@ void Mirror::onRequest(uint64_t connectionId, int32_t requestId, const protocol:
   job->get_more_cursor = getMore ? *view.cursorId : 0;
   job->killed = std::move(killed);
   job->expects_reply = !view.moreToCome && !killCursors;
-  {
-    bson_t cmd = BSON_INITIALIZER;
-    shadow::ForeignOptions fo;
-    fo.strip_db = fo.strip_session = fo.fold_sequences = true;
-    shadow::buildForeignCommand(view, fo, &cmd);
-    job->command.assign(bson_get_data(&cmd), bson_get_data(&cmd) + cmd.len);
-    if (options_.record_values && !getMore && !killCursors) {
-      char* s = bson_as_relaxed_extended_json(&cmd, nullptr);
-      if (s && strlen(s) <= kMaxCommandJson) job->command_json = s;
-      bson_free(s);
-    }
-    bson_destroy(&cmd);
+  bson_t cmd = BSON_INITIALIZER;
+  shadow::ForeignOptions fo;
+  fo.strip_db = fo.strip_session = fo.fold_sequences = true;
+  shadow::buildForeignCommand(view, fo, &cmd);
+  job->command.assign(bson_get_data(&cmd), bson_get_data(&cmd) + cmd.len);
+  if (options_.record_values && !getMore && !killCursors) {
+    char* s = bson_as_relaxed_extended_json(&cmd, nullptr);
+    if (s && strlen(s) <= kMaxCommandJson) job->command_json = s;
+    bson_free(s);
   }
-  if (!getMore && !killCursors) {
-    common::ShapeCache own;
-    const std::string_view shape = (shapes ? *shapes : own).get(view);
-    job->shape_hash = shadow::shapeHash(ns, view.name, shape);
-    routing::Targeting shadowTargeting = routing::Targeting::Unclassified;
-    if (shadow_routing_) shadowTargeting = routing::target(*shadow_routing_, view, nullptr, false).targeting;
-    table_.onMirrored(job->shape_hash, ns, view.name, shape, primaryTargeting, shadowTargeting, shadow_routing_ != nullptr);
-  }
-
-  // Admission: the queue bounds (operations and bytes), then the per-connection in-flight record.
+  bson_destroy(&cmd);
   job->bytes = job->command.size() + job->command_json.size();
+  return job;
+}
+
+// The request's shape in the divergence table, with its targeting on both clusters.
+void Mirror::noteShape(Job& job, const protocol::CommandView& view, std::string_view ns,
+                       routing::Targeting primaryTargeting, common::ShapeCache* shapes) {
+  common::ShapeCache own;
+  const std::string_view shape = (shapes ? *shapes : own).get(view);
+  job.shape_hash = shadow::shapeHash(ns, view.name, shape);
+  routing::Targeting shadowTargeting = routing::Targeting::Unclassified;
+  if (shadow_routing_) shadowTargeting = routing::target(*shadow_routing_, view, nullptr, false).targeting;
+  table_.onMirrored(job.shape_hash, ns, view.name, shape, primaryTargeting, shadowTargeting, shadow_routing_ != nullptr);
+}
+
+// Admission: the queue bounds (operations and bytes), then the per-connection in-flight record.
+bool Mirror::admit(uint64_t connectionId, const Job& job) {
   if (queued_.load(std::memory_order_relaxed) >= options_.queue_size ||
-      queued_bytes_.load(std::memory_order_relaxed) + job->bytes > options_.queue_bytes) {
+      queued_bytes_.load(std::memory_order_relaxed) + job.bytes > options_.queue_bytes) {
     countQueueFull();
-    if (getMore) {  // a lost batch would make the cursor's comparison wrong: stop following it
+    if (job.get_more_cursor) {  // a lost batch would make the cursor's comparison wrong: stop following it
       {
         std::lock_guard lock(conn_mutex_);
-        if (auto it = conns_.find(connectionId); it != conns_.end()) erase(it->second.cursors, job->get_more_cursor);
+        if (auto it = conns_.find(connectionId); it != conns_.end()) erase(it->second.cursors, job.get_more_cursor);
       }
-      auto forget = std::make_unique<Job>();
-      forget->kind = Job::Kind::ForgetCursor;
-      forget->conn = connectionId;
-      forget->cursor = job->get_more_cursor;
-      push(connectionId, std::move(forget), false);
+      pushForget(connectionId, job.get_more_cursor);
     }
-    return;
+    return false;
   }
-  if (job->expects_reply) {
+  if (job.expects_reply) {
     std::lock_guard lock(conn_mutex_);
     auto& st = conns_[connectionId];
     if (st.in_flight.size() >= kMaxInFlightPerConnection) {
       countQueueFull();
-      return;
+      return false;
     }
-    st.in_flight.push_back({requestId, job->get_more_cursor});
+    st.in_flight.push_back({job.request_id, job.get_more_cursor});
   }
-  c.mirrored++;
-  push(connectionId, std::move(job), true);
+  return true;
 }
 
 void Mirror::countQueueFull() {
@@ -452,42 +441,19 @@ void Mirror::onConnectionClose(uint64_t connectionId) {
 
 // ---- worker side -----------------------------------------------------------------------------
 
-namespace {
-
-using ShadowResult = shadow::ShadowAnswer;
-
-ShadowResult runOnShadow(mongoc_client_t* client, mongoc_client_session_t* session, const std::string& db,
-                         const bson_t* command) {
-  ShadowResult r;
-  bson_t opts = BSON_INITIALIZER;
-  if (session) mongoc_client_session_append(session, &opts, nullptr);
-  bson_t reply;
-  bson_error_t err;
-  const auto t0 = Clock::now();
-  bool ok = mongoc_client_command_with_opts(client, db.c_str(), command, nullptr, &opts, &reply, &err);
-  r.latency_ns = elapsedNs(t0);
-  if (ok || err.domain == MONGOC_ERROR_SERVER || err.domain == MONGOC_ERROR_WRITE_CONCERN) {
-    r.summary = shadow::summarizeReply(&reply);
+shadow::ShadowAnswer Mirror::Worker::Conn::run(const std::string& db, const bson_t* command) {
+  cluster::CommandAnswer answer;
+  session.run(db, command, answer);
+  shadow::ShadowAnswer r;
+  r.latency_ns = answer.latency_ns;
+  if (answer.answered) {
+    r.summary = shadow::summarizeReply(&answer.reply);
     if (!r.summary.valid) r.error = true;
   } else {
     r.error = true;
-    r.message = err.message;
+    r.message = answer.message;
   }
-  bson_destroy(&reply);
-  bson_destroy(&opts);
   return r;
-}
-
-}  // namespace
-
-shadow::ShadowAnswer Mirror::Worker::Conn::run(const std::string& db, const bson_t* command) {
-  // No sessions support on the shadow: implicit sessions.
-  if (!session_tried) {
-    session_tried = true;
-    bson_error_t err;
-    session = mongoc_client_start_session(client, nullptr, &err);
-  }
-  return runOnShadow(client, session, db, command);
 }
 
 void Mirror::runWorker(Worker& w) {
@@ -507,7 +473,7 @@ void Mirror::runWorker(Worker& w) {
       w.busy = true;
     }
     auto& slot = w.conns[job->conn];
-    if (!slot) slot = std::make_unique<Worker::Conn>(w.client, w.sink);
+    if (!slot) slot = std::make_unique<Worker::Conn>(*w.client, w.sink);
     shadow::ConnectionReconciler& conn = slot->reconciler;
     switch (job->kind) {
       case Job::Kind::Request: {

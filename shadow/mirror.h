@@ -1,7 +1,8 @@
 // Mirroring to a shadow cluster (docs/mirroring.md): sampled requests are copied into a bounded
 // queue that drops (and counts) when full, replayed in per-connection order by worker threads on
-// their own libmongoc connections, and each shadow reply is compared with the primary's reply.
-// Divergences are counted per query shape. The primary path never waits for the shadow.
+// their own connections to the shadow (cluster/command_session.h), and each shadow reply is
+// compared with the primary's reply. Divergences are counted per query shape. The primary path
+// never waits for the shadow.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -16,10 +17,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cluster/client_factory.h"
 #include "protocol/command_view.h"
 #include "routing/routing_table.h"
 #include "routing/target_result.h"
 #include "common/query_shape.h"
+#include "shadow/command_prep.h"
 #include "shadow/divergence_stats.h"
 
 namespace shardscope::shadow {
@@ -82,6 +85,17 @@ class Mirror : public std::enable_shared_from_this<Mirror> {
   explicit Mirror(const MirrorOptions& options);
   bool start(std::string& error);
   bool namespaceSelected(std::string_view ns) const;
+  // onRequest's steps: the command's class, the cursor it follows or the namespace and sample it
+  // belongs to, the job for the shadow, its shape, its admission to the queue.
+  bool mirrorsClass(shadow::CommandClass cls);
+  bool followsCursor(uint64_t connectionId, const protocol::CommandView& view, std::vector<int64_t>& killed);
+  bool selected(std::string_view ns);
+  std::unique_ptr<Job> makeJob(uint64_t connectionId, int32_t requestId, const protocol::CommandView& view,
+                               shadow::CommandClass cls, std::vector<int64_t> killed) const;
+  void noteShape(Job& job, const protocol::CommandView& view, std::string_view ns, routing::Targeting primaryTargeting,
+                 common::ShapeCache* shapes);
+  bool admit(uint64_t connectionId, const Job& job);
+  void pushForget(uint64_t connectionId, int64_t cursor);  // the worker stops following `cursor`
   void push(size_t worker, std::unique_ptr<Job> job, bool bounded);
   void countQueueFull();
   void runWorker(Worker& w);
@@ -107,8 +121,8 @@ class Mirror : public std::enable_shared_from_this<Mirror> {
 
   std::atomic<uint32_t> queued_{0};
   std::atomic<uint64_t> queued_bytes_{0};
+  std::unique_ptr<cluster::ClientPool> pool_;  // the shadow's connections (cluster/); outlives the workers
   std::vector<std::unique_ptr<Worker>> workers_;
-  void* pool_ = nullptr;  // mongoc_client_pool_t
 };
 
 }  // namespace shardscope::shadow

@@ -66,7 +66,7 @@ namespace shardscope::stats {
   /* Fleet publishing of evaluation sketches (cluster/sketch_publisher.cpp) */                                    \
   COUNTER(evaluation_publish_total, "Sketch publications to evaluation.publish.collection, by outcome.",       \
           "outcome")                                                                                            \
-  /* Lookup rewrites (admin/admin_extensions.cpp) */                                                            \
+  /* Lookup rewrites (features/rewrite_feature.cpp) */                                                          \
   COUNTER(rewrites_total, "Lookup rewrites applied, by namespace and targeting before/after.", "ns", "before")  \
   COUNTER(rewrite_fallbacks_total, "Rewritten commands re-run as written, by cause.", "ns", "cause")            \
   GAUGE(rewrite_mappings, "Mappings held in memory.", "ns")                                                     \

@@ -1,31 +1,11 @@
-#include "admin/admin_extensions.h"
+#include "features/rewrite_feature.h"
 
-#include "evaluation/sketch_redaction.h"
-#include "rewrite/lookup_guard.h"
 #include "common/json_writer.h"
+#include "rewrite/lookup_guard.h"
 #include "stats/prometheus_writer.h"
 
-namespace shardscope::admin {
+namespace shardscope::features {
 namespace {
-
-AdminResponse json(std::string body) {
-  AdminResponse r;
-  r.contentType = "application/json";
-  r.body = std::move(body);
-  return r;
-}
-
-std::string_view queryValue(std::string_view query, std::string_view name) {
-  while (!query.empty()) {
-    auto amp = query.find('&');
-    auto pair = query.substr(0, amp);
-    if (pair.substr(0, pair.find('=')) == name && pair.find('=') != std::string_view::npos)
-      return pair.substr(pair.find('=') + 1);
-    if (amp == std::string_view::npos) break;
-    query.remove_prefix(amp + 1);
-  }
-  return {};
-}
 
 constexpr routing::Targeting kClasses[] = {routing::Targeting::Single, routing::Targeting::Multi,
                                            routing::Targeting::Broadcast, routing::Targeting::Unsharded,
@@ -106,87 +86,37 @@ void appendRewriteMetrics(const proxy::ProxyContext& ctx, std::string& out) {
 
 }  // namespace
 
-AdminExtension evaluationExtension(proxy::ProxyContext& ctx) {
-  AdminExtension ext;
-  if (!ctx.evaluator) return ext;
-  auto* evaluator = ctx.evaluator.get();
-  ext.routes.push_back({"/evaluate", "GET, HEAD", [evaluator](std::string_view query) {
-                          if (queryValue(query, "format") == "text") {
-                            AdminResponse r;
-                            r.body = evaluator->renderText();
-                            return r;
-                          }
-                          return json(evaluator->renderJson());
-                        }});
-  // Field values leave the process only with evaluation.allow_values: hashes and counts otherwise.
-  const bool values = ctx.config.evaluation_allow_values;
-  ext.routes.push_back({"/evaluate/sketches", "GET, HEAD", [evaluator, values](std::string_view) {
-                          std::string sketches = evaluator->exportSketches();
-                          return json(values ? sketches : evaluation::sketchesWithoutValues(sketches));
-                        }});
-  ext.routes.push_back({"/evaluate/reset", "POST", [evaluator](std::string_view) {
-                          evaluator->reset();
-                          return json("{\"reset\":true}\n");
-                        }});
-  return ext;
+bool RewriteFeature::setUp(const config::Config& config, proxy::ProxyContext& ctx, std::string& error) {
+  ctx_ = &ctx;
+  auto lookups = rewrite::buildLookupSet(config.rewrite_rules, ctx.own_connection_uri, nullptr, error);
+  if (!lookups) return false;
+  ctx.lookups.publish(std::move(lookups));
+  return true;
 }
 
-AdminExtension rewriteExtension(proxy::ProxyContext& ctx) {
-  AdminExtension ext;
-  ext.routes.push_back({"/rewrite", "GET, HEAD", [&ctx](std::string_view) { return json(renderRewrite(ctx)); }});
+void RewriteFeature::extendAdmin(admin::AdminExtension& ext) {
+  proxy::ProxyContext& ctx = *ctx_;
+  ext.routes.push_back({"/rewrite", "GET, HEAD", [&ctx](std::string_view) { return admin::jsonResponse(renderRewrite(ctx)); }});
   // Forgets every mapping, ambiguous values included (after fixing data that broke a rule's assertion).
   ext.routes.push_back({"/rewrite/reset", "POST", [&ctx](std::string_view) {
                           if (auto set = ctx.lookups.get())
                             for (const auto& e : set->entries) e.index->store().clear();
-                          return json("{\"reset\":true}\n");
+                          return admin::jsonResponse("{\"reset\":true}\n");
                         }});
   ext.stats_sections.emplace_back("rewrite", [&ctx] { return renderRewrite(ctx); });
   ext.metrics.push_back([&ctx](std::string& out) { appendRewriteMetrics(ctx, out); });
-  return ext;
 }
 
-AdminExtension configExtension(proxy::Reloader& reloader) {
-  AdminExtension ext;
-  ext.routes.push_back({"/config", "GET, HEAD", [&reloader](std::string_view) { return json(reloader.renderJson()); }});
-  ext.routes.push_back({"/config/reload", "POST", [&reloader](std::string_view) {
-                          std::string error;
-                          if (reloader.reload(error)) return json("{\"reloaded\":true}\n");
-                          AdminResponse r = json("{\"reloaded\":false,\"error\":" + [&] {
-                            std::string quoted;
-                            common::JsonWriter::appendString(error, quoted);
-                            return quoted;
-                          }() + "}\n");
-                          r.status = 400;
-                          return r;
-                        }});
-  return ext;
+// Rules whose text did not change keep their learned mappings (buildLookupSet reuses them).
+bool RewriteFeature::prepareReload(const config::Config& next, std::function<void()>& apply, std::string& error) {
+  auto lookups = rewrite::buildLookupSet(next.rewrite_rules, ctx_->own_connection_uri, ctx_->lookups.get().get(), error);
+  if (!lookups) return false;
+  apply = [ctx = ctx_, lookups] { ctx->lookups.publish(lookups); };
+  return true;
 }
 
-AdminExtension shadowExtension(proxy::ProxyContext& ctx) {
-  AdminExtension ext;
-  if (ctx.mirror) {
-    auto* mirror = ctx.mirror.get();
-    ext.routes.push_back({"/mirror", "GET, HEAD", [mirror](std::string_view) { return json(mirror->renderJson()); }});
-    ext.routes.push_back({"/mirror/reset", "POST", [mirror](std::string_view) {
-                            mirror->reset();
-                            return json("{\"reset\":true}\n");
-                          }});
-    ext.stats_sections.emplace_back("mirror", [mirror] { return mirror->renderJson(); });
-    ext.metrics.push_back([mirror](std::string& out) { mirror->renderPrometheus(out); });
-  }
-  ext.stats_sections.emplace_back("faults", [&ctx] {
-    auto faults = ctx.faults.get();
-    return faults ? faults->renderJson() : std::string("{\"enabled\":false}");
-  });
-  ext.metrics.push_back([&ctx](std::string& out) {
-    if (auto faults = ctx.faults.get()) faults->renderPrometheus(out);
-  });
-  if (ctx.capture) {
-    auto* capture = ctx.capture.get();
-    ext.stats_sections.emplace_back("capture", [capture] { return capture->renderJson(); });
-    ext.metrics.push_back([capture](std::string& out) { capture->renderPrometheus(out); });
-  }
-  return ext;
+void RewriteFeature::adoptReloadable(config::Config& to, const config::Config& from) const {
+  to.rewrite_rules = from.rewrite_rules;
 }
 
-}  // namespace shardscope::admin
+}  // namespace shardscope::features

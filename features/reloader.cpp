@@ -1,16 +1,15 @@
-#include "proxy/reloader.h"
+#include "features/reloader.h"
 
 #include <spdlog/spdlog.h>
 
 #include <chrono>
 
+#include "common/json_writer.h"
 #include "config/loader.h"
-#include "proxy/feature_options.h"
 #include "proxy/proxy_setup.h"
 #include "routing/routing_file.h"
-#include "common/json_writer.h"
 
-namespace shardscope::proxy {
+namespace shardscope::features {
 namespace {
 
 std::string nowIso() {
@@ -20,18 +19,9 @@ std::string nowIso() {
   return buf;
 }
 
-// What a running proxy cannot change: sockets, TLS contexts, threads and the features' state are
-// set up at start. A reload applies only these; any other difference is named as needing a restart.
-void syncReloadable(config::Config& to, const config::Config& from) {
-  to.routing_file = from.routing_file;
-  to.rewrite_rules = from.rewrite_rules;
-  to.fault = from.fault;
-  to.log_level = from.log_level;
-  to.config_file = from.config_file;
-}
-
-std::vector<std::string> restartRequired(const config::Config& a, const config::Config& b) {
-  std::vector<std::string> keys;
+// The proxy's own keys a reload cannot apply: sockets, TLS contexts, threads and connections are
+// set up at start. The listen side and routing first, then the features' keys, then the rest.
+void restartRequiredBeforeFeatures(const config::Config& a, const config::Config& b, std::vector<std::string>& keys) {
   auto check = [&](bool differs, const char* key) {
     if (differs) keys.emplace_back(key);
   };
@@ -49,33 +39,39 @@ std::vector<std::string> restartRequired(const config::Config& a, const config::
   check(a.timeouts != b.timeouts, "timeouts");
   check(a.discovery != b.discovery || a.discovery_interval_s != b.discovery_interval_s, "routing.discovery");
   check(a.mongos_version != b.mongos_version, "routing.mongos_version");
-  check(a.stats_enabled != b.stats_enabled || a.stats_record_values != b.stats_record_values ||
-            a.stats_max_shapes_per_namespace != b.stats_max_shapes_per_namespace,
-        "stats");
-  check(a.evaluation_enabled != b.evaluation_enabled || a.evaluation_simulated_shards != b.evaluation_simulated_shards ||
-            a.evaluation_allow_values != b.evaluation_allow_values || a.evaluation_candidates != b.evaluation_candidates ||
-            a.evaluation_max_memory_bytes != b.evaluation_max_memory_bytes ||
-            a.evaluation_max_namespace_bytes != b.evaluation_max_namespace_bytes,
-        "evaluation");
-  check(a.evaluation_publish_interval_ms != b.evaluation_publish_interval_ms ||
-            a.evaluation_publish_uri != b.evaluation_publish_uri ||
-            a.evaluation_publish_collection != b.evaluation_publish_collection ||
-            a.evaluation_publish_id != b.evaluation_publish_id,
-        "evaluation.publish");
-  check(a.mirror != b.mirror, "mirror");
-  check(a.capture != b.capture, "capture");
+}
+
+void restartRequiredAfterFeatures(const config::Config& a, const config::Config& b, std::vector<std::string>& keys) {
+  auto check = [&](bool differs, const char* key) {
+    if (differs) keys.emplace_back(key);
+  };
   check(a.cluster_auth != b.cluster_auth, "cluster_auth");
   check(a.upstream_pool != b.upstream_pool, "upstream_pool");
   check(a.upstream_dns != b.upstream_dns, "upstream_dns");
   check(a.readiness != b.readiness, "readiness");
+}
+
+}  // namespace
+
+std::vector<std::string> Reloader::restartRequired(const config::Config& a, const config::Config& b) const {
+  std::vector<std::string> keys;
+  restartRequiredBeforeFeatures(a, b, keys);
+  features_.restartRequired(a, b, keys);
+  restartRequiredAfterFeatures(a, b, keys);
   // A setting added later and not named above is still not silently ignored.
   config::Config rest = b;
-  syncReloadable(rest, a);
+  adoptReloadable(rest, a);
   if (keys.empty() && !(rest == a)) keys.emplace_back("other settings");
   return keys;
 }
 
-}  // namespace
+// What a reload applies: the routing table and the log level here, and each feature's own keys.
+void Reloader::adoptReloadable(config::Config& to, const config::Config& from) const {
+  to.routing_file = from.routing_file;
+  to.log_level = from.log_level;
+  to.config_file = from.config_file;
+  features_.adoptReloadable(to, from);
+}
 
 std::string redactUri(const std::string& uri) {
   auto scheme = uri.find("://");
@@ -103,8 +99,7 @@ bool Reloader::reload(std::string& error) {
   const config::Config& next = loaded.config;
   // Validated as start-up does, even for sections a reload does not apply: a config that could not
   // start the proxy is not recorded as the one in force.
-  proxy::FeatureOptions features;
-  if (auto errors = featureOptions(next, features); !errors.empty()) {
+  if (auto errors = features_.validate(next); !errors.empty()) {
     std::string all;
     for (const auto& e : errors) all += (all.empty() ? "" : "; ") + e;
     return refuse(all);
@@ -117,22 +112,19 @@ bool Reloader::reload(std::string& error) {
     table = routing::loadRoutingFile(next.routing_file, routingError);
     if (!table) return refuse("routing.file: " + routingError);
   }
-  std::string lookupError;
-  auto current = ctx_.lookups.get();
-  auto lookups = rewrite::buildLookupSet(next.rewrite_rules, ctx_.own_connection_uri, current.get(), lookupError);
-  if (!lookups) return refuse(lookupError);
+  std::vector<std::function<void()>> apply;
+  std::string featureError;
+  if (!features_.prepareReload(next, apply, featureError)) return refuse(featureError);
 
-  publishRouting(ctx_, std::move(table));
-  ctx_.lookups.publish(std::move(lookups));
-  if (ctx_.evaluator) ctx_.evaluator->setLookupRuleSpecs(next.rewrite_rules);
-  ctx_.faults.publish(next.fault.enabled() ? std::make_shared<FaultInjector>(next.fault) : nullptr);
+  proxy::publishRouting(ctx_, std::move(table));
+  for (const auto& step : apply) step();
   spdlog::set_level(spdlog::level::from_str(next.log_level));
 
   restart_required_ = restartRequired(ctx_.config, next);
   for (const auto& key : restart_required_)
     spdlog::warn("reload: '{}' changed but needs a restart; the running value stays", key);
   // Record the reloaded keys in the effective config.
-  syncReloadable(ctx_.config, next);
+  adoptReloadable(ctx_.config, next);
   last_error_.clear();
   ++reloads_;
   spdlog::info("config reloaded ({} rewrite rule(s), routing {}, fault injection {})", next.rewrite_rules.size(),
@@ -181,4 +173,19 @@ std::string Reloader::renderJson() const {
   return out;
 }
 
-}  // namespace shardscope::proxy
+admin::AdminExtension Reloader::adminExtension() {
+  admin::AdminExtension ext;
+  ext.routes.push_back({"/config", "GET, HEAD", [this](std::string_view) { return admin::jsonResponse(renderJson()); }});
+  ext.routes.push_back({"/config/reload", "POST", [this](std::string_view) {
+                          std::string error;
+                          if (reload(error)) return admin::jsonResponse("{\"reloaded\":true}\n");
+                          std::string quoted;
+                          common::JsonWriter::appendString(error, quoted);
+                          admin::AdminResponse r = admin::jsonResponse("{\"reloaded\":false,\"error\":" + quoted + "}\n");
+                          r.status = 400;
+                          return r;
+                        }});
+  return ext;
+}
+
+}  // namespace shardscope::features
