@@ -33,7 +33,9 @@ stage() {
   local name="$1" needs="$2"
   shift 2
   local need
-  for need in ${needs//,/ }; do
+  local -a need_list=()
+  IFS=, read -r -a need_list <<<"$needs"
+  for need in "${need_list[@]}"; do
     if [[ "${status_of[$need]:-}" != passed ]]; then
       echo "== $name: skipped ($need ${status_of[$need]:-did not run})"
       stage_names+=("$name") stage_status+=("skipped") stage_seconds+=(0)
