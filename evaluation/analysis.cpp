@@ -198,7 +198,9 @@ void evaluateCandidate(const NamespaceState& st, const AnalysisOptions& opt, Can
     const double single_sent = o.single;
     const double single_as_run = opt.lookup_rule && r.after_used ? static_cast<double>(r.after_single) / r.after_used : single_sent;
     const bool without_key_as_run = !isRead(s.kind) && single_as_run < 0.5;
-    o.refused_before_71 = single_doc && without_key_as_run && (s.upsert || r.with_id * 2 < std::max<uint64_t>(1, r.used));
+    // An upsert needs the full key; another single-document write one shard or an exact _id.
+    const uint64_t no_target = opt.lookup_rule && r.after_used ? r.after_no_target : r.no_target;
+    o.refused_before_71 = single_doc && (s.upsert ? without_key_as_run : r.used == 0 || no_target * 2 > r.used);
     for (const auto& m : s.modified) {
       for (const auto& kf : c.pattern.fields()) {
         // A replacement or pipeline ("") may set any field; one that pins the full key is taken to

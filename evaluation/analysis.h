@@ -42,7 +42,8 @@ struct ShapeOutcome {
   bool without_key = false;  // a write that does not pin the full key
   bool key_update = false;   // an update that modifies a key field
   bool upsert = false;
-  bool refused_before_71 = false;      // single-document write pinning neither the full key nor _id
+  bool refused_before_71 = false;      // single-document write reaching neither one shard nor an exact _id
+                                       // (an upsert: not pinning the full key), as the rewrite sends it
   double scatter_after_rewrite = 0;    // with the lookup rewrite in force
   bool rescued = false;                // the rewrite turns it from scatter-gather into targeted
 };

@@ -41,7 +41,7 @@ std::string writeSafetySentence(const CandidateResult& c) {
          std::string(c.pass_upserts ? "." : "; upsert targeting fails.");
   if (c.refused_before_71 > 0)
     t += " " + pct(c.refused_before_71) +
-         " of writes are single-document updates, deletes or findAndModify pinning neither the full key nor an exact "
+         " of writes are single-document updates, deletes or findAndModify that reach neither one shard nor an exact "
          "_id" + as_run + ": refused before 7.1, two-phase (a broadcast, then the write) after.";
   return t;
 }

@@ -24,6 +24,7 @@ struct ShapeRouting {
   uint64_t used = 0, single = 0, multi = 0, scatter = 0;
   uint64_t shards = 0, targeted_shards = 0, targeted = 0;
   uint64_t with_id = 0, rewritten = 0, after_used = 0, after_scatter = 0, after_single = 0;
+  uint64_t no_target = 0, after_no_target = 0;  // neither one shard nor an exact _id (refused before 7.1)
   std::vector<uint64_t> ranges;  // statements touching each simulated chunk
   void add(const ShapeRouting& o);
 };

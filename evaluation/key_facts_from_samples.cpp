@@ -165,7 +165,8 @@ struct Classified {
   size_t used = 0, tn = 0;
 };
 
-void classify(const routing::CollectionRouting& coll, const bson_t& f, Classified& o, std::vector<double>* per_range) {
+// Returns whether the statement resolves to one shard (mongos runs a single-document write so).
+bool classify(const routing::CollectionRouting& coll, const bson_t& f, Classified& o, std::vector<double>* per_range) {
   routing::FilterTarget ft;
   routing::TargetOptions to;
   routing::targetFilter(coll, f, true, to, ft, nullptr);
@@ -181,6 +182,7 @@ void classify(const routing::CollectionRouting& coll, const bson_t& f, Classifie
   if (per_range)
     for (size_t i = 0; i < per_range->size(); ++i)
       if (ft.shards.test(i)) (*per_range)[i] += 1;
+  return ft.targeting == routing::Targeting::Single;
 }
 
 // Sampled counts of the k most frequent hashes, by count then hash (the analysis' order).
@@ -316,16 +318,20 @@ KeyFacts factsFromSamples(const NamespaceState& st, const routing::ShardKeyPatte
     for (const auto& fbytes : s.samples) {
       bson_t f;
       if (!staticDoc(fbytes, f)) continue;
-      classify(coll, f, sent, &ranges);
-      if (pinsId(f)) ++r.with_id;
+      // A single-document write that neither resolves to one shard nor pins an exact _id is what
+      // mongos refuses before 7.1 (routing/write_targeting.cpp): counted as sent and as rewritten.
+      const bool one_shard = classify(coll, f, sent, &ranges);
+      const bool exact_id = pinsId(f);
+      if (exact_id) ++r.with_id;
+      if (!one_shard && !exact_id) ++r.no_target;
       if (!rule) continue;
       bson_t rw;
       if (rewrittenFilter(f, *rule, &rw)) {
-        classify(coll, rw, after, nullptr);
+        if (!classify(coll, rw, after, nullptr) && !exact_id) ++r.after_no_target;
         bson_destroy(&rw);
         ++r.rewritten;
       } else {
-        classify(coll, f, after, nullptr);
+        if (!classify(coll, f, after, nullptr) && !exact_id) ++r.after_no_target;
       }
     }
     if (sent.used == 0) continue;  // nothing sampled: the analysis counts it scatter-gather
