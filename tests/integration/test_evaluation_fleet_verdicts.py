@@ -140,10 +140,11 @@ def event_log(t: Traffic, rng: random.Random) -> None:
 def tickets(t: Traffic, rng: random.Random) -> None:
     # Tickets whose status changes on updates (open -> closed). Guidance: a key field should not
     # change (an update of the key needs a retryable write or transaction, and status has a handful
-    # of values); the customer-scoped reads and the updates by customer and ticket are targeted by
-    # {customerId: 1, ticketId: 1}, which has a value per ticket.
-    customers = [f"cust-{rng.randrange(10**7):07d}" for _ in range(300)]
-    docs = [{"ticketId": f"{rng.randrange(16**10):010x}", "customerId": rng.choice(customers), "status": "open"} for _ in range(600)]
+    # of values); 150 customers are too few values for {customerId: 1} alone; the customer-scoped
+    # reads and the updates by customer and ticket are targeted by {customerId: 1, ticketId: 1},
+    # which has a value per ticket and spreads a customer's tickets.
+    customers = [f"cust-{rng.randrange(10**7):07d}" for _ in range(150)]
+    docs = [{"ticketId": f"{rng.randrange(16**10):010x}", "customerId": rng.choice(customers), "status": "open"} for _ in range(1500)]
     t.insert("tickets", docs)
     for q in range(200):
         d = rng.choice(docs)
@@ -193,8 +194,8 @@ def _facts(name: str, ns: dict) -> None:
     def cand(key):
         return next(c for c in ns["candidates"] if c["key"] == key)
     if name == "catalog":  # 200 of 600 documents hold a tags array (issue 25 item 5: not 200/400)
-        share = cand({"tags": 1})["shardscope"]["arrays"]["shareOfDocuments"]
-        assert abs(share - 200 / 600) < 1e-9 and cand({"tags": 1})["shardscope"]["arrays"]["pass"] is False, share
+        share = cand({"tags": 1})["shardscope"]["arrays"]["shareOfDocuments"]  # JSON keeps 6 digits
+        assert abs(share - 200 / 600) < 1e-5 and cand({"tags": 1})["shardscope"]["arrays"]["pass"] is False, share
     if name == "tickets":
         assert cand({"status": 1})["shardscope"]["mutability"]["pass"] is False
     if name == "profiles":
@@ -234,7 +235,7 @@ def _mixed_share(ns: dict, key: dict) -> float:
     return sum(s["count"] for s in c["byShape"] if 0 < s["scatterGather"] < 1) / max(1, all_ops)
 
 
-def _wait_published(sidecars, count: int, timeout: float = 60) -> None:
+def _wait_published(sidecars, count: int, timeout: float = 120) -> None:
     deadline = time.time() + timeout
     while time.time() < deadline:
         if all(json.loads(_get(p.admin_url + "/stats")).get("evaluationPublish", {}).get("published", 0) >= count
@@ -254,7 +255,9 @@ def _check_known(ns: dict, what: str) -> None:
 def _fleet_verdict_equals_one_proxy(name, workload, coll, expected, proxy, ferretdb, shardscope_binary):
     one = proxy(ferretdb.uri, admin=True)
     collection = f"shardscope.sketches_{name}"
-    fleet = [proxy(ferretdb.uri, "--evaluation.publish.interval_ms", "1000", "--evaluation.publish.collection", collection,
+    # Published every 2 s (a document expires 3 intervals after its last publication: a loaded
+    # machine delays publications by seconds).
+    fleet = [proxy(ferretdb.uri, "--evaluation.publish.interval_ms", "2000", "--evaluation.publish.collection", collection,
                    "--evaluation.publish.id", f"{name}-{i}", admin=True) for i in range(3)]
     for uris, db in (([one.uri], f"one_{name}"), ([p.uri for p in fleet], f"fleet_{name}")):
         t = Traffic(uris, db)
