@@ -67,7 +67,7 @@ bool walk(const bson_iter_t& start, size_t budget, size_t& visited, int depth) {
       bool branches = std::strcmp(key, "$and") == 0 || std::strcmp(key, "$or") == 0 || std::strcmp(key, "$nor") == 0;
       bson_iter_t arr;
       if (!branches || bson_iter_type(&it) != BSON_TYPE_ARRAY || !bson_iter_recurse(&it, &arr)) continue;
-      while (bson_iter_next(&arr)) {
+      while (visited <= budget && bson_iter_next(&arr)) {  // past the budget, stop reading the array too
         bson_iter_t sub;
         if (bson_iter_type(&arr) == BSON_TYPE_DOCUMENT && bson_iter_recurse(&arr, &sub) &&
             walk(sub, budget, visited, depth + 1))
