@@ -156,7 +156,7 @@ def test_json_errors_give_the_position(shardscope_binary, tmp_path):
     assert "line 1, column 38: expected ',' or '}' after a value, got the end of the input" in err, err
     r = run(shardscope_binary, "explain", "--routing", ROUTING_FILE, "--command", '{"find": "orders",\n "filter": {"a": tru}}')
     err = json.loads(r.stdout)["error"]
-    assert "line 2, column 17: unknown name 'tru'" in err, err
+    assert "line 2, column 18: unknown name 'tru'" in err, err
     broken = tmp_path / "sketches.json"
     broken.write_text('{"schemaVersion": 1, "collections": [')
     r = run(shardscope_binary, "evaluate", "--file", broken)
