@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/shell_json.h"
+
 namespace shardscope::cli {
 
 int usageError(const CLI::App& command, const std::string& message) {
@@ -59,22 +61,7 @@ bool readFile(const std::string& path, std::string& out, std::string& error) {
 }
 
 bool parseJson(std::string_view text, bson_t* out, std::string& error) {
-  bson_error_t err;
-  if (bson_init_from_json(out, text.data(), static_cast<ssize_t>(text.size()), &err)) return true;
-  std::string message = err.message;
-  // libbson names the position of a bad token ("Got parse error at "x", position 9") but not where
-  // an unterminated document ends: that is the end of the input.
-  size_t position = text.size();
-  if (auto at = message.find("position "); at != std::string::npos) position = std::strtoul(message.c_str() + at + 9, nullptr, 10);
-  else if (message == "Incomplete JSON") message += " (a '{', '[' or string is not closed)";
-  size_t line = 1, column = 1;
-  for (size_t i = 0; i < position && i < text.size(); ++i) {
-    if (text[i] == '\n') ++line, column = 1;
-    else ++column;
-  }
-  error = message + " at position " + std::to_string(position) + " (line " + std::to_string(line) + ", column " +
-          std::to_string(column) + ")";
-  return false;
+  return common::parseShellJson(text, out, error);
 }
 
 void addAdminOptions(CLI::App& command, AdminOptions& options) {

@@ -1,5 +1,5 @@
-// What every sub-command shares: usage errors (exit 2), file reading with the OS reason, JSON
-// parsing with the error position, and the admin-endpoint options (token, HTTPS trust).
+// What every sub-command shares: usage errors (exit 2), file reading with the OS reason, document
+// parsing with the error's line and column, and the admin-endpoint options (token, HTTPS trust).
 #pragma once
 #include <bson/bson.h>
 
@@ -25,8 +25,9 @@ CLI::Validator decimalNumber(double min, double max);
 // The whole file; on failure `error` is "cannot read file PATH: <OS reason>".
 bool readFile(const std::string& path, std::string& out, std::string& error);
 
-// Parses relaxed Extended JSON into `out` (initialized on success only); on failure `error` says
-// what and where: "... at position N (line L, column C)".
+// Parses what a person types (JSON, Extended JSON, mongosh syntax: common/shell_json.h) into `out`
+// (initialized on success only); on failure `error` says where and what: "line 1, column 17: expected
+// ':' after key, got '='".
 bool parseJson(std::string_view text, bson_t* out, std::string& error);
 
 // --token-file / --token / $SHARDSCOPE_ADMIN_TOKEN, --ca-file, --insecure.

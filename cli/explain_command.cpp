@@ -36,6 +36,11 @@ int explainWithRule(const routing::RoutingTable& table, const std::string& comma
   rewrite::LookupIndex index(rule);
   size_t loaded = 0;
   if (!rule.mapping_file.empty() && !index.loadFile(rule.mapping_file, loaded, error)) return fail(error);
+  auto before = routing::explainCommand(table, command, false, version);
+  if (!before.ok) {  // not a document, or one the proxy refuses (no $db)
+    std::puts(before.json.c_str());
+    return 1;
+  }
   bson_t body;
   std::string parseError;
   if (!parseJson(command, &body, parseError)) return fail("--command: " + parseError);
@@ -46,7 +51,6 @@ int explainWithRule(const routing::RoutingTable& table, const std::string& comma
   protocol::CommandView view;
   if (!protocol::decodeOpMsg(message, msg).ok() || !protocol::buildCommandView(msg, view).ok())
     return fail("--rewrite-rule needs a command with $db");
-  auto before = routing::explainCommand(table, command, false, version);
   auto plan = rewrite::planLookupRewrite(index, view);
   std::string rewrittenJson = command;
   if (plan.kind != rewrite::RewriteKind::None) {
@@ -111,9 +115,10 @@ Command addExplainCommand(CLI::App& root) {
       "Prints one JSON object (relaxed Extended JSON): ns, targeting, shards, shardKey, reason. A command that\n"
       "cannot be explained exits 1 with {\"error\": ...}; a usage error exits 2.");
   cmd->add_option("--routing", a->routing, "routing file (JSON or YAML)")->type_name("FILE")->required();
-  cmd->add_option("--command", a->command, "the command as a driver sends it, relaxed Extended JSON (with $db)")
+  cmd->add_option("--command", a->command, "the command as a driver sends it, with $db: JSON, Extended JSON or mongosh syntax "
+                  "({find: 'orders', filter: {orderId: 'x'}, $db: 'shop'}); single-quote it in a shell")
       ->type_name("JSON");
-  cmd->add_option("--range", a->range, "{\"min\": {...}, \"max\": {...}} in shard-key space: shards owning intersecting chunks")
+  cmd->add_option("--range", a->range, "{min: {...}, max: {...}} in shard-key space: shards owning intersecting chunks")
       ->type_name("JSON");
   cmd->add_option("--ns", a->ns, "the collection for --range when the routing file has several")->type_name("DB.COLL");
   cmd->add_flag("--verbose", a->verbose, "add a \"detail\" field (bounds, ranges)");

@@ -1,6 +1,7 @@
 // shardscope: one binary, one sub-command per job, one command-line parser (CLI11) for all of them.
 // Every usage error exits 2; --help exits 0.
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "cli/cli_support.h"
@@ -17,6 +18,19 @@ int main(int argc, char** argv) {
   std::vector<Command> commands;
   for (auto add : {addProxyCommand, addExplainCommand, addStatsCommand, addEvaluateCommand, addReplayCommand})
     commands.push_back(add(app));
+  // A first word that is no option and no sub-command: say so and list them (CLI11 would say only
+  // that a subcommand is required).
+  std::string names;
+  bool known = false;
+  for (const auto& command : commands) {
+    names += (names.empty() ? "" : ", ") + command.app->get_name();
+    known = known || (argc > 1 && command.app->get_name() == argv[1]);
+  }
+  if (argc > 1 && argv[1][0] != '-' && !known) {
+    std::fprintf(stderr, "shardscope: unknown subcommand '%s'; the subcommands are: %s\nRun 'shardscope --help' for more.\n",
+                 argv[1], names.c_str());
+    return kUsageError;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

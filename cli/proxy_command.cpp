@@ -75,6 +75,7 @@ int runProxy(const std::vector<std::string>& args, bool checkOnly) {
   };
   try {
     server.start();
+    reloader.setConnectionCap(server.connectionCap());  // lowered to the open-file limit, as logged
     if (!ctx.config.admin.empty()) {
       admin = admin::makeAdminServer(ctx);
       extendAll(*admin);
@@ -87,9 +88,9 @@ int runProxy(const std::vector<std::string>& args, bool checkOnly) {
       metrics->start();
       spdlog::info("metrics listener on http://{}:{}/metrics", ctx.config.metrics_listen.host, metrics->port());
     }
-  } catch (const std::exception& e) {
+  } catch (const std::exception& e) {  // a listener that cannot bind: a set-up error, as a config error is
     std::cerr << "shardscope: " << e.what() << "\n";
-    return 1;
+    return 2;
   }
   proxy::startUpstreamProbe(io, ctx);
   auto discovery = proxy::startDiscovery(ctx);

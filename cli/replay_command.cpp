@@ -35,6 +35,7 @@
 #include "protocol/op_msg.h"
 #include "protocol/op_query.h"
 #include "protocol/wire.h"
+#include "routing/key_candidate.h"
 #include "routing/routing_file.h"
 #include "shadow/capture_format.h"
 #include "shadow/command_prep.h"
@@ -503,13 +504,22 @@ int runReplay(const CLI::App& cmd, const ReplayArgs& a) {
   const uint32_t shards = a.shards;
   std::vector<std::pair<std::string, std::string>> candidates;
   for (const auto& v : a.candidateSpecs) {
-    if (v.find('=') == std::string::npos) return usageError(cmd, "--candidate needs NS=KEYJSON, got '" + v + "'");
-    candidates.emplace_back(v.substr(0, v.find('=')), v.substr(v.find('=') + 1));
+    // 'db.coll: {key}' as evaluation.candidates writes it; NS=KEYJSON still read, with a note.
+    std::string spec = v;
+    auto eq = v.find('='), colon = v.find(':'), brace = v.find('{');
+    if (eq != std::string::npos && eq < brace && (colon == std::string::npos || eq < colon)) {
+      spec = v.substr(0, eq) + ": " + v.substr(eq + 1);
+      std::fprintf(stderr, "shardscope replay: --candidate NS=KEYJSON is deprecated; write --candidate '%s'\n", spec.c_str());
+    }
+    routing::KeyCandidate candidate;
+    std::string error;
+    if (!routing::parseKeyCandidate(spec, candidate, error)) return usageError(cmd, "--candidate: " + error);
+    candidates.emplace_back(candidate.ns, candidate.key_json);
   }
   if (!validateOnly && evaluate == !upstream.empty()) return usageError(cmd, "give exactly one of --upstream URI or --evaluate");
   Capture cap;
   std::string error;
-  if (!loadCapture(file, cap, error)) return failWith("refusing to replay: " + error, 3);
+  if (!loadCapture(file, cap, error)) return failWith("refusing to replay: " + error, 1);  // a failure, as README says
   if (validateOnly) {
     size_t requests = cap.order.size();
     std::printf("{\"version\": %u, \"mode\": \"%s\", \"segments\": %u, \"records\": %llu, \"requests\": %zu, \"connections\": %zu, "
@@ -539,8 +549,10 @@ Command addReplayCommand(CLI::App& root) {
   cmd->add_flag("--json", a->json, "print JSON");
   cmd->add_option("--routing", a->routingFile, "--evaluate: the current routing file (current keys)")->type_name("FILE");
   cmd->add_option("--shards", a->shards, "--evaluate: simulated shards")->type_name("N")->check(wholeNumber(1, 1024));
-  cmd->add_option("--candidate", a->candidateSpecs, "--evaluate: a candidate key NS=KEYJSON; repeatable")
-      ->type_name("NS=KEYJSON")
+  cmd->add_option("--candidate", a->candidateSpecs,
+                  "--evaluate: a candidate key 'db.coll: {field: 1, ...}' (as evaluation.candidates), repeatable; "
+                  "the older NS=KEYJSON is still read (deprecated)")
+      ->type_name("'NS: KEY'")
       ->allow_extra_args(false);
   return {cmd, [cmd, a] { return runReplay(*cmd, *a); }};
 }

@@ -45,6 +45,9 @@ IntervalRates intervalRates(const bson_t* before, const bson_t* after) {
     hosts[i] = static_cast<uint64_t>(growth(a.num(path.c_str()), b.num(path.c_str()), r.restarted));
   }
   r.targetedShare = stats::targetedShare(hosts);
+  r.targetable = hosts[static_cast<size_t>(stats::HostsTargeted::OneShard)] +
+                 hosts[static_cast<size_t>(stats::HostsTargeted::ManyShards)] +
+                 hosts[static_cast<size_t>(stats::HostsTargeted::AllShards)];
   std::map<std::string, double> shardsBefore;
   a.each("shards", [&](const Doc& s) { shardsBefore[s.str("name")] = s.num("ops"); });
   b.each("shards", [&](const Doc& s) {
@@ -63,6 +66,13 @@ IntervalRates intervalRates(const bson_t* before, const bson_t* after) {
   return r;
 }
 
+std::string targetedText(const IntervalRates& r) {
+  if (r.targetable == 0) return "targeted - (no traffic)";  // 0.0% would read as "nothing was targeted"
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "targeted %.1f%%", 100 * r.targetedShare);
+  return buf;
+}
+
 int watchStats(const WatchOptions& options, const std::function<bson_t*()>& fetch) {
   bson_t* previous = fetch();
   if (!previous) return 1;
@@ -78,9 +88,9 @@ int watchStats(const WatchOptions& options, const std::function<bson_t*()>& fetc
     previous = current;
     const double routed = r.single + r.multi + r.broadcast;
     std::printf("%s  %s  interval %.1fs%s  ops/s %.1f  single %.1f  multi %.1f  broadcast %.1f (%.1f%%)  errors/s %.1f"
-                "  targeted %.1f%%\n",
+                "  %s\n",
                 clock().c_str(), options.label.c_str(), r.seconds, r.restarted ? " (counters reset)" : "", r.ops, r.single,
-                r.multi, r.broadcast, routed > 0 ? 100 * r.broadcast / routed : 0.0, r.errors, 100 * r.targetedShare);
+                r.multi, r.broadcast, routed > 0 ? 100 * r.broadcast / routed : 0.0, r.errors, targetedText(r).c_str());
     std::string shards = "  shards ops/s:";
     for (const auto& [name, perSecond] : r.shards) {
       char buf[96];

@@ -206,7 +206,7 @@ const std::vector<KeySpec>& keyTable() {
        "16777216", "bytes the evaluation may hold per namespace"},
       {"evaluation.simulated_shards", number(&Config::evaluation_simulated_shards, 1, 1024), "4", "shards simulated for a candidate key's write distribution"},
       {"evaluation.allow_values", flag(&Config::evaluation_allow_values), "false", "show top key values (otherwise as hashes only)"},
-      {"evaluation.candidates", rules(&Config::evaluation_candidates), "(none)", "candidate keys 'db.coll: {\"field\": 1}', ';'-separated"},
+      {"evaluation.candidates", rules(&Config::evaluation_candidates), "(none)", "candidate keys 'db.coll: {field: 1, ...}' (JSON or mongosh syntax, as replay --candidate), ';'-separated"},
       {"evaluation.publish.interval_ms", number(&Config::evaluation_publish_interval_ms, 0, 86'400'000), "0",
        "publish this sidecar's sketches to evaluation.publish.collection this often (0: off); `shardscope evaluate --from-collection` merges them"},
       {"evaluation.publish.uri", text(&Config::evaluation_publish_uri), "(upstream)", "cluster that holds the published sketches (cluster_auth applies)"},

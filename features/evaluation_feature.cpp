@@ -3,34 +3,11 @@
 #include "common/json_writer.h"
 #include "evaluation/sketch_redaction.h"
 #include "pipeline/evaluation_observer.h"
-#include "routing/shard_key_pattern.h"
+#include "routing/key_candidate.h"
 #include "stats/prometheus_writer.h"
 
 namespace shardscope::features {
 namespace {
-
-// "db.coll: {field: 1, ...}" -> (ns, key pattern JSON), the pattern parsed as MongoDB would take it.
-bool parseCandidate(const std::string& spec, std::pair<std::string, std::string>& out, std::string& error) {
-  auto colon = spec.find(':');
-  if (colon == std::string::npos || spec.find('{') < colon) {
-    error = "expected 'db.coll: {field: 1, ...}', got '" + spec + "'";
-    return false;
-  }
-  std::string ns = spec.substr(0, colon);
-  ns.erase(0, ns.find_first_not_of(" "));
-  ns.erase(ns.find_last_not_of(" ") + 1);
-  if (ns.find('.') == std::string::npos || ns.front() == '.' || ns.back() == '.') {
-    error = "'" + spec + "': the namespace must be db.collection";
-    return false;
-  }
-  std::string keyError;
-  if (!routing::ShardKeyPattern::fromJson(spec.substr(colon + 1), keyError)) {
-    error = ns + ": " + keyError;
-    return false;
-  }
-  out = {ns, spec.substr(colon + 1)};
-  return true;
-}
 
 // The evaluation's per-connection observer, owned by the connection.
 class EvaluationConnection final : public pipeline::Observer {
@@ -55,9 +32,9 @@ evaluation::EvaluationOptions evaluationOptions(const config::Config& c, std::ve
   e.max_memory_bytes = c.evaluation_max_memory_bytes;
   e.max_namespace_bytes = c.evaluation_max_namespace_bytes;
   for (const auto& spec : c.evaluation_candidates) {
-    std::pair<std::string, std::string> candidate;
+    routing::KeyCandidate candidate;  // "db.coll: {field: 1, ...}", the syntax `replay --candidate` takes too
     std::string error;
-    if (parseCandidate(spec, candidate, error)) e.configured_candidates.push_back(std::move(candidate));
+    if (routing::parseKeyCandidate(spec, candidate, error)) e.configured_candidates.emplace_back(candidate.ns, candidate.key_json);
     else errors.push_back("evaluation.candidates: " + error);
   }
   return e;

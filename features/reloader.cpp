@@ -141,7 +141,9 @@ std::string Reloader::renderJson() const {
   w.field("listen", std::string_view(c.listen.str())).field("upstream", std::string_view(redactUri(c.upstream)));
   w.field("admin", std::string_view(c.admin.empty() ? "" : c.admin.str()));
   w.field("admin_token", c.admin_token_file.empty() ? std::string_view("none") : std::string_view("<redacted>"));
-  w.field("threads", c.threads).field("max_connections", c.max_connections).field("max_message_size", c.max_message_size);
+  // The cap in force (lowered at start to what the open-file limit allows), as the log says.
+  const uint32_t cap = connection_cap_.load();
+  w.field("threads", c.threads).field("max_connections", cap ? cap : c.max_connections).field("max_message_size", c.max_message_size);
   w.key("timeouts").beginObject().field("connect_ms", c.timeouts.connect_ms).field("frame_read_ms", c.timeouts.frame_read_ms);
   w.field("idle_ms", c.timeouts.idle_ms).field("request_ms", c.timeouts.request_ms).field("drain_ms", c.timeouts.drain_ms).endObject();
   w.key("compression").beginObject().key("client").beginArray();

@@ -4,6 +4,7 @@
 // refused as a whole; the old one stays in force. Keys that need a restart (listen, upstream, TLS,
 // a feature's settings, ...) are reported, not applied.
 #pragma once
+#include <atomic>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -25,6 +26,9 @@ class Reloader {
   std::string renderJson() const;
   // GET /config and POST /config/reload.
   admin::AdminExtension adminExtension();
+  // The client connection cap in force once the listener started: max_connections, or lower when
+  // the open-file limit is (proxy::Server::connectionCap); /config shows it as the effective value.
+  void setConnectionCap(uint32_t cap) { connection_cap_ = cap; }
 
  private:
   std::vector<std::string> restartRequired(const config::Config& running, const config::Config& next) const;
@@ -38,6 +42,7 @@ class Reloader {
   uint64_t reloads_ = 0, refused_ = 0;
   std::string last_at_, last_error_;
   std::vector<std::string> restart_required_;
+  std::atomic<uint32_t> connection_cap_{0};  // 0 until the listener started
 };
 
 // "mongodb://user:secret@host/" -> "mongodb://***@host/".

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include <functional>
 
 #include "common/command_fields.h"
+#include "common/shell_json.h"
 
 namespace shardscope::rewrite {
 
@@ -412,9 +414,10 @@ bool LookupIndex::valuesFor(const bson_iter_t& lookupValue, std::string& addDoc)
 }
 
 bool LookupIndex::loadFile(const std::string& path, size_t& loaded, std::string& error) {
+  errno = 0;
   std::ifstream in(path);
   if (!in) {
-    error = path + ": cannot be read";
+    error = "cannot read file " + path + ": " + (errno ? std::strerror(errno) : "open failed");
     return false;
   }
   loaded = 0;
@@ -422,9 +425,9 @@ bool LookupIndex::loadFile(const std::string& path, size_t& loaded, std::string&
   for (size_t number = 1; std::getline(in, line); ++number) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     bson_t doc;
-    bson_error_t err;
-    if (!bson_init_from_json(&doc, line.c_str(), static_cast<ssize_t>(line.size()), &err)) {
-      error = path + ":" + std::to_string(number) + ": not a JSON document: " + err.message;
+    std::string why;
+    if (!common::parseShellJson(line, &doc, why)) {  // {orderId: "O1", customerId: "C1"} as mongosh writes it
+      error = path + ":" + std::to_string(number) + ": not a JSON document: " + why;
       return false;
     }
     bson_iter_t lookup;

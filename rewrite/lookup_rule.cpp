@@ -1,7 +1,11 @@
 #include "rewrite/lookup_rule.h"
 
 #include <charconv>
+#include <optional>
 #include <sstream>
+#include <vector>
+
+#include "routing/shard_key_pattern.h"
 
 namespace shardscope::rewrite {
 namespace {
@@ -36,11 +40,28 @@ bool parseLookupRule(const std::string& spec, LookupRule& out, std::string& erro
     error = "invalid lookup field '" + out.lookup_field + "'";
     return false;
   }
-  std::istringstream rest(spec.substr(arrow + 2));
-  std::string adds;
-  rest >> adds;
-  std::stringstream fields(adds);
-  for (std::string f; std::getline(fields, f, ',');) {
+  std::string after = trim(spec.substr(arrow + 2));
+  std::vector<std::string> adds;
+  if (!after.empty() && after[0] == '{') {
+    // The added fields written as a key, in the syntax of key candidates: {customerId: 1, orderDate: 1}.
+    auto close = after.find('}');
+    std::string keyError;
+    auto key = close == std::string::npos ? std::nullopt
+                                          : routing::ShardKeyPattern::fromJson(after.substr(0, close + 1), keyError);
+    if (!key) {
+      error = close == std::string::npos ? "the key after '->' is not closed with '}'" : keyError;
+      return false;
+    }
+    for (const auto& f : key->fields()) adds.push_back(f.path);
+    after = after.substr(close + 1);
+  } else {
+    auto end = after.find_first_of(" \t");
+    std::stringstream fields(after.substr(0, end));
+    for (std::string f; std::getline(fields, f, ',');) adds.push_back(f);
+    after = end == std::string::npos ? "" : after.substr(end);
+  }
+  std::istringstream rest(after);
+  for (const auto& f : adds) {
     if (!validField(f) || f == out.lookup_field) {
       error = "invalid field to add '" + f + "'";
       return false;

@@ -19,7 +19,9 @@ struct LookupRule {
 };
 
 // Parses "shop.orders: orderId -> customerId[,orderDate] [file=PATH] [collection=DB.COLL] [uri=MONGODB_URI]
-// [capacity=N]".
+// [capacity=N]"; the added fields may also be written as a key, as key candidates are
+// ("shop.orders: orderId -> {customerId: 1, orderDate: 1}"). `file=` names JSON lines, one
+// {lookupField: v, addField: w, ...} document per line (JSON, Extended JSON or mongosh syntax).
 // Returns false with `error` naming what is wrong.
 bool parseLookupRule(const std::string& spec, LookupRule& out, std::string& error);
 

@@ -33,6 +33,7 @@ void fromFilterTarget(const FilterTarget& ft, const CollectionRouting& coll, boo
   out.shards = ft.shards;
   out.reason = ft.reason;
   out.over_budget = ft.over_budget;
+  out.refused = out.refused || ft.refused;
   if (explain && ft.key_pinned) {
     bson_t doc = BSON_INITIALIZER;
     appendKeyDocument(coll.key, ft.key, &doc);

@@ -7,6 +7,8 @@
 #include <cstring>
 
 #include "common/command_fields.h"
+#include "common/shell_json.h"
+#include "protocol/request_rules.h"
 #include "routing/targeting.h"
 
 namespace shardscope::routing {
@@ -64,11 +66,30 @@ struct OwnedBson {
   }
 };
 
+// What a person types: JSON, Extended JSON or mongosh's syntax ({find: "orders", $db: "shop"}).
 bool parseJson(std::string_view json, OwnedBson& out, std::string& why) {
-  bson_error_t err;
-  out.doc = bson_new_from_json(reinterpret_cast<const uint8_t*>(json.data()), static_cast<ssize_t>(json.size()), &err);
-  if (!out.doc) why = err.message;
-  return out.doc != nullptr;
+  bson_t doc;
+  if (!common::parseShellJson(json, &doc, why)) return false;
+  out.doc = bson_copy(&doc);
+  bson_destroy(&doc);
+  return true;
+}
+
+// The proxy answers a command without a usable $db with mongod's error (40571 and its kin); explain
+// refuses it the same way instead of guessing the database.
+std::string refusedAsTheProxyDoes(const bson_t& body) {
+  auto refusal = protocol::commandDocumentError({bson_get_data(&body), body.len});
+  if (!refusal) return "";
+  std::string why = "the proxy refuses this command as mongod does: " + refusal->errmsg + " (code " +
+                    std::to_string(refusal->code) + ")";
+  bson_iter_t it;
+  if (bson_iter_init_find(&it, &body, "")) {
+    why += ". It has an empty key: in a shell, \"$db\" inside double quotes expands to nothing; put the command "
+           "in single quotes or write \\$db";
+  } else if (refusal->code == 40571) {
+    why += ". Add the database, e.g. $db: \"shop\" (in single quotes on a shell command line)";
+  }
+  return why;
 }
 
 const CollectionRouting* onlyCollection(const RoutingTable& table) {
@@ -135,7 +156,8 @@ ExplainOutput explainCommand(const RoutingTable& table, std::string_view command
                              MongosVersion version) {
   OwnedBson cmd_doc;
   std::string why;
-  if (!parseJson(command_json, cmd_doc, why)) return error("--command is not valid JSON: " + why);
+  if (!parseJson(command_json, cmd_doc, why)) return error("--command: " + why);
+  if (std::string refused = refusedAsTheProxyDoes(*cmd_doc.doc); !refused.empty()) return error("--command: " + refused);
   protocol::CommandView cmd;
   bson_init_static(&cmd.body, bson_get_data(cmd_doc.doc), cmd_doc.doc->len);
   bson_iter_t it;
@@ -144,13 +166,7 @@ ExplainOutput explainCommand(const RoutingTable& table, std::string_view command
   if (BSON_ITER_HOLDS_UTF8(&it)) cmd.collection = bson_iter_utf8(&it, nullptr);
   if (cmd.name == "getMore" && BSON_ITER_HOLDS_NUMBER(&it)) cmd.cursorId = bson_iter_as_int64(&it);
   std::string db;
-  if (bson_iter_init_find(&it, &cmd.body, "$db") && BSON_ITER_HOLDS_UTF8(&it)) {
-    db = bson_iter_utf8(&it, nullptr);
-  } else if (const CollectionRouting* only = onlyCollection(table)) {
-    db = only->db;
-  } else {
-    return error("--command has no $db and the routing file has several collections");
-  }
+  if (bson_iter_init_find(&it, &cmd.body, "$db") && BSON_ITER_HOLDS_UTF8(&it)) db = bson_iter_utf8(&it, nullptr);
   cmd.db = db;
 
   TargetOptions options;
@@ -193,7 +209,7 @@ ExplainOutput explainRange(const RoutingTable& table, std::string_view range_jso
                                      : "namespace '" + std::string(ns) + "' is not in the routing file");
   OwnedBson range;
   std::string why;
-  if (!parseJson(range_json, range, why)) return error("--range is not valid JSON: " + why);
+  if (!parseJson(range_json, range, why)) return error("--range: " + why);
   KeyPoint lo, hi;
   lo.size = hi.size = coll->key.size();
   // Fields left out default to MinKey in min and MaxKey in max, so {customerId: "C1"} works.

@@ -1,4 +1,4 @@
-// `shardscope explain` without the process around it: a command (relaxed Extended JSON) or a
+// `shardscope explain` without the process around it: a command (JSON or mongosh syntax) or a
 // key range in, the one JSON object of the DESIGN.md contract out. The CLI and tests share it.
 #pragma once
 #include <string>
@@ -14,8 +14,9 @@ struct ExplainOutput {
   std::string json;  // one relaxed Extended JSON object
 };
 
-// {"ns", "targeting", "shards", "shardKey", "reason"} (+ "detail" when verbose). Without $db the
-// table's only collection's db is used. `version` picks the mongos release whose rules apply
+// {"ns", "targeting", "shards", "shardKey", "reason"} (+ "detail" when verbose). The command is typed
+// as JSON, Extended JSON or mongosh syntax; one the proxy would refuse (no $db: 40571) is an error,
+// as it is live. `version` picks the mongos release whose rules apply
 // (unknown: the newest, said so in the reason); a write that release refuses is an error.
 ExplainOutput explainCommand(const RoutingTable& table, std::string_view command_json, bool verbose = false,
                              MongosVersion version = {});

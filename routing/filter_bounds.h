@@ -20,9 +20,16 @@ constexpr std::string_view kStatementsOverBudget =
     "too many statements to analyse (over the per-request budget): counted as broadcast";
 
 // A filter that matches nothing ($alwaysFalse, $in: [], $all: [], or a conjunction holding one).
+// Its plan is EOF. mongos releases before 8.1 read an EOF plan as "no bounds" and send it to all
+// shards (SERVER-84547); newer ones see that no key can match and send it to one shard, the owner
+// of the first chunk, as for contradictory bounds (MongoDB's own test: an AlwaysFalse match
+// expression targets one shard and one chunk).
 constexpr std::string_view kAlwaysFalse =
     "trivially false filter ($alwaysFalse, empty $in or $all): the plan is EOF, no shard-key bounds, so mongos "
-    "sends it to all shards (SERVER-84547)";
+    "before 8.1 sends it to all shards (SERVER-84547)";
+constexpr std::string_view kAlwaysFalseOneShard =
+    "trivially false filter ($alwaysFalse, empty $in or $all): no key can match, so mongos sends it to one shard, "
+    "the owner of the first chunk (releases before 8.1: all shards, SERVER-84547)";
 
 struct FilterOptions {
   bool simple_collation = true;

@@ -5,6 +5,7 @@
 #include "routing/equality_key.h"
 #include "routing/filter_bounds.h"
 #include "routing/key_ranges.h"
+#include "routing/query_operators.h"
 
 namespace shardscope::routing {
 namespace {
@@ -14,6 +15,9 @@ void finish(FilterTarget& out, std::string_view single_reason, std::string_view 
   out.targeting = n == 1 ? Targeting::Single : Targeting::Multi;
   out.reason = n == 1 ? single_reason : multi_reason;
 }
+
+// Unknown: the newest rules, as for writes.
+bool alwaysFalseToOneShard(const MongosVersion& v) { return !v.known() || v.atLeast(8, 1); }
 
 const ShardKeyPattern& idPattern() {
   static const ShardKeyPattern pattern = [] {
@@ -52,11 +56,23 @@ void targetFilter(const CollectionRouting& coll, const bson_t& filter, bool simp
   out.full_key = false;
   out.key_pinned = false;
   out.over_budget = false;
+  out.refused = false;
   out.spent = 0;
+  // mongos parses the filter before it targets: an operator it does not know is an error there,
+  // whatever the shard key says ({a: 10, b: {$invalid: 1}} is not "single").
+  size_t checked = 0;
+  if (hasUnknownOperator(filter, options.analysis_budget, checked)) {
+    out.targeting = Targeting::Unclassified;
+    out.reason = kUnknownOperator;
+    out.refused = true;
+    out.spent = checked;
+    return;
+  }
   std::string_view why;
   size_t scanned = 0;
-  EqualityStatus eq =
-      extractEqualityKey(coll.key, filter, simple_collation, out.key, &why, options.analysis_budget, &scanned);
+  const size_t budget = options.analysis_budget > checked ? options.analysis_budget - checked : 0;
+  EqualityStatus eq = extractEqualityKey(coll.key, filter, simple_collation, out.key, &why, budget, &scanned);
+  scanned += checked;
   out.spent = scanned;
   if (eq == EqualityStatus::TooLarge) {
     targetAllChunkOwners(coll, kOverBudget, out);
@@ -75,10 +91,16 @@ void targetFilter(const CollectionRouting& coll, const bson_t& filter, bool simp
 
   FilterOptions fo;
   fo.simple_collation = simple_collation;
-  fo.budget = options.analysis_budget - scanned;
+  fo.budget = options.analysis_budget > scanned ? options.analysis_budget - scanned : 0;
   FilterBounds bounds;
   computeFilterBounds(coll.key, filter, fo, bounds);
   out.spent += bounds.spent;
+  if (bounds.status == BoundsStatus::AlwaysFalse && alwaysFalseToOneShard(options.mongos_version)) {
+    out.shards.set(coll.chunks.chunkShard(0));
+    out.targeting = Targeting::Single;
+    out.reason = kAlwaysFalseOneShard;
+    return;
+  }
   if (bounds.status != BoundsStatus::Ok) {
     targetAllChunkOwners(coll, bounds.why, out);
     out.over_budget = bounds.why == kOverBudget;

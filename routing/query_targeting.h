@@ -34,6 +34,7 @@ struct FilterTarget {
   KeyPoint key;
   size_t spent = 0;         // analysis work units used
   bool over_budget = false; // the analysis budget ran out: broadcast, conservatively
+  bool refused = false;     // mongos fails to parse the filter (an unknown operator): Unclassified
 };
 
 // `detail` (may be null) receives a readable account of the bounds when explaining.

@@ -1,12 +1,15 @@
-// Routing file loader: JSON via libbson's Extended JSON parser; YAML converted to JSON first so
+// Routing file loader: JSON (or mongosh syntax) via common::parseShellJson; YAML converted to JSON first so
 // both formats accept the same {"$minKey": 1} / {"$numberLong": "..."} spellings.
 #include "routing/routing_file.h"
 
 #include <yaml-cpp/yaml.h>
 
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+
+#include "common/shell_json.h"
 
 namespace shardscope::routing {
 namespace {
@@ -89,9 +92,13 @@ void emit(const YAML::Node& n, std::string& out, int depth) {
   }
 }
 
-bool readFile(const std::string& path, std::string& text) {
+bool readFile(const std::string& path, std::string& text, std::string& error) {
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
+  if (!in) {
+    error = "cannot read file " + path + ": " + (errno ? std::strerror(errno) : "open failed");
+    return false;
+  }
   std::ostringstream ss;
   ss << in.rdbuf();
   text = ss.str();
@@ -250,25 +257,21 @@ std::shared_ptr<const RoutingTable> parseRoutingText(const std::string& text, bo
     }
     source = &json;
   }
-  bson_error_t err;
-  bson_t* root = bson_new_from_json(reinterpret_cast<const uint8_t*>(source->data()),
-                                    static_cast<ssize_t>(source->size()), &err);
-  if (!root) {
-    error = origin + ": invalid JSON: " + err.message;
+  bson_t root;
+  std::string why;
+  if (!common::parseShellJson(*source, &root, why)) {  // a hand-written file may use mongosh's syntax (MinKey)
+    error = origin + ": invalid JSON: " + why;
     return nullptr;
   }
-  auto table = buildFromRoot(*root, error);
-  bson_destroy(root);
+  auto table = buildFromRoot(root, error);
+  bson_destroy(&root);
   if (!table) error = origin + ": " + error;
   return table;
 }
 
 std::shared_ptr<const RoutingTable> loadRoutingFile(const std::string& path, std::string& error) {
   std::string text;
-  if (!readFile(path, text)) {
-    error = path + ": cannot read file";
-    return nullptr;
-  }
+  if (!readFile(path, text, error)) return nullptr;  // names the OS reason, as explain does
   bool yaml = endsWith(path, ".yaml") || endsWith(path, ".yml");
   if (!yaml) {
     size_t first = text.find_first_not_of(" \t\r\n");

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common/json_writer.h"
+#include "common/shell_json.h"
 #include "routing/shard_key_hash.h"
 
 namespace shardscope::routing {
@@ -105,14 +106,14 @@ std::optional<ShardKeyPattern> ShardKeyPattern::parse(const bson_t& key, std::st
 }
 
 std::optional<ShardKeyPattern> ShardKeyPattern::fromJson(std::string_view json, std::string& error) {
-  bson_error_t err;
-  bson_t* doc = bson_new_from_json(reinterpret_cast<const uint8_t*>(json.data()), static_cast<ssize_t>(json.size()), &err);
-  if (!doc) {
-    error = std::string("shard key pattern is not valid JSON: ") + err.message;
+  bson_t doc;
+  std::string why;
+  if (!common::parseShellJson(json, &doc, why)) {  // {customerId: 1} as mongosh takes it
+    error = "shard key pattern " + std::string(json) + ": " + why;
     return std::nullopt;
   }
-  auto p = parse(*doc, error);
-  bson_destroy(doc);
+  auto p = parse(doc, error);
+  bson_destroy(&doc);
   return p;
 }
 

@@ -124,6 +124,7 @@ void foldSingleDocWrite(const CollectionRouting& coll, const bson_t& filter, con
   targetFilter(coll, filter, simple_collation, budget.optionsFor(opts), ft, nullptr);
   budget.take(ft.spent);
   if (first) fold.setFirstKey(coll.key, ft);
+  if (ft.refused) return fold.add(ft.targeting, ft.shards, ft.reason, true);  // mongos cannot parse the filter
   const MongosVersion& v = opts.mongos_version;
   if (upsert && !ft.full_key) {
     fold.countUntargetableUpsert();
@@ -163,6 +164,7 @@ void foldMultiWrite(const CollectionRouting& coll, const bson_t& filter, bool up
   targetFilter(coll, filter, simple_collation, budget.optionsFor(opts), ft, nullptr);
   budget.take(ft.spent);
   if (first) fold.setFirstKey(coll.key, ft);
+  if (ft.refused) return fold.add(ft.targeting, ft.shards, ft.reason, true);  // mongos cannot parse the filter
   if (upsert && !ft.full_key) {
     fold.countUntargetableUpsert();
     const MongosVersion& v = opts.mongos_version;
@@ -337,8 +339,10 @@ void targetFindAndModify(const CollectionRouting& coll, const protocol::CommandV
   targetFilter(coll, q, effectiveSimpleCollation(coll, cmd.body), opts, ft, opts.explain ? &out.detail : nullptr);
   WriteFold fold(opts.explain);
   fold.setFirstKey(coll.key, ft);
-  if (!ft.full_key && common::boolField(cmd.body, "upsert", false)) fold.countUntargetableUpsert();
-  if (ft.full_key) {
+  if (!ft.full_key && !ft.refused && common::boolField(cmd.body, "upsert", false)) fold.countUntargetableUpsert();
+  if (ft.refused) {
+    fold.add(ft.targeting, ft.shards, ft.reason, true);  // mongos cannot parse the filter
+  } else if (ft.full_key) {
     fold.add(ft.targeting, ft.shards, ft.reason);
   } else {
     const VersionedReason& r = ft.targeting == Targeting::Single ? kFindAndModifyOneShard : kFindAndModifyNoKey;

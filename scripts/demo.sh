@@ -73,7 +73,8 @@ pids+=($!)
 wait_port "${listen%:*}" "${listen##*:}" 20 || { log "proxy did not start; see $work/shardscope.log"; exit 1; }
 
 log "driving the order-service workload ($ops operations, 300 customers) through the proxy"
-python3 "$here/workload/order_service.py" --uri "mongodb://$listen/" --drop --ops "$ops" --orders 2000 --customers 300 \
+# --indexes: the indexes the application would have, created through the proxy before the workload.
+python3 "$here/workload/order_service.py" --uri "mongodb://$listen/" --drop --indexes --ops "$ops" --orders 2000 --customers 300 \
   >"$work/workload.json"
 log "workload: $(cat "$work/workload.json")"
 

@@ -67,7 +67,7 @@ namespace shardscope::stats {
   COUNTER(evaluation_publish_total, "Sketch publications to evaluation.publish.collection, by outcome.",       \
           "outcome")                                                                                            \
   /* Lookup rewrites (features/rewrite_feature.cpp) */                                                          \
-  COUNTER(rewrites_total, "Lookup rewrites applied, by namespace and targeting before/after.", "ns", "before")  \
+  COUNTER(rewrites_total, "Lookup rewrites applied, by namespace and the targeting before the rewrite.", "ns", "before")  \
   COUNTER(rewrite_fallbacks_total, "Rewritten commands re-run as written, by cause.", "ns", "cause")            \
   GAUGE(rewrite_mappings, "Mappings held in memory.", "ns")                                                     \
   GAUGE(rewrite_ambiguous, "Lookup values seen with two different added values (never rewritten).", "ns")       \

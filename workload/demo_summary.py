@@ -32,8 +32,12 @@ def main():
     for rule in s.get("rewrite", []):
         before, after = rule["targetingBefore"], rule["targetingAfter"]
         seen = sum(before.values())
+        m = rule["mapping"]
+        # `size` is what the map holds (one entry per distinct lookup value); `learned` counts every
+        # learning event (each insert or reply that taught or confirmed a mapping), so they differ.
         print(f"rewrite {rule['ns']}: {rule['lookupField']} -> {', '.join(rule['addFields'])}: "
-              f"{rule['applied']} lookups rewritten, learned {rule['mapping']['learned']} mappings")
+              f"{rule['applied']} lookups rewritten; the map holds {m['size']} distinct "
+              f"{rule['lookupField']} values ({m['learned']} learning events)")
         print(f"  before: broadcast {before.get('broadcast', 0)}, single {before.get('single', 0)}"
               f"   after: broadcast {after.get('broadcast', 0)}, single {after.get('single', 0)}"
               f"   -> {pct(before.get('broadcast', 0) - after.get('broadcast', 0), seen).strip()} of these lookups"

@@ -14,11 +14,19 @@ import sys
 import time
 
 from bson import ObjectId
-from pymongo import MongoClient
+from pymongo import ASCENDING, DESCENDING, IndexModel, MongoClient
 
 STATUSES = ["new", "paid", "shipped", "delivered", "returned"]
 PROFILE = [("by_customer", 62), ("by_order_id", 21), ("date_range", 9), ("by_status", 6), ("revenue", 2)]
 EPOCH = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+# The indexes the order service's queries need, as its application would create them: one customer's
+# orders newest first, one order by id (unique), date ranges (and the revenue $match), status.
+INDEXES = [
+    IndexModel([("customerId", ASCENDING), ("orderDate", DESCENDING)], name="customerId_1_orderDate_-1"),
+    IndexModel([("orderId", ASCENDING)], name="orderId_1", unique=True),
+    IndexModel([("orderDate", ASCENDING)], name="orderDate_1"),
+    IndexModel([("status", ASCENDING)], name="status_1"),
+]
 
 
 def customer_id(i):
@@ -61,6 +69,8 @@ def run(args):
             "status_updates": 0, "errors": 0}
     if args.drop:
         coll.drop()
+    if args.indexes:
+        done["indexes"] = coll.create_indexes(INDEXES)
     orders = make_orders(rng, args.customers, args.orders, args.top_share, args.seed)
     for i in range(0, len(orders), args.batch):
         coll.insert_many(orders[i:i + args.batch], ordered=False)
@@ -115,6 +125,8 @@ def main():
     p.add_argument("--lookup-field", choices=["orderId", "_id"], default="orderId",
                    help="field of the one-order lookups and status updates")
     p.add_argument("--drop", action="store_true", help="drop the collection first")
+    p.add_argument("--indexes", action="store_true",
+                   help="create the indexes the queries need (customerId+orderDate, orderId, orderDate, status) first")
     json.dump(run(p.parse_args()), sys.stdout)
     print()
 

@@ -139,6 +139,7 @@ def test_unreadable_files_name_the_os_reason(shardscope_binary, tmp_path):
         ["evaluate", "--from", "http://127.0.0.1:1", "--token-file", missing],
         ["proxy", "--config", missing, "--upstream", "mongodb://x:1/", "--check-config"],
         ["replay", missing, "--validate"],
+        ["proxy", "--upstream", "mongodb://x:1/", "--routing", missing, "--check-config"],
     ]
     for args in cases:
         r = run(shardscope_binary, *args)
@@ -152,14 +153,146 @@ def test_json_errors_give_the_position(shardscope_binary, tmp_path):
     r = run(shardscope_binary, "explain", "--routing", ROUTING_FILE, "--command", '{"find": "orders", "filter": {"a": 1}')
     assert r.returncode == 1
     err = json.loads(r.stdout)["error"]
-    assert "Incomplete JSON" in err and "position 37" in err, err
+    assert "line 1, column 38: expected ',' or '}' after a value, got the end of the input" in err, err
     r = run(shardscope_binary, "explain", "--routing", ROUTING_FILE, "--command", '{"find": "orders",\n "filter": {"a": tru}}')
     err = json.loads(r.stdout)["error"]
-    assert "position" in err and "line 2" in err, err
+    assert "line 2, column 18: unknown name 'tru'" in err, err
     broken = tmp_path / "sketches.json"
     broken.write_text('{"schemaVersion": 1, "collections": [')
     r = run(shardscope_binary, "evaluate", "--file", broken)
-    assert r.returncode == 1 and "position 37" in r.stderr, r.stderr
+    assert r.returncode == 1 and "line 1, column 38" in r.stderr, r.stderr
+
+
+# ---------------------------------------------------------------- issue 26 item 7: inputs speak mongosh
+
+MONGOSH_FIND = '{find: "orders", filter: {customerId: "C0042"}, $db: "shop"}'
+
+
+def test_explain_takes_the_command_as_mongosh_writes_it(shardscope_binary):
+    """It failed with libbson's parser tokens (SPECIAL_EXPECTED, HKEY_EXPECTED)."""
+    shell = run(shardscope_binary, "explain", "--routing", ROUTING_FILE, "--command", MONGOSH_FIND)
+    strict = run(shardscope_binary, "explain", "--routing", ROUTING_FILE, "--command",
+                 '{"find": "orders", "filter": {"customerId": "C0042"}, "$db": "shop"}')
+    assert shell.returncode == 0, shell.stdout + shell.stderr
+    assert json.loads(shell.stdout) == json.loads(strict.stdout)
+    helpers = run(shardscope_binary, "explain", "--routing", ROUTING_FILE, "--command",
+                  "{find: 'orders', filter: {customerId: 'C0042', orderDate: ISODate('2024-03-01'), n: NumberLong(5)}, "
+                  "$db: 'shop'}")
+    assert helpers.returncode == 0, helpers.stdout + helpers.stderr
+    assert json.loads(helpers.stdout)["targeting"] == "single"
+    rng = run(shardscope_binary, "explain", "--routing", ROUTING_FILE, "--range", "{min: {customerId: 'C1'}, max: {customerId: 'C2'}}")
+    assert rng.returncode == 0, rng.stdout + rng.stderr
+    bad = run(shardscope_binary, "explain", "--routing", ROUTING_FILE, "--command", '{find: "orders", filter: {orderId "x"}, $db: "shop"}')
+    assert bad.returncode == 1
+    err = json.loads(bad.stdout)["error"]
+    assert "line 1, column 35: expected ':' after key" in err, err
+    assert "EXPECTED" not in err, err
+
+
+@pytest.mark.parametrize("command", [
+    '{"find": "orders", "filter": {"customerId": "C0042"}}',              # no $db at all
+    '{"find": "orders", "filter": {"customerId": "C0042"}, "": "shop"}',  # bash ate "$db" in double quotes
+])
+def test_explain_refuses_a_command_without_db_as_the_proxy_does(shardscope_binary, command, ferretdb, proxy):
+    r = run(shardscope_binary, "explain", "--routing", ROUTING_FILE, "--command", command)
+    assert r.returncode == 1, r.stdout
+    err = json.loads(r.stdout)["error"]
+    assert "40571" in err and "$db" in err, err
+    if '""' in command:
+        assert "single quotes" in err, err
+    # The proxy itself answers the same command with that code.
+    from wire_peer import RawClient, encode_op_msg
+    p = proxy(ferretdb.uri, "--routing", str(ROUTING_FILE))
+    with RawClient.for_address(p.address) as rc:
+        rc.send(encode_op_msg(json.loads(command)))
+        reply = rc.recv_message()
+    assert reply is not None and reply.reply_doc["code"] == 40571, reply
+
+
+def test_one_candidate_syntax_for_proxy_and_replay(shardscope_binary, tmp_path):
+    missing = tmp_path / "none.cap"
+    spec = "shop.orders: {customerId: 1, orderDate: 1}"
+    # The proxy's evaluation.candidates and replay's --candidate read the same 'db.coll: KEY'.
+    ok = run(shardscope_binary, "proxy", "--upstream", "mongodb://x:1/", "--evaluation.candidates", spec,
+             "--check-config")
+    assert ok.returncode == 0, ok.stderr
+    new = run(shardscope_binary, "replay", missing, "--evaluate", "--candidate", spec)
+    assert new.returncode == 1 and "deprecated" not in new.stderr, new.stderr  # got past the candidate: no file
+    old = run(shardscope_binary, "replay", missing, "--evaluate", "--candidate", 'shop.orders={"customerId": 1}')
+    assert old.returncode == 1, old.stderr
+    assert "--candidate NS=KEYJSON is deprecated; write --candidate 'shop.orders: {\"customerId\": 1}'" in old.stderr
+    bad = run(shardscope_binary, "replay", missing, "--evaluate", "--candidate", "shop.orders: {customerId -1}")
+    assert bad.returncode == USAGE and "line 1, column 13: expected ':' after key" in bad.stderr, bad.stderr
+
+
+# ---------------------------------------------------------------- issue 26 item 8: exit codes and wording
+
+def test_unknown_subcommand_is_named_with_the_list(shardscope_binary):
+    r = run(shardscope_binary, "bogus")
+    assert r.returncode == USAGE
+    assert "unknown subcommand 'bogus'" in r.stderr, r.stderr
+    assert "proxy, explain, stats, evaluate, replay" in r.stderr, r.stderr
+
+
+def test_replay_of_a_missing_file_is_a_failure_not_exit_3(shardscope_binary, tmp_path):
+    r = run(shardscope_binary, "replay", tmp_path / "missing.cap", "--validate")
+    assert r.returncode == 1, (r.returncode, r.stderr)
+
+
+def test_a_listener_that_cannot_bind_is_a_setup_error(shardscope_binary, ferretdb):
+    import socket
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    port = taken.getsockname()[1]
+    try:
+        r = run(shardscope_binary, "proxy", "--listen", f"127.0.0.1:{port}", "--upstream", ferretdb.uri, timeout=30)
+    finally:
+        taken.close()
+    assert r.returncode == USAGE, (r.returncode, r.stderr)
+    assert f"cannot bind 127.0.0.1:{port}" in r.stderr, r.stderr
+
+
+def test_routing_file_error_in_the_proxy_names_the_os_reason(shardscope_binary, tmp_path):
+    missing = tmp_path / "routing.json"
+    r = run(shardscope_binary, "proxy", "--upstream", "mongodb://x:1/", "--routing", missing, "--check-config")
+    assert r.returncode == USAGE
+    assert f"cannot read file {missing}: No such file or directory" in r.stderr, r.stderr
+
+
+def test_stats_watch_says_no_traffic_instead_of_targeted_0(shardscope_binary, canned_stats):
+    docs, url = canned_stats
+    docs += [
+        _snapshot(10, 100, 80, 20, {"shardA": 60}, {"a": ("single", 80)}),
+        _snapshot(12, 100, 80, 20, {"shardA": 60}, {"a": ("single", 80)}),  # nothing happened
+    ]
+    r = run(shardscope_binary, "stats", "--admin", url, "--watch", "0.1", "--count", "1")
+    assert r.returncode == 0, r.stderr
+    assert "targeted - (no traffic)" in r.stdout and "targeted 0.0%" not in r.stdout, r.stdout
+
+
+def test_config_shows_the_lowered_max_connections(ferretdb, workdir):
+    """The log said max_connections was lowered (20000 -> what 256 descriptors allow); /config's
+    effective value said 20000."""
+    import resource
+    from harness import ManagedProcess, free_port, proxy_env, shardscope_bin
+    from stats_helpers import http_request
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 2048:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
+    port, admin = free_port(), free_port()
+    argv = ["prlimit", "--nofile=256:256", str(shardscope_bin()), "proxy", "--listen", f"127.0.0.1:{port}",
+            "--upstream", ferretdb.uri, "--admin", f"127.0.0.1:{admin}", "--max_connections", "20000"]
+    p = ManagedProcess("shardscope-lowered", argv, workdir, env=proxy_env()).start()
+    try:
+        p.wait_port(admin)
+        lowered = re.search(r"max_connections lowered from 20000 to (\d+)", p.stderr_text())
+        assert lowered, p.stderr_text()[-2000:]
+        status, _, body = http_request(f"http://127.0.0.1:{admin}", path="/config")
+        assert status == 200
+        assert json.loads(body)["effective"]["max_connections"] == int(lowered.group(1))
+    finally:
+        p.stop()
 
 
 # ---------------------------------------------------------------- the admin token: file or environment

@@ -63,3 +63,37 @@ def test_demo_installs_only_what_the_proxy_needs():
 def test_demo_ports_avoid_mongodb_defaults(name):
     port = int(demo_default(name).rsplit(":", 1)[-1])
     assert not 27017 <= port <= 27020, (name, port)
+
+
+def test_demo_summary_tells_distinct_orders_from_learning_events():
+    """Issue 26 item 8: "learned 11444 mappings" while the map held 2000 (learned counts events)."""
+    stats = {"shards": [{"name": "shardA", "ops": 10}], "totals": {"targeting": {"single": 10}},
+             "rewrite": [{"ns": "shop.orders", "lookupField": "orderId", "addFields": ["customerId"], "applied": 300,
+                          "targetingBefore": {"broadcast": 300}, "targetingAfter": {"single": 300},
+                          "fallbacks": {}, "mapping": {"size": 2000, "learned": 11444}}]}
+    out = subprocess.run([sys.executable, str(REPO_ROOT / "workload" / "demo_summary.py")], input=json.dumps(stats),
+                         capture_output=True, text=True, check=True).stdout
+    assert "the map holds 2000 distinct orderId values (11444 learning events)" in out, out
+    assert "learned 11444 mappings" not in out
+
+
+def test_demo_creates_the_indexes_an_application_would_have():
+    """Issue 26 item 9: the demo collection had no index for its lookups."""
+    assert re.search(r"order_service\.py\" --uri \"mongodb://\$listen/\" [^\n]*--indexes", DEMO), "demo.sh passes --indexes"
+    from order_service import INDEXES
+    keys = [list(m.document["key"].items()) for m in INDEXES]
+    assert [("customerId", 1), ("orderDate", -1)] in keys and [("orderId", 1)] in keys, keys
+
+
+@pytest.mark.needs_proxy
+def test_workload_creates_its_indexes_through_the_proxy(ferretdb, proxy):
+    p = proxy(ferretdb.uri, admin=True)
+    out = subprocess.run([sys.executable, str(REPO_ROOT / "workload" / "order_service.py"), "--uri", p.uri, "--drop",
+                          "--indexes", "--ops", "5", "--orders", "50", "--customers", "10"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    import pymongo
+    with pymongo.MongoClient(ferretdb.uri) as c:  # as stored upstream, created before the workload ran
+        names = set(c.shop.orders.index_information())
+    assert {"customerId_1_orderDate_-1", "orderId_1", "orderDate_1", "status_1"} <= names, names
+    assert json.loads(out.stdout)["indexes"] == ["customerId_1_orderDate_-1", "orderId_1", "orderDate_1", "status_1"]

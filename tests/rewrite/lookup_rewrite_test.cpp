@@ -1,6 +1,10 @@
 #include "rewrite/lookup_rewrite.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
 
 #include "rewrite/lookup_guard.h"
 #include "rewrite/lookup_learning.h"
@@ -465,6 +469,40 @@ TEST(LookupRuleSpec, ParsesOptionsAndRefusesBadSpecs) {
   EXPECT_FALSE(parseLookupRule("orders: a -> b", r, err));
   EXPECT_FALSE(parseLookupRule("shop.orders: a -> a", r, err));
   EXPECT_FALSE(parseLookupRule("shop.orders: a -> b capacity=x", r, err));
+}
+
+// The added fields may be written as a key, in the syntax key candidates use (issue 26 item 7).
+TEST(LookupRuleSpec, AddedFieldsAsAKeyDocument) {
+  LookupRule r;
+  std::string err;
+  ASSERT_TRUE(parseLookupRule("shop.orders: orderId -> {customerId: 1, orderDate: 1} file=/m.jsonl", r, err)) << err;
+  EXPECT_EQ(r.add_fields, (std::vector<std::string>{"customerId", "orderDate"}));
+  EXPECT_EQ(r.mapping_file, "/m.jsonl");
+  ASSERT_TRUE(parseLookupRule(R"(shop.orders: orderId -> {"customerId": 1})", r, err)) << err;
+  EXPECT_EQ(r.add_fields, (std::vector<std::string>{"customerId"}));
+  EXPECT_FALSE(parseLookupRule("shop.orders: orderId -> {customerId 1}", r, err));
+  EXPECT_NE(err.find("expected ':' after key"), std::string::npos) << err;
+  EXPECT_FALSE(parseLookupRule("shop.orders: orderId -> {orderId: 1}", r, err));  // adds the lookup field itself
+}
+
+// The mapping file: JSON lines as mongosh writes them too; a missing file names the OS reason.
+TEST(LookupRuleSpec, MappingFileLinesInMongoshSyntax) {
+  LookupRule r;
+  std::string err;
+  char path[] = "/tmp/shardscope-mapXXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string lines = "{\"orderId\": \"O1\", \"customerId\": \"C1\"}\n\n{orderId: 'O2', customerId: 'C2'}\n";
+  ASSERT_EQ(write(fd, lines.data(), lines.size()), static_cast<ssize_t>(lines.size()));
+  close(fd);
+  ASSERT_TRUE(parseLookupRule(std::string("shop.orders: orderId -> customerId file=") + path, r, err)) << err;
+  LookupIndex index(r);
+  size_t loaded = 0;
+  EXPECT_TRUE(index.loadFile(path, loaded, err)) << err;
+  EXPECT_EQ(loaded, 2u);
+  unlink(path);
+  EXPECT_FALSE(index.loadFile(path, loaded, err));
+  EXPECT_NE(err.find(std::string("cannot read file ") + path + ": No such file or directory"), std::string::npos) << err;
 }
 
 }  // namespace

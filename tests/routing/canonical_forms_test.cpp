@@ -1,7 +1,9 @@
 // Filters the server's parser and optimiser rewrite before mongos targets them (issue 17 item 5):
 // a one-element $all or $in is an equality, a one-branch $or/$and is its branch, $all is an $and of
 // equalities, an always-false branch of a $or is dropped, and a conjunction holding $alwaysFalse
-// (or an empty $in/$all) is false as a whole: an EOF plan, which mongos sends to all shards.
+// (or an empty $in/$all) is false as a whole: an EOF plan, which mongos (8.1+, the default rules)
+// sends to one shard, the owner of the first chunk (tests/routing/mongos_targeting_tests_test.cpp
+// has the older releases' all-shards answer).
 #include <gtest/gtest.h>
 
 #include <set>
@@ -48,7 +50,7 @@ const Form kForms[] = {
      R"({"find": "orders", "filter": {"customerId": {"$all": ["C0001", "C9000"]}}, "$db": "shop"})",
      Targeting::Single, {}, "contradictory"},
     {"empty $all is trivially false", kOrders, R"({"find": "orders", "filter": {"customerId": {"$all": []}}, "$db": "shop"})",
-     Targeting::Broadcast, kAllOrders, "SERVER-84547"},
+     Targeting::Single, {"shardA"}, "owner of the first chunk"},
     {"one-branch $or is its branch", kOrders, R"({"find": "orders", "filter": {"$or": [{)" FULL_KEY R"(}]}, "$db": "shop"})",
      Targeting::Single, {"shardA"}, "equality on the full shard key"},
     {"one-branch $or on a hashed key", kHashed, R"({"find": "events", "filter": {"$or": [{"_id": 42}]}, "$db": "shop"})",
@@ -73,15 +75,15 @@ const Form kForms[] = {
      Targeting::Single, {"shardD"}, "bounds select one shard"},
     {"$or of false branches is false", kOrders,
      R"({"find": "orders", "filter": {"$or": [{"$alwaysFalse": 1}, {"customerId": {"$in": []}}]}, "$db": "shop"})",
-     Targeting::Broadcast, kAllOrders, "SERVER-84547"},
+     Targeting::Single, {"shardA"}, "owner of the first chunk"},
     {"$alwaysFalse at the top", kOrders, R"({"find": "orders", "filter": {"$alwaysFalse": 1}, "$db": "shop"})",
-     Targeting::Broadcast, kAllOrders, "SERVER-84547"},
+     Targeting::Single, {"shardA"}, "owner of the first chunk"},
     {"$alwaysFalse next to a full key folds the conjunction", kHashed,
      R"({"find": "events", "filter": {"_id": 42, "$alwaysFalse": 1}, "$db": "shop"})",
-     Targeting::Broadcast, kAllHashed, "SERVER-84547"},
+     Targeting::Single, {"shard0"}, "owner of the first chunk"},
     {"$alwaysFalse inside an $and branch", kOrders,
      R"({"find": "orders", "filter": {"$and": [{)" FULL_KEY R"(}, {"$alwaysFalse": 1}]}, "$db": "shop"})",
-     Targeting::Broadcast, kAllOrders, "SERVER-84547"},
+     Targeting::Single, {"shardA"}, "owner of the first chunk"},
     {"$not of an empty $in is true", kOrders, R"({"find": "orders", "filter": {"customerId": {"$not": {"$in": []}}}, "$db": "shop"})",
      Targeting::Broadcast, kAllOrders, "prefix"},
     {"$alwaysTrue next to a full key is dropped", kHashed, R"({"find": "events", "filter": {"_id": 42, "$alwaysTrue": 1}, "$db": "shop"})",

@@ -39,9 +39,9 @@ TEST(Explain, MongosStage) {
   EXPECT_EQ(stage(R"({"ping": 1, "$db": "shop"})"), "<none>");
 }
 
-TEST(Explain, BroadcastHasNullShardKeyAndDbDefaults) {
+TEST(Explain, BroadcastHasNullShardKey) {
   auto t = testing::loadData("orders_6shards.json");
-  auto out = explainCommand(*t, R"({"find": "orders", "filter": {"status": "x"}})");  // no $db: one collection
+  auto out = explainCommand(*t, R"({"find": "orders", "filter": {"status": "x"}, "$db": "shop"})");
   ASSERT_TRUE(out.ok) << out.json;
   EXPECT_NE(out.json.find(R"("targeting" : "broadcast")"), std::string::npos) << out.json;
   EXPECT_NE(out.json.find(R"("shardKey" : null)"), std::string::npos) << out.json;
@@ -64,6 +64,40 @@ TEST(Explain, RefusedAndUnparseableAreErrors) {
   EXPECT_FALSE(explainCommand(*t, "{not json").ok);
   auto multi = testing::loadData("hashed_4shards.json");
   EXPECT_FALSE(explainCommand(*multi, R"({"find": "events"})").ok);  // no $db, several collections
+}
+
+// The proxy answers a command without $db with 40571; explain refuses it the same way instead of
+// guessing the database from the routing file (it did, for a file with one collection).
+TEST(Explain, WithoutDbIsRefusedAsTheProxyDoes) {
+  auto t = testing::loadData("orders_6shards.json");
+  auto none = explainCommand(*t, R"({"find": "orders", "filter": {"customerId": "C0001"}})");
+  EXPECT_FALSE(none.ok) << none.json;
+  EXPECT_NE(none.json.find("40571"), std::string::npos) << none.json;
+  EXPECT_NE(none.json.find("$db"), std::string::npos) << none.json;
+  // What bash makes of "$db" inside double quotes: an empty key. The hint names the quoting.
+  auto emptied = explainCommand(*t, R"({"find": "orders", "filter": {"customerId": "C0001"}, "": "shop"})");
+  EXPECT_FALSE(emptied.ok) << emptied.json;
+  EXPECT_NE(emptied.json.find("40571"), std::string::npos) << emptied.json;
+  EXPECT_NE(emptied.json.find("single quotes"), std::string::npos) << emptied.json;
+  // An empty $db is mongod's InvalidNamespace, as live.
+  auto blank = explainCommand(*t, R"({"find": "orders", "$db": ""})");
+  EXPECT_FALSE(blank.ok);
+  EXPECT_NE(blank.json.find("Invalid database name"), std::string::npos) << blank.json;
+}
+
+// Copied from mongosh: unquoted keys, single quotes, $db, shell helpers.
+TEST(Explain, AcceptsMongoshSyntax) {
+  auto t = testing::loadData("orders_6shards.json");
+  auto shell = explainCommand(
+      *t, "{find: 'orders', filter: {customerId: 'C0001', orderDate: ISODate('2024-03-01T00:00:00Z')}, $db: 'shop'}");
+  auto json = explainCommand(
+      *t, R"({"find": "orders", "filter": {"customerId": "C0001", "orderDate": {"$date": "2024-03-01T00:00:00Z"}}, "$db": "shop"})");
+  ASSERT_TRUE(shell.ok) << shell.json;
+  EXPECT_EQ(shell.json, json.json);
+  auto bad = explainCommand(*t, R"({find: "orders", filter: {orderId "x"}, $db: "shop"})");
+  EXPECT_FALSE(bad.ok);
+  EXPECT_NE(bad.json.find("line 1, column 35: expected ':' after key"), std::string::npos) << bad.json;
+  EXPECT_EQ(bad.json.find("HKEY_EXPECTED"), std::string::npos) << bad.json;
 }
 
 TEST(Explain, Range) {
