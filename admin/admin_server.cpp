@@ -183,7 +183,9 @@ AdminResponse AdminServer::Impl::route(std::string_view method, std::string_view
       if (ec != std::errc() || end != topText.data() + topText.size()) return text(400, "top must be a number\n");
       top = parsed;
     }
-    r.body = registry.renderJson(shards(), top);
+    stats::ChunkOwners owners;
+    if (extension.chunk_owners) owners = extension.chunk_owners();
+    r.body = registry.renderJson(shards(), top, extension.chunk_owners ? &owners : nullptr);
     // Extension sections join the top-level object: {..., "rewrite": {...}}.
     for (const auto& [key, render] : extension.stats_sections) {
       auto close = r.body.find_last_of('}');
@@ -470,6 +472,7 @@ void AdminServer::extend(AdminExtension extension) {
   for (auto& s : extension.stats_sections) impl_->extension.stats_sections.push_back(std::move(s));
   for (auto& m : extension.metrics) impl_->extension.metrics.push_back(std::move(m));
   if (extension.readiness_detail) impl_->extension.readiness_detail = std::move(extension.readiness_detail);
+  if (extension.chunk_owners) impl_->extension.chunk_owners = std::move(extension.chunk_owners);
 }
 
 AdminResponse AdminServer::handle(std::string_view method, std::string_view target,

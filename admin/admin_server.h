@@ -55,6 +55,8 @@ struct AdminExtension {
   std::vector<std::pair<std::string, std::function<std::string()>>> stats_sections;  // key -> JSON value
   std::vector<std::function<void(std::string&)>> metrics;  // append Prometheus text
   std::function<std::string()> readiness_detail;  // a line after "ready"/"not ready" on /readyz
+  // The shards owning chunks of each sharded namespace: whom /stats "hotness" judges.
+  std::function<stats::ChunkOwners()> chunk_owners;
 };
 
 class AdminServer {

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "admin/health.h"
 #include "routing/mongos_version.h"
 #include "stats/prometheus_writer.h"
 
@@ -28,6 +29,8 @@ std::unique_ptr<AdminServer> makeAdminServer(proxy::ProxyContext& ctx, bool metr
         return names;
       });
   admin->extend(mongosPoolExtension(ctx));
+  admin->extend(healthExtension(ctx));
+  admin->extend(chunkOwnersExtension(ctx));
   if (ctx.config.discovery) admin->extend(discoveryExtension(ctx));
   if (metrics_only) admin->serveMetricsOnly();
   return admin;
@@ -59,6 +62,26 @@ AdminExtension mongosPoolExtension(proxy::ProxyContext& ctx) {
       w.sample(stats::Metric::upstream_up, {h.address}, uint64_t{h.state == proxy::MongosPool::State::Up ? 1u : 0u});
   });
   e.readiness_detail = [&ctx] { return mongosReadiness(ctx); };
+  return e;
+}
+
+AdminExtension chunkOwnersExtension(proxy::ProxyContext& ctx) {
+  AdminExtension e;
+  e.chunk_owners = [&ctx] {
+    stats::ChunkOwners owners;
+    proxy::RoutingState::Snapshot snap;
+    const routing::RoutingTable* table = ctx.routing.current(snap);
+    if (!table) return owners;
+    for (const auto& [ns, coll] : table->collections()) {
+      std::vector<bool> owns(table->shardCount(), false);
+      for (size_t i = 0; i < coll->chunks.chunkCount(); ++i)
+        if (coll->chunks.chunkShard(i) < owns.size()) owns[coll->chunks.chunkShard(i)] = true;
+      auto& names = owners[std::string(ns)];
+      for (size_t s = 0; s < owns.size(); ++s)
+        if (owns[s]) names.emplace_back(table->shardName(s));
+    }
+    return owners;
+  };
   return e;
 }
 

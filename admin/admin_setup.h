@@ -20,5 +20,7 @@ AdminExtension mongosPoolExtension(proxy::ProxyContext& ctx);
 // Routing discovery's /stats section ("discovery"), shardscope_routing_* metrics and /readyz line
 // (after the mongos line, which it repeats: /readyz keeps one detail function).
 AdminExtension discoveryExtension(proxy::ProxyContext& ctx);
+// The shards owning chunks per namespace, from the routing table in force (/stats "hotness").
+AdminExtension chunkOwnersExtension(proxy::ProxyContext& ctx);
 
 }  // namespace shardscope::admin

@@ -1,7 +1,10 @@
 // The dashboard served at /: one self-contained page (no external assets) that answers "why".
-// Every 2 s it reads /stats (shapes, reasons, rewrites), /history (ops/s per class and per shard
-// over the last minutes, sampled by the server so a page opened late still has them), /chunks
-// (shard key and chunks per namespace) and /evaluate (the shard-key verdict, when evaluation is on).
+// Every 2 s it reads /stats (health, shapes, reasons, rewrites, hotness), /history (ops/s per class
+// and per shard over the last minutes, sampled by the server so a page opened late still has them),
+// /chunks (shard key and chunks per namespace) and /evaluate (the shard-key verdict, when evaluation
+// is on). The page computes no figure of its own: every share, rate and ratio comes from the server
+// (stats/, admin/traffic_history.cpp), so the page, `shardscope stats` and /metrics agree, and every
+// figure says what it is a share of and over which interval.
 #include "admin/admin_server.h"
 
 namespace shardscope::admin {
@@ -25,17 +28,30 @@ header h1 { font-size:18px; margin:0; font-weight:600; }
 header .meta { color:var(--dim); font-size:12px; }
 #status { margin-left:auto; font-size:12px; color:var(--dim); }
 #status.err { color:var(--broadcast); }
-main { padding:18px 22px; display:grid; gap:18px; }
-.cards { display:grid; grid-template-columns:repeat(7,1fr); gap:12px; }
+main { padding:18px 22px; display:grid; grid-template-columns:minmax(0,1fr); gap:18px; }
+.cards { display:grid; grid-template-columns:repeat(8,minmax(0,1fr)); gap:10px; }
 .card { background:var(--panel); border:1px solid var(--line); border-radius:8px; padding:10px 14px; }
 .card .label { color:var(--dim); font-size:11px; text-transform:uppercase; letter-spacing:.05em; }
 .card .value { font-size:22px; font-weight:600; font-variant-numeric:tabular-nums; }
 .card .sub { color:var(--dim); font-size:11px; }
 .card.hot { border-color:var(--broadcast); }
+.card.health-up, .card.health-ok { border-color:var(--single); }
+.card.health-up .value, .card.health-ok .value { color:var(--single); }
+.card.health-degraded, .card.health-starting { border-color:var(--multi); }
+.card.health-degraded .value, .card.health-starting .value { color:var(--multi); }
+.card.health-down { border-color:var(--broadcast); background:#3a1417; }
+.card.health-down .value { color:var(--broadcast); }
+#banner { display:none; padding:12px 22px; font-size:16px; font-weight:700; color:#fff; }
+#banner[data-state="down"] { display:block; background:#b62324; }
+#banner[data-state="degraded"] { display:block; background:#7d5a00; }
+#banner .detail { display:block; font-size:12px; font-weight:400; margin-top:2px; }
+body[data-health="down"] main { outline:4px solid #b62324; outline-offset:-4px; }
+.note { color:var(--dim); font-size:11px; margin:2px 0 8px; }
+.est { color:var(--multi); }
 .card.hot .value { color:var(--broadcast); }
 section { background:var(--panel); border:1px solid var(--line); border-radius:8px; padding:12px 14px; }
 section h2 { font-size:13px; margin:0 0 10px; color:var(--dim); text-transform:uppercase; letter-spacing:.05em; }
-.split { display:grid; grid-template-columns:1fr 1fr; gap:18px; }
+.split { display:grid; grid-template-columns:minmax(0,1fr) minmax(0,1fr); gap:18px; }
 .stack { display:flex; height:18px; border-radius:4px; overflow:hidden; background:var(--line); }
 .stack div { height:100%; }
 .legend { display:flex; flex-wrap:wrap; gap:12px; margin-top:8px; font-size:12px; color:var(--dim); }
@@ -44,16 +60,22 @@ svg.chart { width:100%; height:150px; display:block; }
 svg.chart text { fill:var(--dim); font-size:10px; }
 svg.chart .grid { stroke:var(--line); stroke-width:1; }
 table { width:100%; border-collapse:collapse; font-variant-numeric:tabular-nums; }
-th { text-align:left; font-size:11px; color:var(--dim); font-weight:500; text-transform:uppercase; padding:4px 6px;
+th { text-align:left; font-size:11px; color:var(--dim); font-weight:500; text-transform:uppercase; padding:4px 4px;
   border-bottom:1px solid var(--line); white-space:nowrap; }
-td { padding:5px 6px; border-bottom:1px solid #1d2631; vertical-align:top; }
+td { padding:5px 4px; border-bottom:1px solid #1d2631; vertical-align:top; }
+td .cmd { color:var(--dim); font-size:12px; }
 td.num, th.num { text-align:right; white-space:nowrap; }
 td.shape, td.mono { font-family:ui-monospace,SFMono-Regular,Menlo,monospace; font-size:12px; word-break:break-all; }
-td.shape { max-width:380px; }
-td.why { color:var(--dim); font-size:12px; max-width:300px; }
+/* A shape is one line, cut with an ellipsis; "more" shows it whole (Query Insights does the same). */
+td.shape { max-width:260px; min-width:180px; }
+td.shape .text { white-space:nowrap; overflow:hidden; text-overflow:ellipsis; }
+td.shape.expanded .text { white-space:pre-wrap; }
+td.shape button { background:none; border:0; color:var(--accent); cursor:pointer; font-size:11px; padding:0; }
+.ranges-box { max-height:320px; overflow:auto; }
+td.why { color:var(--dim); font-size:12px; min-width:150px; max-width:220px; }
 td.defence { color:var(--dim); font-size:12px; max-width:520px; }
 .badge { display:inline-block; padding:1px 7px; border-radius:10px; font-size:11px; font-weight:600; color:#0f1419; white-space:nowrap; }
-.rewrite { display:inline-block; margin-top:3px; font-size:11px; color:var(--single); white-space:nowrap; }
+.rewrite { display:inline-block; margin-top:3px; font-size:11px; color:var(--single); max-width:150px; }
 .hotflag { color:var(--broadcast); font-weight:600; font-size:11px; }
 .bar { position:relative; height:14px; background:var(--line); border-radius:3px; min-width:90px; }
 .bar div { position:absolute; left:0; top:0; bottom:0; background:var(--accent); border-radius:3px; }
@@ -74,49 +96,53 @@ td.defence { color:var(--dim); font-size:12px; max-width:520px; }
   <form id="auth"><input id="token" type="password" placeholder="admin bearer token"><button>use</button></form>
   <span id="status">loading...</span>
 </header>
+<div id="banner" data-state="unknown"><span id="banner-text"></span><span class="detail" id="banner-detail"></span></div>
 <main>
   <div class="cards">
-    <div class="card"><div class="label">operations</div><div class="value" id="total-ops">-</div></div>
+    <div class="card" id="health-card"><div class="label">upstream</div><div class="value" id="health-value">-</div><div class="sub" id="health-sub"></div></div>
+    <div class="card"><div class="label">operations</div><div class="value" id="total-ops">-</div><div class="sub" id="total-ops-sub">since reset</div></div>
     <div class="card"><div class="label">ops / s</div><div class="value" id="ops-rate">-</div><div class="sub" id="ops-rate-sub"></div></div>
-    <div class="card"><div class="label" title="oneShard / (oneShard + manyShards + allShards)">targeted</div><div class="value" id="targeted-share">-</div></div>
-    <div class="card"><div class="label">broadcast</div><div class="value" id="broadcast-share">-</div></div>
-    <div class="card" id="hot-card"><div class="label" title="busiest / least busy shard over the history window">hot shard</div><div class="value" id="hot-ratio">-</div><div class="sub" id="hot-sub"></div></div>
-    <div class="card"><div class="label">errors</div><div class="value" id="total-errors">-</div></div>
-    <div class="card"><div class="label">connections</div><div class="value" id="connections">-</div></div>
+    <div class="card"><div class="label" title="oneShard / (oneShard + manyShards + allShards), as mongos counts numHostsTargeted">targeted</div><div class="value" id="targeted-share">-</div><div class="sub" id="targeted-sub"></div></div>
+    <div class="card"><div class="label" title="allShards / (oneShard + manyShards + allShards): operations that reached every shard owning chunks, as mongos counts numHostsTargeted">broadcast (all shards)</div><div class="value" id="broadcast-share">-</div><div class="sub" id="broadcast-sub"></div></div>
+    <div class="card" id="hot-card"><div class="label" title="per namespace: busiest / least busy chunk-owning shard, counting operations the shard key sent to one shard (oneShard)">hot shard</div><div class="value" id="hot-ratio">-</div><div class="sub" id="hot-sub"></div></div>
+    <div class="card" id="errors-card"><div class="label">errors</div><div class="value" id="total-errors">-</div><div class="sub" id="errors-sub"></div></div>
+    <div class="card"><div class="label">connections</div><div class="value" id="connections">-</div><div class="sub">open now</div></div>
   </div>
   <div class="split">
     <section><h2>Operations / s by targeting class <span id="history-span"></span></h2><svg class="chart" id="chart-class"></svg><div class="legend" id="chart-class-legend"></div></section>
-    <section><h2>Operations / s per shard</h2><svg class="chart" id="chart-shard"></svg><div class="legend" id="chart-shard-legend"></div></section>
+    <section><h2>Operations / s per shard <span id="history-span-shard"></span></h2><svg class="chart" id="chart-shard"></svg><div class="legend" id="chart-shard-legend"></div></section>
   </div>
   <div class="split">
-    <section><h2>Targeting class (since reset)</h2><div class="stack" id="class-stack"></div><div class="legend" id="class-legend"></div>
-      <h2 style="margin-top:14px" title="serverStatus().shardingStatistics.numHostsTargeted">Shards reached, as mongos counts them</h2><div class="legend" id="hosts-legend"></div></section>
-    <section><h2>Per-shard load</h2>
-      <table><thead><tr><th>shard</th><th class="num">ops</th><th class="num">share</th><th class="num" title="ops/s over the history window">ops/s</th><th></th></tr></thead>
+    <section><h2>Targeting class: why (since reset)</h2><div class="note" id="class-note"></div><div class="stack" id="class-stack"></div><div class="legend" id="class-legend"></div>
+      <h2 style="margin-top:14px" title="serverStatus().shardingStatistics.numHostsTargeted">Shards reached, as mongos counts them (since reset)</h2><div class="note" id="hosts-note"></div><div class="legend" id="hosts-legend"></div></section>
+    <section><h2>Per-shard load (all namespaces)</h2>
+      <div class="note">ops and share: since reset (a broadcast counts once on every shard it reached); ops/s: <span id="rate-spans"></span></div>
+      <table><thead><tr><th>shard</th><th class="num">ops</th><th class="num">share</th><th class="num" id="th-rate-last">ops/s last</th><th class="num" id="th-rate-window">ops/s avg</th><th></th></tr></thead>
       <tbody id="shards"></tbody></table></section>
   </div>
   <section><h2>Shard key per namespace and the evaluation's recommendation</h2>
     <table><thead><tr><th>namespace</th><th>current shard key</th><th class="num">chunks</th><th>recommended key</th><th>why</th></tr></thead>
     <tbody id="keys"></tbody></table></section>
-  <section><h2>Top query shapes: what they do and why</h2>
-    <table><thead><tr><th class="num">#</th><th>namespace</th><th>command</th><th>shape</th><th class="num">count</th>
-      <th class="num">share</th><th>class</th><th>why</th><th>hosts</th><th class="num">broadcast</th><th class="num">shards avg / max</th>
-      <th class="num">p50</th><th class="num">p99</th><th class="num">max</th><th class="num">errors</th></tr></thead>
+  <section><h2>Top query shapes: what they do and why (since reset)</h2>
+    <div class="note">share: of all operations; class: shardscope's reason (why); reached: what mongos counts (numHostsTargeted); all shards: of the shape's operations on sharded collections, those that reached every chunk-owning shard</div>
+    <table><thead><tr><th class="num">#</th><th>namespace, command</th><th>shape</th><th class="num">count</th>
+      <th class="num" title="of all operations since reset">share</th><th title="shardscope's reason-based class">class</th><th>why</th><th title="numHostsTargeted class most operations got">reached</th><th class="num" title="allShards / operations on sharded collections">all shards</th><th class="num">shards avg / max</th>
+      <th class="num">p50</th><th class="num" title="the tooltip of each cell gives the max">p99</th><th class="num">errors</th></tr></thead>
     <tbody id="shapes"></tbody></table>
     <div class="warn" id="cap"></div>
   </section>
-  <section><h2>Chunks per namespace (as sh.status() shows them; traffic per chunk range estimated by the evaluation)</h2><div id="chunks"></div></section>
+  <section><h2>Chunks per namespace (as sh.status() shows them)</h2>
+    <div class="note">per shard: this namespace's operations since reset, counted exactly (writes included); per chunk range: <span class="est">&#8776; estimates</span> from the evaluation's samples</div><div id="chunks"></div></section>
 </main>
 <script>
 "use strict";
 const CLASSES = ["single", "multi", "broadcast", "unsharded", "no_collection", "unclassified"];
 const HOSTS = ["oneShard", "manyShards", "allShards", "unsharded"];
 const SHARD_COLORS = ["#4fb0ff", "#3fb950", "#d4a72c", "#f85149", "#a371f7", "#ff7b72", "#79c0ff", "#56d364", "#e3b341", "#db61a2"];
-const HOT_RATIO = 1.5;  // seed 002: the busiest shard above 1.5x the least busy one is hot
 const TOP = 25;
-const RANGES_SHOWN = 12;
+const SHAPE_CHARS = 48;  // a longer shape gets a "more" link
 let token = "";
-let previous = null;
+const expanded = new Set();  // shape ids shown whole: kept across refreshes
 
 (function initToken() {
   const m = /(?:^|[#&])token=([^&]+)/.exec(location.hash);
@@ -188,18 +214,6 @@ function oneLine(text) {
   return t;
 }
 
-// Per shard ops/s over the history window and the hot-shard ratio (max / min over every shard that owns chunks).
-function shardRates(hist, names) {
-  const rates = {};
-  if (!hist || !hist.samples.length) return rates;
-  let seconds = 0;
-  const sums = new Array(hist.shards.length).fill(0);
-  for (const s of hist.samples) { seconds += s.seconds; s.shards.forEach((n, i) => { sums[i] += n; }); }
-  for (const name of names) rates[name] = 0;
-  hist.shards.forEach((name, i) => { rates[name] = seconds ? sums[i] / seconds : 0; });
-  return rates;
-}
-
 // A line chart: series [{name, color, values}] over `times` (unix ms); y from 0 to the largest value.
 function lineChart(svg, legend, series, times, spanText) {
   svg.replaceChildren(); legend.replaceChildren();
@@ -233,46 +247,83 @@ function lineChart(svg, legend, series, times, spanText) {
   if (spanText !== undefined) setText("history-span", spanText);
 }
 
+// "last 5 s", "last 10 min": the span a rate covers, in words.
+function spanText(seconds) {
+  if (seconds < 90) return Math.round(seconds) + " s";
+  return (seconds < 5400 ? Math.round(seconds / 60) + " min" : (seconds / 3600).toFixed(1) + " h");
+}
+
 function renderHistory(hist) {
   const samples = hist ? hist.samples : [];
   const times = samples.map((s) => s.end);
+  const span = samples.length ? "(ops/s per " + hist.intervalSeconds + " s interval, last " + spanText(hist.rates.window.seconds) + ")" : "(collecting)";
   lineChart(document.getElementById("chart-class"), document.getElementById("chart-class-legend"),
             CLASSES.map((c) => ({name: c, color: getComputedStyle(document.body).getPropertyValue("--" + c).trim(),
-                                 values: samples.map((s) => s.targeting[c] / s.seconds)})), times,
-            samples.length ? "(last " + Math.round(samples.reduce((a, s) => a + s.seconds, 0)) + " s, every " + hist.intervalSeconds + " s)" : "");
+                                 values: samples.map((s) => s.targeting[c] / s.seconds)})), times, span);
+  setText("history-span-shard", span);
   lineChart(document.getElementById("chart-shard"), document.getElementById("chart-shard-legend"),
             (hist ? hist.shards : []).map((name, i) => ({name: name, color: SHARD_COLORS[i % SHARD_COLORS.length],
                                                           values: samples.map((s) => (s.shards[i] || 0) / s.seconds)})), times);
+  const card = document.getElementById("ops-rate");
   if (samples.length) {
-    const last = samples[samples.length - 1];
-    let n = 0; for (const c of CLASSES) n += last.targeting[c];
-    let peak = 0;
-    for (const x of samples) { let m = 0; for (const c of CLASSES) m += x.targeting[c]; peak = Math.max(peak, m / x.seconds); }
-    setText("ops-rate", fmtRate(n / last.seconds));
-    setText("ops-rate-sub", "last " + last.seconds.toFixed(0) + " s \u00b7 peak " + fmtRate(peak) + "/s");
+    const r = hist.rates;
+    setText("ops-rate", fmtRate(r.last.ops));
+    card.setAttribute("data-rate", r.last.ops.toFixed(3));
+    card.setAttribute("data-seconds", String(r.last.seconds));
+    setText("ops-rate-sub", "last " + spanText(r.last.seconds) + " \u00b7 avg " + fmtRate(r.window.ops) + "/s over " + spanText(r.window.seconds));
+  } else {
+    setText("ops-rate", "-"); setText("ops-rate-sub", "collecting (one point per " + (hist ? hist.intervalSeconds : 5) + " s)");
   }
 }
 
-function renderHot(rates, names) {
+// The hot-shard verdict /stats computed (stats/hotness.h): the most imbalanced namespace judged.
+function renderHot(hotness) {
   const card = document.getElementById("hot-card");
-  const list = names.filter((n) => n in rates);
-  const total = list.reduce((a, n) => a + rates[n], 0);
-  card.classList.remove("hot"); card.removeAttribute("data-hot");
-  if (list.length < 2 || total <= 0) { setText("hot-ratio", "-"); setText("hot-sub", "no traffic in the window"); return null; }
-  let hi = list[0], lo = list[0];
-  for (const n of list) { if (rates[n] > rates[hi]) hi = n; if (rates[n] < rates[lo]) lo = n; }
-  const ratio = rates[lo] > 0 ? rates[hi] / rates[lo] : Infinity;
-  const hot = ratio > HOT_RATIO;
-  setText("hot-ratio", (isFinite(ratio) ? ratio.toFixed(2) + "\u00d7" : "\u221e") + (hot ? " " + hi : ""));
-  setText("hot-sub", (hot ? "HOT: " : "balanced: ") + "max/min, threshold " + HOT_RATIO);
-  card.setAttribute("data-ratio", isFinite(ratio) ? ratio.toFixed(3) : "inf");
-  if (hot) { card.classList.add("hot"); card.setAttribute("data-hot", hi); }
-  return hot ? hi : null;
+  card.classList.remove("hot"); card.removeAttribute("data-hot"); card.removeAttribute("data-ratio"); card.removeAttribute("data-ns");
+  const judged = (hotness ? hotness.namespaces : []).filter((n) => n.judged);
+  if (!judged.length) {
+    setText("hot-ratio", "-");
+    setText("hot-sub", "too few targeted operations (" + (hotness ? hotness.minTargetedPerShard : 10) + " per chunk-owning shard needed)");
+    return null;
+  }
+  const n = judged[0];
+  const ratio = n.ratio === null ? "\u221e" : n.ratio.toFixed(2);
+  setText("hot-ratio", ratio + "\u00d7" + (n.hot ? " " + n.hottest : ""));
+  setText("hot-sub", (n.hot ? "HOT: " : "balanced: ") + n.ns + " \u00b7 targeted ops since reset \u00b7 threshold " + hotness.threshold);
+  card.setAttribute("data-ratio", n.ratio === null ? "inf" : n.ratio.toFixed(3));
+  card.setAttribute("data-ns", n.ns);
+  if (n.hot) { card.classList.add("hot"); card.setAttribute("data-hot", n.hottest); }
+  return n.hot ? n.hottest : null;
 }
 
-function renderShards(s, rates, hotShard) {
+// Upstream and discovery health (/stats "health"): a coloured tile always, a banner when not ok.
+function renderHealth(health) {
+  const card = document.getElementById("health-card");
+  const banner = document.getElementById("banner");
+  const state = health ? health.state : "unknown";
+  const up = health ? health.components.find((c) => c.component === "upstream") : null;
+  const disc = health ? health.components.find((c) => c.component === "discovery") : null;
+  card.className = "card health-" + (up ? up.state : "unknown");
+  card.setAttribute("data-state", up ? up.state : "unknown");
+  setText("health-value", up ? (up.state === "degraded" ? up.up + " of " + (up.up + up.down + up.notTried) + " UP" : up.state.toUpperCase()) : "-");
+  setText("health-sub", (up ? up.up + " mongos up, " + up.down + " down" : "") + (disc ? " \u00b7 discovery " + disc.state : ""));
+  card.title = health ? health.components.map((c) => c.component + ": " + c.detail).join("\n") : "";
+  document.body.setAttribute("data-health", state);
+  banner.setAttribute("data-state", state);
+  if (state === "ok" || !health) { setText("banner-text", ""); setText("banner-detail", ""); return; }
+  const bad = health.components.filter((c) => !c.healthy || c.state === "degraded");
+  setText("banner-text", state === "down" ? "MONGOS DOWN: no upstream reachable, every client operation fails"
+                                          : "DEGRADED: " + bad.map((c) => c.component + " " + c.state).join(", "));
+  setText("banner-detail", bad.map((c) => c.component + ": " + c.detail).join(" \u00b7 "));
+}
+
+function renderShards(s, hist, hotShard) {
   const shards = document.getElementById("shards");
   shards.replaceChildren();
+  const last = hist && hist.samples.length ? hist.rates.last : null, win = hist && hist.samples.length ? hist.rates.window : null;
+  setText("th-rate-last", last ? "ops/s last " + spanText(last.seconds) : "ops/s last");
+  setText("th-rate-window", win ? "ops/s avg " + spanText(win.seconds) : "ops/s avg");
+  setText("rate-spans", last ? "the last " + spanText(last.seconds) + " interval, and the average over the last " + spanText(win.seconds) : "collecting");
   const maxShard = Math.max(1, ...s.shards.map((x) => x.ops));
   for (const sh of s.shards) {
     const tr = el("tr", {class: "shard", "data-shard": sh.name, "data-ops": String(sh.ops)});
@@ -280,12 +331,13 @@ function renderShards(s, rates, hotShard) {
     const barCell = el("td"); barCell.append(bar);
     const name = el("td", {}, sh.name);
     if (sh.name === hotShard) name.append(" ", el("span", {class: "hotflag", "data-hot": "true"}, "HOT"));
+    const rate = (r) => r && sh.name in r.shards ? fmtRate(r.shards[sh.name]) : "-";
     tr.append(name, el("td", {class: "num", "data-field": "ops"}, fmtInt(sh.ops)), el("td", {class: "num"}, fmtPct(sh.share)),
-              el("td", {class: "num", "data-field": "rate"}, sh.name in rates ? fmtRate(rates[sh.name]) : "-"), barCell);
+              el("td", {class: "num", "data-field": "rate"}, rate(last)), el("td", {class: "num", "data-field": "rate-window"}, rate(win)), barCell);
     shards.append(tr);
   }
   if (!s.shards.length) {
-    const tr = el("tr"); tr.append(el("td", {class: "empty", colspan: "5"}, "no shard touched yet")); shards.append(tr);
+    const tr = el("tr"); tr.append(el("td", {class: "empty", colspan: "6"}, "no shard touched yet")); shards.append(tr);
   }
 }
 
@@ -307,7 +359,27 @@ function renderKeys(chunks, verdicts, evaluationOn) {
   if (!nss.size) { const tr = el("tr"); tr.append(el("td", {class: "empty", colspan: "5"}, "no sharded namespace in the routing table")); body.append(tr); }
 }
 
-function renderShapes(s, ops) {
+// One line cut with an ellipsis; "more" shows the whole shape, "less" folds it again.
+function shapeCell(sh) {
+  const td = el("td", {class: "shape", title: sh.shape, "data-field": "shape"});
+  td.append(el("div", {class: "text"}, sh.shape));
+  if (sh.shape.length > SHAPE_CHARS) {
+    const open = expanded.has(sh.id);
+    if (open) td.classList.add("expanded");
+    const b = el("button", {type: "button", class: "expand", "aria-expanded": String(open)}, open ? "less" : "more");
+    b.addEventListener("click", () => {
+      const now = !td.classList.contains("expanded");
+      td.classList.toggle("expanded", now);
+      b.textContent = now ? "less" : "more";
+      b.setAttribute("aria-expanded", String(now));
+      if (now) expanded.add(sh.id); else expanded.delete(sh.id);
+    });
+    td.append(b);
+  }
+  return td;
+}
+
+function renderShapes(s) {
   const body = document.getElementById("shapes");
   body.replaceChildren();
   let rank = 0;
@@ -328,31 +400,31 @@ function renderShapes(s, ops) {
                                               fmtInt(sh.rewrite.fallbacks) + " fell back to the original"},
                               "rewritten: " + before + " \u2192 " + sh["class"] + ", " + fmtPct(share) + " rescued"));
     }
-    tr.append(el("td", {class: "num"}, String(rank)), el("td", {}, sh.ns), el("td", {}, sh.command),
-              el("td", {class: "shape", title: sh.shape}, sh.shape),
+    const where = el("td", {}, sh.ns); where.append(el("br"), el("span", {class: "cmd"}, sh.command));
+    tr.append(el("td", {class: "num"}, String(rank)), where,
+              shapeCell(sh),
               el("td", {class: "num", "data-field": "count"}, fmtInt(sh.count)),
-              el("td", {class: "num"}, ops ? fmtPct(sh.count / ops) : "-"), classCell,
+              el("td", {class: "num", "data-field": "share"}, fmtPct(sh.share)), classCell,
               el("td", {class: "why", "data-field": "reason"}, sh.reason || ""),
               el("td", {"data-field": "hosts"}, sh.countClass),
               el("td", {class: "num", "data-field": "broadcast"}, fmtPct(sh.broadcastShare)),
               el("td", {class: "num", "data-field": "shards"}, sh.shardsTouched.mean.toFixed(1) + " / " + sh.shardsTouched.max),
               el("td", {class: "num", "data-field": "p50"}, fmtNs(sh.latency.p50Ns)),
-              el("td", {class: "num", "data-field": "p99"}, fmtNs(sh.latency.p99Ns)),
-              el("td", {class: "num"}, fmtNs(sh.latency.maxNs)),
+              el("td", {class: "num", "data-field": "p99", title: "max " + fmtNs(sh.latency.maxNs)}, fmtNs(sh.latency.p99Ns)),
               el("td", {class: "num", "data-field": "errors"}, fmtInt(sh.errors.total)));
     body.append(tr);
   }
   if (!rank) {
-    const tr = el("tr"); tr.append(el("td", {class: "empty", colspan: "15"}, "no operations yet")); body.append(tr);
+    const tr = el("tr"); tr.append(el("td", {class: "empty", colspan: "13"}, "no operations yet")); body.append(tr);
   }
   const cap = s.shapeCap.namespacesAtCap;
   setText("cap", cap.length ? "shape cap (" + s.shapeCap.maxShapesPerNamespace + " per namespace) reached in " +
           cap.join(", ") + ": " + fmtInt(s.shapeCap.opsInOther) + " operations counted as <other>" : "");
 }
 
-// Per namespace: chunks per shard (bar) next to that shard's traffic over the window, then the first chunk ranges.
-// The evaluation's traffic per chunk of the current key (reads, writes, inserts, estimated from its
-// samples; the ten busiest chunks), by namespace and chunk position.
+// The evaluation's traffic per chunk of the current key: estimates from its samples (reads and
+// writes whose filter pins the key, inserts scaled from sampled documents), for the ten busiest
+// chunks only; by namespace and chunk position.
 function chunkTraffic(evaluation) {
   const out = {};
   for (const n of (evaluation && evaluation.namespaces) || []) {
@@ -364,46 +436,63 @@ function chunkTraffic(evaluation) {
   return out;
 }
 
-function renderChunks(chunks, rates, hotShard, traffic) {
+// Per namespace: chunks per shard next to this namespace's exact operations on that shard (from
+// /stats, since reset), then every chunk range /chunks lists with the evaluation's estimate.
+function renderChunks(chunks, s, hotShard, hotNs, traffic, evaluationOn) {
   const box = document.getElementById("chunks");
   box.replaceChildren();
   if (!chunks || !chunks.namespaces.length) { box.append(el("div", {class: "empty"}, chunks && chunks.loaded ? "no sharded namespace" : "no routing table loaded")); return; }
-  const totalRate = Object.values(rates).reduce((a, r) => a + r, 0);
   for (const n of chunks.namespaces) {
     const block = el("div", {class: "nsblock", "data-ns": n.ns});
     const h = el("h3", {}, n.ns + " "); h.append(el("span", {}, "shard key " + JSON.stringify(n.key) + " \u00b7 " + fmtInt(n.chunks) + " chunks")); block.append(h);
+    const loads = {};
+    for (const x of (s.namespaces.find((m) => m.ns === n.ns) || {shards: []}).shards) loads[x.name] = x;
     const table = el("table");
     table.append(el("thead")); table.tHead.append(el("tr"));
-    for (const [t, c] of [["shard", ""], ["chunks", "num"], ["", ""], ["traffic (all namespaces)", "num"]]) table.tHead.rows[0].append(el("th", c ? {class: c} : {}, t));
+    for (const [t, c] of [["shard", ""], ["chunks", "num"], ["", ""], ["targeted ops", "num"], ["all ops", "num"], ["writes", "num"]])
+      table.tHead.rows[0].append(el("th", c ? {class: c, title: "this namespace, since reset, exact"} : {}, t));
     const tb = el("tbody");
     const maxChunks = Math.max(1, ...Object.values(n.chunksPerShard));
     for (const shard of chunks.shards) {
       const k = n.chunksPerShard[shard] || 0;
-      const tr = el("tr", {class: "chunkshard", "data-ns": n.ns, "data-shard": shard, "data-chunks": String(k)});
+      const l = loads[shard] || {ops: 0, targetedOps: 0, writes: 0};
+      if (!k && !l.ops) continue;
+      const tr = el("tr", {class: "chunkshard", "data-ns": n.ns, "data-shard": shard, "data-chunks": String(k),
+                           "data-ops": String(l.ops), "data-targeted": String(l.targetedOps), "data-writes": String(l.writes)});
       const bar = el("div", {class: "bar chunks"}); const fill = el("div"); fill.style.width = (100 * k / maxChunks) + "%"; bar.append(fill);
       const barCell = el("td"); barCell.append(bar);
       const name = el("td", {}, shard);
-      if (shard === hotShard) name.append(" ", el("span", {class: "hotflag"}, "HOT"));
+      if (shard === hotShard && n.ns === hotNs) name.append(" ", el("span", {class: "hotflag"}, "HOT"));
       tr.append(name, el("td", {class: "num"}, fmtInt(k) + " (" + fmtPct(n.chunks ? k / n.chunks : 0) + ")"), barCell,
-                el("td", {class: "num"}, shard in rates && totalRate ? fmtRate(rates[shard]) + "/s (" + fmtPct(rates[shard] / totalRate) + ")" : "-"));
+                el("td", {class: "num"}, fmtInt(l.targetedOps)), el("td", {class: "num"}, fmtInt(l.ops)), el("td", {class: "num"}, fmtInt(l.writes)));
       tb.append(tr);
     }
     table.append(tb); block.append(table);
+    const perChunk = traffic[n.ns] || {};
+    const estimated = Object.keys(perChunk).length;
+    const listed = n.ranges.length;
+    const note = el("div", {class: "note", "data-field": "ranges-note"},
+                    "chunk ranges: " + fmtInt(listed) + " of " + fmtInt(n.chunks) + " listed" +
+                    (n.rangesOmitted ? " (" + fmtInt(n.rangesOmitted) + " more not listed)" : "") + "; traffic per range: " +
+                    (evaluationOn ? "\u2248 estimated for the " + estimated + " busiest ranges from the evaluation's samples, not counted"
+                                  : "evaluation off, no per-range estimate"));
+    block.append(note);
+    const box2 = el("div", {class: "ranges-box"});
     const ranges = el("table", {class: "ranges"});
     const rb = el("tbody");
-    const perChunk = traffic[n.ns] || {};
-    n.ranges.slice(0, RANGES_SHOWN).forEach((r, i) => {
+    n.ranges.forEach((r, i) => {
       const t = perChunk[i];
-      const attrs = {class: "range", "data-ns": n.ns, "data-shard": r.shard};
-      if (t) Object.assign(attrs, {"data-reads": String(t.numReads), "data-writes": String(t.numWrites), "data-inserts": String(t.numInserts)});
+      const attrs = {class: "range", "data-ns": n.ns, "data-shard": r.shard, "data-chunk": String(i)};
+      if (t) Object.assign(attrs, {"data-estimate": "true", "data-reads": String(t.numReads), "data-writes": String(t.numWrites), "data-inserts": String(t.numInserts)});
       const tr = el("tr", attrs);
       tr.append(el("td", {class: "mono"}, JSON.stringify(r.min) + " \u2192 " + JSON.stringify(r.max)), el("td", {}, "on " + r.shard),
-                el("td", {class: "num"}, t ? fmtInt(t.numReads) + " reads \u00b7 " + fmtInt(t.numWrites) + " writes \u00b7 " + fmtInt(t.numInserts) + " inserts" : ""));
+                t ? el("td", {class: "num est", title: "estimated from sampled operations, not counted"},
+                       "\u2248 " + fmtInt(t.numReads) + " reads \u00b7 \u2248 " + fmtInt(t.numWrites) + " writes \u00b7 \u2248 " + fmtInt(t.numInserts) + " inserts")
+                  : el("td", {class: "num empty"}, evaluationOn ? "not estimated (not among the busiest)" : ""));
       rb.append(tr);
     });
-    const more = n.chunks - Math.min(n.ranges.length, RANGES_SHOWN);
-    if (more > 0) { const tr = el("tr"); tr.append(el("td", {class: "empty", colspan: "2"}, "\u2026 and " + fmtInt(more) + " more chunks")); rb.append(tr); }
-    ranges.append(rb); block.append(ranges);
+    if (n.rangesOmitted) { const tr = el("tr"); tr.append(el("td", {class: "empty", colspan: "3"}, "\u2026 " + fmtInt(n.rangesOmitted) + " more ranges not listed")); rb.append(tr); }
+    ranges.append(rb); box2.append(ranges); block.append(box2);
     box.append(block);
   }
 }
@@ -411,47 +500,50 @@ function renderChunks(chunks, rates, hotShard, traffic) {
 function render(s, hist, chunks, evaluation) {
   const t = s.totals;
   const ops = t.ops;
-  const routed = t.targeting.single + t.targeting.multi + t.targeting.broadcast;
+  renderHealth(s.health);
   setText("total-ops", fmtInt(ops));
-  // One definition everywhere, computed by /stats: oneShard / (oneShard + manyShards + allShards).
+  setText("total-ops-sub", "since reset, " + spanText(s.windowSeconds) + " ago");
+  // Every share below comes from /stats (stats/hosts_targeted.h): one definition, one denominator.
+  const sharded = t.shardedOps;
+  setText("targeted-share", sharded ? fmtPct(t.targetedShare) : "-");
+  setText("targeted-sub", "oneShard, of " + fmtInt(sharded) + " ops on sharded collections");
+  setText("broadcast-share", sharded ? fmtPct(t.allShardsShare) : "-");
+  setText("broadcast-sub", "allShards, of " + fmtInt(sharded) + " ops on sharded collections");
   const h = t.hostsTargeted;
-  setText("targeted-share", h.oneShard + h.manyShards + h.allShards ? fmtPct(t.targetedShare) : "-");
+  setText("hosts-note", "% of the " + fmtInt(sharded) + " operations on sharded collections; unsharded ones are outside it");
   const hostsLegend = document.getElementById("hosts-legend");
   hostsLegend.replaceChildren();
-  for (const c of HOSTS) hostsLegend.append(el("span", {"data-hosts": c, "data-count": String(h[c])}, c + " " + fmtInt(h[c])));
-  setText("broadcast-share", routed ? fmtPct(t.targeting.broadcast / routed) : "-");
+  for (const c of HOSTS)
+    hostsLegend.append(el("span", {"data-hosts": c, "data-count": String(h[c])},
+                          c + " " + fmtInt(h[c]) + (c in t.hostsTargetedShare ? " (" + fmtPct(t.hostsTargetedShare[c]) + ")" : "")));
   setText("total-errors", fmtInt(t.errors));
+  const failed = (s.process.upstreamConnectFailures || 0) + (s.process.upstreamErrors || 0);
+  setText("errors-sub", "replies with errors since reset \u00b7 " + fmtInt(failed) + " failed upstream connections since start");
+  document.getElementById("errors-card").classList.toggle("hot", t.errors > 0 || (s.health && s.health.state === "down"));
   setText("connections", fmtInt(s.process.connectionsActive));
-  setText("window", "window " + Math.round(s.windowSeconds) + " s \u00b7 up " + Math.round(s.uptimeSeconds) + " s");
-  const now = Date.now();
-  if (!hist && previous && now > previous.at && ops >= previous.ops)
-    setText("ops-rate", ((ops - previous.ops) * 1000 / (now - previous.at)).toFixed(1));
-  previous = {at: now, ops: ops};
+  setText("window", "since reset " + spanText(s.windowSeconds) + " \u00b7 up " + spanText(s.uptimeSeconds));
 
   const stack = document.getElementById("class-stack");
   const legend = document.getElementById("class-legend");
   stack.replaceChildren(); legend.replaceChildren();
+  setText("class-note", "% of all " + fmtInt(ops) + " operations (commands without a collection, such as hello, included)");
   for (const c of CLASSES) {
     const n = t.targeting[c];
     if (!n) continue;
     const seg = el("div", {title: c + ": " + n});
-    seg.style.width = (100 * n / ops) + "%";
+    seg.style.width = (100 * t.targetingShare[c]) + "%";
     seg.style.background = "var(--" + c + ")";
     stack.append(seg);
-    legend.append(swatch(el("span", {"data-class": c, "data-count": String(n)}, c + " " + fmtInt(n) + " (" + fmtPct(n / ops) + ")"), "var(--" + c + ")"));
+    legend.append(swatch(el("span", {"data-class": c, "data-count": String(n)}, c + " " + fmtInt(n) + " (" + fmtPct(t.targetingShare[c]) + ")"), "var(--" + c + ")"));
   }
 
-  const names = chunks && chunks.shards.length ? chunks.shards : s.shards.map((x) => x.name);
-  const rates = shardRates(hist, names);
   renderHistory(hist);
-  // Hot or cold is judged among the shards that own chunks: one holding none (a new or draining
-  // shard, a database primary only) takes no shard-key traffic by design.
-  const owners = new Set(chunks ? chunks.namespaces.flatMap((n) => Object.keys(n.chunksPerShard)) : []);
-  const hot = renderHot(rates, owners.size ? names.filter((n) => owners.has(n)) : names);
-  renderShards(s, rates, hot);
+  const hot = renderHot(s.hotness);
+  renderShards(s, hist, hot);
   renderKeys(chunks, evaluationVerdicts(evaluation), evaluation !== null);
-  renderShapes(s, ops);
-  renderChunks(chunks, rates, hot, chunkTraffic(evaluation));
+  renderShapes(s);
+  const hotNs = hot ? document.getElementById("hot-card").getAttribute("data-ns") : null;
+  renderChunks(chunks, s, hot, hotNs, chunkTraffic(evaluation), evaluation !== null);
 }
 
 async function refresh() {

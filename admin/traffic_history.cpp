@@ -69,7 +69,33 @@ std::string TrafficHistory::renderJson(const std::vector<std::string>& shard_nam
     for (uint64_t n : s.shards) w.value(n);
     w.endArray().endObject();
   }
-  w.endArray().endObject();
+  w.endArray();
+  // Operations per second over the last interval and over the whole window kept; with no interval
+  // yet, spans of 0 and rates of 0 (the page says "collecting").
+  auto writeRates = [&](size_t first) {
+    double seconds = 0, ops = 0;
+    std::vector<double> shards(widest, 0);
+    for (size_t i = first; i < samples_.size(); ++i) {
+      const Sample& s = samples_[i];
+      seconds += static_cast<double>(s.duration_ms) / 1000.0;
+      for (uint64_t n : s.targeting) ops += static_cast<double>(n);
+      for (size_t k = 0; k < s.shards.size(); ++k) shards[k] += static_cast<double>(s.shards[k]);
+    }
+    w.beginObject().field("seconds", seconds).field("ops", seconds > 0 ? ops / seconds : 0.0);
+    w.key("shards").beginObject();
+    for (size_t k = 0; k < widest; ++k) {
+      std::string name = k == max_shards_ ? "other"
+                         : k < shard_names.size() && !shard_names[k].empty() ? shard_names[k]
+                                                                               : "shard" + std::to_string(k);
+      w.field(name, seconds > 0 ? shards[k] / seconds : 0.0);
+    }
+    w.endObject().endObject();
+  };
+  w.key("rates").beginObject().key("last");
+  writeRates(samples_.empty() ? 0 : samples_.size() - 1);
+  w.key("window");
+  writeRates(0);
+  w.endObject().endObject();
   return out;
 }
 

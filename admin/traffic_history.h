@@ -23,7 +23,10 @@ class TrafficHistory {
   void add(int64_t now_ms, const stats::ConnectionTotals& totals, const std::vector<uint64_t>& shard_ops);
 
   // {"intervalSeconds": s, "capacity": n, "shards": [names], "samples": [{"end": unix ms,
-  // "seconds": s, "targeting": {...}, "hostsTargeted": {...}, "shards": [ops by index, then "other"]}]}
+  // "seconds": s, "targeting": {...}, "hostsTargeted": {...}, "shards": [ops by index, then "other"]}],
+  // "rates": {"last": R, "window": R}} where R = {"seconds": the span it covers, "ops": ops/s,
+  // "shards": {name: ops/s}}: the two ops/s figures every panel shows, computed here once (the
+  // last interval, and the average over every interval kept), each with its span.
   std::string renderJson(const std::vector<std::string>& shard_names, double interval_seconds) const;
 
   size_t size() const;

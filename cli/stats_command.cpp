@@ -51,6 +51,44 @@ std::string fmtPct(double x) {
   return buf;
 }
 
+// "health: DOWN" and the reason, from /stats "health" (admin/health.h); nothing when /stats has none.
+void printHealth(const Doc& d) {
+  const std::string state = d.str("health.state");
+  if (state.empty()) return;
+  if (state == "ok") {
+    std::string line = "health: ok";
+    d.each("health.components", [&](const Doc& c) { line += "  " + c.str("component") + " " + c.str("state"); });
+    std::printf("%s\n", line.c_str());
+    return;
+  }
+  std::printf("!! health: %s\n", state == "down" ? "DOWN: no mongos reachable, every client operation fails" : "DEGRADED");
+  d.each("health.components", [&](const Doc& c) {
+    std::printf("!!   %s %s: %s\n", c.str("component").c_str(), c.str("state").c_str(), c.str("detail").c_str());
+  });
+}
+
+// The hot-shard verdict of /stats "hotness" (stats/hotness.h): its first namespace is the most
+// imbalanced one judged, when any is.
+void printHotness(const Doc& d) {
+  bool printed = false;
+  d.each("hotness.namespaces", [&](const Doc& n) {
+    if (printed) return;
+    printed = true;
+    if (!n.flag("judged")) {
+      std::printf("hot shard: - (too few targeted operations: %.0f per chunk-owning shard needed)\n",
+                  d.num("hotness.minTargetedPerShard"));
+      return;
+    }
+    char ratio[32];
+    if (n.isNull("ratio")) std::snprintf(ratio, sizeof ratio, "inf");
+    else std::snprintf(ratio, sizeof ratio, "%.2fx", n.num("ratio"));
+    std::printf("hot shard: %s %s %s, busiest/least busy chunk owner (%.0f targeted ops since reset; threshold %.1f)%s\n",
+                n.str("ns").c_str(), ratio, n.str("hottest").c_str(), n.num("targetedOps"), d.num("hotness.threshold"),
+                n.flag("hot") ? "  HOT" : "  balanced");
+  });
+  if (!printed) std::printf("hot shard: - (no operation reached a shard yet)\n");
+}
+
 size_t terminalWidth() {
   winsize w{};
   if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &w) == 0 && w.ws_col > 40) return w.ws_col;
@@ -60,25 +98,36 @@ size_t terminalWidth() {
 void printTable(const bson_t* stats, const StatsArgs& args) {
   Doc d(stats);
   double ops = d.num("totals.ops");
-  double routed = d.num("totals.targeting.single") + d.num("totals.targeting.multi") + d.num("totals.targeting.broadcast");
-  auto share = [&](const char* path) { return routed > 0 ? fmtPct(d.num(path) / routed) : std::string("-"); };
-  std::printf("shardscope stats  %s  ops %.0f  single %s  multi %s  broadcast %s  errors %.0f  connections %.0f  window %.0fs\n",
-              args.url.text.c_str(), ops, share("totals.targeting.single").c_str(),
-              share("totals.targeting.multi").c_str(), share("totals.targeting.broadcast").c_str(),
-              d.num("totals.errors"), d.num("process.connectionsActive"), d.num("windowSeconds"));
-  // MongoDB's count-based classes; the targeted share is the one /stats computes (the dashboard's too).
-  std::printf("shards reached  oneShard %.0f  manyShards %.0f  allShards %.0f  unsharded %.0f  targeted share %s\n",
+  // Health first: a down mongos must be the first thing read (the same words as /stats and the page).
+  printHealth(d);
+  std::printf("shardscope stats  %s  since reset %.0fs  ops %.0f  errors %.0f (replies with errors)  connections %.0f\n",
+              args.url.text.c_str(), d.num("windowSeconds"), ops, d.num("totals.errors"), d.num("process.connectionsActive"));
+  // Every share is /stats's (stats/hosts_targeted.h), each with its denominator.
+  const double sharded = d.num("totals.shardedOps");
+  auto share = [&](const char* path) { return sharded > 0 ? fmtPct(d.num(path)) : std::string("-"); };
+  std::printf("of %.0f ops on sharded collections: targeted %s (oneShard)  broadcast %s (allShards, every chunk owner reached)\n",
+              sharded, share("totals.targetedShare").c_str(), share("totals.allShardsShare").c_str());
+  std::printf("shards reached (numHostsTargeted)  oneShard %.0f  manyShards %.0f  allShards %.0f  unsharded %.0f\n",
               d.num("totals.hostsTargeted.oneShard"), d.num("totals.hostsTargeted.manyShards"),
-              d.num("totals.hostsTargeted.allShards"), d.num("totals.hostsTargeted.unsharded"),
-              fmtPct(d.num("totals.targetedShare")).c_str());
-  std::string shards = "shards:";
+              d.num("totals.hostsTargeted.allShards"), d.num("totals.hostsTargeted.unsharded"));
+  std::string classes = "class (why; % of all " + std::to_string(static_cast<uint64_t>(ops)) + " ops)";
+  for (const char* c : {"single", "multi", "broadcast", "unsharded", "no_collection"}) {
+    char buf[96];
+    std::string count = std::string("totals.targeting.") + c, pct = std::string("totals.targetingShare.") + c;
+    std::snprintf(buf, sizeof buf, "  %s %.0f (%s)", c, d.num(count.c_str()), fmtPct(d.num(pct.c_str())).c_str());
+    classes += buf;
+  }
+  std::printf("%s\n", classes.c_str());
+  printHotness(d);
+  std::string shards = "shards (ops since reset; a broadcast counts on each):";
+  const size_t empty = shards.size();
   d.each("shards", [&](const Doc& s) {
     char buf[128];
     std::snprintf(buf, sizeof buf, "  %s %.0f (%s)", s.str("name").c_str(), s.num("ops"), fmtPct(s.num("share")).c_str());
     shards += buf;
   });
-  std::printf("%s\n\n", shards == "shards:" ? "shards: (none touched yet)" : shards.c_str());
-  std::printf("%10s %7s %-13s %6s %-10s %9s %8s %8s %6s  %-28s %s\n", "COUNT", "SHARE", "CLASS", "BCAST", "HOSTS",
+  std::printf("%s\n\n", shards.size() == empty ? "shards: (none touched yet)" : shards.c_str());
+  std::printf("%10s %7s %-13s %6s %-10s %9s %8s %8s %6s  %-28s %s\n", "COUNT", "SHARE", "CLASS", "BCAST", "REACHED",
               "SHARDS", "P50", "P99", "ERR", "NAMESPACE COMMAND", "SHAPE");
   size_t width = terminalWidth();
   size_t rows = 0;
@@ -90,7 +139,7 @@ void printTable(const bson_t* stats, const StatsArgs& args) {
     if (where.size() > 28) where = where.substr(0, 27) + "~";
     char line[512];
     int n = std::snprintf(line, sizeof line, "%10.0f %7s %-13s %6s %-10s %9s %8s %8s %6.0f  %-28s ", s.num("count"),
-                          ops > 0 ? fmtPct(s.num("count") / ops).c_str() : "-", s.str("class").c_str(),
+                          ops > 0 ? fmtPct(s.num("share")).c_str() : "-", s.str("class").c_str(),
                           fmtPct(s.num("broadcastShare")).c_str(), s.str("countClass").c_str(), fanout, fmtNs(s.num("latency.p50Ns")).c_str(),
                           fmtNs(s.num("latency.p99Ns")).c_str(), s.num("errors.total"), where.c_str());
     std::string shape = s.str("shape");
@@ -99,6 +148,7 @@ void printTable(const bson_t* stats, const StatsArgs& args) {
     std::printf("%s%s\n", line, shape.c_str());
   });
   if (rows == 0) std::printf("(no operations yet)\n");
+  else std::printf("SHARE: of all ops; CLASS: why (shardscope's reason); BCAST: of the shape's ops on sharded collections, those that reached all shards (allShards)\n");
   if (d.num("shapeCap.opsInOther") > 0)
     std::printf("\nshape cap (%.0f per namespace) reached: %.0f operations counted as <other>\n",
                 d.num("shapeCap.maxShapesPerNamespace"), d.num("shapeCap.opsInOther"));

@@ -22,6 +22,15 @@ class Doc {
     const char* s = bson_iter_utf8(&found, &len);
     return {s, len};
   }
+  bool flag(const char* path) const {
+    bson_iter_t it, found;
+    return bson_iter_init(&it, b_) && bson_iter_find_descendant(&it, path, &found) && BSON_ITER_HOLDS_BOOL(&found) &&
+           bson_iter_bool(&found);
+  }
+  bool isNull(const char* path) const {
+    bson_iter_t it, found;
+    return bson_iter_init(&it, b_) && bson_iter_find_descendant(&it, path, &found) && BSON_ITER_HOLDS_NULL(&found);
+  }
   // Calls f(Doc) for each document in the array at `path`.
   template <typename F>
   void each(const char* path, F&& f) const {

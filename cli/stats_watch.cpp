@@ -45,9 +45,13 @@ IntervalRates intervalRates(const bson_t* before, const bson_t* after) {
     hosts[i] = static_cast<uint64_t>(growth(a.num(path.c_str()), b.num(path.c_str()), r.restarted));
   }
   r.targetedShare = stats::targetedShare(hosts);
-  r.targetable = hosts[static_cast<size_t>(stats::HostsTargeted::OneShard)] +
-                 hosts[static_cast<size_t>(stats::HostsTargeted::ManyShards)] +
-                 hosts[static_cast<size_t>(stats::HostsTargeted::AllShards)];
+  r.allShardsShare = stats::allShardsShare(hosts);
+  r.shardedOps = stats::shardedOps(hosts);
+  r.health = b.str("health.state");
+  b.each("health.components", [&](const Doc& c) {
+    if (c.str("state") == "up" || c.str("state") == "ok") return;
+    r.healthDetail += (r.healthDetail.empty() ? "" : "; ") + c.str("component") + " " + c.str("state") + ": " + c.str("detail");
+  });
   std::map<std::string, double> shardsBefore;
   a.each("shards", [&](const Doc& s) { shardsBefore[s.str("name")] = s.num("ops"); });
   b.each("shards", [&](const Doc& s) {
@@ -66,13 +70,6 @@ IntervalRates intervalRates(const bson_t* before, const bson_t* after) {
   return r;
 }
 
-std::string targetedText(const IntervalRates& r) {
-  if (r.targetable == 0) return "targeted - (no traffic)";  // 0.0% would read as "nothing was targeted"
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "targeted %.1f%%", 100 * r.targetedShare);
-  return buf;
-}
-
 int watchStats(const WatchOptions& options, const std::function<bson_t*()>& fetch) {
   bson_t* previous = fetch();
   if (!previous) return 1;
@@ -86,11 +83,18 @@ int watchStats(const WatchOptions& options, const std::function<bson_t*()>& fetc
     IntervalRates r = intervalRates(previous, current);
     bson_destroy(previous);
     previous = current;
-    const double routed = r.single + r.multi + r.broadcast;
-    std::printf("%s  %s  interval %.1fs%s  ops/s %.1f  single %.1f  multi %.1f  broadcast %.1f (%.1f%%)  errors/s %.1f"
-                "  %s\n",
-                clock().c_str(), options.label.c_str(), r.seconds, r.restarted ? " (counters reset)" : "", r.ops, r.single,
-                r.multi, r.broadcast, routed > 0 ? 100 * r.broadcast / routed : 0.0, r.errors, targetedText(r).c_str());
+    if (!r.health.empty() && r.health != "ok")
+      std::printf("!! health %s%s: %s\n", r.health == "down" ? "DOWN" : "DEGRADED",
+                  r.health == "down" ? " (no mongos reachable, every client operation fails)" : "", r.healthDetail.c_str());
+    // Shares of the interval's operations on sharded collections, as /stats defines them; "-" when
+    // the interval had none (0% would claim something about no traffic).
+    char shares[128] = "targeted -  broadcast -";
+    if (r.shardedOps > 0)
+      std::snprintf(shares, sizeof shares, "targeted %.1f%%  broadcast %.1f%% (allShards, of %llu sharded ops)",
+                    100 * r.targetedShare, 100 * r.allShardsShare, static_cast<unsigned long long>(r.shardedOps));
+    std::printf("%s  %s  interval %.1fs%s  ops/s %.1f  errors/s %.1f  %s  class (why) ops/s: single %.1f  multi %.1f  broadcast %.1f\n",
+                clock().c_str(), options.label.c_str(), r.seconds, r.restarted ? " (counters reset)" : "", r.ops, r.errors, shares,
+                r.single, r.multi, r.broadcast);
     std::string shards = "  shards ops/s:";
     for (const auto& [name, perSecond] : r.shards) {
       char buf[96];

@@ -18,14 +18,14 @@ struct IntervalRates {
   double seconds = 0;
   bool restarted = false;  // counters went backwards (reset or restart): rates are since then
   double ops = 0, single = 0, multi = 0, broadcast = 0, errors = 0;  // per second
-  double targetedShare = 0;  // of the interval, defined as /stats's targetedShare (stats/hosts_targeted.h)
-  uint64_t targetable = 0;   // its denominator: operations on sharded collections; 0 = no share to show
+  double targetedShare = 0;   // of the interval, defined as /stats's targetedShare (stats/hosts_targeted.h)
+  double allShardsShare = 0;  // of the interval, defined as /stats's allShardsShare
+  uint64_t shardedOps = 0;    // the interval's operations on sharded collections: both shares' denominator
+  std::string health;         // /stats "health.state" of the later snapshot ("" when /stats has none)
+  std::string healthDetail;   // the components that are not healthy, with their reasons
   std::vector<std::pair<std::string, double>> shards;               // name, ops/s
   std::vector<ShapeRate> shapes;                                     // busiest first, active ones only
 };
-
-// "targeted 87.5%", or "targeted - (no traffic)" when the interval had nothing to target.
-std::string targetedText(const IntervalRates& r);
 
 // Rates between `before` and `after` (/stats documents with every shape listed).
 IntervalRates intervalRates(const bson_t* before, const bson_t* after);

@@ -46,14 +46,30 @@ inline HostsTargeted hostsTargeted(const routing::TargetResult& target, uint32_t
   return HostsTargeted::ManyShards;
 }
 
-// The one definition of "targeted share" that /stats, /metrics readers, the dashboard and the CLI
-// all show: oneShard / (oneShard + manyShards + allShards). Unsharded namespaces and commands
-// without a collection are outside the denominator (no shard key could have targeted them).
+// The denominator of both shares below: operations on sharded collections, by what they reached
+// (oneShard + manyShards + allShards). Unsharded namespaces and commands without a collection are
+// outside it (no shard key could have targeted them).
+inline uint64_t shardedOps(const std::array<uint64_t, kHostsTargetedCount>& byHosts) {
+  return byHosts[static_cast<size_t>(HostsTargeted::OneShard)] + byHosts[static_cast<size_t>(HostsTargeted::ManyShards)] +
+         byHosts[static_cast<size_t>(HostsTargeted::AllShards)];
+}
+
+inline double shareOfSharded(const std::array<uint64_t, kHostsTargetedCount>& byHosts, HostsTargeted which) {
+  uint64_t denominator = shardedOps(byHosts);
+  return denominator ? static_cast<double>(byHosts[static_cast<size_t>(which)]) / static_cast<double>(denominator) : 0.0;
+}
+
+// The one definition of "targeted share" that /stats, /metrics, the dashboard and the CLI all show:
+// oneShard / (oneShard + manyShards + allShards).
 inline double targetedShare(const std::array<uint64_t, kHostsTargetedCount>& byHosts) {
-  uint64_t one = byHosts[static_cast<size_t>(HostsTargeted::OneShard)];
-  uint64_t denominator = one + byHosts[static_cast<size_t>(HostsTargeted::ManyShards)] +
-                         byHosts[static_cast<size_t>(HostsTargeted::AllShards)];
-  return denominator ? static_cast<double>(one) / static_cast<double>(denominator) : 0.0;
+  return shareOfSharded(byHosts, HostsTargeted::OneShard);
+}
+
+// The one definition of "broadcast" every surface shows, MongoDB's: the operations that reached every
+// shard owning chunks (numHostsTargeted allShards), of the same denominator. An insert batch or a
+// range that happens to span every owner counts here although shardscope's reason class says `multi`.
+inline double allShardsShare(const std::array<uint64_t, kHostsTargetedCount>& byHosts) {
+  return shareOfSharded(byHosts, HostsTargeted::AllShards);
 }
 
 }  // namespace shardscope::stats

@@ -41,12 +41,20 @@ namespace shardscope::stats {
           "ns", "command", "shape_id")                                                                          \
   /* Per shard, by shard name */                                                                                \
   COUNTER(shard_ops_total, "Operations sent to each shard.", "shard")                                           \
+  COUNTER(namespace_shard_ops_total,                                                                            \
+          "Operations of each namespace sent to each shard, by MongoDB's count class (hosts=\"oneShard\": sent "  \
+          "there by the shard key alone, the load hotness is judged on); the busiest namespaces, the rest as "   \
+          "ns=\"<other>\".",                                                                                     \
+          "ns", "shard", "hosts")                                                                               \
   /* Whole process */                                                                                           \
   COUNTER(targeting_ops_total, "Operations by targeting class, all namespaces.", "targeting")                   \
   COUNTER(hosts_targeted_total, "Operations by MongoDB's count class, all namespaces.", "hosts")                \
   GAUGE(targeted_share,                                                                                         \
         "oneShard / (oneShard + manyShards + allShards) since the last reset: the share /stats, the dashboard " \
         "and the CLI show.")                                                                                    \
+  GAUGE(all_shards_share,                                                                                       \
+        "allShards / (oneShard + manyShards + allShards) since the last reset: the broadcast share /stats "    \
+        "(allShardsShare), the dashboard and the CLI show.")                                                   \
   COUNTER(replies_total, "Replies received from the upstream.")                                                 \
   COUNTER(reply_errors_total, "Replies carrying an error (ok:0, writeErrors, writeConcernError).")              \
   GAUGE(stats_shapes_tracked, "Distinct query shapes in the catalog (incl. other buckets).")                    \
@@ -57,6 +65,11 @@ namespace shardscope::stats {
   GAUGE(build_info, "The version shardscope was built from (value always 1).", "version")                       \
   /* The upstream mongos pool (proxy/proxy_setup.cpp) */                                                        \
   GAUGE(upstream_up, "Whether the proxy can connect to this mongos (1) or not (0).", "address")                 \
+  GAUGE(upstreams_up, "mongos hosts the proxy can connect to; 0: every client operation fails.")                \
+  GAUGE(healthy,                                                                                                \
+        "1 when the component works, 0 when not: upstream (a mongos is reachable), discovery (the last "       \
+        "routing refresh succeeded; only with routing.discovery). /stats \"health\" says why.",                \
+        "component")                                                                                            \
   /* Routing discovery (cluster/discovery_status.cpp) */                                                        \
   COUNTER(routing_refreshes_total, "Routing discovery reads of config.* (successful or not).")                 \
   COUNTER(routing_refresh_failures_total, "Routing discovery reads that failed.")                              \

@@ -119,6 +119,23 @@ uint32_t addShardOps(std::vector<uint64_t>& ops, const routing::TargetResult& ta
   return count;
 }
 
+// Counts the operation on each shard it reached in its namespace's row (stable shard ids, as above).
+void addNsShards(std::vector<NsShardCounts>& row, const routing::TargetResult& target,
+                 const std::vector<uint32_t>* ids, size_t hosts, bool write) {
+  const routing::ShardSet& shards = target.shards;
+  for (size_t i = shards._Find_first(); i < shards.size(); i = shards._Find_next(i)) {
+    size_t id = ids && i < ids->size() ? (*ids)[i] : i;
+    if (id >= row.size()) row.resize(id + 1);
+    ++row[id].byHosts[hosts];
+    if (write) ++row[id].writes;
+  }
+}
+
+bool isWrite(std::string_view command) {
+  return command == "insert" || command == "update" || command == "delete" || command == "findAndModify" ||
+         command == "findandmodify" || command == "bulkWrite";
+}
+
 void addAll(std::vector<uint64_t>& into, const std::vector<uint64_t>& from) {
   if (into.size() < from.size()) into.resize(from.size(), 0);
   for (size_t i = 0; i < from.size(); ++i) into[i] += from[i];
@@ -203,9 +220,17 @@ OpHandle Recorder::record(uint64_t hash, std::string_view ns, std::string_view c
       ++totals_.byHosts[static_cast<size_t>(hostsTargeted(target, static_cast<uint32_t>(target.shards.count())))];
       return {shapeId, true};
     } else {
+      const uint32_t nsIndex = registry_.namespaceOf(shapeId);
       std::lock_guard lock(mutex_);
       slot = static_cast<uint32_t>(slots_.size());
-      slots_.push_back(Slot{shapeId, {}, {}});
+      bool local = nsIndex < ns_shards_.size() && !ns_shards_[nsIndex].empty();
+      if (!local && local_namespaces_ < kLocalNamespaces) {
+        if (nsIndex >= ns_shards_.size()) ns_shards_.resize(nsIndex + 1);
+        ns_shards_[nsIndex].resize(1);  // marks the row as this session's
+        ++local_namespaces_;
+        local = true;
+      }
+      slots_.push_back(Slot{shapeId, {}, {}, nsIndex, isWrite(command), local});
       slot_by_shape_.emplace(shapeId, slot);
     }
     if (slot_by_hash_.size() < kLocalCacheEntries) slot_by_hash_.emplace(hash, slot);
@@ -213,15 +238,25 @@ OpHandle Recorder::record(uint64_t hash, std::string_view ns, std::string_view c
   int64_t now = coarseNowMs();
   std::string sample = sampleSource ? sampleOf(sampleSource) : std::string();
   refreshShardIds();
-  std::lock_guard lock(mutex_);
-  Slot& s = slots_[slot];
-  uint32_t shardCount = addShardOps(shard_ops_, target, shard_ids_.get());
-  applyRequest(s.counters, target, shardCount, bytesIn, now);
-  if (sampleSource) s.sample = std::move(sample);
-  ++totals_.ops;
-  totals_.bytesIn += bytesIn;
-  ++totals_.byTargeting[static_cast<size_t>(target.targeting)];
-  ++totals_.byHosts[static_cast<size_t>(hostsTargeted(target, shardCount))];
+  size_t hosts;
+  uint32_t sharedNs = UINT32_MAX;  // past the session's namespaces: counted in the registry after the lock
+  bool write;
+  {
+    std::lock_guard lock(mutex_);
+    Slot& s = slots_[slot];
+    uint32_t shardCount = addShardOps(shard_ops_, target, shard_ids_.get());
+    hosts = static_cast<size_t>(hostsTargeted(target, shardCount));
+    applyRequest(s.counters, target, shardCount, bytesIn, now);
+    if (sampleSource) s.sample = std::move(sample);
+    ++totals_.ops;
+    totals_.bytesIn += bytesIn;
+    ++totals_.byTargeting[static_cast<size_t>(target.targeting)];
+    ++totals_.byHosts[hosts];
+    write = s.write;
+    if (shardCount && s.localNs) addNsShards(ns_shards_[s.nsIndex], target, shard_ids_.get(), hosts, write);
+    else if (shardCount) sharedNs = s.nsIndex;
+  }
+  if (sharedNs != UINT32_MAX) registry_.addNsShardsShared(sharedNs, target, hosts, write);
   return {slot, false};
 }
 
@@ -259,11 +294,24 @@ void Recorder::onRewriteFallback(OpHandle h, const routing::TargetResult& rerun)
   if (h.shared)
     return registry_.updateShared(h.slot, [&](ShapeCounters& c) { update(c, static_cast<uint32_t>(rerun.shards.count())); });
   refreshShardIds();
-  std::lock_guard lock(mutex_);
-  uint32_t shardCount = addShardOps(shard_ops_, rerun, shard_ids_.get());
-  if (h.slot < slots_.size()) update(slots_[h.slot].counters, shardCount);
-  ++totals_.byTargeting[static_cast<size_t>(rerun.targeting)];
-  ++totals_.byHosts[static_cast<size_t>(hostsTargeted(rerun, shardCount))];
+  size_t hosts;
+  uint32_t sharedNs = UINT32_MAX;
+  bool write = false;
+  {
+    std::lock_guard lock(mutex_);
+    uint32_t shardCount = addShardOps(shard_ops_, rerun, shard_ids_.get());
+    hosts = static_cast<size_t>(hostsTargeted(rerun, shardCount));
+    if (h.slot < slots_.size()) {
+      Slot& s = slots_[h.slot];
+      update(s.counters, shardCount);
+      write = s.write;
+      if (shardCount && s.localNs) addNsShards(ns_shards_[s.nsIndex], rerun, shard_ids_.get(), hosts, write);
+      else if (shardCount) sharedNs = s.nsIndex;
+    }
+    ++totals_.byTargeting[static_cast<size_t>(rerun.targeting)];
+    ++totals_.byHosts[hosts];
+  }
+  if (sharedNs != UINT32_MAX) registry_.addNsShardsShared(sharedNs, rerun, hosts, write);
 }
 
 void Recorder::refreshShardIds() {
@@ -373,6 +421,22 @@ void Registry::recordShared(uint32_t shapeId, const routing::TargetResult& targe
   std::lock_guard lock(mutex_);
   uint32_t shardCount = addShardOps(retired_shard_ops_, target, shard_ids_.get());
   applyRequest(retired_[shapeId], target, shardCount, bytesIn, nowMs);
+  if (shardCount == 0) return;
+  const ShapeInfo& info = shapes_[shapeId];
+  if (info.nsIndex >= retired_ns_shards_.size()) retired_ns_shards_.resize(info.nsIndex + 1);
+  addNsShards(retired_ns_shards_[info.nsIndex], target, shard_ids_.get(),
+              static_cast<size_t>(hostsTargeted(target, shardCount)), isWrite(info.command));
+}
+
+uint32_t Registry::namespaceOf(uint32_t shapeId) const {
+  std::lock_guard lock(mutex_);
+  return shapeId < shapes_.size() ? shapes_[shapeId].nsIndex : 0;
+}
+
+void Registry::addNsShardsShared(uint32_t nsIndex, const routing::TargetResult& target, size_t hosts, bool write) {
+  std::lock_guard lock(mutex_);
+  if (nsIndex >= retired_ns_shards_.size()) retired_ns_shards_.resize(nsIndex + 1);
+  addNsShards(retired_ns_shards_[nsIndex], target, shard_ids_.get(), hosts, write);
 }
 
 void Registry::updateShared(uint32_t shapeId, const std::function<void(ShapeCounters&)>& update) {
@@ -413,6 +477,7 @@ void Registry::retire(Recorder& recorder) {
   }
   retired_totals_ += recorder.totals_;
   addAll(retired_shard_ops_, recorder.shard_ops_);
+  addAll(retired_ns_shards_, recorder.ns_shards_);
   std::erase(recorders_, &recorder);
 }
 
@@ -426,11 +491,13 @@ void Registry::reset() {
     }
     r->totals_ = ConnectionTotals{};
     std::fill(r->shard_ops_.begin(), r->shard_ops_.end(), 0);
+    for (auto& row : r->ns_shards_) std::fill(row.begin(), row.end(), NsShardCounts{});
   }
   retired_.clear();
   retired_samples_.clear();
   retired_totals_ = ConnectionTotals{};
   retired_shard_ops_.clear();
+  retired_ns_shards_.clear();
   overflow_lookups_ = 0;
   reset_ms_ = coarseNowMs();
 }
@@ -445,6 +512,7 @@ Snapshot Registry::snapshot() const {
   snap.maxShapesTotal = options_.max_shapes_total;
   snap.prometheusTopShapes = options_.prometheus_top_shapes;
   snap.prometheusTopPairs = options_.prometheus_top_pairs;
+  snap.prometheusTopNamespaces = options_.prometheus_top_namespaces;
 
   std::unordered_map<uint32_t, ShapeCounters> merged;
   std::unordered_map<uint32_t, std::string> samples;
@@ -456,6 +524,7 @@ Snapshot Registry::snapshot() const {
     samples = retired_samples_;
     snap.totals = retired_totals_;
     snap.shardOps = retired_shard_ops_;
+    snap.nsShards = retired_ns_shards_;
     snap.shardNames = shard_catalog_;
     for (const Recorder* r : recorders_) {
       std::lock_guard recorderLock(r->mutex_);
@@ -466,6 +535,7 @@ Snapshot Registry::snapshot() const {
       }
       snap.totals += r->totals_;
       addAll(snap.shardOps, r->shard_ops_);
+      addAll(snap.nsShards, r->ns_shards_);
       if (r->open_) snap.connections.push_back(ConnectionSnapshot{r->id_, r->opened_ms_, r->totals_});
     }
     snap.shapesTracked = shapes_.size();
@@ -504,8 +574,8 @@ Snapshot Registry::snapshot() const {
   return snap;
 }
 
-std::string Registry::renderJson(const ShardNames& shards, size_t top) const {
-  return stats::renderJson(snapshot(), shards, top);
+std::string Registry::renderJson(const ShardNames& shards, size_t top, const ChunkOwners* owners) const {
+  return stats::renderJson(snapshot(), shards, top, owners);
 }
 
 std::string Registry::renderPrometheus(const ShardNames& shards) const {

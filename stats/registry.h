@@ -17,6 +17,7 @@
 
 #include "protocol/command_view.h"
 #include "routing/target_result.h"
+#include "stats/hotness.h"
 #include "stats/process_counters.h"
 #include "stats/shape_counters.h"
 #include "stats/snapshot.h"
@@ -33,6 +34,8 @@ struct StatsOptions {
   uint32_t prometheus_top_shapes = 100;     // per-shape series in /metrics; the rest as shape_id="rest"
   uint32_t prometheus_top_pairs = 200;      // (ns, command) pairs with their own series in /metrics;
                                             // the rest as ns="<other>", command="<other>"
+  uint32_t prometheus_top_namespaces = 20;  // namespaces with per-shard series in /metrics; the rest
+                                            // as ns="<other>"
 };
 
 // Index of a shard in the routing table -> its name; indices past the end render as "shard<i>".
@@ -89,7 +92,13 @@ class Recorder {
     uint32_t shapeId;
     ShapeCounters counters;
     std::string sample;  // only with record_values
+    uint32_t nsIndex = 0;
+    bool write = false;  // insert, update, delete, findAndModify, bulkWrite
+    bool localNs = true;  // counted in this session's ns_shards_ (false: the registry's, past the cap)
   };
+  // A session keeps per-(namespace, shard) counts for this many namespaces; the rest are counted in
+  // the registry's shared table (locked), so a session's memory stays bounded.
+  static constexpr size_t kLocalNamespaces = 16;
 
   // Picks up the shard-position -> shard-id map after a routing table change (owner only).
   void refreshShardIds();
@@ -113,6 +122,8 @@ class Recorder {
   std::deque<Slot> slots_;  // deque: growth never moves a slot
   ConnectionTotals totals_;
   std::vector<uint64_t> shard_ops_;
+  NsShardTable ns_shards_;  // by namespace index; at most kLocalNamespaces non-empty rows
+  size_t local_namespaces_ = 0;
 };
 
 class Registry {
@@ -131,7 +142,7 @@ class Registry {
   void setShardNames(const std::vector<std::string>& names);
 
   Snapshot snapshot() const;
-  std::string renderJson(const ShardNames& shards, size_t top = SIZE_MAX) const;
+  std::string renderJson(const ShardNames& shards, size_t top = SIZE_MAX, const ChunkOwners* owners = nullptr) const;
   std::string renderPrometheus(const ShardNames& shards) const;
   // Zeroes every shape, shard and connection counter (not the process counters, which Prometheus
   // expects to be monotonic). The shape catalog, and so the cap, survives a reset.
@@ -168,6 +179,9 @@ class Registry {
   // The namespace's index in the catalog (added if new; "<other>" past max_namespaces).
   uint32_t namespaceIndexLocked(std::string_view ns);
   void recordShared(uint32_t shapeId, const routing::TargetResult& target, uint32_t bytesIn, int64_t nowMs);
+  uint32_t namespaceOf(uint32_t shapeId) const;
+  // Per-(namespace, shard) counts of a session past its kLocalNamespaces.
+  void addNsShardsShared(uint32_t nsIndex, const routing::TargetResult& target, size_t hosts, bool write);
   void updateShared(uint32_t shapeId, const std::function<void(ShapeCounters&)>& update);
   void replyShared(uint32_t shapeId, uint64_t latencyNs, uint32_t bytesOut, bool error, const int32_t* codes,
                    size_t ncodes, uint64_t extraCodes);
@@ -187,6 +201,7 @@ class Registry {
   std::unordered_map<uint32_t, std::string> retired_samples_;
   ConnectionTotals retired_totals_;
   std::vector<uint64_t> retired_shard_ops_;
+  NsShardTable retired_ns_shards_;
   uint64_t next_recorder_id_ = 1;
   std::vector<std::string> shard_catalog_;  // stable shard id -> name
   std::shared_ptr<const std::vector<uint32_t>> shard_ids_;  // position in the table in force -> id

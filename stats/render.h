@@ -7,12 +7,15 @@
 #include <string_view>
 #include <vector>
 
+#include "stats/hotness.h"
 #include "stats/snapshot.h"
 
 namespace shardscope::stats {
 
-// `top` limits the shapes listed (by count); the totals always cover everything.
-std::string renderJson(const Snapshot& snap, const std::vector<std::string>& shardNames, size_t top = SIZE_MAX);
+// `top` limits the shapes listed (by count); the totals always cover everything. `owners` (the
+// shards owning chunks per namespace) is the population the hot-shard ratio is judged over.
+std::string renderJson(const Snapshot& snap, const std::vector<std::string>& shardNames, size_t top = SIZE_MAX,
+                       const ChunkOwners* owners = nullptr);
 std::string renderPrometheus(const Snapshot& snap, const std::vector<std::string>& shardNames);
 
 std::string shardName(const std::vector<std::string>& names, size_t index);

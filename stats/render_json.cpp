@@ -1,8 +1,10 @@
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <unordered_map>
 
 #include "common/json_writer.h"
+#include "stats/hotness.h"
 #include "stats/render.h"
 
 namespace shardscope::stats {
@@ -39,7 +41,14 @@ void writeHosts(common::JsonWriter& w, const std::array<uint64_t, kHostsTargeted
   w.key("hostsTargeted").beginObject();
   for (size_t i = 0; i < kHostsTargetedCount; ++i) w.field(kHostsTargetedNames[i], counts[i]);
   w.endObject();
+  // Both shares have the same denominator, named here: operations on sharded collections.
+  w.field("shardedOps", shardedOps(counts));
   w.field("targetedShare", targetedShare(counts));
+  w.field("allShardsShare", allShardsShare(counts));
+  w.key("hostsTargetedShare").beginObject();  // each count class of the sharded operations
+  for (auto h : {HostsTargeted::OneShard, HostsTargeted::ManyShards, HostsTargeted::AllShards})
+    w.field(kHostsTargetedNames[static_cast<size_t>(h)], shareOfSharded(counts, h));
+  w.endObject();
 }
 
 void writeLatency(common::JsonWriter& w, const LatencyHistogram& h) {
@@ -69,7 +78,7 @@ void writeFanout(common::JsonWriter& w, const FanoutHistogram& h) {
   w.endObject();
 }
 
-void writeShape(common::JsonWriter& w, const ShapeSnapshot& s, bool recordValues) {
+void writeShape(common::JsonWriter& w, const ShapeSnapshot& s, bool recordValues, uint64_t totalOps) {
   const ShapeCounters& c = s.counters;
   w.beginObject();
   w.field("id", shapeIdHex(s.hash));
@@ -78,6 +87,7 @@ void writeShape(common::JsonWriter& w, const ShapeSnapshot& s, bool recordValues
   w.field("shape", s.shape);
   w.field("other", s.other);
   w.field("count", c.count);
+  w.field("share", totalOps ? static_cast<double>(c.count) / static_cast<double>(totalOps) : 0.0);  // of totals.ops
   w.field("class", dominantTargeting(c));
   w.field("countClass", dominantHostsTargeted(c));
   // Why: the reason of the shape's class, and of every class it got (static text, no values).
@@ -89,8 +99,9 @@ void writeShape(common::JsonWriter& w, const ShapeSnapshot& s, bool recordValues
   w.endObject();
   w.key("targeting");
   writeTargeting(w, c.byTargeting);
-  auto broadcast = c.byTargeting[static_cast<size_t>(routing::Targeting::Broadcast)];
-  w.field("broadcastShare", c.count ? static_cast<double>(broadcast) / static_cast<double>(c.count) : 0.0);
+  // "Broadcast" means what mongos counts (allShards: every chunk owner reached), one number for
+  // every surface; the reason class above says why, not how far the operation reached.
+  w.field("broadcastShare", allShardsShare(c.byHosts));
   writeHosts(w, c.byHosts);
   w.key("shardsTouched");
   writeFanout(w, c.fanout);
@@ -130,6 +141,10 @@ void writeTotals(common::JsonWriter& w, const ConnectionTotals& t) {
   w.field("bytesOut", t.bytesOut);
   w.key("targeting");
   writeTargeting(w, t.byTargeting);
+  w.key("targetingShare").beginObject();  // each reason class of every operation (hello included)
+  for (size_t i = 0; i < kTargetingCount; ++i)
+    w.field(kTargetingNames[i], t.ops ? static_cast<double>(t.byTargeting[i]) / static_cast<double>(t.ops) : 0.0);
+  w.endObject();
   writeHosts(w, t.byHosts);
 }
 
@@ -165,7 +180,28 @@ std::string_view dominantTargeting(const ShapeCounters& c) { return dominantClas
 
 std::string_view dominantHostsTargeted(const ShapeCounters& c) { return dominantClass(c.byHosts, kHostsTargetedNames); }
 
-std::string renderJson(const Snapshot& snap, const std::vector<std::string>& shardNames, size_t top) {
+void writeHotness(common::JsonWriter& w, const Snapshot& snap, const std::vector<std::string>& shardNames,
+                  const ChunkOwners* owners) {
+  w.key("hotness").beginObject();
+  w.field("threshold", kHotRatio);
+  w.field("minTargetedPerShard", kMinTargetedPerShard);
+  w.field("basis", "oneShard operations per chunk-owning shard, per namespace, since reset");
+  w.key("namespaces").beginArray();
+  for (const auto& h : hotness(snap, shardNames, owners)) {
+    w.beginObject().field("ns", h.ns).field("targetedOps", h.targetedOps).field("judged", h.judged);
+    if (std::isinf(h.ratio)) w.key("ratio").null();  // the least busy owner took no targeted operation
+    else w.field("ratio", h.ratio);
+    w.field("hot", h.hot).field("hottest", h.hottest).field("coldest", h.coldest);
+    w.key("shards").beginArray();
+    for (const auto& l : h.shards)
+      w.beginObject().field("name", l.shard).field("targetedOps", l.targeted).field("ops", l.ops).field("writes", l.writes).endObject();
+    w.endArray().endObject();
+  }
+  w.endArray().endObject();
+}
+
+std::string renderJson(const Snapshot& snap, const std::vector<std::string>& shardNames, size_t top,
+                       const ChunkOwners* owners) {
   std::string out;
   out.reserve(4096 + snap.shapes.size() * 700);
   common::JsonWriter w(out);
@@ -224,16 +260,29 @@ std::string renderJson(const Snapshot& snap, const std::vector<std::string>& sha
   std::unordered_map<std::string_view, uint64_t> nsOps;
   for (const auto& s : snap.shapes) nsOps[s.ns] += s.counters.count;
   w.key("namespaces").beginArray();
-  for (const auto& ns : snap.namespaces) {
+  for (size_t n = 0; n < snap.namespaces.size(); ++n) {
+    const auto& ns = snap.namespaces[n];
     uint64_t ops = nsOps.contains(ns.ns) ? nsOps[ns.ns] : 0;
     w.beginObject();
     w.field("ns", ns.ns);
     w.field("shapes", ns.shapes);
     w.field("atCap", ns.atCap);
     w.field("ops", ops);
+    // This namespace's operations per shard reached (exact counts since reset, writes included).
+    w.key("shards").beginArray();
+    if (n < snap.nsShards.size())
+      for (size_t id = 0; id < snap.nsShards[n].size(); ++id) {
+        const NsShardCounts& c = snap.nsShards[n][id];
+        if (c.ops() == 0) continue;
+        w.beginObject().field("name", shardLabel(snap, shardNames, id)).field("ops", c.ops());
+        w.field("targetedOps", c.byHosts[static_cast<size_t>(HostsTargeted::OneShard)]).field("writes", c.writes);
+        w.endObject();
+      }
+    w.endArray();
     w.endObject();
   }
   w.endArray();
+  writeHotness(w, snap, shardNames, owners);
 
   // Open connections, oldest first; the list is capped, the totals above cover every connection.
   w.field("connectionsOpen", static_cast<uint64_t>(snap.connections.size()));
@@ -254,7 +303,7 @@ std::string renderJson(const Snapshot& snap, const std::vector<std::string>& sha
   size_t listed = 0;
   for (const auto& s : snap.shapes) {
     if (listed++ >= top) break;
-    writeShape(w, s, snap.recordValues);
+    writeShape(w, s, snap.recordValues, snap.totals.ops);
   }
   w.endArray();
   w.endObject();

@@ -106,6 +106,30 @@ void writeShapeOps(PrometheusWriter& w, const Snapshot& snap, const PairSeries& 
   for (const auto& [k, n] : restUpserts) w.sample(Metric::untargetable_upserts_total, {k.first, k.second, "rest"}, n);
 }
 
+// Per (namespace, shard, count class): the busiest snap.prometheusTopNamespaces namespaces by
+// operations get series of their own, the rest are summed under ns="<other>", so the series stay
+// bounded by top namespaces x shards x 4 whatever the namespaces clients use.
+void writeNamespaceShardOps(PrometheusWriter& w, const Snapshot& snap, const std::vector<std::string>& shardNames) {
+  std::vector<std::pair<uint64_t, size_t>> ranked;  // (ops, namespace index)
+  for (size_t n = 0; n < snap.nsShards.size() && n < snap.namespaces.size(); ++n) {
+    uint64_t ops = 0;
+    for (const auto& c : snap.nsShards[n]) ops += c.ops();
+    if (ops) ranked.emplace_back(ops, n);
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::map<std::tuple<std::string_view, std::string, size_t>, uint64_t> series;
+  for (size_t r = 0; r < ranked.size(); ++r) {
+    size_t n = ranked[r].second;
+    std::string_view ns = r < snap.prometheusTopNamespaces ? std::string_view(snap.namespaces[n].ns) : kOther;
+    for (size_t id = 0; id < snap.nsShards[n].size(); ++id)
+      for (size_t h = 0; h < kHostsTargetedCount; ++h)
+        if (uint64_t v = snap.nsShards[n][id].byHosts[h]) series[{ns, shardLabel(snap, shardNames, id), h}] += v;
+  }
+  w.family(Metric::namespace_shard_ops_total);
+  for (const auto& [k, v] : series)
+    w.sample(Metric::namespace_shard_ops_total, {std::get<0>(k), std::get<1>(k), kHostsTargetedNames[std::get<2>(k)]}, v);
+}
+
 }  // namespace
 
 std::string shardLabel(const Snapshot& snap, const std::vector<std::string>& tableNames, size_t id) {
@@ -191,6 +215,8 @@ std::string renderPrometheus(const Snapshot& snap, const std::vector<std::string
     w.sample(Metric::shard_ops_total, {shardLabel(snap, shardNames, i)},
              i < snap.shardOps.size() ? snap.shardOps[i] : uint64_t{0});
 
+  writeNamespaceShardOps(w, snap, shardNames);
+
   w.family(Metric::targeting_ops_total);
   for (size_t t = 0; t < kTargetingCount; ++t)
     w.sample(Metric::targeting_ops_total, {kTargetingNames[t]}, snap.totals.byTargeting[t]);
@@ -199,6 +225,7 @@ std::string renderPrometheus(const Snapshot& snap, const std::vector<std::string
   for (size_t h = 0; h < kHostsTargetedCount; ++h)
     w.sample(Metric::hosts_targeted_total, {kHostsTargetedNames[h]}, snap.totals.byHosts[h]);
   w.single(Metric::targeted_share, targetedShare(snap.totals.byHosts));
+  w.single(Metric::all_shards_share, allShardsShare(snap.totals.byHosts));
 
   w.single(Metric::replies_total, snap.totals.replies);
   w.single(Metric::reply_errors_total, snap.totals.errors);

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <vector>
 #include <string_view>
 
 #include "routing/target_result.h"
@@ -90,6 +91,35 @@ struct ShapeCounters {
     return *this;
   }
 };
+
+// Operations of one namespace on one shard, by MongoDB's count class (oneShard: operations the shard
+// key sent to this shard alone, the load hotness is judged on) and how many were writes.
+struct NsShardCounts {
+  std::array<uint64_t, kHostsTargetedCount> byHosts{};
+  uint64_t writes = 0;
+
+  uint64_t ops() const {
+    uint64_t n = 0;
+    for (uint64_t v : byHosts) n += v;
+    return n;
+  }
+  NsShardCounts& operator+=(const NsShardCounts& o) {
+    for (size_t i = 0; i < kHostsTargetedCount; ++i) byHosts[i] += o.byHosts[i];
+    writes += o.writes;
+    return *this;
+  }
+};
+
+// [namespace index][stable shard id]; rows grow only when a namespace or shard is first touched.
+using NsShardTable = std::vector<std::vector<NsShardCounts>>;
+
+inline void addAll(NsShardTable& into, const NsShardTable& from) {
+  if (into.size() < from.size()) into.resize(from.size());
+  for (size_t n = 0; n < from.size(); ++n) {
+    if (into[n].size() < from[n].size()) into[n].resize(from[n].size());
+    for (size_t s = 0; s < from[n].size(); ++s) into[n][s] += from[n][s];
+  }
+}
 
 // Totals of one connection (and, summed, of the process).
 struct ConnectionTotals {

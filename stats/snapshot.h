@@ -64,6 +64,9 @@ struct Snapshot {
   // are then the routing table's positions).
   std::vector<uint64_t> shardOps;
   std::vector<std::string> shardNames;
+  // The same operations per namespace (index into `namespaces`) and shard id.
+  NsShardTable nsShards;
+  uint32_t prometheusTopNamespaces = UINT32_MAX;
   std::vector<ProcessValue> process;
 };
 

@@ -1,12 +1,10 @@
 #!/usr/bin/env python3
 """Reads a shardscope /stats document on stdin and prints what the demo should show: operations per
-shard with the hot-shard check (busiest/least busy above 1.5, seed 002), the share of each targeting
-class, and for every lookup rewrite rule what it rescued (targeting before -> after)."""
+shard, the hot-shard verdict and the targeted / broadcast shares as /stats computed them (the same
+figures as the dashboard and `shardscope stats`), and for every lookup rewrite rule what it rescued
+(targeting before -> after)."""
 import json
 import sys
-
-HOT = 1.5
-
 
 def pct(n, d):
     return f"{100.0 * n / d:5.1f}%" if d else "    -"
@@ -20,15 +18,19 @@ def main():
     for x in shards:
         bar = "#" * round(40 * x["ops"] / max(1, max(y["ops"] for y in shards)))
         print(f"  {x['name']:<8} {x['ops']:>7} {pct(x['ops'], total)}  {bar}")
-    ops = [x["ops"] for x in shards if x["ops"] > 0]
-    if len(ops) >= 2:
-        ratio = max(ops) / min(ops)
-        verdict = "HOT SHARD" if ratio > HOT else "balanced"
-        print(f"  busiest/least busy = {ratio:.2f} -> {verdict} (threshold {HOT}, seed 002)")
-    t = s["totals"]["targeting"]
-    routed = t.get("single", 0) + t.get("multi", 0) + t.get("broadcast", 0)
-    print(f"targeting: single {pct(t.get('single', 0), routed)}  multi {pct(t.get('multi', 0), routed)}  "
-          f"broadcast {pct(t.get('broadcast', 0), routed)}  of {routed} routed operations")
+    # The figures /stats computed (docs/stats-schema.md, "One meaning per figure"), as the dashboard and
+    # `shardscope stats` show them: hotness on targeted operations per namespace, shares of the
+    # operations on sharded collections.
+    for n in s.get("hotness", {}).get("namespaces", []):
+        if not n["judged"]:
+            continue
+        ratio = "inf" if n["ratio"] is None else f"{n['ratio']:.2f}"
+        verdict = "HOT SHARD " + n["hottest"] if n["hot"] else "balanced"
+        print(f"  {n['ns']}: busiest/least busy chunk owner = {ratio} on targeted operations -> {verdict}"
+              f" (threshold {s['hotness']['threshold']}, seed 002)")
+    t = s["totals"]
+    print(f"of {t.get('shardedOps', 0)} operations on sharded collections: targeted {pct(t['hostsTargeted']['oneShard'], t.get('shardedOps', 0)).strip()}"
+          f" (oneShard)  broadcast {pct(t['hostsTargeted']['allShards'], t.get('shardedOps', 0)).strip()} (allShards)")
     for rule in s.get("rewrite", []):
         before, after = rule["targetingBefore"], rule["targetingAfter"]
         seen = sum(before.values())

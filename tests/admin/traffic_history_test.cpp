@@ -29,6 +29,11 @@ TEST(TrafficHistory, KeepsPerIntervalDeltas) {
   EXPECT_NE(json.find(R"("hostsTargeted":{"oneShard":20,"manyShards":0,"allShards":2,"unsharded":0,"none":0},"shards":[10,12]})"),
             std::string::npos) << json;
   EXPECT_NE(json.find(R"({"end":11000,"seconds":5,"targeting":{"single":0,)"), std::string::npos) << json;
+  // The two ops/s figures the page shows, each with its span: the idle last interval says 0, the
+  // window's average still holds the 22 operations of the first one.
+  EXPECT_NE(json.find(R"("rates":{"last":{"seconds":5,"ops":0,"shards":{"shardA":0,"shardB":0}},)"
+                      R"("window":{"seconds":10,"ops":2.2,"shards":{"shardA":1,"shardB":1.2}}})"),
+            std::string::npos) << json;
 }
 
 TEST(TrafficHistory, BoundedInSamplesAndShards) {

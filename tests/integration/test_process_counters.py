@@ -203,6 +203,7 @@ COUNTER_TESTS = {
     "shardscope_shape_ops_total": "tests/integration/test_stats_prometheus.py::test_prometheus_scrapes_expected_counts",
     "shardscope_untargetable_upserts_total": "tests/integration/test_stats_shards_upserts_config.py::test_untargetable_upserts_counted_per_shape_in_stats_and_metrics",
     "shardscope_shard_ops_total": "tests/integration/test_stats_shards_upserts_config.py::test_reload_keeps_each_shards_counts_under_its_name",
+    "shardscope_namespace_shard_ops_total": "tests/integration/test_surfaces_agree.py::test_every_surface_shows_the_same_figures",
     "shardscope_targeting_ops_total": "tests/integration/test_process_counters.py::test_traffic_counters_move_with_their_events",
     "shardscope_hosts_targeted_total": "tests/integration/test_process_counters.py::test_traffic_counters_move_with_their_events",
     "shardscope_replies_total": "tests/integration/test_process_counters.py::test_traffic_counters_move_with_their_events",

@@ -88,7 +88,7 @@ TEST(HostsTargeted, RegistryCountsBothClassesAndOneTargetedShare) {
   EXPECT_DOUBLE_EQ(targetedShare(snap.totals.byHosts), 0.75);  // unsharded is outside the denominator
 
   std::string json = renderJson(snap, {});
-  EXPECT_NE(json.find(R"("hostsTargeted":{"oneShard":3,"manyShards":0,"allShards":1,"unsharded":5,"none":0},"targetedShare":0.75)"),
+  EXPECT_NE(json.find(R"("hostsTargeted":{"oneShard":3,"manyShards":0,"allShards":1,"unsharded":5,"none":0},"shardedOps":4,"targetedShare":0.75)"),
             std::string::npos)
       << json;
   EXPECT_NE(json.find(R"("class":"multi","countClass":"allShards")"), std::string::npos) << json;

@@ -62,6 +62,7 @@ Snapshot sampleSnapshot() {
   b.counters = {};
   b.counters.count = 6;
   b.counters.byTargeting[2] = 6;
+  b.counters.byHosts[2] = 6;  // allShards: what broadcastShare counts
   for (int i = 0; i < 6; ++i) {
     b.counters.fanout.record(6);
     b.counters.latency.record(30'000'000);
@@ -196,6 +197,9 @@ TEST(RenderPrometheus, ExpositionIsStable) {
   snap.shapes[1].counters.bytesOut = 900;
   snap.totals.replies = 68;
   snap.totals.errors = 1;
+  snap.nsShards.assign(1, std::vector<NsShardCounts>(6));  // shop.orders: the broadcasts on every shard,
+  for (auto& c : snap.nsShards[0]) c.byHosts[2] = 6;        // the targeted finds on shardC
+  snap.nsShards[0][2].byHosts[0] = 62;
   std::string text = renderPrometheus(snap, {"shardA", "shardB", "shardC", "shardD", "shardE", "shardF"});
   const std::string path = std::string(SHARDSCOPE_SOURCE_DIR) + "/tests/data/stats/prometheus_golden.txt";
   if (std::getenv("SHARDSCOPE_UPDATE_GOLDEN")) std::ofstream(path) << text;
