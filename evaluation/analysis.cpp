@@ -397,6 +397,7 @@ void evaluateCandidate(const NamespaceState& st, const AnalysisOptions& opt, Can
   double single_wo = 0, multi_wo = 0, key_upd = 0, upserts_wo = 0, refused71 = 0, upserts = 0, scatter_after = 0;
   for (const auto& [h, s] : st.shapes) {
     ShapeOutcome o;
+    o.id = h;  // the shape id /stats and /metrics show (common::shapeId)
     o.shape = s.shape;
     o.kind = s.kind;
     o.count = s.count;
