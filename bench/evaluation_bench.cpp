@@ -132,7 +132,7 @@ void BM_ObserveFindOnly(benchmark::State& state) {
     testing::OrderServiceOptions o;
     o.update_share = 0;
     testing::generateOrderService(o, [&](OwnedCommand& c) {
-      if (c.view().name != "insert") sink(c);
+      if (c.view().traits.kind != protocol::CommandKind::Insert) sink(c);
     });
   });
   runObserve(state, r);

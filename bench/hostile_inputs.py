@@ -149,6 +149,12 @@ def kill_cursors(n: int) -> bytes:
     return command([("killCursors", "orders"), ("cursors", [Int64(i + 1) for i in range(n)])])
 
 
+def ping_padded(n: int) -> bytes:
+    # The control for kill_cursors(n): the same bytes in a command nothing analyses (a ping whose
+    # extra field mongod ignores), so the difference is what the cursor list costs.
+    return command([("ping", 1), ("cursors", [Int64(i + 1) for i in range(n)])])
+
+
 # ---- issue 28: scenarios of several messages ------------------------------------------------------
 # Each takes the proxy (harness.Proxy) and returns (bytes sent, answer).
 
@@ -346,6 +352,8 @@ CASES = {
     "pipeline_600k": ("aggregate with 600,000 leading $match stages", lambda: pipeline_stages(600_000)),
     "wide_filter_800k": ("filter with 800,000 fields (query shape)", lambda: wide_filter(800_000)),
     "kill_cursors_2m": ("killCursors with 2,800,000 ids", lambda: kill_cursors(2_800_000)),
+    "kill_cursors_1m": ("killCursors with 1,000,000 ids", lambda: kill_cursors(1_000_000)),
+    "control_1m": ("ping of the same size (control for kill_cursors_1m)", lambda: ping_padded(1_000_000)),
 }
 
 # ---- measurement ----------------------------------------------------------------------------------

@@ -61,7 +61,7 @@ struct Command {
     bson_error_t err;
     doc = bson_new_from_json(reinterpret_cast<const uint8_t*>(json), -1, &err);
     bson_init_static(&view.body, bson_get_data(doc), doc->len);
-    view.name = name;
+    view.setName(name);
     view.db = db;
     view.collection = coll;
   }

@@ -407,7 +407,7 @@ void replayConnection(const std::vector<CapturedRequest>& requests, const std::v
       if (q.has_reply && s.ok != q.reply_ok) totals.outcome_changed++;
       replayedCursor = s.cursor_id;
     }
-    if (q.reply_cursor && v.view.name != "getMore") cursors.resolve(q.reply_cursor, replayedCursor);
+    if (q.reply_cursor && v.view.traits.kind != protocol::CommandKind::GetMore) cursors.resolve(q.reply_cursor, replayedCursor);
   }
   giveUpFrom(i);
   keepOpen = fd;

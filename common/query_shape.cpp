@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstdio>
 #include <cstring>
 #include <initializer_list>
 
@@ -396,10 +397,22 @@ void appendUpdate(const Field& field, std::string& out) {
   ShapeWriter(out).update(field.iter);
 }
 
-void shapeOf(std::string_view name, const bson_t& body, const protocol::CommandView* view, std::string& out) {
+void statementShape(protocol::CommandKind kind, const bson_t& statement, std::string& out) {
+  using protocol::CommandKind;
+  Field q("q"), u("u"), multi("multi"), upsert("upsert"), limit("limit");
+  if (kind == CommandKind::Delete) findFields(statement, {&q, &limit});
+  else findFields(statement, {&q, &u, &multi, &upsert});
+  appendFilter(q, out);
+  appendUpdate(u, out);
+  // deleteMany ({limit: 0}) and updateMany ({multi: true}) are shapes of their own.
+  if (isTrue(multi) || (limit.found && BSON_ITER_HOLDS_NUMBER(&limit.iter) && bson_iter_as_int64(&limit.iter) == 0))
+    out.append(" multi");
+  if (isTrue(upsert)) out.append(" upsert");
+}
+
+void shapeOf(protocol::CommandKind kind, const bson_t& body, const protocol::CommandView* view, std::string& out) {
   bson_iter_t it;
   using protocol::CommandKind;
-  const CommandKind kind = protocol::classifyCommand(name).kind;  // the one table (protocol/command_kind.h)
   if (kind == CommandKind::Find) {
     Field filter("filter"), sort("sort");
     findFields(body, {&filter, &sort});
@@ -423,26 +436,21 @@ void shapeOf(std::string_view name, const bson_t& body, const protocol::CommandV
     if (pipeline.found) ShapeWriter(out).expression(pipeline.iter, 0);
     else out.append("[]");
   } else if (kind == CommandKind::FindAndModify) {
-    Field query("query"), sort("sort"), update("update"), remove("remove");
-    findFields(body, {&query, &sort, &update, &remove});
+    Field query("query"), sort("sort"), update("update"), remove("remove"), upsert("upsert");
+    findFields(body, {&query, &sort, &update, &remove, &upsert});
     appendFilter(query, out);
     appendSort(sort, out);
     if (update.found) appendUpdate(update, out);
     else if (isTrue(remove)) out.append(" remove");
+    if (update.found && isTrue(upsert)) out.append(" upsert");
   } else if ((kind == CommandKind::Delete || kind == CommandKind::Update) && view) {
     bson_t statement;
     if (!firstStatement(*view, kind == CommandKind::Delete ? "deletes" : "updates", statement)) {
       setNoShape(out);
       return;
     }
-    Field q("q"), u("u"), multi("multi"), upsert("upsert");
-    if (kind == CommandKind::Delete) findFields(statement, {&q});
-    else findFields(statement, {&q, &u, &multi, &upsert});
-    appendFilter(q, out);
-    appendUpdate(u, out);
-    if (isTrue(multi)) out.append(" multi");
-    if (isTrue(upsert)) out.append(" upsert");
-  } else if (name == "explain" && bson_iter_init_find(&it, &body, "explain") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+    statementShape(kind, statement, out);
+  } else if (kind == CommandKind::Explain && bson_iter_init_find(&it, &body, "explain") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
     uint32_t len = 0;
     const uint8_t* data = nullptr;
     bson_iter_document(&it, &len, &data);
@@ -456,7 +464,7 @@ void shapeOf(std::string_view name, const bson_t& body, const protocol::CommandV
     out.append(innerName.data(), innerName.size());
     out.push_back(' ');
     size_t before = out.size();
-    shapeOf(innerName, inner, nullptr, out);
+    shapeOf(protocol::classifyCommand(innerName).kind, inner, nullptr, out);  // the wrapped command
     if (out.size() == before) out.append(kNoShape);
   } else {
     setNoShape(out);
@@ -518,8 +526,23 @@ void appendPipelineShape(const bson_t& pipeline, std::string& out) {
 
 void computeShape(const protocol::CommandView& view, std::string& out) {
   out.clear();
-  shapeOf(view.name, view.body, &view, out);
+  shapeOf(view.traits.kind, view.body, &view, out);
   if (out.empty()) setNoShape(out);
+}
+
+void computeStatementShape(protocol::CommandKind kind, const bson_t& statement, std::string& out) {
+  out.clear();
+  statementShape(kind, statement, out);
+}
+
+uint64_t shapeId(std::string_view ns, std::string_view command, std::string_view shape) {
+  return hashBytes(shape, hashBytes(command, hashBytes(ns, 0x5348415244ull)));
+}
+
+std::string shapeIdHex(uint64_t id) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(id));
+  return buf;
 }
 
 }  // namespace shardscope::common

@@ -28,30 +28,50 @@ void appendFilterShape(const bson_t& filter, std::string& out);
 void appendPipelineShape(const bson_t& pipeline, std::string& out);
 
 // Writes the canonical shape of a command into `out` (cleared first); returns kNoShape's text for
-// commands without a filter. Which parts are included, per command:
+// commands without a filter. Which parts are included, per command (by its CommandView::traits):
 //   find: filter, plus " sort:" and the sort spec when one is given (sort changes the merge cost at
 //         mongos); projection, limit, skip, hint are left out (they do not change targeting).
-//   count, distinct (plus " key:" field), delete (the first statement's q), update (first
-//   statement's q, " update:" the update's shape, " multi" when multi:true), findAndModify (query,
-//   sort, update), aggregate (the pipeline).
+//   count, distinct (plus " key:" field), delete (the first statement's q, " multi" when limit:0),
+//   update (first statement's q, " update:" the update's shape, " multi" when multi:true,
+//   " upsert"), findAndModify (query, sort, update, " remove", " upsert"), aggregate (the pipeline).
 // Batched writes are shaped by their first statement.
 void computeShape(const protocol::CommandView& view, std::string& out);
 
-// The shape of one command, computed on first use: the request pipeline holds one per request, so
-// statistics, the mirror and the capture read the same text instead of computing it each.
+// The shape of one update or delete statement ({q, u, multi, upsert} / {q, limit}), in the format
+// computeShape writes a batch's first statement: what evaluation keeps per statement.
+void computeStatementShape(protocol::CommandKind kind, const bson_t& statement, std::string& out);
+
+// The one shape id, shown by /stats, /evaluate, /mirror, capture files and /metrics (shape_id):
+// the namespace (its database when the command names no collection), the command as sent and
+// the shape text. shapeIdHex is how every surface writes it (16 hex digits).
+uint64_t shapeId(std::string_view ns, std::string_view command, std::string_view shape);
+std::string shapeIdHex(uint64_t id);
+
+// A request's shape and its id, views into the ShapeCache that computed them.
+struct Shape {
+  std::string_view text;
+  uint64_t id = 0;
+};
+
+// The shape of one command and its id, computed on first use: the request pipeline holds one per
+// request, so statistics, evaluation, the mirror and the capture read the same text and id
+// instead of computing them each.
 class ShapeCache {
  public:
-  std::string_view get(const protocol::CommandView& view) {
+  // `ns` as the pipeline derived it ("" when the command names no collection: the id uses $db).
+  Shape get(const protocol::CommandView& view, std::string_view ns) {
     if (!computed_) {
       computeShape(view, text_);
+      id_ = shapeId(ns.empty() ? view.db : ns, view.name, text_);
       computed_ = true;
     }
-    return text_;
+    return {text_, id_};
   }
   void reset() { computed_ = false; }  // a new request
 
  private:
   std::string text_;  // reused: no allocation once warm
+  uint64_t id_ = 0;
   bool computed_ = false;
 };
 

@@ -172,6 +172,7 @@ void evaluateCandidate(const NamespaceState& st, const AnalysisOptions& opt, Can
   static const ShapeRouting kNone;
   for (const auto& [h, s] : st.shapes) {
     ShapeOutcome o;
+    o.id = h;  // the shape id /stats and /metrics show (common::shapeId)
     o.shape = s.shape;
     o.kind = s.kind;
     o.count = s.count;

@@ -32,6 +32,7 @@ struct AnalysisOptions {
 };
 
 struct ShapeOutcome {
+  uint64_t id = 0;  // common::shapeId: the same id as in /stats, /mirror, captures and /metrics
   std::string shape;
   OpKind kind = OpKind::Find;
   uint64_t count = 0;

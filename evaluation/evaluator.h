@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/query_shape.h"
 #include "protocol/command_view.h"
 #include "rewrite/lookup_rule.h"
 #include "routing/routing_table.h"
@@ -105,7 +106,9 @@ class Observer {
   ~Observer();
   // Per request, on the session's thread. Copies what it needs; never blocks on other sessions
   // except when handing over a batch.
-  void observe(const protocol::CommandView& view, std::string_view ns);
+  // `shapes`: the request's shape and id (the pipeline's, shared with the other features); null:
+  // computed here.
+  void observe(const protocol::CommandView& view, std::string_view ns, common::ShapeCache* shapes = nullptr);
   // The reply to the session's next update or findAndModify (`ns`: its namespace, or empty when
   // not known; `reply` null when it did not parse): commits the documents its upserts inserted
   // (with the _id the server gave them) and the replacements it made. Other replies are ignored.

@@ -38,16 +38,6 @@ constexpr uint32_t kMaxObservedStatements = 100'000;
 
 constexpr std::string_view kEmptyDoc("\x05\x00\x00\x00\x00", 5);
 
-enum class Command { Ignored, Insert, Read, UpdateOrDelete, FindAndModify };
-
-Command classify(std::string_view name) {
-  if (name == "insert") return Command::Insert;
-  if (name == "find" || name == "count" || name == "distinct" || name == "aggregate") return Command::Read;
-  if (name == "update" || name == "delete") return Command::UpdateOrDelete;
-  if (name == "findAndModify" || name == "findandmodify") return Command::FindAndModify;
-  return Command::Ignored;
-}
-
 // The first 8 fields of a sort specification.
 void appendSortFields(const bson_t& sort, EventBatch& batch) {
   bson_iter_t it;
@@ -134,7 +124,12 @@ struct Observer::Impl {
   uint32_t statements = 0;  // of the current request, observed so far
   std::unordered_map<uint64_t, uint32_t> shape_seen;  // local sampling of filters per shape
   int64_t last_flush_us = nowMicros();
-  std::string shape;  // the current operation's shape text
+  // The current statement's shape and its id (common/query_shape.h): the request's own for a
+  // read, a findAndModify and a batch's first statement; a later statement of a batch is shaped
+  // on its own (into `statement_shape`) in the same format, so its id is the one /stats would give.
+  common::Shape shape;
+  std::string statement_shape;
+  common::ShapeCache own_shapes;  // when the caller hands no request shape (replay, tests)
 
   // Documents an update or findAndModify may create (upserts, replacements), held until its reply
   // says which did: a ring of recent acknowledged writes, matched to replies in order (a
@@ -255,11 +250,11 @@ struct Observer::Impl {
     e.kind = kind;
     e.multi = multi;
     e.upsert = upsert;
-    e.shape_hash = common::hashBytes(shape, static_cast<uint64_t>(kind) + 1);
+    e.shape_hash = shape.id;
     // A filter too large to be kept is not copied either (the namespace would not sample it).
     if (sampleFilter(e.shape_hash) && (!filter || filter->len <= kMaxSampledFilterBytes))
       e.filter = batch->copy(filter ? bytesOf(*filter) : kEmptyDoc);
-    e.shape = batch->copy(shape);  // cut to kMaxShapeTextBytes by the namespace when it keeps it
+    e.shape = batch->copy(shape.text);  // cut to kMaxShapeTextBytes by the namespace when it keeps it
     e.modified = modified;
     e.sort = sort;
   }
@@ -285,9 +280,9 @@ struct Observer::Impl {
   }
 
   void observeInsert(const protocol::CommandView& view, std::string_view ns, int64_t now);
-  void observeRead(const protocol::CommandView& view, std::string_view ns);
-  void observeWrites(const protocol::CommandView& view, std::string_view ns, int64_t now);
-  void observeFindAndModify(const protocol::CommandView& view, std::string_view ns);
+  void observeRead(const protocol::CommandView& view, std::string_view ns, common::Shape request);
+  void observeWrites(const protocol::CommandView& view, std::string_view ns, common::Shape request, int64_t now);
+  void observeFindAndModify(const protocol::CommandView& view, std::string_view ns, common::Shape request);
 };
 
 void Observer::Impl::observeInsert(const protocol::CommandView& view, std::string_view ns, int64_t now) {
@@ -298,23 +293,28 @@ void Observer::Impl::observeInsert(const protocol::CommandView& view, std::strin
   });
 }
 
-void Observer::Impl::observeRead(const protocol::CommandView& view, std::string_view ns) {
-  std::string_view name = view.name;
-  OpKind kind = name == "find" ? OpKind::Find : name == "count" ? OpKind::Count : name == "distinct" ? OpKind::Distinct : OpKind::Aggregate;
+void Observer::Impl::observeRead(const protocol::CommandView& view, std::string_view ns, common::Shape request) {
+  using protocol::CommandKind;
+  const CommandKind command = view.traits.kind;
+  OpKind kind = command == CommandKind::Find    ? OpKind::Find
+                : command == CommandKind::Count ? OpKind::Count
+                : command == CommandKind::Distinct ? OpKind::Distinct
+                                                   : OpKind::Aggregate;
   bson_t filter, sort;
   bool has_filter, has_sort = false;
   if (kind == OpKind::Find)
     findFilterAndSort(view.body, filter, has_filter, sort, has_sort);
   else
     has_filter = readFilter(view, kind, filter);
-  common::computeShape(view, shape);
+  shape = request;
   size_t sort_names = batch->mark();
   if (has_sort) appendSortFields(sort, *batch);
   addOp(ns, kind, false, has_filter ? &filter : nullptr, {}, batch->since(sort_names));
 }
 
-void Observer::Impl::observeWrites(const protocol::CommandView& view, std::string_view ns, int64_t now) {
-  bool update = view.name == "update";
+void Observer::Impl::observeWrites(const protocol::CommandView& view, std::string_view ns, common::Shape request,
+                                   int64_t now) {
+  const bool update = view.traits.kind == protocol::CommandKind::Update;
   PendingWrite* held = update && acknowledged(view.body) ? &pushPending(ns, false) : nullptr;
   uint32_t index = 0;
   common::forEachStatement(view, update ? "updates" : "deletes", [&](const bson_t& st) {
@@ -323,30 +323,28 @@ void Observer::Impl::observeWrites(const protocol::CommandView& view, std::strin
     bool has = common::subDocument(st, "q", q);
     bool multi = update ? common::boolField(st, "multi", false) : common::intField(st, "limit", 1) == 0;
     bool upsert = update && common::boolField(st, "upsert", false);
-    shape.assign(update ? "update " : "delete ");
-    if (has) common::appendFilterShape(q, shape);
+    if (index == 0) {
+      shape = request;
+    } else {
+      common::computeStatementShape(view.traits.kind, st, statement_shape);
+      shape = {statement_shape, common::shapeId(ns, view.name, statement_shape)};
+    }
     size_t modified = batch->mark();
     if (update) {
       bson_iter_t u;
       if (bson_iter_init_find(&u, &st, "u")) {
         if (held) holdDocument(*held, index, has ? &q : nullptr, &u, upsert);
         appendModifiedPaths(u, *batch);
-        bson_t ud;
-        if (documentAt(u, ud)) {
-          shape += " u:";
-          common::appendFilterShape(ud, shape);
-        }
       }
     }
-    if (multi) shape += " multi";
-    if (upsert) shape += " upsert";
     addOp(ns, update ? OpKind::Update : OpKind::Delete, multi, has ? &q : nullptr, batch->since(modified), {}, upsert);
     ++index;
     return true;
   });
 }
 
-void Observer::Impl::observeFindAndModify(const protocol::CommandView& view, std::string_view ns) {
+void Observer::Impl::observeFindAndModify(const protocol::CommandView& view, std::string_view ns,
+                                          common::Shape request) {
   bson_t q;
   bool has = common::subDocument(view.body, "query", q);
   bool upsert = common::boolField(view.body, "upsert", false);
@@ -360,8 +358,7 @@ void Observer::Impl::observeFindAndModify(const protocol::CommandView& view, std
   size_t sort = batch->mark();
   appendSortFields(view.body, "sort", *batch);
   ByteRange sort_names = batch->since(sort);
-  common::computeShape(view, shape);
-  if (upsert && shape.find("upsert") == std::string::npos) shape += " upsert";
+  shape = request;  // " upsert" is part of it (common/query_shape.h)
   addOp(ns, OpKind::FindAndModify, false, has ? &q : nullptr, modified_names, sort_names, upsert);
 }
 
@@ -454,24 +451,30 @@ void Observer::flush() {
   impl_->evaluator.waitApplied();
 }
 
-void Observer::observe(const protocol::CommandView& view, std::string_view ns) {
+void Observer::observe(const protocol::CommandView& view, std::string_view ns, common::ShapeCache* shapes) {
   if (ns.empty() || view.name.empty() || ns.size() > kMaxNamespaceBytes) return;
-  Command command = classify(view.name);
-  if (command == Command::Ignored) return;
+  using protocol::CommandKind;
+  const CommandKind kind = view.traits.kind;  // classified once, with the view
+  const bool evaluated = kind == CommandKind::Insert || view.traits.reads || kind == CommandKind::Update ||
+                         kind == CommandKind::Delete || kind == CommandKind::FindAndModify;
+  if (!evaluated) return;
   Impl& m = *impl_;
   std::lock_guard lock(m.mutex);  // uncontended except while a render flushes this observer
   ++m.observed_seq;
   const int64_t now = nowMicros();
   size_t before = m.batch->events.size();
   m.statements = 0;
-  switch (command) {
-    case Command::Insert: m.observeInsert(view, ns, now); break;
-    case Command::Read: m.observeRead(view, ns); break;
-    case Command::UpdateOrDelete: m.observeWrites(view, ns, now); break;
-    case Command::FindAndModify: m.observeFindAndModify(view, ns); break;
-    case Command::Ignored: break;
+  if (!shapes) {
+    m.own_shapes.reset();
+    shapes = &m.own_shapes;
   }
-  if (m.shape.capacity() > 4096) std::string().swap(m.shape);  // a huge filter's shape text is not kept
+  if (kind == CommandKind::Insert) m.observeInsert(view, ns, now);
+  else if (kind == CommandKind::Update || kind == CommandKind::Delete) m.observeWrites(view, ns, shapes->get(view, ns), now);
+  else if (kind == CommandKind::FindAndModify) m.observeFindAndModify(view, ns, shapes->get(view, ns));
+  else m.observeRead(view, ns, shapes->get(view, ns));
+  m.shape = {};
+  // A huge filter's shape text is not kept.
+  if (m.statement_shape.capacity() > 4096) std::string().swap(m.statement_shape);
   if (m.batch->events.size() == before && m.statements == 0) return;
   if (m.batch->events.size() >= m.flush_ops || m.batch->bytes() > EventBatch::kKeepBytes ||
       now - m.last_flush_us >= static_cast<int64_t>(m.flush_ms) * 1000)

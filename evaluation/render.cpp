@@ -7,6 +7,7 @@
 #include "evaluation/analysis.h"
 #include "evaluation/defence_sentences.h"
 #include "common/json_writer.h"
+#include "common/query_shape.h"
 
 namespace shardscope::evaluation {
 
@@ -391,6 +392,7 @@ void writeCandidate(common::JsonWriter& w, const NamespaceReport& r, const Candi
   w.key("byShape").beginArray();
   for (const auto& s : c.shapes) {
     w.beginObject();
+    w.key("id").value(common::shapeIdHex(s.id));
     w.key("shape").value(s.shape);
     w.key("command").value(opKindName(s.kind));
     w.key("count").value(s.count);

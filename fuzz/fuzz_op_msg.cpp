@@ -24,7 +24,7 @@ static void inspect(std::span<const uint8_t> message) {
     for (const auto& s : msg.sequences)
       if (s.identifier.size() > kMaxSequenceIdentifierBytes) __builtin_trap();
     if (decoded && buildCommandView(msg, view).ok()) {
-      if (isHelloCommand(view.name)) {
+      if (view.traits.kind == CommandKind::Hello) {
         bson_t out = BSON_INITIALIZER;
         replaceCompressionList(&view.body, readCompressionList(&view.body), &out);
         bson_destroy(&out);

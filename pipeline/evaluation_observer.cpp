@@ -4,7 +4,7 @@ namespace shardscope::pipeline {
 
 void EvaluationObserver::onRequest(const Operation& op) {
   if (op.injectedFault() || op.view.collection.empty()) return;
-  observer_.observe(op.view, op.ns);
+  observer_.observe(op.view, op.ns, &op.shape_cache);
 }
 
 void EvaluationObserver::onReply(const PendingOp& op, const Reply& reply) {

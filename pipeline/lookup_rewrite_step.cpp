@@ -59,10 +59,10 @@ std::span<const uint8_t> Pipeline::applyLookupRule(PendingOp& op, std::span<cons
 std::span<const uint8_t> Pipeline::verifyRewrite(const PendingOp& op, const bson_t* body) {
   if (op.fell_back) {  // the original after a fallback: was the mapping wrong?
     const auto& fb = *op.fell_back;
-    op.lookup->stats().onRerunOutcome(rewrite::learnFromRerun(*op.lookup, fb.plan, fb.command, fb.suspects, body));
+    op.lookup->stats().onRerunOutcome(rewrite::learnFromRerun(*op.lookup, fb.plan, fb.plan.command, fb.suspects, body));
   }
   if (!op.rewrite) return {};
-  auto verdict = rewrite::verifyRewrite(op.rewrite->plan, op.rewrite->command, op.lookup->rule(), body);
+  auto verdict = rewrite::verifyRewrite(op.rewrite->plan, op.rewrite->plan.command, op.lookup->rule(), body);
   if (verdict.cause == rewrite::FallbackCause::None) return {};
   return rerunOriginal(op, std::move(verdict));
 }

@@ -4,7 +4,7 @@ namespace shardscope::pipeline {
 
 void MirrorObserver::onRequest(const Operation& op) {
   if (op.handshake || op.injectedFault()) return;
-  mirror_.onRequest(id_, op.requestId(), op.view, op.ns, op.target.targeting, &op.shape_cache);
+  mirror_.onRequest(id_, op.requestId(), op.view, op.ns, op.target.targeting, &op.shape_cache, op.killed_cursors);
 }
 
 void MirrorObserver::onReply(const PendingOp& op, const Reply& reply) {

@@ -13,29 +13,34 @@
 #include "pipeline/pending_ops.h"
 #include "protocol/command_kind.h"
 #include "protocol/command_view.h"
+#include "routing/cursor_list.h"
 #include "routing/target_result.h"
 #include "common/query_shape.h"
 
 namespace shardscope::pipeline {
 
-// The query shape, computed on first use and then shared by every observer.
+// The query shape and its id, computed on first use and then shared by every observer.
 using common::ShapeCache;
 
 struct Operation {
   const protocol::CommandView& view;    // as the client wrote it (statistics, evaluation, mirror)
   const protocol::CommandView& routed;  // as it goes upstream: differs when a lookup rule rewrote it
   std::string_view ns;                  // "db.collection"; empty when the command names none
-  protocol::CommandTraits traits;       // classified once (protocol/command_kind.h)
+  const protocol::CommandTraits& traits;  // view.traits: classified once, with the view (protocol/command_kind.h)
   const routing::TargetResult& target;  // targeting of `routed`
   std::span<const uint8_t> message;     // the client's message, uncompressed
   bool handshake = false;               // a hello that negotiates compression (not mirrored or captured)
   PendingOp& pending;  // the persistent part; an observer may leave its handle here (statistics)
   ShapeCache& shape_cache;
+  // killCursors: its ids, read once (charged to the analysis budget); null for other commands.
+  const routing::CursorList* killed_cursors = nullptr;
 
   int32_t requestId() const { return pending.request_id; }
   int64_t cursorId() const { return view.cursorId.value_or(0); }
   bool injectedFault() const { return pending.injected_fault; }
-  std::string_view shape() const { return shape_cache.get(view); }
+  // The shape and its one id (common/query_shape.h): the same in /stats, /evaluate, /mirror,
+  // capture records and /metrics.
+  common::Shape shape() const { return shape_cache.get(view, ns); }
 };
 
 // What came back for an operation.

@@ -134,7 +134,8 @@ RequestAction Pipeline::onOpMsgRequest(std::span<uint8_t> message, std::optional
   RequestAction action;
   std::span<const uint8_t> out = message;
   const std::string_view ns = view_.ns(ns_buffer_);  // once per request: every step below shares it
-  const bool hello = protocol::isHelloCommand(view_.name);
+  const protocol::CommandTraits& traits = view_.traits;  // classified once, with the view
+  const bool hello = traits.kind == protocol::CommandKind::Hello;
   const bool firstHello = hello && !handshake_seen_;
   // A later hello offering compression again gets what the first one negotiated, never more.
   const bool negotiates = firstHello || (hello && protocol::offersCompression(&view_.body));
@@ -151,7 +152,7 @@ RequestAction Pipeline::onOpMsgRequest(std::span<uint8_t> message, std::optional
     out = request_rewritten_;
   } else {
     protocol::clearUnknownOptionalFlags(message);
-    Fault fault = env_.decideFault(ns, view_.name);
+    Fault fault = traits.never_faulted ? Fault{} : env_.decideFault(ns, view_.name);
     if (fault.error_code) {
       action = injectFault(view_, ns, message, clientCompressor, fault.error_code);
       action.delay = fault.delay;
@@ -163,7 +164,7 @@ RequestAction Pipeline::onOpMsgRequest(std::span<uint8_t> message, std::optional
   }
   const protocol::CommandView& routed = op.rewrite ? rewritten_view_ : view_;
   action.awaits_reply = registerRequest(op, view_, routed, ns, message, clientCompressor, negotiates);
-  action.to_upstream = toUpstream(out, protocol::isNeverCompressed(view_.name), request_wire_);
+  action.to_upstream = toUpstream(out, traits.never_compressed, request_wire_);
   return action;
 }
 
@@ -173,7 +174,7 @@ RequestAction Pipeline::onQueryRequest(std::span<uint8_t> message) {
   if (!r.ok()) throw ProtocolError(std::string(r.error));
   // OP_QUERY serves the handshake only (hello / isMaster on <db>.$cmd), as on a 6.0+ server.
   if (!protocol::buildCommandViewFromQuery(query.fullCollectionName, query.query, view_).ok() ||
-      !protocol::isHandshakeOpQuery(view_.name)) {
+      !protocol::isHandshakeOpQuery(view_.traits)) {
     const auto dot = query.fullCollectionName.find('.');
     const bool command = dot != std::string_view::npos && query.fullCollectionName.substr(dot + 1) == "$cmd";
     auto error = command ? protocol::unsupportedOpQueryCommandError(view_.name) : protocol::opQueryNotACommandError();
@@ -208,16 +209,30 @@ RequestAction Pipeline::onQueryRequest(std::span<uint8_t> message) {
 bool Pipeline::registerRequest(PendingOp& op, const protocol::CommandView& view, const protocol::CommandView& routed,
                                std::string_view ns, std::span<const uint8_t> message,
                                std::optional<Compressor> clientCompressor, bool handshake) {
-  const auto traits = protocol::classifyCommand(view.name);
+  const protocol::CommandTraits& traits = view.traits;
+  routing::TargetOptions options;  // the per-request analysis budget, shared with the cursor list
+  options.ns = ns;
+  // killCursors' ids, read once for targeting, the registry and the observers (never re-read).
+  routing::CursorList killed;
+  if (traits.kind == protocol::CommandKind::KillCursors) {
+    killed = routing::readCursorList(view.body, options.analysis_budget, killed_ids_);
+    options.cursor_list = &killed;
+  }
   routing::TargetResult target;
   const routing::RoutingTable* table = env_.routingTable();
   if (table) {
-    target = routing::target(*table, routed, settings_.cursors, false);
+    target = routing::target(*table, routed, settings_.cursors, options);
   } else {
     target.targeting = routed.collection.empty() ? routing::Targeting::NoCollection : routing::Targeting::Unsharded;
     target.reason = "no routing table loaded";
   }
-  if (traits.kind == protocol::CommandKind::KillCursors) forgetKilledCursors(view);
+  if (killed.over_budget) {
+    // Forwarded as it is, without the per-id bookkeeping; counted (analysis over budget) with its reason.
+    target.over_budget = true;
+    target.reason = routing::kCursorsOverBudget;
+  } else if (settings_.cursors) {
+    for (int64_t id : killed.ids) settings_.cursors->forget(id);
+  }
 
   op.start = Clock::now();
   op.shards = target.shards;
@@ -234,7 +249,7 @@ bool Pipeline::registerRequest(PendingOp& op, const protocol::CommandView& view,
   if (op.rewrite) op.lookup->stats().onRewrite(op.rewrite->before, target.targeting);
 
   shape_.reset();
-  const Operation operation{view, routed, ns, traits, target, message, handshake, op, shape_};
+  const Operation operation{view, routed, ns, traits, target, message, handshake, op, shape_, &killed};
   for (Observer* o : observers_) o->onRequest(operation);
 
   if (view.moreToCome) {  // fire-and-forget (w:0): no reply will come
@@ -249,15 +264,6 @@ bool Pipeline::registerRequest(PendingOp& op, const protocol::CommandView& view,
 
 void Pipeline::notifyReply(const PendingOp& op, const Reply& reply) {
   for (Observer* o : observers_) o->onReply(op, reply);
-}
-
-void Pipeline::forgetKilledCursors(const protocol::CommandView& view) {
-  if (!settings_.cursors) return;
-  bson_iter_t it, child;
-  if (!bson_iter_init_find(&it, &view.body, "cursors") || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &child))
-    return;
-  while (bson_iter_next(&child))
-    if (BSON_ITER_HOLDS_INT64(&child)) settings_.cursors->forget(bson_iter_int64(&child));
 }
 
 std::span<const uint8_t> Pipeline::toUpstream(std::span<const uint8_t> message, bool neverCompress,
@@ -291,7 +297,7 @@ RequestAction Pipeline::injectFault(const protocol::CommandView& view, std::stri
   op.start = Clock::now();
   op.injected_fault = true;
   shape_.reset();
-  const Operation operation{view, view, ns, protocol::classifyCommand(view.name), target, message, false, op, shape_};
+  const Operation operation{view, view, ns, view.traits, target, message, false, op, shape_};
   for (Observer* o : observers_) o->onRequest(operation);
   Reply answer;
   answer.body = &reply;

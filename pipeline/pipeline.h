@@ -19,6 +19,7 @@
 #include "protocol/compression.h"
 #include "protocol/error_reply.h"
 #include "protocol/op_msg.h"
+#include "routing/cursor_list.h"
 #include "routing/cursor_shards.h"
 #include "rewrite/lookup_guard.h"
 #include "stats/registry.h"
@@ -90,7 +91,6 @@ class Pipeline {
   bool registerRequest(PendingOp& op, const protocol::CommandView& view, const protocol::CommandView& routed,
                        std::string_view ns, std::span<const uint8_t> message,
                        std::optional<protocol::Compressor> clientCompressor, bool handshake);
-  void forgetKilledCursors(const protocol::CommandView& view);
   void notifyReply(const PendingOp& op, const Reply& reply);
 
   std::span<const uint8_t> toUpstream(std::span<const uint8_t> message, bool neverCompress, std::vector<uint8_t>& scratch);
@@ -122,6 +122,7 @@ class Pipeline {
   protocol::OpMsg rewritten_msg_;  // a lookup rewrite's output: its body and sequences, never re-decoded
   protocol::CommandView view_, rewritten_view_;
   std::string ns_buffer_;
+  std::vector<int64_t> killed_ids_;  // killCursors' ids (at most the analysis budget's worth), reused
 
   std::optional<protocol::Compressor> upstream_compressor_;
   std::vector<protocol::Compressor> client_offer_;  // from the first hello, answered in its reply

@@ -1,5 +1,7 @@
-// What a command is, from its name, classified once per request from one table: the request
-// pipeline, targeting, statistics and the mirror ask this instead of comparing names themselves.
+// What a command is, from its name: the one table of command names (protocol/command_kind.cpp).
+// A request is classified once, when its CommandView is built (CommandView::traits); the request
+// pipeline, targeting, statistics, evaluation, the mirror, the capture and the rewrite read those
+// traits instead of comparing names themselves.
 #pragma once
 #include <cstdint>
 #include <string_view>
@@ -7,7 +9,7 @@
 namespace shardscope::protocol {
 
 enum class CommandKind : uint8_t {
-  Other,  // anything the table does not name (listCollections, createIndexes, ping, ...)
+  Other,  // anything the table gives no kind (listCollections, createIndexes, ping, ...)
   Hello,  // hello, isMaster, ismaster: the handshake and monitoring
   Auth,   // saslStart, saslContinue, authenticate, getnonce, ...
   Find,
@@ -21,17 +23,37 @@ enum class CommandKind : uint8_t {
   BulkWrite,
   GetMore,
   KillCursors,
+  Explain,  // wraps another command (classified on its own where it is read)
+};
+
+// How the mirror treats a command by its name; the mirror refines it from the body (an aggregate
+// with $out/$merge writes, a statement with autocommit/startTransaction is in a transaction).
+enum class MirrorClass : uint8_t {
+  Other,        // handshake, auth, sessions, diagnostics: never mirrored
+  Read,         // find, aggregate, count, distinct
+  Write,        // insert, update, delete, findAndModify, bulkWrite, catalog changes (DDL)
+  Cursor,       // getMore, killCursors: follow the cursor of a mirrored command
+  Transaction,  // commitTransaction, abortTransaction
 };
 
 struct CommandTraits {
   CommandKind kind = CommandKind::Other;
+  MirrorClass mirror = MirrorClass::Other;
   bool never_compressed = false;  // travels uncompressed on every hop (handshake, credentials)
+  bool carries_secrets = false;   // credentials in the body: never captured
+  bool never_faulted = false;     // handshake and authentication: fault injection skips them
   bool reads = false;             // find, aggregate, count, distinct: a filter that targeting reads
   bool writes = false;            // insert, update, delete, findAndModify, bulkWrite
   bool continues_cursor = false;  // getMore, killCursors: targeted by the cursor's shards
+  bool ddl = false;               // changes the catalog (create, drop, createIndexes, ...)
+  bool collection_wide = false;   // runs on every shard owning the collection's chunks
+  bool first_value_not_collection = false;  // its first value is a string that names no collection
 };
 
+// Exact match, as the server matches names (plus its two legacy lower-case spellings). A name
+// that only differs in case from a credential-carrying command still says carries_secrets.
 CommandTraits classifyCommand(std::string_view name);
 std::string_view commandKindName(CommandKind kind);
+std::string_view mirrorClassName(MirrorClass c);
 
 }  // namespace shardscope::protocol

@@ -11,13 +11,6 @@ std::string_view utf8Value(const bson_iter_t& it) {
   return {s, len};
 }
 
-// Commands whose first value is a string that is not a collection of the command's database.
-bool firstValueIsNotCollection(std::string_view name) {
-  return name == "renameCollection" || name == "shardCollection" || name == "reshardCollection" ||
-         name == "analyzeShardKey" || name == "configureQueryAnalyzer" || name == "mapreduce.shardedfinish" ||
-         name == "saslStart" || name == "authenticate";
-}
-
 void fillFromBody(CommandView& out) {
   bson_iter_t it;
   if (!bson_iter_init(&it, &out.body)) return;
@@ -25,26 +18,29 @@ void fillFromBody(CommandView& out) {
   while (bson_iter_next(&it)) {
     std::string_view key(bson_iter_key(&it), bson_iter_key_len(&it));
     if (first) {
-      out.name = key;
-      if (BSON_ITER_HOLDS_UTF8(&it) && !firstValueIsNotCollection(key)) out.collection = utf8Value(it);
-      if (key == "getMore" && BSON_ITER_HOLDS_INT64(&it)) out.cursorId = bson_iter_int64(&it);
+      out.setName(key);  // the one classification of this request
+      if (BSON_ITER_HOLDS_UTF8(&it) && !out.traits.first_value_not_collection) out.collection = utf8Value(it);
+      if (out.traits.kind == CommandKind::GetMore && BSON_ITER_HOLDS_INT64(&it)) out.cursorId = bson_iter_int64(&it);
       first = false;
       continue;
     }
     if (key == "$db" && BSON_ITER_HOLDS_UTF8(&it)) out.db = utf8Value(it);
     else if (key == "lsid") out.hasLsid = true;
     else if (key == "txnNumber") out.hasTxnNumber = true;
-    else if (key == "collection" && out.name == "getMore" && BSON_ITER_HOLDS_UTF8(&it)) out.collection = utf8Value(it);
+    else if (key == "autocommit" || key == "startTransaction") out.inTransaction = true;
+    else if (key == "collection" && out.traits.kind == CommandKind::GetMore && BSON_ITER_HOLDS_UTF8(&it))
+      out.collection = utf8Value(it);
   }
 }
 
 void reset(CommandView& out) {
   out.name = {};
+  out.traits = {};
   out.db = {};
   out.collection = {};
   out.sequences = {};
   out.cursorId.reset();
-  out.hasLsid = out.hasTxnNumber = out.moreToCome = out.exhaustAllowed = false;
+  out.hasLsid = out.hasTxnNumber = out.inTransaction = out.moreToCome = out.exhaustAllowed = false;
 }
 
 }  // namespace

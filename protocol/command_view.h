@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "protocol/command_kind.h"
 #include "protocol/op_msg.h"
 #include "protocol/status.h"
 
@@ -16,6 +17,7 @@ namespace shardscope::protocol {
 
 struct CommandView {
   std::string_view name;        // first key of the body, as sent (e.g. "find", "isMaster")
+  CommandTraits traits;         // `name` classified once, when the view is built (command_kind.h)
   std::string_view db;          // "$db" (OP_MSG) or the db part of "db.$cmd" (OP_QUERY)
   std::string_view collection;  // empty when the command names no collection
   bson_t body;                  // static bson over the message buffer (never destroyed/owned)
@@ -23,9 +25,15 @@ struct CommandView {
   std::optional<int64_t> cursorId;              // getMore
   bool hasLsid = false;
   bool hasTxnNumber = false;
+  bool inTransaction = false;   // autocommit or startTransaction: a statement of a transaction
   bool moreToCome = false;
   bool exhaustAllowed = false;
 
+  // For views built by hand (tests, the explain CLI): the name and its traits.
+  void setName(std::string_view n) {
+    name = n;
+    traits = classifyCommand(n);
+  }
   const DocumentSequence* findSequence(std::string_view identifier) const;
   // "db.collection", written into `buffer`; empty when there is no collection.
   std::string_view ns(std::string& buffer) const;

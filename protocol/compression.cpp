@@ -1,7 +1,5 @@
 #include "protocol/compression.h"
 
-#include "protocol/command_kind.h"
-
 #include <snappy.h>
 #include <zlib.h>
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_frameHeaderSize: walking a frame's blocks
@@ -195,7 +193,5 @@ void compressMessage(std::span<const uint8_t> message, Compressor compressor, st
   storeInt32(out.data() + kHeaderSize + 4, static_cast<int32_t>(body.size()));
   out[kHeaderSize + 8] = static_cast<uint8_t>(compressor);
 }
-
-bool isNeverCompressed(std::string_view name) { return classifyCommand(name).never_compressed; }
 
 }  // namespace shardscope::protocol

@@ -58,7 +58,4 @@ ParseResult decompressMessage(std::span<const uint8_t> message, uint32_t maxMess
 // Wraps a complete message into OP_COMPRESSED with the same requestID and responseTo.
 void compressMessage(std::span<const uint8_t> message, Compressor compressor, std::vector<uint8_t>& out);
 
-// hello, saslStart, ... are never compressed (OP_COMPRESSED spec).
-bool isNeverCompressed(std::string_view commandName);
-
 }  // namespace shardscope::protocol

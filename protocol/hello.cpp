@@ -1,7 +1,5 @@
 #include "protocol/hello.h"
 
-#include "protocol/command_kind.h"
-
 #include <algorithm>
 #include <string>
 
@@ -49,8 +47,6 @@ void copyReplacing(const bson_t* doc, std::span<const Compressor> compressors, b
 }
 
 }  // namespace
-
-bool isHelloCommand(std::string_view name) { return classifyCommand(name).kind == CommandKind::Hello; }
 
 bool offersCompression(const bson_t* doc) {
   bson_iter_t it;

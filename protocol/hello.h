@@ -11,8 +11,6 @@
 
 namespace shardscope::protocol {
 
-bool isHelloCommand(std::string_view name);  // hello, isMaster, ismaster
-
 // True when the document carries a `compression` field (an offer to negotiate).
 bool offersCompression(const bson_t* doc);
 

@@ -63,7 +63,7 @@ LegacyOpcodeRule legacyOpcodeRule(int32_t opCode) {
   }
 }
 
-bool isHandshakeOpQuery(std::string_view commandName) { return isHelloCommand(commandName); }
+bool isHandshakeOpQuery(const CommandTraits& command) { return command.kind == CommandKind::Hello; }
 
 ServerError opQueryNotACommandError() { return legacyRemoved("OP_QUERY"); }
 

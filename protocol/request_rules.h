@@ -12,6 +12,7 @@
 #include <span>
 #include <string_view>
 
+#include "protocol/command_kind.h"
 #include "protocol/compression.h"
 #include "protocol/error_reply.h"
 
@@ -30,7 +31,7 @@ struct LegacyOpcodeRule {
 LegacyOpcodeRule legacyOpcodeRule(int32_t opCode);
 
 // OP_QUERY is served only for the handshake: hello / isMaster on "<db>.$cmd".
-bool isHandshakeOpQuery(std::string_view commandName);
+bool isHandshakeOpQuery(const CommandTraits& command);
 ServerError opQueryNotACommandError();                          // a legacy find: QueryFailure
 ServerError unsupportedOpQueryCommandError(std::string_view name);  // any other command: error document
 

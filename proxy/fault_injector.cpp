@@ -25,10 +25,8 @@ bool matches(const std::vector<std::string>& patterns, std::string_view value) {
 }  // namespace
 
 bool FaultInjector::selected(std::string_view ns, std::string_view command) const {
-  // The handshake and authentication are never faulted: drivers could not connect at all.
-  if (command == "hello" || command == "isMaster" || command == "ismaster" || command == "saslStart" ||
-      command == "saslContinue" || command == "authenticate" || command == "endSessions")
-    return false;
+  // The handshake and authentication never get here: the pipeline skips commands whose traits say
+  // never_faulted (protocol/command_kind.cpp), so drivers can always connect.
   return matches(config_.namespaces, ns) && matches(config_.commands, command);
 }
 

@@ -12,7 +12,7 @@ bool child(const bson_t* doc, const char* path, bson_iter_t& out) {
   return bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &out);
 }
 
-bool isFindAndModify(std::string_view command) { return command == "findAndModify" || command == "findandmodify"; }
+using protocol::CommandKind;
 
 // The lookup keys of the documents in cursor.firstBatch (and whether there is one at all).
 bool batchKeys(const bson_t* reply, const LookupRule& rule, size_t& count, std::vector<std::string>& keys) {
@@ -38,15 +38,15 @@ bool batchKeys(const bson_t* reply, const LookupRule& rule, size_t& count, std::
 }
 
 // Did the reply find anything? Unknown (no way to tell) counts as "did not".
-bool foundAnything(std::string_view command, const bson_t* reply) {
+bool foundAnything(CommandKind command, const bson_t* reply) {
   bson_iter_t it;
-  if (command == "count") return child(reply, "n", it) && bson_iter_as_int64(&it) > 0;
-  if (command == "distinct") {
+  if (command == CommandKind::Count) return child(reply, "n", it) && bson_iter_as_int64(&it) > 0;
+  if (command == CommandKind::Distinct) {
     bson_t values;
     return child(reply, "values", it) && common::documentOrArray(it, values) && !bson_empty(&values);
   }
-  if (command == "update" || command == "delete") return child(reply, "n", it) && bson_iter_as_int64(&it) > 0;
-  if (isFindAndModify(command))
+  if (command == CommandKind::Update || command == CommandKind::Delete) return child(reply, "n", it) && bson_iter_as_int64(&it) > 0;
+  if (command == CommandKind::FindAndModify)
     return child(reply, "lastErrorObject.n", it) ? bson_iter_as_int64(&it) > 0
                                                  : (child(reply, "value", it) && BSON_ITER_HOLDS_DOCUMENT(&it));
   bson_t docs;
@@ -71,13 +71,13 @@ std::string_view fallbackCauseName(FallbackCause c) {
   return "unknown";
 }
 
-Verdict verifyRewrite(const RewritePlan& plan, std::string_view command, const LookupRule& rule, const bson_t* reply) {
+Verdict verifyRewrite(const RewritePlan& plan, CommandKind command, const LookupRule& rule, const bson_t* reply) {
   Verdict v;
   if (!ok(reply)) return v;
   bson_iter_t it;
   if (plan.kind == RewriteKind::Write) {
     if (child(reply, "writeErrors", it)) return v;  // something ran: never repeat
-    const bool known = isFindAndModify(command) ? child(reply, "lastErrorObject.n", it) || child(reply, "value", it)
+    const bool known = command == CommandKind::FindAndModify ? child(reply, "lastErrorObject.n", it) || child(reply, "value", it)
                                                 : child(reply, "n", it);
     if (!known) return v;  // cannot tell whether it matched: re-running could apply it twice
     if (!foundAnything(command, reply)) {
@@ -86,8 +86,8 @@ Verdict verifyRewrite(const RewritePlan& plan, std::string_view command, const L
     }
     return v;
   }
-  if (command == "count" || command == "distinct") {
-    if (!child(reply, command == "count" ? "n" : "values", it)) v.cause = FallbackCause::Unverifiable;
+  if (command == CommandKind::Count || command == CommandKind::Distinct) {
+    if (!child(reply, command == CommandKind::Count ? "n" : "values", it)) v.cause = FallbackCause::Unverifiable;
     else if (!foundAnything(command, reply)) v.cause = FallbackCause::EmptyRead;
     if (v.cause != FallbackCause::None) v.suspects = plan.in_keys;
     return v;
@@ -112,7 +112,7 @@ Verdict verifyRewrite(const RewritePlan& plan, std::string_view command, const L
   return v;
 }
 
-bool learnFromRerun(LookupIndex& index, const RewritePlan& plan, std::string_view command,
+bool learnFromRerun(LookupIndex& index, const RewritePlan& plan, CommandKind command,
                     const std::vector<std::string>& suspects, const bson_t* reply) {
   if (!ok(reply) || !foundAnything(command, reply)) return false;
   std::vector<std::string> contradicted = suspects;

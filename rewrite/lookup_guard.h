@@ -24,8 +24,8 @@ struct Verdict {
 // A read passes only when its reply shows a document for every requested lookup value; an ok:1
 // reply that cannot show it (no cursor, no n) re-runs too. Error replies are passed on (the
 // original would fail the same way, and re-running a write is never safe after an error).
-Verdict verifyRewrite(const RewritePlan& plan, std::string_view command, const LookupRule& rule, const bson_t* reply);
-inline FallbackCause fallbackNeeded(const RewritePlan& plan, std::string_view command, const LookupRule& rule,
+Verdict verifyRewrite(const RewritePlan& plan, protocol::CommandKind command, const LookupRule& rule, const bson_t* reply);
+inline FallbackCause fallbackNeeded(const RewritePlan& plan, protocol::CommandKind command, const LookupRule& rule,
                                     const bson_t* reply) {
   return verifyRewrite(plan, command, rule, reply).cause;
 }
@@ -34,7 +34,7 @@ inline FallbackCause fallbackNeeded(const RewritePlan& plan, std::string_view co
 // mapping of those suspects was wrong (stale, or the value belongs to several customers): they
 // are marked ambiguous. Returns true when it found something (the mapping was wrong), false when
 // it found nothing either (the mapping may be right; the rewrite only cost a second run).
-bool learnFromRerun(LookupIndex& index, const RewritePlan& plan, std::string_view command,
+bool learnFromRerun(LookupIndex& index, const RewritePlan& plan, protocol::CommandKind command,
                     const std::vector<std::string>& suspects, const bson_t* reply);
 
 }  // namespace shardscope::rewrite

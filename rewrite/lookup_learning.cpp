@@ -181,8 +181,9 @@ ReplyLearning planReplyLearning(LookupIndex& index, const protocol::CommandView&
   const auto& rule = index.rule();
   std::vector<std::string> fields{rule.lookup_field};
   fields.insert(fields.end(), rule.add_fields.begin(), rule.add_fields.end());
-  const std::string_view name = view.name;
-  if (name == "insert") {
+  using protocol::CommandKind;
+  const CommandKind kind = view.traits.kind;  // classified once, with the view
+  if (kind == CommandKind::Insert) {
     if (view.moreToCome) return r;  // no reply will confirm these documents
     r.from = ReplyLearning::From::Inserts;
     r.ordered = common::boolField(view.body, "ordered", true);
@@ -190,12 +191,12 @@ ReplyLearning planReplyLearning(LookupIndex& index, const protocol::CommandView&
       r.inserts.push_back(index.extract(&doc).bytes);
       return true;
     });
-  } else if (name == "find") {
+  } else if (kind == CommandKind::Find) {
     if (projectionKeeps(view.body, "projection", fields) && !truthy(view.body, "returnKey"))
       r.from = ReplyLearning::From::FirstBatch;
-  } else if (name == "aggregate") {
+  } else if (kind == CommandKind::Aggregate) {
     if (pipelineKeepsDocuments(view.body) && !truthy(view.body, "explain")) r.from = ReplyLearning::From::FirstBatch;
-  } else if (name == "update") {
+  } else if (kind == CommandKind::Update) {
     uint32_t at = 0;
     common::forEachStatement(view, "updates", [&](const bson_t& statement) {
       planChange(index, statement, at++, r);
@@ -203,7 +204,7 @@ ReplyLearning planReplyLearning(LookupIndex& index, const protocol::CommandView&
     });
     r.statements = at;
     if (!r.changes.empty() && !view.moreToCome) r.from = ReplyLearning::From::Updates;
-  } else if (name == "findAndModify" || name == "findandmodify") {
+  } else if (kind == CommandKind::FindAndModify) {
     bson_iter_t q, u;
     const bool remove = truthy(view.body, "remove");
     if (!remove && child(&view.body, "query", q) && child(&view.body, "update", u)) {

@@ -292,26 +292,28 @@ bool rewriteWriteStatement(LookupIndex& index, const protocol::CommandView& view
 RewritePlan planLookupRewrite(LookupIndex& index, const protocol::CommandView& view) {
   RewritePlan plan;
   bool ok = false;
-  const std::string_view name = view.name;
-  if (name == "find") {
+  using protocol::CommandKind;
+  const CommandKind kind = view.traits.kind;  // classified once, with the view
+  plan.command = kind;
+  if (kind == CommandKind::Find) {
     ok = rewriteTopLevelFilter(index, view, "filter", true, plan);
     if (ok) plan.skipped = refusalForFind(view.body, plan.in_list, index.rule().lookup_field);
     if (ok) plan.kind = RewriteKind::Read;
-  } else if (name == "count" || name == "distinct") {
+  } else if (kind == CommandKind::Count || kind == CommandKind::Distinct) {
     ok = rewriteTopLevelFilter(index, view, "query", false, plan);
     if (ok) plan.kind = RewriteKind::Read;
-  } else if (name == "aggregate") {
+  } else if (kind == CommandKind::Aggregate) {
     ok = rewriteAggregate(index, view, plan);
     if (ok) plan.skipped = refusalForAggregate(view.body);
     if (ok) plan.kind = RewriteKind::Read;
-  } else if (name == "findAndModify" || name == "findandmodify") {
+  } else if (kind == CommandKind::FindAndModify) {
     if (view.hasTxnNumber) plan.skipped = "retryable writes and transactions are not rewritten";
     else if (truthy(view.body, "upsert")) plan.skipped = "upserts are not rewritten (an insert with a stale mapping would change data)";
     else ok = rewriteTopLevelFilter(index, view, "query", false, plan);
     if (ok) plan.skipped = refusalForFindAndModify(view.body);
     if (ok) plan.kind = RewriteKind::Write;
-  } else if (name == "update" || name == "delete") {
-    ok = rewriteWriteStatement(index, view, name == "update" ? "updates" : "deletes", plan);
+  } else if (kind == CommandKind::Update || kind == CommandKind::Delete) {
+    ok = rewriteWriteStatement(index, view, kind == CommandKind::Update ? "updates" : "deletes", plan);
     if (ok) plan.kind = RewriteKind::Write;
   }
   // Checked once the command is known to concern the rule, so unrelated traffic is not counted.

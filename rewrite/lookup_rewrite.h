@@ -18,6 +18,7 @@ enum class RewriteKind : uint8_t { None, Read, Write };
 
 struct RewritePlan {
   RewriteKind kind = RewriteKind::None;
+  protocol::CommandKind command = protocol::CommandKind::Other;  // the request's CommandView::traits.kind
   // Why the command was not rewritten although it names the rule's lookup field (static text);
   // empty when the command does not concern the rule.
   std::string_view skipped;

@@ -1,4 +1,4 @@
-// target(): find the namespace and dispatch by command name. Reads and aggregate live here;
+// target(): find the namespace and dispatch by command kind (CommandView::traits). Reads and aggregate live here;
 // writes in write_targeting.cpp. Commands naming no collection are NoCollection, unsharded
 // namespaces Unsharded; nothing is guessed.
 #include <cstring>
@@ -15,7 +15,6 @@ namespace {
 
 using protocol::CommandView;
 
-bool is(std::string_view name, const char* s) { return name == s; }
 
 bool isCollectionlessStage(const char* stage) {
   return std::strcmp(stage, "$changeStream") == 0 || std::strcmp(stage, "$currentOp") == 0 ||
@@ -151,13 +150,10 @@ void targetAggregate(const RoutingTable& table, const CollectionRouting& coll, c
     out.reason = "$geoNear without a shard-key query: broadcast";
 }
 
-// killCursors ids looked up per request (a driver kills one cursor per command).
-constexpr size_t kMaxCursorLookups = 10000;
-
-void targetCursor(const CommandView& cmd, const CursorShards* cursors, TargetResult& out) {
+void targetCursor(const CommandView& cmd, const CursorShards* cursors, const TargetOptions& opts, TargetResult& out) {
   ShardSet shards;
   bool found = false;
-  if (protocol::classifyCommand(cmd.name).kind == protocol::CommandKind::GetMore) {
+  if (cmd.traits.kind == protocol::CommandKind::GetMore) {
     int64_t id = 0;
     bson_iter_t it;
     if (cmd.cursorId) {
@@ -166,23 +162,22 @@ void targetCursor(const CommandView& cmd, const CursorShards* cursors, TargetRes
       id = bson_iter_as_int64(&it);
     }
     found = cursors && cursors->lookup(id, shards);
-  } else {  // killCursors: the union of every listed cursor's shards
-    bson_iter_t it, ids;
-    if (cursors && bson_iter_init_find(&it, &cmd.body, "cursors") && BSON_ITER_HOLDS_ARRAY(&it) &&
-        bson_iter_recurse(&it, &ids)) {
-      size_t looked_up = 0;
-      while (bson_iter_next(&ids)) {
-        if (++looked_up > kMaxCursorLookups) {  // past the budget the shard set is unknown
-          out.targeting = Targeting::Unclassified;
-          out.reason = "too many cursor ids to analyse (over the per-request budget)";
-          out.over_budget = true;
-          return;
-        }
-        ShardSet one;
-        if (BSON_ITER_HOLDS_NUMBER(&ids) && cursors->lookup(bson_iter_as_int64(&ids), one)) {
-          shards |= one;
-          found = true;
-        }
+  } else if (cursors) {  // killCursors: the union of every listed cursor's shards
+    // The list the pipeline read once (charged to the request's budget); read here only when
+    // targeting is called on its own (explain, tests).
+    thread_local std::vector<int64_t> scratch;
+    const CursorList list = opts.cursor_list ? *opts.cursor_list : readCursorList(cmd.body, opts.analysis_budget, scratch);
+    if (list.over_budget) {  // past the budget the shard set is unknown
+      out.targeting = Targeting::Unclassified;
+      out.reason = kCursorsOverBudget;
+      out.over_budget = true;
+      return;
+    }
+    for (int64_t id : list.ids) {
+      ShardSet one;
+      if (cursors->lookup(id, one)) {
+        shards |= one;
+        found = true;
       }
     }
   }
@@ -199,7 +194,7 @@ void targetCursor(const CommandView& cmd, const CursorShards* cursors, TargetRes
 std::string_view collectionOf(const CommandView& cmd) {
   if (!cmd.collection.empty()) return cmd.collection;
   bson_iter_t it;
-  if (protocol::classifyCommand(cmd.name).kind == protocol::CommandKind::GetMore) {
+  if (cmd.traits.kind == protocol::CommandKind::GetMore) {
     if (bson_iter_init_find(&it, &cmd.body, "collection") && BSON_ITER_HOLDS_UTF8(&it)) return bson_iter_utf8(&it, nullptr);
     return {};
   }
@@ -231,7 +226,7 @@ TargetResult targetExplain(const RoutingTable& table, const CommandView& cmd, co
     out.reason = "explain of an empty command";
     return out;
   }
-  inner.name = bson_iter_key(&inner_it);
+  inner.setName(bson_iter_key(&inner_it));  // the wrapped command, classified on its own
   inner.db = cmd.db;
   if (BSON_ITER_HOLDS_UTF8(&inner_it)) {
     uint32_t clen = 0;
@@ -239,11 +234,6 @@ TargetResult targetExplain(const RoutingTable& table, const CommandView& cmd, co
     inner.collection = {c, clen};
   }
   return targetImpl(table, inner, cursors, opts, depth + 1);
-}
-
-bool isDdlOnEveryShard(std::string_view name) {
-  return is(name, "createIndexes") || is(name, "dropIndexes") || is(name, "drop") || is(name, "collMod") ||
-         is(name, "validate") || is(name, "collStats") || is(name, "reIndex");
 }
 
 TargetResult targetImpl(const RoutingTable& table, const CommandView& cmd, const CursorShards* cursors,
@@ -254,20 +244,22 @@ TargetResult targetImpl(const RoutingTable& table, const CommandView& cmd, const
     out.reason = "no command name";
     return out;
   }
-  if (is(name, "explain")) return targetExplain(table, cmd, cursors, opts, depth);
   using protocol::CommandKind;
-  const CommandKind kind = protocol::classifyCommand(name).kind;  // the one table (protocol/command_kind.h)
+  const CommandKind kind = cmd.traits.kind;  // classified once, with the view
+  if (kind == CommandKind::Explain) return targetExplain(table, cmd, cursors, opts, depth);
   if (kind == CommandKind::GetMore || kind == CommandKind::KillCursors) {
-    targetCursor(cmd, cursors, out);
+    targetCursor(cmd, cursors, opts, out);
     if (out.targeting != Targeting::Unclassified) {
       // The cursor's collection tells how many shards own its chunks (allShards vs manyShards).
       thread_local std::string cursor_ns;
       std::string_view cursor_coll = collectionOf(cmd);
       const CollectionRouting* coll =
-          cursor_coll.empty() ? nullptr : table.collection(common::joinNamespace(cmd.db, cursor_coll, cursor_ns));
+          depth == 0 && !opts.ns.empty() ? table.collection(opts.ns)
+          : cursor_coll.empty() ? nullptr
+                                : table.collection(common::joinNamespace(cmd.db, cursor_coll, cursor_ns));
       if (coll) out.owning_shards = static_cast<uint16_t>(coll->chunks.owningShards().count());
     }
-    if (out.targeting != Targeting::Unclassified || kind != CommandKind::KillCursors) return out;
+    if (out.targeting != Targeting::Unclassified || kind != CommandKind::KillCursors || out.over_budget) return out;
   }
   if (kind == CommandKind::BulkWrite) {
     targetBulkWrite(table, cmd, opts, out);
@@ -293,9 +285,11 @@ TargetResult targetImpl(const RoutingTable& table, const CommandView& cmd, const
     return out;
   }
   thread_local std::string ns_buffer;
-  const CollectionRouting* coll = table.collection(common::joinNamespace(cmd.db, coll_name, ns_buffer));
+  // The pipeline's namespace when it has one (the same "db.collection"): not joined again.
+  const std::string_view ns = !opts.ns.empty() && depth == 0 ? opts.ns : common::joinNamespace(cmd.db, coll_name, ns_buffer);
+  const CollectionRouting* coll = table.collection(ns);
   if (!coll) {
-    if (const CollectionRouting* buckets = table.timeseriesView(ns_buffer)) {
+    if (const CollectionRouting* buckets = table.timeseriesView(ns)) {
       targetTimeseries(*buckets, cmd, opts, out);
       return out;
     }
@@ -326,7 +320,7 @@ TargetResult targetImpl(const RoutingTable& table, const CommandView& cmd, const
     targetDelete(*coll, cmd, opts, out);
   } else if (kind == CommandKind::FindAndModify) {
     targetFindAndModify(*coll, cmd, opts, out);
-  } else if (isDdlOnEveryShard(name)) {
+  } else if (cmd.traits.collection_wide) {
     out.targeting = Targeting::Broadcast;
     out.shards = coll->chunks.owningShards();
     out.reason = "collection-wide command: runs on every shard owning chunks";

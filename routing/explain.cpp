@@ -113,7 +113,8 @@ void appendShards(bson_t* doc, const RoutingTable& table, const ShardSet& shards
 
 // The namespace a command is about, for the output (bulkWrite: its first nsInfo entry).
 std::string namespaceOf(const protocol::CommandView& cmd) {
-  if (cmd.name == "bulkWrite") {
+  using protocol::CommandKind;
+  if (cmd.traits.kind == CommandKind::BulkWrite) {
     std::string ns;
     common::forEachStatement(cmd, "nsInfo", [&](const bson_t& info) {
       bson_iter_t it;
@@ -125,10 +126,11 @@ std::string namespaceOf(const protocol::CommandView& cmd) {
   bson_iter_t it;
   std::string_view coll = cmd.collection;
   bson_t inner;
-  if (cmd.name == "explain" && common::subDocument(cmd.body, "explain", inner) && bson_iter_init(&it, &inner) &&
-      bson_iter_next(&it) && BSON_ITER_HOLDS_UTF8(&it))
+  if (cmd.traits.kind == CommandKind::Explain && common::subDocument(cmd.body, "explain", inner) &&
+      bson_iter_init(&it, &inner) && bson_iter_next(&it) && BSON_ITER_HOLDS_UTF8(&it))
     coll = bson_iter_utf8(&it, nullptr);
-  if (cmd.name == "getMore" && bson_iter_init_find(&it, &cmd.body, "collection") && BSON_ITER_HOLDS_UTF8(&it))
+  if (cmd.traits.kind == CommandKind::GetMore && bson_iter_init_find(&it, &cmd.body, "collection") &&
+      BSON_ITER_HOLDS_UTF8(&it))
     coll = bson_iter_utf8(&it, nullptr);
   if (coll.empty()) return "";
   return std::string(cmd.db) + "." + std::string(coll);
@@ -139,13 +141,16 @@ std::string namespaceOf(const protocol::CommandView& cmd) {
 // shard (an unsharded namespace goes to its primary) are SINGLE_SHARD, several are SHARD_MERGE
 // (a find with a sort may show SHARD_MERGE_SORT there). Empty for commands with no shard stage.
 std::string_view mongosStage(const protocol::CommandView& cmd, const TargetResult& r) {
-  std::string_view name = cmd.name;
+  using protocol::CommandKind;
+  CommandKind kind = cmd.traits.kind;
   bson_t inner;
   bson_iter_t it;
-  if (name == "explain" && common::subDocument(cmd.body, "explain", inner) && bson_iter_init(&it, &inner) &&
+  if (kind == CommandKind::Explain && common::subDocument(cmd.body, "explain", inner) && bson_iter_init(&it, &inner) &&
       bson_iter_next(&it))
-    name = bson_iter_key(&it);
-  if (name == "insert" || name == "update" || name == "delete" || name == "bulkWrite") return "SHARD_WRITE";
+    kind = protocol::classifyCommand(bson_iter_key(&it)).kind;  // the wrapped command
+  if (kind == CommandKind::Insert || kind == CommandKind::Update || kind == CommandKind::Delete ||
+      kind == CommandKind::BulkWrite)
+    return "SHARD_WRITE";
   if (r.targeting == Targeting::NoCollection || r.targeting == Targeting::Unclassified) return "";
   return r.targeting == Targeting::Unsharded || r.shards.count() == 1 ? "SINGLE_SHARD" : "SHARD_MERGE";
 }
@@ -162,9 +167,9 @@ ExplainOutput explainCommand(const RoutingTable& table, std::string_view command
   bson_init_static(&cmd.body, bson_get_data(cmd_doc.doc), cmd_doc.doc->len);
   bson_iter_t it;
   if (!bson_iter_init(&it, &cmd.body) || !bson_iter_next(&it)) return error("--command is an empty document");
-  cmd.name = bson_iter_key(&it);
+  cmd.setName(bson_iter_key(&it));
   if (BSON_ITER_HOLDS_UTF8(&it)) cmd.collection = bson_iter_utf8(&it, nullptr);
-  if (cmd.name == "getMore" && BSON_ITER_HOLDS_NUMBER(&it)) cmd.cursorId = bson_iter_as_int64(&it);
+  if (cmd.traits.kind == protocol::CommandKind::GetMore && BSON_ITER_HOLDS_NUMBER(&it)) cmd.cursorId = bson_iter_as_int64(&it);
   std::string db;
   if (bson_iter_init_find(&it, &cmd.body, "$db") && BSON_ITER_HOLDS_UTF8(&it)) db = bson_iter_utf8(&it, nullptr);
   cmd.db = db;

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "routing/cursor_list.h"
 #include "routing/key_bound.h"
 #include "routing/mongos_version.h"
 #include "routing/routing_table.h"
@@ -23,6 +24,10 @@ struct TargetOptions {
   // The mongos release whose write rules apply; unknown = effectiveMongosVersion() (configured or
   // learned), and if that is unknown too, the newest rules (the reason says so).
   MongosVersion mongos_version;
+  // Facts the request pipeline already derived (null/empty: targeting derives them itself): the
+  // "db.collection" of the command, and killCursors' list read once (routing/cursor_list.h).
+  std::string_view ns;
+  const CursorList* cursor_list = nullptr;
 };
 
 struct FilterTarget {

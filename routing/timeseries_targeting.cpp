@@ -176,17 +176,18 @@ void timeseriesBucketFilter(const CollectionKind& kind, const bson_t& view_filte
 
 void targetTimeseries(const CollectionRouting& buckets, const protocol::CommandView& cmd, const TargetOptions& opts,
                       TargetResult& out) {
-  std::string_view name = cmd.name;
+  using protocol::CommandKind;
+  const CommandKind kind = cmd.traits.kind;
   const bool simple = simpleCollation(buckets, cmd.body);
   std::string* detail = opts.explain ? &out.detail : nullptr;
   FilterTarget ft;
   bson_t filter;
-  if (name == "find" || name == "count" || name == "distinct") {
-    if (!common::subDocument(cmd.body, name == "find" ? "filter" : "query", filter)) bson_init(&filter);
+  if (kind == CommandKind::Find || kind == CommandKind::Count || kind == CommandKind::Distinct) {
+    if (!common::subDocument(cmd.body, kind == CommandKind::Find ? "filter" : "query", filter)) bson_init(&filter);
     targetViewFilter(buckets, filter, simple, opts, ft, detail);
     return classify(ft, out);
   }
-  if (name == "aggregate") {
+  if (kind == CommandKind::Aggregate) {
     bson_iter_t it, stages, stage;
     bson_init(&filter);
     if (bson_iter_init_find(&it, &cmd.body, "pipeline") && BSON_ITER_HOLDS_ARRAY(&it) &&
@@ -196,7 +197,7 @@ void targetTimeseries(const CollectionRouting& buckets, const protocol::CommandV
     targetViewFilter(buckets, filter, simple, opts, ft, detail);
     return classify(ft, out);
   }
-  if (name == "insert") {
+  if (kind == CommandKind::Insert) {
     ShardSet shards;
     bool ok = common::forEachStatement(cmd, "documents", [&](const bson_t& doc) {
       insertKey(buckets, doc, shards);
@@ -209,8 +210,8 @@ void targetTimeseries(const CollectionRouting& buckets, const protocol::CommandV
     out.reason = "time-series insert: each measurement's bucket key (metaField, time rounded down) picks its shard";
     return;
   }
-  if (name == "update" || name == "delete") {
-    const bool is_update = name == "update";
+  if (kind == CommandKind::Update || kind == CommandKind::Delete) {
+    const bool is_update = kind == CommandKind::Update;
     ShardSet shards;
     bool ok = common::forEachStatement(cmd, is_update ? "updates" : "deletes", [&](const bson_t& stmt) {
       bson_t q;

@@ -56,7 +56,7 @@ struct Record {
   uint64_t time_ns = 0;        // monotonic ns since the capture started
   int32_t request_id = 0;
   int32_t response_to = 0;
-  uint64_t extra = 0;          // Reply: latency ns; Dropped: records lost
+  uint64_t extra = 0;          // Request: shape id (common::shapeId); Reply: latency ns; Dropped: records lost
   std::span<const uint8_t> payload;
   uint64_t sequence = 0;       // global order across all connections (requests: the order they went upstream)
 };

@@ -28,14 +28,6 @@ int64_t unixNowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// Commands whose payload carries credentials or proofs: never captured.
-bool isSecret(std::string_view name) {
-  for (std::string_view s : {"saslStart", "saslContinue", "authenticate", "getnonce", "createUser", "updateUser",
-                             "copydbsaslstart", "copydbgetnonce", "copydb"})
-    if (name.size() == s.size() && strncasecmp(name.data(), s.data(), s.size()) == 0) return true;
-  return false;
-}
-
 std::string segmentPath(const std::string& base, uint32_t segment) {
   return segment == 0 ? base : base + "." + std::to_string(segment);
 }
@@ -129,13 +121,17 @@ void CaptureWriter::enqueue(std::vector<uint8_t>&& record) {
 
 void CaptureWriter::onRequest(uint64_t connectionId, int32_t requestId, const protocol::CommandView& view,
                               std::string_view ns, std::span<const uint8_t> plainMessage, common::ShapeCache* shapes) {
-  if (full_.load(std::memory_order_relaxed) || isSecret(view.name)) return;
+  // Credentials are never captured (the command table's carries_secrets, in any spelling).
+  if (full_.load(std::memory_order_relaxed) || view.traits.carries_secrets) return;
   shadow::Record r;
   r.type = shadow::RecordType::Request;
   r.connection_id = connectionId;
   r.time_ns = nowNs();
   r.sequence = next_sequence_.fetch_add(1, std::memory_order_relaxed);
   r.request_id = requestId;
+  common::ShapeCache own;
+  const common::Shape shape = (shapes ? *shapes : own).get(view, ns);
+  r.extra = shape.id;  // the request's one shape id, as /stats and /metrics show it
   std::vector<uint8_t> out;
   if (options_.mode == shadow::CaptureMode::Full) {
     r.flags = shadow::kPayloadWireMessage;
@@ -144,13 +140,11 @@ void CaptureWriter::onRequest(uint64_t connectionId, int32_t requestId, const pr
     shadow::encodeRecord(r, out);
   } else {
     bson_t doc = BSON_INITIALIZER, body;
-    common::ShapeCache own;
-    const std::string shape((shapes ? *shapes : own).get(view));
-    std::string db(view.db), name(view.name), nsText(ns);
+    std::string db(view.db), name(view.name), nsText(ns), shapeText(shape.text);
     BSON_APPEND_UTF8(&doc, "ns", nsText.c_str());
     BSON_APPEND_UTF8(&doc, "db", db.c_str());
     BSON_APPEND_UTF8(&doc, "command", name.c_str());
-    BSON_APPEND_UTF8(&doc, "shape", shape.c_str());
+    BSON_APPEND_UTF8(&doc, "shape", shapeText.c_str());
     BSON_APPEND_DOCUMENT_BEGIN(&doc, "body", &body);
     shadow::redactCommand(view, salt_, &body);
     bson_append_document_end(&doc, &body);

@@ -4,7 +4,6 @@
 #include <string>
 
 #include "protocol/command_kind.h"
-#include "protocol/hello.h"
 #include "common/query_shape.h"
 
 namespace shardscope::shadow {
@@ -176,41 +175,20 @@ bool isValueField(std::string_view command, std::string_view key) {
 
 }  // namespace
 
-const char* commandClassName(CommandClass c) {
-  switch (c) {
-    case CommandClass::Read: return "read";
-    case CommandClass::Write: return "write";
-    case CommandClass::CursorFollow: return "cursor";
-    case CommandClass::Transaction: return "transaction";
-    case CommandClass::Other: return "other";
-  }
-  return "other";
-}
-
-CommandClass classifyCommand(const protocol::CommandView& view) {
-  const std::string_view name = view.name;
-  bson_iter_t it;
-  if (equalsAny(name, {"commitTransaction", "abortTransaction"}) ||
-      bson_iter_init_find(&it, &view.body, "autocommit") || bson_iter_init_find(&it, &view.body, "startTransaction"))
-    return CommandClass::Transaction;
-  const auto traits = protocol::classifyCommand(name);  // the one table (protocol/command_kind.h)
-  if (traits.continues_cursor) return CommandClass::CursorFollow;
-  if (traits.kind == protocol::CommandKind::Aggregate)
-    return pipelineWrites(view.body) ? CommandClass::Write : CommandClass::Read;
-  if (traits.reads) return CommandClass::Read;
-  if (traits.writes) return CommandClass::Write;
-  // Catalog changes: the table has no kind for them; the mirror treats them as writes.
-  if (equalsAny(name, {"create", "drop", "createIndexes", "dropIndexes", "collMod", "renameCollection", "dropDatabase"}))
-    return CommandClass::Write;
-  return CommandClass::Other;
+CommandClass mirrorClass(const protocol::CommandView& view) {
+  if (view.inTransaction) return CommandClass::Transaction;
+  const auto& traits = view.traits;  // classified once, with the view
+  if (traits.kind == protocol::CommandKind::Aggregate && pipelineWrites(view.body)) return CommandClass::Write;
+  return traits.mirror;
 }
 
 void buildForeignCommand(const protocol::CommandView& view, const ForeignOptions& options, bson_t* out) {
   bson_iter_t it;
   if (!bson_iter_init(&it, &view.body)) return;
-  const auto kind = protocol::classifyCommand(view.name).kind;
+  const auto kind = view.traits.kind;
   const bool getMore = kind == protocol::CommandKind::GetMore;
   const bool killCursors = kind == protocol::CommandKind::KillCursors;
+  const bool hello = kind == protocol::CommandKind::Hello;
   bool first = true;
   while (bson_iter_next(&it)) {
     std::string_view k = bson_iter_key(&it);
@@ -232,7 +210,7 @@ void buildForeignCommand(const protocol::CommandView& view, const ForeignOptions
       appendKilledCursors(it, options.map_cursor, out);
       continue;
     }
-    if (protocol::isHelloCommand(view.name) && k == "compression") continue;
+    if (hello && k == "compression") continue;
     bson_append_iter(out, bson_iter_key(&it), -1, &it);
   }
   if (options.fold_sequences) foldSequences(view, out);

@@ -12,15 +12,11 @@
 
 namespace shardscope::shadow {
 
-enum class CommandClass : uint8_t {
-  Read,          // find, aggregate without $out/$merge, count, distinct
-  Write,         // insert, update, delete, findAndModify, aggregate with $out/$merge, DDL
-  CursorFollow,  // getMore, killCursors: follow the cursor of a mirrored command
-  Transaction,   // any statement of a multi-document transaction, commit/abortTransaction
-  Other,         // handshake, auth, sessions, diagnostics: never mirrored
-};
-const char* commandClassName(CommandClass c);
-CommandClass classifyCommand(const protocol::CommandView& view);
+// The command table's mirror class (protocol/command_kind.h), refined from what the view read of
+// the body: any statement of a multi-document transaction (autocommit, startTransaction) is
+// Transaction, an aggregate with $out/$merge is Write. No name is compared here.
+using CommandClass = protocol::MirrorClass;
+CommandClass mirrorClass(const protocol::CommandView& view);
 
 struct ForeignOptions {
   bool strip_db = false;       // drop "$db" (libmongoc adds its own)

@@ -74,7 +74,7 @@ void ConnectionReconciler::onRequest(MirroredRequest&& request) {
   bson_t remapped = BSON_INITIALIZER;
   const bson_t* toSend = nullptr;
   if (bson_init_static(&cmd, request.command.data(), request.command.size())) toSend = &cmd;
-  if (request.name == "getMore") {
+  if (request.kind == protocol::CommandKind::GetMore) {
     p.get_more = true;
     p.get_more_cursor = request.get_more_cursor;
     auto acc = cursors_.find(request.get_more_cursor);
@@ -84,7 +84,7 @@ void ConnectionReconciler::onRequest(MirroredRequest&& request) {
       remapGetMore(request.command, acc->second.shadow_cursor, &remapped);
       toSend = &remapped;
     }
-  } else if (request.name == "killCursors") {
+  } else if (request.kind == protocol::CommandKind::KillCursors) {
     for (int64_t id : request.killed)
       if (auto acc = cursors_.find(id); acc != cursors_.end()) abandon(acc);
     toSend = nullptr;

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "protocol/command_kind.h"
 #include "shadow/reply_summary.h"
 
 namespace shardscope::shadow {
@@ -48,6 +49,7 @@ class ReconciliationSink {
 struct MirroredRequest {
   int32_t request_id = 0;
   std::string db, collection, name;
+  protocol::CommandKind kind = protocol::CommandKind::Other;  // the request's CommandView::traits.kind
   std::vector<uint8_t> command;  // BSON for the shadow
   int64_t get_more_cursor = 0;   // getMore: the primary's cursor id
   std::vector<int64_t> killed;   // killCursors: the primary's cursor ids

@@ -38,10 +38,6 @@ void latencyJson(common::JsonWriter& w, std::string_view key, const stats::Laten
 
 }  // namespace
 
-uint64_t shapeHash(std::string_view ns, std::string_view command, std::string_view shape) {
-  return common::hashBytes(shape, common::hashBytes(command, common::hashBytes(ns, 0x5348415244ull)));
-}
-
 ShapeDivergence* DivergenceTable::findLocked(uint64_t hash) {
   auto it = index_.find(hash);
   if (it == index_.end()) it = index_.find(kOtherHash);

@@ -41,9 +41,6 @@ struct ShapeDivergence {
   std::vector<DivergenceExample> examples;
 };
 
-// The same key as the stats registry's, so shape ids match /stats and /metrics.
-uint64_t shapeHash(std::string_view ns, std::string_view command, std::string_view shape);
-
 class DivergenceTable {
  public:
   explicit DivergenceTable(size_t maxShapes = 1000, size_t maxExamples = 3)

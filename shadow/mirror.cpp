@@ -75,6 +75,7 @@ struct Mirror::Job {
   int32_t request_id = 0;
   // Request
   std::string db, collection, name;
+  protocol::CommandKind command_kind = protocol::CommandKind::Other;
   shadow::CommandClass cls = shadow::CommandClass::Other;
   std::vector<uint8_t> command;  // BSON for the shadow: no $db, no session fields, sequences folded
   int64_t get_more_cursor = 0;   // getMore: the primary's cursor id
@@ -253,13 +254,14 @@ void Mirror::pushForget(uint64_t connectionId, int64_t cursor) {
 }
 
 void Mirror::onRequest(uint64_t connectionId, int32_t requestId, const protocol::CommandView& view, std::string_view ns,
-                       routing::Targeting primaryTargeting, common::ShapeCache* shapes) {
+                       routing::Targeting primaryTargeting, common::ShapeCache* shapes,
+                       const routing::CursorList* killedList) {
   counters_->seen.fetch_add(1, std::memory_order_relaxed);
-  const auto cls = shadow::classifyCommand(view);
+  const auto cls = shadow::mirrorClass(view);
   if (!mirrorsClass(cls)) return;
   std::vector<int64_t> killed;
-  const bool follows = cls == shadow::CommandClass::CursorFollow;
-  if (follows ? !followsCursor(connectionId, view, killed) : !selected(ns)) return;
+  const bool follows = cls == shadow::CommandClass::Cursor;
+  if (follows ? !followsCursor(connectionId, view, killedList, killed) : !selected(ns)) return;
   auto job = makeJob(connectionId, requestId, view, cls, std::move(killed));
   if (!follows) noteShape(*job, view, ns, primaryTargeting, shapes);
   if (!admit(connectionId, *job)) return;
@@ -281,7 +283,8 @@ bool Mirror::mirrorsClass(shadow::CommandClass cls) {
 }
 
 // Only cursors of mirrored commands are followed; their getMores are not sampled again.
-bool Mirror::followsCursor(uint64_t connectionId, const protocol::CommandView& view, std::vector<int64_t>& killed) {
+bool Mirror::followsCursor(uint64_t connectionId, const protocol::CommandView& view, const routing::CursorList* list,
+                           std::vector<int64_t>& killed) {
   std::lock_guard lock(conn_mutex_);
   auto it = conns_.find(connectionId);
   if (it == conns_.end()) {
@@ -289,7 +292,7 @@ bool Mirror::followsCursor(uint64_t connectionId, const protocol::CommandView& v
     return false;
   }
   auto& cursors = it->second.cursors;
-  if (view.name == "getMore") {
+  if (view.traits.kind == protocol::CommandKind::GetMore) {
     if (!view.cursorId || !contains(cursors, *view.cursorId)) {
       counters_->skipped_cursor++;
       return false;
@@ -302,13 +305,15 @@ bool Mirror::followsCursor(uint64_t connectionId, const protocol::CommandView& v
     }
     return true;
   }
-  bson_iter_t arr, id;  // killCursors
-  if (bson_iter_init_find(&arr, &view.body, "cursors") && BSON_ITER_HOLDS_ARRAY(&arr) && bson_iter_recurse(&arr, &id))
-    while (bson_iter_next(&id))
-      if (BSON_ITER_HOLDS_INT64(&id) && contains(cursors, bson_iter_int64(&id))) {
-        killed.push_back(bson_iter_int64(&id));
-        erase(cursors, bson_iter_int64(&id));
-      }
+  // killCursors: its ids as read once for the request (a list over the analysis budget has none:
+  // the cursors it names stay followed until their connection closes).
+  std::vector<int64_t> own;
+  const routing::CursorList ids = list ? *list : routing::readCursorList(view.body, routing::TargetOptions{}.analysis_budget, own);
+  for (int64_t id : ids.ids)
+    if (contains(cursors, id)) {
+      killed.push_back(id);
+      erase(cursors, id);
+    }
   if (killed.empty()) counters_->skipped_cursor++;
   return !killed.empty();
 }
@@ -329,14 +334,15 @@ bool Mirror::selected(std::string_view ns) {
 // The command as the shadow gets it: no $db, no session fields, document sequences folded in.
 std::unique_ptr<Mirror::Job> Mirror::makeJob(uint64_t connectionId, int32_t requestId, const protocol::CommandView& view,
                                              shadow::CommandClass cls, std::vector<int64_t> killed) const {
-  const bool getMore = view.name == "getMore";
-  const bool killCursors = view.name == "killCursors";
+  const bool getMore = view.traits.kind == protocol::CommandKind::GetMore;
+  const bool killCursors = view.traits.kind == protocol::CommandKind::KillCursors;
   auto job = std::make_unique<Job>();
   job->conn = connectionId;
   job->request_id = requestId;
   job->db = view.db;
   job->collection = view.collection;
   job->name = view.name;
+  job->command_kind = view.traits.kind;
   job->cls = cls;
   job->get_more_cursor = getMore ? *view.cursorId : 0;
   job->killed = std::move(killed);
@@ -360,11 +366,11 @@ std::unique_ptr<Mirror::Job> Mirror::makeJob(uint64_t connectionId, int32_t requ
 void Mirror::noteShape(Job& job, const protocol::CommandView& view, std::string_view ns,
                        routing::Targeting primaryTargeting, common::ShapeCache* shapes) {
   common::ShapeCache own;
-  const std::string_view shape = (shapes ? *shapes : own).get(view);
-  job.shape_hash = shadow::shapeHash(ns, view.name, shape);
+  const common::Shape shape = (shapes ? *shapes : own).get(view, ns);  // the request's one shape id
+  job.shape_hash = shape.id;
   routing::Targeting shadowTargeting = routing::Targeting::Unclassified;
   if (shadow_routing_) shadowTargeting = routing::target(*shadow_routing_, view, nullptr, false).targeting;
-  table_.onMirrored(job.shape_hash, ns, view.name, shape, primaryTargeting, shadowTargeting, shadow_routing_ != nullptr);
+  table_.onMirrored(job.shape_hash, ns, view.name, shape.text, primaryTargeting, shadowTargeting, shadow_routing_ != nullptr);
 }
 
 // Admission: the queue bounds (operations and bytes), then the per-connection in-flight record.
@@ -483,6 +489,7 @@ void Mirror::runWorker(Worker& w) {
         r.db = std::move(job->db);
         r.collection = std::move(job->collection);
         r.name = std::move(job->name);
+        r.kind = job->command_kind;
         r.command = std::move(job->command);
         r.get_more_cursor = job->get_more_cursor;
         r.killed = std::move(job->killed);

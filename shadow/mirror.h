@@ -19,6 +19,7 @@
 
 #include "cluster/client_factory.h"
 #include "protocol/command_view.h"
+#include "routing/cursor_list.h"
 #include "routing/routing_table.h"
 #include "routing/target_result.h"
 #include "common/query_shape.h"
@@ -62,8 +63,10 @@ class Mirror : public std::enable_shared_from_this<Mirror> {
   // need, take one short lock, and never block on the shadow.
   // `primaryTargeting`: the class the session computed on the current cluster.
   // `shape`: the request's shape cache (shared with the other features); null: computed here.
+  // `killed`: killCursors' ids as the pipeline read them once; null: read here.
   void onRequest(uint64_t connectionId, int32_t requestId, const protocol::CommandView& view, std::string_view ns,
-                 routing::Targeting primaryTargeting, common::ShapeCache* shape = nullptr);
+                 routing::Targeting primaryTargeting, common::ShapeCache* shape = nullptr,
+                 const routing::CursorList* killed = nullptr);
   // The primary's reply body (uncompressed OP_MSG kind-0 document; null when there is none) and
   // the latency the session measured. Replies to requests that were not mirrored cost a lookup.
   void onPrimaryReply(uint64_t connectionId, int32_t requestId, const bson_t* replyBody, uint64_t latencyNs);
@@ -88,7 +91,8 @@ class Mirror : public std::enable_shared_from_this<Mirror> {
   // onRequest's steps: the command's class, the cursor it follows or the namespace and sample it
   // belongs to, the job for the shadow, its shape, its admission to the queue.
   bool mirrorsClass(shadow::CommandClass cls);
-  bool followsCursor(uint64_t connectionId, const protocol::CommandView& view, std::vector<int64_t>& killed);
+  bool followsCursor(uint64_t connectionId, const protocol::CommandView& view, const routing::CursorList* list,
+                     std::vector<int64_t>& killed);
   bool selected(std::string_view ns);
   std::unique_ptr<Job> makeJob(uint64_t connectionId, int32_t requestId, const protocol::CommandView& view,
                                shadow::CommandClass cls, std::vector<int64_t> killed) const;

@@ -5,7 +5,7 @@
 namespace shardscope::shadow {
 
 bool isOrderedWrite(const protocol::CommandView& view) {
-  const CommandClass c = classifyCommand(view);
+  const CommandClass c = mirrorClass(view);
   return c == CommandClass::Write || c == CommandClass::Transaction;
 }
 

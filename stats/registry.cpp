@@ -19,9 +19,7 @@ constexpr size_t kMaxOtherBuckets = 1024;    // per (namespace, command) past th
 constexpr size_t kLocalCacheEntries = 4096;  // a session's hash -> slot cache
 constexpr size_t kSampleBytes = 1024;
 
-uint64_t shapeKey(std::string_view ns, std::string_view command, std::string_view shape) {
-  return common::hashBytes(shape, common::hashBytes(command, common::hashBytes(ns, 0x5348415244ull)));
-}
+using common::shapeId;  // the one shape id (common/query_shape.h)
 
 // What a reply says about errors, read once outside any lock.
 struct ReplyOutcome {
@@ -177,22 +175,22 @@ OpHandle Recorder::onRequest(const protocol::CommandView& view, std::string_view
   if (ns.empty()) ns = view.db;
   if (target.over_budget) bump(registry_.process_.analysis_over_budget);
   common::computeShape(view, shape_scratch_);
-  uint64_t hash = shapeKey(ns, view.name, shape_scratch_);
+  uint64_t hash = shapeId(ns, view.name, shape_scratch_);
   return record(hash, ns, view.name, shape_scratch_, target, bytesIn,
                 registry_.options_.record_values ? &view.body : nullptr);
 }
 
-OpHandle Recorder::onRequest(const protocol::CommandView& view, std::string_view ns, std::string_view shape,
+OpHandle Recorder::onRequest(const protocol::CommandView& view, std::string_view ns, common::Shape shape,
                              const routing::TargetResult& target, uint32_t bytesIn) {
   if (ns.empty()) ns = view.db;
   if (target.over_budget) bump(registry_.process_.analysis_over_budget);
-  return record(shapeKey(ns, view.name, shape), ns, view.name, shape, target, bytesIn,
+  return record(shape.id, ns, view.name, shape.text, target, bytesIn,
                 registry_.options_.record_values ? &view.body : nullptr);
 }
 
 OpHandle Recorder::onUnparsed(uint32_t bytesIn) {
   bump(registry_.process_.unparsed_messages);
-  static const uint64_t hash = shapeKey(kUnparsed, kUnparsed, common::kNoShape);
+  static const uint64_t hash = shapeId(kUnparsed, kUnparsed, common::kNoShape);
   routing::TargetResult target;  // Unclassified, no shards
   OpHandle h = record(hash, kUnparsed, kUnparsed, common::kNoShape, target, bytesIn, nullptr);
   std::lock_guard lock(mutex_);
@@ -408,7 +406,7 @@ uint32_t Registry::internLocked(uint64_t hash, std::string_view ns, std::string_
     state = &namespaces_[nsIndex];
     cmd = kOther;
   }
-  uint64_t otherHash = shapeKey(state->ns, cmd, kOther);
+  uint64_t otherHash = shapeId(state->ns, cmd, kOther);
   if (auto it = shape_by_hash_.find(otherHash); it != shape_by_hash_.end()) return it->second;
   auto id = static_cast<uint32_t>(shapes_.size());
   shapes_.push_back(ShapeInfo{state->ns, std::string(cmd), std::string(kOther), otherHash, nsIndex, true});

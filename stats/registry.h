@@ -15,6 +15,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "common/query_shape.h"
 #include "protocol/command_view.h"
 #include "routing/target_result.h"
 #include "stats/hotness.h"
@@ -62,9 +63,9 @@ class Recorder {
   // Computes the query shape of the command and counts the operation (class, fan-out, bytes in).
   OpHandle onRequest(const protocol::CommandView& view, std::string_view ns, const routing::TargetResult& target,
                      uint32_t bytesIn);
-  // The same with the shape already computed (computeShape of `view`): the request pipeline
-  // computes it once for every feature.
-  OpHandle onRequest(const protocol::CommandView& view, std::string_view ns, std::string_view shape,
+  // The same with the shape and its id already computed (common::ShapeCache): the request
+  // pipeline computes them once for every feature.
+  OpHandle onRequest(const protocol::CommandView& view, std::string_view ns, common::Shape shape,
                      const routing::TargetResult& target, uint32_t bytesIn);
   // Latency, bytes out and errors (ok:0 code, writeErrors codes, writeConcernError) of the reply.
   void onReply(OpHandle h, const bson_t* replyBody, uint32_t bytesOut, uint64_t latencyNs);

@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "common/json_writer.h"
+#include "common/query_shape.h"
 #include "stats/hotness.h"
 #include "stats/render.h"
 
@@ -155,11 +156,7 @@ std::string shardName(const std::vector<std::string>& names, size_t index) {
   return "shard" + std::to_string(index);
 }
 
-std::string shapeIdHex(uint64_t hash) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(hash));
-  return buf;
-}
+std::string shapeIdHex(uint64_t hash) { return common::shapeIdHex(hash); }
 
 // The class holding most of a shape's operations. Ties go to the later (more expensive or less
 // known) class: a shape that broadcasts half the time is reported as broadcast; with no operations,

@@ -20,7 +20,7 @@ struct CountingObserver : Observer {
   size_t requests = 0, replies = 0, single = 0;
   void onRequest(const Operation& op) override {
     ++requests;
-    single += op.target.targeting == routing::Targeting::Single && !op.shape().empty();
+    single += op.target.targeting == routing::Targeting::Single && !op.shape().text.empty();
   }
   void onReply(const PendingOp&, const Reply& reply) override { replies += reply.kind == Reply::Kind::Answer; }
 };

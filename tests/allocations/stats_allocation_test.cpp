@@ -79,7 +79,7 @@ Request deleteCancelled() {
                  {{"deletes",
                    {R"({"q":{"status":"cancelled","orderDate":{"$lt":{"$date":"2023-01-01T00:00:00Z"}}},"limit":0})"}}});
 }
-const std::string kDeleteShape = R"({"orderDate":{"$lt":"<date>"},"status":"<string>"})";
+const std::string kDeleteShape = R"({"orderDate":{"$lt":"<date>"},"status":"<string>"} multi)";  // limit: 0 (deleteMany)
 
 const char* kCursorReply =
     R"({"cursor":{"id":{"$numberLong":"0"},"ns":"shop.orders","firstBatch":[{"_id":1,"customerId":"C0042"}]},"ok":1})";

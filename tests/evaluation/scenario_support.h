@@ -25,7 +25,7 @@ class OwnedCommand {
     bson_iter_init(&it, body_);
     bson_iter_next(&it);
     name_ = bson_iter_key(&it);
-    view_.name = name_;
+    view_.setName(name_);
     view_.db = db_;
     view_.collection = coll_;
     bson_init_static(&view_.body, bson_get_data(body_), body_->len);

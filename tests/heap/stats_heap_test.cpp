@@ -27,7 +27,7 @@ struct RawCommand {
     }
     bson_append_utf8(&body_, "$db", -1, db_.c_str(), -1);
     view.body = body_;
-    view.name = name_;
+    view.setName(name_);
     view.collection = collection_;
     view.db = db_;
   }

@@ -29,19 +29,19 @@ std::string foreign(const View& v, const ForeignOptions& o) {
 }
 
 TEST(CommandPrep, Classification) {
-  EXPECT_EQ(classifyCommand(View(R"({"find": "c", "$db": "d"})").view), CommandClass::Read);
-  EXPECT_EQ(classifyCommand(View(R"({"aggregate": "c", "pipeline": [{"$match": {}}], "cursor": {}, "$db": "d"})").view),
+  EXPECT_EQ(mirrorClass(View(R"({"find": "c", "$db": "d"})").view), CommandClass::Read);
+  EXPECT_EQ(mirrorClass(View(R"({"aggregate": "c", "pipeline": [{"$match": {}}], "cursor": {}, "$db": "d"})").view),
             CommandClass::Read);
-  EXPECT_EQ(classifyCommand(View(R"({"aggregate": "c", "pipeline": [{"$out": "x"}], "cursor": {}, "$db": "d"})").view),
+  EXPECT_EQ(mirrorClass(View(R"({"aggregate": "c", "pipeline": [{"$out": "x"}], "cursor": {}, "$db": "d"})").view),
             CommandClass::Write);
-  EXPECT_EQ(classifyCommand(View(R"({"insert": "c", "$db": "d"})").view), CommandClass::Write);
-  EXPECT_EQ(classifyCommand(View(R"({"getMore": {"$numberLong": "5"}, "collection": "c", "$db": "d"})").view),
-            CommandClass::CursorFollow);
-  EXPECT_EQ(classifyCommand(View(R"({"find": "c", "autocommit": false, "txnNumber": 1, "$db": "d"})").view),
+  EXPECT_EQ(mirrorClass(View(R"({"insert": "c", "$db": "d"})").view), CommandClass::Write);
+  EXPECT_EQ(mirrorClass(View(R"({"getMore": {"$numberLong": "5"}, "collection": "c", "$db": "d"})").view),
+            CommandClass::Cursor);
+  EXPECT_EQ(mirrorClass(View(R"({"find": "c", "autocommit": false, "txnNumber": 1, "$db": "d"})").view),
             CommandClass::Transaction);
-  EXPECT_EQ(classifyCommand(View(R"({"commitTransaction": 1, "$db": "admin"})").view), CommandClass::Transaction);
-  EXPECT_EQ(classifyCommand(View(R"({"hello": 1, "$db": "admin"})").view), CommandClass::Other);
-  EXPECT_EQ(classifyCommand(View(R"({"saslStart": 1, "$db": "admin"})").view), CommandClass::Other);
+  EXPECT_EQ(mirrorClass(View(R"({"commitTransaction": 1, "$db": "admin"})").view), CommandClass::Transaction);
+  EXPECT_EQ(mirrorClass(View(R"({"hello": 1, "$db": "admin"})").view), CommandClass::Other);
+  EXPECT_EQ(mirrorClass(View(R"({"saslStart": 1, "$db": "admin"})").view), CommandClass::Other);
 }
 
 TEST(CommandPrep, StripsPerClusterFieldsAndFoldsSequences) {

@@ -54,6 +54,7 @@ MirroredRequest request(int32_t id, const char* name, const std::string& json, i
   r.db = "shop";
   r.collection = "orders";
   r.name = name;
+  r.kind = protocol::classifyCommand(name).kind;
   bson_error_t error;
   bson_t* doc = bson_new_from_json(reinterpret_cast<const uint8_t*>(json.data()), static_cast<ssize_t>(json.size()), &error);
   r.command.assign(bson_get_data(doc), bson_get_data(doc) + doc->len);

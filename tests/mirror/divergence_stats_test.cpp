@@ -1,6 +1,7 @@
 // Divergence statistics per shape: counts per kind, examples without values, bounded shapes.
 #include <gtest/gtest.h>
 
+#include "common/query_shape.h"
 #include "shadow/divergence_stats.h"
 #include "tests/support/bson_builders.h"
 
@@ -11,7 +12,7 @@ ReplySummary sum(const std::string& json) { return summarizeReply(testing::Doc(j
 
 TEST(DivergenceTable, CountsPerKindAndKeepsFirstExamples) {
   DivergenceTable t(10, 2);
-  uint64_t h = shapeHash("d.c", "find", R"({"a":"<string>"})");
+  uint64_t h = common::shapeId("d.c", "find", R"({"a":"<string>"})");
   t.onMirrored(h, "d.c", "find", R"({"a":"<string>"})", routing::Targeting::Broadcast, routing::Targeting::Single, true);
   auto same = sum(R"({"cursor": {"id": 0, "firstBatch": [{"a": "x"}]}, "ok": 1})");
   auto fewer = sum(R"({"cursor": {"id": 0, "firstBatch": []}, "ok": 1})");
@@ -41,7 +42,7 @@ TEST(DivergenceTable, ShapesBeyondTheCapGoToOther) {
   DivergenceTable t(2, 3);
   for (int i = 0; i < 5; ++i) {
     std::string shape = "s" + std::to_string(i);
-    t.onMirrored(shapeHash("d.c", "find", shape), "d.c", "find", shape, routing::Targeting::Unsharded,
+    t.onMirrored(common::shapeId("d.c", "find", shape), "d.c", "find", shape, routing::Targeting::Unsharded,
                  routing::Targeting::Unsharded, false);
   }
   auto rows = t.snapshot();

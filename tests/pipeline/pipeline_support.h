@@ -62,7 +62,7 @@ class RecordingObserver : public Observer {
   int closes = 0;
 
   void onRequest(const Operation& op) override {
-    requests.push_back({std::string(op.view.name), std::string(op.ns), std::string(op.shape()), op.target.targeting,
+    requests.push_back({std::string(op.view.name), std::string(op.ns), std::string(op.shape().text), op.target.targeting,
                         op.target.shards, op.pending.rewrite != nullptr, op.injectedFault(), op.requestId()});
   }
   void onReply(const PendingOp& op, const Reply& reply) override {

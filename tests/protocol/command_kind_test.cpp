@@ -3,8 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "protocol/command_kind.h"
-#include "protocol/compression.h"
-#include "protocol/hello.h"
+#include "protocol/command_view.h"
+#include "protocol/op_msg.h"
+#include "tests/support/bson_builders.h"
 
 namespace shardscope::protocol {
 namespace {
@@ -27,16 +28,61 @@ TEST(CommandKind, NamesMapToOneKind) {
 // The hello and never-compressed predicates read the same table.
 TEST(CommandKind, HelloAndNeverCompressedComeFromTheTable) {
   for (const char* name : {"hello", "isMaster", "ismaster"}) {
-    EXPECT_TRUE(isHelloCommand(name)) << name;
-    EXPECT_TRUE(isNeverCompressed(name)) << name;
+    EXPECT_TRUE((classifyCommand(name).kind == CommandKind::Hello)) << name;
+    EXPECT_TRUE(classifyCommand(name).never_compressed) << name;
   }
   for (const char* name : {"saslStart", "saslContinue", "authenticate", "getnonce", "createUser", "updateUser",
                            "copydbSaslStart", "copydbgetnonce", "copydb"})
-    EXPECT_TRUE(isNeverCompressed(name)) << name;
+    EXPECT_TRUE(classifyCommand(name).never_compressed) << name;
   for (const char* name : {"find", "insert", "ping", "HELLO"}) {
-    EXPECT_FALSE(isNeverCompressed(name)) << name;
-    EXPECT_FALSE(isHelloCommand(name)) << name;
+    EXPECT_FALSE(classifyCommand(name).never_compressed) << name;
+    EXPECT_FALSE((classifyCommand(name).kind == CommandKind::Hello)) << name;
   }
+}
+
+// Every trait a feature reads comes from the same row: the mirror's class, the catalog changes,
+// the commands that run on every shard, the credentials the capture must never write, the
+// handshake fault injection skips, and the commands whose first value names no collection.
+TEST(CommandKind, FeatureTraitsComeFromTheTable) {
+  EXPECT_EQ(classifyCommand("find").mirror, MirrorClass::Read);
+  EXPECT_EQ(classifyCommand("aggregate").mirror, MirrorClass::Read);
+  EXPECT_EQ(classifyCommand("insert").mirror, MirrorClass::Write);
+  EXPECT_EQ(classifyCommand("killCursors").mirror, MirrorClass::Cursor);
+  EXPECT_EQ(classifyCommand("commitTransaction").mirror, MirrorClass::Transaction);
+  EXPECT_EQ(classifyCommand("hello").mirror, MirrorClass::Other);
+  for (const char* name : {"create", "drop", "createIndexes", "dropIndexes", "collMod", "renameCollection", "dropDatabase"}) {
+    EXPECT_TRUE(classifyCommand(name).ddl) << name;
+    EXPECT_EQ(classifyCommand(name).mirror, MirrorClass::Write) << name;
+  }
+  for (const char* name : {"createIndexes", "dropIndexes", "drop", "collMod", "validate", "collStats", "reIndex"})
+    EXPECT_TRUE(classifyCommand(name).collection_wide) << name;
+  EXPECT_FALSE(classifyCommand("validate").ddl);
+  // Credentials are recognised in any spelling (the capture must never write them).
+  for (const char* name : {"saslStart", "SASLSTART", "copydbsaslstart", "createUser", "CREATEUSER", "getnonce"})
+    EXPECT_TRUE(classifyCommand(name).carries_secrets) << name;
+  EXPECT_EQ(classifyCommand("SASLSTART").kind, CommandKind::Other);
+  EXPECT_FALSE(classifyCommand("SASLSTART").never_compressed);  // only the exact name is a handshake
+  EXPECT_FALSE(classifyCommand("find").carries_secrets);
+  for (const char* name : {"hello", "isMaster", "ismaster", "saslStart", "saslContinue", "authenticate", "endSessions"})
+    EXPECT_TRUE(classifyCommand(name).never_faulted) << name;
+  EXPECT_FALSE(classifyCommand("getnonce").never_faulted);
+  for (const char* name : {"renameCollection", "shardCollection", "saslStart", "authenticate", "mapreduce.shardedfinish"})
+    EXPECT_TRUE(classifyCommand(name).first_value_not_collection) << name;
+  EXPECT_EQ(classifyCommand("explain").kind, CommandKind::Explain);
+}
+
+// The view is classified once, when it is built: every feature reads view.traits.
+TEST(CommandKind, TheViewCarriesItsTraits) {
+  testing::Doc body(R"({"renameCollection": "d.a", "to": "d.b", "autocommit": false, "$db": "admin"})");
+  std::vector<uint8_t> message;
+  encodeOpMsg({}, 0, {bson_get_data(body.get()), body.get()->len}, {}, message);
+  OpMsg msg;
+  ASSERT_TRUE(decodeOpMsg(message, msg).ok());
+  CommandView view;
+  ASSERT_TRUE(buildCommandView(msg, view).ok());
+  EXPECT_TRUE(view.traits.ddl);
+  EXPECT_TRUE(view.collection.empty());  // its first value is a namespace, not a collection
+  EXPECT_TRUE(view.inTransaction);
 }
 
 }  // namespace

@@ -1,3 +1,4 @@
+#include "protocol/command_kind.h"
 #include "protocol/compression.h"
 
 #include <gtest/gtest.h>
@@ -105,9 +106,9 @@ TEST(Compression, LargeHighlyCompressedMessagesStillInflate) {
 TEST(Compression, NamesAndNeverCompressedCommands) {
   EXPECT_EQ(compressorFromName("zstd"), Compressor::Zstd);
   EXPECT_EQ(compressorFromName("lz4"), std::nullopt);
-  EXPECT_TRUE(isNeverCompressed("hello"));
-  EXPECT_TRUE(isNeverCompressed("saslStart"));
-  EXPECT_FALSE(isNeverCompressed("find"));
+  EXPECT_TRUE(classifyCommand("hello").never_compressed);
+  EXPECT_TRUE(classifyCommand("saslStart").never_compressed);
+  EXPECT_FALSE(classifyCommand("find").never_compressed);
 }
 
 }  // namespace

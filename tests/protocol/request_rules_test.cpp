@@ -44,9 +44,9 @@ TEST(RequestRules, LegacyOpcodes) {
     EXPECT_FALSE(rule.answer) << opCodeName(static_cast<int32_t>(op));
     EXPECT_FALSE(rule.reason.empty());
   }
-  EXPECT_TRUE(isHandshakeOpQuery("isMaster"));
-  EXPECT_TRUE(isHandshakeOpQuery("hello"));
-  EXPECT_FALSE(isHandshakeOpQuery("insert"));
+  EXPECT_TRUE(isHandshakeOpQuery(classifyCommand("isMaster")));
+  EXPECT_TRUE(isHandshakeOpQuery(classifyCommand("hello")));
+  EXPECT_FALSE(isHandshakeOpQuery(classifyCommand("insert")));
   EXPECT_EQ(unsupportedOpQueryCommandError("insert").code, 352);
 }
 

@@ -163,19 +163,19 @@ TEST_F(LookupRewriteTest, GuardDecidesFallbacks) {
   Doc empty(R"({"cursor": {"id": {"$numberLong": "0"}, "ns": "shop.orders", "firstBatch": []}, "ok": 1})");
   Doc found(R"({"cursor": {"id": {"$numberLong": "0"}, "ns": "shop.orders", "firstBatch": [{"orderId": "O1"}]}, "ok": 1})");
   Doc failed(R"({"ok": 0, "code": 2, "errmsg": "x"})");
-  EXPECT_EQ(fallbackNeeded(read, "find", rule, empty.get()), FallbackCause::EmptyRead);
-  EXPECT_EQ(fallbackNeeded(read, "find", rule, found.get()), FallbackCause::None);
-  EXPECT_EQ(fallbackNeeded(read, "find", rule, failed.get()), FallbackCause::None);
+  EXPECT_EQ(fallbackNeeded(read, protocol::CommandKind::Find, rule, empty.get()), FallbackCause::EmptyRead);
+  EXPECT_EQ(fallbackNeeded(read, protocol::CommandKind::Find, rule, found.get()), FallbackCause::None);
+  EXPECT_EQ(fallbackNeeded(read, protocol::CommandKind::Find, rule, failed.get()), FallbackCause::None);
 
   auto in = plan(R"({"find": "orders", "filter": {"orderId": {"$in": ["O1", "O2"]}}, "$db": "shop"})");
-  EXPECT_EQ(fallbackNeeded(in, "find", rule, found.get()), FallbackCause::MissingInValue);
+  EXPECT_EQ(fallbackNeeded(in, protocol::CommandKind::Find, rule, found.get()), FallbackCause::MissingInValue);
 
   auto write = plan(R"({"update": "orders", "updates": [{"q": {"orderId": "O1"}, "u": {"$set": {"s": 1}}}], "$db": "shop"})");
   Doc none(R"({"n": 0, "nModified": 0, "ok": 1})"), one(R"({"n": 1, "nModified": 1, "ok": 1})");
   Doc writeError(R"({"n": 0, "writeErrors": [{"index": 0, "code": 11000}], "ok": 1})");
-  EXPECT_EQ(fallbackNeeded(write, "update", rule, none.get()), FallbackCause::NoMatchWrite);
-  EXPECT_EQ(fallbackNeeded(write, "update", rule, one.get()), FallbackCause::None);
-  EXPECT_EQ(fallbackNeeded(write, "update", rule, writeError.get()), FallbackCause::None);
+  EXPECT_EQ(fallbackNeeded(write, protocol::CommandKind::Update, rule, none.get()), FallbackCause::NoMatchWrite);
+  EXPECT_EQ(fallbackNeeded(write, protocol::CommandKind::Update, rule, one.get()), FallbackCause::None);
+  EXPECT_EQ(fallbackNeeded(write, protocol::CommandKind::Update, rule, writeError.get()), FallbackCause::None);
 }
 
 TEST_F(LookupRewriteTest, UpdatesThatMoveAnOrderForgetItsMappingUntilTheReplyConfirms) {
@@ -339,26 +339,26 @@ TEST_F(LookupRewriteTest, AnEmptyFirstBatchIsAMissWhetherOrNotTheCursorIsOpen) {
   auto rule = index_.rule();
   auto read = plan(R"({"find": "orders", "filter": {"orderId": "O1"}, "batchSize": 1, "$db": "shop"})");
   Doc emptyLive(R"({"cursor": {"id": {"$numberLong": "77"}, "ns": "shop.orders", "firstBatch": []}, "ok": 1})");
-  auto v = verifyRewrite(read, "find", rule, emptyLive.get());
+  auto v = verifyRewrite(read, protocol::CommandKind::Find, rule, emptyLive.get());
   EXPECT_EQ(v.cause, FallbackCause::EmptyRead);
   EXPECT_EQ(v.live_cursor, 77);  // closed by the proxy before the original runs
   Doc noCursor(R"({"ok": 1})"), noN(R"({"ok": 1})");
-  EXPECT_EQ(verifyRewrite(read, "find", rule, noCursor.get()).cause, FallbackCause::Unverifiable);
+  EXPECT_EQ(verifyRewrite(read, protocol::CommandKind::Find, rule, noCursor.get()).cause, FallbackCause::Unverifiable);
   auto count = plan(R"({"count": "orders", "query": {"orderId": "O1"}, "$db": "shop"})");
-  EXPECT_EQ(verifyRewrite(count, "count", rule, noN.get()).cause, FallbackCause::Unverifiable);
+  EXPECT_EQ(verifyRewrite(count, protocol::CommandKind::Count, rule, noN.get()).cause, FallbackCause::Unverifiable);
   // $in: every value in the first batch proves the rewrite complete, even with the cursor open.
   auto in = plan(R"({"find": "orders", "filter": {"orderId": {"$in": ["O1", "O2"]}}, "batchSize": 2, "$db": "shop"})");
   Doc both(R"({"cursor": {"id": {"$numberLong": "9"}, "firstBatch": [{"orderId": "O2"}, {"orderId": "O1"}]}, "ok": 1})");
-  v = verifyRewrite(in, "find", rule, both.get());
+  v = verifyRewrite(in, protocol::CommandKind::Find, rule, both.get());
   EXPECT_EQ(v.cause, FallbackCause::None);
   EXPECT_EQ(v.live_cursor, 0);  // passed on: the client owns the cursor
   Doc one(R"({"cursor": {"id": {"$numberLong": "9"}, "firstBatch": [{"orderId": "O2"}]}, "ok": 1})");
-  v = verifyRewrite(in, "find", rule, one.get());
+  v = verifyRewrite(in, protocol::CommandKind::Find, rule, one.get());
   EXPECT_EQ(v.cause, FallbackCause::MissingInValue);
   ASSERT_EQ(v.suspects.size(), 1u);
   // The original then shows O1: only O1's mapping was wrong.
   Doc original(R"({"cursor": {"id": {"$numberLong": "0"}, "firstBatch": [{"orderId": "O1", "customerId": "C7"}, {"orderId": "O2"}]}, "ok": 1})");
-  EXPECT_TRUE(learnFromRerun(index_, in, "find", v.suspects, original.get()));
+  EXPECT_TRUE(learnFromRerun(index_, in, protocol::CommandKind::Find, v.suspects, original.get()));
   EXPECT_FALSE(rewritesFind("O1"));
   EXPECT_TRUE(rewritesFind("O2"));
 }
@@ -369,17 +369,17 @@ TEST_F(LookupRewriteTest, AFallbackThatFindsSomethingMakesTheValueAmbiguous) {
   auto read = plan(R"({"find": "orders", "filter": {"orderId": "O1"}, "projection": {"_id": 1}, "$db": "shop"})");
   Doc nothing(R"({"cursor": {"id": {"$numberLong": "0"}, "firstBatch": []}, "ok": 1})");
   Doc projected(R"({"cursor": {"id": {"$numberLong": "0"}, "firstBatch": [{"_id": 3}]}, "ok": 1})");
-  auto v = verifyRewrite(read, "find", index_.rule(), nothing.get());
-  EXPECT_FALSE(learnFromRerun(index_, read, "find", v.suspects, nothing.get()));
+  auto v = verifyRewrite(read, protocol::CommandKind::Find, index_.rule(), nothing.get());
+  EXPECT_FALSE(learnFromRerun(index_, read, protocol::CommandKind::Find, v.suspects, nothing.get()));
   EXPECT_TRUE(rewritesFind("O1"));
-  EXPECT_TRUE(learnFromRerun(index_, read, "find", v.suspects, projected.get()));
+  EXPECT_TRUE(learnFromRerun(index_, read, protocol::CommandKind::Find, v.suspects, projected.get()));
   EXPECT_FALSE(rewritesFind("O1"));
 
   auto write = plan(R"({"update": "orders", "updates": [{"q": {"orderId": "O2"}, "u": {"$inc": {"n": 1}}}], "$db": "shop"})");
   Doc none(R"({"n": 0, "nModified": 0, "ok": 1})"), one(R"({"n": 1, "nModified": 1, "ok": 1})");
-  v = verifyRewrite(write, "update", index_.rule(), none.get());
+  v = verifyRewrite(write, protocol::CommandKind::Update, index_.rule(), none.get());
   ASSERT_EQ(v.cause, FallbackCause::NoMatchWrite);
-  EXPECT_TRUE(learnFromRerun(index_, write, "update", v.suspects, one.get()));
+  EXPECT_TRUE(learnFromRerun(index_, write, protocol::CommandKind::Update, v.suspects, one.get()));
   EXPECT_FALSE(rewritesFind("O2"));
 }
 

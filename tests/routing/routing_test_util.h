@@ -66,7 +66,7 @@ class TestCommand {
       bytes_.push_back(std::move(all));
     }
     for (size_t i = 0; i < identifiers_.size(); ++i) seqs_.push_back({identifiers_[i], bytes_[i]});
-    view.name = name_;
+    view.setName(name_);
     view.db = db_;
     view.collection = collection_;
     view.sequences = seqs_;

@@ -24,7 +24,7 @@ struct RawCommand {
     bson_init(&body_);
     bson_append_utf8(&body_, name_.c_str(), -1, collection_.data(), static_cast<int>(collection_.size()));
     view.body = body_;
-    view.name = name_;
+    view.setName(name_);
     view.collection = collection_;
     view.db = db_;
   }

@@ -20,7 +20,7 @@ struct Command {
     bson_iter_t it;
     bson_iter_init(&it, doc);
     bson_iter_next(&it);
-    view.name = bson_iter_key(&it);
+    view.setName(bson_iter_key(&it));
     if (BSON_ITER_HOLDS_UTF8(&it)) view.collection = bson_iter_utf8(&it, nullptr);
     if (bson_iter_init_find(&it, doc, "$db")) view.db = bson_iter_utf8(&it, nullptr);
     for (auto& [id, docs] : seqs) {
@@ -138,13 +138,18 @@ TEST(QueryShape, ReplacementUpdateAndDelete) {
   Command repl(R"({"update":"orders","updates":[{"q":{"_id":1},"u":{"name":"x","total":3}}],"$db":"shop"})");
   Command del(R"({"delete":"orders","$db":"shop"})", {{"deletes", {R"({"q":{"status":"cancelled"},"limit":0})"}}});
   EXPECT_EQ(repl.shape(), R"({"_id":"<number>"} update:"<replacement>")");
-  EXPECT_EQ(del.shape(), R"({"status":"<string>"})");
+  // deleteMany (limit: 0) is a shape of its own, as updateMany (multi: true) is.
+  Command one(R"({"delete":"orders","$db":"shop"})", {{"deletes", {R"({"q":{"status":"cancelled"},"limit":1})"}}});
+  EXPECT_EQ(del.shape(), R"({"status":"<string>"} multi)");
+  EXPECT_EQ(one.shape(), R"({"status":"<string>"})");
 }
 
 TEST(QueryShape, FindAndModifyAndExplain) {
   Command fam(R"({"findAndModify":"orders","query":{"orderId":"O1"},"update":{"$inc":{"n":1}},"$db":"shop"})");
   Command explain(R"({"explain":{"find":"orders","filter":{"customerId":"C9"}},"verbosity":"queryPlanner","$db":"shop"})");
   EXPECT_EQ(fam.shape(), R"({"orderId":"<string>"} update:{"$inc":{"n":"<number>"}})");
+  Command upsert(R"({"findAndModify":"orders","query":{"orderId":"O1"},"update":{"$inc":{"n":1}},"upsert":true,"$db":"shop"})");
+  EXPECT_EQ(upsert.shape(), R"({"orderId":"<string>"} update:{"$inc":{"n":"<number>"}} upsert)");
   EXPECT_EQ(explain.shape(), R"(find {"customerId":"<string>"})");
 }
 

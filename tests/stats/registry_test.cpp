@@ -32,7 +32,7 @@ struct Command : Doc {
     bson_iter_t it;
     bson_iter_init(&it, doc);
     bson_iter_next(&it);
-    view.name = bson_iter_key(&it);
+    view.setName(bson_iter_key(&it));
     if (BSON_ITER_HOLDS_UTF8(&it)) view.collection = bson_iter_utf8(&it, nullptr);
     if (bson_iter_init_find(&it, doc, "$db")) view.db = bson_iter_utf8(&it, nullptr);
   }
