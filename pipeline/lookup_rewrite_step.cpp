@@ -8,6 +8,7 @@
 #include "pipeline/pipeline.h"
 #include "rewrite/lookup_learning.h"
 #include "rewrite/lookup_rewrite.h"
+#include "rewrite/unplanned_writes.h"
 #include "routing/targeting.h"
 
 namespace shardscope::pipeline {
@@ -55,6 +56,13 @@ std::span<const uint8_t> Pipeline::applyLookupRule(PendingOp& op, std::span<cons
   op.rewrite = std::move(state);
   if (op.rewrite->plan.confirm) return sendConfirmingRead(op);
   return request_rewritten_;
+}
+
+void Pipeline::noteUnplannedWrites() {
+  const auto kind = protocol::classifyCommand(view_.name).kind;
+  if (kind != protocol::CommandKind::BulkWrite && kind != protocol::CommandKind::Aggregate) return;
+  for (const auto& target : rewrite::unplannedWriteTargets(view_, kind))
+    if (auto index = env_.lookupRule(target)) index->unsettleAll();
 }
 
 std::span<const uint8_t> Pipeline::sendConfirmingRead(PendingOp& op) {

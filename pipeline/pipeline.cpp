@@ -160,6 +160,7 @@ RequestAction Pipeline::onOpMsgRequest(std::span<uint8_t> message, std::optional
     action.delay = fault.delay;
     op.lookup = env_.lookupRule(ns);
     if (op.lookup) out = applyLookupRule(op, message);
+    noteUnplannedWrites();
   }
   const protocol::CommandView& routed = op.rewrite ? rewritten_view_ : view_;
   action.awaits_reply = registerRequest(op, view_, routed, ns, message, clientCompressor, negotiates);

@@ -104,6 +104,9 @@ class Pipeline {
   // A retryable write is held while a targeted read confirms its mapping (sent in its place);
   // the read's reply sends the rewritten write, or the original when nothing confirmed it.
   std::span<const uint8_t> sendConfirmingRead(PendingOp& op);
+  // A bulkWrite or an aggregate's $out/$merge writing into a rule's collection: every value of
+  // that rule is unsettled (rewrite/unplanned_writes.h).
+  void noteUnplannedWrites();
   std::span<const uint8_t> afterConfirmingRead(const PendingOp& read, const bson_t* body);
   void learnFromReply(const PendingOp& op, const bson_t* body);
   // Stale-routing detection, in one place: what counts as stale and what it triggers.

@@ -179,3 +179,30 @@ def test_retryable_writes_are_rewritten_only_once_a_targeted_read_confirms_the_m
         assert page["mapping"]["ambiguous"] == 1  # R4: the original found what the mapping missed
     finally:
         peer.stop()
+
+
+def test_a_write_the_sidecar_does_not_plan_unsettles_every_order(proxy):
+    """An aggregate on another collection whose $out replaces the rule's collection can split any
+    order between customers: main kept X -> cust-0001 and answered 1 of X's 2 lines. (FerretDB
+    has no $out: the stand-in mongos of tests/support/retryable_mongos.py runs it.)"""
+    from retryable_mongos import RetryableMongos
+
+    peer = RetryableMongos().start()
+    try:
+        p = proxy(peer.uri, "--routing", ROUTING, "--rewrite-rule", RULE, admin=True)
+        through = pymongo.MongoClient(p.uri, serverSelectionTimeoutMS=10000).shop.orders
+        direct = pymongo.MongoClient(peer.uri, serverSelectionTimeoutMS=10000).shop.orders
+        through.insert_many([{"_id": 1, "orderId": "X", "line": 0, "customerId": "cust-0001"},
+                             {"_id": 2, "orderId": "Y", "line": 0, "customerId": "cust-0002"}])
+        assert ids(through.find({"orderId": "X"})) == [1]
+        staging = through.database.staging
+        staging.insert_many([{"_id": 1, "orderId": "X", "line": 0, "customerId": "cust-0001"},
+                             {"_id": 3, "orderId": "X", "line": 1, "customerId": "cust-0003"},
+                             {"_id": 2, "orderId": "Y", "line": 0, "customerId": "cust-0002"}])
+        list(staging.aggregate([{"$match": {}}, {"$out": "orders"}]))
+        for value in "XY":
+            assert through.find_one({"orderId": value}) is not None
+            assert_same_answers(through, direct, value)  # main: X answered [1] of [1, 3]
+        assert rewrite_page(p)["events"]["all values unsettled by a change that names no lookup value"] == 1
+    finally:
+        peer.stop()

@@ -8,7 +8,8 @@ enforces what mongos and the shards do with those numbers:
     answer, never the second);
   * a txnNumber below the highest one seen for the session is refused (TransactionTooOld, 225).
 It implements only what the lookup-rewrite tests need: insert/delete (from WirePeer), update and
-findAndModify with equality filters and $set/$inc, find/count/aggregate (from WirePeer).
+findAndModify with equality filters and $set/$inc, find/count/aggregate (from WirePeer), and an
+aggregate ending in {$out: "coll"} (replaces that collection with the pipeline's output).
 `executions` records each executed write as (command, filter, txnNumber); `replayed` counts writes
 answered from the record.
 """
@@ -113,3 +114,14 @@ class RetryableMongos(WirePeer):
                                 "value": new if cmd.get("new") else d, "ok": 1.0}
             return {"lastErrorObject": {"n": 0, "updatedExisting": False}, "value": None, "ok": 1.0}
         return self._retryable(cmd, run)
+
+    def _cmd_aggregate(self, conn, cmd, seqs, db):
+        pipeline = list(cmd.get("pipeline") or [])
+        if not pipeline or "$out" not in pipeline[-1]:
+            return WirePeer._cmd_aggregate(self, conn, cmd, seqs, db)
+        target = f"{db}.{pipeline[-1]['$out']}"
+        reply = WirePeer._cmd_aggregate(self, conn, {**cmd, "pipeline": pipeline[:-1], "cursor": {"batchSize": 1 << 30}},
+                                        seqs, db)
+        with self._lock:
+            self.store[target] = [dict(d) for d in reply["cursor"]["firstBatch"]]
+        return {"cursor": {"id": reply["cursor"]["id"], "ns": reply["cursor"]["ns"], "firstBatch": []}, "ok": 1.0}
