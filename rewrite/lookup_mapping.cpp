@@ -302,6 +302,7 @@ void LookupIndex::unsettle(const bson_iter_t& lookupValue) {
       std::lock_guard lock(unsettled_mutex_);
       full = unsettled_.size() >= rule_.capacity && !unsettled_.count(key);
       if (!full) unsettled_.insert(key);
+      unsettled_count_.store(unsettled_.size(), std::memory_order_relaxed);
     }
     // No room to remember it: ambiguous is the stricter state (counted against the capacity).
     if (full && store_.markAmbiguous(key) && on_ambiguous) on_ambiguous(v);
@@ -318,6 +319,7 @@ void LookupIndex::unsettleAll() {
 
 bool LookupIndex::unsettled(const std::string& key) {
   if (all_unsettled_.load(std::memory_order_relaxed)) return true;
+  if (unsettled_count_.load(std::memory_order_relaxed) == 0) return false;
   std::lock_guard lock(unsettled_mutex_);
   return unsettled_.count(key) != 0;
 }
@@ -332,6 +334,7 @@ void LookupIndex::learnComplete(const bson_iter_t& lookupValue, const bson_t* ad
     {
       std::lock_guard lock(unsettled_mutex_);
       unsettled_.erase(key);
+      unsettled_count_.store(unsettled_.size(), std::memory_order_relaxed);
     }
     store_.settle(key, std::string(reinterpret_cast<const char*>(bson_get_data(addedFields)), addedFields->len), canon);
     stats_.onEvent("learned from a reply holding every document");
@@ -342,6 +345,7 @@ void LookupIndex::reset() {
   store_.clear();
   std::lock_guard lock(unsettled_mutex_);
   unsettled_.clear();
+  unsettled_count_.store(0, std::memory_order_relaxed);
   all_unsettled_.store(false, std::memory_order_relaxed);
 }
 

@@ -146,6 +146,7 @@ class LookupIndex {
   LookupStats stats_;
   std::mutex unsettled_mutex_;
   std::unordered_set<std::string> unsettled_;  // at most rule_.capacity keys
+  std::atomic<size_t> unsettled_count_{0};     // its size: most lookups never take the lock
   std::atomic<bool> all_unsettled_{false};
 };
 
