@@ -88,8 +88,8 @@ int runEvaluate(const CLI::App& cmd, const EvaluateArgs& args) {
   if (hashesOnly)
     std::fprintf(stderr,
                  "shardscope evaluate: note: %zu of %zu export(s) carry hashes and counts only (evaluation.allow_values "
-                 "is off there): cardinality, frequency, monotonicity and hashed keys are evaluated across the fleet; "
-                 "ranged split points and sampled queries only from exports with values\n",
+                 "is off there): every figure comes from the facts each sidecar computed from its samples; only the "
+                 "migration plan's ranged split points need values\n",
                  hashesOnly, sketches.size());
   std::string out = evaluation::Evaluator::mergeAndEvaluate(sketches, !args.json, error);
   if (!error.empty()) return fail(error);

@@ -8,6 +8,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "evaluation/key_facts_from_samples.h"
 #include "evaluation/key_samples.h"
 #include "evaluation/value_codec.h"
 #include "common/bson_order.h"
@@ -21,10 +22,6 @@ namespace shardscope::evaluation {
 
 namespace {
 
-struct FieldRoles {
-  std::vector<std::string> eq, range;
-};
-
 bool isOperatorDoc(const bson_iter_t& it) {
   if (!BSON_ITER_HOLDS_DOCUMENT(&it)) return false;
   bson_iter_t sub;
@@ -34,39 +31,6 @@ bool isOperatorDoc(const bson_iter_t& it) {
 
 void addUnique(std::vector<std::string>& v, std::string s) {
   if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(std::move(s));
-}
-
-// Fields a filter pins by equality ({f: v}, $eq, $in) and fields it bounds by a range.
-void collectRoles(const bson_t& filter, FieldRoles& roles, int depth = 0) {
-  bson_iter_t it;
-  if (depth > 8 || !bson_iter_init(&it, &filter)) return;
-  while (bson_iter_next(&it)) {
-    const char* key = bson_iter_key(&it);
-    if (key[0] == '$') {
-      if (std::strcmp(key, "$and") == 0 && BSON_ITER_HOLDS_ARRAY(&it)) {
-        bson_iter_t arr;
-        bson_iter_recurse(&it, &arr);
-        while (bson_iter_next(&arr)) {
-          bson_t sub;
-          if (common::documentAt(arr, sub)) collectRoles(sub, roles, depth + 1);
-        }
-      }
-      continue;
-    }
-    if (!isOperatorDoc(it)) {
-      if (!BSON_ITER_HOLDS_ARRAY(&it) && !BSON_ITER_HOLDS_REGEX(&it)) addUnique(roles.eq, key);
-      continue;
-    }
-    bson_iter_t ops;
-    bson_iter_recurse(&it, &ops);
-    while (bson_iter_next(&ops)) {
-      std::string_view op = bson_iter_key(&ops);
-      if (op == "$eq" || op == "$in")
-        addUnique(roles.eq, key);
-      else if (op == "$gt" || op == "$gte" || op == "$lt" || op == "$lte")
-        addUnique(roles.range, key);
-    }
-  }
 }
 
 bool staticDoc(std::string_view bytes, bson_t& out) {
@@ -88,55 +52,12 @@ std::string patternJson(const std::vector<std::pair<std::string, bool>>& fields)
   return s + "}";
 }
 
-// The simulated cluster: one chunk per shard. `splits` are chunk bounds, each the leading values
-// of a key (the fields after them at MinKey): quantiles of the leading field's distinct values for
-// a single ranged field, quantiles of the full key's sampled values for a compound one, even
-// slices of the hash space for a hashed prefix (when `splits` is empty).
-bool buildCluster(const routing::ShardKeyPattern& pattern, const std::vector<std::vector<bson_value_t>>& splits,
-                  uint32_t shards, routing::CollectionRouting& coll) {
-  coll.key = pattern;
-  coll.ns = "simulated";
-  auto boundDoc = [&](int kind, const std::vector<bson_value_t>* values, int64_t hashed_split) {
-    // kind: -1 all MinKey, +1 all MaxKey, 0 a split (hashed: on the leading field), then MinKey
-    bson_t d = BSON_INITIALIZER;
-    for (size_t i = 0; i < pattern.size(); ++i) {
-      const char* name = pattern.field(i).path.c_str();
-      if (kind < 0) {
-        bson_append_minkey(&d, name, -1);
-      } else if (kind > 0) {
-        bson_append_maxkey(&d, name, -1);
-      } else if (!values) {
-        if (i == 0)
-          bson_append_int64(&d, name, -1, hashed_split);
-        else
-          bson_append_minkey(&d, name, -1);
-      } else if (i < values->size()) {
-        bson_append_value(&d, name, -1, &(*values)[i]);
-      } else {
-        bson_append_minkey(&d, name, -1);
-      }
-    }
-    std::vector<uint8_t> bytes(bson_get_data(&d), bson_get_data(&d) + d.len);
-    bson_destroy(&d);
-    return bytes;
-  };
-  std::vector<std::vector<uint8_t>> bounds;
-  bounds.push_back(boundDoc(-1, nullptr, 0));
-  if (pattern.field(0).hashed && splits.empty()) {
-    for (uint32_t i = 1; i < shards; ++i) {
-      double step = 18446744073709551616.0 / shards;
-      int64_t split = static_cast<int64_t>(static_cast<double>(std::numeric_limits<int64_t>::min()) + step * i);
-      bounds.push_back(boundDoc(0, nullptr, split));
-    }
-  } else {
-    for (const auto& s : splits) bounds.push_back(boundDoc(0, &s, 0));
-  }
-  bounds.push_back(boundDoc(1, nullptr, 0));
-  std::vector<routing::ChunkInput> chunks;
-  for (size_t i = 0; i + 1 < bounds.size(); ++i)
-    chunks.push_back({bounds[i], bounds[i + 1], static_cast<uint16_t>(i % shards)});
-  std::string error;
-  return coll.chunks.build(pattern, std::move(chunks), error);
+// Documents holding an array at the field, of the documents holding the field at all: an array is
+// counted in `missing` and `arrays` but not in `count`, which also holds absent ones (as null).
+double arrayShare(const FieldState& f) {
+  const double absent = static_cast<double>(f.missing) - static_cast<double>(f.arrays);
+  const double holding = static_cast<double>(f.count) - absent + static_cast<double>(f.arrays);
+  return holding > 0 && f.arrays > 0 ? static_cast<double>(f.arrays) / holding : 0;
 }
 
 std::string typeName(const FieldState& f) {
@@ -148,115 +69,31 @@ std::string typeName(const FieldState& f) {
   return "mixed";
 }
 
-// Whether a filter pins `_id` by equality (a single-document write may then go out without the
-// shard key: broadcast, but accepted before 7.1).
-bool pinsId(const bson_t& filter) {
-  bson_iter_t it;
-  if (!bson_iter_init_find(&it, &filter, "_id")) return false;
-  if (!isOperatorDoc(it)) return !BSON_ITER_HOLDS_REGEX(&it) && !BSON_ITER_HOLDS_ARRAY(&it);
-  bson_iter_t ops;
-  bson_iter_recurse(&it, &ops);
-  return bson_iter_next(&ops) && std::strcmp(bson_iter_key(&ops), "$eq") == 0;
-}
-
-// The filter as the lookup rewrite would send it: when it pins the rule's lookup field by
-// equality and lacks some of the fields the rule adds, they are added, pinned (to a stand-in
-// value: the simulated cluster only needs to know they are pinned). False when the rule does not
-// apply to this filter.
-bool rewrittenFilter(const bson_t& filter, const rewrite::LookupRule& rule, bson_t* out) {
-  bson_iter_t it;
-  if (!bson_iter_init_find(&it, &filter, rule.lookup_field.c_str())) return false;
-  bson_iter_t value = it;
-  if (isOperatorDoc(it)) {
-    bson_iter_t ops;
-    bson_iter_recurse(&it, &ops);
-    if (!bson_iter_next(&ops) || std::strcmp(bson_iter_key(&ops), "$eq") != 0) return false;
-    value = ops;
-  } else if (BSON_ITER_HOLDS_REGEX(&it) || BSON_ITER_HOLDS_ARRAY(&it)) {
-    return false;
-  }
-  bool added = false;
-  bson_init(out);
-  bson_concat(out, &filter);
-  for (const auto& f : rule.add_fields) {
-    bson_iter_t has;
-    if (bson_iter_init_find(&has, &filter, f.c_str())) continue;
-    bson_append_value(out, f.c_str(), -1, bson_iter_value(&value));
-    added = true;
-  }
-  if (!added) bson_destroy(out);
-  return added;
-}
-
-struct Classified {
-  double single = 0, multi = 0, scatter = 0, shards = 0, tsum = 0;
-  size_t used = 0, tn = 0;
-};
-
-void classify(const routing::CollectionRouting& coll, const bson_t& f, Classified& o, std::vector<double>* per_range) {
-  routing::FilterTarget ft;
-  routing::TargetOptions to;
-  routing::targetFilter(coll, f, true, to, ft, nullptr);
-  ++o.used;
-  if (ft.full_key)
-    o.single += 1;
-  else if (ft.targeting == routing::Targeting::Broadcast)
-    o.scatter += 1;
-  else
-    o.multi += 1;
-  o.shards += static_cast<double>(ft.shards.count());
-  if (ft.targeting != routing::Targeting::Broadcast) o.tsum += static_cast<double>(ft.shards.count()), ++o.tn;
-  if (per_range)
-    for (size_t i = 0; i < per_range->size(); ++i)
-      if (ft.shards.test(i)) (*per_range)[i] += 1;
-}
-
-void evaluateCandidate(const NamespaceState& st, const AnalysisOptions& opt, CandidateResult& c) {
+// A candidate's figures from its facts (key_facts.h) and the namespace's per-field sketches: the
+// same code whether the facts were computed here or merged from sidecars' exports.
+void evaluateCandidate(const NamespaceState& st, const AnalysisOptions& opt, CandidateResult& c, const KeyFacts& k) {
   const uint32_t N = opt.simulated_shards;
   const auto& lead = c.pattern.field(0);
   c.hashed_prefix = lead.hashed;
   const FieldState* lf = st.field(lead.path);
   const double fair = 1.0 / N;
-
-  // ---- the keyed reservoir ----
-  std::vector<KeyedSample> samples;
-  samples.reserve(st.reservoir.size());
-  for (const auto& s : st.reservoir) {
-    KeyedSample k{s.time_us, s.seq, 0, 0, s.doc, {}};
-    samples.push_back(std::move(k));
-  }
-  std::unordered_map<uint64_t, uint64_t> counts, lead_counts;
-  std::vector<size_t> valid;
-  uint64_t refused = 0;
-  for (size_t i = 0; i < samples.size(); ++i) {
-    bson_t d;
-    if (!staticDoc(samples[i].doc, d)) continue;
-    auto status = c.pattern.extractFromDocument(d, samples[i].key);
-    if (status == routing::KeyExtractStatus::ArrayValue) ++refused;
-    if (status != routing::KeyExtractStatus::Ok) continue;
-    uint64_t h = 0;
-    for (size_t f = 0; f < samples[i].key.size; ++f) h = combineHash(h, valueHash(samples[i].key.fields[f].value));
-    samples[i].hash = h;
-    samples[i].lead_hash = valueHash(samples[i].key.fields[0].value);
-    ++counts[h];
-    ++lead_counts[samples[i].lead_hash];
-    valid.push_back(i);
-  }
-  const double n = static_cast<double>(valid.size());
+  const double n = static_cast<double>(k.valid);
 
   // ---- arrays on a key path: MongoDB refuses such documents under this key ----
   {
-    uint64_t arrays = 0, seen = 0;
+    bool tracked = false;
     for (const auto& kf : c.pattern.fields()) {
       for (size_t dot = 0;; ++dot) {  // the path and each of its prefixes
         dot = kf.path.find('.', dot);
         const FieldState* f = st.field(dot == std::string::npos ? std::string_view(kf.path) : std::string_view(kf.path).substr(0, dot));
-        if (f) arrays = std::max(arrays, f->arrays), seen = std::max(seen, f->count);
+        if (f && f->count + f->arrays > 0) {
+          tracked = true;
+          c.array_share = std::max(c.array_share, arrayShare(*f));
+        }
         if (dot == std::string::npos) break;
       }
     }
-    if (seen > 0) c.array_share = static_cast<double>(arrays) / static_cast<double>(seen);
-    else if (!samples.empty()) c.array_share = static_cast<double>(refused) / static_cast<double>(samples.size());
+    if (!tracked && k.sampled > 0) c.array_share = static_cast<double>(k.refused) / static_cast<double>(k.sampled);
   }
 
   // ---- cardinality ----
@@ -265,32 +102,19 @@ void evaluateCandidate(const NamespaceState& st, const AnalysisOptions& opt, Can
     c.cardinality = c.prefix_cardinality;
     c.cardinality_method = "HyperLogLog over every insert";
   } else if (n > 0) {
-    double f1 = 0, rest = 0;
-    for (const auto& [h, k] : counts) (k == 1 ? f1 : rest) += 1;
-    double N_total = static_cast<double>(std::max<uint64_t>(st.reservoir_seen, valid.size()));
-    c.cardinality = std::round(std::sqrt(N_total / n) * f1 + rest);  // GEE (Charikar et al.)
-    // Every sampled key distinct: nothing says the unsampled ones repeat (GEE would report
-    // sqrt(N/n)·n, far below one value per document).
-    if (f1 >= 0.99 * n) c.cardinality = std::max(c.cardinality, std::round(N_total * f1 / n));
-    c.cardinality = std::max(c.cardinality, c.prefix_cardinality);
-    c.cardinality_method = "GEE estimate from " + std::to_string(valid.size()) + " sampled inserts";
-    if (!lf) {  // the prefix from the same sample
-      double g1 = 0, grest = 0;
-      for (const auto& [h, k] : lead_counts) (k == 1 ? g1 : grest) += 1;
-      c.prefix_cardinality = std::round(std::sqrt(N_total / n) * g1 + grest);
-    }
+    c.cardinality = std::max(std::round(k.estimate), c.prefix_cardinality);
+    c.cardinality_method = "GEE estimate from " + std::to_string(k.valid) + " sampled inserts";
+    if (!lf) c.prefix_cardinality = std::round(k.lead_estimate);  // the prefix from the same sample
   }
 
   // ---- frequency ----
   auto labelFor = [&](const SpaceSaving::Entry& e) { return opt.allow_values && !e.label.empty() ? e.label : hashLabel(e.hash); };
-  uint64_t top_lead_hash = 0;
   if (lf && lf->freq.total() > 0) {
     auto top = lf->freq.top(5);
     double total = static_cast<double>(lf->freq.total());
     if (!top.empty()) {
       c.prefix_top_share = (top[0].count - top[0].error) / total;
       c.prefix_top_label = labelFor(top[0]);
-      top_lead_hash = top[0].hash;
     }
     if (c.pattern.size() == 1) {
       double sum = 0;
@@ -301,83 +125,35 @@ void evaluateCandidate(const NamespaceState& st, const AnalysisOptions& opt, Can
       c.top_share = c.prefix_top_share;
       c.top5_share = sum;
     }
-  } else if (n > 0) {  // the prefix from the sample
-    uint64_t best = 0;
-    for (const auto& [h, k] : lead_counts)
-      if (k > best || (k == best && h < top_lead_hash)) best = k, top_lead_hash = h;
-    c.prefix_top_share = best / n;
-    c.prefix_top_label = hashLabel(top_lead_hash);
+  } else if (n > 0 && !k.top_leads.empty()) {  // the prefix from the sample
+    c.prefix_top_share = k.top_leads.front().second / n;
+    c.prefix_top_label = hashLabel(k.top_leads.front().first);
   }
   if ((c.pattern.size() > 1 || !lf) && n > 0) {
-    std::vector<std::pair<uint64_t, uint64_t>> byCount(counts.begin(), counts.end());
-    std::sort(byCount.begin(), byCount.end(), [](auto& a, auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
     double sum = 0;
-    for (size_t i = 0; i < byCount.size() && i < 5; ++i) {
-      sum += byCount[i].second / n;
-      c.top_values.push_back({hashLabel(byCount[i].first), byCount[i].second / n});
+    for (size_t i = 0; i < k.top_keys.size() && i < 5; ++i) {
+      sum += k.top_keys[i].second / n;
+      c.top_values.push_back({hashLabel(k.top_keys[i].first), k.top_keys[i].second / n});
     }
-    c.top_share = byCount.empty() ? 0 : byCount[0].second / n;
+    c.top_share = k.top_keys.empty() ? 0 : k.top_keys[0].second / n;
     c.top5_share = sum;
   }
 
   // ---- monotonicity ----
   if (lf) c.leading_type = typeName(*lf);
-  std::vector<size_t> order = valid;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return samples[a].time != samples[b].time ? samples[a].time < samples[b].time : samples[a].seq < samples[b].seq;
-  });
-  keyTrend(samples, order, 0, c.new_extreme_share, c.rank_correlation);
+  c.new_extreme_share = k.new_extreme_share;
+  c.rank_correlation = k.rank_correlation;
   if (c.pattern.size() == 1 && lf && lf->compared > 0)
     c.new_extreme_share = static_cast<double>(lf->new_max + lf->new_min) / lf->compared;
   c.monotonic = !lead.hashed && (std::fabs(c.rank_correlation) >= opt.monotonic_correlation || c.new_extreme_share >= 0.5);
-
-  // ---- the largest prefix value's suffix: can its documents be split, and spread? ----
-  if (c.pattern.size() > 1 && n > 0) {
-    // The largest prefix value as the sample holds it (hashed: its hash).
-    uint64_t top_sampled = 0, best = 0;
-    for (const auto& [h, k] : lead_counts)
-      if (k > best || (k == best && h < top_sampled)) best = k, top_sampled = h;
-    std::vector<size_t> within;
-    for (size_t i : order)
-      if (samples[i].lead_hash == top_sampled) within.push_back(i);
-    std::unordered_map<uint64_t, uint64_t> distinct;
-    for (size_t i : within) ++distinct[samples[i].hash];
-    c.suffix_distinct = static_cast<double>(distinct.size());
-    c.suffix_samples = within.size();
-    double extremes = 0, corr = 0;
-    keyTrend(samples, within, 1, extremes, corr);
-    c.suffix_monotonic = within.size() >= 8 && (std::fabs(corr) >= opt.monotonic_correlation || extremes >= 0.5);
-  }
+  c.suffix_distinct = k.suffix_distinct;
+  c.suffix_samples = k.suffix_samples;
+  c.suffix_monotonic = k.suffix_monotonic;
 
   // ---- simulated cluster: inserts per shard ----
   std::vector<double> per(N, 0);
-  std::vector<std::vector<bson_value_t>> cluster_splits;
-  std::vector<std::string> lead_splits;  // encoded, behind cluster_splits' views
-  // Without sampled documents (a fleet merge of hash-only exports) a compound key falls back to its
-  // leading field's counts over every insert.
-  if (c.pattern.size() > 1 && valid.size() >= 4ull * N) {
-    per = simulateFullKey(samples, order, N, cluster_splits);
-    c.split_on = lead.hashed ? "full key (hashed " + lead.path + " first)" : "full key";
-  } else if (lf) {
-    const auto& src = lead.hashed ? lf->hashed_shard_inserts : lf->ranged_shard_inserts;
-    for (size_t i = 0; i < src.size() && i < N; ++i) per[i] = src[i];
-    if (!lead.hashed) {
-      lead_splits = NamespaceState::computeSplits(lf->distinct, N);
-      for (const auto& s : lead_splits) {
-        bson_value_t v;
-        if (decodeValue(s, v)) cluster_splits.push_back({v});
-      }
-    }
-    c.split_on = lead.hashed ? "hashed " + lead.path : lead.path;
-  } else {
-    for (size_t i : valid) {
-      const auto& b = samples[i].key.fields[0];
-      if (lead.hashed)
-        ++per[NamespaceState::hashedShard(static_cast<uint64_t>(b.value.value.v_int64), N)];
-      else
-        ++per[0];
-    }
-  }
+  for (size_t i = 0; i < k.shard_inserts.size() && i < N; ++i) per[i] = k.shard_inserts[i];
+  c.split_on = k.split_on;
   double sim_total = 0;
   for (double v : per) sim_total += v;
   c.simulated_inserts = static_cast<uint64_t>(std::llround(sim_total));
@@ -388,55 +164,43 @@ void evaluateCandidate(const NamespaceState& st, const AnalysisOptions& opt, Can
     c.max_min_ratio = mn < 0.001 * sim_total ? 0 : mx / mn;
   }
 
-  // ---- reads and writes, per shape, on the simulated cluster (and after the lookup rewrite) ----
-  routing::CollectionRouting coll;
-  bool cluster = buildCluster(c.pattern, cluster_splits, N, coll);
+  // ---- reads and writes, per shape, from its sampled statements' routing ----
   c.range_reads.assign(N, 0);
   c.range_writes.assign(N, 0);
   double reads = 0, writes = 0, rs = 0, rm = 0, rsc = 0, ws = 0, wm = 0, wsc = 0, rshards = 0, tshards = 0, tcount = 0;
   double single_wo = 0, multi_wo = 0, key_upd = 0, upserts_wo = 0, refused71 = 0, upserts = 0, scatter_after = 0;
+  static const ShapeRouting kNone;
   for (const auto& [h, s] : st.shapes) {
     ShapeOutcome o;
     o.shape = s.shape;
     o.kind = s.kind;
     o.count = s.count;
-    Classified sent, after;
-    std::vector<double> ranges(N, 0);
-    size_t with_id = 0, rewritten = 0;
-    for (const auto& fbytes : s.samples) {
-      bson_t f;
-      if (!cluster || !staticDoc(fbytes, f)) continue;
-      classify(coll, f, sent, &ranges);
-      if (pinsId(f)) ++with_id;
-      bson_t rw;
-      if (!opt.lookup_rule) continue;  // `after` is `sent` (below)
-      if (rewrittenFilter(f, *opt.lookup_rule, &rw)) {
-        classify(coll, rw, after, nullptr);
-        bson_destroy(&rw);
-        ++rewritten;
-      } else {
-        classify(coll, f, after, nullptr);
-      }
-    }
-    if (!opt.lookup_rule) after = sent;
-    if (sent.tn) o.targeted_shards = sent.tsum / sent.tn;
-    if (sent.used == 0) {  // no sample: an unfiltered or unsampled op counts as scatter-gather
+    auto found = k.shapes.find(h);
+    const ShapeRouting& r = found == k.shapes.end() ? kNone : found->second;
+    const double used = static_cast<double>(r.used);
+    if (r.targeted) o.targeted_shards = static_cast<double>(r.targeted_shards) / static_cast<double>(r.targeted);
+    if (r.used == 0) {  // no sample: an unfiltered or unsampled op counts as scatter-gather
       o.scatter = 1;
       o.shards = N;
-      after.scatter = 1, after.used = 1;
     } else {
       o.sampled = true;
-      o.single = sent.single / sent.used, o.multi = sent.multi / sent.used, o.scatter = sent.scatter / sent.used;
-      o.shards = sent.shards / sent.used;
+      o.single = r.single / used, o.multi = r.multi / used, o.scatter = r.scatter / used;
+      o.shards = r.shards / used;
     }
-    o.scatter_after_rewrite = after.used ? after.scatter / after.used : o.scatter;
-    o.rescued = rewritten > 0 && o.scatter_after_rewrite + 0.25 < o.scatter;
+    o.scatter_after_rewrite = opt.lookup_rule && r.after_used ? static_cast<double>(r.after_scatter) / r.after_used : o.scatter;
+    o.rescued = r.rewritten > 0 && o.scatter_after_rewrite + 0.25 < o.scatter;
     o.upsert = s.upsert;
     o.without_key = !isRead(s.kind) && o.single < 0.5;
     // Refused before 7.1 (two-phase after): a single-document write that pins neither the full
     // key nor an exact _id; an upsert needs the full key whatever its _id.
     const bool single_doc = !isRead(s.kind) && !s.multi;
-    o.refused_before_71 = single_doc && o.without_key && (s.upsert || with_id * 2 < std::max<size_t>(1, sent.used));
+    // With the lookup rewrite in force these are judged as the rewrite sends them (as explain does).
+    const double single_sent = o.single;
+    const double single_as_run = opt.lookup_rule && r.after_used ? static_cast<double>(r.after_single) / r.after_used : single_sent;
+    const bool without_key_as_run = !isRead(s.kind) && single_as_run < 0.5;
+    // An upsert needs the full key; another single-document write one shard or an exact _id.
+    const uint64_t no_target = opt.lookup_rule && r.after_used ? r.after_no_target : r.no_target;
+    o.refused_before_71 = single_doc && (s.upsert ? without_key_as_run : r.used == 0 || no_target * 2 > r.used);
     for (const auto& m : s.modified) {
       for (const auto& kf : c.pattern.fields()) {
         // A replacement or pipeline ("") may set any field; one that pins the full key is taken to
@@ -447,7 +211,7 @@ void evaluateCandidate(const NamespaceState& st, const AnalysisOptions& opt, Can
     }
     double w = static_cast<double>(s.count);
     for (size_t i = 0; i < N; ++i) {
-      double share = sent.used ? ranges[i] / sent.used : 1.0;
+      double share = r.used ? (i < r.ranges.size() ? static_cast<double>(r.ranges[i]) : 0.0) / used : 1.0;
       (isRead(s.kind) ? c.range_reads : c.range_writes)[i] += w * share;
     }
     scatter_after += w * o.scatter_after_rewrite;
@@ -465,7 +229,7 @@ void evaluateCandidate(const NamespaceState& st, const AnalysisOptions& opt, Can
       if (o.without_key) (s.multi ? multi_wo : single_wo) += w;
       if (o.key_update) key_upd += w;
       if (s.upsert) upserts += w;
-      if (s.upsert && o.without_key) upserts_wo += w;
+      if (s.upsert && without_key_as_run) upserts_wo += w;
       if (o.refused_before_71) refused71 += w;
     }
     c.shapes.push_back(std::move(o));
@@ -631,25 +395,10 @@ void hotRanges(const NamespaceState& st, const routing::CollectionRouting& coll,
     r.hot_ranges.push_back(per[i]);
 }
 
-NamespaceReport analyzeNamespace(const NamespaceState& st, const AnalysisOptions& opt,
-                                 const routing::ShardKeyPattern* current_key,
-                                 const std::vector<std::string>& configured_keys,
-                                 const routing::CollectionRouting* current_routing) {
-  NamespaceReport r;
-  r.ns = st.ns();
-  r.shards = opt.simulated_shards;
-  r.reads = st.reads;
-  r.writes = st.writes;
-  r.inserts = st.inserts;
-  r.other_shape_ops = st.other_shape_ops;
-  r.upserted = st.upserted;
-  r.upserts_matched = st.upserts_matched;
-  r.replacements = st.replacements;
-  r.avg_doc_bytes = st.inserts ? static_cast<double>(st.insert_bytes) / st.inserts : 0;
-  r.memory_bytes = st.memoryBytes();
-  if (current_routing) hotRanges(st, *current_routing, r);
-
-  // ---- candidates ----
+std::vector<std::pair<std::string, std::vector<std::string>>> candidateKeys(const NamespaceState& st,
+                                                                           const routing::ShardKeyPattern* current_key,
+                                                                           const std::vector<std::string>& configured_keys,
+                                                                           size_t max_shapes, size_t max_candidates) {
   std::vector<std::pair<std::string, std::string>> wanted;  // json, source
   if (current_key) wanted.push_back({current_key->toJson(), "current"});
   for (const auto& k : configured_keys) wanted.push_back({k, "configured"});
@@ -661,13 +410,9 @@ NamespaceReport analyzeNamespace(const NamespaceState& st, const AnalysisOptions
     return a->count != b->count ? a->count > b->count : a->shape < b->shape;
   });
   std::vector<std::pair<std::string, std::string>> singles, hashes, compounds, hcompounds, ranges;
-  for (size_t i = 0; i < byCount.size() && i < 12; ++i) {
+  for (size_t i = 0; i < byCount.size() && i < max_shapes; ++i) {
     const ShapeState& s = *byCount[i];
-    FieldRoles roles;
-    for (const auto& f : s.samples) {
-      bson_t d;
-      if (staticDoc(f, d)) collectRoles(d, roles);
-    }
+    FieldRoles roles = shapeRoles(s);
     std::vector<std::string> rangeish = roles.range;
     for (const auto& sf : s.sort) addUnique(rangeish, sf);
     // Equality pairs in filter order: an upsert (seed 000's bucket) or a point lookup pinning an
@@ -691,6 +436,7 @@ NamespaceReport analyzeNamespace(const NamespaceState& st, const AnalysisOptions
   for (auto* group : {&singles, &compounds, &hashes, &hcompounds, &ranges})
     for (auto& w : *group) wanted.push_back(w);
 
+  std::vector<std::pair<std::string, std::vector<std::string>>> out;
   std::map<std::string, size_t> seen;
   for (const auto& [json, source] : wanted) {
     std::string error;
@@ -699,17 +445,45 @@ NamespaceReport analyzeNamespace(const NamespaceState& st, const AnalysisOptions
     std::string canon = p->toJson();
     auto it = seen.find(canon);
     if (it != seen.end()) {
-      auto& srcs = r.candidates[it->second].sources;
+      auto& srcs = out[it->second].second;
       if (std::find(srcs.begin(), srcs.end(), source) == srcs.end()) srcs.push_back(source);
       continue;
     }
-    if (r.candidates.size() >= opt.max_candidates) continue;
+    if (out.size() >= max_candidates) continue;
+    seen.emplace(canon, out.size());
+    out.push_back({canon, {source}});
+  }
+  return out;
+}
+
+NamespaceReport analyzeNamespace(const NamespaceState& st, const AnalysisOptions& opt,
+                                 const routing::ShardKeyPattern* current_key,
+                                 const std::vector<std::string>& configured_keys,
+                                 const routing::CollectionRouting* current_routing) {
+  NamespaceReport r;
+  r.ns = st.ns();
+  r.shards = opt.simulated_shards;
+  r.reads = st.reads;
+  r.writes = st.writes;
+  r.inserts = st.inserts;
+  r.other_shape_ops = st.other_shape_ops;
+  r.upserted = st.upserted;
+  r.upserts_matched = st.upserts_matched;
+  r.replacements = st.replacements;
+  r.avg_doc_bytes = st.inserts ? static_cast<double>(st.insert_bytes) / st.inserts : 0;
+  r.memory_bytes = st.memoryBytes();
+  if (current_routing) hotRanges(st, *current_routing, r);
+
+  // ---- candidates ----
+  for (auto& [canon, sources] : candidateKeys(st, current_key, configured_keys, kRankedShapes, opt.max_candidates)) {
+    std::string error;
+    auto p = routing::ShardKeyPattern::fromJson(canon, error);
+    if (!p) continue;
     CandidateResult c;
     c.pattern = *p;
     c.key_json = canon;
     c.label = keyLabel(*p);
-    c.sources.push_back(source);
-    seen.emplace(canon, r.candidates.size());
+    c.sources = std::move(sources);
     r.candidates.push_back(std::move(c));
   }
   AnalysisOptions nsopt = opt;
@@ -718,10 +492,49 @@ NamespaceReport analyzeNamespace(const NamespaceState& st, const AnalysisOptions
     if (rule.ns == st.ns()) nsopt.lookup_rule = &rule;
   r.rewrite_in_force = nsopt.lookup_rule != nullptr;
   if (nsopt.lookup_rule) r.lookup_rule = *nsopt.lookup_rule;
-  for (auto& c : r.candidates) evaluateCandidate(st, nsopt, c);
+  r.facts_from_exports = st.fact_exports;
+  // Which fields the observed filters name, and how (the defence says why a key targets nothing).
+  std::vector<std::pair<FieldRoles, double>> roles_by_shape;
+  const double all_ops = static_cast<double>(st.reads + st.writes + st.other_shape_ops);
+  for (const auto& [h, s] : st.shapes) roles_by_shape.push_back({shapeRoles(s), all_ops > 0 ? s.count / all_ops : 0});
+  for (auto& c : r.candidates) {
+    const std::string& lead = c.pattern.field(0).path;
+    for (const auto& [roles, share] : roles_by_shape) {
+      if (std::find(roles.eq.begin(), roles.eq.end(), lead) != roles.eq.end())
+        c.lead_eq_share += share;
+      else if (std::find(roles.range.begin(), roles.range.end(), lead) != roles.range.end())
+        c.lead_range_share += share;
+    }
+  }
+  for (auto& c : r.candidates) {
+    if (st.fact_exports == 0) {  // this process' own samples
+      evaluateCandidate(st, nsopt, c, factsFromSamples(st, c.pattern, nsopt.lookup_rule, nsopt.simulated_shards,
+                                                       nsopt.monotonic_correlation));
+      continue;
+    }
+    const KeyFacts* k = st.importedFacts(c.key_json);
+    if (k && k->exports == st.fact_exports) {
+      evaluateCandidate(st, nsopt, c, *k);
+      continue;
+    }
+    // Evidence missing: nothing is guessed, and the ranking puts it after every evaluable key.
+    c.evaluable = false;
+    c.not_evaluable = "its routing and sampled-document facts came from " + std::to_string(k ? k->exports : 0) + " of the " +
+                      std::to_string(st.fact_exports) +
+                      " exports merged (a sidecar evaluated other candidates, or runs a version that exports no facts)";
+  }
 
-  // Shapes, without targeting (from the first candidate's outcome list, which has all shapes).
-  if (!r.candidates.empty()) r.shapes = r.candidates.front().shapes;
+  // Shapes, without targeting, by count.
+  for (const auto& [h, s] : st.shapes) {
+    ShapeOutcome o;
+    o.shape = s.shape;
+    o.kind = s.kind;
+    o.count = s.count;
+    r.shapes.push_back(std::move(o));
+  }
+  std::sort(r.shapes.begin(), r.shapes.end(), [](const ShapeOutcome& a, const ShapeOutcome& b) {
+    return a.count != b.count ? a.count > b.count : a.shape < b.shape;
+  });
 
   // ---- ranking: pass every property (the three, mutability, upsert targeting, arrays), then the
   // share of traffic targeted (after the lookup rewrite, when one is in force), less the writes
@@ -729,6 +542,8 @@ NamespaceReport analyzeNamespace(const NamespaceState& st, const AnalysisOptions
   auto card = [](const CandidateResult& c) { return c.cardinality; };
   auto score = [](const CandidateResult& c) { return c.targeted_after_rewrite - c.refused_share_of_all; };
   std::stable_sort(r.candidates.begin(), r.candidates.end(), [&](const CandidateResult& a, const CandidateResult& b) {
+    if (a.evaluable != b.evaluable) return a.evaluable;
+    if (!a.evaluable) return false;
     if (a.passes() != b.passes()) return a.passes();
     if (!a.passes() && a.failures.size() != b.failures.size()) return a.failures.size() < b.failures.size();
     if (std::fabs(score(a) - score(b)) > 0.005) return score(a) > score(b);
@@ -738,7 +553,9 @@ NamespaceReport analyzeNamespace(const NamespaceState& st, const AnalysisOptions
     if (std::fabs(a.single_overall - b.single_overall) > 0.005) return a.single_overall > b.single_overall;
     return a.pattern.size() < b.pattern.size();
   });
-  if (!r.candidates.empty() && (st.reads + st.writes + st.inserts) > 0) {
+  if (!r.candidates.empty() && !r.candidates[0].evaluable && (st.reads + st.writes + st.inserts) > 0) {
+    r.no_recommendation = "no candidate key can be evaluated from the exports merged: " + r.candidates[0].not_evaluable;
+  } else if (!r.candidates.empty() && (st.reads + st.writes + st.inserts) > 0) {
     r.recommended = 0;
     r.recommended_passes = r.candidates[0].passes();
   }

@@ -42,7 +42,8 @@ struct ShapeOutcome {
   bool without_key = false;  // a write that does not pin the full key
   bool key_update = false;   // an update that modifies a key field
   bool upsert = false;
-  bool refused_before_71 = false;      // single-document write pinning neither the full key nor _id
+  bool refused_before_71 = false;      // single-document write reaching neither one shard nor an exact _id
+                                       // (an upsert: not pinning the full key), as the rewrite sends it
   double scatter_after_rewrite = 0;    // with the lookup rewrite in force
   bool rescued = false;                // the rewrite turns it from scatter-gather into targeted
 };
@@ -87,6 +88,9 @@ struct CandidateResult {
   size_t suffix_samples = 0;
   bool suffix_monotonic = false;
   double array_share = 0;  // documents with an array on a key path (refused by MongoDB)
+  // Shares of reads and writes whose filters pin the leading key field by equality, or bound it
+  // by a range only (a range on a hashed field broadcasts).
+  double lead_eq_share = 0, lead_range_share = 0;
   std::string split_on;    // what the simulated cluster's chunks split on
   std::string frequency_reason;  // why frequency fails, from the numbers shown
   bool monotonic = false;
@@ -96,6 +100,11 @@ struct CandidateResult {
   double max_min_ratio = 0;  // 0 when a shard got nothing (infinite)
   bool jumbo_risk = false;
   double jumbo_at_bytes = 0;
+
+  // False when the exports merged do not carry this key's facts: no figure of it is shown or
+  // ranked, `not_evaluable` says why.
+  bool evaluable = true;
+  std::string not_evaluable;
 
   bool pass_cardinality = true, pass_frequency = true, pass_monotonicity = true;
   bool pass_mutability = true, pass_upserts = true, pass_arrays = true;
@@ -117,6 +126,8 @@ struct NamespaceReport {
   std::vector<ShapeOutcome> shapes;  // by count, descending (no targeting)
   std::vector<CandidateResult> candidates;  // ranked
   int recommended = -1;                     // index into candidates, -1 when nothing was observed
+  std::string no_recommendation;            // why nothing is recommended although traffic was observed
+  uint32_t facts_from_exports = 0;          // sidecar exports merged (0: this process' own samples)
   bool recommended_passes = false;
   std::string defence;  // the seed-003-style text
   MigrationPlan migration;  // for the recommended key (evaluation/migration_plan.h)
@@ -130,6 +141,18 @@ struct NamespaceReport {
   size_t current_chunks = 0;
   std::vector<HotRange> hot_ranges;
 };
+
+// The shapes whose filters propose candidate keys: the most frequent ones.
+constexpr size_t kRankedShapes = 12;
+// Candidate keys whose facts a sidecar exports (its own candidates first).
+constexpr size_t kExportedCandidates = 48;
+
+// Candidate keys (canonical JSON, with their sources: current, configured, baseline, traffic),
+// proposed from the `max_shapes` most frequent shapes, at most `max_candidates`.
+std::vector<std::pair<std::string, std::vector<std::string>>> candidateKeys(const NamespaceState& state,
+                                                                           const routing::ShardKeyPattern* current_key,
+                                                                           const std::vector<std::string>& configured_keys,
+                                                                           size_t max_shapes, size_t max_candidates);
 
 // `current_routing`: the current key's chunks, when the routing table has them (hot ranges).
 NamespaceReport analyzeNamespace(const NamespaceState& state, const AnalysisOptions& options,

@@ -6,6 +6,7 @@
 #include "evaluation/apply_queue.h"
 #include "evaluation/document_digest.h"
 #include "evaluation/event_batch.h"
+#include "evaluation/key_facts_from_samples.h"
 #include "evaluation/namespace_state.h"
 #include "common/command_fields.h"
 
@@ -157,6 +158,43 @@ std::vector<std::pair<std::string, std::unique_ptr<NamespaceState>>> Evaluator::
 
 namespace {
 
+// "shop.orders: orderId -> customerId,orderDate": what a fleet evaluation needs of the rule (no
+// mapping source).
+std::string lookupRuleSpec(const rewrite::LookupRule& rule) {
+  std::string spec = rule.ns + ": " + rule.lookup_field + " -> ";
+  for (size_t i = 0; i < rule.add_fields.size(); ++i) spec += (i ? "," : "") + rule.add_fields[i];
+  return spec;
+}
+
+// The facts (key_facts.h) of every key a fleet evaluation could rank: this sidecar's own
+// candidates, then those proposed from more of its shapes, so that a fleet whose most frequent
+// shapes differ a little from this sidecar's still finds each ranked key's facts here.
+void appendKeyFacts(bson_t* item, const NamespaceState& st, const EvaluationOptions& options,
+                    const routing::ShardKeyPattern* current, const rewrite::LookupRule* rule) {
+  std::vector<std::string> conf;
+  for (const auto& [ns, key] : options.configured_candidates)
+    if (ns == st.ns()) conf.push_back(key);
+  std::vector<std::string> keys;
+  for (size_t shapes : {kRankedShapes, 2 * kRankedShapes})
+    for (const auto& [key, sources] : candidateKeys(st, current, conf, shapes, kExportedCandidates))
+      if (keys.size() < kExportedCandidates && std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+  const uint32_t shards = std::max<uint32_t>(1, options.simulated_shards);
+  bson_t arr, doc;
+  bson_append_array_begin(item, "keyFacts", -1, &arr);
+  char idx[16];
+  const char* k;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    std::string error;
+    auto pattern = routing::ShardKeyPattern::fromJson(keys[i], error);
+    if (!pattern) continue;
+    bson_uint32_to_string(static_cast<uint32_t>(i), &k, idx, sizeof idx);
+    bson_append_document_begin(&arr, k, -1, &doc);
+    factsFromSamples(st, *pattern, rule, shards, AnalysisOptions{}.monotonic_correlation).toBson(&doc);
+    bson_append_document_end(&arr, &doc);
+  }
+  bson_append_array_end(item, &arr);
+}
+
 std::vector<NamespaceReport> analyzeAll(const std::vector<std::pair<std::string, std::unique_ptr<NamespaceState>>>& states,
                                         const AnalysisOptions& opt, const routing::RoutingTable* table,
                                         const std::vector<std::pair<std::string, std::string>>& configured,
@@ -209,9 +247,11 @@ std::string Evaluator::renderText() const {
 std::string Evaluator::exportSketches() const {
   auto states = snapshot();
   std::shared_ptr<const routing::RoutingTable> table;
+  std::vector<rewrite::LookupRule> rules;
   {
     std::lock_guard lock(mutex_);
     table = table_;
+    rules = lookup_rules_;
   }
   bson_t doc = BSON_INITIALIZER, arr, item;
   bson_append_int32(&doc, "version", -1, 1);
@@ -237,6 +277,11 @@ std::string Evaluator::exportSketches() const {
       bson_append_utf8(&conf, k2, -1, key.c_str(), -1);
     }
     bson_append_array_end(&item, &conf);
+    const rewrite::LookupRule* rule = nullptr;
+    for (const auto& r : rules)
+      if (r.ns == states[i].first) rule = &r;
+    if (rule) bson_append_utf8(&item, "lookupRule", -1, lookupRuleSpec(*rule).c_str(), -1);
+    appendKeyFacts(&item, *states[i].second, options_, table ? table->shardKey(states[i].first) : nullptr, rule);
     bson_append_document_end(&arr, &item);
   }
   bson_append_array_end(&doc, &arr);
@@ -251,6 +296,7 @@ std::string Evaluator::mergeAndEvaluate(const std::vector<std::string>& sketchJs
   std::vector<std::pair<std::string, std::unique_ptr<NamespaceState>>> states;
   std::map<std::string, std::string> current;
   std::vector<std::pair<std::string, std::string>> configured;
+  std::vector<rewrite::LookupRule> rules;
   EvaluationOptions opts;
   bool first = true;
   for (size_t s = 0; s < sketchJsons.size(); ++s) {
@@ -288,6 +334,13 @@ std::string Evaluator::mergeAndEvaluate(const std::vector<std::string>& sketchJs
         if (!bson_iter_init_find(&f, &nsdoc, "ns") || !BSON_ITER_HOLDS_UTF8(&f)) continue;
         std::string ns = bson_iter_utf8(&f, nullptr);
         if (bson_iter_init_find(&f, &nsdoc, "currentKey") && BSON_ITER_HOLDS_UTF8(&f)) current[ns] = bson_iter_utf8(&f, nullptr);
+        if (bson_iter_init_find(&f, &nsdoc, "lookupRule") && BSON_ITER_HOLDS_UTF8(&f)) {
+          rewrite::LookupRule rule;
+          std::string rerr;
+          if (rewrite::parseLookupRule(bson_iter_utf8(&f, nullptr), rule, rerr) &&
+              std::none_of(rules.begin(), rules.end(), [&](const rewrite::LookupRule& r) { return r.ns == rule.ns; }))
+            rules.push_back(std::move(rule));
+        }
         bson_iter_t conf;
         if (bson_iter_init_find(&f, &nsdoc, "configuredKeys") && BSON_ITER_HOLDS_ARRAY(&f) && bson_iter_recurse(&f, &conf))
           while (bson_iter_next(&conf))
@@ -310,7 +363,9 @@ std::string Evaluator::mergeAndEvaluate(const std::vector<std::string>& sketchJs
     }
     bson_destroy(doc);
   }
-  auto reports = analyzeAll(states, analysisFrom(opts), nullptr, configured, current);
+  AnalysisOptions analysis = analysisFrom(opts);
+  analysis.lookup_rules = std::move(rules);
+  auto reports = analyzeAll(states, analysis, nullptr, configured, current);
   return text ? renderReportsText(reports) : renderReportsJson(reports);
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "routing/key_bound.h"
@@ -17,7 +18,7 @@ struct KeyedSample {
   uint64_t seq;
   uint64_t hash;
   uint64_t lead_hash;
-  std::string doc;
+  std::string_view doc;  // the sampled document's bytes, where the reservoir holds them
   routing::KeyPoint key;  // views into doc
 };
 

@@ -122,9 +122,10 @@ MigrationPlan planMigration(const NamespaceState& st, const NamespaceReport& r, 
   p.targeted_share_now = now ? now->targeted : -1;
 
   // What the observation says about volume and rate.
-  int64_t first = INT64_MAX, last = INT64_MIN;
-  for (const auto& s : st.reservoir) first = std::min(first, s.time_us), last = std::max(last, s.time_us);
-  p.observed_seconds = st.reservoir.size() >= 2 ? static_cast<double>(last - first) / 1e6 : 0;
+  int64_t first = 0, last = 0;
+  uint64_t sampled = 0;
+  st.sampleSpan(first, last, sampled);  // the reservoir's, or the sidecars' exported spans
+  p.observed_seconds = sampled >= 2 ? static_cast<double>(last - first) / 1e6 : 0;
   p.avg_doc_bytes = r.avg_doc_bytes;
   if (p.observed_seconds >= 1) {
     p.writes_per_second = static_cast<double>(r.inserts + r.writes) / p.observed_seconds;

@@ -1,4 +1,5 @@
 #include "evaluation/namespace_state.h"
+#include "evaluation/key_facts_from_samples.h"
 
 #include <algorithm>
 #include <bit>
@@ -597,6 +598,17 @@ void NamespaceState::toBson(bson_t* out) const {
   bson_append_array_end(out, &arr);
 
   bson_append_int64(out, "reservoirSeen", -1, static_cast<int64_t>(reservoir_seen));
+  {
+    int64_t first = 0, last = 0;
+    uint64_t count = 0;
+    sampleSpan(first, last, count);
+    bson_t span;
+    bson_append_array_begin(out, "sampleSpan", -1, &span);
+    bson_append_int64(&span, "0", -1, count ? first : 0);
+    bson_append_int64(&span, "1", -1, count ? last : 0);
+    bson_append_int64(&span, "2", -1, static_cast<int64_t>(count));
+    bson_append_array_end(out, &span);
+  }
   bson_append_array_begin(out, "reservoir", -1, &arr);
   for (size_t i = 0; i < reservoir.size(); ++i) {
     bson_uint32_to_string(static_cast<uint32_t>(i), &k, idx, sizeof idx);
@@ -631,6 +643,9 @@ void NamespaceState::toBson(bson_t* out) const {
     bson_append_array_end(&item, &sa);
     appendStrings(&item, "modified", s.modified);
     appendStrings(&item, "sort", s.sort);
+    FieldRoles roles = shapeRoles(s);
+    appendStrings(&item, "eq", roles.eq);
+    appendStrings(&item, "range", roles.range);
     bson_append_document_end(&arr, &item);
   }
   bson_append_array_end(out, &arr);
@@ -694,6 +709,17 @@ void NamespaceState::merge(const NamespaceState& o) {
     reservoir = std::move(merged);
     reservoir_seen = total;
   }
+  fact_exports += o.fact_exports;
+  for (const KeyFacts& of : o.imported_facts) {
+    auto mine = std::find_if(imported_facts.begin(), imported_facts.end(), [&](const KeyFacts& k) { return k.key_json == of.key_json; });
+    if (mine == imported_facts.end())
+      imported_facts.push_back(of);
+    else
+      mine->merge(of);
+  }
+  imported_first_us = std::min(imported_first_us, o.imported_first_us);
+  imported_last_us = std::max(imported_last_us, o.imported_last_us);
+  imported_samples += o.imported_samples;
   for (const auto& [h, os] : o.shapes) {
     auto it = shapes.find(h);
     if (it == shapes.end()) {
@@ -709,7 +735,23 @@ void NamespaceState::merge(const NamespaceState& o) {
     s.offered += os.offered;
     for (const auto& f : os.samples)
       if (s.samples.size() < limits_.samples_per_shape) s.samples.push_back(f);
+    for (const auto& e : os.eq_fields)
+      if (std::find(s.eq_fields.begin(), s.eq_fields.end(), e) == s.eq_fields.end()) s.eq_fields.push_back(e);
+    for (const auto& e : os.range_fields)
+      if (std::find(s.range_fields.begin(), s.range_fields.end(), e) == s.range_fields.end()) s.range_fields.push_back(e);
   }
+}
+
+const KeyFacts* NamespaceState::importedFacts(std::string_view key_json) const {
+  for (const auto& k : imported_facts)
+    if (k.key_json == key_json) return &k;
+  return nullptr;
+}
+
+void NamespaceState::sampleSpan(int64_t& first, int64_t& last, uint64_t& count) const {
+  first = imported_first_us, last = imported_last_us, count = imported_samples;
+  for (const auto& s : reservoir) first = std::min(first, s.time_us), last = std::max(last, s.time_us);
+  count += reservoir.size();
 }
 
 bool NamespaceState::mergeBson(const bson_t& doc, std::string& error) {
@@ -802,8 +844,31 @@ bool NamespaceState::mergeBson(const bson_t& doc, std::string& error) {
     if (s.samples.size() > limits_.samples_per_shape) s.samples.resize(limits_.samples_per_shape);
     s.modified = getStrings(sd, "modified");
     s.sort = getStrings(sd, "sort");
+    s.eq_fields = getStrings(sd, "eq");
+    s.range_fields = getStrings(sd, "range");
     if (o.shapes.size() < limits_.max_shapes) o.shapes.emplace(static_cast<uint64_t>(getInt(sd, "h")), std::move(s));
   });
+  // Facts of the candidate keys the sidecar evaluated (none from a version without them: its
+  // candidates are then not evaluable, rather than guessed from what the export lacks).
+  o.fact_exports = 1;
+  forEachDoc(doc, "keyFacts", [&](const bson_t& kd) {
+    KeyFacts k;
+    if (!k.fromBson(kd)) {
+      ok = false;
+      return;
+    }
+    o.imported_facts.push_back(std::move(k));
+  });
+  {
+    bson_iter_t it, span;
+    if (bson_iter_init_find(&it, &doc, "sampleSpan") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &span)) {
+      int64_t v[3] = {0, 0, 0};
+      for (int i = 0; i < 3 && bson_iter_next(&span); ++i) v[i] = bson_iter_as_int64(&span);
+      if (v[2] > 0) o.imported_first_us = v[0], o.imported_last_us = v[1], o.imported_samples = static_cast<uint64_t>(v[2]);
+    }
+    // An export with the reservoir carries its span twice: count it once.
+    if (!o.reservoir.empty()) o.imported_samples = 0, o.imported_first_us = INT64_MAX, o.imported_last_us = INT64_MIN;
+  }
   if (!ok) {
     error = "malformed sketches for " + ns_;
     return false;

@@ -15,6 +15,7 @@
 
 #include "evaluation/document_walk.h"
 #include "evaluation/field_limits.h"
+#include "evaluation/key_facts.h"
 #include "evaluation/sketches.h"
 
 #include <algorithm>
@@ -148,6 +149,9 @@ struct ShapeState {
   std::vector<std::string> samples;   // filter BSON bytes
   std::vector<std::string> modified;  // update paths ($set etc.), or "" for a replacement
   std::vector<std::string> sort;      // sort fields (find, findAndModify)
+  // Fields the shape's filters pin by equality / bound by a range, as exported by sidecars whose
+  // sampled filters stayed with them (candidate keys are proposed from them).
+  std::vector<std::string> eq_fields, range_fields;
 };
 
 struct SampleDoc {
@@ -200,6 +204,17 @@ class NamespaceState {
   std::vector<SampleDoc> reservoir;
   uint64_t reservoir_seen = 0;
   std::unordered_map<uint64_t, ShapeState> shapes;
+
+  // Sidecar exports merged into this state (0: it holds this process' own observations), and the
+  // candidate keys' facts they carried (key_facts.h), merged.
+  uint32_t fact_exports = 0;
+  std::vector<KeyFacts> imported_facts;
+  const KeyFacts* importedFacts(std::string_view key_json) const;
+  // Arrival times of the sampled inserts (first, last) and how many: from the reservoir and from
+  // the exports merged.
+  void sampleSpan(int64_t& first, int64_t& last, uint64_t& count) const;
+  int64_t imported_first_us = INT64_MAX, imported_last_us = INT64_MIN;
+  uint64_t imported_samples = 0;
 
   const FieldState* field(std::string_view path) const;
   // Split points of a field's simulated ranged chunks: quantiles of its distinct-value sample.

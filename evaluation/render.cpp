@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "evaluation/analysis.h"
+#include "evaluation/defence_sentences.h"
 #include "common/json_writer.h"
 
 namespace shardscope::evaluation {
@@ -65,15 +66,6 @@ double maxShare(const CandidateResult& c) {
 
 std::string leadName(const CandidateResult& c) { return c.pattern.field(0).path; }
 
-// Shapes (with their share of reads + writes) that stay scatter-gather under a candidate.
-std::vector<std::pair<std::string, double>> broadcastShapes(const NamespaceReport& r, const CandidateResult& c) {
-  double all = static_cast<double>(r.reads + r.writes + r.other_shape_ops);
-  std::vector<std::pair<std::string, double>> out;
-  for (const auto& s : c.shapes)
-    if (s.scatter > 0.5 && all > 0) out.push_back({shapeLabel(s), s.count / all});
-  return out;
-}
-
 bool hasWarning(const CandidateResult& c, const char* w) {
   for (const auto& x : c.warnings)
     if (x == w) return true;
@@ -90,25 +82,7 @@ std::string rewriteText(const CandidateResult& c) {
   return t + ")";
 }
 
-// What MongoDB requires of the writes that change the key or do not pin it.
-std::string writeSafetyText(const CandidateResult& c) {
-  std::string t;
-  if (c.shard_key_updates > 0)
-    t += " " + pct(c.shard_key_updates) +
-         " of writes change the key's value: MongoDB (4.2+) runs them only through mongos as a retryable write or in a "
-         "transaction, with equality on the full key in the filter" +
-         std::string(c.pass_mutability ? "." : "; mutability fails.");
-  if (c.upserts_without_key > 0)
-    t += " " + pct(c.upserts_without_key) + " of writes are upserts whose filter does not pin the full key (" +
-         pct(c.upserts_without_key_of_upserts) +
-         " of upserts): refused before 7.1 (\"Failed to target upsert by query\"), a two-phase broadcast after" +
-         std::string(c.pass_upserts ? "." : "; upsert targeting fails.");
-  if (c.refused_before_71 > 0)
-    t += " " + pct(c.refused_before_71) +
-         " of writes are single-document updates, deletes or findAndModify pinning neither the full key nor an exact "
-         "_id: refused before 7.1, two-phase (a broadcast, then the write) after.";
-  return t;
-}
+std::string writeSafetyText(const CandidateResult& c) { return writeSafetySentence(c); }
 
 std::string propertyLines(const NamespaceReport& r, const CandidateResult& c) {
   std::string t;
@@ -121,8 +95,9 @@ std::string propertyLines(const NamespaceReport& r, const CandidateResult& c) {
          " (" + c.cardinality_method + ").";
   else
     t += "~" + num(c.cardinality) + " distinct values (" + c.cardinality_method + ").";
-  t += c.pass_cardinality ? " Pass.\n" : r.inserts == 0 ? " Fails: nothing to split on.\n" : " Fails: fewer than " + num(64.0 * r.shards) + " values cannot keep " +
-                                             std::to_string(r.shards) + " shards split finely.\n";
+  t += c.pass_cardinality ? " Pass." : r.inserts == 0 ? " Fails: nothing to split on." : " Fails: fewer than " + num(64.0 * r.shards) + " values cannot keep " +
+                                             std::to_string(r.shards) + " shards split finely.";
+  t += insertsOnlyNote(c) + "\n";
   t += "  Frequency    ";
   if (c.pattern.size() > 1 && c.simulated_inserts + r.inserts > 0)
     t += "top " + lead + " value" + (c.prefix_top_label.empty() ? "" : " " + c.prefix_top_label) + " = " + pct(c.prefix_top_share) +
@@ -172,6 +147,7 @@ std::string propertyLines(const NamespaceReport& r, const CandidateResult& c) {
 }
 
 std::string defence(const NamespaceReport& r) {
+  if (r.recommended < 0 && !r.no_recommendation.empty()) return "No recommendation: " + r.no_recommendation + ".\n";
   if (r.recommended < 0) return "No traffic observed for " + r.ns + " yet.\n";
   const CandidateResult& c = r.candidates[r.recommended];
   const std::string lead = leadName(c);
@@ -230,31 +206,12 @@ std::string defence(const NamespaceReport& r) {
                                                                   : " No observed update changes its value.";
   t += "\n\n";
 
-  // What stays broadcast.
-  auto bc = broadcastShapes(r, c);
-  double bsum = 0;
-  for (auto& [l, s] : bc) bsum += s;
-  if (!bc.empty()) {
-    t += "What I am accepting: " + pct(bsum) + " of reads and writes stay broadcast: ";
-    for (size_t i = 0; i < bc.size(); ++i) t += (i ? "; " : "") + bc[i].first + " (" + pct(bc[i].second) + ")";
-    t += ". Analytical ones belong on a secondary or an analytics store; point lookups on another field can carry " + lead +
-         " at the API level (the caller usually has it), which turns a broadcast into a targeted query.\n\n";
-  } else {
-    t += "Nothing observed stays broadcast.\n\n";
-  }
+  // What stays broadcast (as the key would run it).
+  t += acceptingSentence(r, c);
 
   // What would change the decision.
-  t += "What would change my mind: ";
-  if (c.pattern.size() > 1 && !c.pattern.field(0).hashed)
-    t += "if the top " + lead + " value grew from " + pct(c.prefix_top_share) + " to above " + pct(1.0 / r.shards) +
-         " of inserts (one shard's fair share), " +
-         (c.suffix_monotonic ? "the prefix would be too skewed even with the suffix, since that value's new documents go to the chunk at "
-                               "the top of its " + c.pattern.field(1).path + " range; then a synthetic prefix. "
-                             : "its documents would have to spread over shards on their " + c.pattern.field(1).path +
-                                   " values alone: fine while those stay many and do not grow with time, a synthetic prefix otherwise. ");
-  else if (c.jumbo_risk)
-    t += "if the top value kept growing past " + pct(1.0 / r.shards) + " of inserts it would fail frequency outright. ";
-  if (r.candidates.size() > 1) {
+  t += "What would change my mind: " + changeMindSentence(r, c);
+  if (r.candidates.size() > 1 && r.candidates[1].evaluable) {
     const CandidateResult& ru = r.candidates[1];
     t += "The runner-up is " + ru.label + " (" + pct(ru.targeted) + " targeted";
     if (!ru.failures.empty()) t += ", fails " + ru.failures[0];
@@ -274,6 +231,10 @@ std::string defence(const NamespaceReport& r) {
   for (size_t i = 0; i < r.candidates.size(); ++i) {
     if (static_cast<int>(i) == r.recommended) continue;
     const CandidateResult& o = r.candidates[i];
+    if (!o.evaluable) {
+      t += "  " + o.label + ": not evaluable, because " + o.not_evaluable + ".\n";
+      continue;
+    }
     t += "  " + o.label + ": " + pct(o.targeted) + " targeted";
     if (!o.failures.empty()) {
       t += "; fails";
@@ -292,8 +253,7 @@ std::string defence(const NamespaceReport& r) {
       if (w == "jumbo") t += "; jumbo risk (top value " + pct(o.top_share) + " of inserts)";
       if (w == "imbalance") t += "; uneven inserts (" + ratioText(o) + ")";
     }
-    if (o.passes() && o.targeted < 0.005 && o.hashed_prefix)
-      t += "; perfect spread, but no observed query names " + leadName(o) + ", so every read broadcasts: fixes writes, makes reads worse";
+    if (o.passes() && o.hashed_prefix && !untargetedReason(o).empty()) t += "; " + untargetedReason(o);
     t += ".\n";
   }
   return t;
@@ -383,6 +343,12 @@ void writeCandidate(common::JsonWriter& w, const NamespaceReport& r, const Candi
   w.key("sources").beginArray();
   for (const auto& s : c.sources) w.value(s);
   w.endArray();
+  w.key("evaluable").value(c.evaluable);
+  if (!c.evaluable) {  // no figure rather than a 0 standing for "unknown"
+    w.key("notEvaluable").value("not evaluable, because " + c.not_evaluable);
+    w.endObject();
+    return;
+  }
   w.key("passes").value(c.passes());
   w.key("failures").beginArray();
   for (const auto& s : c.failures) w.value(s);
@@ -500,6 +466,7 @@ std::string renderReportsJson(const std::vector<NamespaceReport>& reports, const
       w.key("passesAllProperties").value(r.recommended_passes);
     } else {
       w.key("key").null();
+      if (!r.no_recommendation.empty()) w.key("notEvaluable").value("not evaluable, because " + r.no_recommendation);
     }
     w.key("text").value(defence(r));
     w.endObject();
@@ -560,6 +527,10 @@ std::string renderReportsText(const std::vector<NamespaceReport>& reports) {
     t += "\nCandidates, ranked:\n";
     for (size_t i = 0; i < r.candidates.size(); ++i) {
       const auto& c = r.candidates[i];
+      if (!c.evaluable) {
+        t += "\n" + std::to_string(i + 1) + ". " + c.label + "   (not evaluable)\n  Not evaluable, because " + c.not_evaluable + ".\n";
+        continue;
+      }
       t += "\n" + std::to_string(i + 1) + ". " + c.label + (static_cast<int>(i) == r.recommended ? "   <- recommended" : "") +
            (c.passes() ? "" : "   (fails " + c.failures[0] + ")") + "\n";
       t += propertyLines(r, c);

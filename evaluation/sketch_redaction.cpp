@@ -19,15 +19,19 @@ constexpr Keep kField[] = {{"path", nullptr},    {"count", nullptr},   {"hll", n
                            {"freq", kFreq},      {"newMax", nullptr},  {"newMin", nullptr},  {"compared", nullptr},
                            {"oid", nullptr},     {"date", nullptr},    {"number", nullptr},  {"string", nullptr},
                            {"other", nullptr},   {"missing", nullptr}, {"ranged", nullptr},  {"hashed", nullptr},
-                           {nullptr, nullptr}};  // no "distinct", "max", "min"
+                           {"arrays", nullptr},  {nullptr, nullptr}};  // no "distinct", "max", "min"
 constexpr Keep kShape[] = {{"h", nullptr},     {"shape", nullptr},   {"kind", nullptr},
                            {"multi", nullptr}, {"count", nullptr},   {"offered", nullptr},
-                           {"modified", nullptr}, {"sort", nullptr}, {nullptr, nullptr}};  // no "samples"
+                           {"modified", nullptr}, {"sort", nullptr}, {"upsert", nullptr},
+                           {"eq", nullptr},    {"range", nullptr},   {nullptr, nullptr}};  // no "samples"
 constexpr Keep kNamespace[] = {{"ns", nullptr},           {"shards", nullptr},        {"inserts", nullptr},
                                {"insertBytes", nullptr},  {"reads", nullptr},         {"writes", nullptr},
                                {"otherShapeOps", nullptr}, {"fields", kField},        {"reservoirSeen", nullptr},
                                {"shapes", kShape},        {"currentKey", nullptr},    {"configuredKeys", nullptr},
-                               {nullptr, nullptr}};  // no "reservoir"
+                               {"upserted", nullptr},     {"upsertsMatched", nullptr}, {"replacements", nullptr},
+                               {"sampleSpan", nullptr},   {"lookupRule", nullptr},
+                               // counts, value hashes and key patterns only (key_facts.h)
+                               {"keyFacts", nullptr},     {nullptr, nullptr}};  // no "reservoir"
 constexpr Keep kExport[] = {{"version", nullptr},
                             {"simulatedShards", nullptr},
                             {"sampleSize", nullptr},

@@ -84,8 +84,15 @@ echo
 echo "== the live view (shardscope stats --once)"
 "$here/build/shardscope" stats --admin "http://$admin" --once --top 8 || true
 echo
-echo "== the shard-key evaluation's verdict (shardscope evaluate)"
-"$here/build/shardscope" evaluate --from "http://$admin" || true
+echo "== the shard-key evaluation's verdict (shardscope evaluate, from the value-free export)"
+"$here/build/shardscope" evaluate --from "http://$admin" >"$work/evaluate.txt" || true
+cat "$work/evaluate.txt"
+# One report, one renderer: the CLI's verdict from the export is the proxy's own /evaluate.
+if curl -sf "http://$admin/evaluate?format=text" | cmp -s - "$work/evaluate.txt"; then
+  log "the verdict above is identical to http://$admin/evaluate?format=text"
+else
+  log "the CLI's verdict differs from http://$admin/evaluate?format=text (traffic arrived in between?)"
+fi
 
 if ((exit_after)); then
   log "done (--exit): stopping the proxy and FerretDB"

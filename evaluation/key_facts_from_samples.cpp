@@ -1,0 +1,352 @@
+#include "evaluation/key_facts_from_samples.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <unordered_map>
+
+#include "common/command_fields.h"
+#include "evaluation/key_samples.h"
+#include "evaluation/value_codec.h"
+#include "routing/chunk_map.h"
+#include "routing/query_targeting.h"
+#include "routing/routing_table.h"
+
+namespace shardscope::evaluation {
+
+namespace {
+
+bool isOperatorDoc(const bson_iter_t& it) {
+  if (!BSON_ITER_HOLDS_DOCUMENT(&it)) return false;
+  bson_iter_t sub;
+  bson_iter_recurse(&it, &sub);
+  return bson_iter_next(&sub) && bson_iter_key(&sub)[0] == '$';
+}
+
+void addUnique(std::vector<std::string>& v, std::string s) {
+  if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(std::move(s));
+}
+
+}  // namespace
+
+// Fields a filter pins by equality ({f: v}, $eq, $in) and fields it bounds by a range.
+void collectRoles(const bson_t& filter, FieldRoles& roles, int depth) {
+  bson_iter_t it;
+  if (depth > 8 || !bson_iter_init(&it, &filter)) return;
+  while (bson_iter_next(&it)) {
+    const char* key = bson_iter_key(&it);
+    if (key[0] == '$') {
+      if (std::strcmp(key, "$and") == 0 && BSON_ITER_HOLDS_ARRAY(&it)) {
+        bson_iter_t arr;
+        bson_iter_recurse(&it, &arr);
+        while (bson_iter_next(&arr)) {
+          bson_t sub;
+          if (common::documentAt(arr, sub)) collectRoles(sub, roles, depth + 1);
+        }
+      }
+      continue;
+    }
+    if (!isOperatorDoc(it)) {
+      if (!BSON_ITER_HOLDS_ARRAY(&it) && !BSON_ITER_HOLDS_REGEX(&it)) addUnique(roles.eq, key);
+      continue;
+    }
+    bson_iter_t ops;
+    bson_iter_recurse(&it, &ops);
+    while (bson_iter_next(&ops)) {
+      std::string_view op = bson_iter_key(&ops);
+      if (op == "$eq" || op == "$in")
+        addUnique(roles.eq, key);
+      else if (op == "$gt" || op == "$gte" || op == "$lt" || op == "$lte")
+        addUnique(roles.range, key);
+    }
+  }
+}
+
+namespace {
+
+bool staticDoc(std::string_view bytes, bson_t& out) {
+  return bson_init_static(&out, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+}
+
+// The simulated cluster: one chunk per shard. `splits` are chunk bounds, each the leading values
+// of a key (the fields after them at MinKey): quantiles of the leading field's distinct values for
+// a single ranged field, quantiles of the full key's sampled values for a compound one, even
+// slices of the hash space for a hashed prefix (when `splits` is empty).
+bool buildCluster(const routing::ShardKeyPattern& pattern, const std::vector<std::vector<bson_value_t>>& splits,
+                  uint32_t shards, routing::CollectionRouting& coll) {
+  coll.key = pattern;
+  coll.ns = "simulated";
+  auto boundDoc = [&](int kind, const std::vector<bson_value_t>* values, int64_t hashed_split) {
+    // kind: -1 all MinKey, +1 all MaxKey, 0 a split (hashed: on the leading field), then MinKey
+    bson_t d = BSON_INITIALIZER;
+    for (size_t i = 0; i < pattern.size(); ++i) {
+      const char* name = pattern.field(i).path.c_str();
+      if (kind < 0) {
+        bson_append_minkey(&d, name, -1);
+      } else if (kind > 0) {
+        bson_append_maxkey(&d, name, -1);
+      } else if (!values) {
+        if (i == 0)
+          bson_append_int64(&d, name, -1, hashed_split);
+        else
+          bson_append_minkey(&d, name, -1);
+      } else if (i < values->size()) {
+        bson_append_value(&d, name, -1, &(*values)[i]);
+      } else {
+        bson_append_minkey(&d, name, -1);
+      }
+    }
+    std::vector<uint8_t> bytes(bson_get_data(&d), bson_get_data(&d) + d.len);
+    bson_destroy(&d);
+    return bytes;
+  };
+  std::vector<std::vector<uint8_t>> bounds;
+  bounds.push_back(boundDoc(-1, nullptr, 0));
+  if (pattern.field(0).hashed && splits.empty()) {
+    for (uint32_t i = 1; i < shards; ++i) {
+      double step = 18446744073709551616.0 / shards;
+      int64_t split = static_cast<int64_t>(static_cast<double>(std::numeric_limits<int64_t>::min()) + step * i);
+      bounds.push_back(boundDoc(0, nullptr, split));
+    }
+  } else {
+    for (const auto& s : splits) bounds.push_back(boundDoc(0, &s, 0));
+  }
+  bounds.push_back(boundDoc(1, nullptr, 0));
+  std::vector<routing::ChunkInput> chunks;
+  for (size_t i = 0; i + 1 < bounds.size(); ++i)
+    chunks.push_back({bounds[i], bounds[i + 1], static_cast<uint16_t>(i % shards)});
+  std::string error;
+  return coll.chunks.build(pattern, std::move(chunks), error);
+}
+
+// Whether a filter pins `_id` by equality (a single-document write may then go out without the
+// shard key: broadcast, but accepted before 7.1).
+bool pinsId(const bson_t& filter) {
+  bson_iter_t it;
+  if (!bson_iter_init_find(&it, &filter, "_id")) return false;
+  if (!isOperatorDoc(it)) return !BSON_ITER_HOLDS_REGEX(&it) && !BSON_ITER_HOLDS_ARRAY(&it);
+  bson_iter_t ops;
+  bson_iter_recurse(&it, &ops);
+  return bson_iter_next(&ops) && std::strcmp(bson_iter_key(&ops), "$eq") == 0;
+}
+
+// The filter as the lookup rewrite would send it: when it pins the rule's lookup field by
+// equality and lacks some of the fields the rule adds, they are added, pinned (to a stand-in
+// value: the simulated cluster only needs to know they are pinned). False when the rule does not
+// apply to this filter.
+bool rewrittenFilter(const bson_t& filter, const rewrite::LookupRule& rule, bson_t* out) {
+  bson_iter_t it;
+  if (!bson_iter_init_find(&it, &filter, rule.lookup_field.c_str())) return false;
+  bson_iter_t value = it;
+  if (isOperatorDoc(it)) {
+    bson_iter_t ops;
+    bson_iter_recurse(&it, &ops);
+    if (!bson_iter_next(&ops) || std::strcmp(bson_iter_key(&ops), "$eq") != 0) return false;
+    value = ops;
+  } else if (BSON_ITER_HOLDS_REGEX(&it) || BSON_ITER_HOLDS_ARRAY(&it)) {
+    return false;
+  }
+  bool added = false;
+  bson_init(out);
+  bson_concat(out, &filter);
+  for (const auto& f : rule.add_fields) {
+    bson_iter_t has;
+    if (bson_iter_init_find(&has, &filter, f.c_str())) continue;
+    bson_append_value(out, f.c_str(), -1, bson_iter_value(&value));
+    added = true;
+  }
+  if (!added) bson_destroy(out);
+  return added;
+}
+
+struct Classified {
+  double single = 0, multi = 0, scatter = 0, shards = 0, tsum = 0;
+  size_t used = 0, tn = 0;
+};
+
+// Returns whether the statement resolves to one shard (mongos runs a single-document write so).
+bool classify(const routing::CollectionRouting& coll, const bson_t& f, Classified& o, std::vector<double>* per_range) {
+  routing::FilterTarget ft;
+  routing::TargetOptions to;
+  routing::targetFilter(coll, f, true, to, ft, nullptr);
+  ++o.used;
+  if (ft.full_key)
+    o.single += 1;
+  else if (ft.targeting == routing::Targeting::Broadcast)
+    o.scatter += 1;
+  else
+    o.multi += 1;
+  o.shards += static_cast<double>(ft.shards.count());
+  if (ft.targeting != routing::Targeting::Broadcast) o.tsum += static_cast<double>(ft.shards.count()), ++o.tn;
+  if (per_range)
+    for (size_t i = 0; i < per_range->size(); ++i)
+      if (ft.shards.test(i)) (*per_range)[i] += 1;
+  return ft.targeting == routing::Targeting::Single;
+}
+
+// Sampled counts of the k most frequent hashes, by count then hash (the analysis' order).
+std::vector<std::pair<uint64_t, uint64_t>> topCounts(const std::unordered_map<uint64_t, uint64_t>& counts, size_t k) {
+  std::vector<std::pair<uint64_t, uint64_t>> v(counts.begin(), counts.end());
+  std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+  if (v.size() > k) v.resize(k);
+  return v;
+}
+
+// GEE (Charikar et al.) over a sample of n of n_total, and its part from values seen more than once.
+void geeEstimate(const std::unordered_map<uint64_t, uint64_t>& counts, double n, double n_total, double& estimate,
+                 double& repeated) {
+  double f1 = 0, rest = 0;
+  for (const auto& [h, k] : counts) (k == 1 ? f1 : rest) += 1;
+  estimate = std::round(std::sqrt(n_total / n) * f1 + rest);
+  // Every sampled key distinct: nothing says the unsampled ones repeat (GEE would report
+  // sqrt(N/n)·n, far below one value per document).
+  if (f1 >= 0.99 * n) estimate = std::max(estimate, std::round(n_total * f1 / n));
+  repeated = std::min(rest, estimate);
+}
+
+}  // namespace
+
+FieldRoles shapeRoles(const ShapeState& s) {
+  FieldRoles roles;
+  for (const auto& f : s.samples) {
+    bson_t d;
+    if (staticDoc(f, d)) collectRoles(d, roles);
+  }
+  for (const auto& e : s.eq_fields) addUnique(roles.eq, e);
+  for (const auto& r : s.range_fields) addUnique(roles.range, r);
+  return roles;
+}
+
+KeyFacts factsFromSamples(const NamespaceState& st, const routing::ShardKeyPattern& pattern,
+                          const rewrite::LookupRule* rule, uint32_t N, double monotonic_correlation) {
+  KeyFacts k;
+  k.key_json = pattern.toJson();
+  const auto& lead = pattern.field(0);
+  const FieldState* lf = st.field(lead.path);
+
+  // ---- the keyed reservoir ----
+  std::vector<KeyedSample> samples;
+  samples.reserve(st.reservoir.size());
+  for (const auto& s : st.reservoir) samples.push_back(KeyedSample{s.time_us, s.seq, 0, 0, s.doc, {}});
+  std::unordered_map<uint64_t, uint64_t> counts, lead_counts;
+  std::vector<size_t> valid;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    bson_t d;
+    if (!staticDoc(samples[i].doc, d)) continue;
+    auto status = pattern.extractFromDocument(d, samples[i].key);
+    if (status == routing::KeyExtractStatus::ArrayValue) ++k.refused;
+    if (status != routing::KeyExtractStatus::Ok) continue;
+    uint64_t h = 0;
+    for (size_t f = 0; f < samples[i].key.size; ++f) h = combineHash(h, valueHash(samples[i].key.fields[f].value));
+    samples[i].hash = h;
+    samples[i].lead_hash = valueHash(samples[i].key.fields[0].value);
+    ++counts[h];
+    ++lead_counts[samples[i].lead_hash];
+    valid.push_back(i);
+  }
+  k.sampled = samples.size();
+  k.valid = valid.size();
+  k.seen = std::max<uint64_t>(st.reservoir_seen, valid.size());
+  const double n = static_cast<double>(valid.size());
+  if (n > 0) {
+    geeEstimate(counts, n, static_cast<double>(k.seen), k.estimate, k.repeated);
+    geeEstimate(lead_counts, n, static_cast<double>(k.seen), k.lead_estimate, k.lead_repeated);
+  }
+  k.top_keys = topCounts(counts, kExportedTopKeys);
+  k.top_leads = topCounts(lead_counts, kExportedTopKeys);
+
+  // ---- trend with arrival order ----
+  std::vector<size_t> order = valid;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return samples[a].time != samples[b].time ? samples[a].time < samples[b].time : samples[a].seq < samples[b].seq;
+  });
+  keyTrend(samples, order, 0, k.new_extreme_share, k.rank_correlation);
+
+  // ---- the largest prefix value's suffix: can its documents be split, and spread? ----
+  if (pattern.size() > 1 && n > 0) {
+    uint64_t top_sampled = k.top_leads.empty() ? 0 : k.top_leads.front().first;
+    std::vector<size_t> within;
+    for (size_t i : order)
+      if (samples[i].lead_hash == top_sampled) within.push_back(i);
+    std::unordered_map<uint64_t, uint64_t> distinct;
+    for (size_t i : within) ++distinct[samples[i].hash];
+    k.suffix_distinct = static_cast<double>(distinct.size());
+    k.suffix_samples = within.size();
+    double extremes = 0, corr = 0;
+    keyTrend(samples, within, 1, extremes, corr);
+    k.suffix_monotonic = within.size() >= 8 && (std::fabs(corr) >= monotonic_correlation || extremes >= 0.5);
+  }
+
+  // ---- simulated cluster: inserts per shard ----
+  std::vector<double> per(N, 0);
+  std::vector<std::vector<bson_value_t>> cluster_splits;
+  std::vector<std::string> lead_splits;  // encoded, behind cluster_splits' views
+  if (pattern.size() > 1 && valid.size() >= 4ull * N) {
+    per = simulateFullKey(samples, order, N, cluster_splits);
+    k.split_on = lead.hashed ? "full key (hashed " + lead.path + " first)" : "full key";
+  } else if (lf) {
+    // Too few sampled documents for the full key: the leading field's counts over every insert.
+    const auto& src = lead.hashed ? lf->hashed_shard_inserts : lf->ranged_shard_inserts;
+    for (size_t i = 0; i < src.size() && i < N; ++i) per[i] = src[i];
+    if (!lead.hashed) {
+      lead_splits = NamespaceState::computeSplits(lf->distinct, N);
+      for (const auto& s : lead_splits) {
+        bson_value_t v;
+        if (decodeValue(s, v)) cluster_splits.push_back({v});
+      }
+    }
+    k.split_on = lead.hashed ? "hashed " + lead.path : lead.path;
+  } else {
+    for (size_t i : valid) {
+      const auto& b = samples[i].key.fields[0];
+      if (lead.hashed)
+        ++per[NamespaceState::hashedShard(static_cast<uint64_t>(b.value.value.v_int64), N)];
+      else
+        ++per[0];
+    }
+  }
+  k.shard_inserts = std::move(per);
+
+  // ---- each shape's sampled statements on the simulated cluster (and after the lookup rewrite) ----
+  routing::CollectionRouting coll;
+  if (!buildCluster(pattern, cluster_splits, N, coll)) return k;
+  for (const auto& [h, s] : st.shapes) {
+    Classified sent, after;
+    std::vector<double> ranges(N, 0);
+    ShapeRouting r;
+    for (const auto& fbytes : s.samples) {
+      bson_t f;
+      if (!staticDoc(fbytes, f)) continue;
+      // A single-document write that neither resolves to one shard nor pins an exact _id is what
+      // mongos refuses before 7.1 (routing/write_targeting.cpp): counted as sent and as rewritten.
+      const bool one_shard = classify(coll, f, sent, &ranges);
+      const bool exact_id = pinsId(f);
+      if (exact_id) ++r.with_id;
+      if (!one_shard && !exact_id) ++r.no_target;
+      if (!rule) continue;
+      bson_t rw;
+      if (rewrittenFilter(f, *rule, &rw)) {
+        if (!classify(coll, rw, after, nullptr) && !exact_id) ++r.after_no_target;
+        bson_destroy(&rw);
+        ++r.rewritten;
+      } else {
+        if (!classify(coll, f, after, nullptr) && !exact_id) ++r.after_no_target;
+      }
+    }
+    if (sent.used == 0) continue;  // nothing sampled: the analysis counts it scatter-gather
+    r.used = sent.used;
+    r.single = static_cast<uint64_t>(sent.single), r.multi = static_cast<uint64_t>(sent.multi);
+    r.scatter = static_cast<uint64_t>(sent.scatter), r.shards = static_cast<uint64_t>(sent.shards);
+    r.targeted_shards = static_cast<uint64_t>(sent.tsum), r.targeted = sent.tn;
+    if (rule) {
+      r.after_used = after.used, r.after_scatter = static_cast<uint64_t>(after.scatter);
+      r.after_single = static_cast<uint64_t>(after.single);
+    }
+    for (double x : ranges) r.ranges.push_back(static_cast<uint64_t>(x));
+    k.shapes.emplace(h, std::move(r));
+  }
+  return k;
+}
+
+}  // namespace shardscope::evaluation

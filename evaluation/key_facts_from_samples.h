@@ -1,0 +1,28 @@
+// Computes a candidate key's KeyFacts (key_facts.h) from what one namespace sampled: its sampled
+// filters routed on a simulated cluster of the key (as sent and after the lookup rewrite), and
+// its sampled documents. The only place the evaluation reads sampled values for a candidate.
+#pragma once
+#include <bson/bson.h>
+
+#include <string>
+#include <vector>
+
+#include "evaluation/key_facts.h"
+#include "evaluation/namespace_state.h"
+#include "rewrite/lookup_rule.h"
+#include "routing/shard_key_pattern.h"
+
+namespace shardscope::evaluation {
+
+// Fields a filter pins by equality ({f: v}, $eq, $in) and fields it bounds by a range, in filter order.
+struct FieldRoles {
+  std::vector<std::string> eq, range;
+};
+void collectRoles(const bson_t& filter, FieldRoles& roles, int depth = 0);
+// A shape's roles: from its sampled filters, and those exported with it by other sidecars.
+FieldRoles shapeRoles(const ShapeState& shape);
+
+KeyFacts factsFromSamples(const NamespaceState& state, const routing::ShardKeyPattern& pattern,
+                          const rewrite::LookupRule* rule, uint32_t shards, double monotonic_correlation);
+
+}  // namespace shardscope::evaluation
