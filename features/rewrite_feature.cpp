@@ -11,7 +11,8 @@ constexpr routing::Targeting kClasses[] = {routing::Targeting::Single, routing::
                                            routing::Targeting::Broadcast, routing::Targeting::Unsharded,
                                            routing::Targeting::NoCollection, routing::Targeting::Unclassified};
 constexpr rewrite::FallbackCause kCauses[] = {rewrite::FallbackCause::EmptyRead, rewrite::FallbackCause::MissingInValue,
-                                              rewrite::FallbackCause::NoMatchWrite, rewrite::FallbackCause::Unverifiable};
+                                              rewrite::FallbackCause::NoMatchWrite, rewrite::FallbackCause::Unverifiable,
+                                              rewrite::FallbackCause::Unconfirmed};
 
 std::string renderRewrite(const proxy::ProxyContext& ctx) {
   std::string out;
@@ -40,6 +41,8 @@ std::string renderRewrite(const proxy::ProxyContext& ctx) {
     w.field("mappingWrong", st.rerunFound()).field("foundNothing", st.rerunEmpty());
     w.endObject().key("skipped").beginObject();
     for (const auto& [why, n] : st.skipped()) w.field(why, n);
+    w.endObject().key("events").beginObject();
+    for (const auto& [what, n] : st.events()) w.field(what, n);
     w.endObject().key("mapping").beginObject();
     w.field("size", m.size).field("capacity", m.capacity).field("hits", m.hits).field("misses", m.misses);
     w.field("learned", m.learned).field("corrected", m.corrected).field("evicted", m.evicted).field("forgotten", m.forgotten);
@@ -100,7 +103,7 @@ void RewriteFeature::extendAdmin(admin::AdminExtension& ext) {
   // Forgets every mapping, ambiguous values included (after fixing data that broke a rule's assertion).
   ext.routes.push_back({"/rewrite/reset", "POST", [&ctx](std::string_view) {
                           if (auto set = ctx.lookups.get())
-                            for (const auto& e : set->entries) e.index->store().clear();
+                            for (const auto& e : set->entries) e.index->reset();
                           return admin::jsonResponse("{\"reset\":true}\n");
                         }});
   ext.stats_sections.emplace_back("rewrite", [&ctx] { return renderRewrite(ctx); });

@@ -8,6 +8,7 @@
 #include "pipeline/pipeline.h"
 #include "rewrite/lookup_learning.h"
 #include "rewrite/lookup_rewrite.h"
+#include "rewrite/unplanned_writes.h"
 #include "routing/targeting.h"
 
 namespace shardscope::pipeline {
@@ -53,17 +54,85 @@ std::span<const uint8_t> Pipeline::applyLookupRule(PendingOp& op, std::span<cons
   protocol::encodeOpMsg(rewritten_msg_.header, rewritten_msg_.flags, rewritten_msg_.body, rewritten_msg_.sequences,
                         request_rewritten_);
   op.rewrite = std::move(state);
+  if (op.rewrite->plan.confirm) return sendConfirmingRead(op);
   return request_rewritten_;
+}
+
+void Pipeline::noteUnplannedWrites() {
+  const auto kind = protocol::classifyCommand(view_.name).kind;
+  if (kind != protocol::CommandKind::BulkWrite && kind != protocol::CommandKind::Aggregate) return;
+  for (const auto& target : rewrite::unplannedWriteTargets(view_, kind))
+    if (auto index = env_.lookupRule(target)) index->unsettleAll();
+}
+
+std::span<const uint8_t> Pipeline::sendConfirmingRead(PendingOp& op) {
+  auto& state = *op.rewrite;
+  state.rewritten.assign(request_rewritten_.begin(), request_rewritten_.end());
+  // find {lookup: v, added: m(v)} limit 1: one document proves the mapping for the whole order
+  // (the rule's assertion), so the rewritten write matches what the original would.
+  bson_t find = BSON_INITIALIZER, filter, projection;
+  bson_append_utf8(&find, "find", -1, state.collection.data(), static_cast<int>(state.collection.size()));
+  if (bson_init_static(&filter, state.plan.confirm_filter.data(), state.plan.confirm_filter.size()))
+    bson_append_document(&find, "filter", -1, &filter);
+  bson_append_document_begin(&find, "projection", -1, &projection);
+  BSON_APPEND_INT32(&projection, "_id", 1);
+  bson_append_document_end(&find, &projection);
+  BSON_APPEND_INT64(&find, "limit", 1);
+  BSON_APPEND_BOOL(&find, "singleBatch", true);
+  bson_append_utf8(&find, "$db", -1, state.db.data(), static_cast<int>(state.db.size()));
+  PendingOp read;
+  read.request_id = next_proxy_request_id_--;
+  read.start = Clock::now();
+  read.client_request_id = op.request_id;
+  read.confirming = op.rewrite;
+  protocol::encodeOpMsg({0, read.request_id, 0, 0}, 0, bytesOf(find), {}, confirm_message_);
+  bson_destroy(&find);
+  if (!pending_.add(std::move(read))) throw ProtocolError("too many pipelined requests");
+  op.lookup->stats().onEvent("retryable write: confirming read sent");
+  return confirm_message_;
+}
+
+std::span<const uint8_t> Pipeline::afterConfirmingRead(const PendingOp& read, const bson_t* body) {
+  auto& state = *read.confirming;
+  PendingOp* client = pending_.find(read.client_request_id);
+  if (!client || client->rewrite != read.confirming) return {};
+  auto& stats = client->lookup->stats();
+  if (rewrite::confirmsMapping(body)) {
+    stats.onEvent("retryable write: confirmed, sent rewritten");
+    rerun_message_ = std::move(state.rewritten);
+  } else {
+    // Nothing confirmed the mapping: the client's write goes as written, for the first time (its
+    // txnNumber was never used). Its reply judges the mapping as a fallback's would.
+    stats.onEvent("retryable write: not confirmed, sent as written");
+    stats.onFallback(rewrite::FallbackCause::Unconfirmed, state.original_target.targeting);
+    Reply superseded;
+    superseded.kind = Reply::Kind::Superseded;
+    superseded.rerun = &state.original_target;
+    notifyReply(*client, superseded);
+    state.suspects = state.plan.in_keys;
+    client->fell_back = client->rewrite;
+    client->rewrite.reset();
+    client->shards = state.original_target.shards;
+    rerun_message_ = std::move(state.original);
+  }
+  return toUpstream(rerun_message_, false, rerun_wire_);
 }
 
 std::span<const uint8_t> Pipeline::verifyRewrite(const PendingOp& op, const bson_t* body) {
   if (op.fell_back) {  // the original after a fallback: was the mapping wrong?
     const auto& fb = *op.fell_back;
-    op.lookup->stats().onRerunOutcome(rewrite::learnFromRerun(*op.lookup, fb.plan, fb.plan.command, fb.suspects, body));
+    op.lookup->stats().onRerunOutcome(
+        rewrite::learnFromRerun(*op.lookup, fb.plan, fb.plan.command, fb.suspects, body, reply_was_complete_));
   }
   if (!op.rewrite) return {};
   auto verdict = rewrite::verifyRewrite(op.rewrite->plan, op.rewrite->plan.command, op.lookup->rule(), body);
   if (verdict.cause == rewrite::FallbackCause::None) return {};
+  if (op.rewrite->plan.confirm) {
+    // A confirmed retryable write is never re-run (its txnNumber is spent): the document moved
+    // between the confirming read and the write. Counted, passed on.
+    op.lookup->stats().onEvent("retryable write: confirmed, then matched nothing");
+    return {};
+  }
   return rerunOriginal(op, std::move(verdict));
 }
 

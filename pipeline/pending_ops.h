@@ -27,6 +27,7 @@ struct RewriteState {
   routing::Targeting before = routing::Targeting::Unclassified;
   routing::TargetResult original_target;  // how the original runs if it must (stats of a fallback)
   std::vector<std::string> suspects;      // after a fallback: lookup keys the rewrite missed
+  std::vector<uint8_t> rewritten;         // a retryable write's rewritten message, held until a read confirms it
 };
 
 struct PendingOp {
@@ -47,6 +48,7 @@ struct PendingOp {
   bool discard_reply = false;              // a proxy-issued killCursors: nobody waits for its reply
   int32_t client_request_id = 0;           // a proxy-issued re-run: the reply answers this client id
   bool injected_fault = false;             // answered by the sidecar itself (fault injection)
+  std::shared_ptr<RewriteState> confirming;  // a proxy-issued read confirming a retryable write's mapping
 
   // The id of the client's request that this op answers (a re-run answers the original's).
   int32_t clientRequestId() const { return client_request_id ? client_request_id : request_id; }
@@ -81,6 +83,11 @@ class PendingOps {
       return op;
     }
     return std::nullopt;
+  }
+  PendingOp* find(int32_t requestId) {
+    for (auto& op : ops_)
+      if (op.request_id == requestId) return &op;
+    return nullptr;
   }
   bool empty() const { return ops_.empty(); }
   // Nothing but monitors' streaming hellos: a drain need not wait for those (up to maxAwaitTimeMS).

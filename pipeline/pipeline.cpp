@@ -161,6 +161,7 @@ RequestAction Pipeline::onOpMsgRequest(std::span<uint8_t> message, std::optional
     action.delay = fault.delay;
     op.lookup = env_.lookupRule(ns);
     if (op.lookup) out = applyLookupRule(op, message);
+    noteUnplannedWrites();
   }
   const protocol::CommandView& routed = op.rewrite ? rewritten_view_ : view_;
   action.awaits_reply = registerRequest(op, view_, routed, ns, message, clientCompressor, negotiates);
@@ -347,6 +348,7 @@ ReplyAction Pipeline::onReply(std::span<uint8_t> frame) {
   auto op = pending_.take(header.responseTo, moreToCome, header.requestId);
   if (!op) return {toClient(message, nullptr), {}};  // a reply to nothing we track: pass it on
   if (op->discard_reply) return {};                   // the proxy's own killCursors
+  if (op->confirming) return {{}, afterConfirmingRead(*op, bodyPtr)};  // the proxy's own confirming read
   if (bodyPtr) learnFromReply(*op, bodyPtr);
   if (!moreToCome && (op->rewrite || op->fell_back))
     if (auto rerun = verifyRewrite(*op, bodyPtr); !rerun.empty()) return {{}, rerun};
@@ -391,8 +393,11 @@ void Pipeline::reportStaleConfig(const PendingOp&, const bson_t* body) {
 void Pipeline::learnFromReply(const PendingOp& op, const bson_t* body) {
   reportStaleConfig(op, body);  // also in ok:1 replies (writeErrors, writeConcernError)
   bson_iter_t it;
+  // A failed write may still have changed documents: the learning sees every reply.
+  reply_was_complete_ = false;
+  if (op.lookup && op.learning)
+    rewrite::applyReplyLearning(*op.lookup, *op.learning, body, !op.rewrite, &reply_was_complete_);
   if (bson_iter_init_find(&it, body, "ok") && !bson_iter_as_bool(&it)) return;
-  if (op.lookup && op.learning) rewrite::applyReplyLearning(*op.lookup, *op.learning, body);
   if (!op.sharded || !settings_.cursors) return;
   bson_iter_t cursor, id;
   if (bson_iter_init_find(&cursor, body, "cursor") && BSON_ITER_HOLDS_DOCUMENT(&cursor) &&

@@ -101,6 +101,13 @@ class Pipeline {
   // empty when the reply goes to the client.
   std::span<const uint8_t> verifyRewrite(const PendingOp& op, const bson_t* body);
   std::span<const uint8_t> rerunOriginal(const PendingOp& op, rewrite::Verdict verdict);
+  // A retryable write is held while a targeted read confirms its mapping (sent in its place);
+  // the read's reply sends the rewritten write, or the original when nothing confirmed it.
+  std::span<const uint8_t> sendConfirmingRead(PendingOp& op);
+  // A bulkWrite or an aggregate's $out/$merge writing into a rule's collection: every value of
+  // that rule is unsettled (rewrite/unplanned_writes.h).
+  void noteUnplannedWrites();
+  std::span<const uint8_t> afterConfirmingRead(const PendingOp& read, const bson_t* body);
   void learnFromReply(const PendingOp& op, const bson_t* body);
   // Stale-routing detection, in one place: what counts as stale and what it triggers.
   void reportStaleConfig(const PendingOp& op, const bson_t* body);
@@ -118,6 +125,7 @@ class Pipeline {
   std::vector<uint8_t> request_rewritten_, request_wire_, answer_;
   std::vector<uint8_t> reply_rewritten_, reply_wire_;
   std::vector<uint8_t> rerun_message_, rerun_wire_, rerun_batch_;  // a rewritten command's original, re-run
+  std::vector<uint8_t> confirm_message_;  // a confirming read
   protocol::OpMsg msg_, reply_msg_;
   protocol::OpMsg rewritten_msg_;  // a lookup rewrite's output: its body and sequences, never re-decoded
   protocol::CommandView view_, rewritten_view_;
@@ -128,6 +136,7 @@ class Pipeline {
   std::vector<protocol::Compressor> client_offer_;  // from the first hello, answered in its reply
   bool handshake_seen_ = false;
   int32_t next_proxy_request_id_ = -1;
+  bool reply_was_complete_ = false;  // the last reply held every document of the lookup values it asked for
 };
 
 }  // namespace shardscope::pipeline

@@ -67,6 +67,7 @@ std::string_view fallbackCauseName(FallbackCause c) {
     case FallbackCause::MissingInValue: return "missing_in_value";
     case FallbackCause::NoMatchWrite: return "no_match_write";
     case FallbackCause::Unverifiable: return "unverifiable";
+    case FallbackCause::Unconfirmed: return "unconfirmed_retryable_write";
   }
   return "unknown";
 }
@@ -112,9 +113,16 @@ Verdict verifyRewrite(const RewritePlan& plan, CommandKind command, const Lookup
   return v;
 }
 
+bool confirmsMapping(const bson_t* reply) {
+  bson_iter_t it;
+  bson_t docs;
+  return ok(reply) && child(reply, "cursor.firstBatch", it) && common::documentOrArray(it, docs) && !bson_empty(&docs);
+}
+
 bool learnFromRerun(LookupIndex& index, const RewritePlan& plan, CommandKind command,
-                    const std::vector<std::string>& suspects, const bson_t* reply) {
+                    const std::vector<std::string>& suspects, const bson_t* reply, bool settled) {
   if (!ok(reply) || !foundAnything(command, reply)) return false;
+  if (settled) return true;  // a moved order, learned again from the documents themselves
   std::vector<std::string> contradicted = suspects;
   if (plan.in_list) {
     // Only the values the original found were wrong; the others may simply not exist.

@@ -30,11 +30,15 @@ inline FallbackCause fallbackNeeded(const RewritePlan& plan, protocol::CommandKi
   return verifyRewrite(plan, command, rule, reply).cause;
 }
 
+// A confirming read's reply (RewritePlan::confirm): did it find a document of the mapping?
+bool confirmsMapping(const bson_t* reply);
+
 // The original's reply after a fallback. When it found what the rewritten command missed, the
 // mapping of those suspects was wrong (stale, or the value belongs to several customers): they
 // are marked ambiguous. Returns true when it found something (the mapping was wrong), false when
 // it found nothing either (the mapping may be right; the rewrite only cost a second run).
+// `settled`: the reply held every document of the values and already taught them (complete_reply.h).
 bool learnFromRerun(LookupIndex& index, const RewritePlan& plan, protocol::CommandKind command,
-                    const std::vector<std::string>& suspects, const bson_t* reply);
+                    const std::vector<std::string>& suspects, const bson_t* reply, bool settled = false);
 
 }  // namespace shardscope::rewrite

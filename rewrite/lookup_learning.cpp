@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/command_fields.h"
+#include "rewrite/complete_reply.h"
 #include "rewrite/lookup_refusals.h"
 
 namespace shardscope::rewrite {
@@ -62,6 +63,46 @@ bool touchesAdded(const bson_iter_t& u, const LookupRule& rule) {
   return false;
 }
 
+// What an update modifier does to the lookup field of the documents it matches: nothing, sets
+// it to `to` (a replacement's value or a plain $set), removes it ($unset, a replacement without
+// it, a $rename away), or something the sidecar cannot follow (pipelines, $inc, $rename onto it...).
+enum class LookupChange : uint8_t { None, Set, Removed, Unknown };
+
+LookupChange lookupChange(const bson_iter_t& u, const std::string& field, bson_iter_t& to) {
+  bson_t modifier;
+  if (BSON_ITER_HOLDS_ARRAY(&u)) return LookupChange::Unknown;  // a pipeline can change anything
+  if (!common::documentOrArray(u, modifier)) return LookupChange::None;
+  bson_iter_t op;
+  if (!bson_iter_init(&op, &modifier)) return LookupChange::None;
+  if (bson_iter_next(&op) && bson_iter_key(&op)[0] != '$') {
+    bson_iter_t v;
+    if (bson_iter_init(&v, &modifier) && bson_iter_find_descendant(&v, field.c_str(), &v)) {
+      to = v;
+      return LookupChange::Set;
+    }
+    return LookupChange::Removed;
+  }
+  LookupChange change = LookupChange::None;
+  bson_iter_init(&op, &modifier);
+  while (bson_iter_next(&op)) {
+    const std::string_view name = bson_iter_key(&op);
+    bson_t args;
+    bson_iter_t a;
+    if (!common::documentOrArray(op, args) || !bson_iter_init(&a, &args)) continue;
+    while (bson_iter_next(&a)) {
+      const std::string_view key = bson_iter_key(&a);
+      const bool ontoIt = name == "$rename" && BSON_ITER_HOLDS_UTF8(&a) && namesField(bson_iter_utf8(&a, nullptr), field);
+      if (!namesField(key, field) && !ontoIt) continue;
+      LookupChange here = LookupChange::Unknown;
+      if (key == field && name == "$set") here = LookupChange::Set, to = a;
+      else if (key == field && !ontoIt && (name == "$unset" || name == "$rename")) here = LookupChange::Removed;
+      if (change != LookupChange::None) return LookupChange::Unknown;  // two operators on it
+      change = here;
+    }
+  }
+  return change;
+}
+
 // The added fields a statement leaves on the documents it changes or inserts, when known: a
 // replacement's own, or plain values from $set (and, for an insert by upsert, $setOnInsert and the
 // filter's equalities). Returns a flat BSON document, or empty.
@@ -100,18 +141,46 @@ std::string valuesAfter(const bson_t& filter, const bson_iter_t& u, bool inserti
   return result;
 }
 
-// One update statement {q, u, upsert}: what its reply may confirm. Forgets the mapping it changes.
+bool filterIsOnly(const bson_t& filter, const std::string& field) {
+  bson_iter_t it;
+  return bson_count_keys(&filter) == 1 && bson_iter_init_find(&it, &filter, field.c_str());
+}
+
+std::string lookupDoc(const bson_iter_t& value) {
+  bson_t l = BSON_INITIALIZER;
+  bson_append_iter(&l, "l", 1, &value);
+  std::string out = bytesOf(l);
+  bson_destroy(&l);
+  return out;
+}
+
+// One update statement {q, u, upsert, multi}: what its reply may confirm. Drops at once the
+// mappings it may make obsolete (so nothing is rewritten with them while it runs).
 void planChange(LookupIndex& index, const bson_t& statement, uint32_t at, ReplyLearning& r) {
   const auto& rule = index.rule();
-  bson_iter_t q, u, lookup;
+  bson_iter_t q, u, lookup, to;
   bson_t filter;
   if (!child(&statement, "q", q) || !common::documentOrArray(q, filter) || !child(&statement, "u", u)) return;
-  if (!pinnedValue(filter, rule.lookup_field, lookup)) return;
+  const bool touches = touchesAdded(u, rule);
+  const bool upsert = truthy(statement, "upsert");
+  LookupChange order = lookupChange(u, rule.lookup_field, to);
+  if (order == LookupChange::Set && canonicalValueKey(to).empty()) order = LookupChange::Unknown;  // an array joins many
+  const bool pinned = pinnedValue(filter, rule.lookup_field, lookup);
+  if (pinned && order == LookupChange::Set && canonicalValueKey(to) == canonicalValueKey(lookup)) order = LookupChange::None;
+  // A change of added fields or of the lookup field on documents the sidecar cannot name (no
+  // lookup value pinned, a new lookup value it cannot follow, an upsert that may insert elsewhere):
+  // any order may now be split, so nothing learned from one document can be trusted.
+  if ((!pinned && (touches || order != LookupChange::None)) || order == LookupChange::Unknown ||
+      (upsert && order != LookupChange::None)) {
+    index.unsettleAll();
+    return;
+  }
+  if (!pinned || (!touches && !upsert && order == LookupChange::None)) return;
   ReplyLearning::Change change;
   change.index = at;
-  change.touches = touchesAdded(u, rule);
-  change.upsert = truthy(statement, "upsert");
-  if (!change.touches && !change.upsert) return;
+  change.touches = touches;
+  change.upsert = upsert;
+  change.covers_all = truthy(statement, "multi") && !upsert && filterIsOnly(filter, rule.lookup_field);
   // What the documents will hold afterwards: learned only if the reply confirms the change.
   change.added = valuesAfter(filter, u, false, rule);
   if (change.upsert) {
@@ -119,45 +188,74 @@ void planChange(LookupIndex& index, const bson_t& statement, uint32_t at, ReplyL
     if (!change.touches) change.added = inserted;
     else if (inserted != change.added) change.added.clear();  // matched or inserted: only one value is known
   }
-  bson_t l = BSON_INITIALIZER;
-  bson_append_iter(&l, "l", 1, &lookup);
-  change.lookup = bytesOf(l);
-  bson_destroy(&l);
+  change.lookup = lookupDoc(lookup);
+  if (order == LookupChange::Set) {
+    // The documents join another lookup value, carrying their added fields (or the new ones).
+    change.moved_to = lookupDoc(to);
+    index.valuesFor(to, change.moved_before);
+    if (touches) change.moved_carries = change.added;
+    else index.valuesFor(lookup, change.moved_carries);
+    index.moved(to, nullptr);  // obsolete from now on
+  }
   // An upsert that inserts leaves the documents that did not match as they were: their mapping
   // must still be compared with the new document's.
   if (change.upsert) index.valuesFor(lookup, change.before);
-  if (change.touches) index.moved(lookup, nullptr);  // obsolete from now on
+  // The documents that stay may no longer agree with the others of their order.
+  if (change.touches && order != LookupChange::Set) index.unsettle(lookup);
   r.changes.push_back(std::move(change));
 }
+
+enum class Matched : uint8_t { No, Yes, Maybe };
 
 bool staticDoc(const std::string& bytes, bson_t& out) {
   return !bytes.empty() && bson_init_static(&out, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
 }
 
-// A confirmed change: an upsert taught a new document's mapping, a match moved the mapping.
-void applyChange(LookupIndex& index, const ReplyLearning::Change& c, bool upserted, bool matched) {
-  bson_t l, added;
+void learnPair(LookupIndex& index, const bson_iter_t& value, const bson_t* added) {
+  bson_t compact = BSON_INITIALIZER;
+  bson_append_iter(&compact, "l", 1, &value);
+  if (added) bson_append_document(&compact, "v", 1, added);
+  index.learnCompact(&compact, false);
+  bson_destroy(&compact);
+}
+
+// A change whose reply came: an upsert taught a new document's mapping; a match (or a reply
+// that cannot rule one out) replaced the mapping, unsettled it, or added documents to another
+// lookup value.
+void applyChange(LookupIndex& index, const ReplyLearning::Change& c, bool upserted, Matched matched) {
+  bson_t l, added, previous;
   bson_iter_t value;
   if (!staticDoc(c.lookup, l) || !bson_iter_init_find(&value, &l, "l")) return;
   const bool known = staticDoc(c.added, added);
   if (upserted) {
-    // A new document with this lookup value: its added fields must agree with the mapping held.
-    bson_t previous;
-    if (staticDoc(c.before, previous)) {
-      bson_t compact = BSON_INITIALIZER;
-      bson_append_iter(&compact, "l", 1, &value);
-      bson_append_document(&compact, "v", 1, &previous);
-      index.learnCompact(&compact, false);
-      bson_destroy(&compact);
-    }
-    bson_t compact = BSON_INITIALIZER;
-    bson_append_iter(&compact, "l", 1, &value);
-    if (known) bson_append_document(&compact, "v", 1, &added);
-    index.learnCompact(&compact, false);
-    bson_destroy(&compact);
-  } else if (matched && c.touches) {
-    index.moved(value, known ? &added : nullptr);
+    // A new document with this lookup value: its added fields must agree with the mapping held
+    // (compared here: an unsettled value learns nothing from one document, but two customers
+    // are an ambiguity whatever else it holds).
+    const bool hadBefore = staticDoc(c.before, previous);
+    if (!known || (hadBefore && canonicalValues(&previous) != canonicalValues(&added))) index.markAmbiguous(value);
+    else learnPair(index, value, &added);
+    return;
   }
+  if (matched == Matched::No) return;
+  if (!c.moved_to.empty()) {
+    bson_t t, carried;
+    bson_iter_t target;
+    if (!staticDoc(c.moved_to, t) || !bson_iter_init_find(&target, &t, "l")) return;
+    if (matched == Matched::Maybe || !staticDoc(c.moved_carries, carried)) {
+      index.unsettle(target);
+      return;
+    }
+    // The new value's documents: those it had (its mapping before) and the ones that joined.
+    if (staticDoc(c.moved_before, previous)) learnPair(index, target, &previous);
+    learnPair(index, target, &carried);
+    return;
+  }
+  if (!c.touches) return;
+  if (matched == Matched::Yes && c.covers_all && known) {
+    index.learnComplete(value, &added);  // every document of the order now carries these
+    return;
+  }
+  index.unsettle(value);
 }
 
 std::vector<int64_t> errorIndexes(const bson_t* reply) {
@@ -194,8 +292,10 @@ ReplyLearning planReplyLearning(LookupIndex& index, const protocol::CommandView&
   } else if (kind == CommandKind::Find) {
     if (projectionKeeps(view.body, "projection", fields) && !truthy(view.body, "returnKey"))
       r.from = ReplyLearning::From::FirstBatch;
+    if (r.from == ReplyLearning::From::FirstBatch) r.complete = completeReplyValues(view, rule);
   } else if (kind == CommandKind::Aggregate) {
     if (pipelineKeepsDocuments(view.body) && !truthy(view.body, "explain")) r.from = ReplyLearning::From::FirstBatch;
+    if (r.from == ReplyLearning::From::FirstBatch) r.complete = completeReplyValues(view, rule);
   } else if (kind == CommandKind::Update) {
     uint32_t at = 0;
     common::forEachStatement(view, "updates", [&](const bson_t& statement) {
@@ -215,18 +315,25 @@ ReplyLearning planReplyLearning(LookupIndex& index, const protocol::CommandView&
       planChange(index, statement, 0, r);
       bson_destroy(&statement);
     }
-    const bool changesAdded = std::any_of(r.changes.begin(), r.changes.end(), [](const auto& c) { return c.touches; });
-    // A before-image of a change to the added fields shows values that are gone.
-    r.learn_value = projectionKeeps(view.body, "fields", fields) && (!changesAdded || truthy(view.body, "new"));
+    const bool changes = std::any_of(r.changes.begin(), r.changes.end(),
+                                     [](const auto& c) { return c.touches || !c.moved_to.empty(); });
+    // A before-image shows values that are gone; an after-image of one moved document does not
+    // speak for the other documents of its order (the change settles what it can itself).
+    r.learn_value = projectionKeeps(view.body, "fields", fields) && !changes;
     r.statements = 1;
     r.from = ReplyLearning::From::Value;
   }
   return r;
 }
 
-size_t applyReplyLearning(LookupIndex& index, const ReplyLearning& learning, const bson_t* reply) {
+size_t applyReplyLearning(LookupIndex& index, const ReplyLearning& learning, const bson_t* reply, bool originalReply,
+                          bool* complete) {
   bson_iter_t it;
-  if (!reply || !bson_iter_init_find(&it, reply, "ok") || !bson_iter_as_bool(&it)) return 0;
+  if (!reply || !bson_iter_init_find(&it, reply, "ok") || !bson_iter_as_bool(&it)) {
+    // A failed write may still have changed some documents (a multi-update interrupted midway).
+    for (const auto& c : learning.changes) applyChange(index, c, false, Matched::Maybe);
+    return 0;
+  }
   size_t learned = 0;
   switch (learning.from) {
     case ReplyLearning::From::Nothing: break;
@@ -243,6 +350,11 @@ size_t applyReplyLearning(LookupIndex& index, const ReplyLearning& learning, con
       break;
     }
     case ReplyLearning::From::FirstBatch: {
+      // The client's own command whose reply holds every document of the values it asked for.
+      if (originalReply && learnFromCompleteReply(index, learning.complete, reply)) {
+        if (complete) *complete = true;
+        break;
+      }
       bson_t batch;
       bson_iter_t d;
       if (!child(reply, "cursor.firstBatch", it) || !common::documentOrArray(it, batch) || !bson_iter_init(&d, &batch)) break;
@@ -257,8 +369,11 @@ size_t applyReplyLearning(LookupIndex& index, const ReplyLearning& learning, con
       bson_iter_t n, upserted;
       const bool hasValue = child(reply, "value", it) && BSON_ITER_HOLDS_DOCUMENT(&it) && common::documentOrArray(it, doc);
       const bool wasUpsert = child(reply, "lastErrorObject.upserted", upserted);
-      const bool matched = hasValue || (child(reply, "lastErrorObject.n", n) && bson_iter_as_int64(&n) > 0);
-      for (const auto& c : learning.changes) applyChange(index, c, wasUpsert, matched && !wasUpsert);
+      const bool knownN = child(reply, "lastErrorObject.n", n);
+      const Matched matched = hasValue || (knownN && bson_iter_as_int64(&n) > 0) ? Matched::Yes
+                              : knownN                                            ? Matched::No
+                                                                                  : Matched::Maybe;
+      for (const auto& c : learning.changes) applyChange(index, c, wasUpsert, matched);
       if (hasValue && learning.learn_value && index.learnFromDocument(&doc)) ++learned;
       break;
     }
@@ -277,11 +392,12 @@ size_t applyReplyLearning(LookupIndex& index, const ReplyLearning& learning, con
       bson_iter_t n;
       // n counts matched and upserted documents of every statement: it confirms a match only
       // for a single statement that did not upsert.
-      const bool oneMatched = learning.statements == 1 && upserts.empty() && errors.empty() && child(reply, "n", n) &&
-                              bson_iter_as_int64(&n) > 0;
+      Matched matched = Matched::Maybe;
+      if (learning.statements == 1 && upserts.empty() && errors.empty() && child(reply, "n", n))
+        matched = bson_iter_as_int64(&n) > 0 ? Matched::Yes : Matched::No;
       for (const auto& c : learning.changes) {
         const bool upserted = std::find(upserts.begin(), upserts.end(), static_cast<int64_t>(c.index)) != upserts.end();
-        applyChange(index, c, upserted, oneMatched);
+        applyChange(index, c, upserted, matched);
       }
       break;
     }

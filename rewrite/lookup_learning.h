@@ -20,7 +20,8 @@ struct ReplyLearning {
   From from = From::Nothing;
   bool ordered = true;               // inserts: statements after the first error never ran
   std::vector<std::string> inserts;  // the compact mapping of each inserted document, by index
-  // A statement that pins one lookup value and changes or upserts its added fields.
+  // A statement that pins one lookup value and changes its added fields, moves its documents to
+  // another lookup value, or upserts.
   struct Change {
     uint32_t index = 0;
     std::string lookup;  // BSON {l: value}
@@ -28,17 +29,30 @@ struct ReplyLearning {
     std::string before;  // flat BSON of the mapping held before the request (empty: none)
     bool touches = false;  // sets an added field of the documents it matches
     bool upsert = false;
+    // Every document of the lookup value is matched (updateMany on the lookup value alone): a
+    // confirmed change replaces the mapping. Otherwise it can only unsettle it.
+    bool covers_all = false;
+    std::string moved_to;       // BSON {l: new value} when it changes the lookup field itself
+    std::string moved_before;   // the mapping the new value held before (empty: none)
+    std::string moved_carries;  // the added fields the moved documents carry there (empty: unknown)
   };
   std::vector<Change> changes;
   size_t statements = 0;
   bool learn_value = false;  // findAndModify: value is a document as stored (learn from it)
+  // find / aggregate whose reply, when its cursor is exhausted at once, holds every document of
+  // these lookup values (a BSON array; empty otherwise): see complete_reply.h.
+  std::string complete;
   bool empty() const { return from == From::Nothing; }
 };
 
 // Decides what the reply may teach, and forgets at once the mappings an update is about to change
 // (so no command is rewritten with a value that may be obsolete by the time it runs).
 ReplyLearning planReplyLearning(LookupIndex& index, const protocol::CommandView& view);
-// Applies it to the reply (ok: 1 only). Returns how many documents taught a mapping.
-size_t applyReplyLearning(LookupIndex& index, const ReplyLearning& learning, const bson_t* reply);
+// Applies it to the reply (a failed reply only unsettles what a change may have touched).
+// `originalReply`: the reply is to the command as the client wrote it (not a rewritten one), so a
+// complete reply may teach (complete_reply.h). Returns how many documents taught a mapping.
+// `complete` (optional) is set when a complete reply taught its values.
+size_t applyReplyLearning(LookupIndex& index, const ReplyLearning& learning, const bson_t* reply,
+                          bool originalReply = false, bool* complete = nullptr);
 
 }  // namespace shardscope::rewrite

@@ -16,145 +16,6 @@
 
 namespace shardscope::rewrite {
 
-namespace {
-
-// A decimal number as sign, coefficient digits without leading or trailing zeros, and exponent.
-struct Normalized {
-  bool negative = false;
-  std::string digits;  // empty for zero
-  int64_t exponent = 0;
-  bool operator==(const Normalized&) const = default;
-};
-
-bool normalize(std::string_view s, Normalized& out) {
-  out = {};
-  size_t i = 0;
-  if (i < s.size() && (s[i] == '-' || s[i] == '+')) out.negative = s[i++] == '-';
-  int64_t fraction = 0;
-  bool dot = false, any = false;
-  for (; i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.'); ++i) {
-    if (s[i] == '.') {
-      dot = true;
-      continue;
-    }
-    any = true;
-    out.digits.push_back(s[i]);
-    if (dot) ++fraction;
-  }
-  if (!any) return false;
-  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
-    auto [p, ec] = std::from_chars(s.data() + i + 1 + (i + 1 < s.size() && s[i + 1] == '+'), s.data() + s.size(), out.exponent);
-    if (ec != std::errc() || p != s.data() + s.size()) return false;
-  } else if (i != s.size()) {
-    return false;
-  }
-  out.exponent -= fraction;
-  out.digits.erase(0, std::min(out.digits.find_first_not_of('0'), out.digits.size()));
-  while (!out.digits.empty() && out.digits.back() == '0') {
-    out.digits.pop_back();
-    ++out.exponent;
-  }
-  if (out.digits.empty()) out = {};  // -0 == 0
-  return true;
-}
-
-}  // namespace
-
-std::string canonicalValueKey(const bson_iter_t& value) {
-  std::string key;
-  auto type = bson_iter_type(&value);
-  auto appendNumber = [&](double d, int64_t i, bool integral) {
-    if (integral) {
-      key.push_back('i');
-      key.append(reinterpret_cast<const char*>(&i), 8);
-    } else {
-      key.push_back('d');
-      key.append(reinterpret_cast<const char*>(&d), 8);
-    }
-  };
-  switch (type) {
-    case BSON_TYPE_INT32: appendNumber(0, bson_iter_int32(&value), true); break;
-    case BSON_TYPE_INT64: appendNumber(0, bson_iter_int64(&value), true); break;
-    case BSON_TYPE_DOUBLE: {
-      double d = bson_iter_double(&value);
-      if (std::isnan(d)) return {};
-      bool integral = d == std::trunc(d) && std::fabs(d) < 9.2e18;
-      appendNumber(d, integral ? static_cast<int64_t>(d) : 0, integral);
-      break;
-    }
-    case BSON_TYPE_DECIMAL128: {
-      // MongoDB compares decimals with the other numbers by value: NumberDecimal("5") is the
-      // orderId 5, and NumberDecimal("0.5") equals the double 0.5 (but "0.1" no double).
-      bson_decimal128_t dec;
-      char text[BSON_DECIMAL128_STRING];
-      bson_iter_decimal128(&value, &dec);
-      bson_decimal128_to_string(&dec, text);
-      std::string_view str(text);
-      if (str.find("NaN") != std::string_view::npos) return {};
-      if (str.find("Inf") != std::string_view::npos) {
-        appendNumber(str[0] == '-' ? -HUGE_VAL : HUGE_VAL, 0, false);
-        break;
-      }
-      Normalized n;
-      if (!normalize(str, n)) return {};
-      if (n.digits.empty()) {
-        appendNumber(0, 0, true);
-        break;
-      }
-      if (n.exponent >= 0 && static_cast<int64_t>(n.digits.size()) + n.exponent <= 18) {
-        int64_t v = 0;
-        for (char c : n.digits) v = v * 10 + (c - '0');
-        for (int64_t e = 0; e < n.exponent; ++e) v *= 10;
-        appendNumber(0, n.negative ? -v : v, true);
-        break;
-      }
-      // Equal to a double only when the double's exact expansion has the same digits.
-      double d = std::strtod(std::string(str).c_str(), nullptr);
-      char exact[64];
-      std::snprintf(exact, sizeof exact, "%.40e", d);
-      Normalized asDouble;
-      if (std::isfinite(d) && normalize(exact, asDouble) && asDouble == n) {
-        bool integral = d == std::trunc(d) && std::fabs(d) < 9.2e18;
-        appendNumber(d, integral ? static_cast<int64_t>(d) : 0, integral);
-        break;
-      }
-      key = std::string("D") + (n.negative ? "-" : "+") + n.digits + "e" + std::to_string(n.exponent);
-      break;
-    }
-    case BSON_TYPE_UTF8: {
-      uint32_t len;
-      const char* s = bson_iter_utf8(&value, &len);
-      key.push_back('s');
-      key.append(s, len);
-      break;
-    }
-    case BSON_TYPE_OID:
-      key.push_back('o');
-      key.append(reinterpret_cast<const char*>(bson_iter_oid(&value)->bytes), 12);
-      break;
-    case BSON_TYPE_DATE_TIME: {
-      int64_t ms = bson_iter_date_time(&value);
-      key.push_back('t');
-      key.append(reinterpret_cast<const char*>(&ms), 8);
-      break;
-    }
-    case BSON_TYPE_BOOL: key = bson_iter_bool(&value) ? "b1" : "b0"; break;
-    case BSON_TYPE_BINARY: {
-      bson_subtype_t sub;
-      uint32_t len;
-      const uint8_t* data;
-      bson_iter_binary(&value, &sub, &len, &data);
-      key.push_back('x');
-      key.push_back(static_cast<char>(sub));
-      key.append(reinterpret_cast<const char*>(data), len);
-      break;
-    }
-    default:
-      return {};  // documents, arrays, regexes...: not mapped (equality on them is not one value)
-  }
-  return key;
-}
-
 MappingStore::MappingStore(size_t capacity)
     : capacity_(capacity), stripe_count_(std::clamp<size_t>(capacity, 1, kMaxStripes)) {
   // Each stripe gets its share, and the shares add up to exactly `capacity`.
@@ -274,6 +135,25 @@ void MappingStore::clear() {
   suspended_.store(false, std::memory_order_relaxed);
 }
 
+void MappingStore::forgetAll() {
+  for (size_t i = 0; i < stripe_count_; ++i) {
+    auto& s = stripes_[i];
+    std::lock_guard lock(s.mutex);
+    forgotten_.fetch_add(s.lru.size(), std::memory_order_relaxed);
+    s.lru.clear();
+    s.index.clear();
+  }
+}
+
+void MappingStore::settle(const std::string& key, const std::string& value, const std::string& canon) {
+  {
+    auto& s = stripeFor(key);
+    std::lock_guard lock(s.mutex);
+    s.ambiguous.erase(key);
+  }
+  move(key, value, canon);
+}
+
 MappingCounters MappingStore::counters() const {
   MappingCounters c;
   for (size_t i = 0; i < stripe_count_; ++i) {
@@ -346,11 +226,17 @@ LookupIndex::Compact LookupIndex::extract(const bson_t* doc) const {
 
 bool LookupIndex::learnOne(const bson_iter_t& lookupValue, const std::string* value, const std::string* canon) {
   std::string key = canonicalValueKey(lookupValue);
-  if (key.empty()) return false;
+  if (key.empty()) {
+    // A decimal is never mapped, but it may equal a mapped number: that number's documents are
+    // no longer all known to carry one customer.
+    if (BSON_ITER_HOLDS_DECIMAL128(&lookupValue)) markAmbiguous(lookupValue);
+    return false;
+  }
   if (!value) {  // this lookup value also matches a document the added fields cannot pin
     if (store_.markAmbiguous(key) && on_ambiguous) on_ambiguous(lookupValue);
     return false;
   }
+  if (unsettled(key)) return false;  // one document no longer speaks for the others
   switch (store_.learn(key, *value, *canon)) {
     case MappingStore::Learn::Contradicted:
       if (on_ambiguous) on_ambiguous(lookupValue);
@@ -388,28 +274,94 @@ bool LookupIndex::learnCompact(const bson_t* compact, bool confirmedInsert) {
   return clean && mapped;
 }
 
+void LookupIndex::forEachEqual(const bson_iter_t& lookupValue, const std::function<void(const bson_iter_t&, const std::string&)>& fn) {
+  if (std::string key = canonicalValueKey(lookupValue); !key.empty()) return fn(lookupValue, key);
+  bson_t neighbours = BSON_INITIALIZER;
+  appendDecimalNeighbours(lookupValue, neighbours);
+  bson_iter_t n;
+  if (bson_iter_init(&n, &neighbours))
+    while (bson_iter_next(&n)) fn(n, canonicalValueKey(n));
+  bson_destroy(&neighbours);
+}
+
 void LookupIndex::moved(const bson_iter_t& lookupValue, const bson_t* addedFields) {
-  std::string key = canonicalValueKey(lookupValue);
-  if (key.empty()) return;
   std::string canon = addedFields ? canonicalValues(addedFields) : std::string();
-  if (!canon.empty()) {
-    store_.move(key, std::string(reinterpret_cast<const char*>(bson_get_data(addedFields)), addedFields->len), canon);
-    return;
-  }
-  store_.forget(key);
-  if (on_dropped) on_dropped(lookupValue);
+  forEachEqual(lookupValue, [&](const bson_iter_t& v, const std::string& key) {
+    if (!canon.empty() && !BSON_ITER_HOLDS_DECIMAL128(&lookupValue)) {
+      store_.move(key, std::string(reinterpret_cast<const char*>(bson_get_data(addedFields)), addedFields->len), canon);
+      return;
+    }
+    store_.forget(key);
+    if (on_dropped) on_dropped(v);
+  });
 }
 
 void LookupIndex::markAmbiguous(const bson_iter_t& lookupValue) {
-  std::string key = canonicalValueKey(lookupValue);
-  if (!key.empty() && store_.markAmbiguous(key) && on_ambiguous) on_ambiguous(lookupValue);
+  forEachEqual(lookupValue, [&](const bson_iter_t& v, const std::string& key) {
+    if (store_.markAmbiguous(key) && on_ambiguous) on_ambiguous(v);
+  });
+}
+
+void LookupIndex::unsettle(const bson_iter_t& lookupValue) {
+  forEachEqual(lookupValue, [&](const bson_iter_t& v, const std::string& key) {
+    store_.forget(key);
+    bool full;
+    {
+      std::lock_guard lock(unsettled_mutex_);
+      full = unsettled_.size() >= rule_.capacity && !unsettled_.count(key);
+      if (!full) unsettled_.insert(key);
+      unsettled_count_.store(unsettled_.size(), std::memory_order_relaxed);
+    }
+    // No room to remember it: ambiguous is the stricter state (counted against the capacity).
+    if (full && store_.markAmbiguous(key) && on_ambiguous) on_ambiguous(v);
+    if (!full && on_dropped) on_dropped(v);
+  });
+  stats_.onEvent("unsettled by a change that may not cover every document");
+}
+
+void LookupIndex::unsettleAll() {
+  all_unsettled_.store(true, std::memory_order_relaxed);
+  store_.forgetAll();
+  stats_.onEvent("all values unsettled by a change that names no lookup value");
+}
+
+bool LookupIndex::unsettled(const std::string& key) {
+  if (all_unsettled_.load(std::memory_order_relaxed)) return true;
+  if (unsettled_count_.load(std::memory_order_relaxed) == 0) return false;
+  std::lock_guard lock(unsettled_mutex_);
+  return unsettled_.count(key) != 0;
+}
+
+void LookupIndex::learnComplete(const bson_iter_t& lookupValue, const bson_t* addedFields) {
+  std::string canon = addedFields ? canonicalValues(addedFields) : std::string();
+  forEachEqual(lookupValue, [&](const bson_iter_t& v, const std::string& key) {
+    if (canon.empty() || BSON_ITER_HOLDS_DECIMAL128(&lookupValue)) {
+      if (store_.markAmbiguous(key) && on_ambiguous) on_ambiguous(v);
+      return;
+    }
+    {
+      std::lock_guard lock(unsettled_mutex_);
+      unsettled_.erase(key);
+      unsettled_count_.store(unsettled_.size(), std::memory_order_relaxed);
+    }
+    store_.settle(key, std::string(reinterpret_cast<const char*>(bson_get_data(addedFields)), addedFields->len), canon);
+    stats_.onEvent("learned from a reply holding every document");
+  });
+}
+
+void LookupIndex::reset() {
+  store_.clear();
+  std::lock_guard lock(unsettled_mutex_);
+  unsettled_.clear();
+  unsettled_count_.store(0, std::memory_order_relaxed);
+  all_unsettled_.store(false, std::memory_order_relaxed);
 }
 
 bool LookupIndex::valuesFor(const bson_iter_t& lookupValue, std::string& addDoc) {
   std::string key = canonicalValueKey(lookupValue);
   if (key.empty()) return false;
   if (store_.find(key, addDoc)) return true;
-  if (on_miss && !store_.isAmbiguous(key)) on_miss(lookupValue);
+  if (on_miss && !store_.isAmbiguous(key) && !unsettled(key)) on_miss(lookupValue);
   return false;
 }
 

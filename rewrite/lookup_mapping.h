@@ -20,6 +20,7 @@
 
 #include "rewrite/lookup_rule.h"
 #include "rewrite/lookup_stats.h"
+#include "rewrite/value_key.h"
 
 namespace shardscope::rewrite {
 
@@ -29,12 +30,6 @@ struct MappingCounters {
   uint64_t moved = 0;       // values replaced by a change made through the sidecar
   bool suspended = false;   // ambiguous values filled the capacity: the rule rewrites nothing
 };
-
-// Canonical key of a BSON value for equality: numbers that compare equal give the same key
-// (5, 5L, 5.0 and NumberDecimal("5") are one orderId to MongoDB). Empty for values that cannot be
-// mapped (null, NaN, arrays, documents, regexes, MinKey/MaxKey, undefined): equality on those
-// matches more than one stored value (null also matches a missing field).
-std::string canonicalValueKey(const bson_iter_t& value);
 
 class MappingStore {
  public:
@@ -53,6 +48,10 @@ class MappingStore {
   bool markAmbiguous(const std::string& key);
   bool isAmbiguous(const std::string& key);
   void clear();  // forgets everything, ambiguity included (an explicit reset)
+  void forgetAll();  // drops every value; ambiguity stays
+  // A reply that provably holds every document of the key showed one value: it replaces whatever
+  // was held, ambiguity included (the documents agree now).
+  void settle(const std::string& key, const std::string& value, const std::string& canon);
   bool suspended() const { return suspended_.load(std::memory_order_relaxed); }
   MappingCounters counters() const;
 
@@ -117,6 +116,17 @@ class LookupIndex {
   void moved(const bson_iter_t& lookupValue, const bson_t* addedFields);
   // Marks one lookup value ambiguous (and tells the shared collection).
   void markAmbiguous(const bson_iter_t& lookupValue);
+  // A change that may have split the documents of a lookup value between two added values (one
+  // line of a multi-line order moved): its mapping is dropped, and only a reply that holds every
+  // document of that value may teach it again (learnComplete); single documents no longer can.
+  void unsettle(const bson_iter_t& lookupValue);
+  // The same for every lookup value: a change that cannot be attributed to the values it moves.
+  void unsettleAll();
+  bool unsettled(const std::string& key);
+  // Every document of `lookupValue` (a complete reply) carries `addedFields` (null: they disagree
+  // or cannot be mapped, and the value becomes ambiguous).
+  void learnComplete(const bson_iter_t& lookupValue, const bson_t* addedFields);
+  void reset();  // an explicit reset: the store, ambiguity and unsettled values
   // The added-field values for one lookup value: a BSON document {customerId: X, ...}.
   bool valuesFor(const bson_iter_t& lookupValue, std::string& addDoc);
   // Loads a JSON-lines file of documents with the lookup and added fields. On a bad line returns
@@ -128,10 +138,16 @@ class LookupIndex {
   bool addedValues(const bson_t* doc, std::string& value) const;
   // Returns true when this lookup value now maps cleanly to `value`.
   bool learnOne(const bson_iter_t& lookupValue, const std::string* value, const std::string* canon);
+  // Calls `fn` with the value and its key, or for a decimal with each mapped number it may equal.
+  void forEachEqual(const bson_iter_t& lookupValue, const std::function<void(const bson_iter_t&, const std::string&)>& fn);
 
   LookupRule rule_;
   MappingStore store_;
   LookupStats stats_;
+  std::mutex unsettled_mutex_;
+  std::unordered_set<std::string> unsettled_;  // at most rule_.capacity keys
+  std::atomic<size_t> unsettled_count_{0};     // its size: most lookups never take the lock
+  std::atomic<bool> all_unsettled_{false};
 };
 
 // The canonical form of a flat document of added fields; empty when one cannot be mapped.

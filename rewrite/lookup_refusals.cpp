@@ -100,10 +100,12 @@ bool projectionKeeps(const bson_t& body, const char* projectionField, const std:
 
 bool pipelineKeepsDocuments(const bson_t& body) { return every(body, kDocumentKeepingStages); }
 
-std::string_view refusalForCommand(const protocol::CommandView& view) {
+std::string_view refusalForCommand(const protocol::CommandView& view, bool confirmable) {
   if (view.moreToCome) return "unacknowledged requests (moreToCome) are not rewritten: no reply to verify";
-  if (view.hasTxnNumber || bson_has_field(&view.body, "autocommit") || bson_has_field(&view.body, "startTransaction"))
-    return "retryable writes and transactions are not rewritten";
+  if (bson_has_field(&view.body, "autocommit") || bson_has_field(&view.body, "startTransaction"))
+    return "transactions are not rewritten: a re-run would be a second statement of the transaction";
+  if (view.hasTxnNumber && !confirmable)
+    return "retryable reads and multi-value retryable writes are not rewritten";
   if (view.exhaustAllowed) return "exhaust cursors are not rewritten: their replies stream past the verify step";
   bson_t wc;
   if (common::subDocument(view.body, "writeConcern", wc) && numberIsZero(wc, "w"))

@@ -14,7 +14,9 @@
 namespace shardscope::rewrite {
 
 // Checks every command: unacknowledged, transactions, exhaust, collation.
-std::string_view refusalForCommand(const protocol::CommandView& view);
+// `confirmable`: a single-document write with one lookup value, which a retryable write may be
+// (it is sent only once a targeted read confirmed the mapping: RewritePlan::confirm).
+std::string_view refusalForCommand(const protocol::CommandView& view, bool confirmable = false);
 // find options: batchSize 0, tailable; for $in, a projection that could hide or fake the lookup field.
 std::string_view refusalForFind(const bson_t& body, bool inList, const std::string& lookupField);
 // aggregate: explain, cursor.batchSize 0, and any stage after the leading $match outside the

@@ -53,6 +53,8 @@ bool rewriteFilter(LookupIndex& index, const bson_t& filter, bool allowIn, bson_
     if (k.empty()) return std::string_view("a lookup value cannot be mapped (null, array, document, regex, decimal)");
     if (index.store().isAmbiguous(k))
       return std::string_view("the lookup value is ambiguous (seen with two different added values)");
+    if (index.unsettled(k))
+      return std::string_view("the lookup value is unsettled (a change may have split its documents)");
     return unknown;
   };
   while (bson_iter_next(&it)) {
@@ -154,6 +156,16 @@ bool rewriteFilter(LookupIndex& index, const bson_t& filter, bool allowIn, bson_
       bson_append_document_end(&out, &cond);
     }
   }
+  if (values.size() == 1) {  // what a targeted read must find to confirm the mapping
+    bson_t confirm = BSON_INITIALIZER, added;
+    bson_iter_t v, f;
+    if (bson_iter_init(&v, &lookupValues) && bson_iter_next(&v))
+      bson_append_iter(&confirm, rule.lookup_field.c_str(), static_cast<int>(rule.lookup_field.size()), &v);
+    if (bson_init_static(&added, reinterpret_cast<const uint8_t*>(values[0].data()), values[0].size()) && bson_iter_init(&f, &added))
+      while (bson_iter_next(&f)) bson_append_iter(&confirm, nullptr, 0, &f);
+    plan.confirm_filter = bytesOf(confirm);
+    bson_destroy(&confirm);
+  }
   plan.in_keys = std::move(keys);
   plan.lookup_values = bytesOf(lookupValues);
   return true;
@@ -231,12 +243,6 @@ bool rewriteAggregate(LookupIndex& index, const protocol::CommandView& view, Rew
 
 // update / delete with exactly one statement, in the body array or a document sequence.
 bool rewriteWriteStatement(LookupIndex& index, const protocol::CommandView& view, const char* listField, RewritePlan& plan) {
-  if (view.hasTxnNumber) {
-    // A retryable write's result is recorded under its txnNumber: a fallback could neither re-run
-    // it nor keep the driver's retry from applying it twice. Not rewritten.
-    plan.skipped = "retryable writes and transactions are not rewritten";
-    return false;
-  }
   std::vector<std::span<const uint8_t>> statements;
   const auto* seq = view.findSequence(listField);
   bson_iter_t it;
@@ -307,8 +313,7 @@ RewritePlan planLookupRewrite(LookupIndex& index, const protocol::CommandView& v
     if (ok) plan.skipped = refusalForAggregate(view.body);
     if (ok) plan.kind = RewriteKind::Read;
   } else if (kind == CommandKind::FindAndModify) {
-    if (view.hasTxnNumber) plan.skipped = "retryable writes and transactions are not rewritten";
-    else if (truthy(view.body, "upsert")) plan.skipped = "upserts are not rewritten (an insert with a stale mapping would change data)";
+    if (truthy(view.body, "upsert")) plan.skipped = "upserts are not rewritten (an insert with a stale mapping would change data)";
     else ok = rewriteTopLevelFilter(index, view, "query", false, plan);
     if (ok) plan.skipped = refusalForFindAndModify(view.body);
     if (ok) plan.kind = RewriteKind::Write;
@@ -317,7 +322,9 @@ RewritePlan planLookupRewrite(LookupIndex& index, const protocol::CommandView& v
     if (ok) plan.kind = RewriteKind::Write;
   }
   // Checked once the command is known to concern the rule, so unrelated traffic is not counted.
-  if (ok && plan.skipped.empty()) plan.skipped = refusalForCommand(view);
+  // A retryable write is confirmed by a targeted read before it is sent (it cannot be re-run).
+  plan.confirm = ok && plan.kind == RewriteKind::Write && view.hasTxnNumber && !plan.confirm_filter.empty();
+  if (ok && plan.skipped.empty()) plan.skipped = refusalForCommand(view, plan.confirm);
   if (!ok || !plan.skipped.empty()) {
     plan.kind = RewriteKind::None;
     plan.body.clear();

@@ -28,6 +28,12 @@ struct RewritePlan {
   std::vector<uint8_t> body;           // the new kind-0 document
   std::string sequence_id;             // set when the rewritten statement lives in a kind-1 section
   std::vector<uint8_t> sequence_docs;  // that section's new documents
+  // A retryable write (txnNumber): its result is recorded under that number, so it can never be
+  // re-run with the original filter. It is sent only after a targeted read of `confirm_filter`
+  // (the lookup value and the added fields it maps to) found a document; otherwise the original
+  // is sent instead (docs/rewrite.md, "Retryable writes").
+  bool confirm = false;
+  std::vector<uint8_t> confirm_filter;  // {lookupField: value, addedField: value...}
 };
 
 RewritePlan planLookupRewrite(LookupIndex& index, const protocol::CommandView& view);

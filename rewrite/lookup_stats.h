@@ -19,14 +19,15 @@ enum class FallbackCause : uint8_t {
   MissingInValue,  // a rewritten $in read did not return every requested value
   NoMatchWrite,    // a rewritten write matched nothing (n: 0)
   Unverifiable,    // an ok reply that could not show whether the rewritten read found anything
+  Unconfirmed,     // a retryable write whose confirming read found nothing: sent as written
 };
-// "empty_read", "missing_in_value", "no_match_write", "unverifiable"
+// "empty_read", "missing_in_value", "no_match_write", "unverifiable", "unconfirmed_retryable_write"
 std::string_view fallbackCauseName(FallbackCause c);
 
 class LookupStats {
  public:
   static constexpr size_t kClasses = static_cast<size_t>(routing::Targeting::Unclassified) + 1;
-  static constexpr size_t kCauses = static_cast<size_t>(FallbackCause::Unverifiable) + 1;
+  static constexpr size_t kCauses = static_cast<size_t>(FallbackCause::Unconfirmed) + 1;
 
   void onRewrite(routing::Targeting before, routing::Targeting after) {
     applied_.fetch_add(1, std::memory_order_relaxed);
@@ -50,6 +51,17 @@ class LookupStats {
     ++skipped_[std::string(why)];
   }
 
+  // What the mapping learned or dropped beyond plain documents, and the retryable-write steps
+  // (static text).
+  void onEvent(std::string_view what) {
+    std::lock_guard lock(mutex_);
+    ++events_[std::string(what)];
+  }
+  std::map<std::string, uint64_t> events() const {
+    std::lock_guard lock(mutex_);
+    return events_;
+  }
+
   uint64_t applied() const { return applied_.load(); }
   uint64_t before(routing::Targeting t) const { return before_[static_cast<size_t>(t)].load(); }
   uint64_t after(routing::Targeting t) const { return after_[static_cast<size_t>(t)].load(); }
@@ -70,6 +82,7 @@ class LookupStats {
   std::atomic<uint64_t> rerun_found_{0}, rerun_empty_{0};
   mutable std::mutex mutex_;
   std::map<std::string, uint64_t> skipped_;
+  std::map<std::string, uint64_t> events_;
 };
 
 }  // namespace shardscope::rewrite

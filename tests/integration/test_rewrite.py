@@ -370,11 +370,13 @@ def test_mappings_are_learned_only_from_confirmed_writes(ferretdb, proxy):
                           {"_id": 21, "orderId": "O00021", "customerId": "C21"}])
     assert coll.find_one({"orderId": "O00001"})["customerId"] == "C0137"
     assert coll.find_one({"orderId": "O00002"})["_id"] == 2  # its failed duplicate had no customerId
-    # findOneAndUpdate returns the before-image (old customer): the new one is learned instead.
+    # findOneAndUpdate returns the before-image (old customer): never learned; the order is unsettled
+    # until a reply holding every document of it (issue 27 item 3).
     before = coll.find_one_and_update({"orderId": "O00003"}, {"$set": {"customerId": "C8888"}})
     assert before["customerId"] != "C8888"
     assert coll.find_one({"orderId": "O00003"})["customerId"] == "C8888"
-    # A replacement that moves the order: rewritten with the old customer, which finds it.
+    # A replacement that moves the order: rewritten with the old customer, which finds it (then the
+    # order is unsettled: one document replaced says nothing of the others).
     r = coll.replace_one({"orderId": "O00004"}, {"orderId": "O00004", "customerId": "C7777", "status": "moved"})
     assert r.matched_count == 1
     assert coll.find_one({"orderId": "O00004"})["status"] == "moved"

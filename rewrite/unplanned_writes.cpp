@@ -1,0 +1,59 @@
+#include "rewrite/unplanned_writes.h"
+
+#include <bson/bson.h>
+
+#include <string_view>
+
+#include "common/command_fields.h"
+
+namespace shardscope::rewrite {
+namespace {
+
+std::string utf8(const bson_iter_t& it) {
+  uint32_t len = 0;
+  const char* s = bson_iter_utf8(&it, &len);
+  return std::string(s, len);
+}
+
+// {$out: "c"} / {$out: {db, coll}} / {$merge: "c"} / {$merge: {into: "c" | {db, coll}}}.
+std::string stageTarget(const bson_iter_t& arg, std::string_view db) {
+  if (BSON_ITER_HOLDS_UTF8(&arg)) return std::string(db) + "." + utf8(arg);
+  bson_t spec;
+  bson_iter_t into, d, c;
+  if (!common::documentOrArray(arg, spec)) return {};
+  if (bson_iter_init_find(&into, &spec, "into")) return stageTarget(into, db);
+  std::string targetDb(db);
+  if (bson_iter_init_find(&d, &spec, "db") && BSON_ITER_HOLDS_UTF8(&d)) targetDb = utf8(d);
+  if (bson_iter_init_find(&c, &spec, "coll") && BSON_ITER_HOLDS_UTF8(&c)) return targetDb + "." + utf8(c);
+  return {};
+}
+
+}  // namespace
+
+std::vector<std::string> unplannedWriteTargets(const protocol::CommandView& view, protocol::CommandKind kind) {
+  std::vector<std::string> out;
+  bson_iter_t it, e;
+  bson_t list;
+  if (kind == protocol::CommandKind::Aggregate) {
+    if (!bson_iter_init_find(&it, &view.body, "pipeline") || !common::documentOrArray(it, list) || !bson_iter_init(&e, &list))
+      return out;
+    while (bson_iter_next(&e)) {
+      bson_t stage;
+      bson_iter_t arg;
+      if (!common::documentOrArray(e, stage)) continue;
+      for (const char* name : {"$out", "$merge"})
+        if (bson_iter_init_find(&arg, &stage, name))
+          if (std::string target = stageTarget(arg, view.db); !target.empty()) out.push_back(std::move(target));
+    }
+  } else if (kind == protocol::CommandKind::BulkWrite) {
+    auto add = [&](const bson_t& info) {
+      bson_iter_t ns;
+      if (bson_iter_init_find(&ns, &info, "ns") && BSON_ITER_HOLDS_UTF8(&ns)) out.push_back(utf8(ns));
+      return true;
+    };
+    common::forEachStatement(view, "nsInfo", add);
+  }
+  return out;
+}
+
+}  // namespace shardscope::rewrite
