@@ -212,7 +212,11 @@ bool Pipeline::registerRequest(PendingOp& op, const protocol::CommandView& view,
   routing::TargetResult target;
   const routing::RoutingTable* table = env_.routingTable();
   if (table) {
-    target = routing::target(*table, routed, settings_.cursors, false);
+    routing::TargetOptions options;
+    // One analysis budget per request: what the lookup rewrite spent on its values is not left for
+    // targeting the rewritten command.
+    if (op.rewrite) options.analysis_budget -= std::min(options.analysis_budget, op.rewrite->plan.spent);
+    target = routing::target(*table, routed, settings_.cursors, options);
   } else {
     target.targeting = routed.collection.empty() ? routing::Targeting::NoCollection : routing::Targeting::Unsharded;
     target.reason = "no routing table loaded";

@@ -153,145 +153,6 @@ std::string canonicalValueKey(const bson_iter_t& value) {
   return key;
 }
 
-MappingStore::MappingStore(size_t capacity)
-    : capacity_(capacity), stripe_count_(std::clamp<size_t>(capacity, 1, kMaxStripes)) {
-  // Each stripe gets its share, and the shares add up to exactly `capacity`.
-  for (size_t i = 0; i < stripe_count_; ++i)
-    stripes_[i].capacity = capacity / stripe_count_ + (i < capacity % stripe_count_ ? 1 : 0);
-}
-
-MappingStore::Stripe& MappingStore::stripeFor(const std::string& key) {
-  return stripes_[std::hash<std::string>{}(key) % stripe_count_];
-}
-
-bool MappingStore::makeRoom(Stripe& s) {
-  if (s.lru.size() + s.ambiguous.size() < s.capacity) return true;
-  if (s.lru.empty()) return false;
-  s.index.erase(s.lru.back().key);
-  s.lru.pop_back();
-  evicted_.fetch_add(1, std::memory_order_relaxed);
-  return true;
-}
-
-MappingStore::Learn MappingStore::learn(const std::string& key, const std::string& value, const std::string& canon) {
-  auto& s = stripeFor(key);
-  std::lock_guard lock(s.mutex);
-  if (s.ambiguous.count(key)) return Learn::Ambiguous;
-  if (auto it = s.index.find(key); it != s.index.end()) {
-    if (it->second->canon != canon) {
-      // Two different values for one lookup value: the rule's assertion does not hold for it.
-      s.lru.erase(it->second);
-      s.index.erase(it);
-      s.ambiguous.insert(key);  // the erased entry's slot
-      corrected_.fetch_add(1, std::memory_order_relaxed);
-      return Learn::Contradicted;
-    }
-    s.lru.splice(s.lru.begin(), s.lru, it->second);
-    learned_.fetch_add(1, std::memory_order_relaxed);
-    return Learn::Unchanged;
-  }
-  if (!makeRoom(s)) return Learn::NoRoom;
-  s.lru.push_front({key, value, canon});
-  s.index.emplace(key, s.lru.begin());
-  learned_.fetch_add(1, std::memory_order_relaxed);
-  return Learn::Learned;
-}
-
-void MappingStore::move(const std::string& key, const std::string& value, const std::string& canon) {
-  auto& s = stripeFor(key);
-  std::lock_guard lock(s.mutex);
-  if (s.ambiguous.count(key)) return;
-  moved_.fetch_add(1, std::memory_order_relaxed);
-  if (auto it = s.index.find(key); it != s.index.end()) {
-    it->second->value = value;
-    it->second->canon = canon;
-    s.lru.splice(s.lru.begin(), s.lru, it->second);
-    return;
-  }
-  if (!makeRoom(s)) return;
-  s.lru.push_front({key, value, canon});
-  s.index.emplace(key, s.lru.begin());
-}
-
-bool MappingStore::find(const std::string& key, std::string& value) {
-  auto& s = stripeFor(key);
-  std::lock_guard lock(s.mutex);
-  auto it = s.index.find(key);
-  if (it == s.index.end() || suspended()) {
-    misses_.fetch_add(1, std::memory_order_relaxed);
-    return false;
-  }
-  s.lru.splice(s.lru.begin(), s.lru, it->second);
-  value = it->second->value;
-  hits_.fetch_add(1, std::memory_order_relaxed);
-  return true;
-}
-
-void MappingStore::forget(const std::string& key) {
-  auto& s = stripeFor(key);
-  std::lock_guard lock(s.mutex);
-  if (auto it = s.index.find(key); it != s.index.end()) {
-    s.lru.erase(it->second);
-    s.index.erase(it);
-    forgotten_.fetch_add(1, std::memory_order_relaxed);
-  }
-}
-
-bool MappingStore::markAmbiguous(const std::string& key) {
-  auto& s = stripeFor(key);
-  std::lock_guard lock(s.mutex);
-  if (s.ambiguous.count(key)) return false;
-  if (auto it = s.index.find(key); it != s.index.end()) {
-    s.lru.erase(it->second);
-    s.index.erase(it);
-  } else if (!makeRoom(s)) {
-    // Only ambiguous values left and no room to remember one more: the assertion fails for so
-    // many values that the rule stops rewriting altogether (until reset).
-    suspended_.store(true, std::memory_order_relaxed);
-    return true;
-  }
-  s.ambiguous.insert(key);
-  corrected_.fetch_add(1, std::memory_order_relaxed);
-  return true;
-}
-
-bool MappingStore::isAmbiguous(const std::string& key) {
-  auto& s = stripeFor(key);
-  std::lock_guard lock(s.mutex);
-  return s.ambiguous.count(key) != 0 || suspended();
-}
-
-void MappingStore::clear() {
-  for (size_t i = 0; i < stripe_count_; ++i) {
-    auto& s = stripes_[i];
-    std::lock_guard lock(s.mutex);
-    s.lru.clear();
-    s.index.clear();
-    s.ambiguous.clear();
-  }
-  suspended_.store(false, std::memory_order_relaxed);
-}
-
-MappingCounters MappingStore::counters() const {
-  MappingCounters c;
-  for (size_t i = 0; i < stripe_count_; ++i) {
-    auto& s = const_cast<Stripe&>(stripes_[i]);
-    std::lock_guard lock(s.mutex);
-    c.size += s.lru.size();
-    c.ambiguous += s.ambiguous.size();
-  }
-  c.capacity = capacity_;
-  c.hits = hits_.load();
-  c.misses = misses_.load();
-  c.learned = learned_.load();
-  c.corrected = corrected_.load();
-  c.evicted = evicted_.load();
-  c.forgotten = forgotten_.load();
-  c.moved = moved_.load();
-  c.suspended = suspended();
-  return c;
-}
-
 std::string canonicalValues(const bson_t* flat) {
   std::string canon;
   bson_iter_t f;
@@ -354,7 +215,8 @@ bool LookupIndex::learnOne(const bson_iter_t& lookupValue, const std::string* va
       if (on_ambiguous) on_ambiguous(lookupValue);
       return false;
     case MappingStore::Learn::Ambiguous:
-    case MappingStore::Learn::NoRoom: return false;
+    case MappingStore::Learn::NoRoom:
+    case MappingStore::Learn::TooLong: return false;
     default: return true;
   }
 }

@@ -16,10 +16,11 @@ struct LookupRule {
   std::string mapping_collection;      // "db.coll" read through in the cluster (optional)
   std::string mapping_uri;             // where that collection lives (default: the upstream)
   uint32_t capacity = 1'000'000;       // mappings kept in memory, then least recently used evicted
+  uint64_t max_bytes = uint64_t{64} << 20;  // and the bytes they may hold (MappingStore), likewise
 };
 
 // Parses "shop.orders: orderId -> customerId[,orderDate] [file=PATH] [collection=DB.COLL] [uri=MONGODB_URI]
-// [capacity=N]".
+// [capacity=N] [max_bytes=N[k|m|g]]".
 // Returns false with `error` naming what is wrong.
 bool parseLookupRule(const std::string& spec, LookupRule& out, std::string& error);
 
