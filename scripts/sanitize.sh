@@ -11,7 +11,7 @@
 # proxy's stderr logs kept by the integration harness are grepped afterwards (a report in a proxy
 # that a test did not otherwise notice still fails the run).
 # The ASan tree builds only what it runs: the unit tests and the proxy (not benchmarks, fuzzers
-# or the allocation tests, which need the plain allocator), at -O1 with line tables only: what
+# or the plain-allocator tests of tests/allocations and tests/heap), at -O1 with line tables only: what
 # ASan recommends, and about a third less compile time than -O2 -g on 2 cores.
 # Extra pytest selection: SANITIZE_PYTEST_K (default below).
 set -euo pipefail

@@ -41,6 +41,11 @@ from wire_peer import WirePeer  # noqa: E402
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: takes more than a few seconds (driver builds, 15 MB documents)")
     config.addinivalue_line("markers", "needs_proxy: runs the shardscope binary")
+    config.addinivalue_line(
+        "markers",
+        "both_allocators: in the sanitizer subset, but also run by the plain integration stage "
+        "(it checks memory that only the plain allocator returns)",
+    )
 
 
 def _keep_logs() -> bool:

@@ -260,6 +260,7 @@ def test_reply_sent_just_before_upstream_closes_reaches_the_client(wire_peer, pr
     assert px.alive()
 
 
+@pytest.mark.both_allocators
 def test_slow_reader_of_large_replies_gets_every_byte_in_order(wire_peer, proxy):
     # 8 pipelined finds of ~3.6 MB each while the client reads nothing for a second: the proxy
     # stops reading upstream once 1 MiB waits for this client (backpressure), another client
