@@ -74,6 +74,7 @@ def _warm(px) -> int:
 
 # ---- item 2: the mapping is bounded in bytes ------------------------------------------------------
 
+@pytest.mark.both_allocators
 @pytest.mark.skipif(SANITIZED, reason="a sanitizer's quarantine keeps freed memory resident")
 def test_orders_with_16_kb_ids_leave_no_memory_behind(ferretdb, proxy):
     px = proxy(ferretdb.uri, "--rewrite-rule", RULE, "--evaluation.enabled", "false", admin=True)
@@ -88,11 +89,12 @@ def test_orders_with_16_kb_ids_leave_no_memory_behind(ferretdb, proxy):
         assert c.shop.orders.find_one({"orderId": docs[7]["orderId"]}) == docs[7]
     grown = _rss(px.process.pid) - before
     mapping = _rule(px)["mapping"]
-    assert mapping["valuesTooLong"] == n, mapping
+    assert mapping["valuesTooLong"] >= n, mapping  # the inserts (and the find's reply, also learned from)
     assert mapping["size"] <= 1 and mapping["bytes"] < 64 * 1024, mapping
     assert grown < 8 * MIB, f"+{grown / MIB:.1f} MiB kept after 1,000 orders with 16 KB ids left"
 
 
+@pytest.mark.both_allocators
 @pytest.mark.skipif(SANITIZED, reason="a sanitizer's quarantine keeps freed memory resident")
 def test_mapping_bytes_stay_within_the_configured_bound(ferretdb, proxy):
     bound = 2 * MIB
