@@ -327,7 +327,8 @@ for kind in haproxy shardscope-fwd shardscope-full mongobetween; do
   loadgen --label "$kind" --target "127.0.0.1:$port" "${common[@]}" --duration $((duration * 3 / 4)) --rate "$rate" \
     --mix "$mix_canned" --watch "proxy=$proxy_pid" --watch "upstream=$up_pid" || note "$kind: latency run failed"
   ((pin)) && taskset -a -p -c 1 "$proxy_pid" >/dev/null
-  loadgen --label "$kind" --target "127.0.0.1:$port" --idle "$idle" --watch "proxy=$proxy_pid" \
+  # Idle: the clients' RSS is read 2 s after the last hello (shardscope parks a connection idle for 0.5 s).
+  loadgen --label "$kind" --target "127.0.0.1:$port" --idle "$idle" --idle-hold 2 --watch "proxy=$proxy_pid" \
     || note "$kind: idle-connection run stopped early"
   if ! kill -0 "$proxy_pid" 2>/dev/null; then
     st=0

@@ -29,7 +29,7 @@ void FrameBuffer::consume(size_t n) {
 }
 
 std::span<uint8_t> FrameBuffer::writable(size_t needed) {
-  if (data_.empty()) data_.resize(kInitialCapacity);
+  if (data_.empty()) data_ = SmallBufferPool::take();
   const size_t have = end_ - start_;
   // Room for the started frame (`needed` bytes once its header is in: never more, so a large frame
   // is allocated once), else for its header; moved to the front, the rest of the buffer is a useful read.
@@ -67,13 +67,20 @@ void FrameBuffer::shrinkIfIdle() {
     protocol::MessageBuffer().swap(data_);
     start_ = end_ = 0;
   } else if (have <= kInitialCapacity) {
-    protocol::MessageBuffer small(kInitialCapacity);
+    protocol::MessageBuffer small = SmallBufferPool::take();
     std::memcpy(small.data(), data_.data() + start_, have);
     data_.swap(small);
     if (warm_) warm_->give(small);
     start_ = 0;
     end_ = have;
   }
+}
+
+void FrameBuffer::release() {
+  if (hasPartial() || data_.capacity() == 0) return;
+  if (warm_ && data_.capacity() >= kLargeMessageBytes) warm_->give(data_);
+  else SmallBufferPool::give(data_);
+  start_ = end_ = 0;
 }
 
 }  // namespace shardscope::proxy

@@ -7,6 +7,7 @@
 
 #include "protocol/compression.h"
 #include "protocol/frame_reader.h"
+#include "proxy/small_buffer_pool.h"
 #include "proxy/warm_buffers.h"
 
 namespace shardscope::proxy {
@@ -21,7 +22,7 @@ class FrameBuffer {
   std::span<uint8_t> frame(size_t size) { return {data_.data() + start_, size}; }
   void consume(size_t n);
 
-  // Space to read into; grows so that a started frame of `needed` bytes fits: to exactly its size,
+  // Space to read into (a buffer from SmallBufferPool when it holds none); grows so that a started frame of `needed` bytes fits: to exactly its size,
   // never zero-filled, so memory is committed only as bytes arrive and a large message costs ~1x
   // its size (a header that merely declares 40 MB commits nothing).
   std::span<uint8_t> writable(size_t needed);
@@ -33,15 +34,18 @@ class FrameBuffer {
   // partial frame follows the large one).
   void shrinkIfIdle();
   size_t capacity() const { return data_.capacity(); }
+  // An idle connection's buffer goes back (to the pool, or the warm buffers when large): it holds
+  // none until bytes arrive again. Nothing happens while a frame is partly buffered.
+  void release();
 
  private:
   protocol::FrameReader reader_;
   protocol::MessageBuffer data_;  // not zero-filled on growth
   size_t start_ = 0;
   size_t end_ = 0;
-  // 4 KiB holds typical commands and replies; idle connections stay small (issue 8: RSS per
-  // idle connection), larger messages grow the buffer and it shrinks back once they are gone.
-  static constexpr size_t kInitialCapacity = 4 * 1024;
+  // 4 KiB holds typical commands and replies; larger messages grow the buffer and it shrinks back
+  // once they are gone; an idle connection holds none (release).
+  static constexpr size_t kInitialCapacity = SmallBufferPool::kBufferBytes;
   WarmBuffers* warm_;
 };
 

@@ -7,7 +7,8 @@
 
 namespace shardscope::proxy {
 
-class HandlerMemory {
+template <std::size_t Bytes>
+class HandlerMemoryOf {
  public:
   void* allocate(std::size_t size) {
     if (!in_use_ && size <= sizeof(storage_)) {
@@ -22,21 +23,25 @@ class HandlerMemory {
   }
 
  private:
-  alignas(std::max_align_t) unsigned char storage_[128];
+  alignas(std::max_align_t) unsigned char storage_[Bytes];
   bool in_use_ = false;
 };
+// A posted function (the outbox flush).
+using HandlerMemory = HandlerMemoryOf<128>;
+// A timer's wait (it also holds the I/O executor's work).
+using TimerHandlerMemory = HandlerMemoryOf<256>;
 
-template <typename T>
+template <typename T, typename Memory = HandlerMemory>
 struct HandlerAllocator {
   using value_type = T;
-  explicit HandlerAllocator(HandlerMemory& m) : memory(&m) {}
+  explicit HandlerAllocator(Memory& m) : memory(&m) {}
   template <typename U>
-  HandlerAllocator(const HandlerAllocator<U>& other) noexcept : memory(other.memory) {}
+  HandlerAllocator(const HandlerAllocator<U, Memory>& other) noexcept : memory(other.memory) {}
   T* allocate(std::size_t n) const { return static_cast<T*>(memory->allocate(sizeof(T) * n)); }
   void deallocate(T* p, std::size_t) const { memory->deallocate(p); }
   template <typename U>
-  bool operator==(const HandlerAllocator<U>& other) const noexcept { return memory == other.memory; }
-  HandlerMemory* memory;
+  bool operator==(const HandlerAllocator<U, Memory>& other) const noexcept { return memory == other.memory; }
+  Memory* memory;
 };
 
 }  // namespace shardscope::proxy

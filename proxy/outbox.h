@@ -39,6 +39,13 @@ struct Outbox {
     if (writing.empty() && writing.capacity() > kKeptBufferBytes) std::vector<uint8_t>().swap(writing), freed = true;
     return freed;
   }
+  // An idle connection's outbox holds no memory (issue 29): the next message allocates again.
+  void releaseIdle() {
+    if (pending()) return;
+    std::vector<uint8_t>().swap(queued);
+    std::vector<uint8_t>().swap(writing);
+    written = 0;
+  }
   void bytesLeft() {
     if (waiters) drained.cancel();
   }

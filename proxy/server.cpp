@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <cerrno>
 
+#include <malloc.h>
+
 #include "proxy/session.h"
+#include "proxy/small_buffer_pool.h"
 
 namespace shardscope::proxy {
 
@@ -36,12 +39,21 @@ void Server::start() {
 }
 
 // Kept large buffers go back to the system once unused for a second; the loop ends with the listener.
+// So do the pages of the small buffers that parked connections freed (issue 29): glibc keeps freed
+// blocks inside the heap resident, and connections parking by the thousand leave megabytes of holes.
 awaitable<void> Server::releaseIdleWarmBuffers() {
+  constexpr size_t kTrimAfterBytes = size_t{1} << 20;
   asio::steady_timer t(io_);
+  size_t freed = 0;
   while (acceptor_.is_open()) {
     t.expires_after(WarmBuffers::kIdle / 2);
     co_await t.async_wait(asio::as_tuple(use_awaitable));
     ctx_.warm_buffers.releaseIdle();
+    freed += SmallBufferPool::takeFreedBytes();
+    if (freed >= kTrimAfterBytes) {
+      malloc_trim(0);
+      freed = 0;
+    }
   }
   ctx_.warm_buffers.releaseIdle(std::chrono::seconds(0));
 }

@@ -42,6 +42,7 @@ Session::Session(ProxyContext& ctx, tcp::socket client)
       upstream_in_(ctx.config.max_message_size, &ctx.warm_buffers),
       watchdog_timer_(executor_),
       last_activity_(Clock::now()),
+      last_park_check_(last_activity_),
       stats_(ctx.stats->newRecorder()),
       environment_(*this),
       pipeline_(pipelineSettings(ctx, id_), environment_, *stats_),
@@ -62,50 +63,32 @@ Session::~Session() {
   pipeline_.onClose();
 }
 
-awaitable<void> Session::run() {
-  auto self = shared_from_this();
+// One coroutine per direction, and the watchdog a timer's handler: an idle session keeps two
+// coroutine frames (issue 29: it kept ten, with the guards and the watchdog's). Not an awaitable
+// `&&` group either: a group gives each branch a cancellation slot, and then every socket operation
+// allocates a cancellation handler. Each loop closes both sockets when it ends, which ends the other.
+awaitable<bool> Session::open() {
   const std::string peer = client_.peer();
   spdlog::info("conn={} open from {}", id_, peer);
-  try {
-    client_.socket().set_option(tcp::no_delay(true));
-    if (ctx_.client_tls) {
-      client_.enableTls(*ctx_.client_tls, ssl::stream_base::server);
-      // tryHandshake completes with its error instead of throwing, so `||` ends at a failed
-      // handshake at once (a throwing branch would make it wait for the timer).
-      auto r = co_await (client_.tryHandshake() ||
-                         sleepFor(std::chrono::milliseconds(ctx_.config.timeouts.connect_ms)));
-      if (r.index() == 1) throw ProtocolError("TLS handshake timed out");
-      if (auto ec = std::get<0>(std::get<0>(r)); ec) throw ProtocolError("TLS handshake failed: " + client_.describeTlsFailure(ec));
-    }
-    if (co_await connectUpstream()) {
-      watchdog_timer_.expires_at(nextDeadline());
-      // Three coroutines of their own rather than an awaitable `&&` group: a group gives each
-      // branch a cancellation slot, and then every socket operation allocates a cancellation
-      // handler. Each loop closes both sockets when it ends, which ends the others.
-      loops_running_ = 3;
-      asio::co_spawn(executor_, guard(countUpstreamFailure(upstreamToClient())), asio::detached);
-      asio::co_spawn(executor_, guard(watchdog()), asio::detached);
-      co_await guard(clientToUpstream());
-      while (loops_running_ > 0) co_await loops_done_.async_wait(asio::as_tuple(use_awaitable));
-    } else {
-      noteClose("upstream unreachable");
-    }
-  } catch (...) {
-    noteClose(describe(std::current_exception()));
+  client_.socket().set_option(tcp::no_delay(true));
+  if (ctx_.client_tls) {
+    client_.enableTls(*ctx_.client_tls, ssl::stream_base::server);
+    // tryHandshake completes with its error instead of throwing, so `||` ends at a failed
+    // handshake at once (a throwing branch would make it wait for the timer).
+    auto r = co_await (client_.tryHandshake() ||
+                       sleepFor(std::chrono::milliseconds(ctx_.config.timeouts.connect_ms)));
+    if (r.index() == 1) throw ProtocolError("TLS handshake timed out");
+    if (auto ec = std::get<0>(std::get<0>(r)); ec) throw ProtocolError("TLS handshake failed: " + client_.describeTlsFailure(ec));
   }
-  forceClose();
-  spdlog::info("conn={} closed ({}), {} request(s) unanswered", id_, close_reason_, pipeline_.pending().size());
+  if (co_await connectUpstream()) co_return true;
+  noteClose("upstream unreachable");
+  co_return false;
 }
 
-awaitable<void> Session::guard(awaitable<void> loop) {
-  try {
-    co_await std::move(loop);
-  } catch (...) {
-    noteClose(describe(std::current_exception()));
-  }
+awaitable<void> Session::loopEnded(std::exception_ptr failure) {
+  if (failure) noteClose(describe(failure));
   co_await writeQueued();
   forceClose();
-  if (--loops_running_ == 0) loops_done_.cancel();
 }
 
 awaitable<void> Session::writeQueued() {
@@ -114,17 +97,6 @@ awaitable<void> Session::writeQueued() {
   const auto deadline = Clock::now() + std::chrono::milliseconds(ctx_.config.timeouts.connect_ms);
   while (!closed_ && (upstream_out_.pending() || client_out_.pending()) && Clock::now() < deadline)
     co_await sleepFor(std::chrono::milliseconds(1));  // rare: only when a peer takes its last bytes slowly
-}
-
-// The upstream loop failing while the proxy had not closed the connection itself means the
-// established upstream connection failed (closed, reset, broke the protocol).
-awaitable<void> Session::countUpstreamFailure(awaitable<void> loop) {
-  try {
-    co_await std::move(loop);
-  } catch (...) {
-    if (!closed_) stats::bump(ctx_.stats->process().upstream_errors);
-    throw;
-  }
 }
 
 void Session::noteClose(const std::string& why) {
@@ -195,87 +167,143 @@ size_t Session::largeBufferBytes() const {
          largeCapacity(client_out_.queued) + largeCapacity(client_out_.writing);
 }
 
-awaitable<void> Session::clientToUpstream() {
-  for (;;) {
-    size_t size, need = 0;
-    int reads = 0;
-    while ((size = completeFrame(client_in_, true, need)) == 0) {
-      if (need >= kLargeMessageBytes && !budget_share_.granted(BudgetShare::FromClient))
-        admitLarge(BudgetShare::FromClient, need);
-      auto space = client_in_.writable(need);
-      size_t n = client_.readNow(space);
-      const bool waited = n == 0;
-      if (waited) {
-        n = co_await client_.readSome(asio::buffer(space.data(), space.size()));
-        client_.noteRead(n, space.size());
-        client_burst_ = 0;
-        reads = 0;
-      }
-      client_in_.commit(n);
-      last_activity_ = Clock::now();
-      if (!waited && ++reads == kMaxReadsWithoutYield) {  // the bytes are in the buffer first (drain looks there)
-        reads = 0;
-        co_await asio::post(executor_, use_awaitable);
+// The session's coroutine: opens the connection, starts the upstream loop and the watchdog, and
+// is the client -> upstream loop itself; it ends once both loops have.
+awaitable<void> Session::run() {
+  auto self = shared_from_this();
+  std::exception_ptr failure;
+  try {
+    if (co_await open()) {
+      upstream_running_ = true;
+      asio::co_spawn(executor_, upstreamToClient(), asio::detached);
+      startWatchdog();
+      for (;;) {
+        size_t size, need = 0;
+        int reads = 0;
+        while ((size = completeFrame(client_in_, true, need)) == 0) {
+          if (need >= kLargeMessageBytes && !budget_share_.granted(BudgetShare::FromClient))
+            admitLarge(BudgetShare::FromClient, need);
+          auto space = client_in_.writable(need);
+          size_t n = client_.readNow(space);
+          const bool waited = n == 0;
+          if (waited) {
+            bool park = false;
+            client_side_.reading = true;
+            try {
+              n = co_await client_.readSome(asio::buffer(space.data(), space.size()));
+            } catch (const boost::system::system_error& e) {
+              if (!parking(client_side_, e)) throw;
+              park = true;
+            }
+            client_side_.reading = client_side_.park_requested = false;
+            if (park) {
+              releaseIdleBuffers(client_in_, client_out_);
+              co_await client_.waitReadable();
+              unparked(client_side_);
+              continue;
+            }
+            client_.noteRead(n, space.size());
+            client_burst_ = 0;
+            reads = 0;
+          }
+          client_in_.commit(n);
+          last_activity_ = Clock::now();
+          if (!waited && ++reads == kMaxReadsWithoutYield) {  // the bytes are in the buffer first (drain looks there)
+            reads = 0;
+            co_await asio::post(executor_, use_awaitable);
+          }
+        }
+        auto action = pipeline_.onRequest(client_in_.frame(size));
+        if (action.delay.count()) co_await sleepFor(action.delay);  // fault injection
+        if (action.to_upstream.size() >= kLargeMessageBytes) co_await sendInPlace(*upstream_, upstream_out_, action.to_upstream);
+        else send(upstream_out_, action.to_upstream);
+        send(client_out_, action.to_client);
+        if (action.awaits_reply && ctx_.config.timeouts.request_ms)
+          armDeadline(Clock::now() + std::chrono::milliseconds(ctx_.config.timeouts.request_ms));
+        client_in_.consume(size);
+        client_in_.shrinkIfIdle();
+        releaseLargeBuffers(BudgetShare::FromClient);
+        if (backedUp()) co_await awaitBelowHighWater();
+        // Reads that complete at once (readNow) never pass through the event loop: let the other
+        // connections run after a burst (a client pipelining without pause would starve them).
+        if (++client_burst_ == kMaxBurst) {
+          client_burst_ = 0;
+          co_await asio::post(executor_, use_awaitable);
+        }
       }
     }
-    auto action = pipeline_.onRequest(client_in_.frame(size));
-    if (action.delay.count()) co_await sleepFor(action.delay);  // fault injection
-    if (action.to_upstream.size() >= kLargeMessageBytes) co_await sendInPlace(*upstream_, upstream_out_, action.to_upstream);
-    else send(upstream_out_, action.to_upstream);
-    send(client_out_, action.to_client);
-    if (action.awaits_reply && ctx_.config.timeouts.request_ms)
-      armDeadline(Clock::now() + std::chrono::milliseconds(ctx_.config.timeouts.request_ms));
-    client_in_.consume(size);
-    client_in_.shrinkIfIdle();
-    releaseLargeBuffers(BudgetShare::FromClient);
-    if (backedUp()) co_await awaitBelowHighWater();
-    // Reads that complete at once (readNow) never pass through the event loop: let the other
-    // connections run after a burst (a client pipelining without pause would starve them).
-    if (++client_burst_ == kMaxBurst) {
-      client_burst_ = 0;
-      co_await asio::post(executor_, use_awaitable);
-    }
+  } catch (...) {
+    failure = std::current_exception();
   }
+  co_await loopEnded(failure);
+  while (upstream_running_) co_await loops_done_.async_wait(asio::as_tuple(use_awaitable));
+  spdlog::info("conn={} closed ({}), {} request(s) unanswered", id_, close_reason_, pipeline_.pending().size());
 }
 
 awaitable<void> Session::upstreamToClient() {
-  for (;;) {
-    size_t size, need = 0;
-    int reads = 0;
-    while ((size = completeFrame(upstream_in_, false, need)) == 0) {
-      if (need >= kLargeMessageBytes && !budget_share_.granted(BudgetShare::FromUpstream))
-        admitLarge(BudgetShare::FromUpstream, need);
-      auto space = upstream_in_.writable(need);
-      size_t n = upstream_->readNow(space);
-      const bool waited = n == 0;
-      if (waited) {
-        n = co_await upstream_->readSome(asio::buffer(space.data(), space.size()));
-        upstream_->noteRead(n, space.size());
-        upstream_burst_ = 0;
-        reads = 0;
+  auto self = shared_from_this();
+  std::exception_ptr failure;
+  try {
+    for (;;) {
+      size_t size, need = 0;
+      int reads = 0;
+      while ((size = completeFrame(upstream_in_, false, need)) == 0) {
+        if (need >= kLargeMessageBytes && !budget_share_.granted(BudgetShare::FromUpstream))
+          admitLarge(BudgetShare::FromUpstream, need);
+        auto space = upstream_in_.writable(need);
+        size_t n = upstream_->readNow(space);
+        const bool waited = n == 0;
+        if (waited) {
+          bool park = false;
+          upstream_side_.reading = true;
+          try {
+            n = co_await upstream_->readSome(asio::buffer(space.data(), space.size()));
+          } catch (const boost::system::system_error& e) {
+            if (!parking(upstream_side_, e)) throw;
+            park = true;
+          }
+          upstream_side_.reading = upstream_side_.park_requested = false;
+          if (park) {
+            releaseIdleBuffers(upstream_in_, upstream_out_);
+            co_await upstream_->waitReadable();
+            unparked(upstream_side_);
+            continue;
+          }
+          upstream_->noteRead(n, space.size());
+          upstream_burst_ = 0;
+          reads = 0;
+        }
+        upstream_in_.commit(n);
+        last_activity_ = Clock::now();
+        if (!waited && ++reads == kMaxReadsWithoutYield) {  // the bytes are in the buffer first (drain looks there)
+          reads = 0;
+          co_await asio::post(executor_, use_awaitable);
+        }
       }
-      upstream_in_.commit(n);
-      last_activity_ = Clock::now();
-      if (!waited && ++reads == kMaxReadsWithoutYield) {  // the bytes are in the buffer first (drain looks there)
-        reads = 0;
+      auto action = pipeline_.onReply(upstream_in_.frame(size));
+      send(upstream_out_, action.resend);
+      if (action.to_client.size() >= kLargeMessageBytes) co_await sendInPlace(client_, client_out_, action.to_client);
+      else send(client_out_, action.to_client);
+      upstream_in_.consume(size);
+      upstream_in_.shrinkIfIdle();
+      releaseLargeBuffers(BudgetShare::FromUpstream);
+      if (backedUp()) co_await awaitBelowHighWater();
+      // Reads that complete at once (readNow) never pass through the event loop: let the other
+      // connections run after a burst (a client pipelining without pause would starve them).
+      if (++upstream_burst_ == kMaxBurst) {
+        upstream_burst_ = 0;
         co_await asio::post(executor_, use_awaitable);
       }
     }
-    auto action = pipeline_.onReply(upstream_in_.frame(size));
-    send(upstream_out_, action.resend);
-    if (action.to_client.size() >= kLargeMessageBytes) co_await sendInPlace(client_, client_out_, action.to_client);
-    else send(client_out_, action.to_client);
-    upstream_in_.consume(size);
-    upstream_in_.shrinkIfIdle();
-    releaseLargeBuffers(BudgetShare::FromUpstream);
-    if (backedUp()) co_await awaitBelowHighWater();
-    // Reads that complete at once (readNow) never pass through the event loop: let the other
-    // connections run after a burst (a client pipelining without pause would starve them).
-    if (++upstream_burst_ == kMaxBurst) {
-      upstream_burst_ = 0;
-      co_await asio::post(executor_, use_awaitable);
-    }
+  } catch (...) {
+    // Failing while the proxy had not closed the connection itself: the established upstream
+    // connection failed (closed, reset, broke the protocol).
+    if (!closed_) stats::bump(ctx_.stats->process().upstream_errors);
+    failure = std::current_exception();
   }
+  co_await loopEnded(failure);
+  upstream_running_ = false;
+  loops_done_.cancel();
 }
 
 void Session::send(Outbox& box, std::span<const uint8_t> bytes) {
@@ -391,6 +419,38 @@ awaitable<void> Session::sendInPlace(Stream& stream, Outbox& box, std::span<cons
   if (!rest.empty()) co_await stream.writeAll(asio::buffer(rest.data(), rest.size()));
 }
 
+// ---- parking idle connections (issue 29) ---------------------------------------------------------
+
+void Session::parkIdleSides(Clock::time_point now) {
+  last_park_check_ = now;
+  if (now - last_activity_ < kParkAfter || !upstream_) return;
+  requestPark(client_side_, client_, client_in_, client_out_);
+  requestPark(upstream_side_, *upstream_, upstream_in_, upstream_out_);
+}
+
+void Session::requestPark(ReadSide& side, Stream& stream, const FrameBuffer& in, const Outbox& out) {
+  // Only a read waiting with nothing half-read, and no write on the socket (cancel ends them all).
+  if (!side.reading || side.park_requested || in.hasPartial() || out.pending() || out.writer_running) return;
+  side.park_requested = true;
+  stream.cancelRead();
+}
+
+bool Session::parking(ReadSide& side, const boost::system::system_error& e) {
+  side.parked = side.park_requested && !closed_ && e.code() == asio::error::operation_aborted;
+  return side.parked;
+}
+
+void Session::releaseIdleBuffers(FrameBuffer& in, Outbox& out) {
+  in.release();
+  out.releaseIdle();
+}
+
+void Session::unparked(ReadSide& side) {
+  side.parked = false;
+  last_activity_ = Clock::now();
+  armDeadline(last_activity_ + kParkAfter);  // parks again once idle again
+}
+
 // ---- what the pipeline reads from the proxy -----------------------------------------------------
 
 const routing::RoutingTable* Session::Environment::routingTable() { return s_.ctx_.routing.current(routing_); }
@@ -419,6 +479,7 @@ void Session::Environment::onStaleConfig(std::string_view ns) {
 
 Session::Clock::time_point Session::nextDeadline() const {
   auto next = frame_deadline_;
+  if (!client_side_.parked || !upstream_side_.parked) next = std::min(next, std::max(last_activity_, last_park_check_) + kParkAfter);
   const auto& t = ctx_.config.timeouts;
   if (t.idle_ms) next = std::min(next, last_activity_ + std::chrono::milliseconds(t.idle_ms));
   if (t.request_ms)
@@ -433,33 +494,47 @@ void Session::armDeadline(Clock::time_point t) {
   }
 }
 
-awaitable<void> Session::watchdog() {
+void Session::startWatchdog() {
+  watchdog_timer_.expires_at(nextDeadline());
+  waitWatchdog();
+}
+
+void Session::waitWatchdog() {
+  watchdog_timer_.async_wait(asio::bind_allocator(HandlerAllocator<void, TimerHandlerMemory>(watchdog_memory_),
+                                                  [self = shared_from_this()](boost::system::error_code ec) { self->onWatchdog(ec); }));
+}
+
+void Session::onWatchdog(boost::system::error_code ec) {
   const auto& t = ctx_.config.timeouts;
-  for (;;) {
-    auto [ec] = co_await watchdog_timer_.async_wait(asio::as_tuple(use_awaitable));
-    if (closed_) co_return;
-    if (ec == asio::error::operation_aborted) {
-      if (!rearmed_) co_return;  // cancelled: the session is ending
-      rearmed_ = false;          // re-armed to an earlier deadline
-      continue;
-    }
-    const auto now = Clock::now();
-    if (now >= frame_deadline_) {
-      spdlog::warn("conn={} closing: a message did not arrive whole within {} ms", id_, t.frame_read_ms);
-      noteClose("frame read timeout");
-      co_return;
-    }
-    if (t.idle_ms && pipeline_.pending().empty() && !client_in_.hasPartial() && now - last_activity_ >= std::chrono::milliseconds(t.idle_ms)) {
-      noteClose("idle timeout");
-      co_return;
-    }
-    if (auto oldest = pipeline_.pending().oldestStart(); t.request_ms && oldest && now - *oldest >= std::chrono::milliseconds(t.request_ms)) {
-      spdlog::warn("conn={} closing: upstream did not answer within {} ms", id_, t.request_ms);
-      noteClose("request timeout");
-      co_return;
-    }
-    watchdog_timer_.expires_at(std::max(nextDeadline(), now + std::chrono::milliseconds(1)));
+  if (closed_) return;
+  if (ec == asio::error::operation_aborted) {
+    if (!rearmed_) return;  // cancelled: the session is ending
+    rearmed_ = false;       // re-armed to an earlier deadline
+    waitWatchdog();
+    return;
   }
+  const auto now = Clock::now();
+  const char* timeout = nullptr;
+  if (now >= frame_deadline_) {
+    spdlog::warn("conn={} closing: a message did not arrive whole within {} ms", id_, t.frame_read_ms);
+    timeout = "frame read timeout";
+  } else if (t.idle_ms && pipeline_.pending().empty() && !client_in_.hasPartial() &&
+             now - last_activity_ >= std::chrono::milliseconds(t.idle_ms)) {
+    timeout = "idle timeout";
+  } else if (auto oldest = pipeline_.pending().oldestStart();
+             t.request_ms && oldest && now - *oldest >= std::chrono::milliseconds(t.request_ms)) {
+    spdlog::warn("conn={} closing: upstream did not answer within {} ms", id_, t.request_ms);
+    timeout = "request timeout";
+  }
+  if (timeout) {
+    noteClose(timeout);
+    // What the loops queued still goes out first (rare: a timed-out connection seldom has any).
+    asio::co_spawn(executor_, loopEnded(nullptr), [self = shared_from_this()](std::exception_ptr) {});
+    return;
+  }
+  if (now >= std::max(last_activity_, last_park_check_) + kParkAfter) parkIdleSides(now);
+  watchdog_timer_.expires_at(std::max(nextDeadline(), now + std::chrono::milliseconds(1)));
+  waitWatchdog();
 }
 
 void Session::beginDrain() {

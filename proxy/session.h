@@ -1,8 +1,8 @@
 // One client connection and its pinned upstream connection: I/O only (frames, outboxes,
 // backpressure, deadlines, drain, TLS). Each message goes through the connection's request
 // pipeline (pipeline/), which says what to send where. Two loops run on the session's strand
-// (client -> upstream, upstream -> client) plus a watchdog for timeouts; the first to end closes
-// both sockets, which ends the others.
+// (client -> upstream, upstream -> client) plus a watchdog timer for timeouts and parking; the
+// first loop to end closes both sockets, which ends the other.
 #pragma once
 #include <chrono>
 #include <memory>
@@ -36,12 +36,15 @@ class Session : public std::enable_shared_from_this<Session> {
  private:
   using Clock = std::chrono::steady_clock;
 
+  awaitable<bool> open();  // the client's TLS handshake and the upstream connection
   awaitable<bool> connectUpstream();
-  awaitable<void> clientToUpstream();
   awaitable<void> upstreamToClient();
-  awaitable<void> watchdog();
-  awaitable<void> guard(awaitable<void> loop);
-  awaitable<void> countUpstreamFailure(awaitable<void> loop);  // upstream_errors
+  // A loop's end: why (`failure`), what it queued goes out, both sockets close (ending the other loop).
+  awaitable<void> loopEnded(std::exception_ptr failure);
+  // Timeouts and parking: a handler on watchdog_timer_, in memory of the session's own.
+  void startWatchdog();
+  void waitWatchdog();
+  void onWatchdog(boost::system::error_code ec);
   // When a loop ends (a peer hung up), what the loops queued before still goes out (a reply that
   // came just before upstream closed, a fire-and-forget write before the client did), bounded by
   // the connect timeout.
@@ -72,6 +75,22 @@ class Session : public std::enable_shared_from_this<Session> {
   awaitable<void> writeRemainder(Stream& stream, Outbox& box);  // the box's writer, started once
   // A large message (>= kLargeMessageBytes) written from where it lies, not copied into the box.
   awaitable<void> sendInPlace(Stream& stream, Outbox& box, std::span<const uint8_t> bytes);
+  // Parking (issue 29): a connection idle for kParkAfter holds no buffer. The watchdog ends each
+  // side's pending read (requestPark); the loop then gives its frame buffer and outbox back and
+  // waits for readability without a buffer (Stream::waitReadable), taking one from the pool when
+  // bytes arrive. Busy connections never park: their reads keep their buffers (no cost per op).
+  struct ReadSide {
+    bool reading = false;         // the loop waits in readSome
+    bool park_requested = false;  // the watchdog cancelled that read to park it
+    bool parked = false;          // the loop waits for readability without a buffer
+  };
+  static constexpr std::chrono::milliseconds kParkAfter{500};
+  void parkIdleSides(Clock::time_point now);
+  void requestPark(ReadSide& side, Stream& stream, const FrameBuffer& in, const Outbox& out);
+  // After a read failed with `e`: whether it was cancelled to park (then the side is parked).
+  bool parking(ReadSide& side, const boost::system::system_error& e);
+  void releaseIdleBuffers(FrameBuffer& in, Outbox& out);
+  void unparked(ReadSide& side);
   void armDeadline(Clock::time_point t);
   Clock::time_point nextDeadline() const;
   void maybeFinishDrain();
@@ -86,6 +105,8 @@ class Session : public std::enable_shared_from_this<Session> {
   asio::steady_timer watchdog_timer_;
   Clock::time_point frame_deadline_ = Clock::time_point::max();
   Clock::time_point last_activity_;
+  Clock::time_point last_park_check_;
+  ReadSide client_side_, upstream_side_;
 
   std::shared_ptr<stats::Recorder> stats_;
   // The features' observers of this connection (ProxyContext::attach_observers), in the order they
@@ -118,13 +139,14 @@ class Session : public std::enable_shared_from_this<Session> {
   HandlerMemory flush_memory_;  // the posted flush's handler: no malloc per batch
   std::string close_reason_;  // the first reason the session ended, for the log
   bool rearmed_ = false;  // the watchdog's wait was cancelled to move its deadline, not to stop
-  int loops_running_ = 0;
+  bool upstream_running_ = false;  // the upstream loop has not ended
+  TimerHandlerMemory watchdog_memory_;  // the watchdog's pending wait: no malloc per wait
   static constexpr int kMaxBurst = 16;  // messages a loop handles before yielding to other connections
   // Reads of one message that completed at once before yielding: a TLS read takes one record, and a
   // peer can cut a message into millions of one-byte records faster than they are decrypted.
   static constexpr int kMaxReadsWithoutYield = 64;
   int client_burst_ = 0, upstream_burst_ = 0;
-  asio::steady_timer loops_done_;  // cancelled when the last loop ends
+  asio::steady_timer loops_done_;  // cancelled when the upstream loop ends
 };
 
 }  // namespace shardscope::proxy

@@ -47,6 +47,18 @@ class Stream {
   // ciphertext into the channel, OpenSSL reads the rest from the socket itself.
   size_t readNow(std::span<uint8_t> buffer);
   void noteRead(size_t n, size_t asked) { maybe_readable_ = n == asked; }
+  // A parked connection's wait (session.h): until the socket has bytes, without a buffer to read
+  // them into. Dearer than readSome (an epoll_ctl each time), so only for connections found idle.
+  awaitable<void> waitReadable() {
+    maybe_readable_ = true;  // the next readNow tries the socket
+    if (tls_) tls_->mayRead();
+    return socket_.async_wait(tcp::socket::wait_read, use_awaitable);
+  }
+  // Ends the pending read (it fails with operation_aborted): how a connection found idle is parked.
+  void cancelRead() {
+    boost::system::error_code ignored;
+    socket_.cancel(ignored);
+  }
   // What is left to send after writing what the socket takes at once (encrypted first with TLS).
   std::span<const uint8_t> writeNow(std::span<const uint8_t> bytes);
 

@@ -74,5 +74,43 @@ TEST(FrameBuffer, SmallFramesStayInTheInitialBuffer) {
   }
 }
 
+// Issue 29: an idle (parked) connection holds no buffer; it takes one from the pool when bytes come.
+TEST(FrameBuffer, ReleaseGivesTheBufferToThePoolAndWritableTakesItBack) {
+  FrameBuffer in(48u << 20);
+  peakCapacity(in, 200, 200);
+  in.consume(200);
+  const size_t kept = SmallBufferPool::keptOnThisThread();
+  in.release();
+  EXPECT_EQ(in.capacity(), 0u);
+  EXPECT_EQ(SmallBufferPool::keptOnThisThread(), kept + 1);
+  peakCapacity(in, 300, 100);
+  EXPECT_EQ(in.capacity(), SmallBufferPool::kBufferBytes);
+  EXPECT_EQ(SmallBufferPool::keptOnThisThread(), kept);
+}
+
+TEST(FrameBuffer, ReleaseKeepsAPartlyReadFrame) {
+  FrameBuffer in(48u << 20);
+  auto space = in.writable(0);
+  const int32_t header[4] = {200, 1, 0, 2013};
+  std::memcpy(space.data(), header, sizeof header);
+  in.commit(sizeof header);
+  in.release();
+  EXPECT_EQ(in.capacity(), SmallBufferPool::kBufferBytes);
+  EXPECT_EQ(in.buffered().size(), sizeof header);
+}
+
+TEST(SmallBufferPool, KeepsAtMostItsLimitAndFreesTheRest) {
+  std::vector<protocol::MessageBuffer> out;
+  for (size_t i = 0; i < SmallBufferPool::kKept + 10; ++i) out.push_back(SmallBufferPool::take());
+  EXPECT_EQ(SmallBufferPool::keptOnThisThread(), 0u);
+  SmallBufferPool::takeFreedBytes();
+  for (auto& b : out) SmallBufferPool::give(b);
+  EXPECT_EQ(SmallBufferPool::keptOnThisThread(), SmallBufferPool::kKept);
+  EXPECT_EQ(SmallBufferPool::takeFreedBytes(), 10 * SmallBufferPool::kBufferBytes);  // the server trims these pages
+  protocol::MessageBuffer other(100);
+  SmallBufferPool::give(other);  // not one of ours: freed, not kept
+  EXPECT_EQ(SmallBufferPool::keptOnThisThread(), SmallBufferPool::kKept);
+}
+
 }  // namespace
 }  // namespace shardscope::proxy
