@@ -11,7 +11,8 @@ after the case (settled 1 s after the client left) minus before it.
 Issue 28's classes are scenarios (several messages, or the admin endpoint): long names, random
 bytes as names (then `promtool check metrics` on /metrics), 20,000 pipelined requests, a frame
 with a compressor the connection did not negotiate, and a 10 MB URL / 10 MB header /
-million-chunk body on the admin port. Run each alone (`--only`, a fresh proxy each) when its
+million-chunk body on the admin port, 3,000 orders with 16 KB ids taught to the lookup mapping
+(`mapping_long_ids`) and a `$in` of 2,500 / 20,000 known orders (`rewrite_in_*`). Run each alone (`--only`, a fresh proxy each) when its
 "RSS after" matters: a case's memory is measured against the end of the one before. The `names_*` cases then scrape /metrics once and print its
 size, the time to its first byte and the proxy's RSS peak while it rendered.
 
@@ -286,6 +287,65 @@ def admin_chunks_1m(px, timeout: float) -> tuple[int, str]:
     return len(r), admin_status(px, r, timeout)
 
 
+# Issue 28 items 2 and 3: the lookup rule on shop.mapped (unsharded in the bench's routing file, so
+# the other cases are not rewritten: what the rewrite costs is the same either way).
+REWRITE_RULE = "shop.mapped: orderId -> customerId"
+
+
+def _client(px) -> MongoClient:
+    return MongoClient(px.uri, directConnection=True, serverSelectionTimeoutMS=20_000, socketTimeoutMS=600_000)
+
+
+def mapping_long_ids(px, timeout: float) -> tuple[int, str]:
+    """3,000 orders with 16 KB orderId and 16 KB customerId inserted through the proxy (each
+    confirmed insert teaches the mapping), then the client leaves."""
+    c = _client(px)
+    coll = c.shop.mapped
+    coll.drop()
+    docs = [{"_id": i, "orderId": f"{i:06d}" + "o" * 16_384, "customerId": f"{i:06d}" + "c" * 16_384}
+            for i in range(3_000)]
+    for i in range(0, len(docs), 100):
+        coll.insert_many(docs[i:i + 100])
+    c.close()
+    return sum(len(bson.encode(d)) for d in docs), "inserted; " + rewrite_mapping(px)
+
+
+def rewrite_mapping(px) -> str:
+    import urllib.request
+    with urllib.request.urlopen(px.admin_url + "/rewrite", timeout=10) as r:
+        rule = next(x for x in json.load(r) if x["ns"] == "shop.mapped")
+    m = rule["mapping"]
+    over = sum(n for why, n in rule["skipped"].items() if "budget" in why)
+    return (f"mapping size {m['size']}, bytes {m.get('bytes', 'n/a')}, valuesTooLong {m.get('valuesTooLong', 'n/a')}, "
+            f"applied {rule['applied']}, over budget {over}")
+
+
+def _learn_orders(px, n: int, customers: int) -> list[str]:
+    c = _client(px)
+    coll = c.shop.mapped
+    coll.drop()
+    ids = [f"O{i:07d}" for i in range(n)]
+    docs = [{"_id": i, "orderId": ids[i], "customerId": f"C{i % customers:06d}"} for i in range(n)]
+    for i in range(0, n, 1_000):
+        coll.insert_many(docs[i:i + 1_000])
+    c.close()
+    return ids
+
+
+def rewrite_in(n: int):
+    """`find {orderId: {$in: [n known ids]}}` on 20,000 known orders over 8,000 customers (learned
+    through the proxy first, outside the measured window), answered as a driver would see it (a
+    rewritten $in whose first batch cannot show every value re-runs as written)."""
+    def setup(px) -> None:
+        setup.ids = _learn_orders(px, 20_000, 8_000)
+
+    def run(px, timeout: float) -> tuple[int, str]:
+        frame = command([("find", "mapped"), ("filter", {"orderId": {"$in": setup.ids[:n]}})])
+        answer = send_and_wait(px.port, frame, timeout)
+        return len(frame), f"{answer}; " + rewrite_mapping(px)
+    return run, setup
+
+
 SCENARIOS = {
     "names_long_32k": ("300 finds on 32 KB collection names + 200 32 KB command names", long_names),
     "names_random_bytes": ("450 commands with random bytes as $db / collection / command names", random_names),
@@ -294,6 +354,9 @@ SCENARIOS = {
     "admin_url_10mb": ("admin: a 10 MB URL", admin_url_10mb),
     "admin_header_10mb": ("admin: a 10 MB header", admin_header_10mb),
     "admin_chunks_1m": ("admin: a body of 1,000,000 chunks", admin_chunks_1m),
+    "mapping_long_ids": ("3,000 orders with 16 KB orderId and customerId (lookup mapping)", mapping_long_ids),
+    "rewrite_in_2500": ("$in of 2,500 known orderIds (8,000 customers)", *rewrite_in(2_500)),
+    "rewrite_in_20k": ("$in of 20,000 known orderIds (8,000 customers)", *rewrite_in(20_000)),
 }
 
 
@@ -452,6 +515,7 @@ def main() -> None:
     routing_file(routing)
     ferret = harness.FerretDB(work / "ferretdb").start()
     proxy = harness.Proxy(ferret.uri, "--routing.file", str(routing), "--threads", "1", "--timeouts.frame_read_ms", "600000",
+                          "--rewrite-rule", REWRITE_RULE,
                           workdir=work / "proxy", binary=Path(args.binary), admin=True).start()
     pid = proxy.process.pid
     pings = PingLoop(proxy.uri)
@@ -466,7 +530,10 @@ def main() -> None:
             cpu0 = proc_cpu(pid)
             t0 = time.perf_counter()
             if name in SCENARIOS:
-                desc, run = SCENARIOS[name]
+                desc, run, *setup = SCENARIOS[name]
+                if setup:  # outside the measured window
+                    setup[0](proxy)
+                    rss0, cpu0, t0 = proc_rss(pid), proc_cpu(pid), time.perf_counter()
                 size, answer = run(proxy, args.timeout)
             else:
                 desc, make = CASES[name]

@@ -47,6 +47,8 @@ std::string renderRewrite(const proxy::ProxyContext& ctx) {
     w.field("size", m.size).field("capacity", m.capacity).field("hits", m.hits).field("misses", m.misses);
     w.field("learned", m.learned).field("corrected", m.corrected).field("evicted", m.evicted).field("forgotten", m.forgotten);
     w.field("ambiguous", m.ambiguous).field("moved", m.moved).field("suspended", m.suspended);
+    w.field("bytes", m.bytes).field("maxBytes", m.max_bytes).field("keysHashed", m.keys_hashed);
+    w.field("valuesTooLong", m.values_too_long);
     w.endObject();
     if (entry.collection) {
       auto c = entry.collection->counters();
@@ -85,6 +87,9 @@ void appendRewriteMetrics(const proxy::ProxyContext& ctx, std::string& out) {
   w.family(Metric::rewrite_ambiguous);
   for (const auto& index : indexes)
     w.sample(Metric::rewrite_ambiguous, {index->rule().ns}, static_cast<uint64_t>(index->store().counters().ambiguous));
+  w.family(Metric::rewrite_mapping_bytes);
+  for (const auto& index : indexes)
+    w.sample(Metric::rewrite_mapping_bytes, {index->rule().ns}, static_cast<uint64_t>(index->store().counters().bytes));
 }
 
 }  // namespace

@@ -91,5 +91,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   auto counters = index.store().counters();
   if (counters.size + counters.ambiguous > counters.capacity) __builtin_trap();
+  if (counters.bytes > counters.max_bytes) __builtin_trap();
   return 0;
 }

@@ -213,6 +213,9 @@ bool Pipeline::registerRequest(PendingOp& op, const protocol::CommandView& view,
   const protocol::CommandTraits& traits = view.traits;
   routing::TargetOptions options;  // the per-request analysis budget, shared with the cursor list
   options.ns = ns;
+  // One analysis budget per request: what the lookup rewrite spent on its values is not left for
+  // targeting the rewritten command.
+  if (op.rewrite) options.analysis_budget -= std::min(options.analysis_budget, op.rewrite->plan.spent);
   // killCursors' ids, read once for targeting, the registry and the observers (never re-read).
   routing::CursorList killed;
   if (traits.kind == protocol::CommandKind::KillCursors) {

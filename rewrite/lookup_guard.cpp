@@ -1,6 +1,7 @@
 #include "rewrite/lookup_guard.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "common/command_fields.h"
 
@@ -105,8 +106,10 @@ Verdict verifyRewrite(const RewritePlan& plan, CommandKind command, const Lookup
     v.cause = FallbackCause::EmptyRead;
     v.suspects = plan.in_keys;
   } else if (plan.in_list) {
+    // A hash set: linear in the requested values plus the batch (both can be large).
+    const std::unordered_set<std::string_view> shown(seen.begin(), seen.end());
     for (const auto& k : plan.in_keys)
-      if (std::find(seen.begin(), seen.end(), k) == seen.end()) v.suspects.push_back(k);
+      if (!shown.count(k)) v.suspects.push_back(k);
     if (!v.suspects.empty()) v.cause = FallbackCause::MissingInValue;
   }
   if (v.cause == FallbackCause::None) v.live_cursor = 0;
@@ -129,16 +132,17 @@ bool learnFromRerun(LookupIndex& index, const RewritePlan& plan, CommandKind com
     size_t count = 0;
     std::vector<std::string> seen;
     batchKeys(reply, index.rule(), count, seen);
-    std::erase_if(contradicted, [&](const std::string& k) { return std::find(seen.begin(), seen.end(), k) == seen.end(); });
+    const std::unordered_set<std::string_view> shown(seen.begin(), seen.end());
+    std::erase_if(contradicted, [&](const std::string& k) { return !shown.count(k); });
   }
   bson_t values;
   bson_iter_t v;
   if (plan.lookup_values.empty() ||
       !bson_init_static(&values, plan.lookup_values.data(), plan.lookup_values.size()) || !bson_iter_init(&v, &values))
     return true;
+  const std::unordered_set<std::string_view> wrong(contradicted.begin(), contradicted.end());
   while (bson_iter_next(&v))
-    if (std::find(contradicted.begin(), contradicted.end(), canonicalValueKey(v)) != contradicted.end())
-      index.markAmbiguous(v);
+    if (wrong.count(canonicalValueKey(v))) index.markAmbiguous(v);
   return true;
 }
 

@@ -1,8 +1,5 @@
-// The lookup-value -> added-fields mapping of one rule: bounded exactly by `capacity` (least
-// recently used evicted), safe to share between sessions (striped locks, no lock shared by every
-// lookup). A lookup value ever seen with two different added values is ambiguous: the rule's
-// assertion (one order, one customer) does not hold for it, so it is never rewritten again until
-// the mapping is reset.
+// One lookup rule's index: canonical keys of lookup values, learning from documents into its
+// mapping (rewrite/mapping_store.h), and the added values a filter would gain.
 #pragma once
 #include <bson/bson.h>
 
@@ -20,63 +17,10 @@
 
 #include "rewrite/lookup_rule.h"
 #include "rewrite/lookup_stats.h"
+#include "rewrite/mapping_store.h"
 #include "rewrite/value_key.h"
 
 namespace shardscope::rewrite {
-
-struct MappingCounters {
-  uint64_t size = 0, capacity = 0, hits = 0, misses = 0, learned = 0, corrected = 0, evicted = 0, forgotten = 0;
-  uint64_t ambiguous = 0;   // lookup values held as ambiguous (never rewritten)
-  uint64_t moved = 0;       // values replaced by a change made through the sidecar
-  bool suspended = false;   // ambiguous values filled the capacity: the rule rewrites nothing
-};
-
-class MappingStore {
- public:
-  explicit MappingStore(size_t capacity);
-
-  enum class Learn : uint8_t { Learned, Unchanged, Contradicted, Ambiguous, NoRoom };
-  // Remembers key -> value (a BSON document of the added fields; `canon` its canonical form). A
-  // different value for a known key is a contradiction: the key becomes ambiguous.
-  Learn learn(const std::string& key, const std::string& value, const std::string& canon);
-  // A change made through the sidecar (an acknowledged update that set the added fields): the old
-  // value is obsolete, not contradicted. No effect on an ambiguous key.
-  void move(const std::string& key, const std::string& value, const std::string& canon);
-  bool find(const std::string& key, std::string& value);  // false for unknown and ambiguous keys
-  void forget(const std::string& key);                     // drops the value; ambiguity stays
-  // Returns true when the key was not ambiguous before.
-  bool markAmbiguous(const std::string& key);
-  bool isAmbiguous(const std::string& key);
-  void clear();  // forgets everything, ambiguity included (an explicit reset)
-  void forgetAll();  // drops every value; ambiguity stays
-  // A reply that provably holds every document of the key showed one value: it replaces whatever
-  // was held, ambiguity included (the documents agree now).
-  void settle(const std::string& key, const std::string& value, const std::string& canon);
-  bool suspended() const { return suspended_.load(std::memory_order_relaxed); }
-  MappingCounters counters() const;
-
- private:
-  struct Entry {
-    std::string key, value, canon;
-  };
-  struct Stripe {
-    std::mutex mutex;
-    size_t capacity = 0;      // this stripe's share: the shares add up to the store's capacity
-    std::list<Entry> lru;     // most recent first; never holds an ambiguous key
-    std::unordered_map<std::string, std::list<Entry>::iterator> index;
-    std::unordered_set<std::string> ambiguous;  // counts against the capacity, never evicted
-  };
-  Stripe& stripeFor(const std::string& key);
-  // Makes room for one more entry in `s` (locked); false when only ambiguous keys are left.
-  bool makeRoom(Stripe& s);
-
-  static constexpr size_t kMaxStripes = 16;
-  size_t capacity_;
-  size_t stripe_count_;
-  std::array<Stripe, kMaxStripes> stripes_;
-  std::atomic<bool> suspended_{false};
-  std::atomic<uint64_t> hits_{0}, misses_{0}, learned_{0}, corrected_{0}, evicted_{0}, forgotten_{0}, moved_{0};
-};
 
 // One rule and its mapping: learning from documents and the values a filter would gain.
 class LookupIndex {
@@ -89,7 +33,7 @@ class LookupIndex {
   std::function<void(const bson_iter_t& value)> on_ambiguous;
   std::function<void(const bson_iter_t& value)> on_dropped;
 
-  explicit LookupIndex(LookupRule rule) : rule_(std::move(rule)), store_(rule_.capacity) {}
+  explicit LookupIndex(LookupRule rule) : rule_(std::move(rule)), store_(rule_.capacity, rule_.max_bytes) {}
 
   const LookupRule& rule() const { return rule_; }
   MappingStore& store() { return store_; }

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <functional>
+#include <unordered_set>
 
 #include "common/command_fields.h"
 #include "rewrite/lookup_refusals.h"
@@ -27,9 +28,22 @@ bool namesAddedField(std::string_view key, const LookupRule& rule) {
   return false;
 }
 
+// Charges one lookup value to the request's budget (plan.spent); false once it would pass it.
+bool charge(const bson_iter_t& value, size_t budget, RewritePlan& plan) {
+  const size_t units = kRewriteUnitsPerValue + (value.next_off - value.off) / 64;
+  if (plan.spent + units > budget) {
+    plan.over_budget = true;
+    return false;
+  }
+  plan.spent += units;
+  return true;
+}
+
 // Rewrites one filter. Returns false (with `why`) when it cannot; true with `out` filled otherwise.
+// Linear in the lookup values: each is charged to `budget` before it is looked at, and the added
+// values are made distinct with a hash set.
 bool rewriteFilter(LookupIndex& index, const bson_t& filter, bool allowIn, bson_t& out, RewritePlan& plan,
-                   std::string_view& why) {
+                   std::string_view& why, size_t budget) {
   const auto& rule = index.rule();
   bson_iter_t it;
   if (!bson_iter_init(&it, &filter)) return false;
@@ -66,6 +80,10 @@ bool rewriteFilter(LookupIndex& index, const bson_t& filter, bool allowIn, bson_
     if (key != rule.lookup_field) continue;
     found = true;
     if (plainScalar(it)) {
+      if (!charge(it, budget, plan)) {
+        why = kRewriteOverBudget;
+        return false;
+      }
       values.emplace_back();
       noteValue(it);
       if (!index.valuesFor(it, values.back())) {
@@ -83,6 +101,10 @@ bool rewriteFilter(LookupIndex& index, const bson_t& filter, bool allowIn, bson_
     }
     std::string_view opName = bson_iter_key(&op);
     if (opName == "$eq" && plainScalar(op)) {
+      if (!charge(op, budget, plan)) {
+        why = kRewriteOverBudget;
+        return false;
+      }
       values.emplace_back();
       noteValue(op);
       if (!index.valuesFor(op, values.back())) {
@@ -100,6 +122,10 @@ bool rewriteFilter(LookupIndex& index, const bson_t& filter, bool allowIn, bson_
       while (bson_iter_next(&v)) {
         if (!plainScalar(v)) {
           why = "a $in value cannot be mapped";
+          return false;
+        }
+        if (!charge(v, budget, plan)) {
+          why = kRewriteOverBudget;
           return false;
         }
         values.emplace_back();
@@ -127,18 +153,22 @@ bool rewriteFilter(LookupIndex& index, const bson_t& filter, bool allowIn, bson_
     }
 
   bson_copy_to(&filter, &out);
+  std::vector<bson_t> docs(values.size());
   for (const auto& field : rule.add_fields) {
-    // Distinct values of this added field across the requested lookup values.
+    // Distinct values of this added field across the requested lookup values, in first-seen
+    // order: one pass and a hash set (many orders share one customer).
     std::vector<std::pair<std::string, bson_iter_t>> distinct;
-    std::vector<bson_t> docs(values.size());
+    distinct.reserve(values.size());  // never reallocated: `seen` views its keys
+    std::unordered_set<std::string_view> seen;
+    seen.reserve(values.size());
     for (size_t i = 0; i < values.size(); ++i) {
       bson_iter_t f;
       if (!bson_init_static(&docs[i], reinterpret_cast<const uint8_t*>(values[i].data()), values[i].size()) ||
           !bson_iter_init_find(&f, &docs[i], field.c_str())) return false;
       std::string k = canonicalValueKey(f);
-      bool seen = false;
-      for (auto& d : distinct) seen = seen || d.first == k;
-      if (!seen) distinct.emplace_back(k, f);
+      if (seen.count(k)) continue;
+      distinct.emplace_back(std::move(k), f);
+      seen.insert(distinct.back().first);
     }
     if (distinct.size() == 1) {
       bson_append_iter(&out, field.c_str(), static_cast<int>(field.size()), &distinct[0].second);
@@ -196,12 +226,12 @@ bool truthy(const bson_t& doc, const char* field) {
 
 // find / count / distinct / findAndModify: the filter is a top-level field of the body.
 bool rewriteTopLevelFilter(LookupIndex& index, const protocol::CommandView& view, const char* filterField, bool allowIn,
-                           RewritePlan& plan) {
+                           RewritePlan& plan, size_t budget) {
   bson_iter_t it;
   bson_t filter;
   if (!hasField(view.body, filterField, &it) || !BSON_ITER_HOLDS_DOCUMENT(&it) || !common::documentOrArray(it, filter)) return false;
   bson_t rewritten = BSON_INITIALIZER;
-  bool ok = rewriteFilter(index, filter, allowIn, rewritten, plan, plan.skipped);
+  bool ok = rewriteFilter(index, filter, allowIn, rewritten, plan, plan.skipped, budget);
   if (ok) {
     bson_t body = BSON_INITIALIZER;
     copyReplacing(view.body, filterField,
@@ -213,7 +243,7 @@ bool rewriteTopLevelFilter(LookupIndex& index, const protocol::CommandView& view
   return ok;
 }
 
-bool rewriteAggregate(LookupIndex& index, const protocol::CommandView& view, RewritePlan& plan) {
+bool rewriteAggregate(LookupIndex& index, const protocol::CommandView& view, RewritePlan& plan, size_t budget) {
   bson_iter_t it, stage, match;
   bson_t pipeline, first, filter;
   if (!hasField(view.body, "pipeline", &it) || !common::documentOrArray(it, pipeline)) return false;
@@ -221,7 +251,7 @@ bool rewriteAggregate(LookupIndex& index, const protocol::CommandView& view, Rew
   if (!bson_iter_init_find(&match, &first, "$match") || !common::documentOrArray(match, filter) || bson_count_keys(&first) != 1)
     return false;
   bson_t rewritten = BSON_INITIALIZER;
-  bool ok = rewriteFilter(index, filter, false, rewritten, plan, plan.skipped);
+  bool ok = rewriteFilter(index, filter, false, rewritten, plan, plan.skipped, budget);
   if (ok) {
     bson_t body = BSON_INITIALIZER;
     copyReplacing(view.body, "pipeline", [&](bson_t& out, bson_iter_t&) {
@@ -242,7 +272,8 @@ bool rewriteAggregate(LookupIndex& index, const protocol::CommandView& view, Rew
 }
 
 // update / delete with exactly one statement, in the body array or a document sequence.
-bool rewriteWriteStatement(LookupIndex& index, const protocol::CommandView& view, const char* listField, RewritePlan& plan) {
+bool rewriteWriteStatement(LookupIndex& index, const protocol::CommandView& view, const char* listField, RewritePlan& plan,
+                           size_t budget) {
   std::vector<std::span<const uint8_t>> statements;
   const auto* seq = view.findSequence(listField);
   bson_iter_t it;
@@ -263,7 +294,7 @@ bool rewriteWriteStatement(LookupIndex& index, const protocol::CommandView& view
     return false;
   }
   bson_t rewritten = BSON_INITIALIZER;
-  bool ok = rewriteFilter(index, filter, false, rewritten, plan, plan.skipped);
+  bool ok = rewriteFilter(index, filter, false, rewritten, plan, plan.skipped, budget);
   if (ok) {
     plan.skipped = refusalForWriteStatement(statement, std::string_view(listField) == "deletes");
     ok = plan.skipped.empty();
@@ -295,30 +326,30 @@ bool rewriteWriteStatement(LookupIndex& index, const protocol::CommandView& view
 
 }  // namespace
 
-RewritePlan planLookupRewrite(LookupIndex& index, const protocol::CommandView& view) {
+RewritePlan planLookupRewrite(LookupIndex& index, const protocol::CommandView& view, size_t analysisBudget) {
   RewritePlan plan;
   bool ok = false;
   using protocol::CommandKind;
   const CommandKind kind = view.traits.kind;  // classified once, with the view
   plan.command = kind;
   if (kind == CommandKind::Find) {
-    ok = rewriteTopLevelFilter(index, view, "filter", true, plan);
+    ok = rewriteTopLevelFilter(index, view, "filter", true, plan, analysisBudget);
     if (ok) plan.skipped = refusalForFind(view.body, plan.in_list, index.rule().lookup_field);
     if (ok) plan.kind = RewriteKind::Read;
   } else if (kind == CommandKind::Count || kind == CommandKind::Distinct) {
-    ok = rewriteTopLevelFilter(index, view, "query", false, plan);
+    ok = rewriteTopLevelFilter(index, view, "query", false, plan, analysisBudget);
     if (ok) plan.kind = RewriteKind::Read;
   } else if (kind == CommandKind::Aggregate) {
-    ok = rewriteAggregate(index, view, plan);
+    ok = rewriteAggregate(index, view, plan, analysisBudget);
     if (ok) plan.skipped = refusalForAggregate(view.body);
     if (ok) plan.kind = RewriteKind::Read;
   } else if (kind == CommandKind::FindAndModify) {
     if (truthy(view.body, "upsert")) plan.skipped = "upserts are not rewritten (an insert with a stale mapping would change data)";
-    else ok = rewriteTopLevelFilter(index, view, "query", false, plan);
+    else ok = rewriteTopLevelFilter(index, view, "query", false, plan, analysisBudget);
     if (ok) plan.skipped = refusalForFindAndModify(view.body);
     if (ok) plan.kind = RewriteKind::Write;
   } else if (kind == CommandKind::Update || kind == CommandKind::Delete) {
-    ok = rewriteWriteStatement(index, view, kind == CommandKind::Update ? "updates" : "deletes", plan);
+    ok = rewriteWriteStatement(index, view, kind == CommandKind::Update ? "updates" : "deletes", plan, analysisBudget);
     if (ok) plan.kind = RewriteKind::Write;
   }
   // Checked once the command is known to concern the rule, so unrelated traffic is not counted.

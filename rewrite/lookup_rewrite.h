@@ -11,6 +11,7 @@
 
 #include "protocol/command_view.h"
 #include "rewrite/lookup_mapping.h"
+#include "routing/query_targeting.h"
 
 namespace shardscope::rewrite {
 
@@ -34,8 +35,22 @@ struct RewritePlan {
   // is sent instead (docs/rewrite.md, "Retryable writes").
   bool confirm = false;
   std::vector<uint8_t> confirm_filter;  // {lookupField: value, addedField: value...}
+  size_t spent = 0;                    // analysis work units the plan used (of the request's budget)
+  bool over_budget = false;            // too many lookup values to map within the budget: not rewritten
 };
 
-RewritePlan planLookupRewrite(LookupIndex& index, const protocol::CommandView& view);
+// Work units charged per lookup value (its canonical key, a mapping lookup under a stripe lock,
+// the copy of its added fields, a hash-set insert of their key), plus one per 64 bytes of value:
+// on the scale of routing's units (an MD5 is 8), so a request's rewrite and its targeting share
+// one budget (routing::TargetOptions::analysis_budget).
+constexpr size_t kRewriteUnitsPerValue = 8;
+
+// `analysisBudget`: the units this request may spend on the rewrite. Past it the command is not
+// rewritten (`over_budget`, skipped with kRewriteOverBudget) and no further value is looked at.
+RewritePlan planLookupRewrite(LookupIndex& index, const protocol::CommandView& view,
+                              size_t analysisBudget = routing::TargetOptions{}.analysis_budget);
+
+constexpr std::string_view kRewriteOverBudget =
+    "too many lookup values to map (over the per-request analysis budget): sent as written";
 
 }  // namespace shardscope::rewrite

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <optional>
+#include <string_view>
 #include <sstream>
 #include <vector>
 
@@ -25,7 +26,7 @@ bool parseLookupRule(const std::string& spec, LookupRule& out, std::string& erro
   auto colon = spec.find(':');
   auto arrow = spec.find("->");
   if (colon == std::string::npos || arrow == std::string::npos || arrow < colon) {
-    error = "expected 'db.coll: lookupField -> addField[,addField] [file=PATH] [collection=DB.COLL] [capacity=N]', got '" +
+    error = "expected 'db.coll: lookupField -> addField[,addField] [file=PATH] [collection=DB.COLL] [capacity=N] [max_bytes=N]', got '" +
             spec + "'";
     return false;
   }
@@ -76,7 +77,7 @@ bool parseLookupRule(const std::string& spec, LookupRule& out, std::string& erro
     auto eq = option.find('=');
     std::string key = option.substr(0, eq), value = eq == std::string::npos ? "" : option.substr(eq + 1);
     if (value.empty()) {
-      error = "option '" + option + "' needs a value (file=, collection=, capacity=)";
+      error = "option '" + option + "' needs a value (file=, collection=, capacity=, max_bytes=)";
       return false;
     }
     if (key == "file") out.mapping_file = value;
@@ -98,8 +99,20 @@ bool parseLookupRule(const std::string& spec, LookupRule& out, std::string& erro
         error = "capacity must be a positive whole number, got '" + value + "'";
         return false;
       }
+    } else if (key == "max_bytes") {
+      // A whole number of bytes, or of KiB / MiB / GiB with a k, m or g suffix.
+      uint64_t n = 0;
+      auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      const std::string_view unit(p, value.data() + value.size() - p);
+      const int shift = unit.empty() ? 0 : unit == "k" || unit == "K" ? 10 : unit == "m" || unit == "M" ? 20
+                                         : unit == "g" || unit == "G" ? 30 : -1;
+      if (ec != std::errc() || shift < 0 || n == 0 || n > (uint64_t{1} << (62 - shift))) {
+        error = "max_bytes must be a positive whole number of bytes (or with k, m, g), got '" + value + "'";
+        return false;
+      }
+      out.max_bytes = n << shift;
     } else {
-      error = "unknown option '" + key + "' (file, collection, uri, capacity)";
+      error = "unknown option '" + key + "' (file, collection, uri, capacity, max_bytes)";
       return false;
     }
   }

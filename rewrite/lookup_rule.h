@@ -16,10 +16,11 @@ struct LookupRule {
   std::string mapping_collection;      // "db.coll" read through in the cluster (optional)
   std::string mapping_uri;             // where that collection lives (default: the upstream)
   uint32_t capacity = 1'000'000;       // mappings kept in memory, then least recently used evicted
+  uint64_t max_bytes = uint64_t{64} << 20;  // and the bytes they may hold (MappingStore), likewise
 };
 
 // Parses "shop.orders: orderId -> customerId[,orderDate] [file=PATH] [collection=DB.COLL] [uri=MONGODB_URI]
-// [capacity=N]"; the added fields may also be written as a key, as key candidates are
+// [capacity=N] [max_bytes=N[k|m|g]]"; the added fields may also be written as a key, as key candidates are
 // ("shop.orders: orderId -> {customerId: 1, orderDate: 1}"). `file=` names JSON lines, one
 // {lookupField: v, addField: w, ...} document per line (JSON, Extended JSON or mongosh syntax).
 // Returns false with `error` naming what is wrong.

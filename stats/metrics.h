@@ -84,6 +84,7 @@ namespace shardscope::stats {
   COUNTER(rewrite_fallbacks_total, "Rewritten commands re-run as written, by cause.", "ns", "cause")            \
   GAUGE(rewrite_mappings, "Mappings held in memory.", "ns")                                                     \
   GAUGE(rewrite_ambiguous, "Lookup values seen with two different added values (never rewritten).", "ns")       \
+  GAUGE(rewrite_mapping_bytes, "Bytes the mapping holds (bounded by the rule's max_bytes).", "ns")             \
   /* Mirror (shadow/mirror.cpp, shadow/divergence_stats.cpp) */                                                  \
   COUNTER(mirror_requests_total, "Requests seen by the mirror, by what happened to them.", "outcome")           \
   GAUGE(mirror_queue_depth, "Mirrored requests waiting for the shadow.")                                        \
