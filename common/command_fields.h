@@ -30,6 +30,13 @@ inline bool documentAt(const bson_iter_t& it, bson_t& out) {
   return bson_init_static(&out, data, len);
 }
 
+// A document whose first key is an operator ({$gte: ...}): a query condition, not a value.
+inline bool isOperatorDocument(const bson_iter_t& it) {
+  if (!BSON_ITER_HOLDS_DOCUMENT(&it)) return false;
+  bson_iter_t sub;
+  return bson_iter_recurse(&it, &sub) && bson_iter_next(&sub) && bson_iter_key(&sub)[0] == '$';
+}
+
 // A static view of the document or array an iterator points at.
 inline bool documentOrArray(const bson_iter_t& it, bson_t& out) {
   uint32_t len = 0;

@@ -22,13 +22,6 @@ namespace shardscope::evaluation {
 
 namespace {
 
-bool isOperatorDoc(const bson_iter_t& it) {
-  if (!BSON_ITER_HOLDS_DOCUMENT(&it)) return false;
-  bson_iter_t sub;
-  bson_iter_recurse(&it, &sub);
-  return bson_iter_next(&sub) && bson_iter_key(&sub)[0] == '$';
-}
-
 void addUnique(std::vector<std::string>& v, std::string s) {
   if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(std::move(s));
 }
@@ -341,7 +334,7 @@ bool prefixProbe(const bson_t& filter, const routing::ShardKeyPattern& key, rout
   for (size_t i = 0; i < key.size() && pinned == i; ++i) {
     bson_iter_t it;
     if (!bson_iter_init_find(&it, &filter, key.field(i).path.c_str())) break;
-    if (isOperatorDoc(it)) {
+    if (common::isOperatorDocument(it)) {
       bson_iter_t ops;
       bson_iter_recurse(&it, &ops);
       if (!bson_iter_next(&ops) || std::strcmp(bson_iter_key(&ops), "$eq") != 0) break;

@@ -17,13 +17,6 @@ namespace shardscope::evaluation {
 
 namespace {
 
-bool isOperatorDoc(const bson_iter_t& it) {
-  if (!BSON_ITER_HOLDS_DOCUMENT(&it)) return false;
-  bson_iter_t sub;
-  bson_iter_recurse(&it, &sub);
-  return bson_iter_next(&sub) && bson_iter_key(&sub)[0] == '$';
-}
-
 void addUnique(std::vector<std::string>& v, std::string s) {
   if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(std::move(s));
 }
@@ -47,7 +40,7 @@ void collectRoles(const bson_t& filter, FieldRoles& roles, int depth) {
       }
       continue;
     }
-    if (!isOperatorDoc(it)) {
+    if (!common::isOperatorDocument(it)) {
       if (!BSON_ITER_HOLDS_ARRAY(&it) && !BSON_ITER_HOLDS_REGEX(&it)) addUnique(roles.eq, key);
       continue;
     }
@@ -125,7 +118,7 @@ bool buildCluster(const routing::ShardKeyPattern& pattern, const std::vector<std
 bool pinsId(const bson_t& filter) {
   bson_iter_t it;
   if (!bson_iter_init_find(&it, &filter, "_id")) return false;
-  if (!isOperatorDoc(it)) return !BSON_ITER_HOLDS_REGEX(&it) && !BSON_ITER_HOLDS_ARRAY(&it);
+  if (!common::isOperatorDocument(it)) return !BSON_ITER_HOLDS_REGEX(&it) && !BSON_ITER_HOLDS_ARRAY(&it);
   bson_iter_t ops;
   bson_iter_recurse(&it, &ops);
   return bson_iter_next(&ops) && std::strcmp(bson_iter_key(&ops), "$eq") == 0;
@@ -139,7 +132,7 @@ bool rewrittenFilter(const bson_t& filter, const rewrite::LookupRule& rule, bson
   bson_iter_t it;
   if (!bson_iter_init_find(&it, &filter, rule.lookup_field.c_str())) return false;
   bson_iter_t value = it;
-  if (isOperatorDoc(it)) {
+  if (common::isOperatorDocument(it)) {
     bson_iter_t ops;
     bson_iter_recurse(&it, &ops);
     if (!bson_iter_next(&ops) || std::strcmp(bson_iter_key(&ops), "$eq") != 0) return false;

@@ -27,12 +27,6 @@ std::string_view component(std::string_view path, size_t depth, bool& last) {
   return path.substr(start, last ? std::string_view::npos : dot - start);
 }
 
-bool isOperatorDoc(const bson_iter_t& it) {
-  if (!BSON_ITER_HOLDS_DOCUMENT(&it)) return false;
-  bson_iter_t sub;
-  return bson_iter_recurse(&it, &sub) && bson_iter_next(&sub) && bson_iter_key(&sub)[0] == '$';
-}
-
 void appendLength(std::string& out, size_t at) {
   uint32_t len = BSON_UINT32_TO_LE(static_cast<uint32_t>(out.size() - at));
   std::memcpy(out.data() + at, &len, 4);
@@ -68,7 +62,7 @@ void UpsertDocumentBuilder::collectFilter(const bson_t& filter, int depth) {
       continue;
     }
     if (key.empty() || key[0] == '$' || BSON_ITER_HOLDS_REGEX(&it)) continue;
-    if (!isOperatorDoc(it)) {
+    if (!common::isOperatorDocument(it)) {
       add(key, it);
       continue;
     }
@@ -134,7 +128,7 @@ bool UpsertDocumentBuilder::build(const bson_t* filter, const bson_iter_t* u, st
     bson_t rep;
     if (!bson_init_static(&rep, data, len)) return false;
     bson_iter_t id, fid;
-    if (!bson_iter_init_find(&id, &rep, "_id") && filter && bson_iter_init_find(&fid, filter, "_id") && !isOperatorDoc(fid)) {
+    if (!bson_iter_init_find(&id, &rep, "_id") && filter && bson_iter_init_find(&fid, filter, "_id") && !common::isOperatorDocument(fid)) {
       withId({reinterpret_cast<const char*>(data), len}, fid, out);
       return true;
     }
