@@ -67,7 +67,8 @@ def test_demo_ports_avoid_mongodb_defaults(name):
 
 def test_demo_summary_tells_distinct_orders_from_learning_events():
     """Issue 26 item 8: "learned 11444 mappings" while the map held 2000 (learned counts events)."""
-    stats = {"shards": [{"name": "shardA", "ops": 10}], "totals": {"targeting": {"single": 10}},
+    stats = {"shards": [{"name": "shardA", "ops": 10}],
+             "totals": {"targeting": {"single": 10}, "shardedOps": 10, "hostsTargeted": {"oneShard": 10, "allShards": 0}},
              "rewrite": [{"ns": "shop.orders", "lookupField": "orderId", "addFields": ["customerId"], "applied": 300,
                           "targetingBefore": {"broadcast": 300}, "targetingAfter": {"single": 300},
                           "fallbacks": {}, "mapping": {"size": 2000, "learned": 11444}}]}
