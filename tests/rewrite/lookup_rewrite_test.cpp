@@ -374,7 +374,7 @@ TEST_F(LookupRewriteTest, AMovedOrderIsLearnedAgainFromACompleteReply) {
   bool complete = false;
   applyReplyLearning(index_, l, moved.get(), true, &complete);
   EXPECT_TRUE(complete);
-  EXPECT_TRUE(learnFromRerun(index_, read, "find", read.in_keys, moved.get(), complete));
+  EXPECT_TRUE(learnFromRerun(index_, read, protocol::CommandKind::Find, read.in_keys, moved.get(), complete));
   EXPECT_NE(findFilter("O1").find(R"("customerId" : "C5")"), std::string::npos);  // main: ambiguous for good
   // Not complete: an open cursor, a limit, a projection that drops the customer, an extra predicate.
   Doc open(R"({"cursor": {"id": {"$numberLong": "7"}, "ns": "shop.orders", "firstBatch": [{"orderId": "O2", "customerId": "C6"}]}, "ok": 1})");
