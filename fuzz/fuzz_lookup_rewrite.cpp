@@ -81,10 +81,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (replyPtr) rewrite::applyReplyLearning(index, learning, replyPtr);
   if (plan.kind != rewrite::RewriteKind::None) {
-    auto verdict = rewrite::verifyRewrite(plan, view.name, index.rule(), replyPtr);
+    auto verdict = rewrite::verifyRewrite(plan, plan.command, index.rule(), replyPtr);
     // The same bytes as the original's reply: whatever it contradicts becomes ambiguous for good.
     if (verdict.cause != rewrite::FallbackCause::None && replyPtr &&
-        rewrite::learnFromRerun(index, plan, view.name, verdict.suspects, replyPtr)) {
+        rewrite::learnFromRerun(index, plan, plan.command, verdict.suspects, replyPtr)) {
       auto again = rewrite::planLookupRewrite(index, view);
       if (again.kind != rewrite::RewriteKind::None && !plan.in_list) __builtin_trap();
     }
