@@ -16,39 +16,23 @@ on: a latency histogram per shape seen). The bounds below hold what parking gain
 from __future__ import annotations
 
 import os
-import re
-import signal
 import socket
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
+from malloc_counter import preload_env, read_counter
 from wire_peer import encode_op_msg, parse_message, read_frame
 
-REPO = Path(__file__).resolve().parents[2]
 SANITIZED = "ASAN_OPTIONS" in os.environ or "TSAN_OPTIONS" in os.environ
 KIB = 1024
 IDLE_CLIENTS = 200
 FORWARDING_ONLY = ("--stats.enabled", "false", "--evaluation.enabled", "false")
 
 
-def _malloc_counter(workdir: Path) -> Path:
-    so = workdir / "malloc_counter.so"
-    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(so), str(REPO / "bench" / "malloc_counter.c")],
-                   check=True, capture_output=True)
-    return so
-
-
 def _live_bytes(pid: int, log: Path) -> int:
-    before = log.read_text().count("\n") if log.exists() else 0
-    os.kill(pid, signal.SIGUSR2)
-    for _ in range(500):
-        if log.exists() and log.read_text().count("\n") > before:
-            break
-        time.sleep(0.01)
-    return int(re.findall(r"live=(\d+)", log.read_text())[-1])
+    return read_counter(pid, log, "live")
 
 
 def _command(sock: socket.socket, body: dict) -> dict:
@@ -85,7 +69,7 @@ def _settled_live_bytes(pid: int, log: Path, rounds: int = 12) -> int:
 def test_an_idle_connection_holds_no_buffers(ferretdb, proxy, workdir, config, bound_kib):
     log = workdir / "malloc.log"
     px = proxy(ferretdb.uri, *config, admin=True,
-               env={"LD_PRELOAD": str(_malloc_counter(workdir)), "MALLOC_COUNTER_FILE": str(log)})
+               env=preload_env(workdir, log))
     pid = px.process.proc.pid
     address = ("127.0.0.1", px.port)
 

@@ -7,27 +7,17 @@ spawned one (its frame and co_spawn's state from the heap): several allocations 
 """
 from __future__ import annotations
 
-import os
-import re
-import signal
 import socket
 import ssl
 import struct
-import subprocess
 import time
 from pathlib import Path
 
 import bson
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from malloc_counter import preload_env, read_counter
 
-
-def _malloc_counter(workdir: Path) -> Path:
-    so = workdir / "malloc_counter.so"
-    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(so), str(REPO / "bench" / "malloc_counter.c")],
-                   check=True, capture_output=True)
-    return so
 
 
 def _op_msg(request_id: int, body: dict) -> bytes:
@@ -47,14 +37,7 @@ def _read_reply(sock) -> bytes:
 
 
 def _totals(pid: int, log: Path) -> int:
-    before = log.stat().st_size if log.exists() else 0
-    os.kill(pid, signal.SIGUSR2)
-    for _ in range(200):
-        time.sleep(0.01)
-        if log.exists() and log.stat().st_size > before:
-            break
-    time.sleep(0.05)
-    return int(re.findall(r"total=(\d+)", log.read_text())[-1])
+    return read_counter(pid, log, "total")
 
 
 @pytest.mark.needs_proxy
@@ -64,7 +47,7 @@ def test_tls_both_hops_allocate_nothing_per_operation(ferretdb_factory, tls_mate
     log = workdir / "malloc.log"
     px = proxy(fdb.tls_uri(m["ca"], m["client_pem"]), "--tls-cert-file", m["server_cert"], "--tls-key-file",
                m["server_key"], "--stats.enabled", "false", "--evaluation.enabled", "false", tls_ca=m["ca"],
-               env={"LD_PRELOAD": str(_malloc_counter(workdir)), "MALLOC_COUNTER_FILE": str(log)})
+               env=preload_env(workdir, log))
     pid = px.process.proc.pid
 
     ctx = ssl.create_default_context(cafile=m["ca"])
