@@ -365,6 +365,23 @@ ReplyAction Pipeline::onReply(std::span<uint8_t> frame) {
   return {toClient(out, &*op), {}};
 }
 
+bool Pipeline::mayStreamReply(std::span<const uint8_t> head) {
+  if (head.size() < kStreamHeadBytes || !observers_.empty()) return false;
+  const auto header = protocol::readHeader(head.data());
+  if (header.opCode != static_cast<int32_t>(OpCode::Msg)) return false;  // OP_COMPRESSED is inflated per hop
+  // Checksummed (verified before forwarding), exhaust (re-keys the op) or with flags to clear: whole.
+  if ((static_cast<uint32_t>(protocol::loadInt32(head.data() + 16)) & ~protocol::kExhaustAllowed) != 0) return false;
+  const PendingOp* op = pending_.find(header.responseTo);
+  return op && !op->discard_reply && !op->confirming && !op->rewrite && !op->fell_back && !op->lookup &&
+         !op->learning && !op->first_hello && !op->reply_compressor && !op->client_request_id && !op->injected_fault &&
+         !(op->sharded && settings_.cursors);
+}
+
+void Pipeline::onStreamedReply(std::span<const uint8_t> head) {
+  const auto header = protocol::readHeader(head.data());
+  pending_.take(header.responseTo, false, header.requestId);
+}
+
 std::span<const uint8_t> Pipeline::rewriteHelloReply(std::span<const uint8_t> message, const bson_t* body) {
   routing::learnMongosVersionFromHello(*body);  // which mongos release's targeting rules apply
   // Upstream answered our upstream-side offer: use the first of our preferences it accepted.

@@ -64,6 +64,15 @@ class Pipeline {
   void addObserver(Observer& observer) { observers_.push_back(&observer); }
   RequestAction onRequest(std::span<uint8_t> frame);
   ReplyAction onReply(std::span<uint8_t> frame);
+  // Streaming a large reply (issue 29): whether the reply whose first kStreamHeadBytes are `head`
+  // may go to the client as it arrives, its body never whole in memory. Only when nothing needs
+  // that body or its bytes changed: a plain OP_MSG (no checksum, not exhaust) answering a tracked
+  // client request that is not rewritten, learned from, compressed for the client or re-keyed,
+  // with no observer attached (statistics, evaluation, mirror, capture read the reply). When in
+  // doubt, false: the frame is taken whole as before. Once streamed, onStreamedReply settles it.
+  static constexpr size_t kStreamHeadBytes = 20;  // the header and the OP_MSG flags
+  bool mayStreamReply(std::span<const uint8_t> head);
+  void onStreamedReply(std::span<const uint8_t> head);
   void onClose();
 
   const PendingOps& pending() const { return pending_; }

@@ -2,6 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <array>
+#include <cstring>
+
+#include "proxy/op_msg_section_check.h"
 #include "proxy/upstream_connect.h"
 
 namespace shardscope::proxy {
@@ -247,10 +251,14 @@ awaitable<void> Session::upstreamToClient() {
     for (;;) {
       size_t size, need = 0;
       int reads = 0;
+      bool streamed = false;
       while ((size = completeFrame(upstream_in_, false, need)) == 0) {
+        if (need >= kLargeMessageBytes && (streamed = streamsReply(need))) break;
         if (need >= kLargeMessageBytes && !budget_share_.granted(BudgetShare::FromUpstream))
           admitLarge(BudgetShare::FromUpstream, need);
-        auto space = upstream_in_.writable(need);
+        // A large frame's head first, so that whether it streams is known before it is buffered whole.
+        const bool headOnly = need >= kLargeMessageBytes && upstream_in_.buffered().size() < pipeline::Pipeline::kStreamHeadBytes;
+        auto space = upstream_in_.writable(headOnly ? pipeline::Pipeline::kStreamHeadBytes : need);
         size_t n = upstream_->readNow(space);
         const bool waited = n == 0;
         if (waited) {
@@ -279,6 +287,12 @@ awaitable<void> Session::upstreamToClient() {
           reads = 0;
           co_await asio::post(executor_, use_awaitable);
         }
+      }
+      if (streamed) {
+        co_await relayReply(need);
+        upstream_in_.shrinkIfIdle();
+        upstream_burst_ = 0;
+        continue;
       }
       auto action = pipeline_.onReply(upstream_in_.frame(size));
       send(upstream_out_, action.resend);
@@ -392,6 +406,71 @@ awaitable<void> Session::writeRemainder(Stream& stream, Outbox& box) {
   }
   box.writer_running = false;
   box.bytesLeft();
+}
+
+bool Session::streamsReply(size_t need) {
+  auto head = upstream_in_.buffered();
+  // Asked once per frame: the frame buffer has not grown for it yet (it would hold its size).
+  return head.size() >= pipeline::Pipeline::kStreamHeadBytes && upstream_in_.capacity() < need &&
+         pipeline_.mayStreamReply(head.first(pipeline::Pipeline::kStreamHeadBytes));
+}
+
+// The frame buffer is the relay chunk: each read takes at most what is left of the message (the
+// next frame stays unread) and kRelayChunkBytes, is written to the client and consumed, so a
+// 16 MB reply holds 64 KiB and is copied while still in cache, as haproxy relays.
+awaitable<void> Session::relayReply(size_t size) {
+  while (client_out_.pending() && !closed_) {  // what was queued for the client goes first, whole
+    flushBox(client_, client_out_);
+    if (!client_out_.pending()) break;
+    ++client_out_.waiters;
+    co_await client_out_.drained.async_wait(asio::as_tuple(use_awaitable));
+    --client_out_.waiters;
+  }
+  if (closed_) throw boost::system::system_error(asio::error::operation_aborted);
+  std::array<uint8_t, pipeline::Pipeline::kStreamHeadBytes> head;
+  std::memcpy(head.data(), upstream_in_.buffered().data(), head.size());
+  client_out_.writer_running = true;  // the other loop's messages for the client wait for this one
+  client_out_.in_place = size;
+  struct Done {
+    Session& s;
+    bool whole = false;
+    ~Done() {
+      s.client_out_.writer_running = false, s.client_out_.in_place = 0, s.client_out_.bytesLeft();
+      // A half-sent message: the client must not read what follows as its rest.
+      if (!whole) s.client_.close();
+      else s.flushBox(s.client_, s.client_out_);
+    }
+  } done{*this};
+  OpMsgSectionCheck sections(size - head.size());
+  size_t left = size;
+  int reads = 0;
+  for (auto chunk = upstream_in_.buffered();; ) {
+    if (!sections.feed(left == size ? chunk.subspan(head.size()) : chunk))
+      throw ProtocolError("upstream: malformed OP_MSG sections in a streamed reply");
+    auto rest = client_.writeNow(chunk);
+    if (!rest.empty()) co_await client_.writeAll(asio::buffer(rest.data(), rest.size()));
+    upstream_in_.consume(chunk.size());
+    left -= chunk.size();
+    client_out_.in_place = left;
+    last_activity_ = Clock::now();
+    if (left == 0) break;
+    auto space = upstream_in_.writable(std::min(left, kRelayChunkBytes));
+    space = space.first(std::min(space.size(), left));
+    size_t n = upstream_->readNow(space);
+    if (n == 0) {
+      n = co_await upstream_->readSome(asio::buffer(space.data(), space.size()));
+      upstream_->noteRead(n, space.size());
+      reads = 0;
+    } else if (++reads == kMaxReadsWithoutYield) {
+      reads = 0;
+      co_await asio::post(executor_, use_awaitable);
+    }
+    upstream_in_.commit(n);
+    chunk = upstream_in_.buffered();
+  }
+  if (!sections.complete()) throw ProtocolError("upstream: malformed OP_MSG sections in a streamed reply");
+  done.whole = true;
+  pipeline_.onStreamedReply(head);
 }
 
 // A large message goes out from where it lies (the frame buffer or a scratch buffer), without a
