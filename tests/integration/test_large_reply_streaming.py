@@ -18,7 +18,8 @@ import time
 import pymongo
 import pytest
 
-from wire_peer import OP_MSG, WirePeer, encode_op_msg
+from malloc_counter import preload_env, read_counter
+from wire_peer import WirePeer, encode_op_msg
 
 SANITIZED = "ASAN_OPTIONS" in os.environ or "TSAN_OPTIONS" in os.environ
 MIB = 1 << 20
@@ -30,35 +31,88 @@ def _status_kib(pid: int, key: str) -> int:
         return next(int(line.split()[1]) for line in f if line.startswith(key + ":"))
 
 
-def _read_large(uri: str) -> list[dict]:
-    with pymongo.MongoClient(uri, serverSelectionTimeoutMS=10000, socketTimeoutMS=60000) as c:
+def _read_large(uri: str, **kw) -> list[dict]:
+    with pymongo.MongoClient(uri, serverSelectionTimeoutMS=10000, socketTimeoutMS=60000, **kw) as c:
         return list(c.test.big.find({}, batch_size=1000).sort("_id", 1))
 
 
-@pytest.mark.skipif(SANITIZED, reason="a sanitizer's quarantine keeps freed memory resident")
-def test_large_find_through_the_proxy_equals_direct_and_is_not_held_whole(ferretdb, proxy):
-    docs = [{"_id": i, "pad": bytes([65 + i]) * 1_000_000} for i in range(14)]  # one ~14 MB batch
-    with pymongo.MongoClient(ferretdb.uri) as c:
+def _insert_large(uri: str, count: int = 14, **kw) -> list[dict]:
+    docs = [{"_id": i, "pad": bytes([65 + i]) * 1_000_000} for i in range(count)]  # one ~14 MB batch
+    with pymongo.MongoClient(uri, **kw) as c:
         c.test.big.drop()
         c.test.big.insert_many(docs)
+    return docs
+
+
+@pytest.mark.skipif(SANITIZED, reason="a sanitizer's quarantine keeps freed memory resident")
+def test_large_find_through_the_proxy_equals_direct_and_is_not_held_whole(ferretdb, proxy, workdir):
+    docs = _insert_large(ferretdb.uri)
     direct = _read_large(ferretdb.uri)
     assert len(direct) == len(docs)
 
-    px = proxy(ferretdb.uri, *FORWARD_ONLY)
+    # Under the malloc counter: its `bytes` (every byte malloc handed out) bounds how far the heap
+    # can have grown while the reply passed; VmHWM is the peak resident memory.
+    log = workdir / "malloc.log"
+    px = proxy(ferretdb.uri, *FORWARD_ONLY, env=preload_env(workdir, log))
     pid = px.process.pid
-    with pymongo.MongoClient(px.uri) as c:
+    with pymongo.MongoClient(px.uri, maxPoolSize=1) as c:
         assert c.admin.command("ping")["ok"] == 1.0
-    before = _status_kib(pid, "VmHWM")
-    via_proxy = _read_large(px.uri)
-    peak_growth = (_status_kib(pid, "VmHWM") - before) * 1024
-    print(f"peak RSS growth for a ~14 MB reply: {peak_growth / MIB:.2f} MiB")
+        hwm_before, heap_before = _status_kib(pid, "VmHWM"), read_counter(pid, log, "bytes")
+        via_proxy = list(c.test.big.find({}, batch_size=1000).sort("_id", 1))
+        heap_growth = read_counter(pid, log, "bytes") - heap_before
+        peak_growth = (_status_kib(pid, "VmHWM") - hwm_before) * 1024
+    print(f"~14 MB reply: heap handed out {heap_growth / MIB:.2f} MiB, peak RSS grew {peak_growth / MIB:.2f} MiB")
     assert via_proxy == direct
     # Taken whole (before issue 29) the frame buffer alone was the reply's size.
+    assert heap_growth < 1 * MIB, f"the proxy allocated {heap_growth / MIB:.1f} MiB for a 14 MB reply"
     assert peak_growth < 4 * MIB, f"the proxy's peak memory grew {peak_growth / MIB:.1f} MiB for a 14 MB reply"
 
     # A feature that reads replies (statistics, on by default) takes the frame whole: same results.
     px_stats = proxy(ferretdb.uri)
     assert _read_large(px_stats.uri) == direct
+
+
+@pytest.mark.skipif(SANITIZED, reason="a sanitizer's quarantine keeps freed memory resident")
+def test_large_find_streamed_with_tls_on_both_sides(ferretdb_factory, tls_material, proxy, workdir):
+    m = tls_material
+    fdb = ferretdb_factory(tls={"cert": m["server_cert"], "key": m["server_key"], "ca": m["ca"]})
+    upstream = fdb.tls_uri(m["ca"], m["client_pem"])
+    _insert_large(upstream)
+    direct = _read_large(upstream)
+    log = workdir / "malloc.log"
+    px = proxy(upstream, *FORWARD_ONLY, "--tls-cert-file", m["server_cert"], "--tls-key-file", m["server_key"],
+               tls_ca=m["ca"], env=preload_env(workdir, log))
+    with pymongo.MongoClient(px.uri, maxPoolSize=1, socketTimeoutMS=60000) as c:
+        assert c.admin.command("ping")["ok"] == 1.0
+        heap_before = read_counter(px.process.pid, log, "bytes")
+        via_proxy = list(c.test.big.find({}, batch_size=1000).sort("_id", 1))
+        heap_growth = read_counter(px.process.pid, log, "bytes") - heap_before
+    assert via_proxy == direct
+    print(f"~14 MB reply over TLS: heap handed out {heap_growth / MIB:.2f} MiB")
+    assert heap_growth < 1 * MIB, f"the proxy allocated {heap_growth / MIB:.1f} MiB for a 14 MB reply over TLS"
+
+
+def test_compressed_replies_are_taken_whole_and_stay_correct(ferretdb, proxy):
+    # The client writes zstd: its reply is compressed for it, from the whole frame (never streamed).
+    _insert_large(ferretdb.uri)
+    direct = _read_large(ferretdb.uri)
+    px = proxy(ferretdb.uri, *FORWARD_ONLY, "--client-compressors", "zstd")
+    assert _read_large(px.uri, compressors="zstd") == direct
+
+
+def test_exhaust_stream_of_large_batches_through_the_proxy(wire_peer, proxy):
+    # The first batch (a plain reply) streams; the exhaust batches (moreToCome) are taken whole.
+    peer = wire_peer(compressors=())
+    docs = _insert_large(peer.uri, count=12, directConnection=True)
+    def read(uri):
+        with pymongo.MongoClient(uri, directConnection=True, socketTimeoutMS=60000) as c:
+            return list(c.test.big.find({}, batch_size=3, cursor_type=pymongo.CursorType.EXHAUST))
+    direct = read(peer.uri)
+    assert [d["_id"] for d in direct] == [d["_id"] for d in docs]
+    before = peer.exhaust_replies
+    px = proxy(peer.uri, *FORWARD_ONLY)
+    assert read(px.uri) == direct
+    assert peer.exhaust_replies > before
 
 
 # ---- a scripted upstream: a reply cut at an exact point ---------------------------------------
@@ -108,11 +162,14 @@ def _read_until(sock: socket.socket, at_least: int, timeout: float) -> int:
     """Bytes read until `at_least` arrived or the connection ended (0 = EOF at once)."""
     sock.settimeout(timeout)
     got = 0
-    while got < at_least:
-        chunk = sock.recv(1 << 20)
-        if not chunk:
-            break
-        got += len(chunk)
+    try:
+        while got < at_least:
+            chunk = sock.recv(1 << 20)
+            if not chunk:
+                break
+            got += len(chunk)
+    except socket.timeout:
+        pass  # reported by the caller's assertion
     return got
 
 
