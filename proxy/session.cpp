@@ -253,12 +253,12 @@ awaitable<void> Session::upstreamToClient() {
       int reads = 0;
       bool streamed = false;
       while ((size = completeFrame(upstream_in_, false, need)) == 0) {
-        if (need >= kLargeMessageBytes && (streamed = streamsReply(need))) break;
-        if (need >= kLargeMessageBytes && !budget_share_.granted(BudgetShare::FromUpstream))
+        // A large frame's first bytes first, so that whether it streams is known before it is buffered whole.
+        const bool headOnly = need >= kLargeMessageBytes && upstream_in_.buffered().size() < pipeline::Pipeline::kStreamPrefixBytes;
+        if (need >= kLargeMessageBytes && !headOnly && (streamed = streamsReply(need))) break;
+        if (need >= kLargeMessageBytes && !headOnly && !budget_share_.granted(BudgetShare::FromUpstream))
           admitLarge(BudgetShare::FromUpstream, need);
-        // A large frame's head first, so that whether it streams is known before it is buffered whole.
-        const bool headOnly = need >= kLargeMessageBytes && upstream_in_.buffered().size() < pipeline::Pipeline::kStreamHeadBytes;
-        auto space = upstream_in_.writable(headOnly ? pipeline::Pipeline::kStreamHeadBytes : need);
+        auto space = upstream_in_.writable(headOnly ? pipeline::Pipeline::kStreamPrefixBytes : need);
         size_t n = upstream_->readNow(space);
         const bool waited = n == 0;
         if (waited) {
@@ -291,6 +291,7 @@ awaitable<void> Session::upstreamToClient() {
       if (streamed) {
         co_await relayReply(need);
         upstream_in_.shrinkIfIdle();
+        releaseLargeBuffers(BudgetShare::FromUpstream);
         upstream_burst_ = 0;
         continue;
       }
@@ -411,8 +412,9 @@ awaitable<void> Session::writeRemainder(Stream& stream, Outbox& box) {
 bool Session::streamsReply(size_t need) {
   auto head = upstream_in_.buffered();
   // Asked once per frame: the frame buffer has not grown for it yet (it would hold its size).
-  return head.size() >= pipeline::Pipeline::kStreamHeadBytes && upstream_in_.capacity() < need &&
-         pipeline_.mayStreamReply(head.first(pipeline::Pipeline::kStreamHeadBytes));
+  if (upstream_in_.capacity() >= need) return false;
+  stream_plan_ = pipeline_.planStreamedReply(head, need);
+  return stream_plan_.stream;
 }
 
 // The frame buffer is the relay chunk: each read takes at most what is left of the message (the
@@ -429,6 +431,17 @@ awaitable<void> Session::relayReply(size_t size) {
   if (closed_) throw boost::system::system_error(asio::error::operation_aborted);
   std::array<uint8_t, pipeline::Pipeline::kStreamHeadBytes> head;
   std::memcpy(head.data(), upstream_in_.buffered().data(), head.size());
+  // What the observers see when they read the reply: all of it but the batch (an empty array).
+  const auto batch = stream_plan_.batch;
+  std::vector<uint8_t> summary;
+  size_t batchEnd = 0;
+  if (batch) {
+    batchEnd = batch->batch_at + batch->batch_bytes;
+    summary.reserve(batch->batch_at + 5 + (size - batchEnd));
+    auto before = upstream_in_.buffered().first(batch->batch_at);
+    summary.assign(before.begin(), before.end());
+    summary.insert(summary.end(), {5, 0, 0, 0, 0});
+  }
   client_out_.writer_running = true;  // the other loop's messages for the client wait for this one
   client_out_.in_place = size;
   struct Done {
@@ -447,6 +460,13 @@ awaitable<void> Session::relayReply(size_t size) {
   for (auto chunk = upstream_in_.buffered();; ) {
     if (!sections.feed(left == size ? chunk.subspan(head.size()) : chunk))
       throw ProtocolError("upstream: malformed OP_MSG sections in a streamed reply");
+    if (batch) {  // the summary's fields after the batch
+      const size_t at = size - left;
+      if (at + chunk.size() > batchEnd) {
+        const size_t from = at >= batchEnd ? 0 : batchEnd - at;
+        summary.insert(summary.end(), chunk.begin() + static_cast<std::ptrdiff_t>(from), chunk.end());
+      }
+    }
     auto rest = client_.writeNow(chunk);
     if (!rest.empty()) co_await client_.writeAll(asio::buffer(rest.data(), rest.size()));
     upstream_in_.consume(chunk.size());
@@ -470,7 +490,11 @@ awaitable<void> Session::relayReply(size_t size) {
   }
   if (!sections.complete()) throw ProtocolError("upstream: malformed OP_MSG sections in a streamed reply");
   done.whole = true;
-  pipeline_.onStreamedReply(head);
+  if (!batch) co_return pipeline_.onStreamedReply(head, static_cast<uint32_t>(size), false);
+  const int32_t removed = static_cast<int32_t>(batch->batch_bytes - 5);
+  for (size_t at : {size_t{0}, batch->body_at, batch->cursor_at})
+    protocol::storeInt32(summary.data() + at, protocol::loadInt32(summary.data() + at) - removed);
+  pipeline_.onStreamedReply(summary, static_cast<uint32_t>(size), true);
 }
 
 // A large message goes out from where it lies (the frame buffer or a scratch buffer), without a
