@@ -73,7 +73,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // Writes what the socket takes now; a remainder goes to the box's writer (false: the stream failed).
   bool flushBox(Stream& stream, Outbox& box);
   awaitable<void> writeRemainder(Stream& stream, Outbox& box);  // the box's writer, started once
-  // A large reply that nothing needs whole (Pipeline::mayStreamReply) goes to the client as it
+  // A large reply that nothing needs whole (Pipeline::planStreamedReply) goes to the client as it
   // arrives, kRelayChunkBytes at a time (issue 29); `size` is its frame size, its first bytes are in
   // upstream_in_. A failure on either side mid-message closes the client connection.
   static constexpr size_t kRelayChunkBytes = 64 * 1024;

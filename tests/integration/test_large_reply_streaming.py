@@ -259,3 +259,21 @@ def test_a_streamed_reply_is_whole_and_the_connection_goes_on(proxy):
             assert c.admin.command("ping")["ok"] == 1.0
     finally:
         peer.stop()
+
+
+def test_a_reply_over_the_message_size_limit_is_refused_before_any_byte_streams(proxy):
+    # maxMessageSizeBytes is checked on the header, before the stream decision: the client gets no
+    # byte of the ~16 MB reply, its connection closes, and the proxy serves the next client.
+    peer = CutReplyPeer("die").start()
+    try:
+        px = proxy(peer.uri, *FORWARD_ONLY, "--max-message-size", "8000000")
+        with socket.create_connection(("127.0.0.1", px.port), timeout=10) as sock:
+            _send_find(sock)
+            sock.settimeout(15)
+            assert sock.recv(1 << 20) == b"", "bytes of an over-limit reply reached the client"
+        peer.go_on.set()
+        assert px.alive()
+        _ping_works(px)
+    finally:
+        peer.go_on.set()
+        peer.stop()
