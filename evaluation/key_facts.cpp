@@ -1,4 +1,5 @@
 #include "evaluation/key_facts.h"
+#include "evaluation/export_bson.h"
 
 #include <algorithm>
 #include <unordered_map>
@@ -65,11 +66,6 @@ void mergeEstimate(double& estimate, double& repeated, double o_estimate, double
 double getDouble(const bson_t& doc, const char* key) {
   bson_iter_t it;
   return bson_iter_init_find(&it, &doc, key) && BSON_ITER_HOLDS_NUMBER(&it) ? bson_iter_as_double(&it) : 0;
-}
-
-int64_t getInt(const bson_t& doc, const char* key) {
-  bson_iter_t it;
-  return bson_iter_init_find(&it, &doc, key) && BSON_ITER_HOLDS_NUMBER(&it) ? bson_iter_as_int64(&it) : 0;
 }
 
 }  // namespace
