@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "evaluation/key_facts.h"
 #include "evaluation/namespace_state.h"
 #include "evaluation/namespace_state_fields.h"
 
@@ -110,6 +111,42 @@ TEST(NamespaceStateFields, ExportKeysAreStable) {
                                                      "max", "min", "newMax", "newMin", "compared", "oid", "date", "number",
                                                      "string", "other", "missing", "arrays", "ranged", "hashed"}));
   bson_destroy(&doc);
+}
+
+// A key's per-shape routing counts (KeyFacts' "c" rows) are written, read back and added from one
+// list too (kShapeRoutingCounts): every counter set to its own value comes back, in the export's
+// order, and adds.
+TEST(NamespaceStateFields, ShapeRoutingCountsSurviveExportImportAndAdd) {
+  KeyFacts k;
+  k.key_json = "{\"a\": 1}";
+  ShapeRouting& r = k.shapes[42];
+  uint64_t next = 3;
+  for (auto m : kShapeRoutingCounts) r.*m = next++ * 10 + 1;
+  r.ranges = {5, 6, 7, 8};
+  bson_t doc = BSON_INITIALIZER;
+  k.toBson(&doc);
+  KeyFacts back;
+  ASSERT_TRUE(back.fromBson(doc));
+  // The row as other sidecar versions read it: used, single, multi, scatter, shards, targetedShards,
+  // targeted, withId, rewritten, afterUsed, afterScatter, afterSingle, noTarget, afterNoTarget, chunks.
+  bson_iter_t it;
+  ASSERT_TRUE(bson_iter_init(&it, &doc) && bson_iter_find_descendant(&it, "shapes.0.c", &it));
+  bson_iter_t row;
+  ASSERT_TRUE(bson_iter_recurse(&it, &row));
+  std::vector<uint64_t> exported;
+  while (bson_iter_next(&row)) exported.push_back(static_cast<uint64_t>(bson_iter_as_int64(&row)));
+  EXPECT_EQ(exported, (std::vector<uint64_t>{r.used, r.single, r.multi, r.scatter, r.shards, r.targeted_shards,
+                                             r.targeted, r.with_id, r.rewritten, r.after_used, r.after_scatter,
+                                             r.after_single, r.no_target, r.after_no_target, 5, 6, 7, 8}));
+  bson_destroy(&doc);
+  ASSERT_EQ(back.shapes.count(42), 1u);
+  const ShapeRouting& b = back.shapes.at(42);
+  for (auto m : kShapeRoutingCounts) EXPECT_EQ(b.*m, r.*m);
+  EXPECT_EQ(b.ranges, r.ranges);
+  ShapeRouting sum = b;
+  sum.add(r);
+  for (auto m : kShapeRoutingCounts) EXPECT_EQ(sum.*m, 2 * r.*m);
+  EXPECT_EQ(sum.ranges, (std::vector<uint64_t>{10, 12, 14, 16}));
 }
 
 }  // namespace
