@@ -31,8 +31,9 @@ NamespaceState filledState(const StateLimits& limits) {
   for (const auto& c : namespaceCounters()) st.*c.member = next++ * 1000 + 3;
   FieldState& f = st.fields.at(0);
   EXPECT_EQ(f.path, "a");
-  for (const auto& c : fieldCodecs())
+  for (const auto& c : fieldCodecs()) {
     if (c.counter) f.*c.counter = next++ * 1000 + 5;
+  }
   f.ranged_shard_inserts = {1.5, 2.5, 3.5, 4.5};
   f.hashed_shard_inserts = {5.25, 6.25, 7.25, 8.25};
   return st;
@@ -77,8 +78,9 @@ TEST(NamespaceStateFields, MergingTwiceSumsEveryCounterRow) {
   for (const auto& c : namespaceCounters()) EXPECT_EQ(into.*c.member, 2 * st.*c.member) << c.name;
   const FieldState* f = into.field("a");
   ASSERT_NE(f, nullptr);
-  for (const auto& c : fieldCodecs())
+  for (const auto& c : fieldCodecs()) {
     if (c.counter) EXPECT_EQ(f->*c.counter, 2 * st.fields.at(0).*c.counter) << c.name;
+  }
   EXPECT_EQ(f->ranged_shard_inserts, (std::vector<double>{3, 5, 7, 9}));
   EXPECT_EQ(f->max, st.fields.at(0).max);
   EXPECT_EQ(f->min, st.fields.at(0).min);
