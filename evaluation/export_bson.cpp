@@ -7,28 +7,32 @@ void appendBin(bson_t* doc, const char* key, std::string_view bytes) {
                      static_cast<uint32_t>(bytes.size()));
 }
 
-void appendCounts(bson_t* doc, const char* key, const std::vector<double>& v) {
+namespace {
+
+// Appends doc[key] as an array of v's elements, each written by append(array, index key, element).
+template <typename T, typename Append>
+void appendArray(bson_t* doc, const char* key, const std::vector<T>& v, Append append) {
   bson_t arr;
   bson_append_array_begin(doc, key, -1, &arr);
   char idx[16];
   for (size_t i = 0; i < v.size(); ++i) {
     const char* k;
     bson_uint32_to_string(static_cast<uint32_t>(i), &k, idx, sizeof idx);
-    bson_append_double(&arr, k, -1, v[i]);
+    append(&arr, k, v[i]);
   }
   bson_append_array_end(doc, &arr);
 }
 
+}  // namespace
+
+void appendCounts(bson_t* doc, const char* key, const std::vector<double>& v) {
+  appendArray(doc, key, v, [](bson_t* arr, const char* k, double x) { bson_append_double(arr, k, -1, x); });
+}
+
 void appendStrings(bson_t* doc, const char* key, const std::vector<std::string>& v) {
-  bson_t arr;
-  bson_append_array_begin(doc, key, -1, &arr);
-  char idx[16];
-  for (size_t i = 0; i < v.size(); ++i) {
-    const char* k;
-    bson_uint32_to_string(static_cast<uint32_t>(i), &k, idx, sizeof idx);
-    bson_append_utf8(&arr, k, -1, v[i].data(), static_cast<int>(v[i].size()));
-  }
-  bson_append_array_end(doc, &arr);
+  appendArray(doc, key, v, [](bson_t* arr, const char* k, const std::string& s) {
+    bson_append_utf8(arr, k, -1, s.data(), static_cast<int>(s.size()));
+  });
 }
 
 int64_t getInt(const bson_t& doc, const char* key) {
@@ -47,14 +51,7 @@ std::string getString(const bson_t& doc, const char* key) {
   return {};
 }
 
-std::string getBin(const bson_iter_t& it) {
-  if (!BSON_ITER_HOLDS_BINARY(&it)) return {};
-  bson_subtype_t st;
-  uint32_t len = 0;
-  const uint8_t* data = nullptr;
-  bson_iter_binary(&it, &st, &len, &data);
-  return std::string(reinterpret_cast<const char*>(data), len);
-}
+std::string getBin(const bson_iter_t& it) { return common::binaryBytes(it); }
 
 std::string getBin(const bson_t& doc, const char* key) {
   bson_iter_t it;
