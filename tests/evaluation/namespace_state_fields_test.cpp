@@ -7,12 +7,15 @@
 
 #include <bson/bson.h>
 
+#include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "evaluation/key_facts.h"
 #include "evaluation/namespace_state.h"
 #include "evaluation/namespace_state_fields.h"
+#include "evaluation/sketch_redaction.h"
 
 namespace shardscope::evaluation {
 namespace {
@@ -79,7 +82,8 @@ TEST(NamespaceStateFields, MergingTwiceSumsEveryCounterRow) {
   const FieldState* f = into.field("a");
   ASSERT_NE(f, nullptr);
   for (const auto& c : fieldCodecs()) {
-    if (c.counter) EXPECT_EQ(f->*c.counter, 2 * st.fields.at(0).*c.counter) << c.name;
+    if (!c.counter) continue;
+    EXPECT_EQ(f->*c.counter, 2 * st.fields.at(0).*c.counter) << c.name;
   }
   EXPECT_EQ(f->ranged_shard_inserts, (std::vector<double>{3, 5, 7, 9}));
   EXPECT_EQ(f->max, st.fields.at(0).max);
@@ -149,6 +153,40 @@ TEST(NamespaceStateFields, ShapeRoutingCountsSurviveExportImportAndAdd) {
   sum.add(r);
   for (auto m : kShapeRoutingCounts) EXPECT_EQ(sum.*m, 2 * r.*m);
   EXPECT_EQ(sum.ranges, (std::vector<uint64_t>{10, 12, 14, 16}));
+}
+
+// The value-free export (sketch_redaction.cpp) keeps only keys it lists: every row of the field
+// table reaches it except those that carry values, so a new row fails here until it is either
+// listed there or named here as carrying values.
+TEST(NamespaceStateFields, ValueFreeExportKeepsEveryRowThatCarriesNoValues) {
+  const std::set<std::string> carry_values = {"distinct", "max", "min"};
+  StateLimits limits;
+  const NamespaceState st = filledState(limits);
+  bson_t wrap = BSON_INITIALIZER, arr, nsdoc;
+  bson_append_array_begin(&wrap, "namespaces", -1, &arr);
+  bson_append_document_begin(&arr, "0", -1, &nsdoc);
+  st.toBson(&nsdoc);
+  bson_append_document_end(&arr, &nsdoc);
+  bson_append_array_end(&wrap, &arr);
+  char* json = bson_as_canonical_extended_json(&wrap, nullptr);
+  const std::string redacted = sketchesWithoutValues(json);
+  bson_free(json);
+  bson_destroy(&wrap);
+  bson_error_t err;
+  bson_t* doc = bson_new_from_json(reinterpret_cast<const uint8_t*>(redacted.data()),
+                                   static_cast<ssize_t>(redacted.size()), &err);
+  ASSERT_NE(doc, nullptr) << err.message;
+  bson_iter_t it;
+  for (const auto& c : namespaceCounters()) {
+    EXPECT_TRUE(bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, (std::string("namespaces.0.") + c.name).c_str(), &it))
+        << c.name << " is dropped by the value-free export";
+  }
+  for (const auto& c : fieldCodecs()) {
+    const std::string path = std::string("namespaces.0.fields.0.") + c.name;
+    const bool kept = bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path.c_str(), &it);
+    EXPECT_EQ(kept, carry_values.count(c.name) == 0) << c.name;
+  }
+  bson_destroy(doc);
 }
 
 }  // namespace
