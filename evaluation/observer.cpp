@@ -376,13 +376,12 @@ void Observer::Impl::observeFindAndModify(const protocol::CommandView& view, std
 // reply's facts (the element views they hand out), never from the reply itself.
 void Observer::Impl::settle(const PendingWrite& p, const protocol::ReplyFacts& reply, int64_t now) {
   if (p.find_and_modify) {
-    bson_t le;
-    if (p.items.empty() || !reply.last_error_object.asDocument(le)) return;
+    if (p.items.empty() || !reply.last_error_object.present) return;
     const PendingDoc& d = p.items.front();
     bson_iter_t id, existing;
-    if (bson_iter_init_find(&id, &le, "upserted")) {
+    if (reply.lastError("upserted", id)) {
       if (d.upsert) commitUpserted(p, d, &id, now);
-    } else if (bson_iter_init_find(&existing, &le, "updatedExisting") && bson_iter_as_bool(&existing)) {
+    } else if (reply.lastError("updatedExisting", existing) && bson_iter_as_bool(&existing)) {
       if (d.upsert) commit(p.ns, {}, DocOrigin::UpsertMatched, now);
       if (d.replacement) commitReplaced(p, d, now);
     }

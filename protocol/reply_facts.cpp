@@ -117,6 +117,9 @@ ReplyFacts readReplyFacts(const bson_t* body) {
       ++f.others_dropped;
     }
   }
+  // A document corrupt past its header (replies are navigated, not validated): unparsed, as a
+  // whole, rather than half-read facts.
+  if (it.err_off != 0) return ReplyFacts{};
   if (f.ok) f.code = 0;
   else if (f.has_ok) addCode(f, f.code);
   return f;
