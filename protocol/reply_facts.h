@@ -5,7 +5,6 @@
 #include <bson/bson.h>
 
 #include <array>
-#include <atomic>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -81,7 +80,7 @@ struct ReplyFacts {
 ReplyFacts readReplyFacts(const bson_t* body);
 ReplyFacts readReplyFacts(std::span<const uint8_t> bsonBytes);
 
-// How many replies readReplyFacts has parsed in this process (tests: each reply is parsed once).
+// How many replies readReplyFacts has parsed on this thread (tests: each reply is parsed once).
 uint64_t replyFactsParsed();
 
 }  // namespace shardscope::protocol
