@@ -14,6 +14,9 @@ class Observer {
   // this observer's slot as onRequest left it; `reply.facts` were read once for all observers.
   virtual void onReply(const PendingOp& op, const Reply& reply) = 0;
   virtual void onClose() {}
+  // Whether it reads a cursor reply's documents. False: a large cursor reply may stream to the
+  // client, this observer then sees a summary of it, every field but the batch (issue 29).
+  virtual bool needsReplyDocuments() const { return true; }
 
   // This observer's slot in each PendingOp (what it keeps with a request until its reply).
   ObserverSlot& slotOf(PendingOp& op) const { return op.slots[slot_]; }
