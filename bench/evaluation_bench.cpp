@@ -170,8 +170,8 @@ void BM_ObserveBucketUpserts(benchmark::State& state) {
   for (auto _ : state) {
     AllocationWindow window;
     for (const auto& u : upserts) {
-      obs->observe(u.command->view(), ns);
-      obs->onReply(ns, u.reply);
+      const auto ticket = obs->observe(u.command->view(), ns);
+      obs->onReply(ticket, protocol::readReplyFacts(u.reply));
     }
     obs->flush();
     allocations += window.count();

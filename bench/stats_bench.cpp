@@ -164,11 +164,11 @@ void recordLoop(benchmark::State& state, const char* json, const routing::Target
   Command c(json);
   Reply reply(kReply);
   auto recorder = sharedRegistry().newRecorder();
-  recorder->onReply(recorder->onRequest(c.view(), "shop.orders", target, 200), reply.get(), 300, 1'500'000);
+  recorder->onReply(recorder->onRequest(c.view(), "shop.orders", target, 200), protocol::readReplyFacts(reply.get()), 300, 1'500'000);
   AllocationsPerOp allocs(state);
   for (auto _ : state) {
     auto h = recorder->onRequest(c.view(), "shop.orders", target, 200);
-    recorder->onReply(h, reply.get(), 300, 1'500'000);
+    recorder->onReply(h, protocol::readReplyFacts(reply.get()), 300, 1'500'000);
   }
   state.SetItemsProcessed(state.iterations());
 }
@@ -208,14 +208,14 @@ void BM_RecordProxyMix(benchmark::State& state) {
   stats::Registry registry;
   auto recorder = registry.newRecorder();
   for (const Op& op : mix)
-    recorder->onReply(recorder->onRequest(op.command->view(), "shop.orders", target, 200), op.reply->get(), 300, 1'000);
+    recorder->onReply(recorder->onRequest(op.command->view(), "shop.orders", target, 200), protocol::readReplyFacts(op.reply->get()), 300, 1'000);
   AllocationsPerOp allocs(state);
   size_t i = 0;
   for (auto _ : state) {
     const Op& op = mix[i];
     i = i + 1 == std::size(mix) ? 0 : i + 1;
     auto h = recorder->onRequest(op.command->view(), "shop.orders", target, 200);
-    recorder->onReply(h, op.reply->get(), 300, 1'500'000);
+    recorder->onReply(h, protocol::readReplyFacts(op.reply->get()), 300, 1'500'000);
   }
   state.SetItemsProcessed(state.iterations());
 }

@@ -14,6 +14,7 @@
 
 #include "common/query_shape.h"
 #include "protocol/command_view.h"
+#include "protocol/reply_facts.h"
 #include "rewrite/lookup_rule.h"
 #include "routing/routing_table.h"
 
@@ -100,6 +101,15 @@ class Evaluator {
   std::unique_ptr<ApplyQueue> queue_;  // last: its worker stops before the state it applies to goes
 };
 
+// What the evaluation keeps with one request until its reply: which held write (an update's or
+// findAndModify's documents it may create) that reply settles. The pipeline keeps it in the
+// request's PendingOp slot, so a reply settles its own request's write whatever the order
+// replies come in. token 0: nothing held.
+struct ReplyTicket {
+  uint32_t index = 0;
+  uint64_t token = 0;
+};
+
 class Observer {
  public:
   explicit Observer(Evaluator& evaluator, uint32_t flush_every_ops, uint32_t flush_every_ms);
@@ -108,11 +118,14 @@ class Observer {
   // except when handing over a batch.
   // `shapes`: the request's shape and id (the pipeline's, shared with the other features); null:
   // computed here.
-  void observe(const protocol::CommandView& view, std::string_view ns, common::ShapeCache* shapes = nullptr);
-  // The reply to the session's next update or findAndModify (`ns`: its namespace, or empty when
-  // not known; `reply` null when it did not parse): commits the documents its upserts inserted
-  // (with the _id the server gave them) and the replacements it made. Other replies are ignored.
-  void onReply(std::string_view ns, const bson_t* reply);
+  // Returns the ticket its reply hands back to onReply (an acknowledged update or findAndModify
+  // that may create documents holds them until then; other requests get an empty ticket).
+  ReplyTicket observe(const protocol::CommandView& view, std::string_view ns, common::ShapeCache* shapes = nullptr);
+  // The reply to the request that got `ticket`, as the pipeline read it once (`reply.parsed`
+  // false: no reply will say, e.g. the connection's fire-and-forget): commits the documents its
+  // upserts inserted (with the _id the server gave them) and the replacements it made, and
+  // releases what the request held.
+  void onReply(ReplyTicket ticket, const protocol::ReplyFacts& reply);
   // Hands what is buffered to the worker and waits until it (and all before it) is applied.
   void flush();
   void handOverPending();  // the same without waiting

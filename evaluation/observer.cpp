@@ -22,6 +22,7 @@
 #include "evaluation/upsert_document.h"
 #include "common/command_fields.h"
 #include "common/query_shape.h"
+#include "protocol/reply_facts.h"
 
 namespace shardscope::evaluation {
 
@@ -132,8 +133,10 @@ struct Observer::Impl {
   common::ShapeCache own_shapes;  // when the caller hands no request shape (replay, tests)
 
   // Documents an update or findAndModify may create (upserts, replacements), held until its reply
-  // says which did: a ring of recent acknowledged writes, matched to replies in order (a
-  // connection's replies come in request order). Memory kept between requests.
+  // says which did. Each held write has a token its request's ReplyTicket names (the pipeline
+  // keeps the ticket with the request), so a reply settles exactly its own request's write.
+  // A few entries, memory kept between requests; when all are taken, the oldest is given up
+  // (its reply never came, or a client keeps that many writes in flight).
   // The statement, held as {q: filter, u: update} (copied bytes): the document it may create is
   // built only once the reply says it did (most upserts of a bucket pattern find their bucket).
   struct PendingDoc {
@@ -142,33 +145,38 @@ struct Observer::Impl {
     bool upsert = false, replacement = false;
   };
   struct PendingWrite {
-    uint64_t seq = 0;  // observed_seq of its request
+    uint64_t token = 0;  // 0: free
     std::string ns;
     bool find_and_modify = false;
     std::string docs;
     std::vector<PendingDoc> items;
   };
-  static constexpr size_t kPendingWrites = 16;
-  std::array<PendingWrite, kPendingWrites> pending;
-  size_t pending_head = 0, pending_count = 0;
-  uint64_t observed_seq = 0;  // evaluated requests observed so far
-  UpsertDocumentBuilder builder;
-  std::string built, with_id;
+  static constexpr size_t kHeldWrites = 16;
+  std::array<PendingWrite, kHeldWrites> held;
+  uint64_t next_token = 0;
+  ReplyTicket ticket;  // of the request being observed
 
-  PendingWrite& pushPending(std::string_view ns, bool fam) {
-    if (pending_count == kPendingWrites) popPending();  // its reply never came (or was not seen)
-    PendingWrite& p = pending[(pending_head + pending_count++) % kPendingWrites];
-    p.seq = observed_seq;
+  PendingWrite& holdWrite(std::string_view ns, bool fam) {
+    size_t at = 0;
+    for (size_t i = 0; i < kHeldWrites; ++i) {
+      if (held[i].token == 0) {
+        at = i;
+        break;
+      }
+      if (held[i].token < held[at].token) at = i;  // all taken: the oldest is given up
+    }
+    PendingWrite& p = held[at];
+    p.token = ++next_token;
     p.ns.assign(ns);
     p.find_and_modify = fam;
     p.docs.clear();
     p.items.clear();
+    ticket = {static_cast<uint32_t>(at), p.token};
     return p;
   }
-  void popPending() {
-    pending_head = (pending_head + 1) % kPendingWrites;
-    --pending_count;
-  }
+  UpsertDocumentBuilder builder;
+  std::string built, with_id;
+
   void holdDocument(PendingWrite& p, uint32_t index, const bson_t* filter, const bson_iter_t* u, bool upsert) {
     bool replacement = u && UpsertDocumentBuilder::isReplacement(*u);
     if (!upsert && !replacement) return;
@@ -233,7 +241,7 @@ struct Observer::Impl {
     }
     commit(p.ns, doc, DocOrigin::Upserted, now);
   }
-  void settle(const PendingWrite& p, const bson_t& reply, int64_t now);
+  void settle(const PendingWrite& p, const protocol::ReplyFacts& reply, int64_t now);
 
   bool sampleFilter(uint64_t hash) {
     if (shape_seen.size() > 4096) shape_seen.clear();
@@ -315,7 +323,7 @@ void Observer::Impl::observeRead(const protocol::CommandView& view, std::string_
 void Observer::Impl::observeWrites(const protocol::CommandView& view, std::string_view ns, common::Shape request,
                                    int64_t now) {
   const bool update = view.traits.kind == protocol::CommandKind::Update;
-  PendingWrite* held = update && acknowledged(view.body) ? &pushPending(ns, false) : nullptr;
+  PendingWrite* held = update && acknowledged(view.body) ? &holdWrite(ns, false) : nullptr;
   uint32_t index = 0;
   common::forEachStatement(view, update ? "updates" : "deletes", [&](const bson_t& st) {
     if (!admitStatement(now)) return false;
@@ -351,7 +359,7 @@ void Observer::Impl::observeFindAndModify(const protocol::CommandView& view, std
   size_t modified = batch->mark();
   bson_iter_t u;
   if (bson_iter_init_find(&u, &view.body, "update")) {
-    if (acknowledged(view.body)) holdDocument(pushPending(ns, true), 0, has ? &q : nullptr, &u, upsert);
+    if (acknowledged(view.body)) holdDocument(holdWrite(ns, true), 0, has ? &q : nullptr, &u, upsert);
     appendModifiedPaths(u, *batch);
   }
   ByteRange modified_names = batch->since(modified);
@@ -364,25 +372,25 @@ void Observer::Impl::observeFindAndModify(const protocol::CommandView& view, std
 
 // Commits what the reply says the held write created: update replies list the statements that
 // inserted in `upserted` [{index, _id}]; findAndModify's lastErrorObject has `upserted` (the new
-// _id) or `updatedExisting`. A replacement that matched replaced a document.
-void Observer::Impl::settle(const PendingWrite& p, const bson_t& reply, int64_t now) {
+// _id) or `updatedExisting`. A replacement that matched replaced a document. Read from the
+// reply's facts (the element views they hand out), never from the reply itself.
+void Observer::Impl::settle(const PendingWrite& p, const protocol::ReplyFacts& reply, int64_t now) {
   if (p.find_and_modify) {
-    bson_t le;
-    if (p.items.empty() || !subDocumentAt(reply, "lastErrorObject", le)) return;
+    if (p.items.empty() || !reply.last_error_object.present) return;
     const PendingDoc& d = p.items.front();
     bson_iter_t id, existing;
-    if (bson_iter_init_find(&id, &le, "upserted")) {
+    if (reply.lastError("upserted", id)) {
       if (d.upsert) commitUpserted(p, d, &id, now);
-    } else if (bson_iter_init_find(&existing, &le, "updatedExisting") && bson_iter_as_bool(&existing)) {
+    } else if (reply.lastError("updatedExisting", existing) && bson_iter_as_bool(&existing)) {
       if (d.upsert) commit(p.ns, {}, DocOrigin::UpsertMatched, now);
       if (d.replacement) commitReplaced(p, d, now);
     }
     return;
   }
-  bson_iter_t it, arr;
-  const bool listed = bson_iter_init_find(&it, &reply, "upserted") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &arr);
-  bson_iter_t n;
-  const bool matched_any = bson_iter_init_find(&n, &reply, "n") && bson_iter_as_int64(&n) > 0;
+  if (!reply.has_n_modified) return;  // not an update's counts (an error without them): nothing is known
+  bson_iter_t arr;
+  const bool listed = reply.upserted.children(arr);
+  const bool matched_any = reply.has_n && reply.n > 0;
   size_t next = 0;  // `upserted` is in statement order, as the items are
   uint64_t inserted_mask = 0;  // of the first 64 items
   while (listed && bson_iter_next(&arr)) {
@@ -404,31 +412,15 @@ void Observer::Impl::settle(const PendingWrite& p, const bson_t& reply, int64_t 
   }
 }
 
-void Observer::onReply(std::string_view ns, const bson_t* reply) {
+void Observer::onReply(ReplyTicket ticket, const protocol::ReplyFacts& reply) {
+  if (ticket.token == 0 || ticket.index >= Impl::kHeldWrites) return;
   Impl& m = *impl_;
   std::lock_guard lock(m.mutex);
-  if (m.pending_count == 0) return;
-  bson_iter_t it;
-  bool fam = false;
-  if (reply) {
-    if (bson_iter_init_find(&it, reply, "lastErrorObject"))
-      fam = true;
-    else if (!bson_iter_init_find(&it, reply, "nModified"))
-      return;  // not the reply of an update or findAndModify (or an error without counts)
-  }
-  // Held writes before the one this reply answers lost their replies (an error reply without
-  // counts, a dropped connection): nothing is known of what they created. A client waits for a
-  // reply before its next request on a connection (drivers do not pipeline commands; w:0 writes
-  // are not held), so a held write observed before the latest request has had its reply.
-  while (m.pending_count > 0) {
-    const Impl::PendingWrite& p = m.pending[m.pending_head];
-    if (p.seq == m.observed_seq && (ns.empty() || p.ns == ns) && (!reply || p.find_and_modify == fam)) break;
-    m.popPending();
-  }
-  if (m.pending_count == 0) return;
+  Impl::PendingWrite& p = m.held[ticket.index];
+  if (p.token != ticket.token) return;  // given up for a newer write
   const int64_t now = nowMicros();
-  if (reply) m.settle(m.pending[m.pending_head], *reply, now);
-  m.popPending();
+  if (reply.parsed) m.settle(p, reply, now);
+  p.token = 0;
   if (m.batch->events.size() >= m.flush_ops || m.batch->bytes() > EventBatch::kKeepBytes) m.handOver(now);
 }
 
@@ -451,16 +443,16 @@ void Observer::flush() {
   impl_->evaluator.waitApplied();
 }
 
-void Observer::observe(const protocol::CommandView& view, std::string_view ns, common::ShapeCache* shapes) {
-  if (ns.empty() || view.name.empty() || ns.size() > kMaxNamespaceBytes) return;
+ReplyTicket Observer::observe(const protocol::CommandView& view, std::string_view ns, common::ShapeCache* shapes) {
+  if (ns.empty() || view.name.empty() || ns.size() > kMaxNamespaceBytes) return {};
   using protocol::CommandKind;
   const CommandKind kind = view.traits.kind;  // classified once, with the view
   const bool evaluated = kind == CommandKind::Insert || view.traits.reads || kind == CommandKind::Update ||
                          kind == CommandKind::Delete || kind == CommandKind::FindAndModify;
-  if (!evaluated) return;
+  if (!evaluated) return {};
   Impl& m = *impl_;
   std::lock_guard lock(m.mutex);  // uncontended except while a render flushes this observer
-  ++m.observed_seq;
+  m.ticket = {};
   const int64_t now = nowMicros();
   size_t before = m.batch->events.size();
   m.statements = 0;
@@ -475,10 +467,17 @@ void Observer::observe(const protocol::CommandView& view, std::string_view ns, c
   m.shape = {};
   // A huge filter's shape text is not kept.
   if (m.statement_shape.capacity() > 4096) std::string().swap(m.statement_shape);
-  if (m.batch->events.size() == before && m.statements == 0) return;
+  // A held write that may create nothing (no upsert, no replacement) waits for no reply.
+  ReplyTicket ticket = m.ticket;
+  if (ticket.token && m.held[ticket.index].items.empty()) {
+    m.held[ticket.index].token = 0;
+    ticket = {};
+  }
+  if (m.batch->events.size() == before && m.statements == 0) return ticket;
   if (m.batch->events.size() >= m.flush_ops || m.batch->bytes() > EventBatch::kKeepBytes ||
       now - m.last_flush_us >= static_cast<int64_t>(m.flush_ms) * 1000)
     m.handOver(now);
+  return ticket;
 }
 
 }  // namespace shardscope::evaluation

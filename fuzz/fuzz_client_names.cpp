@@ -86,7 +86,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto recorder = registry().newRecorder();
   routing::TargetResult target;
   target.targeting = routing::Targeting::Unsharded;
-  recorder->onReply(recorder->onRequest(view, ns, target, static_cast<uint32_t>(size)), nullptr, 16, 1000);
+  recorder->onReply(recorder->onRequest(view, ns, target, static_cast<uint32_t>(size)), protocol::ReplyFacts{}, 16, 1000);
   recorder.reset();  // folded into the registry, as when a client leaves
 
   const stats::Snapshot snap = registry().snapshot();

@@ -79,12 +79,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (len >= 5 && static_cast<size_t>(len) <= restSize && bson_init_static(&reply, rest, static_cast<size_t>(len)))
       replyPtr = &reply;
   }
-  if (replyPtr) rewrite::applyReplyLearning(index, learning, replyPtr);
+  const protocol::ReplyFacts facts = protocol::readReplyFacts(replyPtr);  // read once, as the pipeline does
+  if (replyPtr) rewrite::applyReplyLearning(index, learning, facts);
   if (plan.kind != rewrite::RewriteKind::None) {
-    auto verdict = rewrite::verifyRewrite(plan, plan.command, index.rule(), replyPtr);
+    auto verdict = rewrite::verifyRewrite(plan, plan.command, index.rule(), facts);
     // The same bytes as the original's reply: whatever it contradicts becomes ambiguous for good.
     if (verdict.cause != rewrite::FallbackCause::None && replyPtr &&
-        rewrite::learnFromRerun(index, plan, plan.command, verdict.suspects, replyPtr)) {
+        rewrite::learnFromRerun(index, plan, plan.command, verdict.suspects, facts)) {
       auto again = rewrite::planLookupRewrite(index, view);
       if (again.kind != rewrite::RewriteKind::None && !plan.in_list) __builtin_trap();
     }

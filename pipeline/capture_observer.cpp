@@ -9,7 +9,7 @@ void CaptureObserver::onRequest(const Operation& op) {
 
 void CaptureObserver::onReply(const PendingOp& op, const Reply& reply) {
   if (reply.kind != Reply::Kind::Answer || op.injected_fault) return;
-  capture_.onReply(id_, op.clientRequestId(), reply.message, reply.latency_ns);
+  capture_.onReply(id_, op.clientRequestId(), reply.message, *reply.facts, reply.latency_ns);
 }
 
 }  // namespace shardscope::pipeline

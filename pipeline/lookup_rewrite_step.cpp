@@ -92,12 +92,12 @@ std::span<const uint8_t> Pipeline::sendConfirmingRead(PendingOp& op) {
   return confirm_message_;
 }
 
-std::span<const uint8_t> Pipeline::afterConfirmingRead(const PendingOp& read, const bson_t* body) {
+std::span<const uint8_t> Pipeline::afterConfirmingRead(const PendingOp& read, const protocol::ReplyFacts& reply) {
   auto& state = *read.confirming;
   PendingOp* client = pending_.find(read.client_request_id);
   if (!client || client->rewrite != read.confirming) return {};
   auto& stats = client->lookup->stats();
-  if (rewrite::confirmsMapping(body)) {
+  if (rewrite::confirmsMapping(reply)) {
     stats.onEvent("retryable write: confirmed, sent rewritten");
     rerun_message_ = std::move(state.rewritten);
   } else {
@@ -118,14 +118,14 @@ std::span<const uint8_t> Pipeline::afterConfirmingRead(const PendingOp& read, co
   return toUpstream(rerun_message_, false, rerun_wire_);
 }
 
-std::span<const uint8_t> Pipeline::verifyRewrite(const PendingOp& op, const bson_t* body) {
+std::span<const uint8_t> Pipeline::verifyRewrite(const PendingOp& op, const protocol::ReplyFacts& reply) {
   if (op.fell_back) {  // the original after a fallback: was the mapping wrong?
     const auto& fb = *op.fell_back;
     op.lookup->stats().onRerunOutcome(
-        rewrite::learnFromRerun(*op.lookup, fb.plan, fb.plan.command, fb.suspects, body, reply_was_complete_));
+        rewrite::learnFromRerun(*op.lookup, fb.plan, fb.plan.command, fb.suspects, reply, reply_was_complete_));
   }
   if (!op.rewrite) return {};
-  auto verdict = rewrite::verifyRewrite(op.rewrite->plan, op.rewrite->plan.command, op.lookup->rule(), body);
+  auto verdict = rewrite::verifyRewrite(op.rewrite->plan, op.rewrite->plan.command, op.lookup->rule(), reply);
   if (verdict.cause == rewrite::FallbackCause::None) return {};
   if (op.rewrite->plan.confirm) {
     // A confirmed retryable write is never re-run (its txnNumber is spent): the document moved

@@ -10,12 +10,21 @@ class Observer {
  public:
   virtual ~Observer() = default;
   virtual void onRequest(const Operation& op) = 0;
-  // `op` is the operation's persistent part (the same one its onRequest saw as op.pending).
+  // `op` is the operation's persistent part (the same one its onRequest saw as op.pending), with
+  // this observer's slot as onRequest left it; `reply.facts` were read once for all observers.
   virtual void onReply(const PendingOp& op, const Reply& reply) = 0;
   virtual void onClose() {}
   // Whether it reads a cursor reply's documents. False: a large cursor reply may stream to the
   // client, this observer then sees a summary of it, every field but the batch (issue 29).
   virtual bool needsReplyDocuments() const { return true; }
+
+  // This observer's slot in each PendingOp (what it keeps with a request until its reply).
+  ObserverSlot& slotOf(PendingOp& op) const { return op.slots[slot_]; }
+  const ObserverSlot& slotOf(const PendingOp& op) const { return op.slots[slot_]; }
+
+ private:
+  friend class Pipeline;
+  size_t slot_ = 0;  // set by Pipeline::addObserver
 };
 
 }  // namespace shardscope::pipeline

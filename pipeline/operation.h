@@ -13,6 +13,7 @@
 #include "pipeline/pending_ops.h"
 #include "protocol/command_kind.h"
 #include "protocol/command_view.h"
+#include "protocol/reply_facts.h"
 #include "routing/cursor_list.h"
 #include "routing/target_result.h"
 #include "common/query_shape.h"
@@ -43,7 +44,11 @@ struct Operation {
   common::Shape shape() const { return shape_cache.get(view, ns); }
 };
 
-// What came back for an operation.
+// The facts of no reply (NoReply, Superseded, or a reply without a readable document).
+inline const protocol::ReplyFacts kNoReplyFacts{};
+
+// What came back for an operation. Its document is read once, by the pipeline, into `facts`
+// (protocol/reply_facts.h): observers read the facts, never the body.
 struct Reply {
   enum class Kind : uint8_t {
     Answer,      // upstream's reply (or the sidecar's own, for an injected fault)
@@ -51,8 +56,8 @@ struct Reply {
     Superseded,  // a rewritten command's reply, dropped: the original runs instead (`rerun`)
   };
   Kind kind = Kind::Answer;
-  std::span<const uint8_t> message;  // uncompressed
-  const bson_t* body = nullptr;      // null when the reply has no readable document
+  std::span<const uint8_t> message;  // uncompressed (the capture writes it as it is)
+  const protocol::ReplyFacts* facts = &kNoReplyFacts;  // never null; parsed=false: no readable document
   uint32_t wire_bytes = 0;           // as received
   uint64_t latency_ns = 0;
   const routing::TargetResult* rerun = nullptr;  // Superseded: how the original is targeted

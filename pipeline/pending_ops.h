@@ -2,7 +2,10 @@
 // matched by responseTo (as Envoy's ActiveQuery). Pipelining depth is small in practice, so a
 // short vector beats a map.
 #pragma once
+#include <array>
 #include <chrono>
+#include <cstring>
+#include <type_traits>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -30,7 +33,30 @@ struct RewriteState {
   std::vector<uint8_t> rewritten;         // a retryable write's rewritten message, held until a read confirms it
 };
 
+// What one observer keeps with an operation until its reply (fixed size, trivially copied: the
+// pending record allocates nothing). Each observer gets its own slot (Observer::slot), so a reply
+// reaches every observer with that observer's own state for the request it answers, whatever
+// the order replies come in.
+struct ObserverSlot {
+  static constexpr size_t kBytes = 16;
+  alignas(8) unsigned char bytes[kBytes] = {};
+  template <typename T>
+  T get() const {
+    static_assert(sizeof(T) <= kBytes && std::is_trivially_copyable_v<T>);
+    T out;
+    std::memcpy(&out, bytes, sizeof(T));
+    return out;
+  }
+  template <typename T>
+  void set(const T& value) {
+    static_assert(sizeof(T) <= kBytes && std::is_trivially_copyable_v<T>);
+    std::memcpy(bytes, &value, sizeof(T));
+  }
+};
+
 struct PendingOp {
+  static constexpr size_t kObserverSlots = 8;  // observers per connection (Pipeline::addObserver checks)
+
   int32_t request_id = 0;
   std::chrono::steady_clock::time_point start;
   stats::OpHandle stats;
@@ -49,6 +75,7 @@ struct PendingOp {
   int32_t client_request_id = 0;           // a proxy-issued re-run: the reply answers this client id
   bool injected_fault = false;             // answered by the sidecar itself (fault injection)
   std::shared_ptr<RewriteState> confirming;  // a proxy-issued read confirming a retryable write's mapping
+  std::array<ObserverSlot, kObserverSlots> slots{};  // one per observer, by Observer::slot()
 
   // The id of the client's request that this op answers (a re-run answers the original's).
   int32_t clientRequestId() const { return client_request_id ? client_request_id : request_id; }

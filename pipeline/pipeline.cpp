@@ -5,9 +5,11 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "protocol/hello.h"
 #include "protocol/op_query.h"
+#include "protocol/reply_facts.h"
 #include "protocol/request_rules.h"
 #include "routing/mongos_version.h"
 #include "routing/stale_routing.h"
@@ -42,6 +44,13 @@ uint64_t nanosSince(Pipeline::Clock::time_point start) {
 
 Pipeline::Pipeline(Settings settings, Environment& env, stats::Recorder& recorder)
     : settings_(std::move(settings)), env_(env), recorder_(recorder) {}
+
+void Pipeline::addObserver(Observer& observer) {
+  if (observers_.size() >= PendingOp::kObserverSlots)
+    throw std::length_error("pipeline: more observers than PendingOp::kObserverSlots");
+  observer.slot_ = observers_.size();
+  observers_.push_back(&observer);
+}
 
 void Pipeline::onClose() {
   for (Observer* o : observers_) o->onClose();
@@ -303,8 +312,9 @@ RequestAction Pipeline::injectFault(const protocol::CommandView& view, std::stri
   shape_.reset();
   const Operation operation{view, view, ns, view.traits, target, message, false, op, shape_};
   for (Observer* o : observers_) o->onRequest(operation);
+  const protocol::ReplyFacts facts = protocol::readReplyFacts(&reply);  // the reply's one parse
   Reply answer;
-  answer.body = &reply;
+  answer.facts = &facts;
   notifyReply(op, answer);
 
   RequestAction action;
@@ -351,12 +361,14 @@ ReplyAction Pipeline::onReply(std::span<uint8_t> frame) {
   auto op = pending_.take(header.responseTo, moreToCome, header.requestId);
   if (!op) return {toClient(message, nullptr), {}};  // a reply to nothing we track: pass it on
   if (op->discard_reply) return {};                   // the proxy's own killCursors
-  if (op->confirming) return {{}, afterConfirmingRead(*op, bodyPtr)};  // the proxy's own confirming read
-  if (bodyPtr) learnFromReply(*op, bodyPtr);
+  // The reply's one parse: every step below and every observer reads these facts.
+  const protocol::ReplyFacts facts = protocol::readReplyFacts(bodyPtr);
+  if (op->confirming) return {{}, afterConfirmingRead(*op, facts)};  // the proxy's own confirming read
+  if (bodyPtr) learnFromReply(*op, facts);
   if (!moreToCome && (op->rewrite || op->fell_back))
-    if (auto rerun = verifyRewrite(*op, bodyPtr); !rerun.empty()) return {{}, rerun};
+    if (auto rerun = verifyRewrite(*op, facts); !rerun.empty()) return {{}, rerun};
   if (!moreToCome)
-    notifyReply(*op, Reply{.kind = Reply::Kind::Answer, .message = message, .body = bodyPtr,
+    notifyReply(*op, Reply{.kind = Reply::Kind::Answer, .message = message, .facts = &facts,
                            .wire_bytes = static_cast<uint32_t>(frame.size()), .latency_ns = nanosSince(op->start)});
   // A re-run's reply answers the client's original request.
   if (op->client_request_id) protocol::setResponseTo(message, op->client_request_id);
@@ -396,8 +408,9 @@ void Pipeline::onStreamedReply(std::span<uint8_t> message, uint32_t wireBytes, b
   const bson_t* bodyPtr = bson_init_static(&body, reply_msg_.body.data(), reply_msg_.body.size()) ? &body : nullptr;
   auto op = pending_.take(header.responseTo, false, header.requestId);
   if (!op) return;
-  if (bodyPtr) learnFromReply(*op, bodyPtr);
-  notifyReply(*op, Reply{.kind = Reply::Kind::Answer, .message = message, .body = bodyPtr, .wire_bytes = wireBytes,
+  const protocol::ReplyFacts facts = protocol::readReplyFacts(bodyPtr);  // the summary's one parse
+  if (bodyPtr) learnFromReply(*op, facts);
+  notifyReply(*op, Reply{.kind = Reply::Kind::Answer, .message = message, .facts = &facts, .wire_bytes = wireBytes,
                          .latency_ns = nanosSince(op->start)});
 }
 
@@ -423,25 +436,22 @@ std::span<const uint8_t> Pipeline::rewriteHelloReply(std::span<const uint8_t> me
   return reply_rewritten_;
 }
 
-void Pipeline::reportStaleConfig(const PendingOp&, const bson_t* body) {
+void Pipeline::reportStaleConfig(const PendingOp&, const protocol::ReplyFacts& reply) {
   // A stale-routing error, at the top or per write statement: refresh the namespace it names.
   // Replies are not searched when nothing would refresh (no discovery).
-  if (settings_.report_stale_routing && routing::replyShowsStaleRouting(body, stale_ns_)) env_.onStaleConfig(stale_ns_);
+  if (settings_.report_stale_routing && routing::replyShowsStaleRouting(reply, stale_ns_)) env_.onStaleConfig(stale_ns_);
 }
 
-void Pipeline::learnFromReply(const PendingOp& op, const bson_t* body) {
-  reportStaleConfig(op, body);  // also in ok:1 replies (writeErrors, writeConcernError)
-  bson_iter_t it;
+void Pipeline::learnFromReply(const PendingOp& op, const protocol::ReplyFacts& reply) {
+  reportStaleConfig(op, reply);  // also in ok:1 replies (writeErrors, writeConcernError)
   // A failed write may still have changed documents: the learning sees every reply.
   reply_was_complete_ = false;
   if (op.lookup && op.learning)
-    rewrite::applyReplyLearning(*op.lookup, *op.learning, body, !op.rewrite, &reply_was_complete_);
-  if (bson_iter_init_find(&it, body, "ok") && !bson_iter_as_bool(&it)) return;
+    rewrite::applyReplyLearning(*op.lookup, *op.learning, reply, !op.rewrite, &reply_was_complete_);
+  if (reply.has_ok && !reply.ok) return;
   if (!op.sharded || !settings_.cursors) return;
-  bson_iter_t cursor, id;
-  if (bson_iter_init_find(&cursor, body, "cursor") && BSON_ITER_HOLDS_DOCUMENT(&cursor) &&
-      bson_iter_recurse(&cursor, &id) && bson_iter_find(&id, "id") && BSON_ITER_HOLDS_INT64(&id)) {
-    int64_t cursorId = bson_iter_int64(&id);
+  if (reply.has_cursor) {
+    const int64_t cursorId = reply.cursor_id;
     if (op.get_more_cursor) {
       if (cursorId == 0) settings_.cursors->forget(op.get_more_cursor);
     } else if (cursorId != 0) {

@@ -20,6 +20,7 @@
 #include "protocol/cursor_batch.h"
 #include "protocol/error_reply.h"
 #include "protocol/op_msg.h"
+#include "protocol/reply_facts.h"
 #include "routing/cursor_list.h"
 #include "routing/cursor_shards.h"
 #include "rewrite/lookup_guard.h"
@@ -62,7 +63,8 @@ class Pipeline {
   // `recorder` counts decode errors (the statistics observer, when registered, counts the rest).
   Pipeline(Settings settings, Environment& env, stats::Recorder& recorder);
 
-  void addObserver(Observer& observer) { observers_.push_back(&observer); }
+  // At most PendingOp::kObserverSlots observers (each gets a slot in every pending operation).
+  void addObserver(Observer& observer);
   RequestAction onRequest(std::span<uint8_t> frame);
   ReplyAction onReply(std::span<uint8_t> frame);
   // Streaming a large reply (issue 29): whether the reply of `messageSize` bytes whose first bytes
@@ -120,7 +122,7 @@ class Pipeline {
   // The rewrite's verify step (pipeline/lookup_rewrite_step.cpp): what to send upstream instead
   // when the reply cannot prove the rewrite right (the original, maybe after a killCursors);
   // empty when the reply goes to the client.
-  std::span<const uint8_t> verifyRewrite(const PendingOp& op, const bson_t* body);
+  std::span<const uint8_t> verifyRewrite(const PendingOp& op, const protocol::ReplyFacts& reply);
   std::span<const uint8_t> rerunOriginal(const PendingOp& op, rewrite::Verdict verdict);
   // A retryable write is held while a targeted read confirms its mapping (sent in its place);
   // the read's reply sends the rewritten write, or the original when nothing confirmed it.
@@ -128,10 +130,10 @@ class Pipeline {
   // A bulkWrite or an aggregate's $out/$merge writing into a rule's collection: every value of
   // that rule is unsettled (rewrite/unplanned_writes.h).
   void noteUnplannedWrites();
-  std::span<const uint8_t> afterConfirmingRead(const PendingOp& read, const bson_t* body);
-  void learnFromReply(const PendingOp& op, const bson_t* body);
+  std::span<const uint8_t> afterConfirmingRead(const PendingOp& read, const protocol::ReplyFacts& reply);
+  void learnFromReply(const PendingOp& op, const protocol::ReplyFacts& reply);
   // Stale-routing detection, in one place: what counts as stale and what it triggers.
-  void reportStaleConfig(const PendingOp& op, const bson_t* body);
+  void reportStaleConfig(const PendingOp& op, const protocol::ReplyFacts& reply);
   std::string stale_ns_;  // the namespace a stale-routing error names (reused: no allocation per reply)
 
   Settings settings_;

@@ -11,7 +11,7 @@ void StatisticsObserver::onRequest(const Operation& op) {
 void StatisticsObserver::onReply(const PendingOp& op, const Reply& reply) {
   // A superseded reply is not counted: the re-run's reply is, under the same handle.
   if (reply.kind == Reply::Kind::Superseded) recorder_.onRewriteFallback(op.stats, *reply.rerun);
-  else recorder_.onReply(op.stats, reply.body, reply.wire_bytes, reply.latency_ns);
+  else recorder_.onReply(op.stats, *reply.facts, reply.wire_bytes, reply.latency_ns);
 }
 
 }  // namespace shardscope::pipeline

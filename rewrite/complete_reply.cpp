@@ -95,11 +95,9 @@ std::string completeReplyValues(const protocol::CommandView& view, const LookupR
   return out;
 }
 
-bool learnFromCompleteReply(LookupIndex& index, const std::string& values, const bson_t* reply) {
-  bson_iter_t it, id;
+bool learnFromCompleteReply(LookupIndex& index, const std::string& values, const protocol::ReplyFacts& reply) {
   bson_t batch, requested;
-  if (values.empty() || !child(reply, "cursor.id", id) || !BSON_ITER_HOLDS_NUMBER(&id) || bson_iter_as_int64(&id) != 0 ||
-      !child(reply, "cursor.firstBatch", it) || !common::documentOrArray(it, batch) ||
+  if (values.empty() || !reply.exhausted() || !reply.first_batch || !reply.batch.asDocument(batch) ||
       !bson_init_static(&requested, reinterpret_cast<const uint8_t*>(values.data()), values.size()))
     return false;
   // Per requested key: the added fields of its documents (first seen), and whether they all agree.

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "protocol/command_view.h"
+#include "protocol/reply_facts.h"
 #include "rewrite/lookup_mapping.h"
 
 namespace shardscope::rewrite {
@@ -21,6 +22,7 @@ namespace shardscope::rewrite {
 std::string completeReplyValues(const protocol::CommandView& view, const LookupRule& rule);
 
 // Learns from a complete reply. False when the reply is not complete (an open cursor, not ok).
-bool learnFromCompleteReply(LookupIndex& index, const std::string& values, const bson_t* reply);
+// `reply`: its facts, read once by the pipeline (protocol/reply_facts.h).
+bool learnFromCompleteReply(LookupIndex& index, const std::string& values, const protocol::ReplyFacts& reply);
 
 }  // namespace shardscope::rewrite

@@ -8,19 +8,14 @@
 namespace shardscope::rewrite {
 namespace {
 
-bool child(const bson_t* doc, const char* path, bson_iter_t& out) {
-  bson_iter_t it;
-  return bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &out);
-}
-
 using protocol::CommandKind;
+using protocol::ReplyFacts;  // the reply, read once by the pipeline: never re-parsed here
 
 // The lookup keys of the documents in cursor.firstBatch (and whether there is one at all).
-bool batchKeys(const bson_t* reply, const LookupRule& rule, size_t& count, std::vector<std::string>& keys) {
-  bson_iter_t batch, d;
-  bson_t docs;
+bool batchKeys(const ReplyFacts& reply, const LookupRule& rule, size_t& count, std::vector<std::string>& keys) {
+  bson_iter_t d;
   count = 0;
-  if (!child(reply, "cursor.firstBatch", batch) || !common::documentOrArray(batch, docs) || !bson_iter_init(&d, &docs)) return false;
+  if (!reply.first_batch || !reply.batch.children(d)) return false;
   while (bson_iter_next(&d)) {
     ++count;
     bson_t doc;
@@ -39,25 +34,24 @@ bool batchKeys(const bson_t* reply, const LookupRule& rule, size_t& count, std::
 }
 
 // Did the reply find anything? Unknown (no way to tell) counts as "did not".
-bool foundAnything(CommandKind command, const bson_t* reply) {
+bool foundAnything(CommandKind command, const ReplyFacts& reply) {
   bson_iter_t it;
-  if (command == CommandKind::Count) return child(reply, "n", it) && bson_iter_as_int64(&it) > 0;
-  if (command == CommandKind::Distinct) {
-    bson_t values;
-    return child(reply, "values", it) && common::documentOrArray(it, values) && !bson_empty(&values);
-  }
-  if (command == CommandKind::Update || command == CommandKind::Delete) return child(reply, "n", it) && bson_iter_as_int64(&it) > 0;
-  if (command == CommandKind::FindAndModify)
-    return child(reply, "lastErrorObject.n", it) ? bson_iter_as_int64(&it) > 0
-                                                 : (child(reply, "value", it) && BSON_ITER_HOLDS_DOCUMENT(&it));
   bson_t docs;
-  return child(reply, "cursor.firstBatch", it) && common::documentOrArray(it, docs) && !bson_empty(&docs);
+  if (command == CommandKind::Count) return reply.has_n && reply.n > 0;
+  if (command == CommandKind::Distinct) {
+    const auto* values = reply.other("values");
+    return values && values->asDocument(docs) && !bson_empty(&docs);
+  }
+  if (command == CommandKind::Update || command == CommandKind::Delete) return reply.has_n && reply.n > 0;
+  if (command == CommandKind::FindAndModify) {
+    if (reply.lastError("n", it)) return bson_iter_as_int64(&it) > 0;
+    const auto* value = reply.other("value");
+    return value && value->type() == BSON_TYPE_DOCUMENT;
+  }
+  return reply.first_batch && reply.batch.asDocument(docs) && !bson_empty(&docs);
 }
 
-bool ok(const bson_t* reply) {
-  bson_iter_t it;
-  return reply && bson_iter_init_find(&it, reply, "ok") && bson_iter_as_bool(&it);
-}
+bool ok(const ReplyFacts& reply) { return reply.has_ok && reply.ok; }
 
 }  // namespace
 
@@ -73,14 +67,14 @@ std::string_view fallbackCauseName(FallbackCause c) {
   return "unknown";
 }
 
-Verdict verifyRewrite(const RewritePlan& plan, CommandKind command, const LookupRule& rule, const bson_t* reply) {
+Verdict verifyRewrite(const RewritePlan& plan, CommandKind command, const LookupRule& rule, const ReplyFacts& reply) {
   Verdict v;
   if (!ok(reply)) return v;
   bson_iter_t it;
   if (plan.kind == RewriteKind::Write) {
-    if (child(reply, "writeErrors", it)) return v;  // something ran: never repeat
-    const bool known = command == CommandKind::FindAndModify ? child(reply, "lastErrorObject.n", it) || child(reply, "value", it)
-                                                : child(reply, "n", it);
+    if (reply.write_errors.present) return v;  // something ran: never repeat
+    const bool known = command == CommandKind::FindAndModify ? reply.lastError("n", it) || reply.other("value")
+                                                             : reply.has_n;
     if (!known) return v;  // cannot tell whether it matched: re-running could apply it twice
     if (!foundAnything(command, reply)) {
       v.cause = FallbackCause::NoMatchWrite;
@@ -89,7 +83,7 @@ Verdict verifyRewrite(const RewritePlan& plan, CommandKind command, const Lookup
     return v;
   }
   if (command == CommandKind::Count || command == CommandKind::Distinct) {
-    if (!child(reply, command == CommandKind::Count ? "n" : "values", it)) v.cause = FallbackCause::Unverifiable;
+    if (!(command == CommandKind::Count ? reply.has_n : reply.other("values") != nullptr)) v.cause = FallbackCause::Unverifiable;
     else if (!foundAnything(command, reply)) v.cause = FallbackCause::EmptyRead;
     if (v.cause != FallbackCause::None) v.suspects = plan.in_keys;
     return v;
@@ -98,7 +92,7 @@ Verdict verifyRewrite(const RewritePlan& plan, CommandKind command, const Lookup
   // whether or not the cursor is still open).
   size_t count = 0;
   std::vector<std::string> seen;
-  if (child(reply, "cursor.id", it) && BSON_ITER_HOLDS_NUMBER(&it)) v.live_cursor = bson_iter_as_int64(&it);
+  if (reply.has_cursor) v.live_cursor = reply.cursor_id;
   if (!batchKeys(reply, rule, count, seen)) {
     v.cause = FallbackCause::Unverifiable;
     v.suspects = plan.in_keys;
@@ -116,14 +110,13 @@ Verdict verifyRewrite(const RewritePlan& plan, CommandKind command, const Lookup
   return v;
 }
 
-bool confirmsMapping(const bson_t* reply) {
-  bson_iter_t it;
+bool confirmsMapping(const ReplyFacts& reply) {
   bson_t docs;
-  return ok(reply) && child(reply, "cursor.firstBatch", it) && common::documentOrArray(it, docs) && !bson_empty(&docs);
+  return ok(reply) && reply.first_batch && reply.batch.asDocument(docs) && !bson_empty(&docs);
 }
 
 bool learnFromRerun(LookupIndex& index, const RewritePlan& plan, CommandKind command,
-                    const std::vector<std::string>& suspects, const bson_t* reply, bool settled) {
+                    const std::vector<std::string>& suspects, const ReplyFacts& reply, bool settled) {
   if (!ok(reply) || !foundAnything(command, reply)) return false;
   if (settled) return true;  // a moved order, learned again from the documents themselves
   std::vector<std::string> contradicted = suspects;

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "protocol/reply_facts.h"
 #include "rewrite/lookup_mapping.h"
 #include "rewrite/lookup_rewrite.h"
 
@@ -24,14 +25,14 @@ struct Verdict {
 // A read passes only when its reply shows a document for every requested lookup value; an ok:1
 // reply that cannot show it (no cursor, no n) re-runs too. Error replies are passed on (the
 // original would fail the same way, and re-running a write is never safe after an error).
-Verdict verifyRewrite(const RewritePlan& plan, protocol::CommandKind command, const LookupRule& rule, const bson_t* reply);
+Verdict verifyRewrite(const RewritePlan& plan, protocol::CommandKind command, const LookupRule& rule, const protocol::ReplyFacts& reply);
 inline FallbackCause fallbackNeeded(const RewritePlan& plan, protocol::CommandKind command, const LookupRule& rule,
-                                    const bson_t* reply) {
+                                    const protocol::ReplyFacts& reply) {
   return verifyRewrite(plan, command, rule, reply).cause;
 }
 
 // A confirming read's reply (RewritePlan::confirm): did it find a document of the mapping?
-bool confirmsMapping(const bson_t* reply);
+bool confirmsMapping(const protocol::ReplyFacts& reply);
 
 // The original's reply after a fallback. When it found what the rewritten command missed, the
 // mapping of those suspects was wrong (stale, or the value belongs to several customers): they
@@ -39,6 +40,6 @@ bool confirmsMapping(const bson_t* reply);
 // it found nothing either (the mapping may be right; the rewrite only cost a second run).
 // `settled`: the reply held every document of the values and already taught them (complete_reply.h).
 bool learnFromRerun(LookupIndex& index, const RewritePlan& plan, protocol::CommandKind command,
-                    const std::vector<std::string>& suspects, const bson_t* reply, bool settled = false);
+                    const std::vector<std::string>& suspects, const protocol::ReplyFacts& reply, bool settled = false);
 
 }  // namespace shardscope::rewrite

@@ -258,11 +258,10 @@ void applyChange(LookupIndex& index, const ReplyLearning::Change& c, bool upsert
   index.unsettle(value);
 }
 
-std::vector<int64_t> errorIndexes(const bson_t* reply) {
+std::vector<int64_t> errorIndexes(const protocol::ReplyFacts& reply) {
   std::vector<int64_t> out;
-  bson_iter_t it, e;
-  bson_t list;
-  if (!child(reply, "writeErrors", it) || !common::documentOrArray(it, list) || !bson_iter_init(&e, &list)) return out;
+  bson_iter_t e;
+  if (!reply.write_errors.children(e)) return out;
   while (bson_iter_next(&e)) {
     bson_t err;
     bson_iter_t i;
@@ -326,10 +325,9 @@ ReplyLearning planReplyLearning(LookupIndex& index, const protocol::CommandView&
   return r;
 }
 
-size_t applyReplyLearning(LookupIndex& index, const ReplyLearning& learning, const bson_t* reply, bool originalReply,
-                          bool* complete) {
-  bson_iter_t it;
-  if (!reply || !bson_iter_init_find(&it, reply, "ok") || !bson_iter_as_bool(&it)) {
+size_t applyReplyLearning(LookupIndex& index, const ReplyLearning& learning, const protocol::ReplyFacts& reply,
+                          bool originalReply, bool* complete) {
+  if (!reply.has_ok || !reply.ok) {
     // A failed write may still have changed some documents (a multi-update interrupted midway).
     for (const auto& c : learning.changes) applyChange(index, c, false, Matched::Maybe);
     return 0;
@@ -355,9 +353,8 @@ size_t applyReplyLearning(LookupIndex& index, const ReplyLearning& learning, con
         if (complete) *complete = true;
         break;
       }
-      bson_t batch;
       bson_iter_t d;
-      if (!child(reply, "cursor.firstBatch", it) || !common::documentOrArray(it, batch) || !bson_iter_init(&d, &batch)) break;
+      if (!reply.first_batch || !reply.batch.children(d)) break;
       while (bson_iter_next(&d)) {
         bson_t doc;
         if (BSON_ITER_HOLDS_DOCUMENT(&d) && common::documentOrArray(d, doc) && index.learnFromDocument(&doc)) ++learned;
@@ -367,9 +364,10 @@ size_t applyReplyLearning(LookupIndex& index, const ReplyLearning& learning, con
     case ReplyLearning::From::Value: {
       bson_t doc;
       bson_iter_t n, upserted;
-      const bool hasValue = child(reply, "value", it) && BSON_ITER_HOLDS_DOCUMENT(&it) && common::documentOrArray(it, doc);
-      const bool wasUpsert = child(reply, "lastErrorObject.upserted", upserted);
-      const bool knownN = child(reply, "lastErrorObject.n", n);
+      const auto* value = reply.other("value");
+      const bool hasValue = value && value->type() == BSON_TYPE_DOCUMENT && value->asDocument(doc);
+      const bool wasUpsert = reply.lastError("upserted", upserted);
+      const bool knownN = reply.lastError("n", n);
       const Matched matched = hasValue || (knownN && bson_iter_as_int64(&n) > 0) ? Matched::Yes
                               : knownN                                            ? Matched::No
                                                                                   : Matched::Maybe;
@@ -380,21 +378,19 @@ size_t applyReplyLearning(LookupIndex& index, const ReplyLearning& learning, con
     case ReplyLearning::From::Updates: {
       auto errors = errorIndexes(reply);
       std::vector<int64_t> upserts;
-      bson_t list;
       bson_iter_t e;
-      if (child(reply, "upserted", it) && common::documentOrArray(it, list) && bson_iter_init(&e, &list))
+      if (reply.upserted.children(e))
         while (bson_iter_next(&e)) {
           bson_t u;
           bson_iter_t i;
           if (common::documentOrArray(e, u) && bson_iter_init_find(&i, &u, "index") && BSON_ITER_HOLDS_NUMBER(&i))
             upserts.push_back(bson_iter_as_int64(&i));
         }
-      bson_iter_t n;
       // n counts matched and upserted documents of every statement: it confirms a match only
       // for a single statement that did not upsert.
       Matched matched = Matched::Maybe;
-      if (learning.statements == 1 && upserts.empty() && errors.empty() && child(reply, "n", n))
-        matched = bson_iter_as_int64(&n) > 0 ? Matched::Yes : Matched::No;
+      if (learning.statements == 1 && upserts.empty() && errors.empty() && reply.has_n)
+        matched = reply.n > 0 ? Matched::Yes : Matched::No;
       for (const auto& c : learning.changes) {
         const bool upserted = std::find(upserts.begin(), upserts.end(), static_cast<int64_t>(c.index)) != upserts.end();
         applyChange(index, c, upserted, matched);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "protocol/command_view.h"
+#include "protocol/reply_facts.h"
 #include "rewrite/lookup_mapping.h"
 
 namespace shardscope::rewrite {
@@ -52,7 +53,7 @@ ReplyLearning planReplyLearning(LookupIndex& index, const protocol::CommandView&
 // `originalReply`: the reply is to the command as the client wrote it (not a rewritten one), so a
 // complete reply may teach (complete_reply.h). Returns how many documents taught a mapping.
 // `complete` (optional) is set when a complete reply taught its values.
-size_t applyReplyLearning(LookupIndex& index, const ReplyLearning& learning, const bson_t* reply,
+size_t applyReplyLearning(LookupIndex& index, const ReplyLearning& learning, const protocol::ReplyFacts& reply,
                           bool originalReply = false, bool* complete = nullptr);
 
 }  // namespace shardscope::rewrite

@@ -57,47 +57,34 @@ bool labelIsStale(const bson_iter_t& labels) {
 
 bool isStaleRoutingCode(int64_t code) { return code == 13388 || code == 150 || code == 63 || code == 249; }
 
-bool replyShowsStaleRouting(const bson_t* reply, std::string& ns) {
-  bson_iter_t it;
-  if (!reply || !bson_iter_init(&it, reply)) return false;
+bool replyShowsStaleRouting(const protocol::ReplyFacts& reply, std::string& ns) {
+  if (!reply.parsed) return false;
   bool stale = false;
   bool top_level_error = false;
-  int fields = 0;
-  while (!stale && bson_iter_next(&it) && ++fields <= kMaxTopLevelFields) {
-    const char* key = bson_iter_key(&it);
-    int64_t code = 0;
-    if (std::strcmp(key, "code") == 0) {
-      stale = readCode(it, code) && isStaleRoutingCode(code);
-      top_level_error = stale;
-    } else if (std::strcmp(key, "errorLabels") == 0) {
-      stale = labelIsStale(it);
-      top_level_error = stale;
-    } else if (std::strcmp(key, "writeConcernError") == 0) {
-      stale = errorDocIsStale(it, ns);
-    } else if (std::strcmp(key, "writeErrors") == 0 && BSON_ITER_HOLDS_ARRAY(&it)) {
-      bson_iter_t errors;
-      if (!bson_iter_recurse(&it, &errors)) continue;
-      for (int n = 0; n < kMaxWriteErrorsInspected && bson_iter_next(&errors); ++n)
-        if (errorDocIsStale(errors, ns)) {
-          stale = true;
-          break;
-        }
-    }
-  }
+  if (isStaleRoutingCode(reply.code)) stale = top_level_error = true;
+  if (const auto* labels = reply.other("errorLabels"); !stale && labels && labelIsStale(labels->it))
+    stale = top_level_error = true;
+  if (!stale && reply.write_concern_error.present) stale = errorDocIsStale(reply.write_concern_error.it, ns);
+  bson_iter_t errors;
+  if (!stale && reply.write_errors.children(errors))
+    for (int n = 0; n < kMaxWriteErrorsInspected && bson_iter_next(&errors); ++n)
+      if (errorDocIsStale(errors, ns)) {
+        stale = true;
+        break;
+      }
   if (stale && top_level_error) {
     // StaleConfig info travels beside the code at the top of the reply.
-    bson_iter_t top;
-    fields = 0;
-    if (bson_iter_init(&top, reply))
-      while (bson_iter_next(&top) && ++fields <= kMaxTopLevelFields) {
-        const char* key = bson_iter_key(&top);
-        if ((std::strcmp(key, "ns") == 0 || std::strcmp(key, "db") == 0) && BSON_ITER_HOLDS_UTF8(&top)) {
-          ns = bson_iter_utf8(&top, nullptr);
-          break;
-        }
+    for (const char* key : {"ns", "db"})
+      if (const auto* f = reply.other(key); f && BSON_ITER_HOLDS_UTF8(&f->it)) {
+        ns = bson_iter_utf8(&f->it, nullptr);
+        break;
       }
   }
   return stale;
+}
+
+bool replyShowsStaleRouting(const bson_t* reply, std::string& ns) {
+  return replyShowsStaleRouting(protocol::readReplyFacts(reply), ns);
 }
 
 bool replyShowsStaleRouting(const bson_t* reply) {

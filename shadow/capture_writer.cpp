@@ -157,7 +157,7 @@ void CaptureWriter::onRequest(uint64_t connectionId, int32_t requestId, const pr
 }
 
 void CaptureWriter::onReply(uint64_t connectionId, int32_t responseTo, std::span<const uint8_t> plainReply,
-                            uint64_t latencyNs) {
+                            const protocol::ReplyFacts& reply, uint64_t latencyNs) {
   if (full_.load(std::memory_order_relaxed) || plainReply.size() < protocol::kHeaderSize) return;
   shadow::Record r;
   r.type = shadow::RecordType::Reply;
@@ -173,11 +173,10 @@ void CaptureWriter::onReply(uint64_t connectionId, int32_t responseTo, std::span
     r.payload = plainReply;
     shadow::encodeRecord(r, out);
   } else {
+    // An OP_MSG reply's facts only (the legacy handshake's OP_REPLY was summarized as empty).
     shadow::ReplySummary s;
-    protocol::OpMsg msg;
-    if (protocol::readHeader(plainReply.data()).opCode == static_cast<int32_t>(protocol::OpCode::Msg) &&
-        protocol::decodeOpMsg(plainReply, msg, {.verifyChecksum = false, .validateBson = false}).ok())
-      s = shadow::summarizeReply(msg.body);
+    if (protocol::readHeader(plainReply.data()).opCode == static_cast<int32_t>(protocol::OpCode::Msg))
+      s = shadow::summarizeReply(reply);
     bson_t doc = BSON_INITIALIZER;
     BSON_APPEND_BOOL(&doc, "ok", s.ok);
     if (s.code) BSON_APPEND_INT32(&doc, "code", s.code);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "protocol/command_view.h"
+#include "protocol/reply_facts.h"
 #include "common/query_shape.h"
 #include "shadow/capture_format.h"
 
@@ -41,7 +42,9 @@ class CaptureWriter {
   // `shape`: the request's shape cache (shared with the other features); null: computed here.
   void onRequest(uint64_t connectionId, int32_t requestId, const protocol::CommandView& view, std::string_view ns,
                  std::span<const uint8_t> plainMessage, common::ShapeCache* shape = nullptr);
-  void onReply(uint64_t connectionId, int32_t responseTo, std::span<const uint8_t> plainReply, uint64_t latencyNs);
+  // `reply`: the reply's facts, read once by the pipeline (a redacted capture writes their summary).
+  void onReply(uint64_t connectionId, int32_t responseTo, std::span<const uint8_t> plainReply,
+               const protocol::ReplyFacts& reply, uint64_t latencyNs);
   void onConnectionOpen(uint64_t connectionId);
   void onConnectionClose(uint64_t connectionId);
 

@@ -45,7 +45,6 @@ struct Mirror::Counters {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr size_t kMaxInFlightPerConnection = 256;
 constexpr size_t kMaxCommandJson = 2048;
 
 bool contains(const std::vector<int64_t>& v, int64_t x) {
@@ -253,20 +252,22 @@ void Mirror::pushForget(uint64_t connectionId, int64_t cursor) {
   push(connectionId, std::move(job), false);
 }
 
-void Mirror::onRequest(uint64_t connectionId, int32_t requestId, const protocol::CommandView& view, std::string_view ns,
-                       routing::Targeting primaryTargeting, common::ShapeCache* shapes,
-                       const routing::CursorList* killedList) {
+MirrorTicket Mirror::onRequest(uint64_t connectionId, int32_t requestId, const protocol::CommandView& view,
+                               std::string_view ns, routing::Targeting primaryTargeting, common::ShapeCache* shapes,
+                               const routing::CursorList* killedList) {
   counters_->seen.fetch_add(1, std::memory_order_relaxed);
   const auto cls = shadow::mirrorClass(view);
-  if (!mirrorsClass(cls)) return;
+  if (!mirrorsClass(cls)) return {};
   std::vector<int64_t> killed;
   const bool follows = cls == shadow::CommandClass::Cursor;
-  if (follows ? !followsCursor(connectionId, view, killedList, killed) : !selected(ns)) return;
+  if (follows ? !followsCursor(connectionId, view, killedList, killed) : !selected(ns)) return {};
   auto job = makeJob(connectionId, requestId, view, cls, std::move(killed));
   if (!follows) noteShape(*job, view, ns, primaryTargeting, shapes);
-  if (!admit(connectionId, *job)) return;
+  if (!admit(connectionId, *job)) return {};
   counters_->mirrored++;
+  const MirrorTicket ticket{job->expects_reply, job->get_more_cursor};
   push(connectionId, std::move(job), true);
+  return ticket;
 }
 
 bool Mirror::mirrorsClass(shadow::CommandClass cls) {
@@ -389,12 +390,7 @@ bool Mirror::admit(uint64_t connectionId, const Job& job) {
   }
   if (job.expects_reply) {
     std::lock_guard lock(conn_mutex_);
-    auto& st = conns_[connectionId];
-    if (st.in_flight.size() >= kMaxInFlightPerConnection) {
-      countQueueFull();
-      return false;
-    }
-    st.in_flight.push_back({job.request_id, job.get_more_cursor});
+    conns_.try_emplace(connectionId);  // its reply's cursor is followed on this connection
   }
   return true;
 }
@@ -404,24 +400,19 @@ void Mirror::countQueueFull() {
   if (options_.dropped_total) stats::bump(*options_.dropped_total);
 }
 
-void Mirror::onPrimaryReply(uint64_t connectionId, int32_t requestId, const bson_t* replyBody, uint64_t latencyNs) {
-  int64_t getMoreCursor = 0;
+void Mirror::onPrimaryReply(uint64_t connectionId, int32_t requestId, MirrorTicket ticket,
+                            const protocol::ReplyFacts& reply, uint64_t latencyNs) {
+  if (!ticket.awaits_reply) return;  // not mirrored
+  const int64_t getMoreCursor = ticket.get_more_cursor;
   {
     std::lock_guard lock(conn_mutex_);
-    auto it = conns_.find(connectionId);
-    if (it == conns_.end()) return;
-    auto& inFlight = it->second.in_flight;
-    size_t i = 0;
-    while (i < inFlight.size() && inFlight[i].request_id != requestId) ++i;
-    if (i == inFlight.size()) return;
-    getMoreCursor = inFlight[i].get_more_cursor;
-    inFlight.erase(inFlight.begin() + static_cast<long>(i));
+    if (!conns_.count(connectionId)) return;  // closed (or reset) since
   }
   auto job = std::make_unique<Job>();
   job->kind = Job::Kind::PrimaryReply;
   job->conn = connectionId;
   job->request_id = requestId;
-  job->summary = shadow::summarizeReply(replyBody);
+  job->summary = shadow::summarizeReply(reply);
   job->latency_ns = latencyNs;
   const auto& s = job->summary;
   {

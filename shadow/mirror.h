@@ -19,6 +19,7 @@
 
 #include "cluster/client_factory.h"
 #include "protocol/command_view.h"
+#include "protocol/reply_facts.h"
 #include "routing/cursor_list.h"
 #include "routing/routing_table.h"
 #include "routing/target_result.h"
@@ -27,6 +28,14 @@
 #include "shadow/divergence_stats.h"
 
 namespace shardscope::shadow {
+
+// What the mirror keeps with a mirrored request until its primary reply: the pipeline holds it in
+// the request's PendingOp slot and hands it back with that reply, so the mirror keeps no list of
+// requests to match replies against.
+struct MirrorTicket {
+  bool awaits_reply = false;    // mirrored, and the primary's reply is to be compared
+  int64_t get_more_cursor = 0;  // a getMore's cursor: forgotten when the reply exhausts it
+};
 
 struct MirrorOptions {
   enum class Mode { Reads, All };
@@ -64,12 +73,15 @@ class Mirror : public std::enable_shared_from_this<Mirror> {
   // `primaryTargeting`: the class the session computed on the current cluster.
   // `shape`: the request's shape cache (shared with the other features); null: computed here.
   // `killed`: killCursors' ids as the pipeline read them once; null: read here.
-  void onRequest(uint64_t connectionId, int32_t requestId, const protocol::CommandView& view, std::string_view ns,
-                 routing::Targeting primaryTargeting, common::ShapeCache* shape = nullptr,
-                 const routing::CursorList* killed = nullptr);
-  // The primary's reply body (uncompressed OP_MSG kind-0 document; null when there is none) and
-  // the latency the session measured. Replies to requests that were not mirrored cost a lookup.
-  void onPrimaryReply(uint64_t connectionId, int32_t requestId, const bson_t* replyBody, uint64_t latencyNs);
+  // Returns what onPrimaryReply needs back with the request's reply.
+  MirrorTicket onRequest(uint64_t connectionId, int32_t requestId, const protocol::CommandView& view,
+                         std::string_view ns, routing::Targeting primaryTargeting, common::ShapeCache* shape = nullptr,
+                         const routing::CursorList* killed = nullptr);
+  // The primary's reply to the request that got `ticket`, as the pipeline read it once
+  // (protocol/reply_facts.h), and the latency the session measured. Replies to requests that
+  // were not mirrored cost nothing.
+  void onPrimaryReply(uint64_t connectionId, int32_t requestId, MirrorTicket ticket, const protocol::ReplyFacts& reply,
+                      uint64_t latencyNs);
   void onConnectionClose(uint64_t connectionId);
 
   // {"mirror": ...} contents for /stats, and the shardscope_mirror_* metrics.
@@ -110,14 +122,9 @@ class Mirror : public std::enable_shared_from_this<Mirror> {
   shadow::DivergenceTable table_;
   std::unique_ptr<Counters> counters_;
 
-  // Per client connection, session side: mirrored requests awaiting their primary reply and the
-  // primary cursor ids being followed.
-  struct InFlight {
-    int32_t request_id;
-    int64_t get_more_cursor;
-  };
+  // Per client connection, session side: the primary cursor ids being followed (what a mirrored
+  // request awaits travels with it, as its MirrorTicket).
   struct ConnState {
-    std::vector<InFlight> in_flight;
     std::vector<int64_t> cursors;
   };
   mutable std::mutex conn_mutex_;

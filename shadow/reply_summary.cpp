@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "common/query_shape.h"
+#include "protocol/reply_facts.h"
 
 namespace shardscope::shadow {
 namespace {
@@ -67,57 +68,49 @@ uint64_t documentHash(std::span<const uint8_t> doc) {
   return mix(common::hashBytes({reinterpret_cast<const char*>(doc.data()), doc.size()}, kDocSeed + BSON_TYPE_DOCUMENT));
 }
 
-ReplySummary summarizeReply(std::span<const uint8_t> bytes) {
-  bson_t b;
-  if (!bson_init_static(&b, bytes.data(), bytes.size())) return {};
-  return summarizeReply(&b);
+ReplySummary summarizeReply(std::span<const uint8_t> bytes) { return summarizeReply(protocol::readReplyFacts(bytes)); }
+
+ReplySummary summarizeReply(const bson_t* reply) { return summarizeReply(protocol::readReplyFacts(reply)); }
+
+namespace {
+
+// A field the facts name no fact for (distinct's values, count's result, ...) or one the mirror
+// compares by value (lastErrorObject, nMatched): arrays order-insensitively, the rest by value;
+// keyed by the field name.
+void digestField(const protocol::ElementView& field, ReplySummary& s) {
+  if (!field.present) return;
+  const std::string_view key = field.key();
+  if (isPerClusterReplyField(key)) return;
+  uint64_t keyHash = common::hashBytes(key, kDocSeed);
+  if (BSON_ITER_HOLDS_ARRAY(&field.it)) {
+    uint64_t count = 0, digest = 0;
+    digestArray(field.it, count, digest);
+    s.docs += count;
+    s.digest += mix(keyHash ^ digest);
+  } else {
+    s.digest += mix(keyHash ^ valueHash(field.it));
+  }
 }
 
-ReplySummary summarizeReply(const bson_t* reply) {
+}  // namespace
+
+ReplySummary summarizeReply(const protocol::ReplyFacts& f) {
   ReplySummary s;
-  bson_iter_t it;
-  if (!reply || !bson_iter_init(&it, reply)) return s;
+  if (!f.parsed) return s;
   s.valid = true;
-  while (bson_iter_next(&it)) {
-    std::string_view key = bson_iter_key(&it);
-    if (key == "ok") {
-      s.ok = bson_iter_as_bool(&it);
-    } else if (key == "code") {
-      s.code = static_cast<int32_t>(asInt(it));
-    } else if (key == "n") {
-      s.has_n = true;
-      s.n = asInt(it);
-    } else if (key == "nModified") {
-      s.has_n_modified = true;
-      s.n_modified = asInt(it);
-    } else if (key == "writeErrors" && BSON_ITER_HOLDS_ARRAY(&it)) {
-      bson_iter_t child;
-      if (bson_iter_recurse(&it, &child))
-        while (bson_iter_next(&child)) ++s.write_errors;
-    } else if (key == "cursor" && BSON_ITER_HOLDS_DOCUMENT(&it)) {
-      s.has_cursor = true;
-      bson_iter_t c;
-      if (!bson_iter_recurse(&it, &c)) continue;
-      while (bson_iter_next(&c)) {
-        std::string_view ck = bson_iter_key(&c);
-        if (ck == "id") s.cursor_id = asInt(c);
-        else if ((ck == "firstBatch" || ck == "nextBatch") && BSON_ITER_HOLDS_ARRAY(&c)) digestArray(c, s.docs, s.digest);
-      }
-    } else if (!isPerClusterReplyField(key)) {
-      // Any other field (distinct's values, findAndModify's value and lastErrorObject, count's
-      // result, ...): arrays order-insensitively, the rest by value; keyed by the field name.
-      uint64_t keyHash = common::hashBytes(key, kDocSeed);
-      if (BSON_ITER_HOLDS_ARRAY(&it)) {
-        uint64_t count = 0, digest = 0;
-        digestArray(it, count, digest);
-        s.docs += count;
-        s.digest += mix(keyHash ^ digest);
-      } else {
-        s.digest += mix(keyHash ^ valueHash(it));
-      }
-    }
-  }
-  if (s.ok) s.code = 0;
+  s.ok = f.ok;
+  s.code = f.code;
+  s.has_n = f.has_n;
+  s.n = f.n;
+  s.has_n_modified = f.has_n_modified;
+  s.n_modified = f.n_modified;
+  s.write_errors = f.write_error_count;
+  s.has_cursor = f.has_cursor;
+  s.cursor_id = f.cursor_id;
+  if (f.batch.present) digestArray(f.batch.it, s.docs, s.digest);
+  digestField(f.last_error_object, s);
+  digestField(f.n_matched_field, s);
+  for (const auto& field : f.otherFields()) digestField(field, s);
   return s;
 }
 

@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "protocol/reply_facts.h"
+
 namespace shardscope::shadow {
 
 struct ReplySummary {
@@ -32,7 +34,10 @@ struct ReplySummary {
   }
 };
 
-// Never fails: an unparseable reply gives valid=false.
+// Never fails: an unparseable reply gives valid=false. From the reply's facts (the proxy's reply
+// path reads them once, protocol/reply_facts.h); the bson_t and bytes forms read the facts first
+// (the shadow cluster's replies, capture files).
+ReplySummary summarizeReply(const protocol::ReplyFacts& facts);
 ReplySummary summarizeReply(const bson_t* reply);
 ReplySummary summarizeReply(std::span<const uint8_t> bsonBytes);
 

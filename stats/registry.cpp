@@ -35,42 +35,12 @@ struct ReplyOutcome {
   }
 };
 
-int32_t codeOf(const bson_iter_t& doc) {
-  bson_iter_t child;
-  if (bson_iter_recurse(&doc, &child) && bson_iter_find(&child, "code") && BSON_ITER_HOLDS_NUMBER(&child))
-    return static_cast<int32_t>(bson_iter_as_int64(&child));
-  return 0;
-}
-
-ReplyOutcome readReply(const bson_t* reply) {
+// The reply's errors, from its facts (protocol/reply_facts.h: read once by the pipeline).
+ReplyOutcome outcomeOf(const protocol::ReplyFacts& facts) {
   ReplyOutcome out;
-  bson_iter_t it;
-  if (!reply || !bson_iter_init(&it, reply)) return out;
-  bool okZero = false;
-  int32_t code = 0;
-  while (bson_iter_next(&it)) {
-    // string_view compares lengths first: most keys are rejected without touching their bytes.
-    std::string_view key(bson_iter_key(&it), bson_iter_key_len(&it));
-    if (key == "ok") {
-      okZero = !bson_iter_as_bool(&it);
-    } else if (key == "code" && BSON_ITER_HOLDS_NUMBER(&it)) {
-      code = static_cast<int32_t>(bson_iter_as_int64(&it));
-    } else if (key == "writeErrors" && BSON_ITER_HOLDS_ARRAY(&it)) {
-      bson_iter_t item;
-      if (bson_iter_recurse(&it, &item))
-        while (bson_iter_next(&item)) {
-          out.error = true;
-          out.addCode(BSON_ITER_HOLDS_DOCUMENT(&item) ? codeOf(item) : 0);
-        }
-    } else if (key == "writeConcernError" && BSON_ITER_HOLDS_DOCUMENT(&it)) {
-      out.error = true;
-      out.addCode(codeOf(it));
-    }
-  }
-  if (okZero) {
-    out.error = true;
-    out.addCode(code);
-  }
+  out.error = facts.error();
+  for (size_t i = 0; i < facts.code_count; ++i) out.addCode(facts.codes[i]);
+  out.extraCodes += facts.extra_codes;
   return out;
 }
 
@@ -257,9 +227,9 @@ OpHandle Recorder::record(uint64_t hash, std::string_view ns, std::string_view c
   return {slot, false};
 }
 
-void Recorder::onReply(OpHandle h, const bson_t* replyBody, uint32_t bytesOut, uint64_t latencyNs) {
+void Recorder::onReply(OpHandle h, const protocol::ReplyFacts& reply, uint32_t bytesOut, uint64_t latencyNs) {
   if (!h.valid()) return;
-  ReplyOutcome r = readReply(replyBody);
+  ReplyOutcome r = outcomeOf(reply);
   if (h.shared) registry_.replyShared(h.slot, latencyNs, bytesOut, r.error, r.codes, r.ncodes, r.extraCodes);
   std::lock_guard lock(mutex_);
   if (!h.shared && h.slot < slots_.size()) applyReply(slots_[h.slot]->counters, r, bytesOut, latencyNs);

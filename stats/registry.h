@@ -3,6 +3,8 @@
 #pragma once
 #include <bson/bson.h>
 
+#include "protocol/reply_facts.h"
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -68,7 +70,8 @@ class Recorder {
   OpHandle onRequest(const protocol::CommandView& view, std::string_view ns, common::Shape shape,
                      const routing::TargetResult& target, uint32_t bytesIn);
   // Latency, bytes out and errors (ok:0 code, writeErrors codes, writeConcernError) of the reply.
-  void onReply(OpHandle h, const bson_t* replyBody, uint32_t bytesOut, uint64_t latencyNs);
+  // `reply`: the reply's facts, read once by the pipeline (protocol/reply_facts.h).
+  void onReply(OpHandle h, const protocol::ReplyFacts& reply, uint32_t bytesOut, uint64_t latencyNs);
   // A legacy opcode or a frame the engine could not parse: counted as unclassified.
   OpHandle onUnparsed(uint32_t bytesIn);
   // A lookup rule rewrote the command (targeted as `before` when written by the client), or the

@@ -221,8 +221,8 @@ TEST(EvaluationAllocations, UpsertsAndRepliesAllocateNothingOnceWarm) {
   std::string ns;
   auto run = [&](const Upsert& u) {
     std::string_view n = u.request->view.ns(ns);
-    observer.observe(u.request->view, n);
-    observer.onReply(n, u.reply);
+    const ReplyTicket ticket = observer.observe(u.request->view, n);
+    observer.onReply(ticket, protocol::readReplyFacts(u.reply));
   };
   for (int i = 0; i < 30'000; ++i) {
     Upsert u = upsertWithReply(rng);

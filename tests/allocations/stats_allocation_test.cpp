@@ -108,12 +108,12 @@ Snapshot recordSteadyState(const Request& request, const char* replyJson) {
   Doc reply(replyJson);
   const auto target = singleShard();
   for (int i = 0; i < kWarmUp; ++i)
-    recorder->onReply(recorder->onRequest(request.view, kNs, target, 100), reply.get(), 200, 1'000'000);
+    recorder->onReply(recorder->onRequest(request.view, kNs, target, 100), protocol::readReplyFacts(reply.get()), 200, 1'000'000);
 
   AllocationWindow window;
   for (int i = 0; i < kMeasured; ++i) {
     OpHandle h = recorder->onRequest(request.view, kNs, target, 100);
-    recorder->onReply(h, reply.get(), 200, 1'000'000);
+    recorder->onReply(h, protocol::readReplyFacts(reply.get()), 200, 1'000'000);
   }
   EXPECT_EQ(window.count(), 0u);
   return registry.snapshot();
@@ -213,7 +213,7 @@ TEST(StatsAllocations, ProxyMixWithChangingValues) {
   const auto target = singleShard();
   auto runMix = [&] {
     for (const Op& op : mix)
-      recorder->onReply(recorder->onRequest(op.request->view, kNs, target, 100), op.reply->get(), 200, 1'000'000);
+      recorder->onReply(recorder->onRequest(op.request->view, kNs, target, 100), protocol::readReplyFacts(op.reply->get()), 200, 1'000'000);
   };
   for (int i = 0; i < kWarmUp; ++i) runMix();
   AllocationWindow window;

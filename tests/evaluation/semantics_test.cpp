@@ -44,10 +44,10 @@ std::string oidJson(uint64_t n) {
 // or "" for no reply), as the proxy does.
 void send(Observer& obs, const std::string& db, const std::string& coll, const std::string& body, const std::string& reply) {
   OwnedCommand c(fromJson(body), db, coll);
-  obs.observe(c.view(), c.ns());
+  const ReplyTicket ticket = obs.observe(c.view(), c.ns());
   if (!reply.empty()) {
     bson_t* r = fromJson(reply);
-    obs.onReply(c.ns(), r);
+    obs.onReply(ticket, protocol::readReplyFacts(r));
     bson_destroy(r);
   }
 }

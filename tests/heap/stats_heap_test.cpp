@@ -56,7 +56,7 @@ TEST(StatsHeap, ShapeCapBoundsMemory) {
   const size_t before = heapInUse();
   for (int i = 0; i < 100'000; ++i) {
     RawCommand c("find", "events", "shop", "f" + std::to_string(i));
-    rec->onReply(rec->onRequest(c.view, "shop.events", target(routing::Targeting::Broadcast), 10), nullptr, 10, 1000);
+    rec->onReply(rec->onRequest(c.view, "shop.events", target(routing::Targeting::Broadcast), 10), protocol::ReplyFacts{}, 10, 1000);
   }
   const size_t grown = heapInUse() - before;
   EXPECT_EQ(registry.snapshot().totals.ops, 100'000u);
@@ -73,12 +73,12 @@ TEST(StatsHeap, LongClientNamesAreKeptBoundedInBytes) {
     auto rec = registry.newRecorder();
     for (int i = 0; i < 300; ++i) {
       RawCommand find("find", "c" + std::to_string(i) + std::string(32 * 1024, 'x'), "shop");
-      rec->onReply(rec->onRequest(find.view, find.ns(), target(routing::Targeting::Unsharded), 100), nullptr, 100, 1000);
+      rec->onReply(rec->onRequest(find.view, find.ns(), target(routing::Targeting::Unsharded), 100), protocol::ReplyFacts{}, 100, 1000);
       sent += 32 * 1024;
     }
     for (int i = 0; i < 200; ++i) {
       RawCommand cmd("cmd" + std::to_string(i) + std::string(32 * 1024, 'y'), "", "shop");
-      rec->onReply(rec->onRequest(cmd.view, "", target(routing::Targeting::Unsharded), 100), nullptr, 100, 1000);
+      rec->onReply(rec->onRequest(cmd.view, "", target(routing::Targeting::Unsharded), 100), protocol::ReplyFacts{}, 100, 1000);
       sent += 32 * 1024;
     }
   }  // the client leaves

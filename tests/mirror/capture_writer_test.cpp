@@ -64,7 +64,7 @@ TEST(CaptureWriter, FullCaptureKeepsMessagesInOrder) {
   Msg reply(R"({"cursor": {"id": 0, "ns": "d.c", "firstBatch": []}, "ok": 1})", {}, 12);
   w->onConnectionOpen(3);
   w->onRequest(3, 11, find.view, "d.c", find.bytes);
-  w->onReply(3, 11, reply.bytes, 1234);
+  w->onReply(3, 11, reply.bytes, protocol::readReplyFacts(&reply.view.body), 1234);
   Msg sasl(R"({"saslStart": 1, "payload": {"$binary": {"base64": "AAAA", "subType": "00"}}, "$db": "admin"})");
   w->onRequest(3, 13, sasl.view, "", sasl.bytes);  // never captured
   w->onConnectionClose(3);

@@ -66,7 +66,7 @@ class RecordingObserver : public Observer {
                         op.target.shards, op.pending.rewrite != nullptr, op.injectedFault(), op.requestId()});
   }
   void onReply(const PendingOp& op, const Reply& reply) override {
-    replies.push_back({reply.kind, op.clientRequestId(), reply.body != nullptr,
+    replies.push_back({reply.kind, op.clientRequestId(), reply.facts->parsed,
                        reply.rerun ? reply.rerun->targeting : routing::Targeting::Unclassified});
   }
   void onClose() override { ++closes; }

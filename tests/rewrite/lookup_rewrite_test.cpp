@@ -263,19 +263,19 @@ TEST_F(LookupRewriteTest, GuardDecidesFallbacks) {
   Doc empty(R"({"cursor": {"id": {"$numberLong": "0"}, "ns": "shop.orders", "firstBatch": []}, "ok": 1})");
   Doc found(R"({"cursor": {"id": {"$numberLong": "0"}, "ns": "shop.orders", "firstBatch": [{"orderId": "O1"}]}, "ok": 1})");
   Doc failed(R"({"ok": 0, "code": 2, "errmsg": "x"})");
-  EXPECT_EQ(fallbackNeeded(read, protocol::CommandKind::Find, rule, empty.get()), FallbackCause::EmptyRead);
-  EXPECT_EQ(fallbackNeeded(read, protocol::CommandKind::Find, rule, found.get()), FallbackCause::None);
-  EXPECT_EQ(fallbackNeeded(read, protocol::CommandKind::Find, rule, failed.get()), FallbackCause::None);
+  EXPECT_EQ(fallbackNeeded(read, protocol::CommandKind::Find, rule, protocol::readReplyFacts(empty.get())), FallbackCause::EmptyRead);
+  EXPECT_EQ(fallbackNeeded(read, protocol::CommandKind::Find, rule, protocol::readReplyFacts(found.get())), FallbackCause::None);
+  EXPECT_EQ(fallbackNeeded(read, protocol::CommandKind::Find, rule, protocol::readReplyFacts(failed.get())), FallbackCause::None);
 
   auto in = plan(R"({"find": "orders", "filter": {"orderId": {"$in": ["O1", "O2"]}}, "$db": "shop"})");
-  EXPECT_EQ(fallbackNeeded(in, protocol::CommandKind::Find, rule, found.get()), FallbackCause::MissingInValue);
+  EXPECT_EQ(fallbackNeeded(in, protocol::CommandKind::Find, rule, protocol::readReplyFacts(found.get())), FallbackCause::MissingInValue);
 
   auto write = plan(R"({"update": "orders", "updates": [{"q": {"orderId": "O1"}, "u": {"$set": {"s": 1}}}], "$db": "shop"})");
   Doc none(R"({"n": 0, "nModified": 0, "ok": 1})"), one(R"({"n": 1, "nModified": 1, "ok": 1})");
   Doc writeError(R"({"n": 0, "writeErrors": [{"index": 0, "code": 11000}], "ok": 1})");
-  EXPECT_EQ(fallbackNeeded(write, protocol::CommandKind::Update, rule, none.get()), FallbackCause::NoMatchWrite);
-  EXPECT_EQ(fallbackNeeded(write, protocol::CommandKind::Update, rule, one.get()), FallbackCause::None);
-  EXPECT_EQ(fallbackNeeded(write, protocol::CommandKind::Update, rule, writeError.get()), FallbackCause::None);
+  EXPECT_EQ(fallbackNeeded(write, protocol::CommandKind::Update, rule, protocol::readReplyFacts(none.get())), FallbackCause::NoMatchWrite);
+  EXPECT_EQ(fallbackNeeded(write, protocol::CommandKind::Update, rule, protocol::readReplyFacts(one.get())), FallbackCause::None);
+  EXPECT_EQ(fallbackNeeded(write, protocol::CommandKind::Update, rule, protocol::readReplyFacts(writeError.get())), FallbackCause::None);
 }
 
 // Issue 27 item 3: a change that may not cover every document of the order (updateOne on one
@@ -285,29 +285,29 @@ TEST_F(LookupRewriteTest, AChangeThatMayNotCoverTheOrderOnlyUnsettlesIt) {
   auto l = learning(R"({"update": "orders", "updates": [{"q": {"orderId": "O1", "line": 0}, "u": {"$set": {"customerId": "C9"}}}], "$db": "shop"})");
   EXPECT_FALSE(rewritesFind("O1"));  // dropped at once: the update may land before the next read
   Doc one(R"({"n": 1, "nModified": 1, "ok": 1})");
-  applyReplyLearning(index_, l, one.get());
+  applyReplyLearning(index_, l, protocol::readReplyFacts(one.get()));
   EXPECT_FALSE(rewritesFind("O1"));  // main: rewritten to C9, missing the other lines
   EXPECT_NE(std::string(plan(R"({"find": "orders", "filter": {"orderId": "O1"}, "$db": "shop"})").skipped).find("unsettled"),
             std::string::npos);
   // One document (a reply that may be partial, an insert) no longer speaks for the order.
   auto partial = learning(R"({"find": "orders", "filter": {"orderId": "O1"}, "limit": 1, "$db": "shop"})");
   Doc line(R"({"cursor": {"id": {"$numberLong": "0"}, "ns": "shop.orders", "firstBatch": [{"orderId": "O1", "customerId": "C9"}]}, "ok": 1})");
-  applyReplyLearning(index_, partial, line.get(), true);
+  applyReplyLearning(index_, partial, protocol::readReplyFacts(line.get()), true);
   EXPECT_FALSE(rewritesFind("O1"));
   // A reply holding every document: two customers stay ambiguous...
   auto whole = learning(R"({"find": "orders", "filter": {"orderId": "O1"}, "$db": "shop"})");
   Doc split(R"({"cursor": {"id": {"$numberLong": "0"}, "ns": "shop.orders", "firstBatch": [{"orderId": "O1", "customerId": "C9"}, {"orderId": "O1", "customerId": "C1"}]}, "ok": 1})");
-  applyReplyLearning(index_, whole, split.get(), true);
+  applyReplyLearning(index_, whole, protocol::readReplyFacts(split.get()), true);
   EXPECT_FALSE(rewritesFind("O1"));
   EXPECT_TRUE(index_.store().isAmbiguous(canonicalKeyOf("O1")));
   // ...updateMany on the order alone covers every line: the new customer is learned.
   auto all = learning(R"({"update": "orders", "updates": [{"q": {"orderId": "O1"}, "u": {"$set": {"customerId": "C7"}}, "multi": true}], "$db": "shop"})");
   Doc three(R"({"n": 3, "nModified": 3, "ok": 1})");
-  applyReplyLearning(index_, all, three.get());
+  applyReplyLearning(index_, all, protocol::readReplyFacts(three.get()));
   EXPECT_NE(findFilter("O1").find(R"("customerId" : "C7")"), std::string::npos);
   // updateMany with another predicate may leave lines behind.
   auto some = learning(R"({"update": "orders", "updates": [{"q": {"orderId": "O1", "status": "paid"}, "u": {"$set": {"customerId": "C6"}}, "multi": true}], "$db": "shop"})");
-  applyReplyLearning(index_, some, three.get());
+  applyReplyLearning(index_, some, protocol::readReplyFacts(three.get()));
   EXPECT_FALSE(rewritesFind("O1"));
 }
 
@@ -316,7 +316,7 @@ TEST_F(LookupRewriteTest, AChangeOfOrderIdIsNoticedAtTheNewOrder) {
   Doc one(R"({"n": 1, "nModified": 1, "ok": 1})");
   auto l = learning(R"({"update": "orders", "updates": [{"q": {"orderId": "O1"}, "u": {"$set": {"orderId": "O2"}}}], "$db": "shop"})");
   EXPECT_FALSE(rewritesFind("O2"));  // in flight: O2 may gain a C1 document at any moment
-  applyReplyLearning(index_, l, one.get());
+  applyReplyLearning(index_, l, protocol::readReplyFacts(one.get()));
   EXPECT_FALSE(rewritesFind("O2"));  // main: still O2 -> C2 while O2 now has a C1 document
   EXPECT_TRUE(index_.store().isAmbiguous(canonicalKeyOf("O2")));
   // A replacement carrying another orderId, into an order of the same customer: still one customer.
@@ -324,7 +324,7 @@ TEST_F(LookupRewriteTest, AChangeOfOrderIdIsNoticedAtTheNewOrder) {
   index_.learnFromDocument(a.get());
   index_.learnFromDocument(b.get());
   auto r = learning(R"({"update": "orders", "updates": [{"q": {"orderId": "A"}, "u": {"orderId": "B", "customerId": "C5"}}], "$db": "shop"})");
-  applyReplyLearning(index_, r, one.get());
+  applyReplyLearning(index_, r, protocol::readReplyFacts(one.get()));
   EXPECT_NE(findFilter("B").find(R"("customerId" : "C5")"), std::string::npos);
   // findAndModify returning the before-image (orderId C, the old order) still moves the document to D.
   Doc c(R"({"orderId": "C", "customerId": "C3"})"), d(R"({"orderId": "D", "customerId": "C4"})");
@@ -332,7 +332,7 @@ TEST_F(LookupRewriteTest, AChangeOfOrderIdIsNoticedAtTheNewOrder) {
   index_.learnFromDocument(d.get());
   auto f = learning(R"({"findAndModify": "orders", "query": {"orderId": "C"}, "update": {"$set": {"orderId": "D"}}, "$db": "shop"})");
   Doc image(R"({"lastErrorObject": {"n": 1, "updatedExisting": true}, "value": {"orderId": "C", "customerId": "C3"}, "ok": 1})");
-  applyReplyLearning(index_, f, image.get());
+  applyReplyLearning(index_, f, protocol::readReplyFacts(image.get()));
   EXPECT_FALSE(rewritesFind("D"));
   // A new orderId the sidecar cannot follow ($inc, a pipeline, $rename onto it, no order pinned):
   // nothing learned from one document can be trusted any more.
@@ -348,7 +348,7 @@ TEST_F(LookupRewriteTest, FindAndModifyOnOneDocumentNeverReplacesTheMapping) {
                            R"({"findAndModify": "orders", "query": {"orderId": "O1"}, "update": {"$set": {"customerId": "C8"}}, "new": true, "$db": "shop"})"}) {
     auto l = learning(json);
     Doc image(R"({"lastErrorObject": {"n": 1, "updatedExisting": true}, "value": {"orderId": "O1", "customerId": "C8"}, "ok": 1})");
-    applyReplyLearning(index_, l, image.get());
+    applyReplyLearning(index_, l, protocol::readReplyFacts(image.get()));
     EXPECT_FALSE(rewritesFind("O1")) << json;  // main (new: true): O1 -> C8 although other lines may be C1
     EXPECT_EQ(index_.store().counters().ambiguous, 0u);
   }
@@ -361,7 +361,7 @@ TEST_F(LookupRewriteTest, AReplacementIsPlannedWithTheMappingThatFindsItsDocumen
   auto l = planReplyLearning(index_, view_);
   EXPECT_FALSE(rewritesFind("O1"));
   Doc one(R"({"n": 1, "nModified": 1, "ok": 1})");
-  applyReplyLearning(index_, l, one.get());
+  applyReplyLearning(index_, l, protocol::readReplyFacts(one.get()));
   EXPECT_FALSE(rewritesFind("O1"));  // one document replaced: the order's other lines are unknown
 }
 
@@ -372,15 +372,15 @@ TEST_F(LookupRewriteTest, AMovedOrderIsLearnedAgainFromACompleteReply) {
   ASSERT_FALSE(l.complete.empty());
   Doc moved(R"({"cursor": {"id": {"$numberLong": "0"}, "ns": "shop.orders", "firstBatch": [{"orderId": "O1", "customerId": "C5"}, {"orderId": "O1", "customerId": "C5"}]}, "ok": 1})");
   bool complete = false;
-  applyReplyLearning(index_, l, moved.get(), true, &complete);
+  applyReplyLearning(index_, l, protocol::readReplyFacts(moved.get()), true, &complete);
   EXPECT_TRUE(complete);
-  EXPECT_TRUE(learnFromRerun(index_, read, protocol::CommandKind::Find, read.in_keys, moved.get(), complete));
+  EXPECT_TRUE(learnFromRerun(index_, read, protocol::CommandKind::Find, read.in_keys, protocol::readReplyFacts(moved.get()), complete));
   EXPECT_NE(findFilter("O1").find(R"("customerId" : "C5")"), std::string::npos);  // main: ambiguous for good
   // Not complete: an open cursor, a limit, a projection that drops the customer, an extra predicate.
   Doc open(R"({"cursor": {"id": {"$numberLong": "7"}, "ns": "shop.orders", "firstBatch": [{"orderId": "O2", "customerId": "C6"}]}, "ok": 1})");
   auto l2 = learning(R"({"find": "orders", "filter": {"orderId": "O2"}, "$db": "shop"})");
   complete = false;
-  applyReplyLearning(index_, l2, open.get(), true, &complete);
+  applyReplyLearning(index_, l2, protocol::readReplyFacts(open.get()), true, &complete);
   EXPECT_FALSE(complete);
   for (const char* json : {R"({"find": "orders", "filter": {"orderId": "O2"}, "limit": 1, "$db": "shop"})",
                            R"({"find": "orders", "filter": {"orderId": "O2"}, "skip": 1, "$db": "shop"})",
@@ -396,7 +396,7 @@ TEST_F(LookupRewriteTest, AMovedOrderIsLearnedAgainFromACompleteReply) {
   auto l3 = learning(R"({"find": "orders", "filter": {"orderId": "O2"}, "$db": "shop"})");
   Doc c7(R"({"cursor": {"id": {"$numberLong": "0"}, "ns": "shop.orders", "firstBatch": [{"orderId": "O2", "customerId": "C7"}]}, "ok": 1})");
   complete = false;
-  applyReplyLearning(index_, l3, c7.get(), false, &complete);
+  applyReplyLearning(index_, l3, protocol::readReplyFacts(c7.get()), false, &complete);
   EXPECT_FALSE(complete);
 }
 
@@ -550,26 +550,26 @@ TEST_F(LookupRewriteTest, AnEmptyFirstBatchIsAMissWhetherOrNotTheCursorIsOpen) {
   auto rule = index_.rule();
   auto read = plan(R"({"find": "orders", "filter": {"orderId": "O1"}, "batchSize": 1, "$db": "shop"})");
   Doc emptyLive(R"({"cursor": {"id": {"$numberLong": "77"}, "ns": "shop.orders", "firstBatch": []}, "ok": 1})");
-  auto v = verifyRewrite(read, protocol::CommandKind::Find, rule, emptyLive.get());
+  auto v = verifyRewrite(read, protocol::CommandKind::Find, rule, protocol::readReplyFacts(emptyLive.get()));
   EXPECT_EQ(v.cause, FallbackCause::EmptyRead);
   EXPECT_EQ(v.live_cursor, 77);  // closed by the proxy before the original runs
   Doc noCursor(R"({"ok": 1})"), noN(R"({"ok": 1})");
-  EXPECT_EQ(verifyRewrite(read, protocol::CommandKind::Find, rule, noCursor.get()).cause, FallbackCause::Unverifiable);
+  EXPECT_EQ(verifyRewrite(read, protocol::CommandKind::Find, rule, protocol::readReplyFacts(noCursor.get())).cause, FallbackCause::Unverifiable);
   auto count = plan(R"({"count": "orders", "query": {"orderId": "O1"}, "$db": "shop"})");
-  EXPECT_EQ(verifyRewrite(count, protocol::CommandKind::Count, rule, noN.get()).cause, FallbackCause::Unverifiable);
+  EXPECT_EQ(verifyRewrite(count, protocol::CommandKind::Count, rule, protocol::readReplyFacts(noN.get())).cause, FallbackCause::Unverifiable);
   // $in: every value in the first batch proves the rewrite complete, even with the cursor open.
   auto in = plan(R"({"find": "orders", "filter": {"orderId": {"$in": ["O1", "O2"]}}, "batchSize": 2, "$db": "shop"})");
   Doc both(R"({"cursor": {"id": {"$numberLong": "9"}, "firstBatch": [{"orderId": "O2"}, {"orderId": "O1"}]}, "ok": 1})");
-  v = verifyRewrite(in, protocol::CommandKind::Find, rule, both.get());
+  v = verifyRewrite(in, protocol::CommandKind::Find, rule, protocol::readReplyFacts(both.get()));
   EXPECT_EQ(v.cause, FallbackCause::None);
   EXPECT_EQ(v.live_cursor, 0);  // passed on: the client owns the cursor
   Doc one(R"({"cursor": {"id": {"$numberLong": "9"}, "firstBatch": [{"orderId": "O2"}]}, "ok": 1})");
-  v = verifyRewrite(in, protocol::CommandKind::Find, rule, one.get());
+  v = verifyRewrite(in, protocol::CommandKind::Find, rule, protocol::readReplyFacts(one.get()));
   EXPECT_EQ(v.cause, FallbackCause::MissingInValue);
   ASSERT_EQ(v.suspects.size(), 1u);
   // The original then shows O1: only O1's mapping was wrong.
   Doc original(R"({"cursor": {"id": {"$numberLong": "0"}, "firstBatch": [{"orderId": "O1", "customerId": "C7"}, {"orderId": "O2"}]}, "ok": 1})");
-  EXPECT_TRUE(learnFromRerun(index_, in, protocol::CommandKind::Find, v.suspects, original.get()));
+  EXPECT_TRUE(learnFromRerun(index_, in, protocol::CommandKind::Find, v.suspects, protocol::readReplyFacts(original.get())));
   EXPECT_FALSE(rewritesFind("O1"));
   EXPECT_TRUE(rewritesFind("O2"));
 }
@@ -580,17 +580,17 @@ TEST_F(LookupRewriteTest, AFallbackThatFindsSomethingMakesTheValueAmbiguous) {
   auto read = plan(R"({"find": "orders", "filter": {"orderId": "O1"}, "projection": {"_id": 1}, "$db": "shop"})");
   Doc nothing(R"({"cursor": {"id": {"$numberLong": "0"}, "firstBatch": []}, "ok": 1})");
   Doc projected(R"({"cursor": {"id": {"$numberLong": "0"}, "firstBatch": [{"_id": 3}]}, "ok": 1})");
-  auto v = verifyRewrite(read, protocol::CommandKind::Find, index_.rule(), nothing.get());
-  EXPECT_FALSE(learnFromRerun(index_, read, protocol::CommandKind::Find, v.suspects, nothing.get()));
+  auto v = verifyRewrite(read, protocol::CommandKind::Find, index_.rule(), protocol::readReplyFacts(nothing.get()));
+  EXPECT_FALSE(learnFromRerun(index_, read, protocol::CommandKind::Find, v.suspects, protocol::readReplyFacts(nothing.get())));
   EXPECT_TRUE(rewritesFind("O1"));
-  EXPECT_TRUE(learnFromRerun(index_, read, protocol::CommandKind::Find, v.suspects, projected.get()));
+  EXPECT_TRUE(learnFromRerun(index_, read, protocol::CommandKind::Find, v.suspects, protocol::readReplyFacts(projected.get())));
   EXPECT_FALSE(rewritesFind("O1"));
 
   auto write = plan(R"({"update": "orders", "updates": [{"q": {"orderId": "O2"}, "u": {"$inc": {"n": 1}}}], "$db": "shop"})");
   Doc none(R"({"n": 0, "nModified": 0, "ok": 1})"), one(R"({"n": 1, "nModified": 1, "ok": 1})");
-  v = verifyRewrite(write, protocol::CommandKind::Update, index_.rule(), none.get());
+  v = verifyRewrite(write, protocol::CommandKind::Update, index_.rule(), protocol::readReplyFacts(none.get()));
   ASSERT_EQ(v.cause, FallbackCause::NoMatchWrite);
-  EXPECT_TRUE(learnFromRerun(index_, write, protocol::CommandKind::Update, v.suspects, one.get()));
+  EXPECT_TRUE(learnFromRerun(index_, write, protocol::CommandKind::Update, v.suspects, protocol::readReplyFacts(one.get())));
   EXPECT_FALSE(rewritesFind("O2"));
 }
 
@@ -602,16 +602,16 @@ TEST_F(LookupRewriteTest, InsertsTeachOnlyOnceAcknowledgedPerStatement) {
                                     R"({"_id": 3, "orderId": "C", "customerId": "C3"})"}}});
   EXPECT_FALSE(rewritesFind("A"));  // not before the reply
   Doc failed(R"({"ok": 0, "code": 11000, "errmsg": "dup"})");
-  applyReplyLearning(index_, l, failed.get());
+  applyReplyLearning(index_, l, protocol::readReplyFacts(failed.get()));
   EXPECT_FALSE(rewritesFind("A"));
   Doc secondFailed(R"({"n": 1, "writeErrors": [{"index": 1, "code": 11000, "errmsg": "dup"}], "ok": 1})");
-  applyReplyLearning(index_, l, secondFailed.get());  // ordered: the third never ran
+  applyReplyLearning(index_, l, protocol::readReplyFacts(secondFailed.get()));  // ordered: the third never ran
   EXPECT_TRUE(rewritesFind("A"));
   EXPECT_FALSE(rewritesFind("B"));
   EXPECT_FALSE(rewritesFind("C"));
   index_.store().clear();
   auto unordered = learning(R"({"insert": "orders", "ordered": false, "documents": [{"orderId": "A", "customerId": "C1"}, {"orderId": "B", "customerId": "C2"}, {"orderId": "C", "customerId": "C3"}], "$db": "shop"})");
-  applyReplyLearning(index_, unordered, secondFailed.get());
+  applyReplyLearning(index_, unordered, protocol::readReplyFacts(secondFailed.get()));
   EXPECT_TRUE(rewritesFind("A"));
   EXPECT_FALSE(rewritesFind("B"));
   EXPECT_TRUE(rewritesFind("C"));
@@ -627,18 +627,18 @@ TEST_F(LookupRewriteTest, RepliesTeachOnlyDocumentsAsStored) {
                            R"({"aggregate": "orders", "pipeline": [{"$project": {"orderId": 1, "customerId": "$x"}}], "cursor": {}, "$db": "shop"})",
                            R"({"find": "orders", "filter": {}, "projection": {"orderId": 1}, "$db": "shop"})"}) {
     auto l = learning(json);
-    EXPECT_EQ(applyReplyLearning(index_, l, faked.get()), 0u) << json;
+    EXPECT_EQ(applyReplyLearning(index_, l, protocol::readReplyFacts(faked.get())), 0u) << json;
     EXPECT_TRUE(rewritesFind("O1")) << json;
   }
   auto l = learning(R"({"find": "orders", "filter": {}, "projection": {"orderId": 1, "customerId": 1}, "$db": "shop"})");
-  EXPECT_EQ(applyReplyLearning(index_, l, reply.get()), 1u);
+  EXPECT_EQ(applyReplyLearning(index_, l, protocol::readReplyFacts(reply.get())), 1u);
   EXPECT_TRUE(rewritesFind("O5"));
 }
 
 TEST_F(LookupRewriteTest, AnUpsertThatInsertsAnotherCustomerMakesTheValueAmbiguous) {
   auto l = learning(R"({"update": "orders", "updates": [{"q": {"orderId": "O1", "status": "x"}, "u": {"$set": {"customerId": "C2"}}, "upsert": true}], "$db": "shop"})");
   Doc upserted(R"({"n": 1, "nModified": 0, "upserted": [{"index": 0, "_id": 5}], "ok": 1})");
-  applyReplyLearning(index_, l, upserted.get());
+  applyReplyLearning(index_, l, protocol::readReplyFacts(upserted.get()));
   EXPECT_FALSE(rewritesFind("O1"));
   EXPECT_EQ(index_.store().counters().ambiguous, 1u);
 }

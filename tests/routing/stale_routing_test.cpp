@@ -80,9 +80,11 @@ TEST(StaleRouting, BoundedWorkOnHugeArrays) {
   for (int i = 0; i < 10'000; ++i) labels += R"("L",)";
   EXPECT_FALSE(stale(R"({"ok": 0, "code": 1, "errorLabels": [)" + labels + R"("StaleConfig"]})"));
 
+  // Top-level fields are read once, by the reply's one parse (protocol/reply_facts.h, linear in
+  // the reply): a stale code after many fields is seen there, at no extra cost to this check.
   std::string fields;
   for (int i = 0; i < 10'000; ++i) fields += "\"f" + std::to_string(i) + "\": 1,";
-  EXPECT_FALSE(stale("{" + fields + R"("code": 13388})"));
+  EXPECT_TRUE(stale("{" + fields + R"("code": 13388})"));
 }
 
 }  // namespace

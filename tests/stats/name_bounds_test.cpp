@@ -80,11 +80,11 @@ TEST(Registry, LongClientNamesAreKeptBoundedInBytes) {
     auto rec = registry.newRecorder();
     for (int i = 0; i < 300; ++i) {
       RawCommand find("find", "c" + std::to_string(i) + std::string(32 * 1024, 'x'), "shop");
-      rec->onReply(rec->onRequest(find.view, find.ns(), unsharded(), 100), nullptr, 100, 1000);
+      rec->onReply(rec->onRequest(find.view, find.ns(), unsharded(), 100), protocol::ReplyFacts{}, 100, 1000);
     }
     for (int i = 0; i < 200; ++i) {
       RawCommand cmd("cmd" + std::to_string(i) + std::string(32 * 1024, 'y'), "", "shop");
-      rec->onReply(rec->onRequest(cmd.view, "", unsharded(), 100), nullptr, 100, 1000);
+      rec->onReply(rec->onRequest(cmd.view, "", unsharded(), 100), protocol::ReplyFacts{}, 100, 1000);
     }
   }  // the client leaves
 

@@ -69,12 +69,12 @@ TEST(Registry, CountsPerShapeAndClass) {
     auto& rec = i % 2 ? a : b;
     OpHandle h = rec->onRequest(c.view, "shop.orders", single, 100);
     Doc reply(R"({"cursor":{"id":0,"ns":"shop.orders","firstBatch":[]},"ok":1})");
-    rec->onReply(h, reply.doc, 200, 1'000'000);
+    rec->onReply(h, protocol::readReplyFacts(reply.doc), 200, 1'000'000);
   }
   for (int i = 0; i < 6; ++i) {
     Command c(R"({"find":"orders","filter":{"status":"pending"},"$db":"shop"})");
     OpHandle h = a->onRequest(c.view, "shop.orders", broadcast, 80);
-    a->onReply(h, nullptr, 50, 5'000'000);
+    a->onReply(h, protocol::ReplyFacts{}, 50, 5'000'000);
   }
   Snapshot snap = registry.snapshot();
   const auto* byCustomer = findShape(snap, "find", kByCustomer);
@@ -105,7 +105,7 @@ TEST(Registry, TotalsSurviveConnectionClose) {
     auto rec = registry.newRecorder();
     rec->onConnectionOpen();
     Command c(R"({"find":"orders","filter":{"status":"x"},"$db":"shop"})");
-    for (int i = 0; i < 5; ++i) rec->onReply(rec->onRequest(c.view, "shop.orders", target(routing::Targeting::Single, {1}), 10), nullptr, 20, 1000);
+    for (int i = 0; i < 5; ++i) rec->onReply(rec->onRequest(c.view, "shop.orders", target(routing::Targeting::Single, {1}), 10), protocol::ReplyFacts{}, 20, 1000);
     rec->onConnectionClose();
   }
   Snapshot snap = registry.snapshot();
@@ -127,10 +127,10 @@ TEST(Registry, ErrorsByCode) {
   Doc fail(R"({"ok":0,"errmsg":"no","code":13,"codeName":"Unauthorized"})");
   Doc wce(R"({"n":1,"writeConcernError":{"code":64,"errmsg":"timeout"},"ok":1})");
   Doc ok(R"({"n":1,"ok":1})");
-  rec->onReply(rec->onRequest(c.view, "shop.orders", t, 10), dup.doc, 10, 10);
-  rec->onReply(rec->onRequest(c.view, "shop.orders", t, 10), fail.doc, 10, 10);
-  rec->onReply(rec->onRequest(c.view, "shop.orders", t, 10), wce.doc, 10, 10);
-  rec->onReply(rec->onRequest(c.view, "shop.orders", t, 10), ok.doc, 10, 10);
+  rec->onReply(rec->onRequest(c.view, "shop.orders", t, 10), protocol::readReplyFacts(dup.doc), 10, 10);
+  rec->onReply(rec->onRequest(c.view, "shop.orders", t, 10), protocol::readReplyFacts(fail.doc), 10, 10);
+  rec->onReply(rec->onRequest(c.view, "shop.orders", t, 10), protocol::readReplyFacts(wce.doc), 10, 10);
+  rec->onReply(rec->onRequest(c.view, "shop.orders", t, 10), protocol::readReplyFacts(ok.doc), 10, 10);
   Snapshot snap = registry.snapshot();
   const auto* s = findShape(snap, "insert", "-");
   ASSERT_NE(s, nullptr);
@@ -180,7 +180,7 @@ TEST(Registry, ResetZeroesCountersButKeepsHandlesValid) {
   registry.reset();
   EXPECT_EQ(registry.snapshot().totals.ops, 0u);
   EXPECT_TRUE(registry.snapshot().shapes.empty());
-  rec->onReply(pending, nullptr, 5, 100);  // in flight across the reset: still safe
+  rec->onReply(pending, protocol::ReplyFacts{}, 5, 100);  // in flight across the reset: still safe
   rec->onRequest(c.view, "shop.orders", target(routing::Targeting::Single, {0}), 10);
   Snapshot snap = registry.snapshot();
   EXPECT_EQ(snap.totals.ops, 1u);
@@ -207,7 +207,7 @@ TEST(Registry, ShapeCapBoundsMemory) {
   auto t = target(routing::Targeting::Broadcast, {0, 1});
   for (int i = 0; i < 100'000; ++i) {
     Command c(R"({"find":"events","filter":{"f)" + std::to_string(i) + R"(":1},"$db":"shop"})");
-    rec->onReply(rec->onRequest(c.view, "shop.events", t, 10), nullptr, 10, 1000);
+    rec->onReply(rec->onRequest(c.view, "shop.events", t, 10), protocol::ReplyFacts{}, 10, 1000);
   }
   Snapshot snap = registry.snapshot();
   EXPECT_LE(snap.shapesTracked, 1001u);
@@ -235,7 +235,7 @@ TEST(Registry, NamespaceAndSessionBudgets) {
   for (int i = 0; i < 10; ++i) {
     std::string coll = "c" + std::to_string(i);
     Command c(R"({"find":")" + coll + R"(","filter":{"x":1},"$db":"db"})");
-    rec->onReply(rec->onRequest(c.view, "db." + coll, t, 1), nullptr, 1, 1);
+    rec->onReply(rec->onRequest(c.view, "db." + coll, t, 1), protocol::ReplyFacts{}, 1, 1);
   }
   Snapshot snap = registry.snapshot();
   EXPECT_EQ(snap.namespaces.size(), 4u);  // 3 + "<other>"
@@ -263,7 +263,7 @@ TEST(Registry, ConcurrentRecordersAndReaders) {
       rec->onConnectionOpen();
       Command c(R"({"find":"orders","filter":{"status":"x"},"$db":"shop"})");
       for (int i = 0; i < kOps; ++i)
-        rec->onReply(rec->onRequest(c.view, "shop.orders", target(routing::Targeting::Single, {3}), 1), nullptr, 1, 1);
+        rec->onReply(rec->onRequest(c.view, "shop.orders", target(routing::Targeting::Single, {3}), 1), protocol::ReplyFacts{}, 1, 1);
     });
   for (auto& w : writers) w.join();
   done = true;
