@@ -15,6 +15,10 @@ cache="${SHARDSCOPE_CACHE:-$HOME/.cache/shardscope}"
 ferret_version="v1.24.2"
 mkdir -p "$cache/bin"
 log() { printf '[install_test_deps] %s\n' "$*" >&2; }
+stage_time() {  # name start_seconds: for the demo's closing table (SHARDSCOPE_STAGE_TIMES, scripts/demo.sh)
+  [[ -n "${SHARDSCOPE_STAGE_TIMES:-}" ]] && printf '%s\t%s\n' "$1" "$((SECONDS - $2))" >>"$SHARDSCOPE_STAGE_TIMES"
+  return 0
+}
 # A Go toolchain installed from the upstream tarball may not be on PATH in non-login shells.
 if ! command -v go >/dev/null && [[ -x /usr/local/go/bin/go ]]; then export PATH="/usr/local/go/bin:$PATH"; fi
 
@@ -24,6 +28,7 @@ if ! command -v go >/dev/null && [[ -x /usr/local/go/bin/go ]]; then export PATH
 # check runs when the main module is FerretDB itself. So: fetch the module source through the module
 # proxy, copy it, write version.txt, and build there.
 ferret_bin="$cache/bin/ferretdb"
+t0=$SECONDS
 if [[ -x "$ferret_bin" ]] && "$ferret_bin" --version 2>/dev/null | grep -q "version: $ferret_version"; then
   log "FerretDB $ferret_version already built at $ferret_bin"
 else
@@ -41,8 +46,10 @@ else
   mv "$ferret_bin.tmp" "$ferret_bin"
   "$ferret_bin" --version | head -1 >&2
 fi
+stage_time "setup: FerretDB $ferret_version (Go build)" "$t0"
 
 # ---------------------------------------------------------------- Python
+t0=$SECONDS
 py_reqs=("pymongo==4.10.1" "pytest>=7" "zstandard>=0.22" "python-snappy>=0.7" "PyYAML>=6")
 ((demo)) && py_reqs=("pymongo==4.10.1")
 if SHARDSCOPE_DEMO_ONLY=$demo python3 - <<'EOF' 2>/dev/null
@@ -67,6 +74,8 @@ else
     fi
   fi
 fi
+
+stage_time "setup: pip install ${py_reqs[*]}" "$t0"
 
 if ((demo)); then
   log "done (demo dependencies)"
