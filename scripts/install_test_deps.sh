@@ -29,7 +29,10 @@ if ! command -v go >/dev/null && [[ -x /usr/local/go/bin/go ]]; then export PATH
 # proxy, copy it, write version.txt, and build there.
 ferret_bin="$cache/bin/ferretdb"
 t0=$SECONDS
-if [[ -x "$ferret_bin" ]] && "$ferret_bin" --version 2>/dev/null | grep -q "version: $ferret_version"; then
+# The version is read whole before it is matched: with pipefail, `| grep -q` or `| head -1` can stop
+# reading early, FerretDB dies of SIGPIPE and the pipeline fails (a rebuild, or under set -e an exit).
+ferret_version_of() { "$1" --version 2>/dev/null | sed -n '1,20p'; }
+if [[ -x "$ferret_bin" ]] && [[ "$(ferret_version_of "$ferret_bin")" == *"version: $ferret_version"* ]]; then
   log "FerretDB $ferret_version already built at $ferret_bin"
 else
   command -v go >/dev/null || { log "go not found (setup.sh installs it)"; exit 1; }
@@ -44,7 +47,7 @@ else
   echo "$ferret_version" > "$build_dir/build/version/version.txt"
   (cd "$build_dir" && GOFLAGS=-buildvcs=false go build -trimpath -o "$ferret_bin.tmp" ./cmd/ferretdb)
   mv "$ferret_bin.tmp" "$ferret_bin"
-  "$ferret_bin" --version | head -1 >&2
+  ferret_version_of "$ferret_bin" | sed -n 1p >&2
 fi
 stage_time "setup: FerretDB $ferret_version (Go build)" "$t0"
 
