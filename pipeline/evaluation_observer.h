@@ -11,6 +11,7 @@ class EvaluationObserver final : public Observer {
   explicit EvaluationObserver(evaluation::Observer& observer) : observer_(observer) {}
   void onRequest(const Operation& op) override;
   void onReply(const PendingOp& op, const Reply& reply) override;
+  bool needsReplyDocuments() const override { return false; }  // write counts: top-level fields
 
  private:
   evaluation::Observer& observer_;

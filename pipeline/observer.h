@@ -13,6 +13,9 @@ class Observer {
   // `op` is the operation's persistent part (the same one its onRequest saw as op.pending).
   virtual void onReply(const PendingOp& op, const Reply& reply) = 0;
   virtual void onClose() {}
+  // Whether it reads a cursor reply's documents. False: a large cursor reply may stream to the
+  // client, this observer then sees a summary of it, every field but the batch (issue 29).
+  virtual bool needsReplyDocuments() const { return true; }
 };
 
 }  // namespace shardscope::pipeline

@@ -365,6 +365,42 @@ ReplyAction Pipeline::onReply(std::span<uint8_t> frame) {
   return {toClient(out, &*op), {}};
 }
 
+Pipeline::StreamPlan Pipeline::planStreamedReply(std::span<const uint8_t> prefix, size_t messageSize) {
+  if (prefix.size() < kStreamHeadBytes) return {};
+  const auto header = protocol::readHeader(prefix.data());
+  if (header.opCode != static_cast<int32_t>(OpCode::Msg)) return {};  // OP_COMPRESSED is inflated per hop
+  // Checksummed (verified before forwarding), exhaust (re-keys the op) or with flags to clear: whole.
+  if ((static_cast<uint32_t>(protocol::loadInt32(prefix.data() + 16)) & ~protocol::kExhaustAllowed) != 0) return {};
+  const PendingOp* op = pending_.find(header.responseTo);
+  if (!op || op->discard_reply || op->confirming || op->rewrite || op->fell_back || op->lookup || op->learning ||
+      op->first_hello || op->reply_compressor || op->client_request_id || op->injected_fault)
+    return {};
+  const bool readsReply = !observers_.empty() || (op->sharded && settings_.cursors) || settings_.report_stale_routing;
+  if (!readsReply) return {.stream = true};
+  for (const Observer* o : observers_)
+    if (o->needsReplyDocuments()) return {};
+  auto batch = protocol::locateCursorBatch(prefix, messageSize);
+  if (!batch || messageSize - (batch->batch_at + batch->batch_bytes) > kSummaryTailBytes) return {};
+  return {.stream = true, .batch = batch};
+}
+
+void Pipeline::onStreamedReply(std::span<uint8_t> message, uint32_t wireBytes, bool summary) {
+  const auto header = protocol::readHeader(message.data());
+  if (!summary) {
+    pending_.take(header.responseTo, false, header.requestId);
+    return;
+  }
+  auto r = protocol::decodeOpMsg(message, reply_msg_, {.verifyChecksum = false, .validateBson = false});
+  if (!r.ok()) throw ProtocolError(std::string("upstream: ") + std::string(r.error));
+  bson_t body;
+  const bson_t* bodyPtr = bson_init_static(&body, reply_msg_.body.data(), reply_msg_.body.size()) ? &body : nullptr;
+  auto op = pending_.take(header.responseTo, false, header.requestId);
+  if (!op) return;
+  if (bodyPtr) learnFromReply(*op, bodyPtr);
+  notifyReply(*op, Reply{.kind = Reply::Kind::Answer, .message = message, .body = bodyPtr, .wire_bytes = wireBytes,
+                         .latency_ns = nanosSince(op->start)});
+}
+
 std::span<const uint8_t> Pipeline::rewriteHelloReply(std::span<const uint8_t> message, const bson_t* body) {
   routing::learnMongosVersionFromHello(*body);  // which mongos release's targeting rules apply
   // Upstream answered our upstream-side offer: use the first of our preferences it accepted.
@@ -441,3 +477,4 @@ size_t Pipeline::largeBufferBytes() const {
 }
 
 }  // namespace shardscope::pipeline
+

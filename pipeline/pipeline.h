@@ -17,6 +17,7 @@
 #include "pipeline/pending_ops.h"
 #include "protocol/command_view.h"
 #include "protocol/compression.h"
+#include "protocol/cursor_batch.h"
 #include "protocol/error_reply.h"
 #include "protocol/op_msg.h"
 #include "routing/cursor_list.h"
@@ -64,6 +65,26 @@ class Pipeline {
   void addObserver(Observer& observer) { observers_.push_back(&observer); }
   RequestAction onRequest(std::span<uint8_t> frame);
   ReplyAction onReply(std::span<uint8_t> frame);
+  // Streaming a large reply (issue 29): whether the reply of `messageSize` bytes whose first bytes
+  // are `prefix` (at least kStreamHeadBytes) may go to the client as it arrives, never whole in
+  // memory. Only when nothing needs its bytes changed or its documents: a plain OP_MSG (no
+  // checksum, not exhaust) answering a tracked client request that is not rewritten, learned from
+  // by a lookup rule, compressed for the client, re-keyed or the first hello. When an observer,
+  // the cursor registry or stale-routing detection reads the reply, only a cursor reply streams
+  // (`batch`), and only if every observer does without the documents: they then see its summary,
+  // every field but the batch. When in doubt, no: the frame is taken whole as before.
+  static constexpr size_t kStreamHeadBytes = 20;  // the header and the OP_MSG flags
+  // What the session reads of a large reply before asking: a cursor reply's fields before its batch.
+  static constexpr size_t kStreamPrefixBytes = 512;
+  static constexpr size_t kSummaryTailBytes = 16 * 1024;  // a summary's fields after the batch, at most
+  struct StreamPlan {
+    bool stream = false;
+    std::optional<protocol::CursorBatchSpan> batch;  // keep everything but this as the summary
+  };
+  StreamPlan planStreamedReply(std::span<const uint8_t> prefix, size_t messageSize);
+  // Once streamed: `message` is the reply's summary (a plan with a batch; decoded, learned from and
+  // shown to the observers as the reply) or its head; `wireBytes` the reply's size.
+  void onStreamedReply(std::span<uint8_t> message, uint32_t wireBytes, bool summary);
   void onClose();
 
   const PendingOps& pending() const { return pending_; }

@@ -11,6 +11,7 @@ class StatisticsObserver final : public Observer {
   explicit StatisticsObserver(stats::Recorder& recorder) : recorder_(recorder) {}
   void onRequest(const Operation& op) override;
   void onReply(const PendingOp& op, const Reply& reply) override;
+  bool needsReplyDocuments() const override { return false; }  // ok, code, errors: top-level fields
 
  private:
   stats::Recorder& recorder_;

@@ -2,6 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <array>
+#include <cstring>
+
+#include "proxy/op_msg_section_check.h"
 #include "proxy/upstream_connect.h"
 
 namespace shardscope::proxy {
@@ -247,10 +251,14 @@ awaitable<void> Session::upstreamToClient() {
     for (;;) {
       size_t size, need = 0;
       int reads = 0;
+      bool streamed = false;
       while ((size = completeFrame(upstream_in_, false, need)) == 0) {
-        if (need >= kLargeMessageBytes && !budget_share_.granted(BudgetShare::FromUpstream))
+        // A large frame's first bytes first, so that whether it streams is known before it is buffered whole.
+        const bool headOnly = need >= kLargeMessageBytes && upstream_in_.buffered().size() < pipeline::Pipeline::kStreamPrefixBytes;
+        if (need >= kLargeMessageBytes && !headOnly && (streamed = streamsReply(need))) break;
+        if (need >= kLargeMessageBytes && !headOnly && !budget_share_.granted(BudgetShare::FromUpstream))
           admitLarge(BudgetShare::FromUpstream, need);
-        auto space = upstream_in_.writable(need);
+        auto space = upstream_in_.writable(headOnly ? pipeline::Pipeline::kStreamPrefixBytes : need);
         size_t n = upstream_->readNow(space);
         const bool waited = n == 0;
         if (waited) {
@@ -279,6 +287,13 @@ awaitable<void> Session::upstreamToClient() {
           reads = 0;
           co_await asio::post(executor_, use_awaitable);
         }
+      }
+      if (streamed) {
+        co_await relayReply(need);
+        upstream_in_.shrinkIfIdle();
+        releaseLargeBuffers(BudgetShare::FromUpstream);
+        upstream_burst_ = 0;
+        continue;
       }
       auto action = pipeline_.onReply(upstream_in_.frame(size));
       send(upstream_out_, action.resend);
@@ -392,6 +407,94 @@ awaitable<void> Session::writeRemainder(Stream& stream, Outbox& box) {
   }
   box.writer_running = false;
   box.bytesLeft();
+}
+
+bool Session::streamsReply(size_t need) {
+  auto head = upstream_in_.buffered();
+  // Asked once per frame: the frame buffer has not grown for it yet (it would hold its size).
+  if (upstream_in_.capacity() >= need) return false;
+  stream_plan_ = pipeline_.planStreamedReply(head, need);
+  return stream_plan_.stream;
+}
+
+// The frame buffer is the relay chunk: each read takes at most what is left of the message (the
+// next frame stays unread) and kRelayChunkBytes, is written to the client and consumed, so a
+// 16 MB reply holds 64 KiB and is copied while still in cache, as haproxy relays.
+awaitable<void> Session::relayReply(size_t size) {
+  while (client_out_.pending() && !closed_) {  // what was queued for the client goes first, whole
+    flushBox(client_, client_out_);
+    if (!client_out_.pending()) break;
+    ++client_out_.waiters;
+    co_await client_out_.drained.async_wait(asio::as_tuple(use_awaitable));
+    --client_out_.waiters;
+  }
+  if (closed_) throw boost::system::system_error(asio::error::operation_aborted);
+  std::array<uint8_t, pipeline::Pipeline::kStreamHeadBytes> head;
+  std::memcpy(head.data(), upstream_in_.buffered().data(), head.size());
+  // What the observers see when they read the reply: all of it but the batch (an empty array).
+  const auto batch = stream_plan_.batch;
+  std::vector<uint8_t> summary;
+  size_t batchEnd = 0;
+  if (batch) {
+    batchEnd = batch->batch_at + batch->batch_bytes;
+    summary.reserve(batch->batch_at + 5 + (size - batchEnd));
+    auto before = upstream_in_.buffered().first(batch->batch_at);
+    summary.assign(before.begin(), before.end());
+    summary.insert(summary.end(), {5, 0, 0, 0, 0});
+  }
+  client_out_.writer_running = true;  // the other loop's messages for the client wait for this one
+  client_out_.in_place = size;
+  struct Done {
+    Session& s;
+    bool whole = false;
+    ~Done() {
+      s.client_out_.writer_running = false, s.client_out_.in_place = 0, s.client_out_.bytesLeft();
+      // A half-sent message: the client must not read what follows as its rest.
+      if (!whole) s.client_.close();
+      else s.flushBox(s.client_, s.client_out_);
+    }
+  } done{*this};
+  OpMsgSectionCheck sections(size - head.size());
+  size_t left = size;
+  int reads = 0;
+  for (auto chunk = upstream_in_.buffered();; ) {
+    if (!sections.feed(left == size ? chunk.subspan(head.size()) : chunk))
+      throw ProtocolError("upstream: malformed OP_MSG sections in a streamed reply");
+    if (batch) {  // the summary's fields after the batch
+      const size_t at = size - left;
+      if (at + chunk.size() > batchEnd) {
+        const size_t from = at >= batchEnd ? 0 : batchEnd - at;
+        summary.insert(summary.end(), chunk.begin() + static_cast<std::ptrdiff_t>(from), chunk.end());
+      }
+    }
+    auto rest = client_.writeNow(chunk);
+    if (!rest.empty()) co_await client_.writeAll(asio::buffer(rest.data(), rest.size()));
+    upstream_in_.consume(chunk.size());
+    left -= chunk.size();
+    client_out_.in_place = left;
+    last_activity_ = Clock::now();
+    if (left == 0) break;
+    auto space = upstream_in_.writable(std::min(left, kRelayChunkBytes));
+    space = space.first(std::min(space.size(), left));
+    size_t n = upstream_->readNow(space);
+    if (n == 0) {
+      n = co_await upstream_->readSome(asio::buffer(space.data(), space.size()));
+      upstream_->noteRead(n, space.size());
+      reads = 0;
+    } else if (++reads == kMaxReadsWithoutYield) {
+      reads = 0;
+      co_await asio::post(executor_, use_awaitable);
+    }
+    upstream_in_.commit(n);
+    chunk = upstream_in_.buffered();
+  }
+  if (!sections.complete()) throw ProtocolError("upstream: malformed OP_MSG sections in a streamed reply");
+  done.whole = true;
+  if (!batch) co_return pipeline_.onStreamedReply(head, static_cast<uint32_t>(size), false);
+  const int32_t removed = static_cast<int32_t>(batch->batch_bytes - 5);
+  for (size_t at : {size_t{0}, batch->body_at, batch->cursor_at})
+    protocol::storeInt32(summary.data() + at, protocol::loadInt32(summary.data() + at) - removed);
+  pipeline_.onStreamedReply(summary, static_cast<uint32_t>(size), true);
 }
 
 // A large message goes out from where it lies (the frame buffer or a scratch buffer), without a

@@ -73,6 +73,15 @@ class Session : public std::enable_shared_from_this<Session> {
   // Writes what the socket takes now; a remainder goes to the box's writer (false: the stream failed).
   bool flushBox(Stream& stream, Outbox& box);
   awaitable<void> writeRemainder(Stream& stream, Outbox& box);  // the box's writer, started once
+  // A large reply that nothing needs whole (Pipeline::planStreamedReply) goes to the client as it
+  // arrives, kRelayChunkBytes at a time (issue 29); `size` is its frame size, its first bytes are in
+  // upstream_in_. A failure on either side mid-message closes the client connection.
+  static constexpr size_t kRelayChunkBytes = 64 * 1024;
+  awaitable<void> relayReply(size_t size);
+  // Whether the large reply whose head is buffered in upstream_in_ is streamed (asked once per
+  // frame); its plan is kept in stream_plan_ for relayReply.
+  bool streamsReply(size_t need);
+  pipeline::Pipeline::StreamPlan stream_plan_;
   // A large message (>= kLargeMessageBytes) written from where it lies, not copied into the box.
   awaitable<void> sendInPlace(Stream& stream, Outbox& box, std::span<const uint8_t> bytes);
   // Parking (issue 29): a connection idle for kParkAfter holds no buffer. The watchdog ends each
