@@ -15,8 +15,8 @@ cache="${SHARDSCOPE_CACHE:-$HOME/.cache/shardscope}"
 ferret_version="v1.24.2"
 mkdir -p "$cache/bin"
 log() { printf '[install_test_deps] %s\n' "$*" >&2; }
-stage_time() {  # name start_seconds: for the demo's closing table (SHARDSCOPE_STAGE_TIMES, scripts/demo.sh)
-  [[ -n "${SHARDSCOPE_STAGE_TIMES:-}" ]] && printf '%s\t%s\n' "$1" "$((SECONDS - $2))" >>"$SHARDSCOPE_STAGE_TIMES"
+stage_time() {  # name start_seconds: for the demo's closing table (DEMO_STAGE_TIMES, scripts/demo.sh)
+  [[ -n "${DEMO_STAGE_TIMES:-}" ]] && printf '%s\t%s\n' "$1" "$((SECONDS - $2))" >>"$DEMO_STAGE_TIMES"
   return 0
 }
 # A Go toolchain installed from the upstream tarball may not be on PATH in non-login shells.

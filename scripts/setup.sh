@@ -17,9 +17,9 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cache="${SHARDSCOPE_CACHE:-$HOME/.cache/shardscope}"
 mkdir -p "$cache"
 log() { printf '[setup] %s\n' "$*" >&2; }
-# Stage times for the demo's closing table (scripts/demo.sh sets SHARDSCOPE_STAGE_TIMES to a file).
+# Stage times for the demo's closing table (scripts/demo.sh sets DEMO_STAGE_TIMES to a file).
 stage_time() {  # name start_seconds
-  [[ -n "${SHARDSCOPE_STAGE_TIMES:-}" ]] && printf '%s\t%s\n' "$1" "$((SECONDS - $2))" >>"$SHARDSCOPE_STAGE_TIMES"
+  [[ -n "${DEMO_STAGE_TIMES:-}" ]] && printf '%s\t%s\n' "$1" "$((SECONDS - $2))" >>"$DEMO_STAGE_TIMES"
   return 0
 }
 
