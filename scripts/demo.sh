@@ -41,15 +41,18 @@ export DEMO_STAGE_TIMES="$work/stages.tsv"
 : >"$DEMO_STAGE_TIMES"
 demo_start=$SECONDS
 stage_time() { printf '%s\t%s\n' "$1" "$((SECONDS - $2))" >>"$DEMO_STAGE_TIMES"; }
-# CPU seconds (user + system) of the commands this script has waited for: with the wall time it says
-# whether a slow stage worked or waited (for the network, or for a machine busy with other work).
-children_cpu() { times | awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, t, "m"); n += t[1] * 60 + t[2] } printf "%d", n }'; }
+# The table ends with the CPU seconds (user + system) of the commands this script waited for (`times`,
+# run in this shell: a $(...) would count the subshell's children): with the wall time it says whether
+# a slow stage worked or waited (for the network, or for a machine busy with other work).
 print_stage_times() {
   echo
   echo "== where the time went (wall seconds; the setup's background stages overlap the C++ build)"
   while IFS=$'\t' read -r name secs; do printf '  %-66s %5s\n' "$name" "$secs"; done <"$DEMO_STAGE_TIMES"
   printf '  %-66s %5s\n' "total, start to findings" "$((SECONDS - demo_start))"
-  echo "  CPU of the steps above, servers excluded: $(children_cpu) s on $(nproc) cores; load average now:" \
+  local cpu
+  times >"$work/times.txt"
+  cpu=$(awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, t, "m"); n += t[1] * 60 + t[2] } printf "%d", n }' "$work/times.txt")
+  echo "  CPU of the steps above, servers excluded: $cpu s on $(nproc) cores; load average now:" \
     "$(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine makes every stage slower)"
 }
 
