@@ -47,6 +47,16 @@ inline bool documentOrArray(const bson_iter_t& it, bson_t& out) {
   return bson_init_static(&out, data, len);
 }
 
+// The bytes of the binary an iterator points at ("" when it holds no binary).
+inline std::string binaryBytes(const bson_iter_t& it) {
+  if (!BSON_ITER_HOLDS_BINARY(&it)) return {};
+  bson_subtype_t subtype;
+  uint32_t len = 0;
+  const uint8_t* data = nullptr;
+  bson_iter_binary(&it, &subtype, &len, &data);
+  return std::string(reinterpret_cast<const char*>(data), len);
+}
+
 inline bool boolField(const bson_t& doc, const char* key, bool fallback) {
   bson_iter_t it;
   if (!bson_iter_init_find(&it, &doc, key)) return fallback;

@@ -8,7 +8,7 @@
 
 namespace shardscope::common {
 
-void JsonWriter::appendString(std::string_view s, std::string& out) {
+void JsonWriter::appendString(std::string_view s, std::string& out, InvalidUtf8 invalid) {
   static constexpr char kHex[] = "0123456789abcdef";
   out.push_back('"');
   for (size_t i = 0; i < s.size();) {
@@ -26,7 +26,8 @@ void JsonWriter::appendString(std::string_view s, std::string& out) {
       out.append(s.substr(i, n));
       i += n;
     } else {
-      out.append("\\ufffd");
+      if (invalid == InvalidUtf8::Keep) out.push_back(static_cast<char>(c));
+      else out.append("\\ufffd");
       ++i;
     }
   }

@@ -48,7 +48,12 @@ class JsonWriter {
     return value(v);
   }
 
-  static void appendString(std::string_view s, std::string& out);
+  // How appendString writes bytes that are not UTF-8: replaced by U+FFFD (every page and API that
+  // shows a client's bytes), or kept as they came (JSON text handed straight to a parser that judges
+  // them: the shell-syntax reader, the routing file's YAML conversion).
+  enum class InvalidUtf8 { Replace, Keep };
+  // `s` as a quoted JSON string: '"' and '\\' escaped, control characters as \u00XX.
+  static void appendString(std::string_view s, std::string& out, InvalidUtf8 invalid = InvalidUtf8::Replace);
 
  private:
   JsonWriter& open(char c) {

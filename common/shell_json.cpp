@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <vector>
 
+#include "common/json_writer.h"
+
 namespace shardscope::common {
 namespace {
 
@@ -30,21 +32,9 @@ bool isNameStart(char c) { return std::isalpha(static_cast<unsigned char>(c)) ||
 bool isNameChar(char c) { return isNameStart(c) || std::isdigit(static_cast<unsigned char>(c)); }
 bool isHex(char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }
 
+// Strings go to libbson's JSON reader as they came: it judges their bytes.
 void appendJsonString(std::string_view s, std::string& out) {
-  out += '"';
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  out += '"';
+  JsonWriter::appendString(s, out, JsonWriter::InvalidUtf8::Keep);
 }
 
 void appendUtf8(uint32_t cp, std::string& out) {

@@ -1,6 +1,8 @@
 #include "evaluation/key_facts.h"
+#include "evaluation/export_bson.h"
 
 #include <algorithm>
+#include <iterator>
 #include <unordered_map>
 
 #include "common/command_fields.h"
@@ -67,18 +69,10 @@ double getDouble(const bson_t& doc, const char* key) {
   return bson_iter_init_find(&it, &doc, key) && BSON_ITER_HOLDS_NUMBER(&it) ? bson_iter_as_double(&it) : 0;
 }
 
-int64_t getInt(const bson_t& doc, const char* key) {
-  bson_iter_t it;
-  return bson_iter_init_find(&it, &doc, key) && BSON_ITER_HOLDS_NUMBER(&it) ? bson_iter_as_int64(&it) : 0;
-}
-
 }  // namespace
 
 void ShapeRouting::add(const ShapeRouting& o) {
-  used += o.used, single += o.single, multi += o.multi, scatter += o.scatter;
-  shards += o.shards, targeted_shards += o.targeted_shards, targeted += o.targeted;
-  with_id += o.with_id, rewritten += o.rewritten, after_used += o.after_used, after_scatter += o.after_scatter;
-  after_single += o.after_single, no_target += o.no_target, after_no_target += o.after_no_target;
+  for (auto m : kShapeRoutingCounts) this->*m += o.*m;
   if (ranges.size() < o.ranges.size()) ranges.resize(o.ranges.size(), 0);
   for (size_t i = 0; i < o.ranges.size(); ++i) ranges[i] += o.ranges[i];
 }
@@ -121,13 +115,8 @@ void KeyFacts::toBson(bson_t* out) const {
   // statements per simulated chunk...]} (no nested arrays: FerretDB stores no such documents).
   bson_append_array_begin(out, "shapes", -1, &arr);
   for (const auto& [h, r] : shapes) {
-    std::vector<int64_t> row = {static_cast<int64_t>(r.used), static_cast<int64_t>(r.single),
-                                static_cast<int64_t>(r.multi), static_cast<int64_t>(r.scatter), static_cast<int64_t>(r.shards),
-                                static_cast<int64_t>(r.targeted_shards), static_cast<int64_t>(r.targeted),
-                                static_cast<int64_t>(r.with_id), static_cast<int64_t>(r.rewritten),
-                                static_cast<int64_t>(r.after_used), static_cast<int64_t>(r.after_scatter),
-                                static_cast<int64_t>(r.after_single), static_cast<int64_t>(r.no_target),
-                                static_cast<int64_t>(r.after_no_target)};
+    std::vector<int64_t> row;
+    for (auto m : kShapeRoutingCounts) row.push_back(static_cast<int64_t>(r.*m));
     for (uint64_t x : r.ranges) row.push_back(static_cast<int64_t>(x));
     bson_t shape;
     bson_append_document_begin(&arr, indexKey(i++, idx), -1, &shape);
@@ -156,7 +145,7 @@ void KeyFacts::toBson(bson_t* out) const {
 }
 
 bool KeyFacts::fromBson(const bson_t& doc) {
-  constexpr size_t kFixed = 14;  // the counts before the per-chunk ones
+  constexpr size_t kFixed = std::size(kShapeRoutingCounts);  // the counts before the per-chunk ones
   bson_iter_t it, arr;
   if (!bson_iter_init_find(&it, &doc, "key") || !BSON_ITER_HOLDS_UTF8(&it)) return false;
   key_json = bson_iter_utf8(&it, nullptr);
@@ -172,10 +161,7 @@ bool KeyFacts::fromBson(const bson_t& doc) {
       for (int64_t x : row)
         if (x < 0) return false;
       ShapeRouting r;
-      r.used = row[0], r.single = row[1], r.multi = row[2], r.scatter = row[3], r.shards = row[4];
-      r.targeted_shards = row[5], r.targeted = row[6], r.with_id = row[7], r.rewritten = row[8];
-      r.after_used = row[9], r.after_scatter = row[10], r.after_single = row[11];
-      r.no_target = row[12], r.after_no_target = row[13];
+      for (size_t i = 0; i < kFixed; ++i) r.*kShapeRoutingCounts[i] = static_cast<uint64_t>(row[i]);
       for (size_t i = kFixed; i < row.size(); ++i) r.ranges.push_back(static_cast<uint64_t>(row[i]));
       shapes[static_cast<uint64_t>(getInt(shape, "h"))].add(r);
     }

@@ -29,6 +29,15 @@ struct ShapeRouting {
   void add(const ShapeRouting& o);
 };
 
+// ShapeRouting's counters in the export's order (a shape's "c" row, before the per-chunk counts):
+// the export, its import and add() all walk this one list.
+inline constexpr uint64_t ShapeRouting::*kShapeRoutingCounts[] = {
+    &ShapeRouting::used,          &ShapeRouting::single,     &ShapeRouting::multi,     &ShapeRouting::scatter,
+    &ShapeRouting::shards,        &ShapeRouting::targeted_shards, &ShapeRouting::targeted, &ShapeRouting::with_id,
+    &ShapeRouting::rewritten,     &ShapeRouting::after_used, &ShapeRouting::after_scatter, &ShapeRouting::after_single,
+    &ShapeRouting::no_target,     &ShapeRouting::after_no_target,
+};
+
 struct KeyFacts {
   std::string key_json;    // canonical pattern JSON
   uint32_t exports = 1;    // sidecar exports these facts come from (1 in-process)

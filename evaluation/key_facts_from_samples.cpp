@@ -198,6 +198,143 @@ void geeEstimate(const std::unordered_map<uint64_t, uint64_t>& counts, double n,
   repeated = std::min(rest, estimate);
 }
 
+// The reservoir's documents with the candidate's key extracted and hashed: `valid` those that
+// hold it, `order` the same by arrival.
+struct KeyedReservoir {
+  std::vector<KeyedSample> samples;
+  std::vector<size_t> valid, order;
+};
+
+// Extracts the key from each sampled document (counting those MongoDB would refuse for an array)
+// and estimates the key's and its leading field's cardinality and heaviest values.
+KeyedReservoir keyTheReservoir(const NamespaceState& st, const routing::ShardKeyPattern& pattern, KeyFacts& k) {
+  KeyedReservoir kr;
+  auto& samples = kr.samples;
+  samples.reserve(st.reservoir.size());
+  for (const auto& s : st.reservoir) samples.push_back(KeyedSample{s.time_us, s.seq, 0, 0, s.doc, {}});
+  std::unordered_map<uint64_t, uint64_t> counts, lead_counts;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    bson_t d;
+    if (!staticDoc(samples[i].doc, d)) continue;
+    auto status = pattern.extractFromDocument(d, samples[i].key);
+    if (status == routing::KeyExtractStatus::ArrayValue) ++k.refused;
+    if (status != routing::KeyExtractStatus::Ok) continue;
+    uint64_t h = 0;
+    for (size_t f = 0; f < samples[i].key.size; ++f) h = combineHash(h, valueHash(samples[i].key.fields[f].value));
+    samples[i].hash = h;
+    samples[i].lead_hash = valueHash(samples[i].key.fields[0].value);
+    ++counts[h];
+    ++lead_counts[samples[i].lead_hash];
+    kr.valid.push_back(i);
+  }
+  k.sampled = samples.size();
+  k.valid = kr.valid.size();
+  k.seen = std::max<uint64_t>(st.reservoir_seen, kr.valid.size());
+  const double n = static_cast<double>(kr.valid.size());
+  if (n > 0) {
+    geeEstimate(counts, n, static_cast<double>(k.seen), k.estimate, k.repeated);
+    geeEstimate(lead_counts, n, static_cast<double>(k.seen), k.lead_estimate, k.lead_repeated);
+  }
+  k.top_keys = topCounts(counts, kExportedTopKeys);
+  k.top_leads = topCounts(lead_counts, kExportedTopKeys);
+  kr.order = kr.valid;
+  std::sort(kr.order.begin(), kr.order.end(), [&](size_t a, size_t b) {
+    return samples[a].time != samples[b].time ? samples[a].time < samples[b].time : samples[a].seq < samples[b].seq;
+  });
+  return kr;
+}
+
+// The largest prefix value's suffix: can its documents be split, and spread?
+void measureSuffix(const KeyedReservoir& kr, double monotonic_correlation, KeyFacts& k) {
+  uint64_t top_sampled = k.top_leads.empty() ? 0 : k.top_leads.front().first;
+  std::vector<size_t> within;
+  for (size_t i : kr.order)
+    if (kr.samples[i].lead_hash == top_sampled) within.push_back(i);
+  std::unordered_map<uint64_t, uint64_t> distinct;
+  for (size_t i : within) ++distinct[kr.samples[i].hash];
+  k.suffix_distinct = static_cast<double>(distinct.size());
+  k.suffix_samples = within.size();
+  double extremes = 0, corr = 0;
+  keyTrend(kr.samples, within, 1, extremes, corr);
+  k.suffix_monotonic = within.size() >= 8 && (std::fabs(corr) >= monotonic_correlation || extremes >= 0.5);
+}
+
+// The simulated cluster's inserts per shard (into k.shard_inserts) and its chunk splits: the full
+// key's sampled quantiles when there are enough samples, else the leading field's counts over
+// every insert. `lead_splits` holds the encoded values the returned splits view.
+std::vector<std::vector<bson_value_t>> simulateInserts(const NamespaceState& st, const routing::ShardKeyPattern& pattern,
+                                                       uint32_t N, const KeyedReservoir& kr,
+                                                       std::vector<std::string>& lead_splits, KeyFacts& k) {
+  const auto& lead = pattern.field(0);
+  const FieldState* lf = st.field(lead.path);
+  std::vector<double> per(N, 0);
+  std::vector<std::vector<bson_value_t>> cluster_splits;
+  if (pattern.size() > 1 && kr.valid.size() >= 4ull * N) {
+    per = simulateFullKey(kr.samples, kr.order, N, cluster_splits);
+    k.split_on = lead.hashed ? "full key (hashed " + lead.path + " first)" : "full key";
+  } else if (lf) {
+    // Too few sampled documents for the full key: the leading field's counts over every insert.
+    const auto& src = lead.hashed ? lf->hashed_shard_inserts : lf->ranged_shard_inserts;
+    for (size_t i = 0; i < src.size() && i < N; ++i) per[i] = src[i];
+    if (!lead.hashed) {
+      lead_splits = NamespaceState::computeSplits(lf->distinct, N);
+      for (const auto& s : lead_splits) {
+        bson_value_t v;
+        if (decodeValue(s, v)) cluster_splits.push_back({v});
+      }
+    }
+    k.split_on = lead.hashed ? "hashed " + lead.path : lead.path;
+  } else {
+    for (size_t i : kr.valid) {
+      const auto& b = kr.samples[i].key.fields[0];
+      if (lead.hashed)
+        ++per[NamespaceState::hashedShard(static_cast<uint64_t>(b.value.value.v_int64), N)];
+      else
+        ++per[0];
+    }
+  }
+  k.shard_inserts = std::move(per);
+  return cluster_splits;
+}
+
+// One shape's sampled statements on the simulated cluster, as sent and as the lookup rewrite
+// would send them; false when none could be read (the analysis counts it scatter-gather).
+bool routeShape(const ShapeState& s, const routing::CollectionRouting& coll, const rewrite::LookupRule* rule, uint32_t N,
+                ShapeRouting& r) {
+  Classified sent, after;
+  std::vector<double> ranges(N, 0);
+  for (const auto& fbytes : s.samples) {
+    bson_t f;
+    if (!staticDoc(fbytes, f)) continue;
+    // A single-document write that neither resolves to one shard nor pins an exact _id is what
+    // mongos refuses before 7.1 (routing/write_targeting.cpp): counted as sent and as rewritten.
+    const bool one_shard = classify(coll, f, sent, &ranges);
+    const bool exact_id = pinsId(f);
+    if (exact_id) ++r.with_id;
+    if (!one_shard && !exact_id) ++r.no_target;
+    if (!rule) continue;
+    bson_t rw;
+    if (rewrittenFilter(f, *rule, &rw)) {
+      if (!classify(coll, rw, after, nullptr) && !exact_id) ++r.after_no_target;
+      bson_destroy(&rw);
+      ++r.rewritten;
+    } else {
+      if (!classify(coll, f, after, nullptr) && !exact_id) ++r.after_no_target;
+    }
+  }
+  if (sent.used == 0) return false;
+  r.used = sent.used;
+  r.single = static_cast<uint64_t>(sent.single), r.multi = static_cast<uint64_t>(sent.multi);
+  r.scatter = static_cast<uint64_t>(sent.scatter), r.shards = static_cast<uint64_t>(sent.shards);
+  r.targeted_shards = static_cast<uint64_t>(sent.tsum), r.targeted = sent.tn;
+  if (rule) {
+    r.after_used = after.used, r.after_scatter = static_cast<uint64_t>(after.scatter);
+    r.after_single = static_cast<uint64_t>(after.single);
+  }
+  for (double x : ranges) r.ranges.push_back(static_cast<uint64_t>(x));
+  return true;
+}
+
 }  // namespace
 
 FieldRoles shapeRoles(const ShapeState& s) {
@@ -215,129 +352,16 @@ KeyFacts factsFromSamples(const NamespaceState& st, const routing::ShardKeyPatte
                           const rewrite::LookupRule* rule, uint32_t N, double monotonic_correlation) {
   KeyFacts k;
   k.key_json = pattern.toJson();
-  const auto& lead = pattern.field(0);
-  const FieldState* lf = st.field(lead.path);
-
-  // ---- the keyed reservoir ----
-  std::vector<KeyedSample> samples;
-  samples.reserve(st.reservoir.size());
-  for (const auto& s : st.reservoir) samples.push_back(KeyedSample{s.time_us, s.seq, 0, 0, s.doc, {}});
-  std::unordered_map<uint64_t, uint64_t> counts, lead_counts;
-  std::vector<size_t> valid;
-  for (size_t i = 0; i < samples.size(); ++i) {
-    bson_t d;
-    if (!staticDoc(samples[i].doc, d)) continue;
-    auto status = pattern.extractFromDocument(d, samples[i].key);
-    if (status == routing::KeyExtractStatus::ArrayValue) ++k.refused;
-    if (status != routing::KeyExtractStatus::Ok) continue;
-    uint64_t h = 0;
-    for (size_t f = 0; f < samples[i].key.size; ++f) h = combineHash(h, valueHash(samples[i].key.fields[f].value));
-    samples[i].hash = h;
-    samples[i].lead_hash = valueHash(samples[i].key.fields[0].value);
-    ++counts[h];
-    ++lead_counts[samples[i].lead_hash];
-    valid.push_back(i);
-  }
-  k.sampled = samples.size();
-  k.valid = valid.size();
-  k.seen = std::max<uint64_t>(st.reservoir_seen, valid.size());
-  const double n = static_cast<double>(valid.size());
-  if (n > 0) {
-    geeEstimate(counts, n, static_cast<double>(k.seen), k.estimate, k.repeated);
-    geeEstimate(lead_counts, n, static_cast<double>(k.seen), k.lead_estimate, k.lead_repeated);
-  }
-  k.top_keys = topCounts(counts, kExportedTopKeys);
-  k.top_leads = topCounts(lead_counts, kExportedTopKeys);
-
-  // ---- trend with arrival order ----
-  std::vector<size_t> order = valid;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return samples[a].time != samples[b].time ? samples[a].time < samples[b].time : samples[a].seq < samples[b].seq;
-  });
-  keyTrend(samples, order, 0, k.new_extreme_share, k.rank_correlation);
-
-  // ---- the largest prefix value's suffix: can its documents be split, and spread? ----
-  if (pattern.size() > 1 && n > 0) {
-    uint64_t top_sampled = k.top_leads.empty() ? 0 : k.top_leads.front().first;
-    std::vector<size_t> within;
-    for (size_t i : order)
-      if (samples[i].lead_hash == top_sampled) within.push_back(i);
-    std::unordered_map<uint64_t, uint64_t> distinct;
-    for (size_t i : within) ++distinct[samples[i].hash];
-    k.suffix_distinct = static_cast<double>(distinct.size());
-    k.suffix_samples = within.size();
-    double extremes = 0, corr = 0;
-    keyTrend(samples, within, 1, extremes, corr);
-    k.suffix_monotonic = within.size() >= 8 && (std::fabs(corr) >= monotonic_correlation || extremes >= 0.5);
-  }
-
-  // ---- simulated cluster: inserts per shard ----
-  std::vector<double> per(N, 0);
-  std::vector<std::vector<bson_value_t>> cluster_splits;
+  const KeyedReservoir kr = keyTheReservoir(st, pattern, k);
+  keyTrend(kr.samples, kr.order, 0, k.new_extreme_share, k.rank_correlation);  // trend with arrival order
+  if (pattern.size() > 1 && !kr.valid.empty()) measureSuffix(kr, monotonic_correlation, k);
   std::vector<std::string> lead_splits;  // encoded, behind cluster_splits' views
-  if (pattern.size() > 1 && valid.size() >= 4ull * N) {
-    per = simulateFullKey(samples, order, N, cluster_splits);
-    k.split_on = lead.hashed ? "full key (hashed " + lead.path + " first)" : "full key";
-  } else if (lf) {
-    // Too few sampled documents for the full key: the leading field's counts over every insert.
-    const auto& src = lead.hashed ? lf->hashed_shard_inserts : lf->ranged_shard_inserts;
-    for (size_t i = 0; i < src.size() && i < N; ++i) per[i] = src[i];
-    if (!lead.hashed) {
-      lead_splits = NamespaceState::computeSplits(lf->distinct, N);
-      for (const auto& s : lead_splits) {
-        bson_value_t v;
-        if (decodeValue(s, v)) cluster_splits.push_back({v});
-      }
-    }
-    k.split_on = lead.hashed ? "hashed " + lead.path : lead.path;
-  } else {
-    for (size_t i : valid) {
-      const auto& b = samples[i].key.fields[0];
-      if (lead.hashed)
-        ++per[NamespaceState::hashedShard(static_cast<uint64_t>(b.value.value.v_int64), N)];
-      else
-        ++per[0];
-    }
-  }
-  k.shard_inserts = std::move(per);
-
-  // ---- each shape's sampled statements on the simulated cluster (and after the lookup rewrite) ----
+  const auto cluster_splits = simulateInserts(st, pattern, N, kr, lead_splits, k);
   routing::CollectionRouting coll;
   if (!buildCluster(pattern, cluster_splits, N, coll)) return k;
   for (const auto& [h, s] : st.shapes) {
-    Classified sent, after;
-    std::vector<double> ranges(N, 0);
     ShapeRouting r;
-    for (const auto& fbytes : s.samples) {
-      bson_t f;
-      if (!staticDoc(fbytes, f)) continue;
-      // A single-document write that neither resolves to one shard nor pins an exact _id is what
-      // mongos refuses before 7.1 (routing/write_targeting.cpp): counted as sent and as rewritten.
-      const bool one_shard = classify(coll, f, sent, &ranges);
-      const bool exact_id = pinsId(f);
-      if (exact_id) ++r.with_id;
-      if (!one_shard && !exact_id) ++r.no_target;
-      if (!rule) continue;
-      bson_t rw;
-      if (rewrittenFilter(f, *rule, &rw)) {
-        if (!classify(coll, rw, after, nullptr) && !exact_id) ++r.after_no_target;
-        bson_destroy(&rw);
-        ++r.rewritten;
-      } else {
-        if (!classify(coll, f, after, nullptr) && !exact_id) ++r.after_no_target;
-      }
-    }
-    if (sent.used == 0) continue;  // nothing sampled: the analysis counts it scatter-gather
-    r.used = sent.used;
-    r.single = static_cast<uint64_t>(sent.single), r.multi = static_cast<uint64_t>(sent.multi);
-    r.scatter = static_cast<uint64_t>(sent.scatter), r.shards = static_cast<uint64_t>(sent.shards);
-    r.targeted_shards = static_cast<uint64_t>(sent.tsum), r.targeted = sent.tn;
-    if (rule) {
-      r.after_used = after.used, r.after_scatter = static_cast<uint64_t>(after.scatter);
-      r.after_single = static_cast<uint64_t>(after.single);
-    }
-    for (double x : ranges) r.ranges.push_back(static_cast<uint64_t>(x));
-    k.shapes.emplace(h, std::move(r));
+    if (routeShape(s, coll, rule, N, r)) k.shapes.emplace(h, std::move(r));
   }
   return k;
 }

@@ -1,11 +1,13 @@
-// JSON and text renderings of namespace reports, and the written defence of the recommendation
-// in the form of seed 003's worked example: the numbers for each property, what stays broadcast
-// and its share, and what would change the decision.
+// JSON and text renderings of namespace reports: analyzeShardKey's figures and shardscope's
+// additions per candidate, the per-candidate lines of the text report, and the written defence
+// (defence.h) after them.
 #include <cmath>
 #include <cstdio>
 
 #include "evaluation/analysis.h"
+#include "evaluation/defence.h"
 #include "evaluation/defence_sentences.h"
+#include "evaluation/report_text.h"
 #include "common/json_writer.h"
 #include "common/query_shape.h"
 
@@ -14,74 +16,6 @@ namespace shardscope::evaluation {
 namespace {
 
 std::string pct(double x) { return percentText(x); }
-
-std::string num(double x) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.0f", x);
-  std::string s = b, out;
-  int n = 0;
-  for (auto it = s.rbegin(); it != s.rend(); ++it) {
-    if (n && n % 3 == 0 && *it != '-') out.insert(out.begin(), ',');
-    out.insert(out.begin(), *it);
-    ++n;
-  }
-  return out;
-}
-
-std::string fixed(double x, int digits) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.*f", digits, x);
-  return b;
-}
-
-std::string bytesText(double b) {
-  const char* units[] = {"B", "KB", "MB", "GB", "TB", "PB"};
-  int u = 0;
-  while (b >= 1024 && u < 5) b /= 1024, ++u;
-  return fixed(b, b < 10 ? 1 : 0) + " " + units[u];
-}
-
-std::string shapeLabel(const ShapeOutcome& s) {
-  std::string k = opKindName(s.kind);
-  if (s.shape.rfind(k, 0) == 0) return s.shape;
-  return k + " " + s.shape;
-}
-
-std::string ratioText(const CandidateResult& c) {
-  if (c.simulated_inserts == 0) return "not simulated yet: too few documents observed";
-  if (c.max_min_ratio == 0) return "max/min infinite: a shard got no inserts";
-  return "max/min " + fixed(c.max_min_ratio, 2) + "x";
-}
-
-std::string sharesText(const CandidateResult& c) {
-  std::string s;
-  for (size_t i = 0; i < c.shard_insert_share.size(); ++i) s += (i ? " / " : "") + pct(c.shard_insert_share[i]);
-  return s;
-}
-
-double maxShare(const CandidateResult& c) {
-  double m = 0;
-  for (double v : c.shard_insert_share) m = std::max(m, v);
-  return m;
-}
-
-std::string leadName(const CandidateResult& c) { return c.pattern.field(0).path; }
-
-bool hasWarning(const CandidateResult& c, const char* w) {
-  for (const auto& x : c.warnings)
-    if (x == w) return true;
-  return false;
-}
-
-// ", 80.0% after the lookup rewrite (it rescues find {orderId: 1})" when a rewrite is in force.
-std::string rewriteText(const CandidateResult& c) {
-  if (!c.rewrite_in_force) return "";
-  std::string t = " as sent, " + pct(c.targeted_after_rewrite) + " after the lookup rewrite";
-  if (c.rescued_shapes.empty()) return t + " (it rescues no observed shape under this key)";
-  t += " (it rescues ";
-  for (size_t i = 0; i < c.rescued_shapes.size() && i < 4; ++i) t += (i ? "; " : "") + c.rescued_shapes[i];
-  return t + ")";
-}
 
 std::string writeSafetyText(const CandidateResult& c) { return writeSafetySentence(c); }
 
@@ -144,119 +78,6 @@ std::string propertyLines(const NamespaceReport& r, const CandidateResult& c) {
   t += "\n  Inserts      " + std::to_string(r.shards) + " simulated shards" +
        (c.split_on.empty() ? "" : " (chunks split on " + c.split_on + ")") + ": " + sharesText(c) + " (" + ratioText(c) + ")" +
        (hasWarning(c, "imbalance") ? "; uneven (warning)" : "") + ".\n";
-  return t;
-}
-
-std::string defence(const NamespaceReport& r) {
-  if (r.recommended < 0 && !r.no_recommendation.empty()) return "No recommendation: " + r.no_recommendation + ".\n";
-  if (r.recommended < 0) return "No traffic observed for " + r.ns + " yet.\n";
-  const CandidateResult& c = r.candidates[r.recommended];
-  const std::string lead = leadName(c);
-  std::string t;
-  if (!c.passes())
-    t += "No candidate passes every check (cardinality, frequency, monotonicity, mutability, upsert targeting, arrays). The least bad is " + c.label + " (fails " + c.failures[0] +
-         (c.failures.size() > 1 ? " and more" : "") + "); fix the data model before sharding on any of these.\n\n";
-  t += "Choice: " + c.label + ". ";
-  // Cardinality.
-  bool unbounded = r.inserts > 0 && c.cardinality > 0 && c.cardinality >= 0.9 * static_cast<double>(r.inserts);
-  if (c.pattern.size() > 1)
-    t += "Cardinality is ~" + num(c.prefix_cardinality) + " on the prefix and " +
-         (unbounded ? "effectively unbounded with the suffix (about one value per document)"
-                    : "~" + num(c.cardinality) + " with the suffix") +
-         ", so we can split as far as we ever need to. ";
-  else
-    t += "Cardinality is ~" + num(c.cardinality) + (unbounded ? " (about one value per document)" : "") +
-         ", so we can split as far as we need to. ";
-  // Frequency.
-  if (c.pattern.size() > 1 && !c.pattern.field(0).hashed && c.prefix_top_share > 0) {
-    t += "Frequency: the top " + lead + " value holds " + pct(c.prefix_top_share) + " of inserts";
-    if (c.prefix_top_share >= 0.01)
-      t += ", which would be a jumbo-chunk risk on {" + lead + ": 1} alone (its chunk passes " + bytesText(128.0 * 1024 * 1024) +
-           " once the collection reaches " + bytesText(128.0 * 1024 * 1024 / c.prefix_top_share) + "), and the " +
-           c.pattern.field(1).path + " suffix removes it because that value's documents split by " + c.pattern.field(1).path +
-           (c.suffix_monotonic ? " (its new documents still land at the top of its " + c.pattern.field(1).path + " range)" : "");
-    t += "; the full key's top value is " + pct(c.top_share) + ". ";
-  } else {
-    t += "Frequency: the top value holds " + pct(c.top_share) + " of inserts" +
-         (c.jumbo_risk ? ", a jumbo-chunk risk once the collection reaches " + bytesText(c.jumbo_at_bytes) + ". "
-                       : ", so no chunk is stuck on one value. ");
-  }
-  // Monotonicity.
-  if (c.hashed_prefix)
-    t += "It is not monotonic: the leading field is hashed, so consecutive values land on unrelated chunks";
-  else
-    t += "It is not monotonic: " + pct(c.new_extreme_share) + " of inserts set a new maximum or minimum, so new documents spread";
-  t += "; on " + std::to_string(r.shards) + " simulated shards the busiest takes " + pct(maxShare(c)) + " of inserts (" +
-       ratioText(c) + (hasWarning(c, "imbalance") ? ", uneven: I accept that as a warning" : "") + "). ";
-  // Routing.
-  const ShapeOutcome* dominant = nullptr;
-  for (const auto& s : c.shapes)
-    if (s.scatter < 0.5) {
-      dominant = &s;
-      break;
-    }
-  double all = static_cast<double>(r.reads + r.writes + r.other_shape_ops);
-  t += "And it targets " + pct(c.targeted) + " of reads and writes" + rewriteText(c);
-  if (dominant && all > 0)
-    t += ", including " + shapeLabel(*dominant) + " (" + pct(dominant->count / all) + " of traffic, " +
-         fixed(dominant->targeted_shards, 2) + " shard each on the simulated cluster" +
-         (dominant->single < 0.5 ? "; analyzeShardKey counts it multi-shard because it does not pin every key field" : "") + ")";
-  t += ".";
-  if (c.shard_key_updates > 0 || c.upserts_without_key > 0 || c.refused_before_71 > 0) t += writeSafetyText(c);
-  else if (r.writes > 0) t += r.upserted + r.upserts_matched > 0 ? " No observed update changes its value, and every upsert pins it."
-                                                                  : " No observed update changes its value.";
-  t += "\n\n";
-
-  // What stays broadcast (as the key would run it).
-  t += acceptingSentence(r, c);
-
-  // What would change the decision.
-  t += "What would change my mind: " + changeMindSentence(r, c);
-  if (r.candidates.size() > 1 && r.candidates[1].evaluable) {
-    const CandidateResult& ru = r.candidates[1];
-    t += "The runner-up is " + ru.label + " (" + pct(ru.targeted) + " targeted";
-    if (!ru.failures.empty()) t += ", fails " + ru.failures[0];
-    if (!ru.warnings.empty()) t += ", warning: " + ru.warnings[0];
-    t += ")";
-    if (std::fabs(ru.targeted - c.targeted) <= 0.005 && ru.passes())
-      t += ": it targets as much, and loses on " +
-           std::string(ru.warnings.size() > c.warnings.size() ? (ru.warnings[0] == "jumbo" ? "jumbo risk" : "insert balance")
-                       : ru.hashed_prefix != c.hashed_prefix ? "locality (a hashed prefix turns ranges on it into broadcasts)"
-                                                             : "splittability (lower cardinality)");
-    t += ". ";
-  }
-  t += "\n\n";
-
-  // The rejected, one line each.
-  t += "Rejected:\n";
-  for (size_t i = 0; i < r.candidates.size(); ++i) {
-    if (static_cast<int>(i) == r.recommended) continue;
-    const CandidateResult& o = r.candidates[i];
-    if (!o.evaluable) {
-      t += "  " + o.label + ": not evaluable, because " + o.not_evaluable + ".\n";
-      continue;
-    }
-    t += "  " + o.label + ": " + pct(o.targeted) + " targeted";
-    if (!o.failures.empty()) {
-      t += "; fails";
-      for (const auto& f : o.failures) t += " " + f;
-    }
-    if (o.monotonic)
-      t += " (" + pct(o.new_extreme_share) + " of inserts are a new extreme" +
-           (o.leading_type == "ObjectId" ? ", ObjectId" : o.leading_type == "date" ? ", a date" : "") + "; " +
-           std::to_string(r.shards) + " simulated shards: the busiest takes " + pct(maxShare(o)) + " of inserts)";
-    if (!o.pass_cardinality) t += " (cardinality: ~" + num(o.cardinality) + " values)";
-    if (!o.pass_frequency) t += " (frequency: " + o.frequency_reason + ")";
-    if (!o.pass_mutability) t += " (mutability: " + pct(o.shard_key_updates) + " of writes change the key's value)";
-    if (!o.pass_upserts) t += " (upsert targeting: " + pct(o.upserts_without_key_of_upserts) + " of upserts do not pin the full key)";
-    if (!o.pass_arrays) t += " (arrays: " + pct(o.array_share) + " of documents hold an array on a key path)";
-    for (const auto& w : o.warnings) {
-      if (w == "jumbo") t += "; jumbo risk (top value " + pct(o.top_share) + " of inserts)";
-      if (w == "imbalance") t += "; uneven inserts (" + ratioText(o) + ")";
-    }
-    if (o.passes() && o.hashed_prefix && !untargetedReason(o).empty()) t += "; " + untargetedReason(o);
-    t += ".\n";
-  }
   return t;
 }
 

@@ -39,38 +39,55 @@ bool charge(const bson_iter_t& value, size_t budget, RewritePlan& plan) {
   return true;
 }
 
-// Rewrites one filter. Returns false (with `why`) when it cannot; true with `out` filled otherwise.
-// Linear in the lookup values: each is charged to `budget` before it is looked at, and the added
-// values are made distinct with a hash set.
-bool rewriteFilter(LookupIndex& index, const bson_t& filter, bool allowIn, bson_t& out, RewritePlan& plan,
-                   std::string_view& why, size_t budget) {
+// The lookup values one filter asks for, with the added fields' values each maps to.
+struct LookupValues {
+  std::vector<std::string> added;  // BSON docs of added fields, one per lookup value
+  std::vector<std::string> keys;   // canonicalValueKey of each lookup value
+  bson_t requested = BSON_INITIALIZER;  // the requested values, for marking them ambiguous later
+  LookupValues() = default;
+  LookupValues(const LookupValues&) = delete;
+  LookupValues& operator=(const LookupValues&) = delete;
+  ~LookupValues() { bson_destroy(&requested); }
+};
+
+// Why a value has no mapping: the store's own reason when it knows one, `unknown` otherwise.
+std::string_view unmappedReason(LookupIndex& index, const bson_iter_t& v, std::string_view unknown) {
+  std::string k = canonicalValueKey(v);
+  if (k.empty()) return "a lookup value cannot be mapped (null, array, document, regex, decimal)";
+  if (index.store().isAmbiguous(k)) return "the lookup value is ambiguous (seen with two different added values)";
+  if (index.unsettled(k)) return "the lookup value is unsettled (a change may have split its documents)";
+  return unknown;
+}
+
+// Takes one lookup value (bare, under $eq or in a $in list): charged to the budget before it is
+// looked at, recorded, and mapped; false (with `why`) when over budget or unmapped.
+bool takeValue(LookupIndex& index, const bson_iter_t& v, std::string_view unknown, size_t budget, RewritePlan& plan,
+               LookupValues& into, std::string_view& why) {
+  if (!charge(v, budget, plan)) {
+    why = kRewriteOverBudget;
+    return false;
+  }
+  into.added.emplace_back();
+  char buf[16];
+  const char* idx;
+  bson_uint32_to_string(static_cast<uint32_t>(into.keys.size()), &idx, buf, sizeof buf);
+  bson_append_iter(&into.requested, idx, -1, &v);
+  into.keys.push_back(canonicalValueKey(v));
+  if (!index.valuesFor(v, into.added.back())) {
+    why = unmappedReason(index, v, unknown);
+    return false;
+  }
+  return true;
+}
+
+// Reads the filter's lookup field (equality, $eq or, when allowed, $in) into `into`; false (with
+// `why` when there is a reason to give) when the filter cannot be rewritten.
+bool collectLookupValues(LookupIndex& index, const bson_t& filter, bool allowIn, size_t budget, RewritePlan& plan,
+                         LookupValues& into, std::string_view& why) {
   const auto& rule = index.rule();
   bson_iter_t it;
   if (!bson_iter_init(&it, &filter)) return false;
   bool found = false;
-  std::vector<std::string> values;  // BSON docs of added fields, one per lookup value
-  std::vector<std::string> keys;
-  bson_t lookupValues = BSON_INITIALIZER;  // the requested values, for marking them ambiguous later
-  auto noteValue = [&](const bson_iter_t& v) {
-    char buf[16];
-    const char* idx;
-    bson_uint32_to_string(static_cast<uint32_t>(keys.size()), &idx, buf, sizeof buf);
-    bson_append_iter(&lookupValues, idx, -1, &v);
-    keys.push_back(canonicalValueKey(v));
-  };
-  struct Destroy {
-    bson_t* b;
-    ~Destroy() { bson_destroy(b); }
-  } destroyValues{&lookupValues};
-  auto unmapped = [&](const bson_iter_t& v, std::string_view unknown) {
-    std::string k = canonicalValueKey(v);
-    if (k.empty()) return std::string_view("a lookup value cannot be mapped (null, array, document, regex, decimal)");
-    if (index.store().isAmbiguous(k))
-      return std::string_view("the lookup value is ambiguous (seen with two different added values)");
-    if (index.unsettled(k))
-      return std::string_view("the lookup value is unsettled (a change may have split its documents)");
-    return unknown;
-  };
   while (bson_iter_next(&it)) {
     std::string_view key = bson_iter_key(&it);
     if (namesAddedField(key, rule)) {
@@ -80,16 +97,7 @@ bool rewriteFilter(LookupIndex& index, const bson_t& filter, bool allowIn, bson_
     if (key != rule.lookup_field) continue;
     found = true;
     if (plainScalar(it)) {
-      if (!charge(it, budget, plan)) {
-        why = kRewriteOverBudget;
-        return false;
-      }
-      values.emplace_back();
-      noteValue(it);
-      if (!index.valuesFor(it, values.back())) {
-        why = unmapped(it, "no mapping known for the lookup value");
-        return false;
-      }
+      if (!takeValue(index, it, "no mapping known for the lookup value", budget, plan, into, why)) return false;
       continue;
     }
     bson_t ops;
@@ -101,16 +109,7 @@ bool rewriteFilter(LookupIndex& index, const bson_t& filter, bool allowIn, bson_
     }
     std::string_view opName = bson_iter_key(&op);
     if (opName == "$eq" && plainScalar(op)) {
-      if (!charge(op, budget, plan)) {
-        why = kRewriteOverBudget;
-        return false;
-      }
-      values.emplace_back();
-      noteValue(op);
-      if (!index.valuesFor(op, values.back())) {
-        why = unmapped(op, "no mapping known for the lookup value");
-        return false;
-      }
+      if (!takeValue(index, op, "no mapping known for the lookup value", budget, plan, into, why)) return false;
     } else if (opName == "$in" && BSON_ITER_HOLDS_ARRAY(&op)) {
       if (!allowIn) {
         why = "$in is rewritten only for find, where every value can be checked in the reply";
@@ -124,18 +123,9 @@ bool rewriteFilter(LookupIndex& index, const bson_t& filter, bool allowIn, bson_
           why = "a $in value cannot be mapped";
           return false;
         }
-        if (!charge(v, budget, plan)) {
-          why = kRewriteOverBudget;
-          return false;
-        }
-        values.emplace_back();
-        noteValue(v);
-        if (!index.valuesFor(v, values.back())) {
-          why = unmapped(v, "no mapping known for a $in value");
-          return false;
-        }
+        if (!takeValue(index, v, "no mapping known for a $in value", budget, plan, into, why)) return false;
       }
-      if (values.empty()) {
+      if (into.added.empty()) {
         why = "empty $in";
         return false;
       }
@@ -146,24 +136,26 @@ bool rewriteFilter(LookupIndex& index, const bson_t& filter, bool allowIn, bson_
     }
   }
   if (!found) return false;
-  for (const auto& k : keys)
+  for (const auto& k : into.keys)
     if (k.empty()) {
       why = "a lookup value cannot be mapped";
       return false;
     }
+  return true;
+}
 
-  bson_copy_to(&filter, &out);
-  std::vector<bson_t> docs(values.size());
+// Appends each added field to `out`: its one value, or a $in of its distinct values in first-seen
+// order (one pass and a hash set: many orders share one customer). False on a malformed mapping.
+bool appendAddedFields(const LookupRule& rule, const std::vector<std::string>& added, bson_t& out) {
+  std::vector<bson_t> docs(added.size());
   for (const auto& field : rule.add_fields) {
-    // Distinct values of this added field across the requested lookup values, in first-seen
-    // order: one pass and a hash set (many orders share one customer).
     std::vector<std::pair<std::string, bson_iter_t>> distinct;
-    distinct.reserve(values.size());  // never reallocated: `seen` views its keys
+    distinct.reserve(added.size());  // never reallocated: `seen` views its keys
     std::unordered_set<std::string_view> seen;
-    seen.reserve(values.size());
-    for (size_t i = 0; i < values.size(); ++i) {
+    seen.reserve(added.size());
+    for (size_t i = 0; i < added.size(); ++i) {
       bson_iter_t f;
-      if (!bson_init_static(&docs[i], reinterpret_cast<const uint8_t*>(values[i].data()), values[i].size()) ||
+      if (!bson_init_static(&docs[i], reinterpret_cast<const uint8_t*>(added[i].data()), added[i].size()) ||
           !bson_iter_init_find(&f, &docs[i], field.c_str())) return false;
       std::string k = canonicalValueKey(f);
       if (seen.count(k)) continue;
@@ -186,18 +178,36 @@ bool rewriteFilter(LookupIndex& index, const bson_t& filter, bool allowIn, bson_
       bson_append_document_end(&out, &cond);
     }
   }
-  if (values.size() == 1) {  // what a targeted read must find to confirm the mapping
-    bson_t confirm = BSON_INITIALIZER, added;
-    bson_iter_t v, f;
-    if (bson_iter_init(&v, &lookupValues) && bson_iter_next(&v))
-      bson_append_iter(&confirm, rule.lookup_field.c_str(), static_cast<int>(rule.lookup_field.size()), &v);
-    if (bson_init_static(&added, reinterpret_cast<const uint8_t*>(values[0].data()), values[0].size()) && bson_iter_init(&f, &added))
-      while (bson_iter_next(&f)) bson_append_iter(&confirm, nullptr, 0, &f);
-    plan.confirm_filter = bytesOf(confirm);
-    bson_destroy(&confirm);
-  }
-  plan.in_keys = std::move(keys);
-  plan.lookup_values = bytesOf(lookupValues);
+  return true;
+}
+
+// What a targeted read must find to confirm a single value's mapping: the lookup value and the
+// added fields it maps to.
+Bytes confirmFilter(const LookupRule& rule, const LookupValues& values) {
+  bson_t confirm = BSON_INITIALIZER, added;
+  bson_iter_t v, f;
+  if (bson_iter_init(&v, &values.requested) && bson_iter_next(&v))
+    bson_append_iter(&confirm, rule.lookup_field.c_str(), static_cast<int>(rule.lookup_field.size()), &v);
+  const std::string& first = values.added[0];
+  if (bson_init_static(&added, reinterpret_cast<const uint8_t*>(first.data()), first.size()) && bson_iter_init(&f, &added))
+    while (bson_iter_next(&f)) bson_append_iter(&confirm, nullptr, 0, &f);
+  Bytes bytes = bytesOf(confirm);
+  bson_destroy(&confirm);
+  return bytes;
+}
+
+// Rewrites one filter. Returns false (with `why`) when it cannot; true with `out` filled otherwise.
+// Linear in the lookup values: each is charged to `budget` before it is looked at, and the added
+// values are made distinct with a hash set.
+bool rewriteFilter(LookupIndex& index, const bson_t& filter, bool allowIn, bson_t& out, RewritePlan& plan,
+                   std::string_view& why, size_t budget) {
+  LookupValues values;
+  if (!collectLookupValues(index, filter, allowIn, budget, plan, values, why)) return false;
+  bson_copy_to(&filter, &out);
+  if (!appendAddedFields(index.rule(), values.added, out)) return false;
+  if (values.added.size() == 1) plan.confirm_filter = confirmFilter(index.rule(), values);
+  plan.in_keys = std::move(values.keys);
+  plan.lookup_values = bytesOf(values.requested);
   return true;
 }
 

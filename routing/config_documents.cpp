@@ -6,6 +6,7 @@
 #include <map>
 
 #include "common/bson_order.h"
+#include "common/command_fields.h"
 #include "routing/routing_file.h"
 
 namespace shardscope::routing {
@@ -17,16 +18,6 @@ std::vector<uint8_t> docBytes(const bson_iter_t& it) {
   bson_iter_document(&it, &len, &data);
   return std::vector<uint8_t>(data, data + len);
 }
-
-std::string uuidKey(const bson_iter_t& it) {
-  if (!BSON_ITER_HOLDS_BINARY(&it)) return {};
-  bson_subtype_t st;
-  uint32_t len = 0;
-  const uint8_t* data = nullptr;
-  bson_iter_binary(&it, &st, &len, &data);
-  return std::string(reinterpret_cast<const char*>(data), len);
-}
-
 
 // Orders chunk min documents as shard keys (field by field) for sorting.
 bool minLess(const RoutingTableBuilder::ChunkDoc& a, const RoutingTableBuilder::ChunkDoc& b) {
@@ -72,7 +63,7 @@ std::shared_ptr<const RoutingTable> buildFromConfigDocuments(const std::vector<b
       else if (std::strcmp(k, "max") == 0 && BSON_ITER_HOLDS_DOCUMENT(&it)) doc.max = docBytes(it);
       else if (std::strcmp(k, "shard") == 0 && BSON_ITER_HOLDS_UTF8(&it)) doc.shard = bson_iter_utf8(&it, nullptr);
       else if (std::strcmp(k, "ns") == 0 && BSON_ITER_HOLDS_UTF8(&it)) ns = bson_iter_utf8(&it, nullptr);
-      else if (std::strcmp(k, "uuid") == 0) uuid = uuidKey(it);
+      else if (std::strcmp(k, "uuid") == 0) uuid = common::binaryBytes(it);
     }
     if (!ns.empty()) grouped["ns:" + ns].push_back(doc);
     if (!uuid.empty()) grouped["uuid:" + uuid].push_back(std::move(doc));
@@ -88,7 +79,7 @@ std::shared_ptr<const RoutingTable> buildFromConfigDocuments(const std::vector<b
     while (bson_iter_next(&it)) {
       const char* k = bson_iter_key(&it);
       if (std::strcmp(k, "_id") == 0 && BSON_ITER_HOLDS_UTF8(&it)) ns = bson_iter_utf8(&it, nullptr);
-      else if (std::strcmp(k, "uuid") == 0) uuid = uuidKey(it);
+      else if (std::strcmp(k, "uuid") == 0) uuid = common::binaryBytes(it);
       else if (std::strcmp(k, "timestamp") == 0) has_timestamp = true;
       else if (std::strcmp(k, "dropped") == 0) dropped = bson_iter_as_bool(&it);
       else if (!readCollectionKind(k, it, kind, error)) {

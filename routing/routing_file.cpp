@@ -9,32 +9,11 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/json_writer.h"
 #include "common/shell_json.h"
 
 namespace shardscope::routing {
 namespace {
-
-void appendJsonString(std::string& out, const std::string& s) {
-  out += '"';
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  out += '"';
-}
 
 bool isInteger(const std::string& s) {
   size_t i = (s[0] == '-' || s[0] == '+') ? 1 : 0;
@@ -60,7 +39,7 @@ void emit(const YAML::Node& n, std::string& out, int depth) {
       for (const auto& kv : n) {
         if (!first) out += ',';
         first = false;
-        appendJsonString(out, kv.first.as<std::string>());
+        common::JsonWriter::appendString(kv.first.as<std::string>(), out, common::JsonWriter::InvalidUtf8::Keep);
         out += ':';
         emit(kv.second, out, depth + 1);
       }
@@ -85,7 +64,7 @@ void emit(const YAML::Node& n, std::string& out, int depth) {
         if (s == "null" || s == "~") return void(out += "null");
         if (isInteger(s) || isFloat(s)) return void(out += s);
       }
-      appendJsonString(out, s);
+      common::JsonWriter::appendString(s, out, common::JsonWriter::InvalidUtf8::Keep);  // the reader judges the bytes
       return;
     }
     default: out += "null"; return;

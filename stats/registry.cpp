@@ -7,6 +7,7 @@
 #include "stats/process_metrics.h"
 #include "common/bounded_name.h"
 #include "common/query_shape.h"
+#include "protocol/command_kind.h"
 #include "stats/render.h"
 
 namespace shardscope::stats {
@@ -129,10 +130,8 @@ void addNsShards(std::vector<NsShardCounts>& row, const routing::TargetResult& t
   }
 }
 
-bool isWrite(std::string_view command) {
-  return command == "insert" || command == "update" || command == "delete" || command == "findAndModify" ||
-         command == "findandmodify" || command == "bulkWrite";
-}
+// From the one command table (protocol/command_kind.cpp), for a shape row's stored command name.
+bool isWrite(std::string_view command) { return protocol::classifyCommand(command).writes; }
 
 void addAll(std::vector<uint64_t>& into, const std::vector<uint64_t>& from) {
   if (into.size() < from.size()) into.resize(from.size(), 0);

@@ -58,6 +58,27 @@ TEST(RoutingFile, LoadsYaml) {
   EXPECT_EQ(t->collection("shop.orders")->chunks.chunkCount(), 3u);
 }
 
+// YAML strings reach the reader with their bytes intact (tabs, newlines, quotes, backslashes,
+// control characters), and bytes that are not UTF-8 are refused, not replaced by U+FFFD.
+TEST(RoutingFile, YamlStringsKeepTheirBytes) {
+  const std::string yaml =
+      "shards: [\"shardA\", \"shard\\tB\\\"\\\\\\x01\"]\n"
+      "collections:\n"
+      "  - ns: shop.orders\n"
+      "    key: {customerId: 1}\n"
+      "    chunks:\n"
+      "      - {min: {customerId: {$minKey: 1}}, max: {customerId: \"m\\nn\"}, shard: shardA}\n"
+      "      - {min: {customerId: \"m\\nn\"}, max: {customerId: {$maxKey: 1}}, shard: \"shard\\tB\\\"\\\\\\x01\"}\n";
+  std::string error;
+  auto t = parseRoutingText(yaml, true, "r.yaml", error);
+  ASSERT_TRUE(t) << error;
+  EXPECT_EQ(t->shardName(1), "shard\tB\"\\\x01");
+  EXPECT_EQ(t->collection("shop.orders")->chunks.chunkCount(), 2u);
+  std::string bad = "shards: [\"sh\xff\"]\ncollections: []\n";
+  EXPECT_FALSE(parseRoutingText(bad, true, "bad.yaml", error));
+  EXPECT_NE(error.find("invalid bytes in UTF8 string"), std::string::npos) << error;
+}
+
 TEST(RoutingFile, ErrorsNameFileNamespaceAndProblem) {
   std::string gap = loadError(chunk(kMin, "5", "a") + ", " + chunk("6", kMax, "b"));
   EXPECT_NE(gap.find("test.json"), std::string::npos) << gap;

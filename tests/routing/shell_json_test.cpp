@@ -89,5 +89,15 @@ TEST(ShellJson, NestingIsBounded) {
   EXPECT_NE(errorOf("{a: " + deep + "}").find("nested more than 100 levels"), std::string::npos);
 }
 
+// A string's bytes reach libbson's reader as they came (the shared JSON string writer in its
+// keep-the-bytes mode): quotes, backslashes, tabs, newlines and other control characters decode to
+// themselves, and bytes that are not UTF-8 are refused by the reader rather than replaced by U+FFFD.
+TEST(ShellJson, StringBytesReachTheReaderAsTheyCame) {
+  EXPECT_EQ(canonical("{\"k\\\"\\\\\\u0001ey\": 'a\tb\\n\\u001f\xc3\xa9'}"),
+            "{ \"k\\\"\\\\\\u0001ey\" : \"a\\tb\\n\\u001f\xc3\xa9\" }");
+  EXPECT_EQ(errorOf("{a: 'x\xffy'}"), "not a valid document: invalid bytes in UTF8 string");
+  EXPECT_EQ(errorOf("{'k\x80': 1}"), "not a valid document: invalid bytes in UTF8 string");
+}
+
 }  // namespace
 }  // namespace shardscope::common

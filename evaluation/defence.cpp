@@ -1,0 +1,145 @@
+#include "evaluation/defence.h"
+
+#include <cmath>
+
+#include "evaluation/defence_sentences.h"
+#include "evaluation/report_text.h"
+
+namespace shardscope::evaluation {
+
+namespace {
+
+std::string pct(double x) { return percentText(x); }
+
+// How far the key can split: the prefix's and the full key's distinct values.
+std::string cardinalityPart(const NamespaceReport& r, const CandidateResult& c) {
+  bool unbounded = r.inserts > 0 && c.cardinality > 0 && c.cardinality >= 0.9 * static_cast<double>(r.inserts);
+  if (c.pattern.size() > 1)
+    return "Cardinality is ~" + num(c.prefix_cardinality) + " on the prefix and " +
+           (unbounded ? "effectively unbounded with the suffix (about one value per document)"
+                      : "~" + num(c.cardinality) + " with the suffix") +
+           ", so we can split as far as we ever need to. ";
+  return "Cardinality is ~" + num(c.cardinality) + (unbounded ? " (about one value per document)" : "") +
+         ", so we can split as far as we need to. ";
+}
+
+// The largest value's share, and for a compound key how the suffix spreads the largest prefix.
+std::string frequencyPart(const CandidateResult& c) {
+  const std::string lead = leadName(c);
+  std::string t;
+  if (c.pattern.size() > 1 && !c.pattern.field(0).hashed && c.prefix_top_share > 0) {
+    t += "Frequency: the top " + lead + " value holds " + pct(c.prefix_top_share) + " of inserts";
+    if (c.prefix_top_share >= 0.01)
+      t += ", which would be a jumbo-chunk risk on {" + lead + ": 1} alone (its chunk passes " + bytesText(128.0 * 1024 * 1024) +
+           " once the collection reaches " + bytesText(128.0 * 1024 * 1024 / c.prefix_top_share) + "), and the " +
+           c.pattern.field(1).path + " suffix removes it because that value's documents split by " + c.pattern.field(1).path +
+           (c.suffix_monotonic ? " (its new documents still land at the top of its " + c.pattern.field(1).path + " range)" : "");
+    t += "; the full key's top value is " + pct(c.top_share) + ". ";
+    return t;
+  }
+  return "Frequency: the top value holds " + pct(c.top_share) + " of inserts" +
+         (c.jumbo_risk ? ", a jumbo-chunk risk once the collection reaches " + bytesText(c.jumbo_at_bytes) + ". "
+                       : ", so no chunk is stuck on one value. ");
+}
+
+// Why new documents spread, and the simulated cluster's busiest shard.
+std::string monotonicityPart(const NamespaceReport& r, const CandidateResult& c) {
+  std::string t;
+  if (c.hashed_prefix)
+    t += "It is not monotonic: the leading field is hashed, so consecutive values land on unrelated chunks";
+  else
+    t += "It is not monotonic: " + pct(c.new_extreme_share) + " of inserts set a new maximum or minimum, so new documents spread";
+  t += "; on " + std::to_string(r.shards) + " simulated shards the busiest takes " + pct(maxShare(c)) + " of inserts (" +
+       ratioText(c) + (hasWarning(c, "imbalance") ? ", uneven: I accept that as a warning" : "") + "). ";
+  return t;
+}
+
+// The share targeted, its largest targeted shape, and what the writes need of the key.
+std::string routingPart(const NamespaceReport& r, const CandidateResult& c) {
+  const ShapeOutcome* dominant = nullptr;
+  for (const auto& s : c.shapes)
+    if (s.scatter < 0.5) {
+      dominant = &s;
+      break;
+    }
+  double all = static_cast<double>(r.reads + r.writes + r.other_shape_ops);
+  std::string t = "And it targets " + pct(c.targeted) + " of reads and writes" + rewriteText(c);
+  if (dominant && all > 0)
+    t += ", including " + shapeLabel(*dominant) + " (" + pct(dominant->count / all) + " of traffic, " +
+         fixed(dominant->targeted_shards, 2) + " shard each on the simulated cluster" +
+         (dominant->single < 0.5 ? "; analyzeShardKey counts it multi-shard because it does not pin every key field" : "") + ")";
+  t += ".";
+  if (c.shard_key_updates > 0 || c.upserts_without_key > 0 || c.refused_before_71 > 0) t += writeSafetySentence(c);
+  else if (r.writes > 0) t += r.upserted + r.upserts_matched > 0 ? " No observed update changes its value, and every upsert pins it."
+                                                                  : " No observed update changes its value.";
+  return t;
+}
+
+// The runner-up and what it loses on ("" when there is no evaluable one).
+std::string runnerUpPart(const NamespaceReport& r, const CandidateResult& c) {
+  if (r.candidates.size() <= 1 || !r.candidates[1].evaluable) return "";
+  const CandidateResult& ru = r.candidates[1];
+  std::string t = "The runner-up is " + ru.label + " (" + pct(ru.targeted) + " targeted";
+  if (!ru.failures.empty()) t += ", fails " + ru.failures[0];
+  if (!ru.warnings.empty()) t += ", warning: " + ru.warnings[0];
+  t += ")";
+  if (std::fabs(ru.targeted - c.targeted) <= 0.005 && ru.passes())
+    t += ": it targets as much, and loses on " +
+         std::string(ru.warnings.size() > c.warnings.size() ? (ru.warnings[0] == "jumbo" ? "jumbo risk" : "insert balance")
+                     : ru.hashed_prefix != c.hashed_prefix ? "locality (a hashed prefix turns ranges on it into broadcasts)"
+                                                           : "splittability (lower cardinality)");
+  return t + ". ";
+}
+
+// One rejected candidate's line: its share targeted and each failure and warning with its figure.
+std::string rejectedLine(const NamespaceReport& r, const CandidateResult& o) {
+  if (!o.evaluable) return "  " + o.label + ": not evaluable, because " + o.not_evaluable + ".\n";
+  std::string t = "  " + o.label + ": " + pct(o.targeted) + " targeted";
+  if (!o.failures.empty()) {
+    t += "; fails";
+    for (const auto& f : o.failures) t += " " + f;
+  }
+  if (o.monotonic)
+    t += " (" + pct(o.new_extreme_share) + " of inserts are a new extreme" +
+         (o.leading_type == "ObjectId" ? ", ObjectId" : o.leading_type == "date" ? ", a date" : "") + "; " +
+         std::to_string(r.shards) + " simulated shards: the busiest takes " + pct(maxShare(o)) + " of inserts)";
+  if (!o.pass_cardinality) t += " (cardinality: ~" + num(o.cardinality) + " values)";
+  if (!o.pass_frequency) t += " (frequency: " + o.frequency_reason + ")";
+  if (!o.pass_mutability) t += " (mutability: " + pct(o.shard_key_updates) + " of writes change the key's value)";
+  if (!o.pass_upserts) t += " (upsert targeting: " + pct(o.upserts_without_key_of_upserts) + " of upserts do not pin the full key)";
+  if (!o.pass_arrays) t += " (arrays: " + pct(o.array_share) + " of documents hold an array on a key path)";
+  for (const auto& w : o.warnings) {
+    if (w == "jumbo") t += "; jumbo risk (top value " + pct(o.top_share) + " of inserts)";
+    if (w == "imbalance") t += "; uneven inserts (" + ratioText(o) + ")";
+  }
+  if (o.passes() && o.hashed_prefix && !untargetedReason(o).empty()) t += "; " + untargetedReason(o);
+  return t + ".\n";
+}
+
+}  // namespace
+
+std::string defence(const NamespaceReport& r) {
+  if (r.recommended < 0 && !r.no_recommendation.empty()) return "No recommendation: " + r.no_recommendation + ".\n";
+  if (r.recommended < 0) return "No traffic observed for " + r.ns + " yet.\n";
+  const CandidateResult& c = r.candidates[r.recommended];
+  std::string t;
+  if (!c.passes())
+    t += "No candidate passes every check (cardinality, frequency, monotonicity, mutability, upsert targeting, arrays). The least bad is " + c.label + " (fails " + c.failures[0] +
+         (c.failures.size() > 1 ? " and more" : "") + "); fix the data model before sharding on any of these.\n\n";
+  t += "Choice: " + c.label + ". ";
+  t += cardinalityPart(r, c);
+  t += frequencyPart(c);
+  t += monotonicityPart(r, c);
+  t += routingPart(r, c);
+  t += "\n\n";
+  t += acceptingSentence(r, c);  // what stays broadcast (as the key would run it)
+  t += "What would change my mind: " + changeMindSentence(r, c);
+  t += runnerUpPart(r, c);
+  t += "\n\n";
+  t += "Rejected:\n";
+  for (size_t i = 0; i < r.candidates.size(); ++i)
+    if (static_cast<int>(i) != r.recommended) t += rejectedLine(r, r.candidates[i]);
+  return t;
+}
+
+}  // namespace shardscope::evaluation

@@ -1,0 +1,22 @@
+// How the text reports write a candidate's figures: shared by the per-candidate lines
+// (render.cpp) and the written defence (defence.cpp), so both quote a number the same way.
+#pragma once
+#include <string>
+
+#include "evaluation/analysis.h"
+
+namespace shardscope::evaluation {
+
+std::string num(double x);                     // "1,234" (rounded, thousands separated)
+std::string fixed(double x, int digits);       // "%.*f"
+std::string bytesText(double bytes);           // "128 MB", "1.5 GB"
+std::string shapeLabel(const ShapeOutcome& s);  // the shape, prefixed by its kind when it lacks it
+std::string ratioText(const CandidateResult& c);   // the simulated cluster's max/min in words
+std::string sharesText(const CandidateResult& c);  // "25.0% / 24.1% / ..." per simulated shard
+double maxShare(const CandidateResult& c);         // the busiest simulated shard's share of inserts
+std::string leadName(const CandidateResult& c);    // the key's leading field
+bool hasWarning(const CandidateResult& c, const char* warning);
+// " as sent, 80.0% after the lookup rewrite (it rescues find {orderId: 1})" when a rewrite is in force.
+std::string rewriteText(const CandidateResult& c);
+
+}  // namespace shardscope::evaluation
