@@ -2,6 +2,7 @@
 // one writer at a time, so frames never interleave, whichever loop produced them.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -11,8 +12,8 @@
 namespace shardscope::proxy {
 
 struct Outbox {
-  explicit Outbox(const asio::any_io_executor& ex)
-      : drained(ex, std::chrono::steady_clock::time_point::max()), wake(ex, std::chrono::steady_clock::time_point::max()) {}
+  // `ex` outlives the box (the session's executor).
+  explicit Outbox(const asio::any_io_executor& ex) : executor_(&ex) {}
 
   // A loop that queued more than this waits until the peer has taken it (backpressure).
   static constexpr size_t kHighWater = 1 << 20;
@@ -23,12 +24,19 @@ struct Outbox {
   bool writer_running = false;   // `writing` (or a large message sent in place) is on its way
   size_t in_place = 0;           // bytes of a large message written from where it lies, not copied here
   int waiters = 0;               // loops waiting for the high-water mark to clear
-  asio::steady_timer drained;    // a condition variable: cancelled when bytes leave
+  // A condition variable: cancelled when bytes leave.
+  asio::steady_timer& drained() { return timers().drained; }
   // The writer coroutine is started once and then sleeps on `wake` between writes: one per write
   // would allocate its frame each time, and with TLS every write goes through it.
   bool writer_started = false;
   bool writer_idle = false;
-  asio::steady_timer wake;
+  asio::steady_timer& wake() { return timers().wake; }
+  // Ends whatever waits on the box (the session closes).
+  void cancelWaits() {
+    if (!timers_) return;
+    timers_->drained.cancel();
+    timers_->wake.cancel();
+  }
 
   size_t pending() const { return queued.size() + writing.size() - written + in_place; }
   // After a large message has gone out its memory is given back, so an idle connection holds only
@@ -47,8 +55,25 @@ struct Outbox {
     written = 0;
   }
   void bytesLeft() {
-    if (waiters) drained.cancel();
+    if (waiters) drained().cancel();
   }
+
+ private:
+  // Only a box that backed up or whose writes went asynchronous waits on a timer: the timers are
+  // made then (once per connection, not per operation), so most connections hold none (issue 29:
+  // 4 x 120 bytes in every session).
+  struct Timers {
+    explicit Timers(const asio::any_io_executor& ex)
+        : drained(ex, std::chrono::steady_clock::time_point::max()), wake(ex, std::chrono::steady_clock::time_point::max()) {}
+    asio::steady_timer drained;
+    asio::steady_timer wake;
+  };
+  Timers& timers() {
+    if (!timers_) timers_ = std::make_unique<Timers>(*executor_);
+    return *timers_;
+  }
+  const asio::any_io_executor* executor_;
+  std::unique_ptr<Timers> timers_;
 };
 
 }  // namespace shardscope::proxy

@@ -341,7 +341,7 @@ awaitable<void> Session::awaitBelowHighWater() {
   for (Outbox* box : {&upstream_out_, &client_out_}) {
     while (box->pending() > Outbox::kHighWater) {
       ++box->waiters;
-      co_await box->drained.async_wait(asio::as_tuple(use_awaitable));
+      co_await box->drained().async_wait(asio::as_tuple(use_awaitable));
       --box->waiters;
       if (closed_) throw boost::system::system_error(asio::error::operation_aborted);
     }
@@ -367,7 +367,7 @@ bool Session::flushBox(Stream& stream, Outbox& box) {
     box.written = box.queued.size() - rest.size();
     std::swap(box.writing, box.queued);
     box.writer_running = true;
-    if (box.writer_idle) box.wake.cancel();
+    if (box.writer_idle) box.wake().cancel();
     else if (!box.writer_started) box.writer_started = true, asio::co_spawn(executor_, writeRemainder(stream, box), asio::detached);
     return true;
   } catch (...) {
@@ -383,7 +383,7 @@ awaitable<void> Session::writeRemainder(Stream& stream, Outbox& box) {
     while (!closed_) {
       if (!box.writer_running) {  // nothing handed over: sleep until flushBox hands over more
         box.writer_idle = true;
-        co_await box.wake.async_wait(asio::as_tuple(use_awaitable));
+        co_await box.wake().async_wait(asio::as_tuple(use_awaitable));
         box.writer_idle = false;
         continue;
       }
@@ -425,7 +425,7 @@ awaitable<void> Session::relayReply(size_t size) {
     flushBox(client_, client_out_);
     if (!client_out_.pending()) break;
     ++client_out_.waiters;
-    co_await client_out_.drained.async_wait(asio::as_tuple(use_awaitable));
+    co_await client_out_.drained().async_wait(asio::as_tuple(use_awaitable));
     --client_out_.waiters;
   }
   if (closed_) throw boost::system::system_error(asio::error::operation_aborted);
@@ -506,7 +506,7 @@ awaitable<void> Session::sendInPlace(Stream& stream, Outbox& box, std::span<cons
     flushBox(stream, box);
     if (!box.pending()) break;
     ++box.waiters;
-    co_await box.drained.async_wait(asio::as_tuple(use_awaitable));
+    co_await box.drained().async_wait(asio::as_tuple(use_awaitable));
     --box.waiters;
   }
   if (closed_) throw boost::system::system_error(asio::error::operation_aborted);
@@ -660,10 +660,8 @@ void Session::forceClose() {
   client_.close();
   if (upstream_) upstream_->close();
   watchdog_timer_.cancel();
-  upstream_out_.drained.cancel();
-  client_out_.drained.cancel();
-  upstream_out_.wake.cancel();  // the writers end
-  client_out_.wake.cancel();
+  upstream_out_.cancelWaits();  // the writers end
+  client_out_.cancelWaits();
 }
 
 }  // namespace shardscope::proxy

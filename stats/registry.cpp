@@ -227,7 +227,7 @@ OpHandle Recorder::record(uint64_t hash, std::string_view ns, std::string_view c
         ++local_namespaces_;
         local = true;
       }
-      slots_.push_back(Slot{shapeId, {}, {}, nsIndex, isWrite(command), local});
+      slots_.push_back(std::make_unique<Slot>(Slot{shapeId, {}, {}, nsIndex, isWrite(command), local}));
       slot_by_shape_.emplace(shapeId, slot);
     }
     if (slot_by_hash_.size() < kLocalCacheEntries) slot_by_hash_.emplace(hash, slot);
@@ -240,7 +240,7 @@ OpHandle Recorder::record(uint64_t hash, std::string_view ns, std::string_view c
   bool write;
   {
     std::lock_guard lock(mutex_);
-    Slot& s = slots_[slot];
+    Slot& s = *slots_[slot];
     uint32_t shardCount = addShardOps(shard_ops_, target, shard_ids_.get());
     hosts = static_cast<size_t>(hostsTargeted(target, shardCount));
     applyRequest(s.counters, target, shardCount, bytesIn, now);
@@ -262,7 +262,7 @@ void Recorder::onReply(OpHandle h, const bson_t* replyBody, uint32_t bytesOut, u
   ReplyOutcome r = readReply(replyBody);
   if (h.shared) registry_.replyShared(h.slot, latencyNs, bytesOut, r.error, r.codes, r.ncodes, r.extraCodes);
   std::lock_guard lock(mutex_);
-  if (!h.shared && h.slot < slots_.size()) applyReply(slots_[h.slot].counters, r, bytesOut, latencyNs);
+  if (!h.shared && h.slot < slots_.size()) applyReply(slots_[h.slot]->counters, r, bytesOut, latencyNs);
   ++totals_.replies;
   totals_.bytesOut += bytesOut;
   if (r.error) ++totals_.errors;
@@ -276,7 +276,7 @@ void Recorder::onRewrite(OpHandle h, routing::Targeting before) {
   };
   if (h.shared) return registry_.updateShared(h.slot, update);
   std::lock_guard lock(mutex_);
-  if (h.slot < slots_.size()) update(slots_[h.slot].counters);
+  if (h.slot < slots_.size()) update(slots_[h.slot]->counters);
 }
 
 void Recorder::onRewriteFallback(OpHandle h, const routing::TargetResult& rerun) {
@@ -299,7 +299,7 @@ void Recorder::onRewriteFallback(OpHandle h, const routing::TargetResult& rerun)
     uint32_t shardCount = addShardOps(shard_ops_, rerun, shard_ids_.get());
     hosts = static_cast<size_t>(hostsTargeted(rerun, shardCount));
     if (h.slot < slots_.size()) {
-      Slot& s = slots_[h.slot];
+      Slot& s = *slots_[h.slot];
       update(s.counters, shardCount);
       write = s.write;
       if (shardCount && s.localNs) addNsShards(ns_shards_[s.nsIndex], rerun, shard_ids_.get(), hosts, write);
@@ -467,7 +467,8 @@ void Registry::setShardNames(const std::vector<std::string>& names) {
 void Registry::retire(Recorder& recorder) {
   std::lock_guard lock(mutex_);
   std::lock_guard recorderLock(recorder.mutex_);
-  for (auto& slot : recorder.slots_) {
+  for (auto& held : recorder.slots_) {
+    const auto& slot = *held;
     if (slot.counters.count == 0 && slot.counters.latency.total() == 0) continue;
     retired_[slot.shapeId] += slot.counters;
     if (!slot.sample.empty()) retired_samples_[slot.shapeId] = slot.sample;
@@ -482,7 +483,8 @@ void Registry::reset() {
   std::lock_guard lock(mutex_);
   for (Recorder* r : recorders_) {
     std::lock_guard recorderLock(r->mutex_);
-    for (auto& slot : r->slots_) {
+    for (auto& held : r->slots_) {
+      auto& slot = *held;
       slot.counters = ShapeCounters{};
       slot.sample.clear();
     }
@@ -525,7 +527,8 @@ Snapshot Registry::snapshot() const {
     snap.shardNames = shard_catalog_;
     for (const Recorder* r : recorders_) {
       std::lock_guard recorderLock(r->mutex_);
-      for (const auto& slot : r->slots_) {
+      for (const auto& held : r->slots_) {
+        const auto& slot = *held;
         if (slot.counters.count == 0 && slot.counters.latency.total() == 0) continue;
         merged[slot.shapeId] += slot.counters;
         if (!slot.sample.empty()) samples[slot.shapeId] = slot.sample;

@@ -120,7 +120,9 @@ class Recorder {
   // Guarded by mutex_: written by the owner per operation, read by Registry::snapshot(). Only the
   // owner and readers take it, so it is uncontended on the hot path.
   mutable std::mutex mutex_;
-  std::deque<Slot> slots_;  // deque: growth never moves a slot
+  // One block per shape: growth never moves a slot, and a session that records no shape (statistics
+  // off, or idle since its handshake) holds no slot memory (a deque allocated ~1.1 KiB up front; issue 29).
+  std::vector<std::unique_ptr<Slot>> slots_;
   ConnectionTotals totals_;
   std::vector<uint64_t> shard_ops_;
   NsShardTable ns_shards_;  // by namespace index; at most kLocalNamespaces non-empty rows
