@@ -20,16 +20,19 @@ constexpr std::string_view kStatementsOverBudget =
     "too many statements to analyse (over the per-request budget): counted as broadcast";
 
 // A filter that matches nothing ($alwaysFalse, $in: [], $all: [], or a conjunction holding one).
-// Its plan is EOF. mongos releases before 8.1 read an EOF plan as "no bounds" and send it to all
+// Its plan is EOF. mongos releases before 8.3 read an EOF plan as "no bounds" and send it to all
 // shards (SERVER-84547); newer ones see that no key can match and send it to one shard, the owner
 // of the first chunk, as for contradictory bounds (MongoDB's own test: an AlwaysFalse match
-// expression targets one shard and one chunk).
+// expression targets one shard and one chunk). The boundary is 8.3, not 8.1 as first guessed:
+// mongodb/mongo jstests/core_sharding/query/trivially_empty_queries.js ("only one shard is targeted
+// for trivially empty queries": {$match: {$expr: false}}, find {a: {$in: []}} -> SINGLE_SHARD) is
+// tagged requires_fcv_83, so releases before 8.3 do not pass it.
 constexpr std::string_view kAlwaysFalse =
     "trivially false filter ($alwaysFalse, empty $in or $all): the plan is EOF, no shard-key bounds, so mongos "
-    "before 8.1 sends it to all shards (SERVER-84547)";
+    "before 8.3 sends it to all shards (SERVER-84547)";
 constexpr std::string_view kAlwaysFalseOneShard =
     "trivially false filter ($alwaysFalse, empty $in or $all): no key can match, so mongos sends it to one shard, "
-    "the owner of the first chunk (releases before 8.1: all shards, SERVER-84547)";
+    "the owner of the first chunk (releases before 8.3: all shards, SERVER-84547)";
 
 struct FilterOptions {
   bool simple_collation = true;

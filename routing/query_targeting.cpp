@@ -16,8 +16,8 @@ void finish(FilterTarget& out, std::string_view single_reason, std::string_view 
   out.reason = n == 1 ? single_reason : multi_reason;
 }
 
-// Unknown: the newest rules, as for writes.
-bool alwaysFalseToOneShard(const MongosVersion& v) { return !v.known() || v.atLeast(8, 1); }
+// Unknown: the newest rules, as for writes. 8.3: see kAlwaysFalse (filter_bounds.h) for the source.
+bool alwaysFalseToOneShard(const MongosVersion& v) { return !v.known() || v.atLeast(8, 3); }
 
 const ShardKeyPattern& idPattern() {
   static const ShardKeyPattern pattern = [] {

@@ -15,6 +15,10 @@ cache="${SHARDSCOPE_CACHE:-$HOME/.cache/shardscope}"
 ferret_version="v1.24.2"
 mkdir -p "$cache/bin"
 log() { printf '[install_test_deps] %s\n' "$*" >&2; }
+stage_time() {  # name start_seconds: for the demo's closing table (DEMO_STAGE_TIMES, scripts/demo.sh)
+  [[ -n "${DEMO_STAGE_TIMES:-}" ]] && printf '%s\t%s\n' "$1" "$((SECONDS - $2))" >>"$DEMO_STAGE_TIMES"
+  return 0
+}
 # A Go toolchain installed from the upstream tarball may not be on PATH in non-login shells.
 if ! command -v go >/dev/null && [[ -x /usr/local/go/bin/go ]]; then export PATH="/usr/local/go/bin:$PATH"; fi
 
@@ -24,7 +28,11 @@ if ! command -v go >/dev/null && [[ -x /usr/local/go/bin/go ]]; then export PATH
 # check runs when the main module is FerretDB itself. So: fetch the module source through the module
 # proxy, copy it, write version.txt, and build there.
 ferret_bin="$cache/bin/ferretdb"
-if [[ -x "$ferret_bin" ]] && "$ferret_bin" --version 2>/dev/null | grep -q "version: $ferret_version"; then
+t0=$SECONDS
+# The version is read whole before it is matched: with pipefail, `| grep -q` or `| head -1` can stop
+# reading early, FerretDB dies of SIGPIPE and the pipeline fails (a rebuild, or under set -e an exit).
+ferret_version_of() { "$1" --version 2>/dev/null | sed -n '1,20p'; }
+if [[ -x "$ferret_bin" ]] && [[ "$(ferret_version_of "$ferret_bin")" == *"version: $ferret_version"* ]]; then
   log "FerretDB $ferret_version already built at $ferret_bin"
 else
   command -v go >/dev/null || { log "go not found (setup.sh installs it)"; exit 1; }
@@ -39,10 +47,12 @@ else
   echo "$ferret_version" > "$build_dir/build/version/version.txt"
   (cd "$build_dir" && GOFLAGS=-buildvcs=false go build -trimpath -o "$ferret_bin.tmp" ./cmd/ferretdb)
   mv "$ferret_bin.tmp" "$ferret_bin"
-  "$ferret_bin" --version | head -1 >&2
+  ferret_version_of "$ferret_bin" | sed -n 1p >&2
 fi
+stage_time "setup: FerretDB $ferret_version (Go build)" "$t0"
 
 # ---------------------------------------------------------------- Python
+t0=$SECONDS
 py_reqs=("pymongo==4.10.1" "pytest>=7" "zstandard>=0.22" "python-snappy>=0.7" "PyYAML>=6")
 ((demo)) && py_reqs=("pymongo==4.10.1")
 if SHARDSCOPE_DEMO_ONLY=$demo python3 - <<'EOF' 2>/dev/null
@@ -67,6 +77,8 @@ else
     fi
   fi
 fi
+
+stage_time "setup: pip install ${py_reqs[*]}" "$t0"
 
 if ((demo)); then
   log "done (demo dependencies)"

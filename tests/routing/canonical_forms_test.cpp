@@ -1,7 +1,7 @@
 // Filters the server's parser and optimiser rewrite before mongos targets them (issue 17 item 5):
 // a one-element $all or $in is an equality, a one-branch $or/$and is its branch, $all is an $and of
 // equalities, an always-false branch of a $or is dropped, and a conjunction holding $alwaysFalse
-// (or an empty $in/$all) is false as a whole: an EOF plan, which mongos (8.1+, the default rules)
+// (or an empty $in/$all) is false as a whole: an EOF plan, which mongos (8.3+, the default rules)
 // sends to one shard, the owner of the first chunk (tests/routing/mongos_targeting_tests_test.cpp
 // has the older releases' all-shards answer).
 #include <gtest/gtest.h>

@@ -90,7 +90,7 @@ const Case kCases[] = {
      R"({"find": "orders", "filter": {"customerId": "C0001"}, "collation": {"locale": "simple"}, "$db": "shop"})",
      Targeting::Single, {"shardA"}},
     {"empty $in is trivially false", kOrders, R"({"find": "orders", "filter": {"customerId": {"$in": []}}, "$db": "shop"})",
-     Targeting::Single, {"shardA"}},  // mongos 8.1+: the first chunk's owner (before: all shards)
+     Targeting::Single, {"shardA"}},  // mongos 8.3+: the first chunk's owner (before: all shards)
     {"contradictory equalities", kOrders,
      R"({"find": "orders", "filter": {"customerId": "C0001", "$and": [{"customerId": "C9000"}]}, "$db": "shop"})",
      Targeting::Single, {"shardA"}, "SERVER-4914"},
