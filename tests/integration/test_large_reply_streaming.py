@@ -10,6 +10,7 @@ is closed, never left holding half a message.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import threading
@@ -230,8 +231,11 @@ def _ping_works(px) -> None:
         assert c.admin.command("ping")["ok"] == 1.0
 
 
-def test_upstream_dying_mid_stream_closes_the_client_connection(proxy):
-    peer = CutReplyPeer("die").start()
+@contextlib.contextmanager
+def _half_streamed_find(proxy, mode: str):
+    """A raw client whose find the scripted upstream (`mode`) answers with half a ~16 MB reply;
+    yields (peer, proxy, socket, bytes read) once the first 2 MiB reached the client."""
+    peer = CutReplyPeer(mode).start()
     try:
         px = proxy(peer.uri, *FORWARD_ONLY)
         with socket.create_connection(("127.0.0.1", px.port), timeout=10) as sock:
@@ -240,36 +244,33 @@ def test_upstream_dying_mid_stream_closes_the_client_connection(proxy):
             # issue 29 the proxy held it until the frame was whole: nothing arrived).
             got = _read_until(sock, 2 * MIB, timeout=15)
             assert got >= 2 * MIB, f"only {got} bytes of a streamed reply reached the client"
-            peer.go_on.set()
-            rest = 0
-            sock.settimeout(15)
-            while chunk := sock.recv(1 << 20):  # EOF: the proxy closed the client connection
-                rest += len(chunk)
-            assert got + rest < REPLY_PAD, "a reply the upstream never finished arrived whole"
-        assert px.alive()
-        assert not peer.errors, peer.errors
+            yield peer, px, sock, got
     finally:
         peer.go_on.set()
         peer.stop()
 
 
+def test_upstream_dying_mid_stream_closes_the_client_connection(proxy):
+    with _half_streamed_find(proxy, "die") as (peer, px, sock, got):
+        peer.go_on.set()
+        rest = 0
+        sock.settimeout(15)
+        while chunk := sock.recv(1 << 20):  # EOF: the proxy closed the client connection
+            rest += len(chunk)
+        assert got + rest < REPLY_PAD, "a reply the upstream never finished arrived whole"
+        assert px.alive()
+        assert not peer.errors, peer.errors
+
+
 def test_client_leaving_mid_stream_closes_the_upstream_connection(proxy):
-    peer = CutReplyPeer("client-leaves").start()
-    try:
-        px = proxy(peer.uri, *FORWARD_ONLY)
-        with socket.create_connection(("127.0.0.1", px.port), timeout=10) as sock:
-            _send_find(sock)
-            got = _read_until(sock, 2 * MIB, timeout=15)
-            assert got >= 2 * MIB, f"only {got} bytes of a streamed reply reached the client"
+    with _half_streamed_find(proxy, "client-leaves") as (peer, px, sock, _):
+        sock.close()
         # The client is gone with half a reply read: the proxy closes its upstream connection
         # (whose reply can no longer go anywhere) instead of reading it on.
         peer.go_on.set()
         assert peer.upstream_closed_by_proxy.wait(25), "the upstream connection stayed open"
         assert px.alive()
         _ping_works(px)
-    finally:
-        peer.go_on.set()
-        peer.stop()
 
 
 def test_a_streamed_reply_is_whole_and_the_connection_goes_on(proxy):
