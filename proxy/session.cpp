@@ -417,18 +417,24 @@ bool Session::streamsReply(size_t need) {
   return stream_plan_.stream;
 }
 
+// Waits until everything queued in `box` has been written (a message sent from where it lies must
+// not overtake what was queued before it); throws if the session closes meanwhile.
+awaitable<void> Session::drainBox(Stream& stream, Outbox& box) {
+  while (box.pending() && !closed_) {
+    flushBox(stream, box);
+    if (!box.pending()) break;
+    ++box.waiters;
+    co_await box.drained().async_wait(asio::as_tuple(use_awaitable));
+    --box.waiters;
+  }
+  if (closed_) throw boost::system::system_error(asio::error::operation_aborted);
+}
+
 // The frame buffer is the relay chunk: each read takes at most what is left of the message (the
 // next frame stays unread) and kRelayChunkBytes, is written to the client and consumed, so a
 // 16 MB reply holds 64 KiB and is copied while still in cache, as haproxy relays.
 awaitable<void> Session::relayReply(size_t size) {
-  while (client_out_.pending() && !closed_) {  // what was queued for the client goes first, whole
-    flushBox(client_, client_out_);
-    if (!client_out_.pending()) break;
-    ++client_out_.waiters;
-    co_await client_out_.drained().async_wait(asio::as_tuple(use_awaitable));
-    --client_out_.waiters;
-  }
-  if (closed_) throw boost::system::system_error(asio::error::operation_aborted);
+  co_await drainBox(client_, client_out_);  // what was queued for the client goes first, whole
   std::array<uint8_t, pipeline::Pipeline::kStreamHeadBytes> head;
   std::memcpy(head.data(), upstream_in_.buffered().data(), head.size());
   // What the observers see when they read the reply: all of it but the batch (an empty array).
@@ -502,14 +508,7 @@ awaitable<void> Session::relayReply(size_t size) {
 // only then reads on (it would wait at the outbox's high-water mark anyway).
 awaitable<void> Session::sendInPlace(Stream& stream, Outbox& box, std::span<const uint8_t> bytes) {
   auto self = shared_from_this();
-  while (box.pending() && !closed_) {
-    flushBox(stream, box);
-    if (!box.pending()) break;
-    ++box.waiters;
-    co_await box.drained().async_wait(asio::as_tuple(use_awaitable));
-    --box.waiters;
-  }
-  if (closed_) throw boost::system::system_error(asio::error::operation_aborted);
+  co_await drainBox(stream, box);
   box.writer_running = true;  // messages the other loop queues meanwhile go out after this one
   box.in_place = bytes.size();
   struct Done {
