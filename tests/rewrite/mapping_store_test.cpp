@@ -11,28 +11,14 @@
 
 #include "rewrite/lookup_mapping.h"
 #include "tests/support/bson_builders.h"
+#include "tests/support/mapping_inputs.h"
 
 namespace shardscope::rewrite {
 namespace {
 
-// The canonical key and added value a document {orderId, customerId} gives (as learnFromDocument).
-struct Mapping {
-  std::string key, value, canon;
-};
-Mapping mapping(const std::string& orderId, const std::string& customerId) {
-  Mapping m;
-  m.key = "s" + orderId;
-  testing::Doc v(R"({"customerId": ")" + customerId + R"("})");
-  m.value.assign(reinterpret_cast<const char*>(bson_get_data(v.get())), v.get()->len);
-  m.canon = canonicalValues(v.get());
-  return m;
-}
-
-std::string padded(const char* prefix, size_t i, size_t length) {
-  std::string s = prefix + std::to_string(i);
-  s.resize(std::max(length, s.size()), 'x');
-  return s;
-}
+using Mapping = shardscope::testing::MappingEntry;
+using shardscope::testing::padded;
+constexpr auto mapping = shardscope::testing::mappingEntry;
 
 LookupRule defaultRule() {
   LookupRule r;
