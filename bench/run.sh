@@ -488,44 +488,51 @@ if ((ferret)); then
   done
 fi
 
-# Optional: where shardscope (routing + stats + evaluation) spends its CPU under the closed-loop load.
+# Optional: where shardscope (routing + stats + evaluation) spends its CPU under the closed-loop load, on plain
+# TCP and, when the TLS section ran, with TLS on both hops (one profile per kind).
+profile_kinds=(shardscope-full)
+if section tls; then profile_kinds+=(shardscope-full-tls); fi
 if ((profile)) && command -v perf >/dev/null; then
-  port=$(free_port)
-  if start_proxy shardscope-full "$port"; then
-    log "profiling shardscope-full (pid $proxy_pid)"
-    $cpu_load "$LOADGEN" --label profile --target "127.0.0.1:$port" "${common[@]}" --duration 12 --mix "$mix_canned" \
-      >/dev/null &
+  clean() { grep -v '^#' | grep -v '^$' | sed -E 's/ +- +- *$//; s/ +$//' | cut -c1-150; }
+  for pkind in "${profile_kinds[@]}"; do
+    port=$(free_port)
+    start_proxy "$pkind" "$port" || continue
+    log "profiling $pkind (pid $proxy_pid)"
+    tls_flag=()
+    [[ $pkind == *-tls ]] && tls_flag=(--tls)
+    $cpu_load "$LOADGEN" --label profile "${tls_flag[@]}" --target "127.0.0.1:$port" "${common[@]}" --duration 12 \
+      --mix "$mix_canned" >/dev/null &
     lg=$!
     sleep 3
-    perf record -F 1999 -g -p "$proxy_pid" -o "$work/perf.data" -- sleep 8 >/dev/null 2>&1 || true
+    perf record -F 1999 -g -p "$proxy_pid" -o "$work/perf-$pkind.data" -- sleep 8 >/dev/null 2>&1 || true
     wait "$lg" || true
     stop_pid "$proxy_pid"
-    clean() { grep -v '^#' | grep -v '^$' | sed -E 's/ +- +- *$//; s/ +$//' | cut -c1-150; }
-    perf report -i "$work/perf.data" --no-children --sort dso --stdio -g none 2>/dev/null | clean | head -8 \
-      >"$work/profile-dso.txt" || true
-    perf report -i "$work/perf.data" --no-children --sort dso,symbol --percent-limit 0.7 --stdio -g none 2>/dev/null \
-      | clean | head -30 >"$work/profile.txt" || true
-    perf report -i "$work/perf.data" --children --sort symbol --stdio -g none 2>/dev/null | clean \
-      | grep -E '(shardscope::|__send|__libc_recv|epoll_wait|malloc|_int_free|sock_def_readable|net_rx_action)' \
-      | head -25 >"$work/profile-children.txt" || true
-    cp "$work/perf.data" "$here/build/bench-loadgen/last-perf.data" 2>/dev/null || true
-  fi
+    perf report -i "$work/perf-$pkind.data" --no-children --sort dso --stdio -g none 2>/dev/null | clean | head -8 \
+      >"$work/profile-dso-$pkind.txt" || true
+    perf report -i "$work/perf-$pkind.data" --no-children --sort dso,symbol --percent-limit 0.7 --stdio -g none \
+      2>/dev/null | clean | head -30 >"$work/profile-$pkind.txt" || true
+    perf report -i "$work/perf-$pkind.data" --children --sort symbol --stdio -g none 2>/dev/null | clean \
+      | grep -E '(shardscope::|__send|__libc_recv|epoll_wait|malloc|_int_free|sock_def_readable|net_rx_action|SSL_)' \
+      | head -25 >"$work/profile-children-$pkind.txt" || true
+    cp "$work/perf-$pkind.data" "$here/build/bench-loadgen/last-perf-$pkind.data" 2>/dev/null || true
+  done
 fi
 
 # --- report ----------------------------------------------------------------------------------------
 python3 "$here/bench/loadgen/report.py" "$json" "$notes" "$cmdline" "$pin" "$rate" "$idle" "$duration" \
   >"$work/report.md"
-if [[ -s "$work/profile.txt" ]]; then
-  { echo "## Profile: shardscope (routing + stats + evaluation) under the closed-loop load"
+for pkind in "${profile_kinds[@]}"; do
+  [[ -s "$work/profile-$pkind.txt" ]] || continue
+  { echo "## Profile: $pkind under the closed-loop load"
     echo
     echo '`perf record -F 1999 -g -p PID` for 8 s (the proxy only). Self time by object:'
-    echo; echo '```'; cat "$work/profile-dso.txt"; echo '```'; echo
+    echo; echo '```'; cat "$work/profile-dso-$pkind.txt"; echo '```'; echo
     echo 'Self time by symbol (over 0.7 %):'
-    echo; echo '```'; cat "$work/profile.txt"; echo '```'; echo
+    echo; echo '```'; cat "$work/profile-$pkind.txt"; echo '```'; echo
     echo 'Inclusive time of selected symbols (children; user frames need frame pointers, so these undercount):'
-    echo; echo '```'; cat "$work/profile-children.txt"; echo '```'; echo
+    echo; echo '```'; cat "$work/profile-children-$pkind.txt"; echo '```'; echo
   } >>"$work/report.md"
-fi
+done
 cat "$work/report.md"
 if ((write_results)); then
   # Hand-written sections (profile findings) after the marker line survive a new run.
