@@ -13,7 +13,6 @@
 #include <chrono>
 #include <cstring>
 #include <mutex>
-#include <unordered_map>
 
 #include "evaluation/document_digest.h"
 #include "evaluation/evaluator.h"
@@ -123,7 +122,15 @@ struct Observer::Impl {
   std::mutex mutex;
   std::unique_ptr<EventBatch> batch = std::make_unique<EventBatch>();
   uint32_t statements = 0;  // of the current request, observed so far
-  std::unordered_map<uint64_t, uint32_t> shape_seen;  // local sampling of filters per shape
+  // Local sampling of filters per shape: a small direct-mapped table (no allocation, no hashing
+  // per op beyond the shape id). Two shapes sharing a slot restart each other's count, which only
+  // samples them more often; the namespace's own sample bounds what is kept.
+  struct SeenShape {
+    uint64_t id = 0;
+    uint32_t count = 0;
+  };
+  static constexpr size_t kSeenShapes = 16;
+  std::array<SeenShape, kSeenShapes> shape_seen{};
   int64_t last_flush_us = nowMicros();
   // The current statement's shape and its id (common/query_shape.h): the request's own for a
   // read, a findAndModify and a batch's first statement; a later statement of a batch is shaped
@@ -244,8 +251,9 @@ struct Observer::Impl {
   void settle(const PendingWrite& p, const protocol::ReplyFacts& reply, int64_t now);
 
   bool sampleFilter(uint64_t hash) {
-    if (shape_seen.size() > 4096) shape_seen.clear();
-    uint32_t n = ++shape_seen[hash];
+    SeenShape& seen = shape_seen[(hash ^ (hash >> 29)) % kSeenShapes];
+    if (seen.id != hash) seen = {hash, 0};
+    const uint32_t n = ++seen.count;
     return n <= 8 || n % 16 == 0;
   }
 

@@ -101,12 +101,15 @@ class PendingOps {
   std::optional<PendingOp> take(int32_t responseTo, bool moreToCome, int32_t replyId) {
     for (size_t i = 0; i < ops_.size(); ++i) {
       if (ops_[i].request_id != responseTo) continue;
-      PendingOp op = ops_[i];
-      if (moreToCome) ops_[i].request_id = replyId;
-      else {
-        ops_[i] = std::move(ops_.back());
-        ops_.pop_back();
+      if (moreToCome) {  // the stream goes on: the op stays, and its copy answers this reply
+        PendingOp op = ops_[i];
+        ops_[i].request_id = replyId;
+        return op;
       }
+      // Moved out, not copied: a copy would bump every shared_ptr's count (atomics) per reply.
+      PendingOp op = std::move(ops_[i]);
+      if (i + 1 != ops_.size()) ops_[i] = std::move(ops_.back());
+      ops_.pop_back();
       return op;
     }
     return std::nullopt;

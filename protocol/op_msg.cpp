@@ -26,6 +26,14 @@ constexpr int kMaxBsonDepth = 200;
 
 bool wellFormed(const uint8_t* data, size_t size, int depth);
 
+// Keys are almost always ASCII: checked here byte by byte without a call, and handed to libbson's
+// UTF-8 decoder only when one has a byte >= 0x80 (a key is a C string: it holds no NUL).
+bool validKey(const char* key, uint32_t len) {
+  for (uint32_t i = 0; i < len; ++i)
+    if (static_cast<unsigned char>(key[i]) >= 0x80) return bson_utf8_validate(key, len, false);
+  return true;
+}
+
 bool wellFormedChild(const uint8_t* data, uint32_t len, int depth) {
   return data && wellFormed(data, len, depth + 1);
 }
@@ -38,7 +46,7 @@ bool wellFormed(const uint8_t* data, size_t size, int depth) {
   uint32_t end = 4;  // where the next element starts: the terminator once all were read
   while (bson_iter_next(&it)) {
     end = it.next_off;
-    if (!bson_utf8_validate(bson_iter_key(&it), bson_iter_key_len(&it), false)) return false;
+    if (!validKey(bson_iter_key(&it), bson_iter_key_len(&it))) return false;
     uint32_t len = 0;
     const uint8_t* child = nullptr;
     switch (bson_iter_type(&it)) {

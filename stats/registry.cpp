@@ -170,8 +170,12 @@ OpHandle Recorder::onUnparsed(uint32_t bytesIn) {
 OpHandle Recorder::record(uint64_t hash, std::string_view ns, std::string_view command, std::string_view shape,
                           const routing::TargetResult& target, uint32_t bytesIn, const bson_t* sampleSource) {
   uint32_t slot;
-  if (auto it = slot_by_hash_.find(hash); it != slot_by_hash_.end()) {
+  RecentSlot& recent = recentSlot(hash);
+  if (recent.slot != UINT32_MAX && recent.hash == hash) {
+    slot = recent.slot;
+  } else if (auto it = slot_by_hash_.find(hash); it != slot_by_hash_.end()) {
     slot = it->second;
+    recent = {hash, slot};
   } else {
     // First time this session sees the shape: one trip to the shared catalog.
     uint32_t shapeId = registry_.intern(hash, ns, command, shape);
@@ -200,7 +204,10 @@ OpHandle Recorder::record(uint64_t hash, std::string_view ns, std::string_view c
       slots_.push_back(std::make_unique<Slot>(Slot{shapeId, {}, {}, nsIndex, isWrite(command), local}));
       slot_by_shape_.emplace(shapeId, slot);
     }
-    if (slot_by_hash_.size() < kLocalCacheEntries) slot_by_hash_.emplace(hash, slot);
+    if (slot_by_hash_.size() < kLocalCacheEntries) {
+      slot_by_hash_.emplace(hash, slot);
+      recent = {hash, slot};
+    }
   }
   int64_t now = coarseNowMs();
   std::string sample = sampleSource ? sampleOf(sampleSource) : std::string();

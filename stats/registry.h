@@ -5,6 +5,7 @@
 
 #include "protocol/reply_facts.h"
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -116,6 +117,16 @@ class Recorder {
   // Owner-only (the session's strand): hash of (ns, command, shape) -> slot; bounded.
   std::unordered_map<uint64_t, uint32_t> slot_by_hash_;
   std::unordered_map<uint32_t, uint32_t> slot_by_shape_;
+  // In front of slot_by_hash_: the last few shapes' slots, direct-mapped by hash. A connection
+  // repeats a handful of shapes, and this lookup (one compare in a line already in cache) replaced a
+  // hash-table probe that was ~1 % of the proxy's CPU per operation (bench/RESULTS.md).
+  struct RecentSlot {
+    uint64_t hash = 0;
+    uint32_t slot = UINT32_MAX;
+  };
+  static constexpr size_t kRecentSlots = 4;
+  std::array<RecentSlot, kRecentSlots> recent_slots_{};
+  RecentSlot& recentSlot(uint64_t hash) { return recent_slots_[(hash ^ (hash >> 31)) % kRecentSlots]; }
   std::string shape_scratch_;
   std::string ns_scratch_;
   std::shared_ptr<const std::vector<uint32_t>> shard_ids_;  // the registry's map, as of shard_ids_version_
