@@ -28,9 +28,11 @@ void fillFromBody(CommandView& out) {
     else if (key == "lsid") out.hasLsid = true;
     else if (key == "txnNumber") out.hasTxnNumber = true;
     else if (key == "autocommit" || key == "startTransaction") out.inTransaction = true;
+    else if (key == "collation") out.hasCollation = true;
     else if (key == "collection" && out.traits.kind == CommandKind::GetMore && BSON_ITER_HOLDS_UTF8(&it))
       out.collection = utf8Value(it);
   }
+  out.bodyScanned = true;
 }
 
 void reset(CommandView& out) {
@@ -41,6 +43,7 @@ void reset(CommandView& out) {
   out.sequences = {};
   out.cursorId.reset();
   out.hasLsid = out.hasTxnNumber = out.inTransaction = out.moreToCome = out.exhaustAllowed = false;
+  out.bodyScanned = out.hasCollation = false;
 }
 
 }  // namespace

@@ -28,6 +28,11 @@ struct CommandView {
   bool inTransaction = false;   // autocommit or startTransaction: a statement of a transaction
   bool moreToCome = false;
   bool exhaustAllowed = false;
+  // Set when the view was built from a message (every body key seen once): then hasCollation says
+  // whether the body has a "collation" key, so targeting need not scan the body for one that is
+  // almost never there. Views built by hand leave bodyScanned false and readers scan.
+  bool bodyScanned = false;
+  bool hasCollation = false;
 
   // For views built by hand (tests, the explain CLI): the name and its traits.
   void setName(std::string_view n) {

@@ -126,6 +126,7 @@ bool ChunkMap::build(const ShardKeyPattern& pattern, std::vector<ChunkInput> chu
     shards_.push_back(c.shard);
     owning_.set(c.shard);
   }
+  owning_count_ = shardCount(owning_);
   return true;
 }
 

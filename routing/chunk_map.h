@@ -38,6 +38,7 @@ class ChunkMap {
   // every chunk-owning shard is in `out`.
   void addShardsForRange(std::span<const Bound> lo, std::span<const Bound> hi, ShardSet& out) const;
   const ShardSet& owningShards() const { return owning_; }
+  size_t owningShardCount() const { return owning_count_; }  // counted once, at load
 
  private:
   size_t width_ = 0;
@@ -45,6 +46,7 @@ class ChunkMap {
   std::vector<Bound> bounds_;               // (chunks + 1) * width: min of each chunk, then the last max
   std::vector<uint16_t> shards_;
   ShardSet owning_;
+  size_t owning_count_ = 0;
 };
 
 }  // namespace shardscope::routing

@@ -41,9 +41,10 @@ void fromFilterTarget(const FilterTarget& ft, const CollectionRouting& coll, boo
   }
 }
 
-bool simpleCollationFor(const CollectionRouting& coll, const bson_t& body) {
+bool simpleCollationFor(const CollectionRouting& coll, const CommandView& cmd) {
   bson_t collation;
-  if (common::subDocument(body, "collation", collation)) return isSimpleCollation(&collation);
+  if (cmd.bodyScanned && !cmd.hasCollation) return coll.simple_default_collation;
+  if (common::subDocument(cmd.body, "collation", collation)) return isSimpleCollation(&collation);
   return coll.simple_default_collation;
 }
 
@@ -52,7 +53,7 @@ void targetRead(const CollectionRouting& coll, const CommandView& cmd, const cha
   bson_t filter;
   if (!common::subDocument(cmd.body, filter_field, filter)) bson_init(&filter);  // no filter: {} (inline, no free needed)
   FilterTarget ft;
-  targetFilter(coll, filter, simpleCollationFor(coll, cmd.body), opts, ft, opts.explain ? &out.detail : nullptr);
+  targetFilter(coll, filter, simpleCollationFor(coll, cmd), opts, ft, opts.explain ? &out.detail : nullptr);
   fromFilterTarget(ft, coll, opts.explain, out);
 }
 
@@ -143,7 +144,7 @@ void targetAggregate(const RoutingTable& table, const CollectionRouting& coll, c
     return;
   }
   FilterTarget ft;
-  targetFilter(coll, matches, simpleCollationFor(coll, cmd.body), opts, ft, opts.explain ? &out.detail : nullptr);
+  targetFilter(coll, matches, simpleCollationFor(coll, cmd), opts, ft, opts.explain ? &out.detail : nullptr);
   fromFilterTarget(ft, coll, opts.explain, out);
   if (n_match == 0 && ft.targeting == Targeting::Broadcast) out.reason = "pipeline does not start with $match: broadcast";
   if (geo && ft.targeting == Targeting::Broadcast && n_match == 0)
@@ -187,7 +188,7 @@ void targetCursor(const CommandView& cmd, const CursorShards* cursors, const Tar
     return;
   }
   out.shards = shards;
-  out.targeting = shards.count() == 1 ? Targeting::Single : Targeting::Multi;
+  out.targeting = isSingleShard(shards) ? Targeting::Single : Targeting::Multi;
   out.reason = "continues the cursor on the shards that opened it";
 }
 
@@ -257,7 +258,7 @@ TargetResult targetImpl(const RoutingTable& table, const CommandView& cmd, const
           depth == 0 && !opts.ns.empty() ? table.collection(opts.ns)
           : cursor_coll.empty() ? nullptr
                                 : table.collection(common::joinNamespace(cmd.db, cursor_coll, cursor_ns));
-      if (coll) out.owning_shards = static_cast<uint16_t>(coll->chunks.owningShards().count());
+      if (coll) out.owning_shards = static_cast<uint16_t>(coll->chunks.owningShardCount());
     }
     if (out.targeting != Targeting::Unclassified || kind != CommandKind::KillCursors || out.over_budget) return out;
   }
@@ -297,7 +298,7 @@ TargetResult targetImpl(const RoutingTable& table, const CommandView& cmd, const
     out.reason = "namespace is not sharded: goes to its database's primary shard";
     return out;
   }
-  out.owning_shards = static_cast<uint16_t>(coll->chunks.owningShards().count());
+  out.owning_shards = static_cast<uint16_t>(coll->chunks.owningShardCount());
   if (coll->kind.unsplittable) {
     // 8.0 tracked, unsharded collection: its one chunk names the shard that owns it (moveCollection
     // may have put it off the database's primary shard).

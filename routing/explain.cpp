@@ -152,7 +152,7 @@ std::string_view mongosStage(const protocol::CommandView& cmd, const TargetResul
       kind == CommandKind::BulkWrite)
     return "SHARD_WRITE";
   if (r.targeting == Targeting::NoCollection || r.targeting == Targeting::Unclassified) return "";
-  return r.targeting == Targeting::Unsharded || r.shards.count() == 1 ? "SINGLE_SHARD" : "SHARD_MERGE";
+  return r.targeting == Targeting::Unsharded || isSingleShard(r.shards) ? "SINGLE_SHARD" : "SHARD_MERGE";
 }
 
 }  // namespace
@@ -237,7 +237,7 @@ ExplainOutput explainRange(const RoutingTable& table, std::string_view range_jso
   coll->chunks.addShardsForRange(lo.span(), hi.span(), shards);
   bool whole = true;
   for (size_t i = 0; i < coll->key.size(); ++i) whole = whole && lo.fields[i].isMinKey() && hi.fields[i].isMaxKey();
-  Targeting t = whole ? Targeting::Broadcast : (shards.count() == 1 ? Targeting::Single : Targeting::Multi);
+  Targeting t = whole ? Targeting::Broadcast : (isSingleShard(shards) ? Targeting::Single : Targeting::Multi);
   bson_t out = BSON_INITIALIZER;
   BSON_APPEND_UTF8(&out, "ns", coll->ns.c_str());
   std::string tn(targetingName(t));

@@ -11,9 +11,9 @@ namespace shardscope::routing {
 namespace {
 
 void finish(FilterTarget& out, std::string_view single_reason, std::string_view multi_reason) {
-  size_t n = out.shards.count();
-  out.targeting = n == 1 ? Targeting::Single : Targeting::Multi;
-  out.reason = n == 1 ? single_reason : multi_reason;
+  const bool single = isSingleShard(out.shards);
+  out.targeting = single ? Targeting::Single : Targeting::Multi;
+  out.reason = single ? single_reason : multi_reason;
 }
 
 // Unknown: the newest rules, as for writes. 8.3: see kAlwaysFalse (filter_bounds.h) for the source.

@@ -205,7 +205,7 @@ void targetTimeseries(const CollectionRouting& buckets, const protocol::CommandV
     });
     out.shards = shards;
     out.targeting = !ok || shards.none() ? Targeting::Unclassified
-                    : shards.count() == 1  ? Targeting::Single
+                    : isSingleShard(shards)  ? Targeting::Single
                                            : Targeting::Multi;
     out.reason = "time-series insert: each measurement's bucket key (metaField, time rounded down) picks its shard";
     return;
@@ -226,8 +226,8 @@ void targetTimeseries(const CollectionRouting& buckets, const protocol::CommandV
       return;
     }
     ft.shards = shards;
-    ft.targeting = shards == buckets.chunks.owningShards() && shards.count() > 1 ? Targeting::Broadcast
-                   : shards.count() == 1                                          ? Targeting::Single
+    ft.targeting = shards == buckets.chunks.owningShards() && shardCount(shards) > 1 ? Targeting::Broadcast
+                   : isSingleShard(shards)                                          ? Targeting::Single
                                                                                   : Targeting::Multi;
     return classify(ft, out);
   }

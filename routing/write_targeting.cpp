@@ -240,7 +240,7 @@ void WriteFold::finish(TargetResult& out) const {
   } else if (worst_targeting_ == Targeting::Broadcast) {
     out.targeting = Targeting::Broadcast;
   } else if (worst_targeting_ == Targeting::Single || worst_targeting_ == Targeting::Multi) {
-    out.targeting = shards_.count() == 1 ? Targeting::Single : Targeting::Multi;
+    out.targeting = isSingleShard(shards_) ? Targeting::Single : Targeting::Multi;
     if (out.targeting == Targeting::Multi && worst_targeting_ == Targeting::Single)
       out.reason = "statements target different shards";
   } else {

@@ -188,7 +188,7 @@ OpHandle Recorder::record(uint64_t hash, std::string_view ns, std::string_view c
       ++totals_.ops;
       totals_.bytesIn += bytesIn;
       ++totals_.byTargeting[static_cast<size_t>(target.targeting)];
-      ++totals_.byHosts[static_cast<size_t>(hostsTargeted(target, static_cast<uint32_t>(target.shards.count())))];
+      ++totals_.byHosts[static_cast<size_t>(hostsTargeted(target, static_cast<uint32_t>(routing::shardCount(target.shards))))];
       return {shapeId, true};
     } else {
       const uint32_t nsIndex = registry_.namespaceOf(shapeId);
@@ -266,7 +266,7 @@ void Recorder::onRewriteFallback(OpHandle h, const routing::TargetResult& rerun)
     c.fanout.record(shardCount);
   };
   if (h.shared)
-    return registry_.updateShared(h.slot, [&](ShapeCounters& c) { update(c, static_cast<uint32_t>(rerun.shards.count())); });
+    return registry_.updateShared(h.slot, [&](ShapeCounters& c) { update(c, static_cast<uint32_t>(routing::shardCount(rerun.shards))); });
   refreshShardIds();
   size_t hosts;
   uint32_t sharedNs = UINT32_MAX;
