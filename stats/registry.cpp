@@ -138,6 +138,29 @@ Recorder::~Recorder() {
   registry_.retire(*this);
 }
 
+void Recorder::releaseIdle() {
+  if (slots_.empty() && shard_ops_.empty() && ns_shards_.empty()) return;
+  // Taken out under both locks (the registry's first, as snapshot() and reset() take them), so a
+  // snapshot sees every count exactly once; freed after.
+  std::vector<std::unique_ptr<Slot>> slots;
+  std::vector<uint64_t> shardOps;
+  NsShardTable nsShards;
+  {
+    std::lock_guard lock(registry_.mutex_);
+    std::lock_guard recorderLock(mutex_);
+    registry_.foldLocked(*this);
+    slots.swap(slots_);
+    shardOps.swap(shard_ops_);
+    nsShards.swap(ns_shards_);
+    local_namespaces_ = 0;
+  }
+  // Owner-only: the lookup caches name slots that are gone.
+  std::unordered_map<uint64_t, uint32_t>().swap(slot_by_hash_);
+  std::unordered_map<uint32_t, uint32_t>().swap(slot_by_shape_);
+  std::string().swap(shape_scratch_);
+  std::string().swap(ns_scratch_);
+}
+
 OpHandle Recorder::onRequest(const protocol::CommandView& view, std::string_view ns,
                              const routing::TargetResult& target, uint32_t bytesIn) {
   // Commands without a collection (hello, ping, ...) are counted under their database.
@@ -434,18 +457,22 @@ void Registry::setShardNames(const std::vector<std::string>& names) {
   shard_ids_version_.fetch_add(1, std::memory_order_release);
 }
 
-void Registry::retire(Recorder& recorder) {
-  std::lock_guard lock(mutex_);
-  std::lock_guard recorderLock(recorder.mutex_);
+void Registry::foldLocked(const Recorder& recorder) {
   for (auto& held : recorder.slots_) {
     const auto& slot = *held;
     if (slot.counters.count == 0 && slot.counters.latency.total() == 0) continue;
     retired_[slot.shapeId] += slot.counters;
     if (!slot.sample.empty()) retired_samples_[slot.shapeId] = slot.sample;
   }
-  retired_totals_ += recorder.totals_;
   addAll(retired_shard_ops_, recorder.shard_ops_);
   addAll(retired_ns_shards_, recorder.ns_shards_);
+}
+
+void Registry::retire(Recorder& recorder) {
+  std::lock_guard lock(mutex_);
+  std::lock_guard recorderLock(recorder.mutex_);
+  foldLocked(recorder);
+  retired_totals_ += recorder.totals_;
   std::erase(recorders_, &recorder);
 }
 

@@ -85,6 +85,11 @@ class Recorder {
   void onDecodeError();
   // A request refused because its connection had too many in flight (pipeline/pending_ops.h).
   void onPendingLimit();
+  // The connection went idle with nothing in flight (its session parked, issue 29): its per-shape
+  // counters, per-shard and per-(namespace, shard) counts are folded into the registry (as at
+  // close) and their memory is given back; the next operation starts new slots. Totals shown per
+  // connection stay. No OpHandle handed out before may be used after this.
+  void releaseIdle();
 
   uint64_t id() const { return id_; }
   size_t cachedShapes() const { return slot_by_hash_.size(); }  // for tests: the local cache is bounded
@@ -192,6 +197,8 @@ class Registry {
   void replyShared(uint32_t shapeId, uint64_t latencyNs, uint32_t bytesOut, bool error, const int32_t* codes,
                    size_t ncodes, uint64_t extraCodes);
   void retire(Recorder& recorder);
+  // Adds the recorder's per-shape and per-shard counts to the retired ones (both locks held).
+  void foldLocked(const Recorder& recorder);
 
   const StatsOptions options_;
   const int64_t started_ms_;
