@@ -121,6 +121,7 @@ struct Observer::Impl {
   Evaluator& evaluator;
   uint32_t flush_ops, flush_ms;
   std::mutex mutex;
+  // Null while the connection is idle (releaseIdle); observe() and onReply() make one first.
   std::unique_ptr<EventBatch> batch = std::make_unique<EventBatch>();
   uint32_t statements = 0;  // of the current request, observed so far
   std::unordered_map<uint64_t, uint32_t> shape_seen;  // local sampling of filters per shape
@@ -152,11 +153,14 @@ struct Observer::Impl {
     std::vector<PendingDoc> items;
   };
   static constexpr size_t kHeldWrites = 16;
-  std::array<PendingWrite, kHeldWrites> held;
+  // Made by the first acknowledged update or findAndModify (most connections never write so; the
+  // 16 entries are ~1.7 KiB), given back when the connection goes idle with none taken (issue 29).
+  std::unique_ptr<PendingWrite[]> held;
   uint64_t next_token = 0;
   ReplyTicket ticket;  // of the request being observed
 
   PendingWrite& holdWrite(std::string_view ns, bool fam) {
+    if (!held) held = std::make_unique<PendingWrite[]>(kHeldWrites);
     size_t at = 0;
     for (size_t i = 0; i < kHeldWrites; ++i) {
       if (held[i].token == 0) {
@@ -269,7 +273,7 @@ struct Observer::Impl {
 
   // Queues the batch for the evaluation worker and takes an empty one (never waits).
   void handOver(int64_t now) {
-    evaluator.submit(batch);
+    if (batch) evaluator.submit(batch);
     last_flush_us = now;
   }
 
@@ -416,6 +420,8 @@ void Observer::onReply(ReplyTicket ticket, const protocol::ReplyFacts& reply) {
   if (ticket.token == 0 || ticket.index >= Impl::kHeldWrites) return;
   Impl& m = *impl_;
   std::lock_guard lock(m.mutex);
+  if (!m.held) return;  // released while idle: nothing was held then
+  if (!m.batch) m.batch = std::make_unique<EventBatch>();
   Impl::PendingWrite& p = m.held[ticket.index];
   if (p.token != ticket.token) return;  // given up for a newer write
   const int64_t now = nowMicros();
@@ -438,6 +444,21 @@ void Observer::handOverPending() {
   impl_->handOver(nowMicros());
 }
 
+void Observer::releaseIdle() {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);
+  m.handOver(nowMicros());  // what is buffered goes to the worker now rather than with the next batch
+  if (m.batch && m.batch->events.empty()) m.batch.reset();
+  if (m.held) {
+    bool taken = false;
+    for (size_t i = 0; i < Impl::kHeldWrites; ++i) taken |= m.held[i].token != 0;
+    if (!taken) m.held.reset();
+  }
+  std::string().swap(m.statement_shape);
+  std::string().swap(m.built);
+  std::string().swap(m.with_id);
+}
+
 void Observer::flush() {
   handOverPending();
   impl_->evaluator.waitApplied();
@@ -452,6 +473,7 @@ ReplyTicket Observer::observe(const protocol::CommandView& view, std::string_vie
   if (!evaluated) return {};
   Impl& m = *impl_;
   std::lock_guard lock(m.mutex);  // uncontended except while a render flushes this observer
+  if (!m.batch) m.batch = std::make_unique<EventBatch>();  // after releaseIdle
   m.ticket = {};
   const int64_t now = nowMicros();
   size_t before = m.batch->events.size();
