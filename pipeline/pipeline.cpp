@@ -56,6 +56,20 @@ void Pipeline::onClose() {
   for (Observer* o : observers_) o->onClose();
 }
 
+void Pipeline::releaseIdle() {
+  // A request in flight keeps its handles (the recorder's slot, the evaluation's held write) and
+  // may still use the re-run buffers: the next park, once its reply is in, releases.
+  if (!pending_.empty()) return;
+  for (Observer* o : observers_) o->onIdle();
+  recorder_.releaseIdle();
+  pending_.releaseIdle();
+  // Scratch used within one message only (the hello reply's rewrite, answers, compression).
+  releaseIfLarge(request_plain_, 0), releaseIfLarge(request_rewritten_, 0), releaseIfLarge(request_wire_, 0);
+  releaseIfLarge(reply_plain_, 0), releaseIfLarge(reply_rewritten_, 0), releaseIfLarge(reply_wire_, 0);
+  releaseIfLarge(answer_, 0), releaseIfLarge(rerun_message_, 0), releaseIfLarge(rerun_wire_, 0);
+  releaseIfLarge(rerun_batch_, 0), releaseIfLarge(confirm_message_, 0);
+}
+
 // ---- request path ----------------------------------------------------------------------------
 
 RequestAction Pipeline::onRequest(std::span<uint8_t> frame) {

@@ -88,6 +88,11 @@ class Pipeline {
   // shown to the observers as the reply) or its head; `wireBytes` the reply's size.
   void onStreamedReply(std::span<uint8_t> message, uint32_t wireBytes, bool summary);
   void onClose();
+  // The connection went idle (the session parked it, issue 29): with no request in flight, the
+  // observers and the statistics recorder give back what they keep for the next requests, and so
+  // do the pending list and the handshake's scratch. The next request allocates again (once per
+  // wake-up, not per operation).
+  void releaseIdle();
 
   const PendingOps& pending() const { return pending_; }
   // Memory bounds: the scratch buffers of one direction, released when large, and their total.
