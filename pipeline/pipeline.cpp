@@ -68,6 +68,8 @@ void Pipeline::releaseIdle() {
   releaseIfLarge(reply_plain_, 0), releaseIfLarge(reply_rewritten_, 0), releaseIfLarge(reply_wire_, 0);
   releaseIfLarge(answer_, 0), releaseIfLarge(rerun_message_, 0), releaseIfLarge(rerun_wire_, 0);
   releaseIfLarge(rerun_batch_, 0), releaseIfLarge(confirm_message_, 0);
+  rewritten_.reset();
+  shape_.release();
 }
 
 // ---- request path ----------------------------------------------------------------------------
@@ -186,7 +188,7 @@ RequestAction Pipeline::onOpMsgRequest(std::span<uint8_t> message, std::optional
     if (op.lookup) out = applyLookupRule(op, message);
     noteUnplannedWrites();
   }
-  const protocol::CommandView& routed = op.rewrite ? rewritten_view_ : view_;
+  const protocol::CommandView& routed = op.rewrite ? rewritten_->view : view_;
   action.awaits_reply = registerRequest(op, view_, routed, ns, message, clientCompressor, negotiates);
   action.to_upstream = toUpstream(out, traits.never_compressed, request_wire_);
   return action;
