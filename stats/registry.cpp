@@ -139,7 +139,10 @@ Recorder::~Recorder() {
 }
 
 void Recorder::releaseIdle() {
-  if (slots_.empty() && shard_ops_.empty() && ns_shards_.empty()) return;
+  if (slots_.empty() && shard_ops_.empty() && ns_shards_.empty()) {
+    lookup_.reset();
+    return;
+  }
   // Taken out under both locks (the registry's first, as snapshot() and reset() take them), so a
   // snapshot sees every count exactly once; freed after.
   std::vector<std::unique_ptr<Slot>> slots;
@@ -155,10 +158,7 @@ void Recorder::releaseIdle() {
     local_namespaces_ = 0;
   }
   // Owner-only: the lookup caches name slots that are gone.
-  std::unordered_map<uint64_t, uint32_t>().swap(slot_by_hash_);
-  std::unordered_map<uint32_t, uint32_t>().swap(slot_by_shape_);
-  std::string().swap(shape_scratch_);
-  std::string().swap(ns_scratch_);
+  lookup_.reset();
 }
 
 OpHandle Recorder::onRequest(const protocol::CommandView& view, std::string_view ns,
@@ -166,9 +166,10 @@ OpHandle Recorder::onRequest(const protocol::CommandView& view, std::string_view
   // Commands without a collection (hello, ping, ...) are counted under their database.
   if (ns.empty()) ns = view.db;
   if (target.over_budget) bump(registry_.process_.analysis_over_budget);
-  common::computeShape(view, shape_scratch_);
-  uint64_t hash = shapeId(ns, view.name, shape_scratch_);
-  return record(hash, ns, view.name, shape_scratch_, target, bytesIn,
+  std::string& scratch = lookup().shape_scratch;
+  common::computeShape(view, scratch);
+  uint64_t hash = shapeId(ns, view.name, scratch);
+  return record(hash, ns, view.name, scratch, target, bytesIn,
                 registry_.options_.record_values ? &view.body : nullptr);
 }
 
@@ -193,12 +194,13 @@ OpHandle Recorder::onUnparsed(uint32_t bytesIn) {
 OpHandle Recorder::record(uint64_t hash, std::string_view ns, std::string_view command, std::string_view shape,
                           const routing::TargetResult& target, uint32_t bytesIn, const bson_t* sampleSource) {
   uint32_t slot;
-  if (auto it = slot_by_hash_.find(hash); it != slot_by_hash_.end()) {
+  Lookup& cache = lookup();
+  if (auto it = cache.slot_by_hash.find(hash); it != cache.slot_by_hash.end()) {
     slot = it->second;
   } else {
     // First time this session sees the shape: one trip to the shared catalog.
     uint32_t shapeId = registry_.intern(hash, ns, command, shape);
-    if (auto s = slot_by_shape_.find(shapeId); s != slot_by_shape_.end()) {
+    if (auto s = cache.slot_by_shape.find(shapeId); s != cache.slot_by_shape.end()) {
       slot = s->second;
     } else if (slots_.size() >= registry_.options_.max_shapes_per_recorder) {
       int64_t now = coarseNowMs();
@@ -221,9 +223,9 @@ OpHandle Recorder::record(uint64_t hash, std::string_view ns, std::string_view c
         local = true;
       }
       slots_.push_back(std::make_unique<Slot>(Slot{shapeId, {}, {}, nsIndex, isWrite(command), local}));
-      slot_by_shape_.emplace(shapeId, slot);
+      cache.slot_by_shape.emplace(shapeId, slot);
     }
-    if (slot_by_hash_.size() < kLocalCacheEntries) slot_by_hash_.emplace(hash, slot);
+    if (cache.slot_by_hash.size() < kLocalCacheEntries) cache.slot_by_hash.emplace(hash, slot);
   }
   int64_t now = coarseNowMs();
   std::string sample = sampleSource ? sampleOf(sampleSource) : std::string();

@@ -92,7 +92,7 @@ class Recorder {
   void releaseIdle();
 
   uint64_t id() const { return id_; }
-  size_t cachedShapes() const { return slot_by_hash_.size(); }  // for tests: the local cache is bounded
+  size_t cachedShapes() const { return lookup_ ? lookup_->slot_by_hash.size() : 0; }  // for tests: the local cache is bounded
   size_t slotCount() const { return slots_.size(); }
 
  private:
@@ -118,11 +118,19 @@ class Recorder {
   uint64_t id_ = 0;
   const int64_t opened_ms_;
   std::atomic<bool> open_{false};  // read by snapshot() without the owner
-  // Owner-only (the session's strand): hash of (ns, command, shape) -> slot; bounded.
-  std::unordered_map<uint64_t, uint32_t> slot_by_hash_;
-  std::unordered_map<uint32_t, uint32_t> slot_by_shape_;
-  std::string shape_scratch_;
-  std::string ns_scratch_;
+  // Owner-only (the session's strand): hash of (ns, command, shape) -> slot; bounded. Made by the
+  // first operation and freed by releaseIdle, with the slots they name (an idle connection's ~170
+  // bytes; issue 29).
+  struct Lookup {
+    std::unordered_map<uint64_t, uint32_t> slot_by_hash;
+    std::unordered_map<uint32_t, uint32_t> slot_by_shape;
+    std::string shape_scratch;
+  };
+  std::unique_ptr<Lookup> lookup_;
+  Lookup& lookup() {
+    if (!lookup_) lookup_ = std::make_unique<Lookup>();
+    return *lookup_;
+  }
   std::shared_ptr<const std::vector<uint32_t>> shard_ids_;  // the registry's map, as of shard_ids_version_
   uint64_t shard_ids_version_ = 0;
   // Guarded by mutex_: written by the owner per operation, read by Registry::snapshot(). Only the
