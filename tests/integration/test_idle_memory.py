@@ -22,10 +22,10 @@ evaluation observer hands its batch over and frees it, and makes its 16 held-wri
 KiB, with the upsert builder) only for a write that needs them; the pending list and the scratch
 buffers go too, and a lookup rewrite's message and view (448 bytes of every session) are made by
 the first rewrite. What is left (heaptrack, everything on): the coroutine frames (~4.5 KiB), the
-session object (2.9 KiB, 1.2 of it the pipeline), the recorder (0.35 KiB), Asio's two descriptor
-states (0.34 KiB) and the evaluation observer (~0.35 KiB); the issue's goal (<= 8 KiB with
-everything on) is missed by ~0.5 KiB. The bounds below fail on that base (9.4 and 15.9 KiB) and
-hold what parking and those cuts gained.
+session object (2.9 KiB, 1.2 of it the pipeline), the recorder (0.34 KiB), Asio's two descriptor
+states (0.34 KiB) and the evaluation observer with its connection objects (~0.4 KiB); the issue's
+goal (<= 8 KiB with everything on) is missed by ~0.5 KiB. The bounds below fail on that base (9.4
+and 15.9 KiB) and hold what parking and those cuts gained.
 """
 from __future__ import annotations
 
