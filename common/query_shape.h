@@ -68,6 +68,10 @@ class ShapeCache {
     return {text_, id_};
   }
   void reset() { computed_ = false; }  // a new request
+  void release() {  // an idle connection's: the text's memory back too
+    computed_ = false;
+    std::string().swap(text_);
+  }
 
  private:
   std::string text_;  // reused: no allocation once warm

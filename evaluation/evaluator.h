@@ -129,6 +129,9 @@ class Observer {
   // Hands what is buffered to the worker and waits until it (and all before it) is applied.
   void flush();
   void handOverPending();  // the same without waiting
+  // The connection went idle (its session parked, issue 29): hands what is buffered over and gives
+  // back the memory kept for the next requests (the batch, the held writes when none is taken).
+  void releaseIdle();
 
  private:
   struct Impl;

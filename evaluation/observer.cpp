@@ -120,6 +120,7 @@ struct Observer::Impl {
   Evaluator& evaluator;
   uint32_t flush_ops, flush_ms;
   std::mutex mutex;
+  // Null while the connection is idle (releaseIdle); observe() and onReply() make one first.
   std::unique_ptr<EventBatch> batch = std::make_unique<EventBatch>();
   uint32_t statements = 0;  // of the current request, observed so far
   // Local sampling of filters per shape: a small direct-mapped table (no allocation, no hashing
@@ -137,7 +138,8 @@ struct Observer::Impl {
   // on its own (into `statement_shape`) in the same format, so its id is the one /stats would give.
   common::Shape shape;
   std::string statement_shape;
-  common::ShapeCache own_shapes;  // when the caller hands no request shape (replay, tests)
+  // When the caller hands no request shape (replay, tests; the proxy's pipeline always does).
+  std::unique_ptr<common::ShapeCache> own_shapes;
 
   // Documents an update or findAndModify may create (upserts, replacements), held until its reply
   // says which did. Each held write has a token its request's ReplyTicket names (the pipeline
@@ -159,20 +161,30 @@ struct Observer::Impl {
     std::vector<PendingDoc> items;
   };
   static constexpr size_t kHeldWrites = 16;
-  std::array<PendingWrite, kHeldWrites> held;
+  // Made by the first acknowledged update or findAndModify (most connections never write so; the
+  // 16 entries are ~1.7 KiB), given back when the connection goes idle with none taken (issue 29),
+  // with what settling a held write uses.
+  struct Held {
+    std::array<PendingWrite, kHeldWrites> writes;
+    UpsertDocumentBuilder builder;
+    std::string built, with_id;
+  };
+  std::unique_ptr<Held> held;
   uint64_t next_token = 0;
   ReplyTicket ticket;  // of the request being observed
 
   PendingWrite& holdWrite(std::string_view ns, bool fam) {
+    if (!held) held = std::make_unique<Held>();
+    auto& writes = held->writes;
     size_t at = 0;
     for (size_t i = 0; i < kHeldWrites; ++i) {
-      if (held[i].token == 0) {
+      if (writes[i].token == 0) {
         at = i;
         break;
       }
-      if (held[i].token < held[at].token) at = i;  // all taken: the oldest is given up
+      if (writes[i].token < writes[at].token) at = i;  // all taken: the oldest is given up
     }
-    PendingWrite& p = held[at];
+    PendingWrite& p = writes[at];
     p.token = ++next_token;
     p.ns.assign(ns);
     p.find_and_modify = fam;
@@ -181,8 +193,6 @@ struct Observer::Impl {
     ticket = {static_cast<uint32_t>(at), p.token};
     return p;
   }
-  UpsertDocumentBuilder builder;
-  std::string built, with_id;
 
   void holdDocument(PendingWrite& p, uint32_t index, const bson_t* filter, const bson_iter_t* u, bool upsert) {
     bool replacement = u && UpsertDocumentBuilder::isReplacement(*u);
@@ -212,10 +222,10 @@ struct Observer::Impl {
         !bson_iter_init_find(&u, &st, "u"))
       return false;
     const bool has_q = subDocumentAt(st, "q", q);
-    return builder.build(has_q ? &q : nullptr, &u, built);
+    return held->builder.build(has_q ? &q : nullptr, &u, held->built);
   }
   void commitReplaced(const PendingWrite& p, const PendingDoc& d, int64_t now) {
-    if (documentOf(p, d)) commit(p.ns, built, DocOrigin::Replaced, now);
+    if (documentOf(p, d)) commit(p.ns, held->built, DocOrigin::Replaced, now);
   }
   // A document that came into being: copied when small, else its digest (never a copy of a large
   // document: what the evaluation reads of it is bounded, whatever its size).
@@ -238,13 +248,13 @@ struct Observer::Impl {
   // An upserted document gets the `_id` the reply names when the update did not set one.
   void commitUpserted(const PendingWrite& p, const PendingDoc& d, const bson_iter_t* id, int64_t now) {
     if (!documentOf(p, d)) return;
-    std::string_view doc = built;
+    std::string_view doc = held->built;
     bson_t b;
     bson_iter_t has;
     if (id && bson_init_static(&b, reinterpret_cast<const uint8_t*>(doc.data()), doc.size()) &&
         !bson_iter_init_find(&has, &b, "_id")) {
-      UpsertDocumentBuilder::withId(doc, *id, with_id);
-      doc = with_id;
+      UpsertDocumentBuilder::withId(doc, *id, held->with_id);
+      doc = held->with_id;
     }
     commit(p.ns, doc, DocOrigin::Upserted, now);
   }
@@ -277,7 +287,7 @@ struct Observer::Impl {
 
   // Queues the batch for the evaluation worker and takes an empty one (never waits).
   void handOver(int64_t now) {
-    evaluator.submit(batch);
+    if (batch) evaluator.submit(batch);
     last_flush_us = now;
   }
 
@@ -424,7 +434,9 @@ void Observer::onReply(ReplyTicket ticket, const protocol::ReplyFacts& reply) {
   if (ticket.token == 0 || ticket.index >= Impl::kHeldWrites) return;
   Impl& m = *impl_;
   std::lock_guard lock(m.mutex);
-  Impl::PendingWrite& p = m.held[ticket.index];
+  if (!m.held) return;  // released while idle: nothing was held then
+  if (!m.batch) m.batch = std::make_unique<EventBatch>();
+  Impl::PendingWrite& p = m.held->writes[ticket.index];
   if (p.token != ticket.token) return;  // given up for a newer write
   const int64_t now = nowMicros();
   if (reply.parsed) m.settle(p, reply, now);
@@ -446,6 +458,19 @@ void Observer::handOverPending() {
   impl_->handOver(nowMicros());
 }
 
+void Observer::releaseIdle() {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);
+  m.handOver(nowMicros());  // what is buffered goes to the worker now rather than with the next batch
+  if (m.batch && m.batch->events.empty()) m.batch.reset();
+  if (m.held) {
+    bool taken = false;
+    for (const auto& w : m.held->writes) taken |= w.token != 0;
+    if (!taken) m.held.reset();
+  }
+  std::string().swap(m.statement_shape);
+}
+
 void Observer::flush() {
   handOverPending();
   impl_->evaluator.waitApplied();
@@ -460,13 +485,15 @@ ReplyTicket Observer::observe(const protocol::CommandView& view, std::string_vie
   if (!evaluated) return {};
   Impl& m = *impl_;
   std::lock_guard lock(m.mutex);  // uncontended except while a render flushes this observer
+  if (!m.batch) m.batch = std::make_unique<EventBatch>();  // after releaseIdle
   m.ticket = {};
   const int64_t now = nowMicros();
   size_t before = m.batch->events.size();
   m.statements = 0;
   if (!shapes) {
-    m.own_shapes.reset();
-    shapes = &m.own_shapes;
+    if (!m.own_shapes) m.own_shapes = std::make_unique<common::ShapeCache>();
+    m.own_shapes->reset();
+    shapes = m.own_shapes.get();
   }
   if (kind == CommandKind::Insert) m.observeInsert(view, ns, now);
   else if (kind == CommandKind::Update || kind == CommandKind::Delete) m.observeWrites(view, ns, shapes->get(view, ns), now);
@@ -477,8 +504,8 @@ ReplyTicket Observer::observe(const protocol::CommandView& view, std::string_vie
   if (m.statement_shape.capacity() > 4096) std::string().swap(m.statement_shape);
   // A held write that may create nothing (no upsert, no replacement) waits for no reply.
   ReplyTicket ticket = m.ticket;
-  if (ticket.token && m.held[ticket.index].items.empty()) {
-    m.held[ticket.index].token = 0;
+  if (ticket.token && m.held->writes[ticket.index].items.empty()) {
+    m.held->writes[ticket.index].token = 0;
     ticket = {};
   }
   if (m.batch->events.size() == before && m.statements == 0) return ticket;

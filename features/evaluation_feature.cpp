@@ -17,6 +17,7 @@ class EvaluationConnection final : public pipeline::Observer {
   void onRequest(const pipeline::Operation& op) override { adapter_.onRequest(op); }
   void onReply(const pipeline::PendingOp& op, const pipeline::Reply& reply) override { adapter_.onReply(op, reply); }
   void onClose() override { adapter_.onClose(); }
+  void onIdle() override { observer_->releaseIdle(); }
   bool needsReplyDocuments() const override { return adapter_.needsReplyDocuments(); }
 
  private:

@@ -43,16 +43,17 @@ std::span<const uint8_t> Pipeline::applyLookupRule(PendingOp& op, std::span<cons
   state->plan = std::move(plan);
   // The rewritten command's view is built from the plan's parts (moving the plan kept its
   // buffers): targeted once as it will run, never decoded again from the encoded bytes.
-  rewritten_msg_.header = msg_.header;
-  rewritten_msg_.flags = msg_.flags;
-  rewritten_msg_.body = state->plan.body;
-  rewritten_msg_.sequences.assign(msg_.sequences.begin(), msg_.sequences.end());
-  for (auto& seq : rewritten_msg_.sequences)
+  if (!rewritten_) rewritten_ = std::make_unique<Rewritten>();
+  protocol::OpMsg& rewritten = rewritten_->msg;
+  rewritten.header = msg_.header;
+  rewritten.flags = msg_.flags;
+  rewritten.body = state->plan.body;
+  rewritten.sequences.assign(msg_.sequences.begin(), msg_.sequences.end());
+  for (auto& seq : rewritten.sequences)
     if (seq.identifier == state->plan.sequence_id) seq.documents = state->plan.sequence_docs;
-  if (!protocol::buildCommandView(rewritten_msg_, rewritten_view_).ok())
+  if (!protocol::buildCommandView(rewritten, rewritten_->view).ok())
     throw std::logic_error("lookup rewrite produced an unreadable command");
-  protocol::encodeOpMsg(rewritten_msg_.header, rewritten_msg_.flags, rewritten_msg_.body, rewritten_msg_.sequences,
-                        request_rewritten_);
+  protocol::encodeOpMsg(rewritten.header, rewritten.flags, rewritten.body, rewritten.sequences, request_rewritten_);
   op.rewrite = std::move(state);
   if (op.rewrite->plan.confirm) return sendConfirmingRead(op);
   return request_rewritten_;

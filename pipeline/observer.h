@@ -14,6 +14,9 @@ class Observer {
   // this observer's slot as onRequest left it; `reply.facts` were read once for all observers.
   virtual void onReply(const PendingOp& op, const Reply& reply) = 0;
   virtual void onClose() {}
+  // The connection went idle with no request in flight (its session parked, issue 29): a chance to
+  // give back memory kept for the next requests. Whatever it counted must stay counted.
+  virtual void onIdle() {}
   // Whether it reads a cursor reply's documents. False: a large cursor reply may stream to the
   // client, this observer then sees a summary of it, every field but the batch (issue 29).
   virtual bool needsReplyDocuments() const { return true; }

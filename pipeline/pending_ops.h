@@ -120,6 +120,9 @@ class PendingOps {
     return nullptr;
   }
   bool empty() const { return ops_.empty(); }
+  void releaseIdle() {
+    if (ops_.empty()) std::vector<PendingOp>().swap(ops_);
+  }
   // Nothing but monitors' streaming hellos: a drain need not wait for those (up to maxAwaitTimeMS).
   bool onlyLongPolls() const {
     for (const auto& op : ops_)

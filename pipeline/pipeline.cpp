@@ -56,6 +56,22 @@ void Pipeline::onClose() {
   for (Observer* o : observers_) o->onClose();
 }
 
+void Pipeline::releaseIdle() {
+  // A request in flight keeps its handles (the recorder's slot, the evaluation's held write) and
+  // may still use the re-run buffers: the next park, once its reply is in, releases.
+  if (!pending_.empty()) return;
+  for (Observer* o : observers_) o->onIdle();
+  recorder_.releaseIdle();
+  pending_.releaseIdle();
+  // Scratch used within one message only (the hello reply's rewrite, answers, compression).
+  releaseIfLarge(request_plain_, 0), releaseIfLarge(request_rewritten_, 0), releaseIfLarge(request_wire_, 0);
+  releaseIfLarge(reply_plain_, 0), releaseIfLarge(reply_rewritten_, 0), releaseIfLarge(reply_wire_, 0);
+  releaseIfLarge(answer_, 0), releaseIfLarge(rerun_message_, 0), releaseIfLarge(rerun_wire_, 0);
+  releaseIfLarge(rerun_batch_, 0), releaseIfLarge(confirm_message_, 0);
+  rewritten_.reset();
+  shape_.release();
+}
+
 // ---- request path ----------------------------------------------------------------------------
 
 RequestAction Pipeline::onRequest(std::span<uint8_t> frame) {
@@ -172,7 +188,7 @@ RequestAction Pipeline::onOpMsgRequest(std::span<uint8_t> message, std::optional
     if (op.lookup) out = applyLookupRule(op, message);
     noteUnplannedWrites();
   }
-  const protocol::CommandView& routed = op.rewrite ? rewritten_view_ : view_;
+  const protocol::CommandView& routed = op.rewrite ? rewritten_->view : view_;
   action.awaits_reply = registerRequest(op, view_, routed, ns, message, clientCompressor, negotiates);
   action.to_upstream = toUpstream(out, traits.never_compressed, request_wire_);
   return action;

@@ -88,6 +88,11 @@ class Pipeline {
   // shown to the observers as the reply) or its head; `wireBytes` the reply's size.
   void onStreamedReply(std::span<uint8_t> message, uint32_t wireBytes, bool summary);
   void onClose();
+  // The connection went idle (the session parked it, issue 29): with no request in flight, the
+  // observers and the statistics recorder give back what they keep for the next requests, and so
+  // do the pending list and the handshake's scratch. The next request allocates again (once per
+  // wake-up, not per operation).
+  void releaseIdle();
 
   const PendingOps& pending() const { return pending_; }
   // Memory bounds: the scratch buffers of one direction, released when large, and their total.
@@ -107,7 +112,7 @@ class Pipeline {
   RequestAction injectFault(const protocol::CommandView& view, std::string_view ns, std::span<const uint8_t> message,
                             std::optional<protocol::Compressor> clientCompressor, int32_t errorCode);
   // Plans the rule's rewrite into `op` (op.rewrite, op.learning); returns the message to send:
-  // the rewritten one (then rewritten_view_ is its view) or `message`.
+  // the rewritten one (then rewritten_->view is its view) or `message`.
   std::span<const uint8_t> applyLookupRule(PendingOp& op, std::span<const uint8_t> message);
   // Targets, builds the Operation, tells the observers and keeps `op` (its persistent part) for
   // the reply. Returns whether a reply is awaited.
@@ -150,8 +155,15 @@ class Pipeline {
   std::vector<uint8_t> rerun_message_, rerun_wire_, rerun_batch_;  // a rewritten command's original, re-run
   std::vector<uint8_t> confirm_message_;  // a confirming read
   protocol::OpMsg msg_, reply_msg_;
-  protocol::OpMsg rewritten_msg_;  // a lookup rewrite's output: its body and sequences, never re-decoded
-  protocol::CommandView view_, rewritten_view_;
+  protocol::CommandView view_;
+  // A lookup rewrite's output: its body and sequences (never re-decoded) and its view. Made by the
+  // first rewrite (a CommandView is 384 bytes, most connections never rewrite; issue 29), released
+  // with the idle state.
+  struct Rewritten {
+    protocol::OpMsg msg;
+    protocol::CommandView view;
+  };
+  std::unique_ptr<Rewritten> rewritten_;
   std::string ns_buffer_;
   std::vector<int64_t> killed_ids_;  // killCursors' ids (at most the analysis budget's worth), reused
 

@@ -16,11 +16,13 @@
 namespace shardscope::protocol {
 
 struct CommandView {
+  // First: bson_t is 128-byte aligned, so the fields before it padded the view to 384 bytes (every
+  // session holds one; issue 29); after it they fit in 256.
+  bson_t body;                  // static bson over the message buffer (never destroyed/owned)
   std::string_view name;        // first key of the body, as sent (e.g. "find", "isMaster")
   CommandTraits traits;         // `name` classified once, when the view is built (command_kind.h)
   std::string_view db;          // "$db" (OP_MSG) or the db part of "db.$cmd" (OP_QUERY)
   std::string_view collection;  // empty when the command names no collection
-  bson_t body;                  // static bson over the message buffer (never destroyed/owned)
   std::span<const DocumentSequence> sequences;  // OP_MSG kind-1 sections
   std::optional<int64_t> cursorId;              // getMore
   bool hasLsid = false;

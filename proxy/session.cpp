@@ -545,6 +545,7 @@ bool Session::parking(ReadSide& side, const boost::system::system_error& e) {
 void Session::releaseIdleBuffers(FrameBuffer& in, Outbox& out) {
   in.release();
   out.releaseIdle();
+  pipeline_.releaseIdle();  // either side may park last (a slow reply): both ask, it checks nothing is in flight
 }
 
 void Session::unparked(ReadSide& side) {

@@ -138,14 +138,38 @@ Recorder::~Recorder() {
   registry_.retire(*this);
 }
 
+void Recorder::releaseIdle() {
+  if (slots_.empty() && shard_ops_.empty() && ns_shards_.empty()) {
+    lookup_.reset();
+    return;
+  }
+  // Taken out under both locks (the registry's first, as snapshot() and reset() take them), so a
+  // snapshot sees every count exactly once; freed after.
+  std::vector<std::unique_ptr<Slot>> slots;
+  std::vector<uint64_t> shardOps;
+  NsShardTable nsShards;
+  {
+    std::lock_guard lock(registry_.mutex_);
+    std::lock_guard recorderLock(mutex_);
+    registry_.foldLocked(*this);
+    slots.swap(slots_);
+    shardOps.swap(shard_ops_);
+    nsShards.swap(ns_shards_);
+    local_namespaces_ = 0;
+  }
+  // Owner-only: the lookup caches name slots that are gone.
+  lookup_.reset();
+}
+
 OpHandle Recorder::onRequest(const protocol::CommandView& view, std::string_view ns,
                              const routing::TargetResult& target, uint32_t bytesIn) {
   // Commands without a collection (hello, ping, ...) are counted under their database.
   if (ns.empty()) ns = view.db;
   if (target.over_budget) bump(registry_.process_.analysis_over_budget);
-  common::computeShape(view, shape_scratch_);
-  uint64_t hash = shapeId(ns, view.name, shape_scratch_);
-  return record(hash, ns, view.name, shape_scratch_, target, bytesIn,
+  std::string& scratch = lookup().shape_scratch;
+  common::computeShape(view, scratch);
+  uint64_t hash = shapeId(ns, view.name, scratch);
+  return record(hash, ns, view.name, scratch, target, bytesIn,
                 registry_.options_.record_values ? &view.body : nullptr);
 }
 
@@ -170,16 +194,17 @@ OpHandle Recorder::onUnparsed(uint32_t bytesIn) {
 OpHandle Recorder::record(uint64_t hash, std::string_view ns, std::string_view command, std::string_view shape,
                           const routing::TargetResult& target, uint32_t bytesIn, const bson_t* sampleSource) {
   uint32_t slot;
-  RecentSlot& recent = recentSlot(hash);
+  Lookup& cache = lookup();
+  RecentSlot& recent = cache.recentSlot(hash);
   if (recent.slot != UINT32_MAX && recent.hash == hash) {
     slot = recent.slot;
-  } else if (auto it = slot_by_hash_.find(hash); it != slot_by_hash_.end()) {
+  } else if (auto it = cache.slot_by_hash.find(hash); it != cache.slot_by_hash.end()) {
     slot = it->second;
     recent = {hash, slot};
   } else {
     // First time this session sees the shape: one trip to the shared catalog.
     uint32_t shapeId = registry_.intern(hash, ns, command, shape);
-    if (auto s = slot_by_shape_.find(shapeId); s != slot_by_shape_.end()) {
+    if (auto s = cache.slot_by_shape.find(shapeId); s != cache.slot_by_shape.end()) {
       slot = s->second;
     } else if (slots_.size() >= registry_.options_.max_shapes_per_recorder) {
       int64_t now = coarseNowMs();
@@ -202,10 +227,10 @@ OpHandle Recorder::record(uint64_t hash, std::string_view ns, std::string_view c
         local = true;
       }
       slots_.push_back(std::make_unique<Slot>(Slot{shapeId, {}, {}, nsIndex, isWrite(command), local}));
-      slot_by_shape_.emplace(shapeId, slot);
+      cache.slot_by_shape.emplace(shapeId, slot);
     }
-    if (slot_by_hash_.size() < kLocalCacheEntries) {
-      slot_by_hash_.emplace(hash, slot);
+    if (cache.slot_by_hash.size() < kLocalCacheEntries) {
+      cache.slot_by_hash.emplace(hash, slot);
       recent = {hash, slot};
     }
   }
@@ -441,18 +466,22 @@ void Registry::setShardNames(const std::vector<std::string>& names) {
   shard_ids_version_.fetch_add(1, std::memory_order_release);
 }
 
-void Registry::retire(Recorder& recorder) {
-  std::lock_guard lock(mutex_);
-  std::lock_guard recorderLock(recorder.mutex_);
+void Registry::foldLocked(const Recorder& recorder) {
   for (auto& held : recorder.slots_) {
     const auto& slot = *held;
     if (slot.counters.count == 0 && slot.counters.latency.total() == 0) continue;
     retired_[slot.shapeId] += slot.counters;
     if (!slot.sample.empty()) retired_samples_[slot.shapeId] = slot.sample;
   }
-  retired_totals_ += recorder.totals_;
   addAll(retired_shard_ops_, recorder.shard_ops_);
   addAll(retired_ns_shards_, recorder.ns_shards_);
+}
+
+void Registry::retire(Recorder& recorder) {
+  std::lock_guard lock(mutex_);
+  std::lock_guard recorderLock(recorder.mutex_);
+  foldLocked(recorder);
+  retired_totals_ += recorder.totals_;
   std::erase(recorders_, &recorder);
 }
 

@@ -86,9 +86,14 @@ class Recorder {
   void onDecodeError();
   // A request refused because its connection had too many in flight (pipeline/pending_ops.h).
   void onPendingLimit();
+  // The connection went idle with nothing in flight (its session parked, issue 29): its per-shape
+  // counters, per-shard and per-(namespace, shard) counts are folded into the registry (as at
+  // close) and their memory is given back; the next operation starts new slots. Totals shown per
+  // connection stay. No OpHandle handed out before may be used after this.
+  void releaseIdle();
 
   uint64_t id() const { return id_; }
-  size_t cachedShapes() const { return slot_by_hash_.size(); }  // for tests: the local cache is bounded
+  size_t cachedShapes() const { return lookup_ ? lookup_->slot_by_hash.size() : 0; }  // for tests: the local cache is bounded
   size_t slotCount() const { return slots_.size(); }
 
  private:
@@ -114,21 +119,28 @@ class Recorder {
   uint64_t id_ = 0;
   const int64_t opened_ms_;
   std::atomic<bool> open_{false};  // read by snapshot() without the owner
-  // Owner-only (the session's strand): hash of (ns, command, shape) -> slot; bounded.
-  std::unordered_map<uint64_t, uint32_t> slot_by_hash_;
-  std::unordered_map<uint32_t, uint32_t> slot_by_shape_;
-  // In front of slot_by_hash_: the last few shapes' slots, direct-mapped by hash. A connection
-  // repeats a handful of shapes, and this lookup (one compare in a line already in cache) replaced a
-  // hash-table probe that was ~1 % of the proxy's CPU per operation (bench/RESULTS.md).
+  // Owner-only (the session's strand): hash of (ns, command, shape) -> slot; bounded. Made by the
+  // first operation and freed by releaseIdle, with the slots they name (an idle connection's ~170
+  // bytes; issue 29). In front of slot_by_hash: the last few shapes' slots, direct-mapped by hash.
+  // A connection repeats a handful of shapes, and that lookup (one compare) replaced a hash-table
+  // probe that was ~1 % of the proxy's CPU per operation (bench/RESULTS.md).
   struct RecentSlot {
     uint64_t hash = 0;
     uint32_t slot = UINT32_MAX;
   };
   static constexpr size_t kRecentSlots = 4;
-  std::array<RecentSlot, kRecentSlots> recent_slots_{};
-  RecentSlot& recentSlot(uint64_t hash) { return recent_slots_[(hash ^ (hash >> 31)) % kRecentSlots]; }
-  std::string shape_scratch_;
-  std::string ns_scratch_;
+  struct Lookup {
+    std::unordered_map<uint64_t, uint32_t> slot_by_hash;
+    std::unordered_map<uint32_t, uint32_t> slot_by_shape;
+    std::string shape_scratch;
+    std::array<RecentSlot, kRecentSlots> recent{};
+    RecentSlot& recentSlot(uint64_t hash) { return recent[(hash ^ (hash >> 31)) % kRecentSlots]; }
+  };
+  std::unique_ptr<Lookup> lookup_;
+  Lookup& lookup() {
+    if (!lookup_) lookup_ = std::make_unique<Lookup>();
+    return *lookup_;
+  }
   std::shared_ptr<const std::vector<uint32_t>> shard_ids_;  // the registry's map, as of shard_ids_version_
   uint64_t shard_ids_version_ = 0;
   // Guarded by mutex_: written by the owner per operation, read by Registry::snapshot(). Only the
@@ -203,6 +215,8 @@ class Registry {
   void replyShared(uint32_t shapeId, uint64_t latencyNs, uint32_t bytesOut, bool error, const int32_t* codes,
                    size_t ncodes, uint64_t extraCodes);
   void retire(Recorder& recorder);
+  // Adds the recorder's per-shape and per-shard counts to the retired ones (both locks held).
+  void foldLocked(const Recorder& recorder);
 
   const StatsOptions options_;
   const int64_t started_ms_;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
+#include <regex>
 
 #include "evaluation/evaluator.h"
 #include "evaluation/sketches.h"
@@ -163,6 +164,30 @@ TEST(Sketches, BottomKIsIndependentOfFrequency) {
   k.add(1, "b");
   k.add(9, "c");
   EXPECT_EQ(k.values().size(), 3u);
+}
+
+// A connection that goes idle now and then (its session parks, issue 29) hands its batch over and
+// frees it: the evaluation sees exactly the same operations.
+TEST(EvaluatorScenario, ReleaseIdleChangesNothing) {
+  Evaluator plain(EvaluationOptions{}), idling(EvaluationOptions{});
+  auto a = plain.newObserver();
+  auto b = idling.newObserver();
+  OrderServiceOptions o;
+  int n = 0;
+  generateOrderService(o, [&](OwnedCommand& c) {
+    a->observe(c.view(), c.ns());
+    b->observe(c.view(), c.ns());
+    if (++n % 7 == 0) b->releaseIdle();
+  });
+  b->releaseIdle();
+  b->releaseIdle();
+  // Both saw every operation at (nearly) the same time: the observation times are left out.
+  auto timeless = [](const std::string& s) {
+    static const std::regex seconds(R"("seconds":[0-9.e+-]+)"), micros("[0-9]{16}");
+    return std::regex_replace(std::regex_replace(s, seconds, "\"seconds\":_"), micros, "_");
+  };
+  EXPECT_EQ(timeless(idling.renderJson()), timeless(plain.renderJson()));
+  EXPECT_EQ(timeless(idling.exportSketches()), timeless(plain.exportSketches()));
 }
 
 TEST(EvaluatorBounds, NamespacesAreCapped) {

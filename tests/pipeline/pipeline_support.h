@@ -70,6 +70,8 @@ class RecordingObserver : public Observer {
                        reply.rerun ? reply.rerun->targeting : routing::Targeting::Unclassified});
   }
   void onClose() override { ++closes; }
+  void onIdle() override { ++idles; }
+  int idles = 0;
 };
 
 // One client connection's pipeline, with its environment and a recording observer.

@@ -3,6 +3,7 @@
 // against a hand-set environment (routing table, lookup rule, fault) and a shared cursor registry.
 #include <gtest/gtest.h>
 
+#include "pipeline/statistics_observer.h"
 #include "tests/pipeline/pipeline_support.h"
 
 namespace shardscope::pipeline::testing {
@@ -46,6 +47,37 @@ TEST_F(PipelineTest, ForwardsTheRequestAndTellsObserversOnceEachWay) {
   EXPECT_TRUE(conn.pipeline.pending().empty());
   conn.pipeline.onClose();
   EXPECT_EQ(conn.observer.closes, 1);
+}
+
+// A parked connection (issue 29): with a request in flight nothing is released; once its reply is
+// in, the observers and the statistics recorder give their memory back, and counting goes on.
+TEST_F(PipelineTest, ReleaseIdleWaitsForTheRepliesAndKeepsTheCounts) {
+  Connection conn(env, &cursors);
+  StatisticsObserver stats(*conn.recorder);
+  conn.pipeline.addObserver(stats);
+  auto find = request(R"({"find": "orders", "filter": {"customerId": "C0100"}, "$db": "shop"})", 7);
+  conn.send(find);
+  conn.pipeline.releaseIdle();
+  EXPECT_EQ(conn.observer.idles, 0);
+  EXPECT_EQ(conn.recorder->slotCount(), 1u);
+  auto answer = reply(cursorReply(0, "firstBatch", R"({"_id": 1})"), 7);
+  conn.receive(answer);
+  conn.pipeline.releaseIdle();
+  EXPECT_EQ(conn.observer.idles, 1);
+  EXPECT_EQ(conn.recorder->slotCount(), 0u);
+
+  auto again = request(R"({"find": "orders", "filter": {"customerId": "C0200"}, "$db": "shop"})", 8);
+  conn.send(again);
+  auto answer2 = reply(cursorReply(0, "firstBatch", R"({"_id": 2})"), 8);
+  conn.receive(answer2);
+  EXPECT_EQ(conn.observer.replies.size(), 2u);
+  conn.pipeline.releaseIdle();
+  stats::Snapshot snap = conn.registry.snapshot();
+  ASSERT_EQ(snap.shapes.size(), 1u);
+  EXPECT_EQ(snap.shapes[0].counters.count, 2u);
+  EXPECT_EQ(snap.shapes[0].counters.latency.total(), 2u);
+  EXPECT_EQ(snap.totals.ops, 2u);
+  EXPECT_EQ(snap.totals.replies, 2u);
 }
 
 TEST_F(PipelineTest, FireAndForgetIsReportedWithoutAReply) {

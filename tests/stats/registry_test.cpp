@@ -118,6 +118,73 @@ TEST(Registry, TotalsSurviveConnectionClose) {
   EXPECT_EQ(registry.process().connections_active.load(), 0);
 }
 
+// /metrics without the process_* families (RSS and CPU move between two renders).
+std::string withoutProcessLines(const std::string& metrics) {
+  std::string out;
+  size_t at = 0;
+  while (at < metrics.size()) {
+    size_t end = metrics.find('\n', at);
+    if (end == std::string::npos) end = metrics.size();
+    std::string_view line(metrics.data() + at, end - at);
+    if (line.find("process_") == std::string_view::npos) out.append(line).push_back('\n');
+    at = end + 1;
+  }
+  return out;
+}
+
+// An idle connection (its session parked) folds its counts into the registry and holds no slot;
+// /stats shows exactly what it showed before, and the connection keeps counting afterwards.
+TEST(Registry, ReleaseIdleKeepsEveryCount) {
+  Registry registry;
+  auto rec = registry.newRecorder();
+  rec->onConnectionOpen();
+  Command c(R"({"find":"orders","filter":{"status":"x"},"$db":"shop"})");
+  Command other(R"({"find":"orders","filter":{"customerId":"C1"},"sort":{"orderDate":-1},"$db":"shop"})");
+  auto t = target(routing::Targeting::Single, {1});
+  for (int i = 0; i < 5; ++i) rec->onReply(rec->onRequest(c.view, "shop.orders", t, 10), protocol::ReplyFacts{}, 20, 1000);
+  rec->onReply(rec->onRequest(other.view, "shop.orders", target(routing::Targeting::Broadcast, {0, 1, 2}), 30),
+               protocol::ReplyFacts{}, 40, 2'000'000);
+  const std::string metricsBefore = registry.renderPrometheus({});
+  ASSERT_EQ(rec->slotCount(), 2u);
+
+  rec->releaseIdle();
+  EXPECT_EQ(rec->slotCount(), 0u);
+  EXPECT_EQ(rec->cachedShapes(), 0u);
+  Snapshot snap = registry.snapshot();
+  ASSERT_NE(findShape(snap, "find", kByStatus), nullptr);
+  EXPECT_EQ(findShape(snap, "find", kByStatus)->counters.count, 5u);
+  EXPECT_EQ(findShape(snap, "find", kByStatus)->counters.latency.total(), 5u);
+  ASSERT_NE(findShape(snap, "find", kByCustomer), nullptr);
+  EXPECT_EQ(findShape(snap, "find", kByCustomer)->counters.fanout.counts[3], 1u);
+  EXPECT_EQ(snap.totals.ops, 6u);
+  EXPECT_EQ(snap.totals.replies, 6u);
+  ASSERT_EQ(snap.shardOps.size(), 3u);
+  EXPECT_EQ(snap.shardOps[1], 6u);
+  EXPECT_EQ(snap.shardOps[0], 1u);
+  ASSERT_EQ(snap.connections.size(), 1u);
+  EXPECT_EQ(snap.connections[0].totals.ops, 6u);  // the connection's own totals stay with it
+  // /metrics shows the same (but for the process figures), and so does the snapshot behind /stats.
+  EXPECT_EQ(withoutProcessLines(registry.renderPrometheus({})), withoutProcessLines(metricsBefore));
+
+  // Counting goes on in new slots; a second release with nothing new is a no-op.
+  rec->onReply(rec->onRequest(c.view, "shop.orders", t, 10), protocol::ReplyFacts{}, 20, 1000);
+  EXPECT_EQ(rec->slotCount(), 1u);
+  snap = registry.snapshot();
+  EXPECT_EQ(findShape(snap, "find", kByStatus)->counters.count, 6u);
+  EXPECT_EQ(snap.shardOps[1], 7u);
+  rec->releaseIdle();
+  rec->releaseIdle();
+  snap = registry.snapshot();
+  EXPECT_EQ(findShape(snap, "find", kByStatus)->counters.count, 6u);
+  EXPECT_EQ(findShape(snap, "find", kByStatus)->counters.latency.total(), 6u);
+  EXPECT_EQ(snap.totals.ops, 7u);
+  rec->onConnectionClose();
+  rec.reset();
+  snap = registry.snapshot();
+  EXPECT_EQ(findShape(snap, "find", kByStatus)->counters.count, 6u);
+  EXPECT_EQ(snap.totals.ops, 7u);
+}
+
 TEST(Registry, ErrorsByCode) {
   Registry registry;
   auto rec = registry.newRecorder();
