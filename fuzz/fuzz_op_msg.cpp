@@ -1,9 +1,12 @@
 // libFuzzer: framing, OP_MSG / OP_QUERY / OP_REPLY / OP_COMPRESSED decoding and the command view,
-// exactly as the proxy's request path runs them on untrusted client bytes.
+// exactly as the proxy's request path runs them on untrusted client bytes. The same bytes, read as
+// a document sequence's contents, must get the same verdict from BsonStreamCheck as from decodeOpMsg.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "protocol/bson_stream_check.h"
 #include "protocol/command_view.h"
 #include "protocol/compression.h"
 #include "protocol/frame_reader.h"
@@ -43,8 +46,34 @@ static void inspect(std::span<const uint8_t> message) {
   }
 }
 
+// `run` as a kind-1 section's documents, fed in pieces whose sizes come from the bytes themselves.
+static void checkStream(std::span<const uint8_t> run) {
+  static const uint8_t kEmptyBody[] = {5, 0, 0, 0, 0};
+  const DocumentSequence seq{"d", run};
+  std::vector<uint8_t> message;
+  encodeOpMsg(MsgHeader{}, 0, kEmptyBody, {&seq, 1}, message);
+  OpMsg msg;
+  const bool expected = decodeOpMsg(message, msg).ok();
+
+  uint32_t state = 2166136261u;  // FNV-1a of the input seeds the cuts
+  for (uint8_t b : run) state = (state ^ b) * 16777619u;
+  BsonStreamCheck check;
+  bool ok = true;
+  for (size_t at = 0; at < run.size();) {
+    state = state * 1103515245u + 12345u;
+    const uint32_t r = state >> 16;
+    const size_t n = std::min<size_t>(run.size() - at, (r & 7) ? r % 9 : r % 4096);  // empty pieces too
+    const bool fed = check.feed(run.subspan(at, n));
+    if (fed && !ok) __builtin_trap();  // a refusal is final
+    ok = fed;
+    at += n;
+  }
+  if ((ok && check.atDocumentBoundary()) != expected) __builtin_trap();
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::span<const uint8_t> input(data, size);
+  checkStream(input);
   FrameReader reader(1 << 20);
   while (!input.empty()) {
     auto r = reader.next(input);

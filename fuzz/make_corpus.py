@@ -151,7 +151,28 @@ def op_msg_seeds() -> dict[str, bytes]:
     s["sections_flood"] = op_msg(ping, [(f"s{i}", []) for i in range(3000)])
     s["sections_long_ids"] = op_msg(ping, [("x" * 250 + str(i), []) for i in range(8)])
     s["insert_many_docs"] = op_msg(INSERT_BODY, [("documents", [{"customerId": f"C{i}"} for i in range(1500)])])
+    # The same bytes are also read as a document sequence's contents (BsonStreamCheck vs decodeOpMsg).
+    s["document_run_all_types"] = document_run()
     return s
+
+
+def document_run() -> bytes:
+    """Three documents back to back holding every BSON type, the ones pymongo cannot write spelled out."""
+    def element(t: int, key: bytes, value: bytes) -> bytes:
+        return bytes([t]) + key + b"\x00" + value
+
+    def string(v: bytes) -> bytes:
+        return struct.pack("<i", len(v) + 1) + v + b"\x00"
+
+    raw = (element(0x06, b"undef", b"") + element(0x0C, b"ptr", string(b"coll") + bytes(12))
+           + element(0x0E, b"sym", string(b"s")) + element(0x13, "k\u00e9y".encode(), bytes(16)))
+    legacy = struct.pack("<i", 4 + len(raw) + 1) + raw + b"\x00"
+    typed = enc([("d", 1.5), ("s", "t\u00fc"), ("o", {"a": [1, {"b": None}]}), ("b", bson.Binary(b"xyz", 0)),
+                 ("old", bson.Binary(b"xyz", 2)), ("id", ObjectId("64b7f0000000000000000003")), ("t", True),
+                 ("dt", bson.datetime.datetime(2024, 1, 1)), ("r", Regex("^a", "i")), ("c", bson.Code("f()")),
+                 ("w", bson.Code("g()", {"v": 1})), ("i", 7), ("ts", bson.Timestamp(1, 2)), ("l", Int64(9)),
+                 ("min", MinKey()), ("max", MaxKey())])
+    return typed + legacy + enc({})
 
 
 def query_shape_seeds() -> dict[str, bytes]:

@@ -22,7 +22,7 @@ constexpr uint32_t kAllowedFlags = kRequiredFlagBits | kExhaustAllowed;
 // document that ends exactly at its terminator. String values are not decoded: no reader of client
 // documents in the proxy needs them to be UTF-8 (libbson's JSON writers answer NULL for invalid
 // ones, and callers check). Work is linear in the document's bytes and independent of its strings.
-constexpr int kMaxBsonDepth = 200;
+// protocol/bson_stream_check.cpp holds the same rules for bytes that pass without being held.
 
 bool wellFormed(const uint8_t* data, size_t size, int depth);
 

@@ -49,6 +49,7 @@ struct OpMsgLimits {
 // document terminated and at most 200 levels deep (what MongoDB accepts). String values are not
 // decoded (see op_msg.cpp): the check costs the same for a 16 MB string as for an empty one. Every
 // document read from a client passes this.
+constexpr int kMaxBsonDepth = 200;
 bool isValidBson(std::span<const uint8_t> doc);
 
 // `message` is the whole message including its header. `out` is reused (keeps capacity).
