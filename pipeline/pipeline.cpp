@@ -67,7 +67,7 @@ void Pipeline::releaseIdle() {
   releaseIfLarge(request_plain_, 0), releaseIfLarge(request_rewritten_, 0), releaseIfLarge(request_wire_, 0);
   releaseIfLarge(reply_plain_, 0), releaseIfLarge(reply_rewritten_, 0), releaseIfLarge(reply_wire_, 0);
   releaseIfLarge(answer_, 0), releaseIfLarge(rerun_message_, 0), releaseIfLarge(rerun_wire_, 0);
-  releaseIfLarge(rerun_batch_, 0), releaseIfLarge(confirm_message_, 0);
+  releaseIfLarge(rerun_batch_, 0), releaseIfLarge(confirm_message_, 0), releaseIfLarge(stream_head_, 0);
   rewritten_.reset();
   shape_.release();
 }
@@ -152,6 +152,43 @@ RequestAction Pipeline::onOpMsgRequest(std::span<uint8_t> message, std::optional
     return answerClient(request_rewritten_, clientCompressor, *error);
   }
 
+  return onDecodedRequest(message, clientCompressor);
+}
+
+size_t Pipeline::planStreamedRequest(std::span<const uint8_t> prefix, size_t messageSize) {
+  constexpr size_t kBodyAt = protocol::kHeaderSize + 5;  // the header, the flags, the section's kind
+  if (!observers_.empty() || upstream_compressor_ || !handshake_seen_ || prefix.size() < kBodyAt + 5) return 0;
+  if (protocol::readHeader(prefix.data()).opCode != static_cast<int32_t>(OpCode::Msg)) return 0;
+  if ((protocol::loadUint32(prefix.data() + protocol::kHeaderSize) & protocol::kChecksumPresent) || prefix[kBodyAt - 1] != 0)
+    return 0;
+  const int32_t bodyBytes = protocol::loadInt32(prefix.data() + kBodyAt);
+  if (bodyBytes < 5 || static_cast<size_t>(bodyBytes) > prefix.size() - kBodyAt) return 0;
+  const size_t head = kBodyAt + static_cast<size_t>(bodyBytes);
+  if (head >= messageSize || messageSize > UINT32_MAX) return 0;
+  // Decoded as a message of its head alone: what decodeOpMsg checks of the body, checked now.
+  stream_head_.assign(prefix.begin(), prefix.begin() + static_cast<std::ptrdiff_t>(head));
+  protocol::storeInt32(stream_head_.data(), static_cast<int32_t>(head));
+  if (!protocol::decodeOpMsg(stream_head_, msg_).ok() || !protocol::buildCommandView(msg_, view_).ok()) return 0;
+  const auto kind = view_.traits.kind;
+  if (kind != protocol::CommandKind::Insert && kind != protocol::CommandKind::Update && kind != protocol::CommandKind::Delete)
+    return 0;
+  if (env_.lookupRule(view_.ns(ns_buffer_))) return 0;
+  stream_wire_bytes_ = static_cast<uint32_t>(messageSize);
+  return head;
+}
+
+RequestAction Pipeline::onStreamedRequest() {
+  auto action = onDecodedRequest(stream_head_, std::nullopt);
+  if (!action.to_upstream.empty()) {
+    // planStreamedRequest let through only requests that go upstream as they came.
+    if (action.to_upstream.data() != stream_head_.data() || action.to_upstream.size() != stream_head_.size())
+      throw std::logic_error("a streamed request's head was rewritten");
+    protocol::storeInt32(stream_head_.data(), static_cast<int32_t>(stream_wire_bytes_));
+  }
+  return action;
+}
+
+RequestAction Pipeline::onDecodedRequest(std::span<uint8_t> message, std::optional<Compressor> clientCompressor) {
   if (pending_.full() && !msg_.moreToCome()) return refuseOverPendingLimit(msg_.header.requestId, clientCompressor, false);
 
   PendingOp op;
@@ -404,7 +441,7 @@ Pipeline::StreamPlan Pipeline::planStreamedReply(std::span<const uint8_t> prefix
       op->first_hello || op->reply_compressor || op->client_request_id || op->injected_fault)
     return {};
   const bool readsReply = !observers_.empty() || (op->sharded && settings_.cursors) || settings_.report_stale_routing;
-  if (!readsReply) return {.stream = true};
+  if (!readsReply) return {.stream = true, .batch = std::nullopt};
   for (const Observer* o : observers_)
     if (o->needsReplyDocuments()) return {};
   auto batch = protocol::locateCursorBatch(prefix, messageSize);

@@ -87,6 +87,19 @@ class Pipeline {
   // Once streamed: `message` is the reply's summary (a plan with a batch; decoded, learned from and
   // shown to the observers as the reply) or its head; `wireBytes` the reply's size.
   void onStreamedReply(std::span<uint8_t> message, uint32_t wireBytes, bool summary);
+  // Streaming a large request (issue 29): whether the OP_MSG of `messageSize` bytes whose first
+  // bytes are `prefix` may go upstream as it arrives, never whole in memory. Only an insert,
+  // update or delete (no checksum) whose body section comes first and lies whole in `prefix`,
+  // when nothing reads or changes its documents: no observer (statistics, evaluation, mirror and
+  // capture read them), no lookup rule on its namespace, no compression towards upstream, the
+  // handshake done. Returns the head's size (header, flags, body section); 0 for no: the frame is
+  // taken whole as before. The head stays decoded for onStreamedRequest.
+  static constexpr size_t kStreamRequestPrefixBytes = 16 * 1024;
+  size_t planStreamedRequest(std::span<const uint8_t> prefix, size_t messageSize);
+  // The request planned last, handled as a request made of its head: `to_upstream` is the head
+  // (its length the whole message's), the session relays the rest after it; or the proxy answers
+  // it (a fault, the pending limit: `to_upstream` empty) and the rest is read and dropped.
+  RequestAction onStreamedRequest();
   void onClose();
   // The connection went idle (the session parked it, issue 29): with no request in flight, the
   // observers and the statistics recorder give back what they keep for the next requests, and so
@@ -102,6 +115,8 @@ class Pipeline {
  private:
   RequestAction onOpMsgRequest(std::span<uint8_t> message, std::optional<protocol::Compressor> clientCompressor);
   RequestAction onQueryRequest(std::span<uint8_t> message);
+  // An OP_MSG request once msg_ and view_ hold it, decoded and valid.
+  RequestAction onDecodedRequest(std::span<uint8_t> message, std::optional<protocol::Compressor> clientCompressor);
   // The proxy answers the client itself, as mongod would (`reply` is plain); nothing goes upstream.
   RequestAction answerClient(std::span<const uint8_t> reply, std::optional<protocol::Compressor> compressor,
                              const protocol::ServerError& error);
@@ -154,6 +169,8 @@ class Pipeline {
   std::vector<uint8_t> reply_rewritten_, reply_wire_;
   std::vector<uint8_t> rerun_message_, rerun_wire_, rerun_batch_;  // a rewritten command's original, re-run
   std::vector<uint8_t> confirm_message_;  // a confirming read
+  std::vector<uint8_t> stream_head_;      // a streamed request's head, its length the head's own while decoded
+  uint32_t stream_wire_bytes_ = 0;        // the streamed request's whole size
   protocol::OpMsg msg_, reply_msg_;
   protocol::CommandView view_;
   // A lookup rewrite's output: its body and sequences (never re-decoded) and its view. Made by the

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "proxy/op_msg_section_check.h"
+#include "proxy/document_sequences_check.h"
 #include "proxy/upstream_connect.h"
 
 namespace shardscope::proxy {
@@ -182,12 +183,16 @@ awaitable<void> Session::run() {
       asio::co_spawn(executor_, upstreamToClient(), asio::detached);
       startWatchdog();
       for (;;) {
-        size_t size, need = 0;
+        size_t size, need = 0, streamHead = 0;
         int reads = 0;
         while ((size = completeFrame(client_in_, true, need)) == 0) {
-          if (need >= kLargeMessageBytes && !budget_share_.granted(BudgetShare::FromClient))
+          // A large frame's first bytes first, so that whether it streams is known before it is buffered whole.
+          const bool large = need >= kLargeMessageBytes;
+          const bool headOnly = large && client_in_.buffered().size() < pipeline::Pipeline::kStreamRequestPrefixBytes;
+          if (large && !headOnly && (streamHead = streamsRequest(need)) != 0) break;
+          if (large && !headOnly && !budget_share_.granted(BudgetShare::FromClient))
             admitLarge(BudgetShare::FromClient, need);
-          auto space = client_in_.writable(need);
+          auto space = client_in_.writable(headOnly ? pipeline::Pipeline::kStreamRequestPrefixBytes : need);
           size_t n = client_.readNow(space);
           const bool waited = n == 0;
           if (waited) {
@@ -216,6 +221,12 @@ awaitable<void> Session::run() {
             reads = 0;
             co_await asio::post(executor_, use_awaitable);
           }
+        }
+        if (streamHead) {
+          co_await relayRequest(need, streamHead);
+          client_in_.shrinkIfIdle();
+          client_burst_ = 0;
+          continue;
         }
         auto action = pipeline_.onRequest(client_in_.frame(size));
         if (action.delay.count()) co_await sleepFor(action.delay);  // fault injection
@@ -501,6 +512,78 @@ awaitable<void> Session::relayReply(size_t size) {
   for (size_t at : {size_t{0}, batch->body_at, batch->cursor_at})
     protocol::storeInt32(summary.data() + at, protocol::loadInt32(summary.data() + at) - removed);
   pipeline_.onStreamedReply(summary, static_cast<uint32_t>(size), true);
+}
+
+size_t Session::streamsRequest(size_t need) {
+  if (client_in_.capacity() >= need) return 0;  // asked before: the buffer grew for the whole frame
+  return pipeline_.planStreamedRequest(client_in_.buffered(), need);
+}
+
+// As relayReply, the other way: the frame buffer is the relay chunk, each read takes at most what
+// is left of the message, so a 16 MB insert holds 64 KiB. The sequences are checked before each
+// chunk leaves: a malformed one closes both connections (upstream has part of a message).
+awaitable<void> Session::relayRequest(size_t size, size_t headBytes) {
+  auto action = pipeline_.onStreamedRequest();
+  if (action.delay.count()) co_await sleepFor(action.delay);  // fault injection
+  send(client_out_, action.to_client);  // answered by the proxy: the rest is read and dropped
+  const bool forward = !action.to_upstream.empty();
+  if (forward) {
+    co_await drainBox(*upstream_, upstream_out_);  // what was queued before goes first, whole
+    upstream_out_.writer_running = true;  // the other loop's messages for upstream wait for this one
+    upstream_out_.in_place = size;
+  }
+  struct Done {
+    Session& s;
+    bool forward;
+    bool whole = false;
+    ~Done() {
+      if (!forward) return;
+      s.upstream_out_.writer_running = false, s.upstream_out_.in_place = 0, s.upstream_out_.bytesLeft();
+      if (!whole) s.upstream_->close();  // upstream must not read what follows as the message's rest
+      else s.flushBox(*s.upstream_, s.upstream_out_);
+    }
+  } done{*this, forward};
+  if (forward) {
+    auto rest = upstream_->writeNow(action.to_upstream);
+    if (!rest.empty()) co_await upstream_->writeAll(asio::buffer(rest.data(), rest.size()));
+  }
+  client_in_.consume(headBytes);
+  DocumentSequencesCheck sequences(size - headBytes);
+  size_t left = size - headBytes;
+  int reads = 0;
+  for (;;) {
+    const auto buffered = client_in_.buffered();
+    const auto chunk = buffered.first(std::min(buffered.size(), left));
+    if (!chunk.empty()) {
+      if (!sequences.feed(chunk)) throw ProtocolError("client: malformed document sequence in a streamed request");
+      if (forward) {
+        auto rest = upstream_->writeNow(chunk);
+        if (!rest.empty()) co_await upstream_->writeAll(asio::buffer(rest.data(), rest.size()));
+      }
+      client_in_.consume(chunk.size());
+      left -= chunk.size();
+      upstream_out_.in_place = forward ? left : 0;
+      last_activity_ = Clock::now();
+    }
+    if (left == 0) break;
+    auto space = client_in_.writable(std::min(left, kRelayChunkBytes));
+    space = space.first(std::min(space.size(), left));
+    size_t n = client_.readNow(space);
+    if (n == 0) {
+      n = co_await client_.readSome(asio::buffer(space.data(), space.size()));
+      client_.noteRead(n, space.size());
+      reads = 0;
+    } else if (++reads == kMaxReadsWithoutYield) {
+      reads = 0;
+      co_await asio::post(executor_, use_awaitable);
+    }
+    client_in_.commit(n);
+  }
+  if (!sequences.complete()) throw ProtocolError("client: malformed document sequence in a streamed request");
+  done.whole = true;
+  frame_deadline_ = Clock::time_point::max();  // the frame is in: no frame-read deadline
+  if (action.awaits_reply && ctx_.config.timeouts.request_ms)
+    armDeadline(Clock::now() + std::chrono::milliseconds(ctx_.config.timeouts.request_ms));
 }
 
 // A large message goes out from where it lies (the frame buffer or a scratch buffer), without a

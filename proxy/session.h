@@ -83,6 +83,12 @@ class Session : public std::enable_shared_from_this<Session> {
   // frame); its plan is kept in stream_plan_ for relayReply.
   bool streamsReply(size_t need);
   pipeline::Pipeline::StreamPlan stream_plan_;
+  // A large request that nothing needs whole (Pipeline::planStreamedRequest) goes upstream as it
+  // arrives, its document sequences checked as they pass (issue 29); `headBytes` of its first bytes
+  // (header, flags, body) are in client_in_. A failure mid-message closes the upstream connection.
+  awaitable<void> relayRequest(size_t size, size_t headBytes);
+  // The streamed request's head size, or 0 (asked once per frame, like streamsReply).
+  size_t streamsRequest(size_t need);
   // A large message (>= kLargeMessageBytes) written from where it lies, not copied into the box.
   awaitable<void> sendInPlace(Stream& stream, Outbox& box, std::span<const uint8_t> bytes);
   // Parking (issue 29): a connection idle for kParkAfter holds no buffer. The watchdog ends each

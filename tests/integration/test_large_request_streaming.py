@@ -1,0 +1,151 @@
+"""Large requests streamed upstream as they arrive (issue 29, item 2).
+
+With no feature reading client documents (statistics and evaluation off, no lookup rule, no mirror
+or capture), an insert, update or delete of at least 1 MiB whose body section comes first goes
+upstream 64 KiB at a time once its head is decoded; its document sequences are checked as they
+pass (protocol/bson_stream_check.h), never held whole. Through pymongo to FerretDB the documents
+arrive as sent and the proxy's heap does not grow by the message's size. The failure tests use a
+scripted upstream (a WirePeer) because they must see exactly which bytes arrived: a malformed
+document late in a streamed insert closes the client's connection and the upstream connection
+(it holds part of a message), no complete insert reaches the upstream, and other connections go on.
+"""
+from __future__ import annotations
+
+import os
+import struct
+import time
+
+import bson
+import pymongo
+import pytest
+
+from malloc_counter import preload_env, read_counter
+from wire_peer import OP_MSG, RawClient, header, next_request_id
+
+pytestmark = pytest.mark.needs_proxy
+
+SANITIZED = "ASAN_OPTIONS" in os.environ or "TSAN_OPTIONS" in os.environ
+MIB = 1 << 20
+FORWARD_ONLY = ("--stats.enabled", "false", "--evaluation.enabled", "false")
+
+
+def _big_docs(count: int = 14) -> list[dict]:
+    return [{"_id": i, "pad": bytes([65 + i]) * 1_000_000, "n": i} for i in range(count)]  # one ~14 MB batch
+
+
+def _stored(uri: str) -> list[dict]:
+    with pymongo.MongoClient(uri, serverSelectionTimeoutMS=10000, socketTimeoutMS=60000) as c:
+        return list(c.test.bigin.find({}).sort("_id", 1))
+
+
+@pytest.mark.skipif(SANITIZED, reason="a sanitizer's quarantine keeps freed memory resident")
+@pytest.mark.parametrize("write_concern", [1, 0])
+def test_large_insert_through_the_proxy_arrives_whole_and_is_not_held_whole(ferretdb, proxy, workdir, write_concern):
+    docs = _big_docs()
+    log = workdir / "malloc.log"
+    px = proxy(ferretdb.uri, *FORWARD_ONLY, env=preload_env(workdir, log))
+    with pymongo.MongoClient(ferretdb.uri) as direct:
+        direct.test.bigin.drop()
+    with pymongo.MongoClient(px.uri, maxPoolSize=1, socketTimeoutMS=60000, w=write_concern) as c:
+        assert c.admin.command("ping")["ok"] == 1.0
+        heap_before = read_counter(px.process.pid, log, "bytes")
+        c.test.bigin.insert_many(docs)  # one OP_MSG with a ~14 MB document sequence (w=0: moreToCome)
+        heap_growth = read_counter(px.process.pid, log, "bytes") - heap_before
+        # The connection goes on after it (w=0 gets no reply: a ping proves the insert was framed right).
+        assert c.admin.command("ping")["ok"] == 1.0
+    print(f"~14 MB insert (w={write_concern}): heap handed out {heap_growth / MIB:.2f} MiB")
+    deadline = time.monotonic() + 20
+    while len(stored := _stored(ferretdb.uri)) < len(docs) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert stored == docs
+    # Taken whole (before), the frame buffer alone was the message's size.
+    assert heap_growth < 1 * MIB, f"the proxy allocated {heap_growth / MIB:.1f} MiB for a 14 MB insert"
+
+
+def test_large_insert_streamed_with_tls_on_both_sides(ferretdb_factory, tls_material, proxy, workdir):
+    m = tls_material
+    fdb = ferretdb_factory(tls={"cert": m["server_cert"], "key": m["server_key"], "ca": m["ca"]})
+    upstream = fdb.tls_uri(m["ca"], m["client_pem"])
+    docs = _big_docs()
+    with pymongo.MongoClient(upstream) as direct:
+        direct.test.bigin.drop()
+    log = workdir / "malloc.log"
+    px = proxy(upstream, *FORWARD_ONLY, "--tls-cert-file", m["server_cert"], "--tls-key-file", m["server_key"],
+               tls_ca=m["ca"], env=preload_env(workdir, log))
+    with pymongo.MongoClient(px.uri, maxPoolSize=1, socketTimeoutMS=60000) as c:
+        assert c.admin.command("ping")["ok"] == 1.0
+        heap_before = read_counter(px.process.pid, log, "bytes")
+        c.test.bigin.insert_many(docs)
+        heap_growth = read_counter(px.process.pid, log, "bytes") - heap_before
+    assert _stored(upstream) == docs
+    print(f"~14 MB insert over TLS: heap handed out {heap_growth / MIB:.2f} MiB")
+    if not SANITIZED:
+        assert heap_growth < 1 * MIB, f"the proxy allocated {heap_growth / MIB:.1f} MiB for a 14 MB insert over TLS"
+
+
+def test_large_insert_with_statistics_on_is_taken_whole_and_counted(ferretdb, proxy):
+    # Statistics read every inserted document (its shard key's target): nothing streams, all counted.
+    docs = _big_docs(4)
+    px = proxy(ferretdb.uri, admin=True)
+    with pymongo.MongoClient(ferretdb.uri) as direct:
+        direct.test.bigin.drop()
+    with pymongo.MongoClient(px.uri, socketTimeoutMS=60000) as c:
+        c.test.bigin.insert_many(docs)
+    assert _stored(ferretdb.uri) == docs
+    assert px.alive()
+
+
+# ---- a scripted upstream: which bytes of a streamed request arrived ----------------------------
+
+
+def _insert_frame(documents: bytes, collection: str = "orders") -> bytes:
+    body = bson.encode({"insert": collection, "$db": "shop", "ordered": True})
+    seq = b"documents\x00" + documents
+    payload = struct.pack("<I", 0) + b"\x00" + body + b"\x01" + struct.pack("<i", 4 + len(seq)) + seq
+    return header(16 + len(payload), next_request_id(), 0, OP_MSG) + payload
+
+
+def _flag_document(doc_id: int, flag: int, pad: int = 1_500_000) -> bytes:
+    # {_id, pad: "yyyy...", flag: <bool byte>}: a bool byte of 2 is invalid BSON, 1.5 MB into the message.
+    elements = (b"\x10_id\x00" + struct.pack("<i", doc_id) +
+                b"\x02pad\x00" + struct.pack("<i", pad + 1) + b"y" * pad + b"\x00" +
+                b"\x08flag\x00" + bytes([flag]))
+    return struct.pack("<i", 4 + len(elements) + 1) + elements + b"\x00"
+
+
+def test_a_streamed_insert_reaches_the_upstream_byte_for_byte(wire_peer, proxy):
+    peer = wire_peer()
+    px = proxy(peer.uri, *FORWARD_ONLY)
+    frame = _insert_frame(_flag_document(1, 1) + _flag_document(2, 0))
+    with RawClient.for_address(px.address, timeout=30) as rc:
+        rc.hello()
+        rc.send(frame)
+        reply = rc.recv_message(timeout=30)
+        assert reply is not None and reply.effective.body.get("ok") == 1.0
+    f = peer.wait_for(lambda f: f.command_name == "insert", timeout=10)
+    assert f is not None
+    raw = f.message.effective.raw
+    assert len(raw) == len(frame) and raw[16:] == frame[16:], "the streamed insert changed on its way"
+
+
+@pytest.mark.parametrize("where", ["late", "first document"])
+def test_a_malformed_streamed_insert_closes_its_connections_and_only_them(wire_peer, proxy, where):
+    peer = wire_peer()
+    px = proxy(peer.uri, *FORWARD_ONLY)
+    docs = _flag_document(1, 1) + _flag_document(2, 2) if where == "late" else _flag_document(1, 2) + _flag_document(2, 1)
+    with RawClient.for_address(px.address, timeout=10) as bystander, RawClient.for_address(px.address, timeout=10) as rc:
+        bystander.hello()
+        rc.hello()
+        try:
+            rc.send(_insert_frame(docs))
+        except OSError:
+            pass  # the proxy may close before the last bytes are taken
+        closed, got = rc.drain(timeout=10)
+        assert closed and not got, "the proxy answered or kept open a connection that sent invalid BSON"
+        time.sleep(0.3)
+        assert not [f for f in peer.frames_snapshot() if f.command_name == "insert"], "a malformed insert reached the upstream whole"
+        # The other client's connection is untouched.
+        assert bystander.command({"ping": 1}).effective.body.get("ok") == 1.0
+        ok = bystander.command({"insert": "orders", "documents": [{"_id": 3}]}, db="shop")
+        assert ok.effective.body.get("ok") == 1.0
+    assert px.alive()
