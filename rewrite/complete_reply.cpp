@@ -108,7 +108,7 @@ bool learnFromCompleteReply(LookupIndex& index, const std::string& values, const
   std::vector<Seen> seen;
   bson_iter_t r;
   if (!bson_iter_init(&r, &requested)) return false;
-  while (bson_iter_next(&r)) seen.push_back({canonicalValueKey(r)});
+  while (bson_iter_next(&r)) seen.push_back({.key = canonicalValueKey(r), .value = {}, .canon = {}});
   bson_iter_t d;
   if (!bson_iter_init(&d, &batch)) return false;
   while (bson_iter_next(&d)) {

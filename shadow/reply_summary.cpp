@@ -48,8 +48,6 @@ void digestArray(const bson_iter_t& arrayIt, uint64_t& count, uint64_t& digest) 
   }
 }
 
-int64_t asInt(const bson_iter_t& it) { return BSON_ITER_HOLDS_NUMBER(&it) ? bson_iter_as_int64(&it) : 0; }
-
 }  // namespace
 
 bool isPerClusterReplyField(std::string_view k) {

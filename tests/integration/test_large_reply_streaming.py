@@ -53,13 +53,6 @@ def _find_counts(stats: dict) -> tuple[int, int, int]:
             sum(s["errors"]["total"] for s in shapes))
 
 
-def _find_counts(stats: dict) -> tuple[int, int, int]:
-    """test.big's finds: (requests, replies timed, errors), summed over their shapes."""
-    shapes = [s for s in stats["shapes"] if s["ns"] == "test.big" and s["command"] == "find"]
-    return (sum(s["count"] for s in shapes), sum(s["latency"]["count"] for s in shapes),
-            sum(s["errors"]["total"] for s in shapes))
-
-
 @pytest.mark.skipif(SANITIZED, reason="a sanitizer's quarantine keeps freed memory resident")
 def test_large_find_through_the_proxy_equals_direct_and_is_not_held_whole(ferretdb, proxy, workdir):
     docs = _insert_large(ferretdb.uri)
