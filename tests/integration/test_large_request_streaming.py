@@ -69,17 +69,19 @@ def test_large_insert_streamed_with_tls_on_both_sides(ferretdb_factory, tls_mate
     docs = _big_docs()
     with pymongo.MongoClient(upstream) as direct:
         direct.test.bigin.drop()
+    # Under a sanitizer (its stage runs the TLS tests) the relay is checked for correctness only: the
+    # malloc counter cannot be preloaded before the sanitizer's runtime.
     log = workdir / "malloc.log"
     px = proxy(upstream, *FORWARD_ONLY, "--tls-cert-file", m["server_cert"], "--tls-key-file", m["server_key"],
-               tls_ca=m["ca"], env=preload_env(workdir, log))
+               tls_ca=m["ca"], env=None if SANITIZED else preload_env(workdir, log))
     with pymongo.MongoClient(px.uri, maxPoolSize=1, socketTimeoutMS=60000) as c:
         assert c.admin.command("ping")["ok"] == 1.0
-        heap_before = read_counter(px.process.pid, log, "bytes")
+        heap_before = 0 if SANITIZED else read_counter(px.process.pid, log, "bytes")
         c.test.bigin.insert_many(docs)
-        heap_growth = read_counter(px.process.pid, log, "bytes") - heap_before
+        heap_growth = 0 if SANITIZED else read_counter(px.process.pid, log, "bytes") - heap_before
     assert _stored(upstream) == docs
-    print(f"~14 MB insert over TLS: heap handed out {heap_growth / MIB:.2f} MiB")
     if not SANITIZED:
+        print(f"~14 MB insert over TLS: heap handed out {heap_growth / MIB:.2f} MiB")
         assert heap_growth < 1 * MIB, f"the proxy allocated {heap_growth / MIB:.1f} MiB for a 14 MB insert over TLS"
 
 

@@ -26,7 +26,8 @@ void appendInt32(Bytes& out, int32_t v) {
 Bytes document(std::mt19937& rng) {
   bson_t doc = BSON_INITIALIZER, child;
   BSON_APPEND_INT32(&doc, "_id", static_cast<int32_t>(rng()));
-  BSON_APPEND_UTF8(&doc, "pad", std::string(rng() % 300, 'x').c_str());
+  const std::string pad(rng() % 300, 'x');  // not inside the macro: it evaluates its value twice
+  BSON_APPEND_UTF8(&doc, "pad", pad.c_str());
   BSON_APPEND_BOOL(&doc, "flag", rng() % 2);
   BSON_APPEND_DOCUMENT_BEGIN(&doc, "sub", &child);
   BSON_APPEND_DOUBLE(&child, "d\xc3\xa9", 1.5);  // a two-byte UTF-8 key
