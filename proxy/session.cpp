@@ -491,18 +491,7 @@ awaitable<void> Session::relayReply(size_t size) {
     client_out_.in_place = left;
     last_activity_ = Clock::now();
     if (left == 0) break;
-    auto space = upstream_in_.writable(std::min(left, kRelayChunkBytes));
-    space = space.first(std::min(space.size(), left));
-    size_t n = upstream_->readNow(space);
-    if (n == 0) {
-      n = co_await upstream_->readSome(asio::buffer(space.data(), space.size()));
-      upstream_->noteRead(n, space.size());
-      reads = 0;
-    } else if (++reads == kMaxReadsWithoutYield) {
-      reads = 0;
-      co_await asio::post(executor_, use_awaitable);
-    }
-    upstream_in_.commit(n);
+    co_await readRelayChunk(*upstream_, upstream_in_, left, reads);
     chunk = upstream_in_.buffered();
   }
   if (!sections.complete()) throw ProtocolError("upstream: malformed OP_MSG sections in a streamed reply");
@@ -517,6 +506,24 @@ awaitable<void> Session::relayReply(size_t size) {
 size_t Session::streamsRequest(size_t need) {
   if (client_in_.capacity() >= need) return 0;  // asked before: the buffer grew for the whole frame
   return pipeline_.planStreamedRequest(client_in_.buffered(), need);
+}
+
+// The next relay chunk into `in`: at most kRelayChunkBytes and never past the message's `left`
+// bytes (the next frame stays unread); a run of reads that complete at once yields to the other
+// connections now and then.
+awaitable<void> Session::readRelayChunk(Stream& stream, FrameBuffer& in, size_t left, int& reads) {
+  auto space = in.writable(std::min(left, kRelayChunkBytes));
+  space = space.first(std::min(space.size(), left));
+  size_t n = stream.readNow(space);
+  if (n == 0) {
+    n = co_await stream.readSome(asio::buffer(space.data(), space.size()));
+    stream.noteRead(n, space.size());
+    reads = 0;
+  } else if (++reads == kMaxReadsWithoutYield) {
+    reads = 0;
+    co_await asio::post(executor_, use_awaitable);
+  }
+  in.commit(n);
 }
 
 // As relayReply, the other way: the frame buffer is the relay chunk, each read takes at most what
@@ -566,18 +573,7 @@ awaitable<void> Session::relayRequest(size_t size, size_t headBytes) {
       last_activity_ = Clock::now();
     }
     if (left == 0) break;
-    auto space = client_in_.writable(std::min(left, kRelayChunkBytes));
-    space = space.first(std::min(space.size(), left));
-    size_t n = client_.readNow(space);
-    if (n == 0) {
-      n = co_await client_.readSome(asio::buffer(space.data(), space.size()));
-      client_.noteRead(n, space.size());
-      reads = 0;
-    } else if (++reads == kMaxReadsWithoutYield) {
-      reads = 0;
-      co_await asio::post(executor_, use_awaitable);
-    }
-    client_in_.commit(n);
+    co_await readRelayChunk(client_, client_in_, left, reads);
   }
   if (!sequences.complete()) throw ProtocolError("client: malformed document sequence in a streamed request");
   done.whole = true;

@@ -78,6 +78,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // upstream_in_. A failure on either side mid-message closes the client connection.
   static constexpr size_t kRelayChunkBytes = 64 * 1024;
   awaitable<void> relayReply(size_t size);
+  awaitable<void> readRelayChunk(Stream& stream, FrameBuffer& in, size_t left, int& reads);
   awaitable<void> drainBox(Stream& stream, Outbox& box);
   // Whether the large reply whose head is buffered in upstream_in_ is streamed (asked once per
   // frame); its plan is kept in stream_plan_ for relayReply.
