@@ -459,18 +459,7 @@ awaitable<void> Session::relayReply(size_t size) {
     summary.assign(before.begin(), before.end());
     summary.insert(summary.end(), {5, 0, 0, 0, 0});
   }
-  client_out_.writer_running = true;  // the other loop's messages for the client wait for this one
-  client_out_.in_place = size;
-  struct Done {
-    Session& s;
-    bool whole = false;
-    ~Done() {
-      s.client_out_.writer_running = false, s.client_out_.in_place = 0, s.client_out_.bytesLeft();
-      // A half-sent message: the client must not read what follows as its rest.
-      if (!whole) s.client_.close();
-      else s.flushBox(s.client_, s.client_out_);
-    }
-  } done{*this};
+  InPlaceWrite writing(*this, client_, client_out_, size);
   OpMsgSectionCheck sections(size - head.size());
   size_t left = size;
   int reads = 0;
@@ -484,18 +473,17 @@ awaitable<void> Session::relayReply(size_t size) {
         summary.insert(summary.end(), chunk.begin() + static_cast<std::ptrdiff_t>(from), chunk.end());
       }
     }
-    auto rest = client_.writeNow(chunk);
-    if (!rest.empty()) co_await client_.writeAll(asio::buffer(rest.data(), rest.size()));
+    co_await writeWhole(client_, chunk);
     upstream_in_.consume(chunk.size());
     left -= chunk.size();
-    client_out_.in_place = left;
+    writing.left(left);
     last_activity_ = Clock::now();
     if (left == 0) break;
     co_await readRelayChunk(*upstream_, upstream_in_, left, reads);
     chunk = upstream_in_.buffered();
   }
   if (!sections.complete()) throw ProtocolError("upstream: malformed OP_MSG sections in a streamed reply");
-  done.whole = true;
+  writing.finished();
   if (!batch) co_return pipeline_.onStreamedReply(head, static_cast<uint32_t>(size), false);
   const int32_t removed = static_cast<int32_t>(batch->batch_bytes - 5);
   for (size_t at : {size_t{0}, batch->body_at, batch->cursor_at})
@@ -533,26 +521,11 @@ awaitable<void> Session::relayRequest(size_t size, size_t headBytes) {
   auto action = pipeline_.onStreamedRequest();
   if (action.delay.count()) co_await sleepFor(action.delay);  // fault injection
   send(client_out_, action.to_client);  // answered by the proxy: the rest is read and dropped
-  const bool forward = !action.to_upstream.empty();
-  if (forward) {
+  std::optional<InPlaceWrite> writing;  // none when the proxy answered: nothing goes upstream
+  if (!action.to_upstream.empty()) {
     co_await drainBox(*upstream_, upstream_out_);  // what was queued before goes first, whole
-    upstream_out_.writer_running = true;  // the other loop's messages for upstream wait for this one
-    upstream_out_.in_place = size;
-  }
-  struct Done {
-    Session& s;
-    bool forward;
-    bool whole = false;
-    ~Done() {
-      if (!forward) return;
-      s.upstream_out_.writer_running = false, s.upstream_out_.in_place = 0, s.upstream_out_.bytesLeft();
-      if (!whole) s.upstream_->close();  // upstream must not read what follows as the message's rest
-      else s.flushBox(*s.upstream_, s.upstream_out_);
-    }
-  } done{*this, forward};
-  if (forward) {
-    auto rest = upstream_->writeNow(action.to_upstream);
-    if (!rest.empty()) co_await upstream_->writeAll(asio::buffer(rest.data(), rest.size()));
+    writing.emplace(*this, *upstream_, upstream_out_, size);
+    co_await writeWhole(*upstream_, action.to_upstream);
   }
   client_in_.consume(headBytes);
   DocumentSequencesCheck sequences(size - headBytes);
@@ -563,20 +536,17 @@ awaitable<void> Session::relayRequest(size_t size, size_t headBytes) {
     const auto chunk = buffered.first(std::min(buffered.size(), left));
     if (!chunk.empty()) {
       if (!sequences.feed(chunk)) throw ProtocolError("client: malformed document sequence in a streamed request");
-      if (forward) {
-        auto rest = upstream_->writeNow(chunk);
-        if (!rest.empty()) co_await upstream_->writeAll(asio::buffer(rest.data(), rest.size()));
-      }
+      if (writing) co_await writeWhole(*upstream_, chunk);
       client_in_.consume(chunk.size());
       left -= chunk.size();
-      upstream_out_.in_place = forward ? left : 0;
+      if (writing) writing->left(left);
       last_activity_ = Clock::now();
     }
     if (left == 0) break;
     co_await readRelayChunk(client_, client_in_, left, reads);
   }
   if (!sequences.complete()) throw ProtocolError("client: malformed document sequence in a streamed request");
-  done.whole = true;
+  if (writing) writing->finished();
   frame_deadline_ = Clock::time_point::max();  // the frame is in: no frame-read deadline
   if (action.awaits_reply && ctx_.config.timeouts.request_ms)
     armDeadline(Clock::now() + std::chrono::milliseconds(ctx_.config.timeouts.request_ms));
@@ -588,16 +558,26 @@ awaitable<void> Session::relayRequest(size_t size, size_t headBytes) {
 awaitable<void> Session::sendInPlace(Stream& stream, Outbox& box, std::span<const uint8_t> bytes) {
   auto self = shared_from_this();
   co_await drainBox(stream, box);
-  box.writer_running = true;  // messages the other loop queues meanwhile go out after this one
-  box.in_place = bytes.size();
-  struct Done {
-    Session& s;
-    Outbox& box;
-    Stream& stream;
-    ~Done() { box.writer_running = false, box.in_place = 0, box.bytesLeft(), s.flushBox(stream, box); }
-  } done{*this, box, stream};
+  InPlaceWrite writing(*this, stream, box, bytes.size());
+  co_await writeWhole(stream, bytes);
+  writing.finished();
+}
+
+awaitable<void> Session::writeWhole(Stream& stream, std::span<const uint8_t> bytes) {
   auto rest = stream.writeNow(bytes);
   if (!rest.empty()) co_await stream.writeAll(asio::buffer(rest.data(), rest.size()));
+}
+
+Session::InPlaceWrite::InPlaceWrite(Session& s, Stream& stream, Outbox& box, size_t bytes)
+    : s_(s), stream_(stream), box_(box) {
+  box_.writer_running = true;
+  box_.in_place = bytes;
+}
+
+Session::InPlaceWrite::~InPlaceWrite() {
+  box_.writer_running = false, box_.in_place = 0, box_.bytesLeft();
+  if (whole_) s_.flushBox(stream_, box_);
+  else stream_.close();
 }
 
 // ---- parking idle connections (issue 29) ---------------------------------------------------------

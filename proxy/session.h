@@ -6,6 +6,7 @@
 #pragma once
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,26 @@ class Session : public std::enable_shared_from_this<Session> {
   static constexpr size_t kRelayChunkBytes = 64 * 1024;
   awaitable<void> relayReply(size_t size);
   awaitable<void> readRelayChunk(Stream& stream, FrameBuffer& in, size_t left, int& reads);
+  // Writes all of `bytes`: what the socket takes now, then the rest as it drains.
+  awaitable<void> writeWhole(Stream& stream, std::span<const uint8_t> bytes);
+  // Holds `box` while a message is written from where it lies (its writer busy: what the other
+  // loop queues meanwhile goes out after it). When it goes, a message cut short closes `stream`
+  // (its peer would read what follows as the message's rest); a whole one lets the queue out.
+  class InPlaceWrite {
+   public:
+    InPlaceWrite(Session& s, Stream& stream, Outbox& box, size_t bytes);
+    InPlaceWrite(const InPlaceWrite&) = delete;
+    InPlaceWrite& operator=(const InPlaceWrite&) = delete;
+    ~InPlaceWrite();
+    void left(size_t bytes) { box_.in_place = bytes; }
+    void finished() { whole_ = true; }
+
+   private:
+    Session& s_;
+    Stream& stream_;
+    Outbox& box_;
+    bool whole_ = false;
+  };
   awaitable<void> drainBox(Stream& stream, Outbox& box);
   // Whether the large reply whose head is buffered in upstream_in_ is streamed (asked once per
   // frame); its plan is kept in stream_plan_ for relayReply.

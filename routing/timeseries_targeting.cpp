@@ -205,8 +205,8 @@ void targetTimeseries(const CollectionRouting& buckets, const protocol::CommandV
     });
     out.shards = shards;
     out.targeting = !ok || shards.none() ? Targeting::Unclassified
-                    : isSingleShard(shards)  ? Targeting::Single
-                                           : Targeting::Multi;
+                    : isSingleShard(shards) ? Targeting::Single
+                                            : Targeting::Multi;
     out.reason = "time-series insert: each measurement's bucket key (metaField, time rounded down) picks its shard";
     return;
   }
@@ -226,9 +226,9 @@ void targetTimeseries(const CollectionRouting& buckets, const protocol::CommandV
       return;
     }
     ft.shards = shards;
-    ft.targeting = shards == buckets.chunks.owningShards() && shardCount(shards) > 1 ? Targeting::Broadcast
-                   : isSingleShard(shards)                                          ? Targeting::Single
-                                                                                  : Targeting::Multi;
+    ft.targeting = shards == buckets.chunks.owningShards() && buckets.chunks.owningShardCount() > 1 ? Targeting::Broadcast
+                   : isSingleShard(shards)                                                          ? Targeting::Single
+                                                                                                    : Targeting::Multi;
     return classify(ft, out);
   }
   out.targeting = Targeting::Broadcast;
