@@ -30,12 +30,18 @@ struct Outbox {
   // would allocate its frame each time, and with TLS every write goes through it.
   bool writer_started = false;
   bool writer_idle = false;
+  bool writer_retiring = false;  // woken to end (its side parks), unless handed more meanwhile
   asio::steady_timer& wake() { return timers().wake; }
   // Ends whatever waits on the box (the session closes).
   void cancelWaits() {
     if (!timers_) return;
     timers_->drained.cancel();
     timers_->wake.cancel();
+  }
+
+  // A writer that ended gives its timers back unless something still waits on them.
+  void releaseTimers() {
+    if (!waiters && !writer_started) timers_.reset();
   }
 
   size_t pending() const { return queued.size() + writing.size() - written + in_place; }

@@ -58,6 +58,9 @@ struct ProxyContext {
   BufferBudget buffer_budget;                   // limits.max_buffered_bytes, shared by all sessions
   WarmBuffers warm_buffers{&buffer_budget};     // large read buffers kept between large messages
   std::atomic<bool> upstream_reachable{false};  // some mongos of the pool is up (/readyz)
+  // Told when a session is gone (its last handler ended; a parked session runs no coroutine): the
+  // server's session list and drain. Set before the first connection; may be empty.
+  std::function<void(uint64_t connection_id)> on_session_ended;
   std::function<void(std::string_view ns)> on_stale_config;  // asks discovery to refresh ns ("" = all); may be empty
   cluster::DiscoveryStatus discovery_status;             // routing discovery's last outcome (/stats, /metrics, /readyz)
   ReadinessGrace upstream_grace;                // readiness.upstream_grace_ms

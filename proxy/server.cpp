@@ -8,11 +8,19 @@
 #include <malloc.h>
 
 #include "proxy/session.h"
-#include "proxy/small_buffer_pool.h"
+#include "proxy/parked_memory.h"
 
 namespace shardscope::proxy {
 
-Server::Server(asio::io_context& io, ProxyContext& ctx) : io_(io), ctx_(ctx), acceptor_(io) {}
+Server::Server(asio::io_context& io, ProxyContext& ctx) : io_(io), ctx_(ctx), acceptor_(io) {
+  // A session leaves the list when it is gone, not when a coroutine of its ends: a parked session runs none.
+  ctx_.on_session_ended = [this](uint64_t id) {
+    std::lock_guard lock(mutex_);
+    sessions_.erase(id);
+  };
+}
+
+Server::~Server() { ctx_.on_session_ended = nullptr; }
 
 void Server::start() {
   const auto& listen = ctx_.config.listen;
@@ -39,8 +47,8 @@ void Server::start() {
 }
 
 // Kept large buffers go back to the system once unused for a second; the loop ends with the listener.
-// So do the pages of the small buffers that parked connections freed (issue 29): glibc keeps freed
-// blocks inside the heap resident, and connections parking by the thousand leave megabytes of holes.
+// So do the pages that parked connections freed (issue 29: small buffers, loop frames): glibc keeps
+// freed blocks inside the heap resident, and connections parking by the thousand leave megabytes of holes.
 awaitable<void> Server::releaseIdleWarmBuffers() {
   constexpr size_t kTrimAfterBytes = size_t{1} << 20;
   asio::steady_timer t(io_);
@@ -49,7 +57,7 @@ awaitable<void> Server::releaseIdleWarmBuffers() {
     t.expires_after(WarmBuffers::kIdle / 2);
     co_await t.async_wait(asio::as_tuple(use_awaitable));
     ctx_.warm_buffers.releaseIdle();
-    freed += SmallBufferPool::takeFreedBytes();
+    freed += parked_memory::takeFreed();
     if (freed >= kTrimAfterBytes) {
       malloc_trim(0);
       freed = 0;
@@ -103,10 +111,7 @@ awaitable<void> Server::acceptLoop() {
       sessions_[id] = session;
     }
     auto sessionExecutor = session->socketExecutor();
-    asio::co_spawn(sessionExecutor, session->run(), [this, id](std::exception_ptr) {
-      std::lock_guard lock(mutex_);
-      sessions_.erase(id);
-    });
+    asio::co_spawn(sessionExecutor, session->run(), asio::detached);
   }
 }
 

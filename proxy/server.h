@@ -17,6 +17,7 @@ class Session;
 class Server {
  public:
   Server(asio::io_context& io, ProxyContext& ctx);
+  ~Server();
 
   // Binds and starts accepting. Throws with a clear message when the address cannot be bound.
   // The connection cap is max_connections or what the open-file limit allows, whichever is lower.

@@ -4,9 +4,11 @@
 
 #include <array>
 #include <cstring>
+#include <utility>
 
 #include "proxy/op_msg_section_check.h"
 #include "proxy/document_sequences_check.h"
+#include "proxy/parked_memory.h"
 #include "proxy/upstream_connect.h"
 
 namespace shardscope::proxy {
@@ -53,8 +55,7 @@ Session::Session(ProxyContext& ctx, tcp::socket client)
       pipeline_(pipelineSettings(ctx, id_), environment_, *stats_),
       budget_share_(&ctx.buffer_budget),
       upstream_out_{executor_},
-      client_out_{executor_},
-      loops_done_(executor_, Clock::time_point::max()) {
+      client_out_{executor_} {
   ctx_.open_connections.fetch_add(1);
   stats_->onConnectionOpen();
   // The features' observers; the session knows none of them (features/feature_set.h).
@@ -63,6 +64,8 @@ Session::Session(ProxyContext& ctx, tcp::socket client)
 }
 
 Session::~Session() {
+  spdlog::info("conn={} closed ({}), {} request(s) unanswered", id_, close_reason_, pipeline_.pending().size());
+  if (ctx_.on_session_ended) ctx_.on_session_ended(id_);
   ctx_.open_connections.fetch_sub(1);
   stats_->onConnectionClose();
   pipeline_.onClose();
@@ -172,89 +175,100 @@ size_t Session::largeBufferBytes() const {
          largeCapacity(client_out_.queued) + largeCapacity(client_out_.writing);
 }
 
-// The session's coroutine: opens the connection, starts the upstream loop and the watchdog, and
-// is the client -> upstream loop itself; it ends once both loops have.
+// The session's first coroutine: opens the connection, then starts the two loops and the
+// watchdog and ends. The session lives as long as a loop, a parked side's wait or a handler holds it.
 awaitable<void> Session::run() {
+  auto self = shared_from_this();
+  try {
+    if (!co_await open()) {
+      forceClose();
+      co_return;
+    }
+  } catch (...) {
+    noteClose(describe(std::current_exception()));
+    forceClose();
+    co_return;
+  }
+  startLoop(client_side_);
+  startLoop(upstream_side_);
+  startWatchdog();
+}
+
+// The client -> upstream loop. It ends when the session does, or when the client side parks
+// (then parkUntilReadable starts it again).
+awaitable<void> Session::clientToUpstream() {
   auto self = shared_from_this();
   std::exception_ptr failure;
   try {
-    if (co_await open()) {
-      upstream_running_ = true;
-      asio::co_spawn(executor_, upstreamToClient(), asio::detached);
-      startWatchdog();
-      for (;;) {
-        size_t size, need = 0, streamHead = 0;
-        int reads = 0;
-        while ((size = completeFrame(client_in_, true, need)) == 0) {
-          // A large frame's first bytes first, so that whether it streams is known before it is buffered whole.
-          const bool large = need >= kLargeMessageBytes;
-          const bool headOnly = large && client_in_.buffered().size() < pipeline::Pipeline::kStreamRequestPrefixBytes;
-          if (large && !headOnly && (streamHead = streamsRequest(need)) != 0) break;
-          if (large && !headOnly && !budget_share_.granted(BudgetShare::FromClient))
-            admitLarge(BudgetShare::FromClient, need);
-          auto space = client_in_.writable(headOnly ? pipeline::Pipeline::kStreamRequestPrefixBytes : need);
-          size_t n = client_.readNow(space);
-          const bool waited = n == 0;
-          if (waited) {
-            bool park = false;
-            client_side_.reading = true;
-            try {
-              n = co_await client_.readSome(asio::buffer(space.data(), space.size()));
-            } catch (const boost::system::system_error& e) {
-              if (!parking(client_side_, e)) throw;
-              park = true;
-            }
-            client_side_.reading = client_side_.park_requested = false;
-            if (park) {
-              releaseIdleBuffers(client_in_, client_out_);
-              co_await client_.waitReadable();
-              unparked(client_side_);
-              continue;
-            }
-            client_.noteRead(n, space.size());
-            client_burst_ = 0;
-            reads = 0;
+    for (;;) {
+      size_t size, need = 0, streamHead = 0;
+      int reads = 0;
+      while ((size = completeFrame(client_in_, true, need)) == 0) {
+        // A large frame's first bytes first, so that whether it streams is known before it is buffered whole.
+        const bool large = need >= kLargeMessageBytes;
+        const bool headOnly = large && client_in_.buffered().size() < pipeline::Pipeline::kStreamRequestPrefixBytes;
+        if (large && !headOnly && (streamHead = streamsRequest(need)) != 0) break;
+        if (large && !headOnly && !budget_share_.granted(BudgetShare::FromClient))
+          admitLarge(BudgetShare::FromClient, need);
+        auto space = client_in_.writable(headOnly ? pipeline::Pipeline::kStreamRequestPrefixBytes : need);
+        size_t n = client_.readNow(space);
+        const bool waited = n == 0;
+        if (waited) {
+          bool park = false;
+          client_side_.reading = true;
+          try {
+            n = co_await client_.readSome(asio::buffer(space.data(), space.size()));
+          } catch (const boost::system::system_error& e) {
+            if (!parking(client_side_, e)) throw;
+            park = true;
           }
-          client_in_.commit(n);
-          last_activity_ = Clock::now();
-          if (!waited && ++reads == kMaxReadsWithoutYield) {  // the bytes are in the buffer first (drain looks there)
-            reads = 0;
-            co_await asio::post(executor_, use_awaitable);
+          client_side_.reading = client_side_.park_requested = false;
+          if (park) {
+            parkUntilReadable(client_side_);
+            co_return;
           }
-        }
-        if (streamHead) {
-          co_await relayRequest(need, streamHead);
-          client_in_.shrinkIfIdle();
+          client_.noteRead(n, space.size());
           client_burst_ = 0;
-          continue;
+          reads = 0;
         }
-        auto action = pipeline_.onRequest(client_in_.frame(size));
-        if (action.delay.count()) co_await sleepFor(action.delay);  // fault injection
-        if (action.to_upstream.size() >= kLargeMessageBytes) co_await sendInPlace(*upstream_, upstream_out_, action.to_upstream);
-        else send(upstream_out_, action.to_upstream);
-        send(client_out_, action.to_client);
-        if (action.awaits_reply && ctx_.config.timeouts.request_ms)
-          armDeadline(Clock::now() + std::chrono::milliseconds(ctx_.config.timeouts.request_ms));
-        client_in_.consume(size);
-        client_in_.shrinkIfIdle();
-        releaseLargeBuffers(BudgetShare::FromClient);
-        if (backedUp()) co_await awaitBelowHighWater();
-        // Reads that complete at once (readNow) never pass through the event loop: let the other
-        // connections run after a burst (a client pipelining without pause would starve them).
-        if (++client_burst_ == kMaxBurst) {
-          client_burst_ = 0;
+        client_in_.commit(n);
+        last_activity_ = Clock::now();
+        if (!waited && ++reads == kMaxReadsWithoutYield) {  // the bytes are in the buffer first (drain looks there)
+          reads = 0;
           co_await asio::post(executor_, use_awaitable);
         }
+      }
+      if (streamHead) {
+        co_await relayRequest(need, streamHead);
+        client_in_.shrinkIfIdle();
+        client_burst_ = 0;
+        continue;
+      }
+      auto action = pipeline_.onRequest(client_in_.frame(size));
+      if (action.delay.count()) co_await sleepFor(action.delay);  // fault injection
+      if (action.to_upstream.size() >= kLargeMessageBytes) co_await sendInPlace(*upstream_, upstream_out_, action.to_upstream);
+      else send(upstream_out_, action.to_upstream);
+      send(client_out_, action.to_client);
+      if (action.awaits_reply && ctx_.config.timeouts.request_ms)
+        armDeadline(Clock::now() + std::chrono::milliseconds(ctx_.config.timeouts.request_ms));
+      client_in_.consume(size);
+      client_in_.shrinkIfIdle();
+      releaseLargeBuffers(BudgetShare::FromClient);
+      if (backedUp()) co_await awaitBelowHighWater();
+      // Reads that complete at once (readNow) never pass through the event loop: let the other
+      // connections run after a burst (a client pipelining without pause would starve them).
+      if (++client_burst_ == kMaxBurst) {
+        client_burst_ = 0;
+        co_await asio::post(executor_, use_awaitable);
       }
     }
   } catch (...) {
     failure = std::current_exception();
   }
   co_await loopEnded(failure);
-  while (upstream_running_) co_await loops_done_.async_wait(asio::as_tuple(use_awaitable));
-  spdlog::info("conn={} closed ({}), {} request(s) unanswered", id_, close_reason_, pipeline_.pending().size());
 }
 
+// The upstream -> client loop; parks and ends like clientToUpstream.
 awaitable<void> Session::upstreamToClient() {
   auto self = shared_from_this();
   std::exception_ptr failure;
@@ -283,10 +297,8 @@ awaitable<void> Session::upstreamToClient() {
           }
           upstream_side_.reading = upstream_side_.park_requested = false;
           if (park) {
-            releaseIdleBuffers(upstream_in_, upstream_out_);
-            co_await upstream_->waitReadable();
-            unparked(upstream_side_);
-            continue;
+            parkUntilReadable(upstream_side_);
+            co_return;
           }
           upstream_->noteRead(n, space.size());
           upstream_burst_ = 0;
@@ -328,8 +340,6 @@ awaitable<void> Session::upstreamToClient() {
     failure = std::current_exception();
   }
   co_await loopEnded(failure);
-  upstream_running_ = false;
-  loops_done_.cancel();
 }
 
 void Session::send(Outbox& box, std::span<const uint8_t> bytes) {
@@ -396,6 +406,7 @@ awaitable<void> Session::writeRemainder(Stream& stream, Outbox& box) {
         box.writer_idle = true;
         co_await box.wake().async_wait(asio::as_tuple(use_awaitable));
         box.writer_idle = false;
+        if (std::exchange(box.writer_retiring, false) && !box.writer_running) break;  // its side parked
         continue;
       }
       for (;;) {
@@ -417,7 +428,9 @@ awaitable<void> Session::writeRemainder(Stream& stream, Outbox& box) {
     forceClose();
   }
   box.writer_running = false;
+  box.writer_started = false;
   box.bytesLeft();
+  box.releaseTimers();
 }
 
 bool Session::streamsReply(size_t need) {
@@ -601,16 +614,32 @@ bool Session::parking(ReadSide& side, const boost::system::system_error& e) {
   return side.parked;
 }
 
-void Session::releaseIdleBuffers(FrameBuffer& in, Outbox& out) {
-  in.release();
+void Session::parkUntilReadable(ReadSide& side) {
+  const bool client = &side == &client_side_;
+  Stream& stream = client ? client_ : *upstream_;
+  Outbox& out = client ? client_out_ : upstream_out_;
+  (client ? client_in_ : upstream_in_).release();
   out.releaseIdle();
+  if (out.writer_idle) {  // its writer ends too: a parked side runs no coroutine
+    out.writer_retiring = true;
+    out.wake().cancel();
+  }
   pipeline_.releaseIdle();  // either side may park last (a slow reply): both ask, it checks nothing is in flight
+  stream.waitReadable([self = shared_from_this(), &side](boost::system::error_code) { self->onReadable(side); });
+  parked_memory::noteFreed(kLoopFrameBytes);  // as the loop ends
 }
 
-void Session::unparked(ReadSide& side) {
+void Session::onReadable(ReadSide& side) {
   side.parked = false;
+  if (closed_) return;  // the wait ended because the session closed
+  // Readable, or an error (a reset socket): the loop's read finds out which.
   last_activity_ = Clock::now();
   armDeadline(last_activity_ + kParkAfter);  // parks again once idle again
+  startLoop(side);
+}
+
+void Session::startLoop(ReadSide& side) {
+  asio::co_spawn(executor_, &side == &client_side_ ? clientToUpstream() : upstreamToClient(), asio::detached);
 }
 
 // ---- what the pipeline reads from the proxy -----------------------------------------------------

@@ -2,7 +2,8 @@
 // backpressure, deadlines, drain, TLS). Each message goes through the connection's request
 // pipeline (pipeline/), which says what to send where. Two loops run on the session's strand
 // (client -> upstream, upstream -> client) plus a watchdog timer for timeouts and parking; the
-// first loop to end closes both sockets, which ends the other.
+// first loop to end closes both sockets, which ends the other. A side that parks ends its loop
+// (an idle connection runs no coroutine) and starts it again when its socket is readable.
 #pragma once
 #include <chrono>
 #include <memory>
@@ -39,6 +40,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   awaitable<bool> open();  // the client's TLS handshake and the upstream connection
   awaitable<bool> connectUpstream();
+  awaitable<void> clientToUpstream();
   awaitable<void> upstreamToClient();
   // A loop's end: why (`failure`), what it queued goes out, both sockets close (ending the other loop).
   awaitable<void> loopEnded(std::exception_ptr failure);
@@ -113,22 +115,26 @@ class Session : public std::enable_shared_from_this<Session> {
   size_t streamsRequest(size_t need);
   // A large message (>= kLargeMessageBytes) written from where it lies, not copied into the box.
   awaitable<void> sendInPlace(Stream& stream, Outbox& box, std::span<const uint8_t> bytes);
-  // Parking (issue 29): a connection idle for kParkAfter holds no buffer. The watchdog ends each
-  // side's pending read (requestPark); the loop then gives its frame buffer and outbox back and
-  // waits for readability without a buffer (Stream::waitReadable), taking one from the pool when
-  // bytes arrive. Busy connections never park: their reads keep their buffers (no cost per op).
+  // Parking (issue 29): a connection idle for kParkAfter holds no buffer and runs no coroutine.
+  // The watchdog ends each side's pending read (requestPark); the loop then gives its frame buffer
+  // and outbox back, leaves a readability wait on its socket (Stream::waitReadable, a handler, no
+  // frame) and ends; onReadable starts the loop again, which takes a buffer from the pool. Busy
+  // connections never park: their reads keep their buffers (no cost per op).
   struct ReadSide {
     bool reading = false;         // the loop waits in readSome
     bool park_requested = false;  // the watchdog cancelled that read to park it
-    bool parked = false;          // the loop waits for readability without a buffer
+    bool parked = false;          // the socket waits for readability, the loop has ended
   };
   static constexpr std::chrono::milliseconds kParkAfter{500};
+  // What a loop's end frees: its frame and its co_spawn entry's (about 860 + 540 bytes, GCC 12).
+  static constexpr size_t kLoopFrameBytes = 1400;
   void parkIdleSides(Clock::time_point now);
   void requestPark(ReadSide& side, Stream& stream, const FrameBuffer& in, const Outbox& out);
   // After a read failed with `e`: whether it was cancelled to park (then the side is parked).
   bool parking(ReadSide& side, const boost::system::system_error& e);
-  void releaseIdleBuffers(FrameBuffer& in, Outbox& out);
-  void unparked(ReadSide& side);
+  void parkUntilReadable(ReadSide& side);  // the loop of `side` ends right after
+  void onReadable(ReadSide& side);
+  void startLoop(ReadSide& side);
   void armDeadline(Clock::time_point t);
   Clock::time_point nextDeadline() const;
   void maybeFinishDrain();
@@ -177,14 +183,12 @@ class Session : public std::enable_shared_from_this<Session> {
   HandlerMemory flush_memory_;  // the posted flush's handler: no malloc per batch
   std::string close_reason_;  // the first reason the session ended, for the log
   bool rearmed_ = false;  // the watchdog's wait was cancelled to move its deadline, not to stop
-  bool upstream_running_ = false;  // the upstream loop has not ended
   TimerHandlerMemory watchdog_memory_;  // the watchdog's pending wait: no malloc per wait
   static constexpr int kMaxBurst = 16;  // messages a loop handles before yielding to other connections
   // Reads of one message that completed at once before yielding: a TLS read takes one record, and a
   // peer can cut a message into millions of one-byte records faster than they are decrypted.
   static constexpr int kMaxReadsWithoutYield = 64;
   int client_burst_ = 0, upstream_burst_ = 0;
-  asio::steady_timer loops_done_;  // cancelled when the upstream loop ends
 };
 
 }  // namespace shardscope::proxy

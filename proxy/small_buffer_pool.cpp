@@ -1,13 +1,12 @@
 #include "proxy/small_buffer_pool.h"
 
-#include <atomic>
 #include <vector>
+
+#include "proxy/parked_memory.h"
 
 namespace shardscope::proxy {
 
 namespace {
-
-std::atomic<size_t> g_freed_bytes{0};
 
 std::vector<protocol::MessageBuffer>& freeList() {
   thread_local std::vector<protocol::MessageBuffer> list = [] {
@@ -38,14 +37,12 @@ void SmallBufferPool::give(protocol::MessageBuffer& buffer) {
   mine.swap(buffer);
   auto& list = freeList();
   if (mine.capacity() != kBufferBytes || list.size() == kKept) {  // freed here
-    g_freed_bytes.fetch_add(mine.capacity(), std::memory_order_relaxed);
+    parked_memory::noteFreed(mine.capacity());
     return;
   }
   list.push_back(std::move(mine));
 }
 
 size_t SmallBufferPool::keptOnThisThread() { return freeList().size(); }
-
-size_t SmallBufferPool::takeFreedBytes() { return g_freed_bytes.exchange(0, std::memory_order_relaxed); }
 
 }  // namespace shardscope::proxy

@@ -18,13 +18,11 @@ class SmallBufferPool {
 
   // A buffer of kBufferBytes (size and capacity), never zero-filled.
   static protocol::MessageBuffer take();
-  // Keeps `buffer` when it is one of ours and the list has room, else frees it; `buffer` is left empty.
+  // Keeps `buffer` when it is one of ours and the list has room, else frees it (noted in
+  // parked_memory.h); `buffer` is left empty.
   static void give(protocol::MessageBuffer& buffer);
   // Buffers kept on the calling thread (tests).
   static size_t keptOnThisThread();
-  // Bytes of buffers freed (not kept) since the last call, on any thread: when many connections
-  // park at once their buffers leave holes in the heap, which the server then gives back (server.cpp).
-  static size_t takeFreedBytes();
 };
 
 }  // namespace shardscope::proxy

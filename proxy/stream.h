@@ -48,11 +48,13 @@ class Stream {
   size_t readNow(std::span<uint8_t> buffer);
   void noteRead(size_t n, size_t asked) { maybe_readable_ = n == asked; }
   // A parked connection's wait (session.h): until the socket has bytes, without a buffer to read
-  // them into. Dearer than readSome (an epoll_ctl each time), so only for connections found idle.
-  awaitable<void> waitReadable() {
+  // them into and without a coroutine frame (the loop that parked has ended; `handler` starts it
+  // again). Dearer than readSome (an epoll_ctl each time), so only for connections found idle.
+  template <typename Handler>
+  void waitReadable(Handler&& handler) {
     maybe_readable_ = true;  // the next readNow tries the socket
     if (tls_) tls_->mayRead();
-    return socket_.async_wait(tcp::socket::wait_read, use_awaitable);
+    socket_.async_wait(tcp::socket::wait_read, std::forward<Handler>(handler));
   }
   // Ends the pending read (it fails with operation_aborted): how a connection found idle is parked.
   void cancelRead() {

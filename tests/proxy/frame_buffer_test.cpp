@@ -1,6 +1,7 @@
 // A large message is buffered in one piece of about its own size (issue 19: peak memory per
 // in-flight large message <= 1.1x its size), whatever size the peer's reads come in.
 #include "proxy/frame_buffer.h"
+#include "proxy/parked_memory.h"
 
 #include <gtest/gtest.h>
 
@@ -103,10 +104,10 @@ TEST(SmallBufferPool, KeepsAtMostItsLimitAndFreesTheRest) {
   std::vector<protocol::MessageBuffer> out;
   for (size_t i = 0; i < SmallBufferPool::kKept + 10; ++i) out.push_back(SmallBufferPool::take());
   EXPECT_EQ(SmallBufferPool::keptOnThisThread(), 0u);
-  SmallBufferPool::takeFreedBytes();
+  parked_memory::takeFreed();
   for (auto& b : out) SmallBufferPool::give(b);
   EXPECT_EQ(SmallBufferPool::keptOnThisThread(), SmallBufferPool::kKept);
-  EXPECT_EQ(SmallBufferPool::takeFreedBytes(), 10 * SmallBufferPool::kBufferBytes);  // the server trims these pages
+  EXPECT_EQ(parked_memory::takeFreed(), 10 * SmallBufferPool::kBufferBytes);  // the server trims these pages
   protocol::MessageBuffer other(100);
   SmallBufferPool::give(other);  // not one of ours: freed, not kept
   EXPECT_EQ(SmallBufferPool::keptOnThisThread(), SmallBufferPool::kKept);
