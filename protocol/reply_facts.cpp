@@ -17,7 +17,10 @@ std::string_view utf8Of(const bson_iter_t& it) {
 
 void keep(ElementView& view, const bson_iter_t& it) {
   view.present = true;
-  view.it = it;
+  view.doc = it.raw;
+  view.doc_len = it.len;
+  view.offset = it.off;
+  view.key_len = bson_iter_key_len(&it);
 }
 
 // The `code` of a writeErrors entry or of the writeConcernError document (0 when none).
@@ -50,13 +53,28 @@ void readCursor(ReplyFacts& f, const bson_iter_t& cursor) {
 
 }  // namespace
 
+bson_iter_t ElementView::iter() const {
+  bson_iter_t it{};
+  // The element was read before (readReplyFacts): positioning at it cannot fail on the same bytes.
+  if (present) bson_iter_init_from_data_at_offset(&it, doc, doc_len, offset, key_len);
+  return it;
+}
+
 bool ElementView::asDocument(bson_t& out) const {
-  if (!present || !(BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it))) return false;
+  if (!present) return false;
+  const bson_iter_t it = iter();
+  if (!(BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it))) return false;
   uint32_t len = 0;
   const uint8_t* data = nullptr;
   if (BSON_ITER_HOLDS_DOCUMENT(&it)) bson_iter_document(&it, &len, &data);
   else bson_iter_array(&it, &len, &data);
   return data && bson_init_static(&out, data, len);
+}
+
+bool ElementView::children(bson_iter_t& out) const {
+  if (!present) return false;
+  const bson_iter_t it = iter();
+  return (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) && bson_iter_recurse(&it, &out);
 }
 
 ReplyFacts readReplyFacts(std::span<const uint8_t> bytes) {

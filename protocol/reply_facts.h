@@ -13,15 +13,24 @@ namespace shardscope::protocol {
 
 // One BSON element of the reply, as an iterator positioned on it (a view: no copy). `present`
 // is false when the reply has no such field.
+// One element of a reply document, named by where it lies: 24 bytes, where a kept bson_iter_t
+// (128-byte aligned) took 256, and a reply's facts are made for every reply (issue 29: zeroing
+// 6.4 KB of facts was a fifth of the forwarding path's instructions).
 struct ElementView {
   bool present = false;
-  bson_iter_t it{};
-  std::string_view key() const { return present ? std::string_view(bson_iter_key(&it), bson_iter_key_len(&it)) : ""; }
-  bson_type_t type() const { return present ? bson_iter_type(&it) : BSON_TYPE_EOD; }
+  const uint8_t* doc = nullptr;  // the document (or array) holding the element
+  uint32_t doc_len = 0;
+  uint32_t offset = 0;   // of the element's type byte in `doc`
+  uint32_t key_len = 0;
+
+  // An iterator positioned at the element (present only).
+  bson_iter_t iter() const;
+  std::string_view key() const { return present ? std::string_view(reinterpret_cast<const char*>(doc) + offset + 1, key_len) : ""; }
+  bson_type_t type() const { return present ? static_cast<bson_type_t>(doc[offset]) : BSON_TYPE_EOD; }
   // A document or array value as a static bson_t (false for other types).
   bool asDocument(bson_t& out) const;
   // An iterator over a document or array value's elements (false for other types).
-  bool children(bson_iter_t& out) const { return present && (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) && bson_iter_recurse(&it, &out); }
+  bool children(bson_iter_t& out) const;
 };
 
 struct ReplyFacts {

@@ -62,9 +62,9 @@ bool replyShowsStaleRouting(const protocol::ReplyFacts& reply, std::string& ns) 
   bool stale = false;
   bool top_level_error = false;
   if (isStaleRoutingCode(reply.code)) stale = top_level_error = true;
-  if (const auto* labels = reply.other("errorLabels"); !stale && labels && labelIsStale(labels->it))
+  if (const auto* labels = reply.other("errorLabels"); !stale && labels && labelIsStale(labels->iter()))
     stale = top_level_error = true;
-  if (!stale && reply.write_concern_error.present) stale = errorDocIsStale(reply.write_concern_error.it, ns);
+  if (!stale && reply.write_concern_error.present) stale = errorDocIsStale(reply.write_concern_error.iter(), ns);
   bson_iter_t errors;
   if (!stale && reply.write_errors.children(errors))
     for (int n = 0; n < kMaxWriteErrorsInspected && bson_iter_next(&errors); ++n)
@@ -75,8 +75,9 @@ bool replyShowsStaleRouting(const protocol::ReplyFacts& reply, std::string& ns) 
   if (stale && top_level_error) {
     // StaleConfig info travels beside the code at the top of the reply.
     for (const char* key : {"ns", "db"})
-      if (const auto* f = reply.other(key); f && BSON_ITER_HOLDS_UTF8(&f->it)) {
-        ns = bson_iter_utf8(&f->it, nullptr);
+      if (const auto* f = reply.other(key); f && f->type() == BSON_TYPE_UTF8) {
+        const bson_iter_t it = f->iter();
+        ns = bson_iter_utf8(&it, nullptr);
         break;
       }
   }

@@ -80,13 +80,14 @@ void digestField(const protocol::ElementView& field, ReplySummary& s) {
   const std::string_view key = field.key();
   if (isPerClusterReplyField(key)) return;
   uint64_t keyHash = common::hashBytes(key, kDocSeed);
-  if (BSON_ITER_HOLDS_ARRAY(&field.it)) {
+  const bson_iter_t it = field.iter();
+  if (BSON_ITER_HOLDS_ARRAY(&it)) {
     uint64_t count = 0, digest = 0;
-    digestArray(field.it, count, digest);
+    digestArray(it, count, digest);
     s.docs += count;
     s.digest += mix(keyHash ^ digest);
   } else {
-    s.digest += mix(keyHash ^ valueHash(field.it));
+    s.digest += mix(keyHash ^ valueHash(it));
   }
 }
 
@@ -105,7 +106,7 @@ ReplySummary summarizeReply(const protocol::ReplyFacts& f) {
   s.write_errors = f.write_error_count;
   s.has_cursor = f.has_cursor;
   s.cursor_id = f.cursor_id;
-  if (f.batch.present) digestArray(f.batch.it, s.docs, s.digest);
+  if (f.batch.present) digestArray(f.batch.iter(), s.docs, s.digest);
   digestField(f.last_error_object, s);
   digestField(f.n_matched_field, s);
   for (const auto& field : f.otherFields()) digestField(field, s);

@@ -33,7 +33,7 @@ TEST(ReplyFacts, UpdateReplyCountsUpsertsAndWriteErrors) {
   EXPECT_EQ(f.codes[2], 64);
   EXPECT_TRUE(f.error());
   ASSERT_TRUE(f.upserted.present);
-  EXPECT_TRUE(inside(reply, f.upserted.it));
+  EXPECT_TRUE(inside(reply, f.upserted.iter()));
   bson_iter_t e;
   ASSERT_TRUE(f.upserted.children(e));
   EXPECT_TRUE(bson_iter_next(&e));
