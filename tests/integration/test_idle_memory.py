@@ -42,7 +42,7 @@ from pathlib import Path
 import pytest
 
 from malloc_counter import preload_env, read_counter
-from wire_peer import encode_op_msg, parse_message, read_frame
+from wire_peer import run_command
 
 SANITIZED = "ASAN_OPTIONS" in os.environ or "TSAN_OPTIONS" in os.environ
 KIB = 1024
@@ -54,21 +54,12 @@ def _live_bytes(pid: int, log: Path) -> int:
     return read_counter(pid, log, "live")
 
 
-def _command(sock: socket.socket, body: dict) -> dict:
-    sock.sendall(encode_op_msg(body))
-    raw = read_frame(sock)
-    assert raw is not None, f"no reply to {next(iter(body))}"
-    reply = parse_message(raw).reply_doc
-    assert reply is not None and reply.get("ok") == 1.0, reply
-    return reply
-
-
 def _open_idle_client(address: tuple[str, int]) -> socket.socket:
     sock = socket.create_connection(address, timeout=30)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    _command(sock, {"hello": 1, "$db": "admin"})
-    _command(sock, {"ping": 1, "$db": "admin"})
-    _command(sock, {"find": "idle", "filter": {"k": 1}, "$db": "idlemem"})
+    run_command(sock, {"hello": 1, "$db": "admin"})
+    run_command(sock, {"ping": 1, "$db": "admin"})
+    run_command(sock, {"find": "idle", "filter": {"k": 1}, "$db": "idlemem"})
     return sock
 
 
@@ -104,7 +95,7 @@ def test_an_idle_connection_holds_no_buffers(ferretdb, proxy, workdir, config, b
 
         # Parked connections still work, and park again afterwards.
         for sock in clients:
-            _command(sock, {"find": "idle", "filter": {"k": 2}, "$db": "idlemem"})
+            run_command(sock, {"find": "idle", "filter": {"k": 2}, "$db": "idlemem"})
         again = (_settled_live_bytes(pid, log) - base) / IDLE_CLIENTS
         print(f"after one more find each and idle again: {again / KIB:.2f} KiB")
         assert again <= bound_kib * KIB

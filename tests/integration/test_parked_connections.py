@@ -15,18 +15,9 @@ import time
 
 import pytest
 
-from wire_peer import encode_op_msg, parse_message, read_frame
+from wire_peer import encode_op_msg, parse_message, read_frame, run_command
 
 PARKED = 1.3  # seconds: past the 0.5 s after which a side parks, and the watchdog's check after it
-
-
-def _command(sock: socket.socket, body: dict) -> dict:
-    sock.sendall(encode_op_msg(body))
-    raw = read_frame(sock)
-    assert raw is not None, f"no reply to {next(iter(body))}"
-    reply = parse_message(raw).reply_doc
-    assert reply is not None and reply.get("ok") == 1.0, reply
-    return reply
 
 
 def _connect(port: int, tls_ca: str | None = None) -> socket.socket:
@@ -36,12 +27,12 @@ def _connect(port: int, tls_ca: str | None = None) -> socket.socket:
         ctx = ssl.create_default_context(cafile=tls_ca)
         ctx.check_hostname = False
         sock = ctx.wrap_socket(sock)
-    _command(sock, {"hello": 1, "$db": "admin"})
+    run_command(sock, {"hello": 1, "$db": "admin"})
     return sock
 
 
 def _find_ids(sock: socket.socket, db: str, coll: str) -> list[int]:
-    reply = _command(sock, {"find": coll, "filter": {}, "sort": {"_id": 1}, "batchSize": 10_000, "$db": db})
+    reply = run_command(sock, {"find": coll, "filter": {}, "sort": {"_id": 1}, "batchSize": 10_000, "$db": db})
     return [d["_id"] for d in reply["cursor"]["firstBatch"]]
 
 
@@ -57,12 +48,12 @@ def test_a_parked_connection_wakes_and_answers(ferretdb_factory, tls_material, p
         px = proxy(ferretdb_factory().uri)
     sock = _connect(px.port, m["ca"] if tls else None)
     try:
-        _command(sock, {"insert": "p", "documents": [{"_id": i, "v": "x" * i} for i in range(50)], "$db": "parked"})
+        run_command(sock, {"insert": "p", "documents": [{"_id": i, "v": "x" * i} for i in range(50)], "$db": "parked"})
         for cycle in range(3):
             time.sleep(PARKED)  # both sides park
             assert _find_ids(sock, "parked", "p") == list(range(50 + cycle)), f"cycle {cycle}"
             # A write after waking, then the client side parks while the upstream side has just worked.
-            _command(sock, {"insert": "p", "documents": [{"_id": 50 + cycle}], "$db": "parked"})
+            run_command(sock, {"insert": "p", "documents": [{"_id": 50 + cycle}], "$db": "parked"})
     finally:
         sock.close()
     assert px.process.alive()
@@ -80,9 +71,9 @@ def test_replies_that_waited_for_a_slow_reader_go_out_whole_across_parking(ferre
     sock.settimeout(30)
     sock.connect(("127.0.0.1", px.port))
     try:
-        _command(sock, {"hello": 1, "$db": "admin"})
+        run_command(sock, {"hello": 1, "$db": "admin"})
         docs = [{"_id": i, "pad": "p" * 4000} for i in range(200)]
-        _command(sock, {"insert": "big", "documents": docs, "$db": "parked"})
+        run_command(sock, {"insert": "big", "documents": docs, "$db": "parked"})
         find = {"find": "big", "filter": {}, "sort": {"_id": 1}, "batchSize": 1000, "$db": "parked"}
         for cycle in range(3):
             time.sleep(PARKED)

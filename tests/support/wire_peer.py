@@ -309,6 +309,16 @@ def read_frame(sock: socket.socket, max_size: int = MAX_MESSAGE_SIZE) -> bytes |
     return hdr + rest
 
 
+def run_command(sock: socket.socket, body: dict) -> dict:
+    """Sends `body` as an OP_MSG and returns its reply document, asserting ok: 1."""
+    sock.sendall(encode_op_msg(body))
+    raw = read_frame(sock)
+    assert raw is not None, f"no reply to {next(iter(body))}"
+    reply = parse_message(raw).reply_doc
+    assert reply is not None and reply.get("ok") == 1.0, reply
+    return reply
+
+
 # ---------------------------------------------------------------- the peer
 
 @dataclass
