@@ -16,9 +16,6 @@ namespace shardscope::routing {
 namespace {
 
 constexpr int kMaxDepth = 100;
-// An MD5 of the value costs about as much as eight interval steps.
-constexpr size_t kHashUnits = 8;
-
 struct Leaf {
   IntervalList list;
   bool exact = false;  // the list holds exactly the key values that match (complement is safe)
@@ -354,7 +351,7 @@ class Analyzer {
     if (v.value_type == BSON_TYPE_ARRAY) return fullLeaf();  // never equals a (scalar) key value
     if (pattern_.field(field).hashed) {
       if (v.value_type == BSON_TYPE_REGEX && !from_eq_operator) return fullLeaf();
-      charge(kHashUnits);
+      charge(kHashedValueUnits);
     return {{Interval::point(Bound::int64(hashShardKeyValue(v)))}, false};
     }
     if (v.value_type == BSON_TYPE_UNDEFINED) return fullLeaf();

@@ -34,6 +34,9 @@ constexpr std::string_view kAlwaysFalseOneShard =
     "trivially false filter ($alwaysFalse, empty $in or $all): no key can match, so mongos sends it to one shard, "
     "the owner of the first chunk (releases before 8.3: all shards, SERVER-84547)";
 
+// Work units charged for hashing one value: an MD5 costs about as much as eight interval steps.
+constexpr size_t kHashedValueUnits = 8;
+
 struct FilterOptions {
   bool simple_collation = true;
   // Work units (elements visited, intervals read or written, 8 per hashed value) the analysis may

@@ -53,8 +53,36 @@ Bound Bound::typeEnd(int canonical_type) {
   return b;
 }
 
-int compareBound(const Bound& a, const Bound& b) {
-  if (a.edge == 0 && b.edge == 0) return common::compareValues(a.value, b.value);
+namespace {
+
+// Values of one type that compare without the canonical-type table: strings, 32- and 64-bit
+// integers and dates (what shard keys hold), as common::compareValues orders them. The chunk
+// lookup of every targeted operation runs through here (issue 29). -2: not such a pair.
+inline int compareSameTypeQuickly(const bson_value_t& a, const bson_value_t& b) {
+  if (a.value_type != b.value_type) return -2;
+  switch (a.value_type) {
+    case BSON_TYPE_UTF8: {
+      const uint32_t al = a.value.v_utf8.len, bl = b.value.v_utf8.len;
+      const int c = std::memcmp(a.value.v_utf8.str, b.value.v_utf8.str, al < bl ? al : bl);
+      if (c != 0) return c < 0 ? -1 : 1;
+      return al < bl ? -1 : (al > bl ? 1 : 0);
+    }
+    case BSON_TYPE_INT64: return a.value.v_int64 < b.value.v_int64 ? -1 : (a.value.v_int64 > b.value.v_int64 ? 1 : 0);
+    case BSON_TYPE_INT32: return a.value.v_int32 < b.value.v_int32 ? -1 : (a.value.v_int32 > b.value.v_int32 ? 1 : 0);
+    case BSON_TYPE_DATE_TIME:
+      return a.value.v_datetime < b.value.v_datetime ? -1 : (a.value.v_datetime > b.value.v_datetime ? 1 : 0);
+    case BSON_TYPE_MINKEY:
+    case BSON_TYPE_MAXKEY: return 0;
+    default: return -2;
+  }
+}
+
+// compareBound, inlined into compareKeys (the chunk lookup's loop).
+inline int compareBoundInline(const Bound& a, const Bound& b) {
+  if (a.edge == 0 && b.edge == 0) {
+    if (int c = compareSameTypeQuickly(a.value, b.value); c != -2) return c;
+    return common::compareValues(a.value, b.value);
+  }
   int ca = a.edge ? a.type_class : common::canonicalType(a.value.value_type);
   int cb = b.edge ? b.type_class : common::canonicalType(b.value.value_type);
   if (ca != cb) return ca < cb ? -1 : 1;
@@ -62,10 +90,14 @@ int compareBound(const Bound& a, const Bound& b) {
   return 0;
 }
 
+}  // namespace
+
+int compareBound(const Bound& a, const Bound& b) { return compareBoundInline(a, b); }
+
 int compareKeys(std::span<const Bound> a, std::span<const Bound> b) {
   size_t n = a.size() < b.size() ? a.size() : b.size();
   for (size_t i = 0; i < n; ++i) {
-    int c = compareBound(a[i], b[i]);
+    int c = compareBoundInline(a[i], b[i]);
     if (c != 0) return c;
   }
   return 0;

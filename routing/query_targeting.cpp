@@ -5,6 +5,7 @@
 #include "routing/equality_key.h"
 #include "routing/filter_bounds.h"
 #include "routing/key_ranges.h"
+#include "routing/plain_equality_filter.h"
 #include "routing/query_operators.h"
 
 namespace shardscope::routing {
@@ -58,6 +59,8 @@ void targetFilter(const CollectionRouting& coll, const bson_t& filter, bool simp
   out.over_budget = false;
   out.refused = false;
   out.spent = 0;
+  // The common case in one pass; an explanation (detail) comes from the general analysis.
+  if (!detail && targetPlainEquality(coll, filter, simple_collation, options, out)) return;
   // mongos parses the filter before it targets: an operator it does not know is an error there,
   // whatever the shard key says ({a: 10, b: {$invalid: 1}} is not "single").
   size_t checked = 0;

@@ -9,6 +9,7 @@
 #include "common/command_fields.h"
 #include "routing/filter_bounds.h"
 #include "routing/recycling_allocator.h"
+#include "routing/write_statement.h"
 
 namespace shardscope::routing {
 namespace {
@@ -57,15 +58,6 @@ bson_t emptyDoc() {
   bson_t d;
   bson_init(&d);
   return d;
-}
-
-// A replacement document has no $-operators (and is not a pipeline).
-bool isReplacement(const bson_t& stmt, const char* field) {
-  bson_iter_t it, child;
-  if (!bson_iter_init_find(&it, &stmt, field) || !BSON_ITER_HOLDS_DOCUMENT(&it)) return false;
-  if (!bson_iter_recurse(&it, &child)) return false;
-  if (!bson_iter_next(&child)) return true;  // {} replaces the document
-  return bson_iter_key(&child)[0] != '$';
 }
 
 // The reason for a rule that changed in 7.1, by the version in force. All static text.
@@ -280,15 +272,13 @@ void targetUpdate(const CollectionRouting& coll, const protocol::CommandView& cm
   bool first = true;
   bool ok = common::forEachStatement(cmd, "updates", [&](const bson_t& stmt) {
     if (!budget.take(StatementBudget::kPerStatement)) return false;
-    bson_t q, u;
-    if (!common::subDocument(stmt, "q", q)) q = emptyDoc();
-    bool multi = common::boolField(stmt, "multi", false), upsert = common::boolField(stmt, "upsert", false);
-    bool simple = effectiveSimpleCollation(coll, stmt);
-    if (multi) {
-      foldMultiWrite(coll, q, upsert, simple, opts, fold, first, budget);
+    const WriteStatement s = readWriteStatement(stmt, "q", "u");
+    const bool simple = s.has_collation ? s.simple_collation : coll.simple_default_collation;
+    if (s.multi) {
+      foldMultiWrite(coll, s.filter, s.upsert, simple, opts, fold, first, budget);
     } else {
-      bool replacement = isReplacement(stmt, "u") && common::subDocument(stmt, "u", u);
-      foldSingleDocWrite(coll, q, replacement ? &u : nullptr, upsert, simple, opts, fold, first, "update", budget);
+      foldSingleDocWrite(coll, s.filter, s.replacement ? &s.mods : nullptr, s.upsert, simple, opts, fold, first,
+                         "update", budget);
     }
     first = false;
     return true;
@@ -310,13 +300,12 @@ void targetDelete(const CollectionRouting& coll, const protocol::CommandView& cm
   bool first = true;
   bool ok = common::forEachStatement(cmd, "deletes", [&](const bson_t& stmt) {
     if (!budget.take(StatementBudget::kPerStatement)) return false;
-    bson_t q;
-    if (!common::subDocument(stmt, "q", q)) q = emptyDoc();
-    bool simple = effectiveSimpleCollation(coll, stmt);
-    if (common::intField(stmt, "limit", 0) == 0) {
-      foldMultiWrite(coll, q, false, simple, opts, fold, first, budget);
+    const WriteStatement s = readWriteStatement(stmt, "q", "u");
+    const bool simple = s.has_collation ? s.simple_collation : coll.simple_default_collation;
+    if (s.limit == 0) {
+      foldMultiWrite(coll, s.filter, false, simple, opts, fold, first, budget);
     } else {
-      foldSingleDocWrite(coll, q, nullptr, false, simple, opts, fold, first, "delete", budget);
+      foldSingleDocWrite(coll, s.filter, nullptr, false, simple, opts, fold, first, "delete", budget);
     }
     first = false;
     return true;
@@ -380,21 +369,19 @@ void targetBulkWrite(const RoutingTable& table, const protocol::CommandView& cmd
       return true;
     }
     any_sharded = true;
-    bson_t filter, doc;
-    bool simple = effectiveSimpleCollation(*coll, op);
+    bson_t doc;
     if (std::strcmp(kind, "insert") == 0) {
       if (common::subDocument(op, "document", doc)) foldInsertDocument(*coll, doc, fold, first);
     } else if (std::strcmp(kind, "update") == 0 || std::strcmp(kind, "delete") == 0) {
-      if (!common::subDocument(op, "filter", filter)) filter = emptyDoc();
-      bool is_delete = kind[0] == 'd';
-      bool multi = common::boolField(op, "multi", false), upsert = !is_delete && common::boolField(op, "upsert", false);
-      if (multi) {
-        foldMultiWrite(*coll, filter, upsert, simple, opts, fold, first, budget);
+      const WriteStatement s = readWriteStatement(op, "filter", "updateMods");
+      const bool simple = s.has_collation ? s.simple_collation : coll->simple_default_collation;
+      const bool is_delete = kind[0] == 'd';
+      const bool upsert = !is_delete && s.upsert;
+      if (s.multi) {
+        foldMultiWrite(*coll, s.filter, upsert, simple, opts, fold, first, budget);
       } else {
-        bson_t u;
-        bool replacement = !is_delete && isReplacement(op, "updateMods") && common::subDocument(op, "updateMods", u);
-        foldSingleDocWrite(*coll, filter, replacement ? &u : nullptr, upsert, simple, opts, fold, first,
-                           is_delete ? "delete" : "update", budget);
+        foldSingleDocWrite(*coll, s.filter, !is_delete && s.replacement ? &s.mods : nullptr, upsert, simple, opts, fold,
+                           first, is_delete ? "delete" : "update", budget);
       }
     }
     first = false;

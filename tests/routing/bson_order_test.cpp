@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "routing/key_bound.h"
 #include "tests/routing/routing_test_util.h"
 
 namespace shardscope::routing {
@@ -46,6 +47,25 @@ TEST(BsonOrder, NumbersCompareByValueAcrossTypes) {
   EXPECT_EQ(cmp(R"({"$numberDecimal": "2.5"})", "2.5"), 0);
   EXPECT_LT(cmp(R"({"$numberDouble": "NaN"})", R"({"$numberDouble": "-Infinity"})"), 0);  // NaN below all
   EXPECT_EQ(cmp(R"({"$numberDouble": "NaN"})", R"({"$numberDouble": "NaN"})"), 0);
+}
+
+// compareBound compares same-type strings, integers and dates in place (routing/key_bound.cpp):
+// every pair of a varied pool orders as compareValues orders it.
+TEST(BsonOrder, BoundsOrderAsTheirValues) {
+  Json pool(R"({"v": ["", "a", "ab", "abc", "b", "C0800", "C08", "\u00e9", "a\u0000b", "a\u0000",
+    0, 1, -1, 2147483647, {"$numberLong": "0"}, {"$numberLong": "-9223372036854775808"},
+    {"$numberLong": "9223372036854775807"}, {"$numberLong": "5"}, 5.0, 0.5, {"$numberDouble": "NaN"},
+    {"$date": {"$numberLong": "-1"}}, {"$date": {"$numberLong": "0"}}, {"$date": {"$numberLong": "1704067200000"}},
+    {"$minKey": 1}, {"$maxKey": 1}, null, true, {"$oid": "65a0b1c2d3e4f5a6b7c8d9e0"}, {"$symbol": "ab"}]})");
+  std::vector<bson_value_t> values;
+  bson_iter_t it, arr;
+  ASSERT_TRUE(bson_iter_init_find(&it, pool.get(), "v") && bson_iter_recurse(&it, &arr));
+  while (bson_iter_next(&arr)) values.push_back(*bson_iter_value(&arr));
+  ASSERT_EQ(values.size(), 30u);
+  for (const bson_value_t& a : values)
+    for (const bson_value_t& b : values)
+      EXPECT_EQ(compareBound(Bound::of(a), Bound::of(b)), common::compareValues(a, b))
+          << "types " << a.value_type << " and " << b.value_type;
 }
 
 TEST(BsonOrder, WithinTypes) {
