@@ -138,6 +138,9 @@ class Pipeline {
 
   std::span<const uint8_t> toUpstream(std::span<const uint8_t> message, bool neverCompress, std::vector<uint8_t>& scratch);
   std::span<const uint8_t> toClient(std::span<const uint8_t> message, const PendingOp* op);
+  // Whether anything reads this operation's reply (observers, cursor bookkeeping, stale-routing
+  // reports, the rewrite and the mapping learner): if not, its facts are not parsed.
+  bool readsReply(const PendingOp& op) const;
   std::span<const uint8_t> rewriteHelloReply(std::span<const uint8_t> message, const bson_t* body);
   // The rewrite's verify step (pipeline/lookup_rewrite_step.cpp): what to send upstream instead
   // when the reply cannot prove the rewrite right (the original, maybe after a killCursors);
