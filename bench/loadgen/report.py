@@ -129,10 +129,10 @@ def latency_rounds(runs, w, rate):
         a50 = lat_added(lat, target, rounds, "p50")
         a99 = lat_added(lat, target, rounds, "p99")
         summary[target] = a99
-        spread = f"{min(a99.values()):+.1f} – {max(a99.values()):+.1f}" if a99 else "—"
+        spread = f"{min(a99.values()):+,.1f} – {max(a99.values()):+,.1f}" if a99 else "—"
         m50, m99 = med(list(a50.values())), med(list(a99.values()))
         w(f"| {title} | {len(good)} | {fmt(p50, 1)} | {fmt(p99, 1)} | "
-          f"{'—' if m50 is None else f'{m50:+.1f}'} | {'—' if m99 is None else f'{m99:+.1f}'} | {spread} | {flag_cell} |")
+          f"{'—' if m50 is None else f'{m50:+,.1f}'} | {'—' if m99 is None else f'{m99:+,.1f}'} | {spread} | {flag_cell} |")
     w("")
 
     # Per round, so a reader can see which rounds drove the spread and which were disturbed.
@@ -151,9 +151,9 @@ def latency_rounds(runs, w, rate):
             elif not lat_ok(r):
                 cells.append("failed")
             else:
-                c = f"{r['service_us']['p50']:.1f} / {r['service_us']['p99']:.1f}"
+                c = f"{r['service_us']['p50']:,.1f} / {r['service_us']['p99']:,.1f}"
                 if t != "direct" and lat_ok(d):
-                    c += f" ({r['service_us']['p99'] - d['service_us']['p99']:+.1f})"
+                    c += f" ({r['service_us']['p99'] - d['service_us']['p99']:+,.1f})"
                 cells.append(("⚠ " if lat_flagged(r) else "") + c)
         other = max((r.get("other_cores", 0) for r in here.values() if r), default=0)
         w(f"| {rd} | {' → '.join(r['label'][4:] for r in order)} | " + " | ".join(cells) + f" | {other:.2f} |")
@@ -167,7 +167,7 @@ def latency_rounds(runs, w, rate):
             if s is None or h is None:
                 w(f"{indent}- {target}{note}: median added p99 vs 1.5 × haproxy's — not measured")
                 continue
-            line = f"{indent}- {target}{note}: median added p99 {s:+.1f} µs vs 1.5 × haproxy's {h:+.1f} µs = {1.5 * h:+.1f} µs — "
+            line = f"{indent}- {target}{note}: median added p99 {s:+,.1f} µs vs 1.5 × haproxy's {h:+,.1f} µs = {1.5 * h:+,.1f} µs — "
             if h <= 0:
                 line += "**not decidable** (haproxy's median added p99 is not above zero: within the noise)"
             else:
