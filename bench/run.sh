@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
 # Side-by-side benchmark: direct to a canned upstream, haproxy (TCP relay), shardscope forwarding only,
 # shardscope with routing + admin/statistics, and mongobetween; plus shardscope against FerretDB.
-# Prints one table and writes bench/RESULTS.md. All traffic stays on 127.0.0.1; the run takes ~4 min.
+# Prints one table and writes bench/RESULTS.md. All traffic stays on 127.0.0.1; the run takes ~6.5 min.
 #
 #   bash bench/run.sh [--duration S (10)] [--rate OPS (5000)] [--idle N (9900)] [--quick]
 #                     [--no-pin] [--no-ferret] [--no-mongobetween] [--no-results] [--out FILE]
 #                     [--quiet-wait S (10)] [--priority NICE (-20)] [--profile] [--only LIST]
-# --only main,tls,large,sweep,threads,uring runs only those sections (all by default). The io_uring rows
-# need a second build: cmake -B build-uring -DSHARDSCOPE_IO_URING=ON (BENCH_SHARDSCOPE_URING_BIN).
+#                     [--latency-rounds R (5)] [--latency-seconds S (5)]
+# --only main,latency,tls,large,sweep,threads,uring runs only those sections (all by default). The io_uring
+# rows need a second build: cmake -B build-uring -DSHARDSCOPE_IO_URING=ON (BENCH_SHARDSCOPE_URING_BIN).
+# latency: added p50/p99 at --rate for issue 29 item 4 — direct, haproxy, shardscope-fwd and -full all kept
+# up, R interleaved rounds of one open-loop run each (S s + 2 s warm-up), medians over rounds of each
+# round's difference to its direct run; R x 4 x (S + 2) s plus ~5 s start-up (~2.5 min by default).
 # --profile adds a perf profile of shardscope (routing + stats + evaluation) under the closed-loop load (~15 s more).
 # The machine should be otherwise idle: the script waits up to --quiet-wait seconds for other processes
 # to calm down and flags every run during which they used more than 0.15 of a core.
 #
 # CPU layout (default): the load generator and the upstream share CPU 0, the proxy under test gets CPU 1
 # alone (one thread). Every row therefore does the same work on CPU 0, and a proxy that costs less
-# than the client+server pair never limits throughput. --no-pin lets the scheduler place everything.
+# than the client+server pair never limits throughput. The open-loop latency runs (main and latency
+# sections) move the proxy to CPU 0 as well (see the main section). --no-pin lets the scheduler place everything.
 # The script runs in a session of its own whose autogroup gets nice --priority: Linux shares CPU
 # between sessions' autogroups, so a process's own nice value does not help against other sessions'
 # builds on a shared machine; --priority 0 turns that off.
@@ -25,8 +30,9 @@ if [[ -z "${BENCH_RUN_SESSION:-}" ]] && command -v setsid >/dev/null; then
 fi
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cache="${SHARDSCOPE_CACHE:-$HOME/.cache/shardscope}"
-sections=main,tls,large,sweep,threads,uring
+sections=main,latency,tls,large,sweep,threads,uring
 duration=10 rate=5000 idle=9900 pin=1 ferret=1 mongobetween=1 write_results=1 quick=0 quiet_wait=10 profile=0 priority=-20
+latency_rounds=5 latency_seconds=5
 results="$here/bench/RESULTS.md"
 cmdline="bash bench/run.sh $*"
 while (($#)); do
@@ -44,11 +50,16 @@ while (($#)); do
     --profile) profile=1; shift ;;
     --priority) priority="$2"; shift 2 ;;
     --only) sections="$2"; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    --latency-rounds) latency_rounds="$2"; shift 2 ;;
+    --latency-seconds) latency_seconds="$2"; shift 2 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
 log() { printf '[bench] %s\n' "$*" >&2; }
+for v in latency_rounds latency_seconds; do
+  [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --${v/_/-} takes a whole number >= 1" >&2; exit 2; }
+done
 section() { [[ ",$sections," == *",$1,"* ]]; }
 if [[ "$priority" != 0 ]]; then
   echo "$priority" 2>/dev/null >/proc/self/autogroup || log "could not set the autogroup priority to $priority"
@@ -349,6 +360,62 @@ for kind in shardscope-fwd-malloc shardscope-full-malloc; do
 done
 
 fi  # section main
+
+# --- issue 29 item 4: added tail latency, interleaved rounds -------------------------------------------
+# One open-loop run per target measures a few seconds at one moment, and this VM stalls for milliseconds
+# at random moments, so a single run's p99 measures the VM. Here all four targets stay up for the whole
+# section (each proxy on its own port) and take turns: R rounds of one short open-loop run per target,
+# the order changing per round. report.py subtracts each round's direct run from the same round's proxy
+# runs and takes medians over rounds. CPU placement as in the main section's open-loop runs: the load
+# generator, the upstream and the proxy under test all on CPU 0 (the idle proxies wait there too).
+
+# latency_order N ROUND: the target indices (0..N-1) of round ROUND (0-based), space-separated. A row of
+# a Williams square: the base 0, 1, N-1, 2, N-2, ... with ROUND added to every entry (mod N). A plain
+# rotation would keep each target's neighbour (direct always right before haproxy); with this, over N
+# rounds every target comes right after every other target once (exactly so for even N).
+latency_order() {
+  local n=$1 r=$2 base=(0) lo=1 hi=$(($1 - 1)) i out=()
+  while ((${#base[@]} < n)); do
+    base+=("$lo"); lo=$((lo + 1))
+    ((${#base[@]} < n)) && { base+=("$hi"); hi=$((hi - 1)); }
+  done
+  for i in "${base[@]}"; do out+=($(((i + r) % n))); done
+  echo "${out[*]}"
+}
+
+# latency_run KIND PORT PROXY_PID ROUND SLOT: one open-loop run, tagged with its round and its place in
+# the round. PROXY_PID is empty for direct. The watched processes make other_cores the machine's other load.
+latency_run() {
+  local kind=$1 port=$2 ppid=$3 watch=(--watch "upstream=$up_pid")
+  [[ -n "$ppid" ]] && watch=(--watch "proxy=$ppid" "${watch[@]}")
+  log "lat-$kind, round $4 (run $5 of the round)"
+  loadgen --label "lat-$kind" --tag "round=$4 slot=$5" --target "127.0.0.1:$port" "${common[@]}" \
+    --duration "$latency_seconds" --rate "$rate" --mix "$mix_canned" "${watch[@]}" \
+    || note "lat-$kind: round $4 run failed"
+}
+
+latency_section() {
+  local kinds=(direct) ports=("$up_port") ppids=("") kind port r i slot
+  for kind in haproxy shardscope-fwd shardscope-full; do
+    port=$(free_port)
+    start_proxy "$kind" "$port" || { note "lat-$kind: did not start, left out of the latency rounds"; continue; }
+    ((pin)) && taskset -a -p -c 0 "$proxy_pid" >/dev/null
+    kinds+=("$kind") ports+=("$port") ppids+=("$proxy_pid")
+  done
+  log "latency: ${latency_rounds} rounds x ${#kinds[@]} targets x (${latency_seconds} s + 2 s warm-up)"
+  for ((r = 1; r <= latency_rounds; r++)); do
+    slot=0
+    for i in $(latency_order "${#kinds[@]}" $((r - 1))); do
+      slot=$((slot + 1))
+      latency_run "${kinds[i]}" "${ports[i]}" "${ppids[i]}" "$r" "$slot"
+    done
+  done
+  for ((i = 1; i < ${#kinds[@]}; i++)); do
+    kill -0 "${ppids[i]}" 2>/dev/null || note "lat-${kinds[i]}: the proxy process died during the latency rounds"
+    stop_pid "${ppids[i]}"
+  done
+}
+if section latency; then latency_section; fi
 
 # --- issue 19: TLS on both hops --------------------------------------------------------------------
 # Client -> TLS -> proxy -> TLS -> canned upstream; TLS 1.3 with one cipher suite offered by the load

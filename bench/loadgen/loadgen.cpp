@@ -78,6 +78,7 @@ struct Options {
   double idle_hold = 1.0;
   std::string json_out;
   std::string label;
+  std::string tag;  // free text copied into the JSON line (bench/run.sh: the latency section's round)
   bool tls = false;
   std::string tls_ciphersuites = kDefaultCiphersuites;
   size_t insert_bytes = 0;
@@ -642,6 +643,13 @@ std::string jsonEscape(const std::string& s) {
   return o;
 }
 
+// The JSON line's first fields: "label" and, when --tag was given, "tag".
+std::string jsonHead(const Options& o) {
+  std::string h = "{\"label\":\"" + jsonEscape(o.label) + "\"";
+  if (!o.tag.empty()) h += ",\"tag\":\"" + jsonEscape(o.tag) + "\"";
+  return h;
+}
+
 void writeJson(const Options& o, const std::string& body) {
   if (o.json_out.empty()) return;
   FILE* f = std::fopen(o.json_out.c_str(), "a");
@@ -679,7 +687,7 @@ int runIdle(const Options& o, const Messages& m) {
   std::printf("[%s] idle: %d connections opened (+16 warm) in %.2f s%s%s\n", o.label.c_str(), std::max(opened, 0),
               open_s, err.empty() ? "" : "; stopped: ", err.c_str());
   std::ostringstream js;
-  js << "{\"label\":\"" << jsonEscape(o.label) << "\",\"mode\":\"idle\",\"connections\":" << std::max(opened, 0)
+  js << jsonHead(o) << ",\"mode\":\"idle\",\"connections\":" << std::max(opened, 0)
      << ",\"requested\":" << o.idle << ",\"error\":\"" << jsonEscape(err) << "\",\"watch\":{";
   for (size_t i = 0; i < w.size(); ++i) {
     double per = opened > 0 ? static_cast<double>(w[i].b.rss_kib - w[i].a.rss_kib) / opened : 0;
@@ -706,7 +714,7 @@ int runLoad(const Options& o, const Messages& m) {
       std::fprintf(stderr, "[%s] setup failed: %s\n", o.label.c_str(), w->result().setup_error.c_str());
       std::printf("{\"label\":\"%s\",\"mode\":\"load\",\"error\":\"%s\"}\n", o.label.c_str(),
                   jsonEscape(w->result().setup_error).c_str());
-      writeJson(o, "{\"label\":\"" + jsonEscape(o.label) + "\",\"mode\":\"load\",\"error\":\"setup: " +
+      writeJson(o, jsonHead(o) + ",\"mode\":\"load\",\"error\":\"setup: " +
                        jsonEscape(w->result().setup_error) + "\"}");
       return 1;
     }
@@ -772,7 +780,7 @@ int runLoad(const Options& o, const Messages& m) {
   std::ostringstream js;
   js.setf(std::ios::fixed);
   js.precision(3);
-  js << "{\"label\":\"" << jsonEscape(o.label) << "\",\"mode\":\"load\",\"loop\":\"" << (o.rate > 0 ? "open" : "closed")
+  js << jsonHead(o) << ",\"mode\":\"load\",\"loop\":\"" << (o.rate > 0 ? "open" : "closed")
      << "\",\"connections\":" << o.connections << ",\"depth\":" << o.depth << ",\"threads\":" << nthreads
      << ",\"rate\":" << o.rate << ",\"seconds\":" << secs << ",\"ops\":" << total.ops
      << ",\"ops_per_s\":" << tput << ",\"errors\":" << total.errors << ",\"first_error\":\""
@@ -818,6 +826,7 @@ void usage() {
                "  --db NAME (shop)  --coll NAME (orders)  --customers N (10000)\n"
                "  --watch NAME=PID (repeatable)  --malloc-pid PID --malloc-file FILE\n"
                "  --idle N [--idle-hold S]  --label TEXT  --json-out FILE (appends one JSON line)\n"
+               "  --tag TEXT (copied into the JSON line as \"tag\")\n"
                "  --tls [--tls-ciphersuites LIST]  --insert-bytes B\n");
 }
 
@@ -894,6 +903,7 @@ int main(int argc, char** argv) {
     else if (a == "--idle") o.idle = std::max(1, std::atoi(next().c_str()));
     else if (a == "--idle-hold") o.idle_hold = std::atof(next().c_str());
     else if (a == "--label") o.label = next();
+    else if (a == "--tag") o.tag = next();
     else if (a == "--json-out") o.json_out = next();
     else if (a == "--tls") o.tls = true;
     else if (a == "--tls-ciphersuites") o.tls_ciphersuites = next();
