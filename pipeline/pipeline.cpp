@@ -416,9 +416,7 @@ ReplyAction Pipeline::onReply(std::span<uint8_t> frame) {
   if (op->discard_reply) return {};                   // the proxy's own killCursors
   // The reply's one parse: every step below and every observer reads these facts. Forwarding
   // only, nothing reads them, and the parse (~1.3k instructions per reply) is skipped.
-  std::optional<protocol::ReplyFacts> parsed;
-  if (readsReply(*op)) parsed.emplace(protocol::readReplyFacts(bodyPtr));
-  const protocol::ReplyFacts& facts = parsed ? *parsed : kNoReplyFacts;
+  const protocol::ReplyFacts facts = readsReply(*op) ? protocol::readReplyFacts(bodyPtr) : protocol::ReplyFacts{};
   if (op->confirming) return {{}, afterConfirmingRead(*op, facts)};  // the proxy's own confirming read
   if (bodyPtr) learnFromReply(*op, facts);
   if (!moreToCome && (op->rewrite || op->fell_back))

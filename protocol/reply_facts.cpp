@@ -137,10 +137,10 @@ ReplyFacts readReplyFacts(const bson_t* body) {
   }
   // A document corrupt past its header (replies are navigated, not validated): unparsed, as a
   // whole, rather than half-read facts.
-  if (it.err_off != 0) return ReplyFacts{};
-  if (f.ok) f.code = 0;
+  if (it.err_off != 0) f = ReplyFacts{};
+  else if (f.ok) f.code = 0;
   else if (f.has_ok) addCode(f, f.code);
-  return f;
+  return f;  // the one object returned on every path: built in the caller's storage (NRVO)
 }
 
 uint64_t replyFactsParsed() { return t_parsed; }
