@@ -1,11 +1,14 @@
 // libFuzzer: framing, OP_MSG / OP_QUERY / OP_REPLY / OP_COMPRESSED decoding and the command view,
 // exactly as the proxy's request path runs them on untrusted client bytes. The same bytes, read as
-// a document sequence's contents, must get the same verdict from BsonStreamCheck as from decodeOpMsg.
+// a document sequence's contents, must get the same verdict from BsonStreamCheck as from decodeOpMsg;
+// read as one document, the same elements from BsonElements as from bson_iter_next (replies are
+// read with it), and readReplyFacts must not fail on them.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "protocol/bson_elements.h"
 #include "protocol/bson_stream_check.h"
 #include "protocol/command_view.h"
 #include "protocol/compression.h"
@@ -13,6 +16,7 @@
 #include "protocol/hello.h"
 #include "protocol/op_msg.h"
 #include "protocol/op_query.h"
+#include "protocol/reply_facts.h"
 
 using namespace shardscope::protocol;
 
@@ -71,9 +75,30 @@ static void checkStream(std::span<const uint8_t> run) {
   if ((ok && check.atDocumentBoundary()) != expected) __builtin_trap();
 }
 
+// `doc` walked by BsonElements and by bson_iter_next: the same elements, the same verdict.
+static void checkElements(std::span<const uint8_t> doc) {
+  bson_t b;
+  bson_iter_t it;
+  if (doc.size() < 5 || !bson_init_static(&b, doc.data(), doc.size()) || !bson_iter_init(&it, &b)) return;
+  BsonElements elements(doc.data(), static_cast<uint32_t>(doc.size()));
+  BsonElement e;
+  for (;;) {
+    const bool lib = bson_iter_next(&it);
+    if (elements.next(e) != lib) __builtin_trap();
+    if (!lib) break;
+    if (e.offset != it.off || e.type != bson_iter_type(&it) || e.value != it.raw + it.d1 ||
+        e.value + e.value_len != it.raw + it.next_off)
+      __builtin_trap();
+  }
+  if (elements.failed() != (it.err_off != 0)) __builtin_trap();
+  const ReplyFacts facts = readReplyFacts(&b);
+  if (facts.parsed == elements.failed()) __builtin_trap();
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::span<const uint8_t> input(data, size);
   checkStream(input);
+  checkElements(input);
   FrameReader reader(1 << 20);
   while (!input.empty()) {
     auto r = reader.next(input);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "protocol/bson_elements.h"
 #include "protocol/crc32c.h"
 
 namespace shardscope::protocol {
@@ -26,102 +27,34 @@ constexpr uint32_t kAllowedFlags = kRequiredFlagBits | kExhaustAllowed;
 
 bool wellFormed(const uint8_t* data, size_t size, int depth);
 
-// Keys are almost always ASCII: checked here byte by byte without a call, and handed to libbson's
-// UTF-8 decoder only when one has a byte >= 0x80 (a key is a C string: it holds no NUL).
-bool validKey(const uint8_t* key, size_t len) {
-  for (size_t i = 0; i < len; ++i)
-    if (key[i] >= 0x80) return bson_utf8_validate(reinterpret_cast<const char*>(key), len, false);
-  return true;
-}
-
-uint32_t le32(const uint8_t* p) { return loadUint32(p); }
-
-// The elements of one document, read from its bytes with bson_iter_next's framing rules (the
-// same rules, byte by byte, as protocol/bson_stream_check.cpp): every part of an element lies
-// before the document's terminator at `limit`. About a fifth of the instructions of walking it
-// with bson_iter_next, which validates as it goes and is called once per element (issue 29).
-bool elementsWellFormed(const uint8_t* d, uint32_t limit, int depth) {
-  uint32_t pos = 4;
-  while (pos < limit) {
-    const uint8_t type = d[pos++];
-    // The key: a C string ending before the terminator, UTF-8. ASCII bytes are passed over in one
-    // loop; a key with another byte is looked at whole.
-    const uint8_t* key = d + pos;
-    const uint8_t* q = key;
-    const uint8_t* const key_limit = d + limit;
-    while (q < key_limit && static_cast<uint8_t>(*q - 1) < 0x7F) ++q;
-    if (q < key_limit && *q != 0) {
-      q = static_cast<const uint8_t*>(std::memchr(q, 0, static_cast<size_t>(key_limit - q)));
-      if (!q || !validKey(key, static_cast<size_t>(q - key))) return false;
-    }
-    if (q == key_limit) return false;
-    pos = static_cast<uint32_t>(q - d) + 1;
-    const uint32_t left = limit - pos;  // bytes the value may use
-    auto fixed = [&](uint32_t n) { return n <= limit - pos ? (pos += n, true) : false; };
-    switch (type) {
-      case 0x01: case 0x09: case 0x11: case 0x12: if (!fixed(8)) return false; break;  // double, date, timestamp, int64
-      case 0x10: if (!fixed(4)) return false; break;                                  // int32
-      case 0x13: if (!fixed(16)) return false; break;                                 // decimal128
-      case 0x07: if (!fixed(12)) return false; break;                                 // ObjectId
-      case 0x06: case 0x0A: case 0x7F: case 0xFF: break;                               // undefined, null, max/minKey
-      case 0x08:                                                                       // bool: 0 or 1
-        if (left < 1 || d[pos] > 1) return false;
-        ++pos;
+// The elements with bson_iter_next's framing (BsonElements, booleans included), then isValidBson's
+// own rules: keys that are UTF-8, every embedded document (and code-with-scope's scope) valid.
+bool elementsWellFormed(const uint8_t* d, uint32_t size, int depth) {
+  BsonElements elements(d, size);
+  BsonElement e;
+  while (elements.next(e)) {
+    if (!e.ascii_key && !bson_utf8_validate(e.key.data(), e.key.size(), false)) return false;
+    switch (e.type) {
+      case 0x03: case 0x04:
+        if (!wellFormed(e.value, e.value_len, depth + 1)) return false;
         break;
-      case 0x0B: {  // regex: two C strings, not decoded
-        for (int part = 0; part < 2; ++part) {
-          const auto* end = static_cast<const uint8_t*>(std::memchr(d + pos, 0, limit - pos));
-          if (!end) return false;
-          pos = static_cast<uint32_t>(end - d) + 1;
-        }
+      case 0x0F: {  // the scope after the total length, the string's length and the string
+        const uint32_t code = loadUint32(e.value + 4);
+        if (!wellFormed(e.value + 8 + code, e.value_len - 8 - code, depth + 1)) return false;
         break;
       }
-      case 0x02: case 0x0D: case 0x0E: case 0x0C: {  // string, code, symbol, dbPointer: length counts the NUL
-        if (left < 4) return false;
-        const uint32_t n = le32(d + pos);
-        if (n == 0 || n > left - 4 || d[pos + 4 + n - 1] != 0) return false;  // its NUL lies before the terminator
-        pos += 4 + n;
-        if (type == 0x0C && !fixed(12)) return false;  // dbPointer's ObjectId
-        break;
-      }
-      case 0x05: {  // binary: length, subtype, bytes (subtype 2 repeats the length inside)
-        if (left < 5) return false;
-        const uint32_t n = le32(d + pos);
-        if (uint64_t{n} + 5 > left) return false;
-        const uint8_t subtype = d[pos + 4];
-        if (subtype == 2 && (n < 4 || le32(d + pos + 5) != n - 4)) return false;
-        pos += 5 + n;
-        break;
-      }
-      case 0x03: case 0x04: {  // document, array
-        if (left < 4) return false;
-        const uint32_t n = le32(d + pos);
-        if (n > left || !wellFormed(d + pos, n, depth + 1)) return false;
-        pos += n;
-        break;
-      }
-      case 0x0F: {  // code with scope: total length, string length, string, scope document
-        if (left < 4) return false;
-        const uint32_t total = le32(d + pos);
-        if (total < 14 || total > left) return false;
-        const uint32_t code = le32(d + pos + 4);
-        if (code == 0 || uint64_t{code} + 12 >= total) return false;
-        const uint32_t scope = le32(d + pos + 8 + code);
-        if (scope != total - 8 - code || !wellFormed(d + pos + 8 + code, scope, depth + 1)) return false;
-        pos += total;
-        break;
-      }
-      default: return false;  // 0 before the terminator, or a type bson_iter_next does not know
+      default: break;
     }
   }
-  return pos == limit;
+  return !elements.failed();
 }
 
 // bson_init_static's rules (at least 5 bytes, the length it states, a NUL at the end), then the
 // elements, at most kMaxBsonDepth levels deep.
 bool wellFormed(const uint8_t* data, size_t size, int depth) {
-  if (depth > kMaxBsonDepth || size < 5 || size > INT32_MAX || le32(data) != size || data[size - 1] != 0) return false;
-  return elementsWellFormed(data, static_cast<uint32_t>(size - 1), depth);
+  if (depth > kMaxBsonDepth || size < 5 || size > INT32_MAX || loadUint32(data) != size || data[size - 1] != 0)
+    return false;
+  return elementsWellFormed(data, static_cast<uint32_t>(size), depth);
 }
 
 }  // namespace

@@ -1,5 +1,9 @@
 #include "protocol/reply_facts.h"
 
+#include <cstring>
+
+#include "protocol/bson_elements.h"
+
 namespace shardscope::protocol {
 
 namespace {
@@ -8,19 +12,64 @@ thread_local uint64_t t_parsed = 0;  // per thread: no shared cache line on the 
 
 int64_t numberOr0(const bson_iter_t& it) { return BSON_ITER_HOLDS_NUMBER(&it) ? bson_iter_as_int64(&it) : 0; }
 
-std::string_view utf8Of(const bson_iter_t& it) {
-  if (!BSON_ITER_HOLDS_UTF8(&it)) return {};
-  uint32_t len = 0;
-  const char* s = bson_iter_utf8(&it, &len);
-  return {s, len};
+// The same values read from an element (BsonElements), as libbson's bson_iter_as_int64 and
+// bson_iter_as_bool read them.
+double doubleOf(const BsonElement& e) {
+  double d;
+  std::memcpy(&d, e.value, sizeof d);
+  return d;
 }
 
-void keep(ElementView& view, const bson_iter_t& it) {
+// BSON_ITER_HOLDS_NUMBER's types.
+bool isNumber(uint8_t type) { return type == BSON_TYPE_INT32 || type == BSON_TYPE_INT64 || type == BSON_TYPE_DOUBLE; }
+
+int64_t numberOr0(const BsonElement& e) {
+  switch (e.type) {
+    case BSON_TYPE_INT32: return static_cast<int32_t>(loadUint32(e.value));
+    case BSON_TYPE_INT64: {
+      int64_t v;
+      std::memcpy(&v, e.value, sizeof v);
+      return v;
+    }
+    case BSON_TYPE_DOUBLE: {
+      // libbson casts; out of range (and NaN) that is INT64_MIN on x86-64, without the undefined behaviour.
+      const double d = doubleOf(e);
+      return d >= -9223372036854775808.0 && d < 9223372036854775808.0 ? static_cast<int64_t>(d) : INT64_MIN;
+    }
+    default: return 0;
+  }
+}
+
+bool truthOf(const BsonElement& e) {
+  switch (e.type) {
+    case BSON_TYPE_BOOL: return e.value[0] != 0;
+    case BSON_TYPE_DOUBLE: return !(doubleOf(e) == 0.0);
+    case BSON_TYPE_INT32:
+    case BSON_TYPE_INT64: return numberOr0(e) != 0;
+    case BSON_TYPE_NULL:
+    case BSON_TYPE_UNDEFINED: return false;
+    default: return true;
+  }
+}
+
+std::string_view utf8Of(const BsonElement& e) {
+  if (e.type != BSON_TYPE_UTF8) return {};
+  return {reinterpret_cast<const char*>(e.value) + 4, e.value_len - 5};  // without the length and the NUL
+}
+
+void keep(ElementView& view, const uint8_t* doc, uint32_t doc_len, const BsonElement& e) {
   view.present = true;
-  view.doc = it.raw;
-  view.doc_len = it.len;
-  view.offset = it.off;
-  view.key_len = bson_iter_key_len(&it);
+  view.doc = doc;
+  view.doc_len = doc_len;
+  view.offset = e.offset;
+  view.key_len = static_cast<uint32_t>(e.key.size());
+}
+
+// An iterator at an element read with BsonElements (for the rare fields read with libbson).
+bson_iter_t iterAt(const uint8_t* doc, uint32_t doc_len, const BsonElement& e) {
+  bson_iter_t it{};
+  bson_iter_init_from_data_at_offset(&it, doc, doc_len, e.offset, static_cast<uint32_t>(e.key.size()));
+  return it;
 }
 
 // The `code` of a writeErrors entry or of the writeConcernError document (0 when none).
@@ -36,17 +85,21 @@ void addCode(ReplyFacts& f, int32_t code) {
   else ++f.extra_codes;
 }
 
-void readCursor(ReplyFacts& f, const bson_iter_t& cursor) {
+// An embedded document or array that bson_iter_recurse would enter (bson_init_static's rules:
+// BsonElements checked its length, not its terminator).
+bool enterable(const BsonElement& e) { return e.value_len >= 5 && e.value[e.value_len - 1] == 0; }
+
+void readCursor(ReplyFacts& f, const BsonElement& cursor) {
   f.has_cursor = true;
-  bson_iter_t c;
-  if (!bson_iter_recurse(&cursor, &c)) return;
-  while (bson_iter_next(&c)) {
-    std::string_view key(bson_iter_key(&c), bson_iter_key_len(&c));
-    if (key == "id") f.cursor_id = numberOr0(c);
-    else if (key == "ns") f.cursor_ns = utf8Of(c);
-    else if ((key == "firstBatch" || key == "nextBatch") && BSON_ITER_HOLDS_ARRAY(&c)) {
-      keep(f.batch, c);
-      f.first_batch = key == "firstBatch";
+  if (!enterable(cursor)) return;
+  BsonElements c(cursor.value, cursor.value_len);
+  BsonElement e;
+  while (c.next(e)) {
+    if (e.key == "id") f.cursor_id = isNumber(e.type) ? numberOr0(e) : 0;
+    else if (e.key == "ns") f.cursor_ns = utf8Of(e);
+    else if ((e.key == "firstBatch" || e.key == "nextBatch") && e.type == BSON_TYPE_ARRAY) {
+      keep(f.batch, cursor.value, cursor.value_len, e);
+      f.first_batch = e.key == "firstBatch";
     }
   }
 }
@@ -86,58 +139,63 @@ ReplyFacts readReplyFacts(std::span<const uint8_t> bytes) {
 ReplyFacts readReplyFacts(const bson_t* body) {
   ++t_parsed;
   ReplyFacts f;
-  bson_iter_t it;
-  if (!body || !bson_iter_init(&it, body)) return f;
+  if (!body) return f;
+  const uint8_t* doc = bson_get_data(body);
+  const uint32_t len = body->len;
   f.parsed = true;
-  while (bson_iter_next(&it)) {
+  BsonElements elements(doc, len);
+  BsonElement e;
+  auto number = [](const BsonElement& e) { return isNumber(e.type) ? numberOr0(e) : 0; };
+  while (elements.next(e)) {
     // string_view compares lengths first: most keys are rejected without touching their bytes.
-    std::string_view key(bson_iter_key(&it), bson_iter_key_len(&it));
+    const std::string_view key = e.key;
     if (key == "ok") {
       f.has_ok = true;
-      f.ok = bson_iter_as_bool(&it);
+      f.ok = truthOf(e);
     } else if (key == "code") {
-      f.code = static_cast<int32_t>(numberOr0(it));
+      f.code = static_cast<int32_t>(number(e));
     } else if (key == "codeName") {
-      f.code_name = utf8Of(it);
+      f.code_name = utf8Of(e);
     } else if (key == "errmsg") {
-      f.errmsg = utf8Of(it);
-    } else if (key == "cursor" && BSON_ITER_HOLDS_DOCUMENT(&it)) {
-      readCursor(f, it);
+      f.errmsg = utf8Of(e);
+    } else if (key == "cursor" && e.type == BSON_TYPE_DOCUMENT) {
+      readCursor(f, e);
     } else if (key == "n") {
       f.has_n = true;
-      f.n = numberOr0(it);
+      f.n = number(e);
     } else if (key == "nModified") {
       f.has_n_modified = true;
-      f.n_modified = numberOr0(it);
+      f.n_modified = number(e);
     } else if (key == "nMatched") {
       f.has_n_matched = true;
-      f.n_matched = numberOr0(it);
-      keep(f.n_matched_field, it);
-    } else if (key == "upserted" && BSON_ITER_HOLDS_ARRAY(&it)) {
-      keep(f.upserted, it);
-    } else if (key == "writeErrors" && BSON_ITER_HOLDS_ARRAY(&it)) {
-      keep(f.write_errors, it);
+      f.n_matched = number(e);
+      keep(f.n_matched_field, doc, len, e);
+    } else if (key == "upserted" && e.type == BSON_TYPE_ARRAY) {
+      keep(f.upserted, doc, len, e);
+    } else if (key == "writeErrors" && e.type == BSON_TYPE_ARRAY) {
+      keep(f.write_errors, doc, len, e);
+      const bson_iter_t it = iterAt(doc, len, e);
       bson_iter_t item;
       if (bson_iter_recurse(&it, &item))
         while (bson_iter_next(&item)) {
           ++f.write_error_count;
           addCode(f, codeIn(item));
         }
-    } else if (key == "writeConcernError" && BSON_ITER_HOLDS_DOCUMENT(&it)) {
-      keep(f.write_concern_error, it);
-      f.write_concern_code = codeIn(it);
+    } else if (key == "writeConcernError" && e.type == BSON_TYPE_DOCUMENT) {
+      keep(f.write_concern_error, doc, len, e);
+      f.write_concern_code = codeIn(iterAt(doc, len, e));
       addCode(f, f.write_concern_code);
-    } else if (key == "lastErrorObject" && BSON_ITER_HOLDS_DOCUMENT(&it)) {
-      keep(f.last_error_object, it);
+    } else if (key == "lastErrorObject" && e.type == BSON_TYPE_DOCUMENT) {
+      keep(f.last_error_object, doc, len, e);
     } else if (f.other_count < ReplyFacts::kMaxOtherFields) {
-      keep(f.others[f.other_count++], it);
+      keep(f.others[f.other_count++], doc, len, e);
     } else {
       ++f.others_dropped;
     }
   }
   // A document corrupt past its header (replies are navigated, not validated): unparsed, as a
   // whole, rather than half-read facts.
-  if (it.err_off != 0) f = ReplyFacts{};
+  if (elements.failed()) f = ReplyFacts{};
   else if (f.ok) f.code = 0;
   else if (f.has_ok) addCode(f, f.code);
   return f;  // the one object returned on every path: built in the caller's storage (NRVO)
