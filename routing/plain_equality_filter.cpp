@@ -6,6 +6,7 @@
 #include <new>
 #include <string_view>
 
+#include "protocol/bson_elements.h"
 #include "routing/filter_bounds.h"
 #include "routing/shard_key_hash.h"
 
@@ -61,14 +62,14 @@ bool targetPlainEquality(const CollectionRouting& coll, const bson_t& filter, bo
   const size_t units_per_element = width + 2;
   bson_value_t pinned[kMaxKeyFields];
   uint32_t pinned_mask = 0;
-  size_t elements = 0;
-  bson_iter_t it;
-  if (!bson_iter_init(&it, &filter)) return false;
-  while (bson_iter_next(&it)) {
-    if (++elements * units_per_element > options.analysis_budget) return false;
-    const std::string_view key(bson_iter_key(&it), bson_iter_key_len(&it));
+  size_t count = 0;
+  protocol::BsonElements elements(bson_get_data(&filter), filter.len);
+  protocol::BsonElement e;
+  while (elements.next(e)) {
+    if (++count * units_per_element > options.analysis_budget) return false;
+    const std::string_view key = e.key;
     if (!key.empty() && key[0] == '$') return false;
-    const bson_type_t type = bson_iter_type(&it);
+    const auto type = static_cast<bson_type_t>(e.type);
     const int field = keyFieldOf(pattern, key);
     if (field == -2) return false;
     if (field < 0) {
@@ -79,10 +80,11 @@ bool targetPlainEquality(const CollectionRouting& coll, const bson_t& filter, bo
     const uint32_t bit = 1u << field;
     if (!pointValue(type) || (pinned_mask & bit)) return false;
     pinned_mask |= bit;
-    pinned[field] = *bson_iter_value(&it);
+    protocol::scalarValue(e, pinned[field]);
   }
+  if (elements.failed()) return false;  // bytes that do not walk: the general analysis says so
 
-  out.spent = elements * units_per_element;
+  out.spent = count * units_per_element;
   if (int h = pattern.hashedField(); h >= 0 && (pinned_mask & (1u << h))) out.spent += kHashedValueUnits;
   auto bound = [&](size_t i) {
     return pattern.field(i).hashed ? Bound::int64(hashShardKeyValue(pinned[i])) : Bound::of(pinned[i]);
