@@ -7,18 +7,20 @@
 #include <string>
 #include <string_view>
 
+#include "protocol/bson_elements.h"
 #include "protocol/command_view.h"
 
 namespace shardscope::common {
 
-// A static view of body[key] when it is a document.
+// A static view of body[key] when it is a document: the first element named `key`, as
+// bson_iter_init_find finds it, read with BsonElements (a few instructions per element passed).
 inline bool subDocument(const bson_t& body, const char* key, bson_t& out) {
-  bson_iter_t it;
-  if (!bson_iter_init_find(&it, &body, key) || !BSON_ITER_HOLDS_DOCUMENT(&it)) return false;
-  uint32_t len = 0;
-  const uint8_t* data = nullptr;
-  bson_iter_document(&it, &len, &data);
-  return bson_init_static(&out, data, len);
+  const std::string_view name(key);
+  protocol::BsonElements elements(bson_get_data(&body), body.len);
+  protocol::BsonElement e;
+  while (elements.next(e))
+    if (e.key == name) return e.type == BSON_TYPE_DOCUMENT && bson_init_static(&out, e.value, e.value_len);
+  return false;
 }
 
 // A static view of the document an iterator points at.
