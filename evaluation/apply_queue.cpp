@@ -1,8 +1,5 @@
 #include "evaluation/apply_queue.h"
 
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
 
@@ -106,10 +103,6 @@ void ApplyQueue::growFreeBatches() {
 }
 
 void ApplyQueue::run() {
-  // Applying yields the CPU to the client event loops when both want it (issue 29: a batch applied
-  // on the event loop's CPU would sit in front of the requests that arrive meanwhile). At nice 10 the
-  // worker still gets about a tenth of a contended CPU, several times what applying needs.
-  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
   std::unique_lock lock(mutex_);
   for (;;) {
     work_.wait(lock, [&] { return stopping_ || count_ > 0; });
