@@ -61,6 +61,7 @@ bool ChunkMap::build(const ShardKeyPattern& pattern, std::vector<ChunkInput> chu
   width_ = pattern.size();
   docs_.clear();
   bounds_.clear();
+  first_prefix_.clear();
   shards_.clear();
   owning_.reset();
   if (chunks.empty()) {
@@ -121,6 +122,8 @@ bool ChunkMap::build(const ShardKeyPattern& pattern, std::vector<ChunkInput> chu
   }
   bounds_.assign(mins.begin(), mins.end());
   bounds_.insert(bounds_.end(), max_of(n - 1).begin(), max_of(n - 1).end());
+  first_prefix_.clear();
+  for (size_t j = 0; j <= n; ++j) first_prefix_.push_back(orderPrefix(bounds_[j * width_]));
   shards_.reserve(n);
   for (const auto& c : chunks) {
     shards_.push_back(c.shard);
@@ -130,12 +133,20 @@ bool ChunkMap::build(const ShardKeyPattern& pattern, std::vector<ChunkInput> chu
   return true;
 }
 
+int ChunkMap::compareBoundary(size_t j, std::span<const Bound> key, uint64_t key_prefix) const {
+  const uint64_t p = first_prefix_[j];
+  if (p != key_prefix) return p < key_prefix ? -1 : 1;
+  return compareKeys({bounds_.data() + j * width_, width_}, key);
+}
+
 size_t ChunkMap::chunkForKey(std::span<const Bound> key) const {
-  // First chunk whose max exceeds key (upper_bound on max).
+  // First chunk whose max exceeds key (upper_bound on max); chunk i's max is boundary i + 1.
+  if (key.empty()) return shards_.size() - 1;  // equal to every boundary, as compareKeys has it
+  const uint64_t key_prefix = orderPrefix(key[0]);
   size_t lo = 0, hi = shards_.size();
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
-    if (compareKeys(chunkMax(mid), key) > 0) {
+    if (compareBoundary(mid + 1, key, key_prefix) > 0) {
       hi = mid;
     } else {
       lo = mid + 1;
@@ -147,8 +158,10 @@ size_t ChunkMap::chunkForKey(std::span<const Bound> key) const {
 void ChunkMap::addShardsForRange(std::span<const Bound> lo, std::span<const Bound> hi, ShardSet& out) const {
   if (compareKeys(lo, hi) > 0) return;
   size_t first = chunkForKey(lo);
+  const uint64_t hi_prefix = hi.empty() ? 0 : orderPrefix(hi[0]);
   for (size_t i = first; i < shards_.size(); ++i) {
-    if (i != first && compareKeys(chunkMin(i), hi) > 0) break;  // the chunk starts after the range
+    // The chunk starts after the range (an empty `hi` is equal to every boundary: no chunk does).
+    if (i != first && !hi.empty() && compareBoundary(i, hi, hi_prefix) > 0) break;
     out.set(shards_[i]);
     if ((i & 15) == 15 && (out & owning_) == owning_) break;
   }

@@ -44,6 +44,9 @@ class ChunkMap {
   size_t width_ = 0;
   std::vector<std::vector<uint8_t>> docs_;  // owns the bytes the bounds view
   std::vector<Bound> bounds_;               // (chunks + 1) * width: min of each chunk, then the last max
+  std::vector<uint64_t> first_prefix_;      // orderPrefix of each boundary's first field (bounds_ / width)
+  // compareKeys(boundary j, key), deciding on the first field's summary when it can.
+  int compareBoundary(size_t j, std::span<const Bound> key, uint64_t key_prefix) const;
   std::vector<uint16_t> shards_;
   ShardSet owning_;
   size_t owning_count_ = 0;

@@ -94,6 +94,28 @@ inline int compareBoundInline(const Bound& a, const Bound& b) {
 
 int compareBound(const Bound& a, const Bound& b) { return compareBoundInline(a, b); }
 
+uint64_t orderPrefix(const Bound& b) {
+  const int type = b.edge ? b.type_class : common::canonicalType(b.value.value_type);
+  uint64_t prefix = static_cast<uint64_t>(type + 1) << 56;  // canonical types run from -1 to 127
+  if (b.edge) return prefix | (b.edge < 0 ? 0 : uint64_t{3} << 54);
+  prefix |= uint64_t{1} << 54;  // a value: after its type's start edge, before its end edge
+  auto firstBytes = [](const uint8_t* p, size_t len) {  // six bytes, big-endian, zero-padded
+    uint64_t v = 0;
+    for (size_t i = 0; i < 6; ++i) v = v << 8 | (i < len ? p[i] : 0);
+    return v << 6;
+  };
+  switch (b.value.value_type) {
+    case BSON_TYPE_UTF8:
+      return prefix | firstBytes(reinterpret_cast<const uint8_t*>(b.value.value.v_utf8.str), b.value.value.v_utf8.len);
+    case BSON_TYPE_SYMBOL:
+      return prefix | firstBytes(reinterpret_cast<const uint8_t*>(b.value.value.v_symbol.symbol), b.value.value.v_symbol.len);
+    case BSON_TYPE_OID: return prefix | firstBytes(b.value.value.v_oid.bytes, 12);
+    case BSON_TYPE_DATE_TIME:  // signed: flipping the sign bit orders them as unsigned
+      return prefix | (static_cast<uint64_t>(b.value.value.v_datetime) ^ (uint64_t{1} << 63)) >> 10;
+    default: return prefix;
+  }
+}
+
 int compareKeys(std::span<const Bound> a, std::span<const Bound> b) {
   size_t n = a.size() < b.size() ? a.size() : b.size();
   for (size_t i = 0; i < n; ++i) {

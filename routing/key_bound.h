@@ -31,6 +31,11 @@ struct Bound {
 };
 
 int compareBound(const Bound& a, const Bound& b);
+// A 64-bit summary of a bound's place in the order compareBound defines: its canonical type, then
+// start edge < values < end edge, then the first bytes of a string or ObjectId or the high bits of
+// a date. Different summaries order as their bounds do; equal ones say nothing (compare the bounds).
+// The chunk lookup compares summaries first (issue 29).
+uint64_t orderPrefix(const Bound& b);
 // Compares keys field by field; both spans have the pattern's field count.
 int compareKeys(std::span<const Bound> a, std::span<const Bound> b);
 

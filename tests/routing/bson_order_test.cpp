@@ -68,6 +68,32 @@ TEST(BsonOrder, BoundsOrderAsTheirValues) {
           << "types " << a.value_type << " and " << b.value_type;
 }
 
+// orderPrefix (the chunk lookup's first comparison): whenever two bounds' summaries differ, they
+// order as the bounds do. Values of every type, near-equal strings and dates, and type edges.
+TEST(BsonOrder, OrderPrefixesOrderAsTheirBounds) {
+  Json pool(R"({"v": ["", "a", "ab", "abcdef", "abcdefg", "abcdeg", "abcde", "a\u0000", "a\u0000b", "\u00ff",
+    "C0800", "C0799", 0, 1, -1, 5.5, {"$numberLong": "7"},
+    {"$date": {"$numberLong": "-1"}}, {"$date": {"$numberLong": "0"}}, {"$date": {"$numberLong": "1023"}},
+    {"$date": {"$numberLong": "1024"}}, {"$date": {"$numberLong": "1704067200000"}},
+    {"$date": {"$numberLong": "-9223372036854775808"}}, {"$date": {"$numberLong": "9223372036854775807"}},
+    {"$oid": "65a0b1c2d3e4f5a6b7c8d9e0"}, {"$oid": "65a0b1c2d3e5f5a6b7c8d9e0"}, {"$oid": "65a0b1c2d3e4f5a6b7c8d9e1"},
+    {"$minKey": 1}, {"$maxKey": 1}, null, true, false, {"$symbol": "ab"}, {"$timestamp": {"t": 1, "i": 2}}]})");
+  std::vector<Bound> bounds;
+  bson_iter_t it, arr;
+  ASSERT_TRUE(bson_iter_init_find(&it, pool.get(), "v") && bson_iter_recurse(&it, &arr));
+  while (bson_iter_next(&arr)) bounds.push_back(Bound::of(*bson_iter_value(&arr)));
+  for (int type : {-1, 0, 5, 10, 15, 35, 45, 127}) bounds.push_back(Bound::typeStart(type)), bounds.push_back(Bound::typeEnd(type));
+  size_t decided = 0;
+  for (const Bound& a : bounds)
+    for (const Bound& b : bounds) {
+      const uint64_t pa = orderPrefix(a), pb = orderPrefix(b);
+      if (pa == pb) continue;
+      ++decided;
+      EXPECT_EQ(pa < pb ? -1 : 1, compareBound(a, b)) << "types " << a.value.value_type << " and " << b.value.value_type;
+    }
+  EXPECT_GT(decided, bounds.size() * bounds.size() / 2);
+}
+
 TEST(BsonOrder, WithinTypes) {
   EXPECT_LT(cmp(R"("C0800")", R"("C1700")"), 0);
   EXPECT_LT(cmp(R"("ABC")", R"("abc")"), 0);  // binary, not collated
