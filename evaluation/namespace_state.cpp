@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 
 #include "evaluation/document_digest.h"
@@ -124,13 +125,13 @@ void NamespaceState::computeSplits(const BottomK& distinct, uint32_t shards, std
     if (decodeValue(v, dv)) order.push_back({dv, &v});
   }
   std::sort(order.begin(), order.end(),
-            [](const auto& a, const auto& b) { return common::compareValues(a.first, b.first) < 0; });
+            [](const auto& a, const auto& b) { return compareKept(a.first, b.first) < 0; });
   size_t n = 0;
   if (order.size() >= 2 && shards >= 2) {
     const bson_value_t* last = &order.front().first;  // a split at the minimum adds nothing
     for (uint32_t i = 1; i < shards; ++i) {
       const auto& s = order[order.size() * i / shards];
-      if (common::compareValues(*last, s.first) >= 0) continue;  // duplicates: fewer chunks
+      if (compareKept(*last, s.first) >= 0) continue;  // duplicates: fewer chunks
       if (n < splits.size())
         splits[n].assign(*s.second);
       else
@@ -146,7 +147,7 @@ uint32_t NamespaceState::rangedShard(const std::vector<bson_value_t>& splits, co
   uint32_t lo = 0, hi = static_cast<uint32_t>(splits.size());
   while (lo < hi) {  // first split > v
     uint32_t mid = (lo + hi) / 2;
-    if (common::compareValues(splits[mid], v) <= 0)
+    if (compareKept(splits[mid], v) <= 0)
       lo = mid + 1;
     else
       hi = mid;
@@ -221,12 +222,12 @@ void NamespaceState::observeField(FieldState& f, const bson_value_t& v, uint64_t
     decodeValue(f.min, d.min);
   } else {
     ++f.compared;
-    if (common::compareValues(*compared, d.max) > 0) {
+    if (compareKept(*compared, d.max) > 0) {
       keep();
       ++f.new_max;
       f.max = encoded_;
       decodeValue(f.max, d.max);
-    } else if (common::compareValues(*compared, d.min) < 0) {
+    } else if (compareKept(*compared, d.min) < 0) {
       keep();
       ++f.new_min;
       f.min = encoded_;
@@ -401,7 +402,7 @@ size_t NamespaceState::memoryBytes() const {
     n += heapBytes(f.path) + vectorBytes(f.hll.registers());
     n += f.freq.entryCapacity() * sizeof(SpaceSaving::Entry) + 16 + f.freq.indexSlots() * sizeof(uint32_t) + 16;
     for (const auto& e : f.freq.entries()) n += heapBytes(e.label);
-    n += f.distinct.capacity() * sizeof(std::pair<uint64_t, std::string>) + 16;
+    n += f.distinct.arrayBytes();
     for (const auto& [h, v] : f.distinct.values()) n += heapBytes(v);
     n += heapBytes(f.max) + heapBytes(f.min) + stringsBytes(f.splits);
     n += vectorBytes(f.ranged_shard_inserts) + vectorBytes(f.hashed_shard_inserts) + vectorBytes(f.decoded.splits);
