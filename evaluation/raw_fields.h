@@ -21,6 +21,7 @@ struct RawElement {
   uint32_t offset = 0;  // of its type byte, in the document
   uint32_t key_len = 0;
   uint32_t value = 0;   // where its value starts
+  uint32_t end = 0;     // past its value: the next element
 
   bool found() const { return type != 0; }
 };
@@ -95,6 +96,7 @@ enum class Step : uint8_t { Element, End, Rare };
     case BSON_TYPE_EOD: return Step::End;
     default: return Step::Rare;
   }
+  e.end = next_off;
   return next_off >= len ? Step::End : Step::Element;
 }
 
@@ -160,7 +162,7 @@ template <size_t N>
     if (found[i].found() || names[i].find('\0') != std::string_view::npos ||
         !bson_iter_init_find_w_len(&it, &doc, names[i].data(), static_cast<int>(names[i].size())))
       continue;
-    found[i] = {static_cast<uint8_t>(bson_iter_type(&it)), it.off, bson_iter_key_len(&it), it.d1};
+    found[i] = {static_cast<uint8_t>(bson_iter_type(&it)), it.off, bson_iter_key_len(&it), it.d1, it.next_off};
   }
 }
 

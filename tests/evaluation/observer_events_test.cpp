@@ -1,5 +1,6 @@
 // What the Observer records does not depend on how it reads a request: the raw field walk
-// (raw_fields.h) finds exactly what libbson finds, malformed and rare-typed documents included,
+// (raw_fields.h) finds exactly what libbson finds, malformed and rare-typed documents included
+// (and the reservoir's projection built on it is libbson's),
 // and a find that reuses the sort fields already copied into its batch records what it would have
 // recorded alone (compared against one request per batch, where nothing is reused).
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "common/command_fields.h"
+#include "evaluation/projection.h"
 #include "evaluation/raw_fields.h"
 #include "tests/evaluation/scenario_support.h"
 
@@ -130,6 +132,48 @@ TEST(RawFields, FindWhatLibbsonFinds) {
       bson_t b;
       ASSERT_TRUE(bson_init_static(&b, bad.data(), bad.size()));
       expectSameAsLibbson(b);
+    }
+  }
+}
+
+// projectSmallFields (the reservoir's samples) reads the document's bytes itself; the result is
+// defined by libbson's bson_append_iter of each kept field.
+std::string projectedByLibbson(const bson_t& doc) {
+  bson_t proj = BSON_INITIALIZER;
+  bson_iter_t it;
+  uint32_t n = 0;
+  if (bson_iter_init(&it, &doc)) {
+    while (bson_iter_next(&it) && n < 48) {
+      if (it.next_off - it.d1 > 512 || bson_iter_key_len(&it) > 128 || proj.len - 1 + (it.next_off - it.off) + 1 > 2048)
+        continue;
+      bson_append_iter(&proj, bson_iter_key(&it), -1, &it);
+      ++n;
+    }
+  }
+  std::string out(reinterpret_cast<const char*>(bson_get_data(&proj)), proj.len);
+  bson_destroy(&proj);
+  return out;
+}
+
+TEST(RawFields, ProjectionIsLibbsons) {
+  std::mt19937_64 rng(30);
+  std::string out;
+  for (int n = 0; n < 3000; ++n) {
+    bson_t* d = bson_new();
+    const int count = static_cast<int>(rng() % (n % 10 == 0 ? 80 : 7));  // sometimes past 48 fields
+    for (int i = 0; i < count; ++i) {
+      if (rng() % 8 == 0) BSON_APPEND_UTF8(d, "big", std::string(rng() % 900, 'x').c_str());  // past 512 bytes
+      else appendRandom(d, rng, 0);
+    }
+    std::vector<uint8_t> bytes(bson_get_data(d), bson_get_data(d) + d->len);
+    bson_destroy(d);
+    for (int c = 0; c < 4; ++c) {
+      std::vector<uint8_t> bad = bytes;
+      for (int k = 0; c > 0 && bad.size() > 6 && k < c; ++k) bad[4 + rng() % (bad.size() - 5)] = static_cast<uint8_t>(rng());
+      bson_t doc;
+      ASSERT_TRUE(bson_init_static(&doc, bad.data(), bad.size()));
+      projectSmallFields(doc, out);
+      EXPECT_EQ(out, projectedByLibbson(doc));
     }
   }
 }
