@@ -258,6 +258,34 @@ void NamespaceState::observeField(FieldState& f, const bson_value_t& v, uint64_t
   }
 }
 
+namespace {
+
+// bson_iter_value for the types documents mostly hold, read from the iterator's element (already
+// checked by bson_iter_next) without the library call; false for the others.
+bool iterValue(const bson_iter_t& it, bson_value_t& out) {
+  const uint8_t* v = it.raw + it.d1;
+  auto load = [&](auto& field) { std::memcpy(&field, v, sizeof field); };
+  out.value_type = static_cast<bson_type_t>(it.raw[it.type]);
+  switch (out.value_type) {
+    case BSON_TYPE_UTF8: {
+      int32_t l;
+      load(l);
+      out.value.v_utf8.str = const_cast<char*>(reinterpret_cast<const char*>(it.raw + it.d2));
+      out.value.v_utf8.len = static_cast<uint32_t>(std::max(0, static_cast<int32_t>(BSON_UINT32_FROM_LE(l)) - 1));
+      return true;
+    }
+    case BSON_TYPE_DATE_TIME: load(out.value.v_datetime), out.value.v_datetime = BSON_UINT64_FROM_LE(out.value.v_datetime); return true;
+    case BSON_TYPE_INT64: load(out.value.v_int64), out.value.v_int64 = BSON_UINT64_FROM_LE(out.value.v_int64); return true;
+    case BSON_TYPE_INT32: load(out.value.v_int32), out.value.v_int32 = BSON_UINT32_FROM_LE(out.value.v_int32); return true;
+    case BSON_TYPE_DOUBLE: load(out.value.v_double), out.value.v_double = BSON_DOUBLE_FROM_LE(out.value.v_double); return true;
+    case BSON_TYPE_OID: std::memcpy(out.value.v_oid.bytes, v, 12); return true;
+    case BSON_TYPE_BOOL: out.value.v_bool = *v != 0; return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
 void NamespaceState::observePath(std::string_view path, const bson_iter_t& it, size_t position, const uint64_t* hash,
                                  bool whole) {
   FieldState* f = nullptr;
@@ -273,7 +301,8 @@ void NamespaceState::observePath(std::string_view path, const bson_iter_t& it, s
     ++f->arrays;
     return;
   }
-  const bson_value_t& v = *bson_iter_value(const_cast<bson_iter_t*>(&it));
+  bson_value_t common;
+  const bson_value_t& v = iterValue(it, common) ? common : *bson_iter_value(const_cast<bson_iter_t*>(&it));
   observeField(*f, v, hash ? *hash : valueHash(v), whole);
 }
 

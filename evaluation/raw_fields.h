@@ -1,7 +1,8 @@
 // A document's top-level fields by name, found in one walk over its bytes: what a series of
 // bson_iter_init_find calls would find (the first element of each name), for a fraction of the
 // cost. libbson's bson_iter_next costs ~100 instructions per element (a byte loop per key, its
-// checks through function calls), and the observer looked up 3-6 names per request, each a walk.
+// checks through function calls), and the observer looked up 3-6 names per request, each a walk;
+// the worker's projection of inserted documents walks them the same way.
 // Each element is checked exactly as bson_iter_next checks it, so the walk stops where libbson's
 // would; the rare types (regex, DBPointer, code with scope, binary subtype 2) are left to libbson.
 #pragma once
@@ -102,8 +103,9 @@ enum class Step : uint8_t { Element, End, Rare };
 
 }  // namespace raw_detail
 
-// Calls f(element) for each element of the document at `data` (`len` bytes, a length already
-// checked) while f returns true, as bson_iter_next visits them. False when a rare type stopped the
+// Calls f(element) for each element of the document at `data` while f returns true, as
+// bson_iter_next visits them: `len` is the document's length (for a sub-document, the one its
+// checked element holds, so that many bytes are readable). False when a rare type stopped the
 // walk: the caller then asks libbson.
 template <typename F>
 [[gnu::always_inline]] inline bool forEachElement(const uint8_t* data, uint32_t len, F&& f) {
@@ -119,7 +121,8 @@ template <typename F>
 
 // found[i]: the first element of `doc` named names[i], as bson_iter_init_find(doc, names[i]) finds.
 template <size_t N>
-[[gnu::always_inline]] inline void findFields(const bson_t& doc, const std::array<std::string_view, N>& names, std::array<RawElement, N>& found) {
+[[gnu::always_inline]] inline void findFields(const bson_t& doc, const std::array<std::string_view, N>& names,
+                                              std::array<RawElement, N>& found) {
   static_assert(N <= 32);
   found = {};
   const uint8_t* data = bson_get_data(&doc);
