@@ -55,6 +55,8 @@ class EventBatch {
     bytes_.push_back('\0');
   }
   ByteRange since(size_t mark) const { return {mark, bytes_.size() - mark}; }
+  // Drops what was appended since mark() (a walk that starts over).
+  void truncate(size_t mark) { bytes_.resize(mark); }
 
   size_t bytes() const { return bytes_.size(); }
   void reserve(size_t bytes, size_t events) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 
 #include "evaluation/document_digest.h"
@@ -124,13 +125,13 @@ void NamespaceState::computeSplits(const BottomK& distinct, uint32_t shards, std
     if (decodeValue(v, dv)) order.push_back({dv, &v});
   }
   std::sort(order.begin(), order.end(),
-            [](const auto& a, const auto& b) { return common::compareValues(a.first, b.first) < 0; });
+            [](const auto& a, const auto& b) { return compareKept(a.first, b.first) < 0; });
   size_t n = 0;
   if (order.size() >= 2 && shards >= 2) {
     const bson_value_t* last = &order.front().first;  // a split at the minimum adds nothing
     for (uint32_t i = 1; i < shards; ++i) {
       const auto& s = order[order.size() * i / shards];
-      if (common::compareValues(*last, s.first) >= 0) continue;  // duplicates: fewer chunks
+      if (compareKept(*last, s.first) >= 0) continue;  // duplicates: fewer chunks
       if (n < splits.size())
         splits[n].assign(*s.second);
       else
@@ -146,7 +147,7 @@ uint32_t NamespaceState::rangedShard(const std::vector<bson_value_t>& splits, co
   uint32_t lo = 0, hi = static_cast<uint32_t>(splits.size());
   while (lo < hi) {  // first split > v
     uint32_t mid = (lo + hi) / 2;
-    if (common::compareValues(splits[mid], v) <= 0)
+    if (compareKept(splits[mid], v) <= 0)
       lo = mid + 1;
     else
       hi = mid;
@@ -221,12 +222,12 @@ void NamespaceState::observeField(FieldState& f, const bson_value_t& v, uint64_t
     decodeValue(f.min, d.min);
   } else {
     ++f.compared;
-    if (common::compareValues(*compared, d.max) > 0) {
+    if (compareKept(*compared, d.max) > 0) {
       keep();
       ++f.new_max;
       f.max = encoded_;
       decodeValue(f.max, d.max);
-    } else if (common::compareValues(*compared, d.min) < 0) {
+    } else if (compareKept(*compared, d.min) < 0) {
       keep();
       ++f.new_min;
       f.min = encoded_;
@@ -257,6 +258,44 @@ void NamespaceState::observeField(FieldState& f, const bson_value_t& v, uint64_t
   }
 }
 
+namespace {
+
+// bson_iter_value for the types documents mostly hold, read from the iterator's element (already
+// checked by bson_iter_next) without the library call; false for the others.
+bool iterValue(const bson_iter_t& it, bson_value_t& out) {
+  const uint8_t* v = it.raw + it.d1;  // each case reads only as many bytes as its type holds
+  auto u32 = [&] {
+    uint32_t x;
+    std::memcpy(&x, v, 4);
+    return BSON_UINT32_FROM_LE(x);
+  };
+  auto u64 = [&] {
+    uint64_t x;
+    std::memcpy(&x, v, 8);
+    return BSON_UINT64_FROM_LE(x);
+  };
+  out.value_type = static_cast<bson_type_t>(it.raw[it.type]);
+  switch (out.value_type) {
+    case BSON_TYPE_UTF8:  // bson_iter_utf8: the length without its NUL
+      out.value.v_utf8.str = const_cast<char*>(reinterpret_cast<const char*>(it.raw + it.d2));
+      out.value.v_utf8.len = static_cast<uint32_t>(std::max(0, static_cast<int32_t>(u32()) - 1));
+      return true;
+    case BSON_TYPE_DATE_TIME: out.value.v_datetime = static_cast<int64_t>(u64()); return true;
+    case BSON_TYPE_INT64: out.value.v_int64 = static_cast<int64_t>(u64()); return true;
+    case BSON_TYPE_INT32: out.value.v_int32 = static_cast<int32_t>(u32()); return true;
+    case BSON_TYPE_DOUBLE: {
+      const uint64_t bits = u64();
+      std::memcpy(&out.value.v_double, &bits, 8);
+      return true;
+    }
+    case BSON_TYPE_OID: std::memcpy(out.value.v_oid.bytes, v, 12); return true;
+    case BSON_TYPE_BOOL: out.value.v_bool = *v != 0; return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
 void NamespaceState::observePath(std::string_view path, const bson_iter_t& it, size_t position, const uint64_t* hash,
                                  bool whole) {
   FieldState* f = nullptr;
@@ -272,7 +311,8 @@ void NamespaceState::observePath(std::string_view path, const bson_iter_t& it, s
     ++f->arrays;
     return;
   }
-  const bson_value_t& v = *bson_iter_value(const_cast<bson_iter_t*>(&it));
+  bson_value_t common;
+  const bson_value_t& v = iterValue(it, common) ? common : *bson_iter_value(const_cast<bson_iter_t*>(&it));
   observeField(*f, v, hash ? *hash : valueHash(v), whole);
 }
 
@@ -401,7 +441,7 @@ size_t NamespaceState::memoryBytes() const {
     n += heapBytes(f.path) + vectorBytes(f.hll.registers());
     n += f.freq.entryCapacity() * sizeof(SpaceSaving::Entry) + 16 + f.freq.indexSlots() * sizeof(uint32_t) + 16;
     for (const auto& e : f.freq.entries()) n += heapBytes(e.label);
-    n += f.distinct.capacity() * sizeof(std::pair<uint64_t, std::string>) + 16;
+    n += f.distinct.arrayBytes();
     for (const auto& [h, v] : f.distinct.values()) n += heapBytes(v);
     n += heapBytes(f.max) + heapBytes(f.min) + stringsBytes(f.splits);
     n += vectorBytes(f.ranged_shard_inserts) + vectorBytes(f.hashed_shard_inserts) + vectorBytes(f.decoded.splits);

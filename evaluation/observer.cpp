@@ -18,6 +18,7 @@
 #include "evaluation/evaluator.h"
 #include "evaluation/event_batch.h"
 #include "evaluation/field_limits.h"
+#include "evaluation/raw_fields.h"
 #include "evaluation/upsert_document.h"
 #include "common/command_fields.h"
 #include "common/query_shape.h"
@@ -52,21 +53,32 @@ void appendSortFields(const bson_t& body, const char* key, EventBatch& batch) {
 
 using common::documentAt;
 
-// find's filter and sort documents in one pass over the body (what common::subDocument finds for
-// each: the first field of that name, when it is a document).
-void findFilterAndSort(const bson_t& body, bson_t& filter, bool& has_filter, bson_t& sort, bool& has_sort) {
-  has_filter = has_sort = false;
-  bool seen_filter = false, seen_sort = false;
-  bson_iter_t it;
-  if (!bson_iter_init(&it, &body)) return;
-  while ((!seen_filter || !seen_sort) && bson_iter_next(&it)) {
-    std::string_view key(bson_iter_key(&it), bson_iter_key_len(&it));
-    if (!seen_filter && key == "filter") {
-      seen_filter = true;
-      has_filter = documentAt(it, filter);
-    } else if (!seen_sort && key == "sort") {
-      seen_sort = true;
-      has_sort = documentAt(it, sort);
+// common::forEachStatement with body[field] already found (`in_body`): f(const bson_t&) for each
+// document of that array and of the document sequence named `field`.
+template <typename F>
+void forEachStatement(const protocol::CommandView& cmd, const RawElement& in_body, std::string_view field, F&& f) {
+  if (in_body.found()) {
+    bson_iter_t arr;
+    if (!arrayAt(cmd.body, in_body, arr)) return;
+    while (bson_iter_next(&arr)) {
+      bson_t doc;
+      if (!documentAt(arr, doc)) return;
+      if (!f(doc)) return;
+    }
+  }
+  for (const auto& seq : cmd.sequences) {
+    if (seq.identifier != field) continue;
+    const auto docs = seq.documents;  // by hand: a caller that stops must not walk the rest
+    size_t at = 0;
+    while (at < docs.size()) {
+      if (docs.size() - at < 5) return;
+      int32_t len = protocol::loadInt32(docs.data() + at);
+      bson_t doc;
+      if (len < 5 || static_cast<size_t>(len) > docs.size() - at ||
+          !bson_init_static(&doc, docs.data() + at, static_cast<size_t>(len)))
+        return;
+      if (!f(doc)) return;
+      at += static_cast<size_t>(len);
     }
   }
 }
@@ -88,6 +100,55 @@ void appendModifiedPaths(const bson_iter_t& u, EventBatch& batch) {
   }
 }
 
+// The same from `u`, an element of the statement `st`, read from its bytes (libbson's walk above
+// when a rare type is met on the way).
+void appendModifiedPaths(const bson_t& st, const RawElement& u, EventBatch& batch) {
+  if (u.type != BSON_TYPE_DOCUMENT) return batch.appendName("");
+  const uint8_t *ops, *fields;
+  uint32_t ops_len, fields_len;
+  subBytes(bson_get_data(&st), u, ops, ops_len);
+  const size_t mark = batch.mark();
+  int n = 0;
+  bool replacement = false, fields_walked = true;
+  const bool walked = forEachElement(ops, ops_len, [&](const RawElement& op) {
+    const std::string_view key(reinterpret_cast<const char*>(ops) + op.offset + 1, op.key_len);
+    if (key.empty() || key[0] != '$') {
+      replacement = true;
+      return false;
+    }
+    if (op.type != BSON_TYPE_DOCUMENT || key == "$setOnInsert" || !subBytes(ops, op, fields, fields_len)) return true;
+    fields_walked = forEachElement(fields, fields_len, [&](const RawElement& f) {
+      if (n >= 32) return false;
+      batch.appendName({reinterpret_cast<const char*>(fields) + f.offset + 1, f.key_len});
+      ++n;
+      return true;
+    });
+    return fields_walked;
+  }) && fields_walked;
+  if (replacement) return batch.appendName("");
+  if (walked) return;
+  batch.truncate(mark);
+  bson_iter_t it;
+  if (iteratorAt(st, u, it)) appendModifiedPaths(it, batch);
+}
+
+// UpsertDocumentBuilder::isReplacement of `u`, an element of the statement `st`, from its bytes:
+// an update that is a document whose first key does not start with '$' (or an empty one).
+bool isReplacement(const bson_t& st, const RawElement& u) {
+  const uint8_t* doc;
+  uint32_t len;
+  if (!(u.type == BSON_TYPE_DOCUMENT && subBytes(bson_get_data(&st), u, doc, len))) return false;
+  bool any = false, dollar = false;
+  const bool walked = forEachElement(doc, len, [&](const RawElement& e) {
+    any = true;
+    dollar = doc[e.offset + 1] == '$';
+    return false;
+  });
+  bson_iter_t it;
+  if (!walked) return iteratorAt(st, u, it) && UpsertDocumentBuilder::isReplacement(it);
+  return !any || !dollar;
+}
+
 // The filter of count (query), distinct (query) and aggregate (its leading $match).
 bool readFilter(const protocol::CommandView& view, OpKind kind, bson_t& filter) {
   if (kind != OpKind::Aggregate) return common::subDocument(view.body, "query", filter);
@@ -99,12 +160,16 @@ bool readFilter(const protocol::CommandView& view, OpKind kind, bson_t& filter) 
   return documentAt(arr, stage) && common::subDocument(stage, "$match", filter);
 }
 
-// False for an unacknowledged write ({w: 0}): no reply will say what it did.
+// False for an unacknowledged write ({w: 0}): no reply will say what it did. `wc`: the body's
+// writeConcern, when it is a document.
+bool acknowledged(const bson_t* wc) {
+  bson_iter_t w;
+  return !wc || !bson_iter_init_find(&w, wc, "w") || !BSON_ITER_HOLDS_NUMBER(&w) || bson_iter_as_int64(&w) != 0;
+}
+
 bool acknowledged(const bson_t& body) {
   bson_t wc;
-  if (!common::subDocument(body, "writeConcern", wc)) return true;
-  bson_iter_t w;
-  return !bson_iter_init_find(&w, &wc, "w") || !BSON_ITER_HOLDS_NUMBER(&w) || bson_iter_as_int64(&w) != 0;
+  return acknowledged(common::subDocument(body, "writeConcern", wc) ? &wc : nullptr);
 }
 
 // The document `key` of `doc`, when it is one.
@@ -194,8 +259,9 @@ struct Observer::Impl {
     return p;
   }
 
-  void holdDocument(PendingWrite& p, uint32_t index, const bson_t* filter, const bson_iter_t* u, bool upsert) {
-    bool replacement = u && UpsertDocumentBuilder::isReplacement(*u);
+  // `replacement`: UpsertDocumentBuilder::isReplacement(*u); nothing is held unless it or `upsert`.
+  void holdDocument(PendingWrite& p, uint32_t index, const bson_t* filter, const bson_iter_t* u, bool upsert,
+                    bool replacement) {
     if (!upsert && !replacement) return;
     const size_t value = u->next_off - u->d1;
     const size_t size = 4 + (filter ? 3 + filter->len : 0) + 3 + value + 1;
@@ -267,9 +333,33 @@ struct Observer::Impl {
     return n <= 8 || n % 16 == 0;
   }
 
-  // An operation whose shape text is in `shape`; `modified` and `sort` are already in the batch->
-  void addOp(std::string_view ns, OpKind kind, bool multi, const bson_t* filter, ByteRange modified, ByteRange sort,
-             bool upsert = false) {
+  // A find's sort fields are a function of its shape text (common/query_shape.h: " sort:" and the
+  // spec, names kept), unless that text was cut or lost bytes ("<...>", a name cut with "...",
+  // invalid UTF-8 as \ufffd). So a find whose shape text equals one already in this batch points at
+  // the names copied for it. Ranges into the batch's arena: forgotten at each hand-over.
+  struct KnownSort {
+    uint64_t id = 0;
+    ByteRange shape, sort;
+  };
+  static constexpr size_t kKnownSorts = 8;
+  std::array<KnownSort, kKnownSorts> known_sorts{};
+
+  const KnownSort* knownSort() const {
+    const KnownSort& k = known_sorts[shape.id % kKnownSorts];
+    return k.id == shape.id && k.shape.size == shape.text.size() && batch->view(k.shape) == shape.text ? &k : nullptr;
+  }
+  void rememberSort(const BufferedEvent& e) {
+    const std::string_view text = batch->view(e.shape);
+    for (std::string_view lossy : {"<...>", "...\"", "\\ufffd"})
+      if (text.find(lossy) != std::string_view::npos) return;
+    known_sorts[e.shape_hash % kKnownSorts] = {e.shape_hash, e.shape, e.sort};
+  }
+
+  // An operation whose shape text is in `shape`; `modified` and `sort` are already in the batch.
+  // `sampled`: sampleFilter's answer for it (the filter is copied only then); `copied`: where this
+  // batch already holds the same shape text, if known.
+  void addOp(std::string_view ns, OpKind kind, bool multi, bool sampled, const bson_t* filter, ByteRange modified,
+             ByteRange sort, bool upsert = false, const ByteRange* copied = nullptr) {
     ByteRange ns_copy = batch->copyNamespace(ns);
     BufferedEvent& e = batch->events.emplace_back();
     e.ns = ns_copy;
@@ -278,9 +368,9 @@ struct Observer::Impl {
     e.upsert = upsert;
     e.shape_hash = shape.id;
     // A filter too large to be kept is not copied either (the namespace would not sample it).
-    if (sampleFilter(e.shape_hash) && (!filter || filter->len <= kMaxSampledFilterBytes))
+    if (sampled && (!filter || filter->len <= kMaxSampledFilterBytes))
       e.filter = batch->copy(filter ? bytesOf(*filter) : kEmptyDoc);
-    e.shape = batch->copy(shape.text);  // cut to kMaxShapeTextBytes by the namespace when it keeps it
+    e.shape = copied ? *copied : batch->copy(shape.text);  // cut to kMaxShapeTextBytes by the namespace when kept
     e.modified = modified;
     e.sort = sort;
   }
@@ -288,6 +378,7 @@ struct Observer::Impl {
   // Queues the batch for the evaluation worker and takes an empty one (never waits).
   void handOver(int64_t now) {
     if (batch) evaluator.submit(batch);
+    known_sorts.fill({});
     last_flush_us = now;
   }
 
@@ -312,7 +403,9 @@ struct Observer::Impl {
 };
 
 void Observer::Impl::observeInsert(const protocol::CommandView& view, std::string_view ns, int64_t now) {
-  common::forEachStatement(view, "documents", [&](const bson_t& doc) {
+  std::array<RawElement, 1> body;
+  findFields(view.body, std::array<std::string_view, 1>{"documents"}, body);
+  forEachStatement(view, body[0], "documents", [&](const bson_t& doc) {
     if (!admitStatement(now)) return false;
     commit(ns, bytesOf(doc), DocOrigin::Insert, now);
     return true;
@@ -326,29 +419,50 @@ void Observer::Impl::observeRead(const protocol::CommandView& view, std::string_
                 : command == CommandKind::Count ? OpKind::Count
                 : command == CommandKind::Distinct ? OpKind::Distinct
                                                    : OpKind::Aggregate;
-  bson_t filter, sort;
-  bool has_filter, has_sort = false;
-  if (kind == OpKind::Find)
-    findFilterAndSort(view.body, filter, has_filter, sort, has_sort);
-  else
-    has_filter = readFilter(view, kind, filter);
   shape = request;
-  size_t sort_names = batch->mark();
-  if (has_sort) appendSortFields(sort, *batch);
-  addOp(ns, kind, false, has_filter ? &filter : nullptr, {}, batch->since(sort_names));
+  // The filter is read only when it is sampled (the worker reads it only then), a find's sort
+  // fields only when this batch has no find of the same shape yet: most reads leave the body unread.
+  const bool sampled = sampleFilter(shape.id);
+  const KnownSort* known = kind == OpKind::Find ? knownSort() : nullptr;
+  bson_t filter, sort;
+  bool has_filter = false;
+  ByteRange sort_names;
+  if (kind == OpKind::Find && (sampled || !known)) {  // filter and sort in one walk over the body
+    std::array<RawElement, 2> found;
+    findFields(view.body, std::array<std::string_view, 2>{"filter", "sort"}, found);
+    has_filter = documentAt(view.body, found[0], filter);
+    if (!known) {
+      size_t mark = batch->mark();
+      if (documentAt(view.body, found[1], sort)) appendSortFields(sort, *batch);
+      sort_names = batch->since(mark);
+    }
+  } else if (kind != OpKind::Find && sampled) {
+    has_filter = readFilter(view, kind, filter);
+  }
+  if (known) sort_names = known->sort;
+  addOp(ns, kind, false, sampled, has_filter ? &filter : nullptr, {}, sort_names, false, known ? &known->shape : nullptr);
+  if (kind == OpKind::Find && !known) rememberSort(batch->events.back());
 }
 
 void Observer::Impl::observeWrites(const protocol::CommandView& view, std::string_view ns, common::Shape request,
                                    int64_t now) {
   const bool update = view.traits.kind == protocol::CommandKind::Update;
-  PendingWrite* held = update && acknowledged(view.body) ? &holdWrite(ns, false) : nullptr;
+  const std::string_view field = update ? "updates" : "deletes";
+  std::array<RawElement, 2> body;  // the statements and writeConcern, in one walk over the body
+  findFields(view.body, std::array<std::string_view, 2>{field, "writeConcern"}, body);
+  bson_t wc;
+  PendingWrite* held =
+      update && acknowledged(documentAt(view.body, body[1], wc) ? &wc : nullptr) ? &holdWrite(ns, false) : nullptr;
   uint32_t index = 0;
-  common::forEachStatement(view, update ? "updates" : "deletes", [&](const bson_t& st) {
+  forEachStatement(view, body[0], field, [&](const bson_t& st) {
     if (!admitStatement(now)) return false;
+    enum { kQ, kU, kMulti, kUpsert, kLimit };
+    std::array<RawElement, 5> at;  // one walk over the statement
+    findFields(st, std::array<std::string_view, 5>{"q", "u", "multi", "upsert", "limit"}, at);
     bson_t q;
-    bool has = common::subDocument(st, "q", q);
-    bool multi = update ? common::boolField(st, "multi", false) : common::intField(st, "limit", 1) == 0;
-    bool upsert = update && common::boolField(st, "upsert", false);
+    bool has = documentAt(st, at[kQ], q);
+    bool multi = update ? asBool(st, at[kMulti], false) : asInt(st, at[kLimit], 1) == 0;
+    bool upsert = update && asBool(st, at[kUpsert], false);
     if (index == 0) {
       shape = request;
     } else {
@@ -356,14 +470,14 @@ void Observer::Impl::observeWrites(const protocol::CommandView& view, std::strin
       shape = {statement_shape, common::shapeId(ns, view.name, statement_shape)};
     }
     size_t modified = batch->mark();
-    if (update) {
+    if (update && at[kU].found()) {
       bson_iter_t u;
-      if (bson_iter_init_find(&u, &st, "u")) {
-        if (held) holdDocument(*held, index, has ? &q : nullptr, &u, upsert);
-        appendModifiedPaths(u, *batch);
-      }
+      if (held && (upsert || isReplacement(st, at[kU])) && iteratorAt(st, at[kU], u))
+        holdDocument(*held, index, has ? &q : nullptr, &u, upsert, UpsertDocumentBuilder::isReplacement(u));
+      appendModifiedPaths(st, at[kU], *batch);
     }
-    addOp(ns, update ? OpKind::Update : OpKind::Delete, multi, has ? &q : nullptr, batch->since(modified), {}, upsert);
+    addOp(ns, update ? OpKind::Update : OpKind::Delete, multi, sampleFilter(shape.id), has ? &q : nullptr,
+          batch->since(modified), {}, upsert);
     ++index;
     return true;
   });
@@ -377,7 +491,8 @@ void Observer::Impl::observeFindAndModify(const protocol::CommandView& view, std
   size_t modified = batch->mark();
   bson_iter_t u;
   if (bson_iter_init_find(&u, &view.body, "update")) {
-    if (acknowledged(view.body)) holdDocument(holdWrite(ns, true), 0, has ? &q : nullptr, &u, upsert);
+    if (acknowledged(view.body))
+      holdDocument(holdWrite(ns, true), 0, has ? &q : nullptr, &u, upsert, UpsertDocumentBuilder::isReplacement(u));
     appendModifiedPaths(u, *batch);
   }
   ByteRange modified_names = batch->since(modified);
@@ -385,7 +500,7 @@ void Observer::Impl::observeFindAndModify(const protocol::CommandView& view, std
   appendSortFields(view.body, "sort", *batch);
   ByteRange sort_names = batch->since(sort);
   shape = request;  // " upsert" is part of it (common/query_shape.h)
-  addOp(ns, OpKind::FindAndModify, false, has ? &q : nullptr, modified_names, sort_names, upsert);
+  addOp(ns, OpKind::FindAndModify, false, sampleFilter(shape.id), has ? &q : nullptr, modified_names, sort_names, upsert);
 }
 
 // Commits what the reply says the held write created: update replies list the statements that

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "evaluation/raw_fields.h"
+
 namespace shardscope::evaluation {
 
 namespace {
@@ -37,41 +39,19 @@ void projectWithLibbson(const bson_t& doc, std::string& out) {
   bson_destroy(&proj);
 }
 
-// Elements that bson_append_iter writes back byte for byte (a valid iterator guarantees well-formed
-// values). Not these: regexes (libbson sorts their options), code (re-measured with strlen), the
-// deprecated binary subtype and the other rare types take the slow path.
-bool copiedVerbatim(const bson_iter_t& it) {
-  switch (bson_iter_type(&it)) {
-    case BSON_TYPE_DOUBLE:
-    case BSON_TYPE_UTF8:
-    case BSON_TYPE_OID:
-    case BSON_TYPE_BOOL:
-    case BSON_TYPE_DATE_TIME:
-    case BSON_TYPE_NULL:
-    case BSON_TYPE_INT32:
-    case BSON_TYPE_TIMESTAMP:
-    case BSON_TYPE_INT64:
-    case BSON_TYPE_DECIMAL128:
-    case BSON_TYPE_MINKEY:
-    case BSON_TYPE_MAXKEY:
-    case BSON_TYPE_UNDEFINED: return true;
-    case BSON_TYPE_DOCUMENT:
-    case BSON_TYPE_ARRAY: {  // libbson appends nothing for one that does not open as a document
-      uint32_t len = 0;
-      const uint8_t* data = nullptr;
-      if (BSON_ITER_HOLDS_DOCUMENT(&it))
-        bson_iter_document(&it, &len, &data);
-      else
-        bson_iter_array(&it, &len, &data);
-      bson_t sub;
-      return bson_init_static(&sub, data, len);
-    }
-    case BSON_TYPE_BINARY: {
-      bson_subtype_t subtype;
-      uint32_t len = 0;
-      const uint8_t* data = nullptr;
-      bson_iter_binary(&it, &subtype, &len, &data);
-      return subtype != BSON_SUBTYPE_BINARY_DEPRECATED;
+// The fast path's elements: those copiedVerbatim accepts, read from the bytes (raw_fields.h leaves
+// the deprecated binary subtype and the other rare types to libbson, here the slow path).
+bool copiedVerbatim(const uint8_t* data, const RawElement& e) {
+  switch (e.type) {
+    case BSON_TYPE_DOUBLE: case BSON_TYPE_UTF8: case BSON_TYPE_OID: case BSON_TYPE_BOOL: case BSON_TYPE_DATE_TIME:
+    case BSON_TYPE_NULL: case BSON_TYPE_INT32: case BSON_TYPE_TIMESTAMP: case BSON_TYPE_INT64:
+    case BSON_TYPE_DECIMAL128: case BSON_TYPE_MINKEY: case BSON_TYPE_MAXKEY: case BSON_TYPE_UNDEFINED:
+    case BSON_TYPE_BINARY: return true;
+    case BSON_TYPE_DOCUMENT: case BSON_TYPE_ARRAY: {  // as bson_init_static accepts it
+      uint32_t len;
+      std::memcpy(&len, data + e.value, 4);
+      len = BSON_UINT32_FROM_LE(len);
+      return len >= 5 && len <= INT32_MAX && data[e.value + len - 1] == 0;
     }
     default: return false;
   }
@@ -84,16 +64,22 @@ void projectSmallFields(const bson_t& doc, std::string& out) {
   // differ by a few bytes. The projection is never longer than the document.
   out.reserve(std::bit_ceil(std::min<size_t>(doc.len, kMaxProjectedDocBytes)));
   out.assign(4, '\0');  // the document's length, set at the end
-  bson_iter_t it;
+  // One walk over the bytes, each element checked as bson_iter_next checks it (raw_fields.h).
+  const uint8_t* data = bson_get_data(&doc);
   uint32_t n = 0;
-  if (bson_iter_init(&it, &doc)) {
-    while (bson_iter_next(&it) && n < kMaxProjectedFields) {
-      if (!keeps(it, out.size())) continue;
-      if (!copiedVerbatim(it)) return projectWithLibbson(doc, out);
-      out.append(reinterpret_cast<const char*>(it.raw) + it.off, it.next_off - it.off);  // type, key, value
-      ++n;
-    }
-  }
+  bool verbatim = true;
+  const bool walked = forEachElement(data, doc.len, [&](const RawElement& e) {
+    if (n >= kMaxProjectedFields) return false;
+    const uint32_t element = e.end - e.offset;  // type, key, value
+    if (e.end - e.value > kMaxProjectedValueBytes || e.key_len > kMaxProjectedKeyBytes ||
+        out.size() + element + 1 > kMaxProjectedDocBytes)
+      return true;  // not kept (keeps())
+    if (!(verbatim = copiedVerbatim(data, e))) return false;
+    out.append(reinterpret_cast<const char*>(data) + e.offset, element);
+    ++n;
+    return true;
+  });
+  if (!walked || !verbatim) return projectWithLibbson(doc, out);
   out.push_back('\0');
   uint32_t len = BSON_UINT32_TO_LE(static_cast<uint32_t>(out.size()));
   std::memcpy(out.data(), &len, 4);

@@ -195,21 +195,36 @@ std::vector<SpaceSaving::Entry> SpaceSaving::top(size_t n) const {
 
 void BottomK::add(uint64_t hash, std::string_view value) {
   if (!mayTake(hash)) return;
-  auto pos = std::lower_bound(values_.begin(), values_.end(), hash, [](const auto& e, uint64_t h) { return e.first < h; });
-  if (pos != values_.end() && pos->first == hash) return;
+  auto pos = std::lower_bound(order_.begin(), order_.end(), hash, [](const Entry& e, uint64_t h) { return e.hash < h; });
+  if (pos != order_.end() && pos->hash == hash) return;
   ++version_;
-  if (values_.size() < k_) {
-    values_.emplace(pos, hash, std::string(value));
+  const auto at = pos - order_.begin();
+  if (order_.size() < k_) {
+    order_.insert(pos, {hash, static_cast<uint32_t>(values_.size())});
+    values_.emplace_back(value);
     return;
   }
-  // Full: the largest hash leaves, and its string's memory takes the new value.
-  std::rotate(pos, values_.end() - 1, values_.end());
-  pos->first = hash;
-  pos->second.assign(value);
+  // Full: the largest hash leaves, and its value's memory takes the new value.
+  const uint32_t slot = order_.back().slot;
+  order_.pop_back();
+  order_.insert(order_.begin() + at, {hash, slot});
+  values_[slot].assign(value);
 }
 
 void BottomK::merge(const BottomK& other) {
-  for (const auto& [h, v] : other.values_) add(h, v);
+  for (const auto& [h, v] : other.values()) add(h, v);
+}
+
+bool BottomK::Values::operator==(const Values& o) const {
+  if (size() != o.size()) return false;
+  for (auto a = begin(), b = o.begin(); a != end(); ++a, ++b)
+    if ((*a).first != (*b).first || (*a).second != (*b).second) return false;
+  return true;
+}
+
+size_t BottomK::arrayBytes() const {
+  auto bytes = [](size_t capacity, size_t size) { return capacity ? capacity * size + 16 : 0; };
+  return bytes(order_.capacity(), sizeof(Entry)) + bytes(values_.capacity(), sizeof(std::string));
 }
 
 int64_t ReservoirIndex::offer() {

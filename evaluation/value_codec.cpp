@@ -122,7 +122,89 @@ std::string encodeValue(const bson_value_t& v) {
   return out;
 }
 
+namespace {
+
+// decodeValue for what encodeValue writes for the common types ({"": value}), read directly:
+// libbson's checks of the document and of its first element, without its ~240 instructions
+// (the worker decodes every kept value: bounds, split points). False: leave it to libbson.
+bool decodeCommon(std::string_view encoded, bson_value_t& out) {
+  const auto* p = reinterpret_cast<const uint8_t*>(encoded.data());
+  const size_t n = encoded.size();
+  uint32_t len;
+  if (n < 7 || n > INT32_MAX || p[5] != 0 || p[n - 1] != 0) return false;  // key "" only
+  std::memcpy(&len, p, 4);
+  if (BSON_UINT32_FROM_LE(len) != n) return false;
+  const uint8_t* v = p + 6;
+  const size_t room = n - 7;  // value bytes before the terminator (bson_iter_next: next_off < len)
+  auto fixed = [&](size_t size) { return size <= room; };
+  auto u32 = [&](const uint8_t* at) {
+    uint32_t x;
+    std::memcpy(&x, at, 4);
+    return BSON_UINT32_FROM_LE(x);
+  };
+  auto u64 = [&](const uint8_t* at) {
+    uint64_t x;
+    std::memcpy(&x, at, 8);
+    return BSON_UINT64_FROM_LE(x);
+  };
+  out = bson_value_t{};
+  out.value_type = static_cast<bson_type_t>(p[4]);
+  switch (p[4]) {
+    case BSON_TYPE_DOUBLE: {
+      if (!fixed(8)) return false;
+      const uint64_t bits = u64(v);
+      std::memcpy(&out.value.v_double, &bits, 8);
+      return true;
+    }
+    case BSON_TYPE_UTF8: {  // bson_iter_next: length prefix, room for it, a NUL at its end
+      if (room < 4) return false;
+      const uint32_t l = u32(v);
+      if (l == 0 || l > room - 4 || v[4 + l - 1] != 0) return false;
+      out.value.v_utf8.str = const_cast<char*>(reinterpret_cast<const char*>(v + 4));
+      out.value.v_utf8.len = l - 1;
+      return true;
+    }
+    case BSON_TYPE_OID:
+      if (!fixed(12)) return false;
+      std::memcpy(out.value.v_oid.bytes, v, 12);
+      return true;
+    case BSON_TYPE_BOOL:
+      if (!fixed(1) || v[0] > 1) return false;
+      out.value.v_bool = v[0] != 0;
+      return true;
+    case BSON_TYPE_DATE_TIME:
+      if (!fixed(8)) return false;
+      out.value.v_datetime = static_cast<int64_t>(u64(v));
+      return true;
+    case BSON_TYPE_INT32:
+      if (!fixed(4)) return false;
+      out.value.v_int32 = static_cast<int32_t>(u32(v));
+      return true;
+    case BSON_TYPE_TIMESTAMP:
+      if (!fixed(8)) return false;
+      out.value.v_timestamp.increment = u32(v);
+      out.value.v_timestamp.timestamp = u32(v + 4);
+      return true;
+    case BSON_TYPE_INT64:
+      if (!fixed(8)) return false;
+      out.value.v_int64 = static_cast<int64_t>(u64(v));
+      return true;
+    case BSON_TYPE_DECIMAL128:
+      if (!fixed(16)) return false;
+      out.value.v_decimal128.low = u64(v);
+      out.value.v_decimal128.high = u64(v + 8);
+      return true;
+    case BSON_TYPE_NULL: case BSON_TYPE_UNDEFINED: case BSON_TYPE_MINKEY: case BSON_TYPE_MAXKEY:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
 bool decodeValue(std::string_view encoded, bson_value_t& out) {
+  if (decodeCommon(encoded, out)) return true;
   bson_t doc;
   if (!bson_init_static(&doc, reinterpret_cast<const uint8_t*>(encoded.data()), encoded.size())) return false;
   bson_iter_t it;

@@ -290,4 +290,115 @@ void generateTelemetry(const TelemetryOptions& o, Sink&& sink) {
   }
 }
 
+// Traffic that exercises every way the observer reads a request: finds with and without sorts
+// (long and invalid-UTF-8 sort names, whose shapes are cut or lossy, so equal shape texts do not
+// mean equal sort fields), more shapes than it remembers per batch, count/distinct/aggregate,
+// updates (upserts, replacements, pipelines, $setOnInsert, many paths, w:0), deletes, inserts,
+// and rare BSON types before the fields it looks for.
+// `lossy`: some sort names are invalid UTF-8 (then no JSON export can be written at all, with or
+// without this change: libbson refuses such strings).
+template <typename Sink>
+void generateVariedRequests(bool lossy, Sink&& sink) {
+  std::mt19937_64 rng(7);
+  const std::string long_name(140, 's');
+  OrderServiceOptions o;
+  o.orders = 2000;
+  o.ops = 1500;
+  generateOrderService(o, sink);
+  for (int i = 0; i < 3000; ++i) {
+    bson_t* cmd = bson_new();
+    bson_t f, s, arr, st, q, u, set;
+    const int kind = static_cast<int>(rng() % 12);
+    const std::string cust = "C" + std::to_string(rng() % 50);
+    if (kind <= 4) {
+      BSON_APPEND_UTF8(cmd, "find", "orders");
+      if (rng() % 4 == 0) BSON_APPEND_REGEX(cmd, "hint", "^x", "");  // rare type before the filter
+      BSON_APPEND_DOCUMENT_BEGIN(cmd, "filter", &f);
+      BSON_APPEND_UTF8(&f, ("f" + std::to_string(rng() % 20)).c_str(), cust.c_str());
+      bson_append_document_end(cmd, &f);
+      const int sort = static_cast<int>(rng() % 6);
+      if (sort == 1) BSON_APPEND_INT32(cmd, "sort", 1);  // not a document: no sort fields
+      if (sort >= 2) {
+        BSON_APPEND_DOCUMENT_BEGIN(cmd, "sort", &s);
+        if (sort == 2) BSON_APPEND_INT32(&s, (long_name + std::to_string(rng() % 3)).c_str(), 1);  // cut in the shape
+        if (sort == 3) BSON_APPEND_INT32(&s, ((lossy ? "\xff" : "\xc3\xa9") + std::to_string(rng() % 3)).c_str(), -1);
+        if (sort == 4) BSON_APPEND_INT32(&s, "orderDate", -1);
+        for (int k = 0; sort == 5 && k < 10; ++k) BSON_APPEND_INT32(&s, ("k" + std::to_string(k)).c_str(), 1);
+        bson_append_document_end(cmd, &s);
+      }
+    } else if (kind <= 6) {
+      const char* command = kind == 5 ? "count" : "distinct";
+      BSON_APPEND_UTF8(cmd, command, "orders");
+      if (kind == 6) BSON_APPEND_UTF8(cmd, "key", "status");
+      BSON_APPEND_DOCUMENT_BEGIN(cmd, "query", &f);
+      BSON_APPEND_UTF8(&f, "customerId", cust.c_str());
+      bson_append_document_end(cmd, &f);
+    } else if (kind <= 9) {
+      const bool update = kind != 9;
+      BSON_APPEND_UTF8(cmd, update ? "update" : "delete", "orders");
+      if (rng() % 8 == 0) {
+        bson_t wc;
+        BSON_APPEND_DOCUMENT_BEGIN(cmd, "writeConcern", &wc);
+        BSON_APPEND_INT32(&wc, "w", 0);
+        bson_append_document_end(cmd, &wc);
+      }
+      BSON_APPEND_ARRAY_BEGIN(cmd, update ? "updates" : "deletes", &arr);
+      for (int n = 0, statements = 1 + static_cast<int>(rng() % 3); n < statements; ++n) {
+        BSON_APPEND_DOCUMENT_BEGIN(&arr, std::to_string(n).c_str(), &st);
+        if (rng() % 6 == 0) bson_append_regex(&st, "note", -1, "^a", "");  // rare type first
+        BSON_APPEND_DOCUMENT_BEGIN(&st, "q", &q);
+        BSON_APPEND_UTF8(&q, "customerId", cust.c_str());
+        bson_append_document_end(&st, &q);
+        if (update) {
+          const int shape = static_cast<int>(rng() % 6);
+          if (shape == 0) {  // replacement
+            BSON_APPEND_DOCUMENT_BEGIN(&st, "u", &u);
+            BSON_APPEND_UTF8(&u, "customerId", cust.c_str());
+            BSON_APPEND_UTF8(&u, "status", "new");
+            bson_append_document_end(&st, &u);
+          } else if (shape == 1) {  // pipeline
+            bson_t p, stage, fields;
+            BSON_APPEND_ARRAY_BEGIN(&st, "u", &p);
+            BSON_APPEND_DOCUMENT_BEGIN(&p, "0", &stage);
+            BSON_APPEND_DOCUMENT_BEGIN(&stage, "$set", &fields);
+            BSON_APPEND_UTF8(&fields, "status", "paid");
+            bson_append_document_end(&stage, &fields);
+            bson_append_document_end(&p, &stage);
+            bson_append_array_end(&st, &p);
+          } else {
+            BSON_APPEND_DOCUMENT_BEGIN(&st, "u", &u);
+            BSON_APPEND_DOCUMENT_BEGIN(&u, "$set", &set);
+            for (int k = 0, paths = shape == 2 ? 40 : 1 + shape; k < paths; ++k)
+              BSON_APPEND_UTF8(&set, ("p" + std::to_string(k)).c_str(), "x");
+            bson_append_document_end(&u, &set);
+            if (shape == 3) {
+              BSON_APPEND_DOCUMENT_BEGIN(&u, "$setOnInsert", &set);
+              BSON_APPEND_UTF8(&set, "created", "now");
+              bson_append_document_end(&u, &set);
+            }
+            if (shape == 4) bson_append_regex(&u, "$rare", -1, "^a", "");
+            bson_append_document_end(&st, &u);
+          }
+          BSON_APPEND_BOOL(&st, "multi", rng() % 3 == 0);
+          if (rng() % 2) BSON_APPEND_BOOL(&st, "upsert", true);
+        } else {
+          BSON_APPEND_INT32(&st, "limit", static_cast<int32_t>(rng() % 2));
+        }
+        bson_append_document_end(&arr, &st);
+      }
+      bson_append_array_end(cmd, &arr);
+    } else {
+      BSON_APPEND_UTF8(cmd, "insert", "orders");
+      BSON_APPEND_ARRAY_BEGIN(cmd, "documents", &arr);
+      BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &st);
+      BSON_APPEND_UTF8(&st, "customerId", cust.c_str());
+      BSON_APPEND_INT64(&st, "total", static_cast<int64_t>(rng() % 1000));
+      bson_append_document_end(&arr, &st);
+      bson_append_array_end(cmd, &arr);
+    }
+    OwnedCommand c(cmd, "shop", "orders");
+    sink(c);
+  }
+}
+
 }  // namespace shardscope::evaluation::testing
