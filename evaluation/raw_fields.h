@@ -3,8 +3,8 @@
 // cost. libbson's bson_iter_next costs ~100 instructions per element (a byte loop per key, its
 // checks through function calls), and the observer looked up 3-6 names per request, each a walk;
 // the worker's projection of inserted documents walks them the same way.
-// Each element is checked exactly as bson_iter_next checks it, so the walk stops where libbson's
-// would; the rare types (regex, DBPointer, code with scope, binary subtype 2) are left to libbson.
+// Each element is framed by protocol::readElement (protocol/bson_elements.h), exactly as
+// bson_iter_next checks it, so the walk stops where libbson's would; the rare types (regex, DBPointer, code with scope, binary subtype 2) are left to libbson.
 #pragma once
 #include <bson/bson.h>
 
@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <cstring>
 #include <string_view>
+
+#include "protocol/bson_elements.h"
 
 namespace shardscope::evaluation {
 
@@ -29,77 +31,33 @@ struct RawElement {
 
 namespace raw_detail {
 
-inline uint32_t load32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return BSON_UINT32_FROM_LE(v);
-}
-
-// The offset of the first NUL at or after `o` (len when none): eight bytes at a time while they
-// are readable (keys are short; memchr's call costs more than the search).
-[[gnu::always_inline]] inline uint32_t keyEnd(const uint8_t* data, uint32_t len, uint32_t o) {
-  if constexpr (std::endian::native == std::endian::little) {
-    for (; o + 8 <= len; o += 8) {
-      uint64_t w;
-      std::memcpy(&w, data + o, 8);
-      // The lowest byte set here is the first zero byte (higher ones may be false).
-      if (uint64_t z = (w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull) return o + std::countr_zero(z) / 8;
-    }
-  }
-  while (o < len && data[o] != 0) ++o;
-  return o;
-}
-
 enum class Step : uint8_t { Element, End, Rare };
 
-// The element at `off`: its value's start and the next element's offset, with bson_iter_next's
-// checks (End where it would return false: the document's end or a malformed element).
+// The element at `off`: its value's start and the next element's offset, framed by
+// protocol::readElement (bson_iter_next's checks: End where it would return false, the document's
+// end or a malformed element). The rare types (regex, DBPointer, code with scope, binary subtype 2)
+// are left to libbson: Rare.
 [[gnu::always_inline]] inline Step next(const uint8_t* data, uint32_t len, uint32_t off, RawElement& e, uint32_t& next_off) {
-  uint32_t o = keyEnd(data, len, off + 1);
-  if (o++ >= len) return Step::End;  // o: past the key's NUL
-  e.type = data[off];
-  e.offset = off;
-  e.key_len = o - off - 2;
-  e.value = o;
-  uint32_t l;
-  switch (e.type) {
-    case BSON_TYPE_DOUBLE: case BSON_TYPE_DATE_TIME: case BSON_TYPE_INT64: case BSON_TYPE_TIMESTAMP:
-      next_off = o + 8;
-      break;
-    case BSON_TYPE_UTF8: case BSON_TYPE_CODE: case BSON_TYPE_SYMBOL:
-      if (o + 4 >= len) return Step::End;
-      l = load32(data + o);
-      if (l > len - (o + 4)) return Step::End;
-      next_off = o + 4 + l;
-      if (l == 0 || next_off >= len || data[o + 4 + l - 1] != 0) return Step::End;
-      break;
-    case BSON_TYPE_DOCUMENT: case BSON_TYPE_ARRAY:
-      if (o >= len - 4) return Step::End;
-      l = load32(data + o);
-      if (l > len || l > len - o) return Step::End;
-      next_off = o + l;
-      break;
+  if (len < 5 || off >= len - 1) return Step::End;
+  protocol::BsonElement el;
+  uint32_t pos = off;
+  if (!protocol::readElement(data, len - 1, pos, el)) return Step::End;
+  switch (el.type) {
+    case BSON_TYPE_REGEX: case BSON_TYPE_DBPOINTER: case BSON_TYPE_CODEWSCOPE: return Step::Rare;
     case BSON_TYPE_BINARY:
-      if (o >= len - 4) return Step::End;
-      l = load32(data + o);
-      if (l >= len - o - 4) return Step::End;
-      if (data[o + 4] == BSON_SUBTYPE_BINARY_DEPRECATED) return Step::Rare;
-      next_off = o + 5 + l;
+      if (el.value[4] == BSON_SUBTYPE_BINARY_DEPRECATED) return Step::Rare;
       break;
-    case BSON_TYPE_OID: next_off = o + 12; break;
-    case BSON_TYPE_BOOL:
-      if (o >= len || data[o] > 1) return Step::End;
-      next_off = o + 1;
-      break;
-    case BSON_TYPE_INT32: next_off = o + 4; break;
-    case BSON_TYPE_DECIMAL128: next_off = o + 16; break;
-    case BSON_TYPE_MAXKEY: case BSON_TYPE_MINKEY: case BSON_TYPE_NULL: case BSON_TYPE_UNDEFINED: next_off = o; break;
-    case BSON_TYPE_EOD: return Step::End;
-    default: return Step::Rare;
+    default: break;
   }
-  e.end = next_off;
-  return next_off >= len ? Step::End : Step::Element;
+  e.type = el.type;
+  e.offset = off;
+  e.key_len = static_cast<uint32_t>(el.key.size());
+  e.value = static_cast<uint32_t>(el.value - data);
+  e.end = next_off = pos;
+  return Step::Element;
 }
+
+inline uint32_t load32(const uint8_t* p) { return protocol::loadUint32(p); }
 
 }  // namespace raw_detail
 

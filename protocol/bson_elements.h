@@ -67,6 +67,82 @@ inline bool scalarValue(const BsonElement& e, bson_value_t& out) {
   }
 }
 
+// The element at `pos` of the document `d` whose terminator is at `limit` (pos < limit), with
+// bson_iter_next's framing rules; `pos` moves past it. False: the element breaks them. Inlined into
+// each walk: as a call it cost most of what it saves.
+[[gnu::always_inline]] inline bool readElement(const uint8_t* d, uint32_t limit, uint32_t& pos, BsonElement& e) {
+  const uint32_t start = pos;
+  const uint8_t type = d[pos++];
+  const uint8_t* key = d + pos;
+  const uint8_t* q = key;
+  const uint8_t* const end = d + limit;
+  uint8_t bits = 0;  // every key byte OR-ed: tells an ASCII key without a second pass
+  while (q < end && *q != 0) bits |= *q++;
+  if (q == end) return false;
+  pos = static_cast<uint32_t>(q - d) + 1;
+  const uint32_t left = limit - pos;
+  uint32_t len = 0;
+  switch (type) {
+    case 0x01: case 0x09: case 0x11: case 0x12: len = 8; break;  // double, date, timestamp, int64
+    case 0x10: len = 4; break;                                  // int32
+    case 0x13: len = 16; break;                                 // decimal128
+    case 0x07: len = 12; break;                                 // ObjectId
+    case 0x06: case 0x0A: case 0x7F: case 0xFF: break;          // undefined, null, maxKey, minKey
+    case 0x08:                                                  // bool: 0 or 1, as bson_iter_next checks
+      if (left < 1 || d[pos] > 1) return false;
+      len = 1;
+      break;
+    case 0x0B: {  // regex: two C strings
+      const uint8_t* p = d + pos;
+      for (int part = 0; part < 2; ++part) {
+        while (p < end && *p != 0) ++p;
+        if (p == end) return false;
+        ++p;
+      }
+      len = static_cast<uint32_t>(p - (d + pos));
+      break;
+    }
+    case 0x02: case 0x0D: case 0x0E: case 0x0C: {  // string, code, symbol, dbPointer: the length counts the NUL
+      if (left < 4) return false;
+      const uint32_t n = loadUint32(d + pos);
+      if (n == 0 || n > left - 4 || d[pos + 4 + n - 1] != 0) return false;
+      len = 4 + n + (type == 0x0C ? 12 : 0);  // dbPointer: an ObjectId after the string
+      break;
+    }
+    case 0x05: {  // binary: length, subtype, bytes
+      if (left < 5) return false;
+      const uint32_t n = loadUint32(d + pos);
+      if (uint64_t{n} + 5 > left) return false;
+      if (d[pos + 4] == 2 && (n < 4 || loadUint32(d + pos + 5) != n - 4)) return false;
+      len = 5 + n;
+      break;
+    }
+    case 0x03: case 0x04: {  // document, array
+      if (left < 4) return false;
+      len = loadUint32(d + pos);  // its own framing is checked when it is entered, as bson_iter_recurse does
+      break;
+    }
+    case 0x0F: {  // code with scope: total length, string length, string, scope document
+      if (left < 4) return false;
+      len = loadUint32(d + pos);
+      if (len < 14 || len > left) return false;
+      const uint32_t code = loadUint32(d + pos + 4);
+      if (code == 0 || uint64_t{code} + 12 >= len || loadUint32(d + pos + 8 + code) != len - 8 - code) return false;
+      break;
+    }
+    default: return false;  // 0 before the terminator, or a type bson_iter_next does not know
+  }
+  if (len > left) return false;
+  e.type = type;
+  e.offset = start;
+  e.key = {reinterpret_cast<const char*>(key), static_cast<size_t>(q - key)};
+  e.ascii_key = bits < 0x80;
+  e.value = d + pos;
+  e.value_len = len;
+  pos += len;
+  return true;
+}
+
 class BsonElements {
  public:
   // `doc` holds `size` bytes whose length prefix and final NUL the caller has checked
@@ -74,78 +150,9 @@ class BsonElements {
   BsonElements(const uint8_t* doc, uint32_t size) : d_(doc), limit_(size - 1) {}
 
   // The next element; false at the end, or at an element that breaks the framing (failed()).
-  // Inlined into each walk: as a call it cost most of what it saves.
   [[gnu::always_inline]] bool next(BsonElement& e) {
     if (pos_ >= limit_) return false;
-    const uint32_t start = pos_;
-    const uint8_t type = d_[pos_++];
-    const uint8_t* key = d_ + pos_;
-    const uint8_t* q = key;
-    const uint8_t* const end = d_ + limit_;
-    uint8_t bits = 0;  // every key byte OR-ed: tells an ASCII key without a second pass
-    while (q < end && *q != 0) bits |= *q++;
-    if (q == end) return fail();
-    pos_ = static_cast<uint32_t>(q - d_) + 1;
-    const uint32_t left = limit_ - pos_;
-    uint32_t len = 0;
-    switch (type) {
-      case 0x01: case 0x09: case 0x11: case 0x12: len = 8; break;  // double, date, timestamp, int64
-      case 0x10: len = 4; break;                                  // int32
-      case 0x13: len = 16; break;                                 // decimal128
-      case 0x07: len = 12; break;                                 // ObjectId
-      case 0x06: case 0x0A: case 0x7F: case 0xFF: break;          // undefined, null, maxKey, minKey
-      case 0x08:                                                  // bool: 0 or 1, as bson_iter_next checks
-        if (left < 1 || d_[pos_] > 1) return fail();
-        len = 1;
-        break;
-      case 0x0B: {  // regex: two C strings
-        const uint8_t* p = d_ + pos_;
-        for (int part = 0; part < 2; ++part) {
-          while (p < end && *p != 0) ++p;
-          if (p == end) return fail();
-          ++p;
-        }
-        len = static_cast<uint32_t>(p - (d_ + pos_));
-        break;
-      }
-      case 0x02: case 0x0D: case 0x0E: case 0x0C: {  // string, code, symbol, dbPointer: the length counts the NUL
-        if (left < 4) return fail();
-        const uint32_t n = loadUint32(d_ + pos_);
-        if (n == 0 || n > left - 4 || d_[pos_ + 4 + n - 1] != 0) return fail();
-        len = 4 + n + (type == 0x0C ? 12 : 0);  // dbPointer: an ObjectId after the string
-        break;
-      }
-      case 0x05: {  // binary: length, subtype, bytes
-        if (left < 5) return fail();
-        const uint32_t n = loadUint32(d_ + pos_);
-        if (uint64_t{n} + 5 > left) return fail();
-        if (d_[pos_ + 4] == 2 && (n < 4 || loadUint32(d_ + pos_ + 5) != n - 4)) return fail();
-        len = 5 + n;
-        break;
-      }
-      case 0x03: case 0x04: {  // document, array
-        if (left < 4) return fail();
-        len = loadUint32(d_ + pos_);  // its own framing is checked when it is entered, as bson_iter_recurse does
-        break;
-      }
-      case 0x0F: {  // code with scope: total length, string length, string, scope document
-        if (left < 4) return fail();
-        len = loadUint32(d_ + pos_);
-        if (len < 14 || len > left) return fail();
-        const uint32_t code = loadUint32(d_ + pos_ + 4);
-        if (code == 0 || uint64_t{code} + 12 >= len || loadUint32(d_ + pos_ + 8 + code) != len - 8 - code) return fail();
-        break;
-      }
-      default: return fail();  // 0 before the terminator, or a type bson_iter_next does not know
-    }
-    if (len > left) return fail();
-    e.type = type;
-    e.offset = start;
-    e.key = {reinterpret_cast<const char*>(key), static_cast<size_t>(q - key)};
-    e.ascii_key = bits < 0x80;
-    e.value = d_ + pos_;
-    e.value_len = len;
-    pos_ += len;
+    if (!readElement(d_, limit_, pos_, e)) return fail();
     return true;
   }
 
