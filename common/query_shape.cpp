@@ -354,6 +354,29 @@ void findFields(const bson_t& doc, std::initializer_list<Field*> fields) {
   }
 }
 
+// The same through the view's key index (protocol/command_view.h): the body is not walked again,
+// keys are compared where the view found them, and an iterator is made only at a wanted field (the
+// one bson_iter_next gives there). `view` is null, or has no index: one pass over `doc`.
+void findFields(const bson_t& doc, const protocol::CommandView* view, std::initializer_list<Field*> fields) {
+  if (!view || !view->bodyScanned || view->indexedKeys == protocol::CommandView::kNotIndexed)
+    return findFields(doc, fields);
+  const uint8_t* data = bson_get_data(&view->body);
+  size_t missing = fields.size();
+  for (uint8_t i = 0; i < view->indexedKeys && missing > 0; ++i) {
+    std::string_view key(reinterpret_cast<const char*>(data) + view->keyOffsets[i] + 1, view->keyLengths[i]);
+    for (Field* field : fields) {
+      if (field->found || key != field->name) continue;
+      if (!bson_iter_init_from_data_at_offset(&field->iter, data, view->body.len, view->keyOffsets[i],
+                                              view->keyLengths[i])) {
+        for (Field* f : fields) f->found = false;  // not the view's body after all: scan it
+        return findFields(doc, fields);
+      }
+      field->found = true;
+      --missing;
+    }
+  }
+}
+
 bool isTrue(const Field& field) { return field.found && bson_iter_as_bool(&field.iter); }
 
 // The first write statement, from the OP_MSG document sequence or the body's array.
@@ -365,8 +388,11 @@ bool firstStatement(const protocol::CommandView& view, std::string_view field, b
     int32_t len = protocol::loadInt32(docs.data());
     return len >= 5 && static_cast<size_t>(len) <= docs.size() && bson_init_static(&out, docs.data(), static_cast<size_t>(len));
   }
-  bson_iter_t it, child;
-  if (!bson_iter_init_find_w_len(&it, &view.body, field.data(), static_cast<int>(field.size()))) return false;
+  Field statements(field);
+  findFields(view.body, &view, {&statements});
+  if (!statements.found) return false;
+  const bson_iter_t& it = statements.iter;
+  bson_iter_t child;
   if (!BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &child) || !bson_iter_next(&child) ||
       !BSON_ITER_HOLDS_DOCUMENT(&child))
     return false;
@@ -415,16 +441,16 @@ void shapeOf(protocol::CommandKind kind, const bson_t& body, const protocol::Com
   using protocol::CommandKind;
   if (kind == CommandKind::Find) {
     Field filter("filter"), sort("sort");
-    findFields(body, {&filter, &sort});
+    findFields(body, view, {&filter, &sort});
     appendFilter(filter, out);
     appendSort(sort, out);
   } else if (kind == CommandKind::Count) {
     Field query("query");
-    findFields(body, {&query});
+    findFields(body, view, {&query});
     appendFilter(query, out);
   } else if (kind == CommandKind::Distinct) {
     Field query("query"), key("key");
-    findFields(body, {&query, &key});
+    findFields(body, view, {&query, &key});
     appendFilter(query, out);
     if (key.found && BSON_ITER_HOLDS_UTF8(&key.iter)) {
       out.append(" key:");
@@ -432,12 +458,12 @@ void shapeOf(protocol::CommandKind kind, const bson_t& body, const protocol::Com
     }
   } else if (kind == CommandKind::Aggregate) {
     Field pipeline("pipeline");
-    findFields(body, {&pipeline});
+    findFields(body, view, {&pipeline});
     if (pipeline.found) ShapeWriter(out).expression(pipeline.iter, 0);
     else out.append("[]");
   } else if (kind == CommandKind::FindAndModify) {
     Field query("query"), sort("sort"), update("update"), remove("remove"), upsert("upsert");
-    findFields(body, {&query, &sort, &update, &remove, &upsert});
+    findFields(body, view, {&query, &sort, &update, &remove, &upsert});
     appendFilter(query, out);
     appendSort(sort, out);
     if (update.found) appendUpdate(update, out);
