@@ -24,7 +24,15 @@ constexpr size_t kMaxNameBytes = 128;
 constexpr std::string_view kCutValue = "\"<...>\"";
 constexpr std::string_view kCutEntry = "\"<...>\":\"<...>\"";
 
-std::string_view keyOf(const bson_iter_t& it) { return {bson_iter_key(&it), bson_iter_key_len(&it)}; }
+// libbson's type and key accessors are out-of-line calls, several per element; these read the same
+// iterator fields inline (what bson_iter_type, bson_iter_key and bson_iter_key_len return).
+bson_type_t typeOf(const bson_iter_t& it) { return static_cast<bson_type_t>(it.raw[it.type]); }
+bool holds(const bson_iter_t& it, bson_type_t type) { return typeOf(it) == type; }
+bool holdsNumber(const bson_iter_t& it) {  // BSON_ITER_HOLDS_NUMBER
+  bson_type_t t = typeOf(it);
+  return t == BSON_TYPE_INT32 || t == BSON_TYPE_INT64 || t == BSON_TYPE_DOUBLE;
+}
+std::string_view keyOf(const bson_iter_t& it) { return {bson_iter_key_unsafe(&it), it.d1 - it.key - 1}; }
 
 std::string_view utf8Of(const bson_iter_t& it) {
   uint32_t len = 0;
@@ -80,6 +88,32 @@ void appendName(std::string_view s, std::string& out) {
   out.insert(out.size() - 1, "...");
 }
 
+// Bytes a JSON string holds as they are: printable ASCII but the quote and the backslash.
+constexpr std::array<bool, 256> kPlainByte = [] {
+  std::array<bool, 256> plain{};
+  for (int c = 0x20; c < 0x80; ++c) plain[c] = c != '"' && c != '\\';
+  return plain;
+}();
+
+// A field name and its colon: `"name":`. A short plain name (nearly every one) is written with one
+// append from the stack instead of four appends to the string.
+void appendKey(std::string_view s, std::string& out) {
+  constexpr size_t kShort = 64;
+  bool plain = s.size() <= kShort;
+  for (size_t i = 0; plain && i < s.size(); ++i) plain = kPlainByte[static_cast<unsigned char>(s[i])];
+  if (!plain) {
+    appendName(s, out);
+    out.push_back(':');
+    return;
+  }
+  char buf[kShort + 3];
+  buf[0] = '"';
+  std::memcpy(buf + 1, s.data(), s.size());
+  buf[s.size() + 1] = '"';
+  buf[s.size() + 2] = ':';
+  out.append(buf, s.size() + 3);
+}
+
 std::string_view placeholder(bson_type_t type) {
   switch (type) {
     case BSON_TYPE_DOUBLE:
@@ -133,16 +167,15 @@ class ShapeWriter {
   // An aggregation expression or stage: key order kept, field paths kept.
   void expression(const bson_iter_t& value, int depth) {
     if (tooDeep(depth)) return;
-    bson_type_t type = bson_iter_type(&value);
+    bson_type_t type = typeOf(value);
     bson_iter_t child;
     if (type == BSON_TYPE_DOCUMENT && recurse(value, child)) {
       eachEntry(child, '{', '}', kCutEntry, [&] {
         std::string_view key = keyOf(child);
-        appendName(key, out_);
-        out_.push_back(':');
+        appendKey(key, out_);
         bson_iter_t inner;
-        if (key == "$match" && BSON_ITER_HOLDS_DOCUMENT(&child) && recurse(child, inner)) filter(inner, depth + 1);
-        else if (key == "$sort" && BSON_ITER_HOLDS_DOCUMENT(&child)) sortSpec(child);
+        if (key == "$match" && holds(child, BSON_TYPE_DOCUMENT) && recurse(child, inner)) filter(inner, depth + 1);
+        else if (key == "$sort" && holds(child, BSON_TYPE_DOCUMENT)) sortSpec(child);
         else expression(child, depth + 1);
       });
     } else if (type == BSON_TYPE_ARRAY && recurse(value, child)) {
@@ -158,13 +191,12 @@ class ShapeWriter {
   void sortSpec(const bson_iter_t& value) {
     bson_iter_t child;
     if (!recurse(value, child)) {
-      out_.append(placeholder(bson_iter_type(&value)));
+      out_.append(placeholder(typeOf(value)));
       return;
     }
     eachEntry(child, '{', '}', kCutEntry, [&] {
-      appendName(keyOf(child), out_);
-      out_.push_back(':');
-      if (BSON_ITER_HOLDS_NUMBER(&child)) out_.append(bson_iter_as_int64(&child) < 0 ? "-1" : "1");
+      appendKey(keyOf(child), out_);
+      if (holdsNumber(child)) out_.append(bson_iter_as_int64(&child) < 0 ? "-1" : "1");
       else expression(child, 1);
     });
   }
@@ -173,16 +205,16 @@ class ShapeWriter {
   // become one placeholder, pipelines are shaped as pipelines.
   void update(const bson_iter_t& value) {
     bson_iter_t child;
-    if (BSON_ITER_HOLDS_ARRAY(&value)) {
+    if (holds(value, BSON_TYPE_ARRAY)) {
       expression(value, 1);
       return;
     }
-    if (!BSON_ITER_HOLDS_DOCUMENT(&value) || !recurse(value, child)) {
-      out_.append(placeholder(bson_iter_type(&value)));
+    if (!holds(value, BSON_TYPE_DOCUMENT) || !recurse(value, child)) {
+      out_.append(placeholder(typeOf(value)));
       return;
     }
     bson_iter_t probe = child;
-    if (bson_iter_next(&probe) && bson_iter_key(&probe)[0] != '$') {
+    if (bson_iter_next(&probe) && bson_iter_key_unsafe(&probe)[0] != '$') {
       out_.append("\"<replacement>\"");
       return;
     }
@@ -241,8 +273,7 @@ class ShapeWriter {
       }
       std::string_view key = keyOf(it);
       size_t begin = out_.size();
-      appendName(key, out_);
-      out_.push_back(':');
+      appendKey(key, out_);
       if (mode == Mode::Filter) filterValue(key, it, depth);
       else operatorValue(key, it, depth);
       if (count < kMaxSortedKeys) {
@@ -273,11 +304,11 @@ class ShapeWriter {
   // The value of a field (or of a top-level operator such as $and) in a filter.
   void filterValue(std::string_view key, const bson_iter_t& value, int depth) {
     bson_iter_t child;
-    if (logicalOperator(key) && BSON_ITER_HOLDS_ARRAY(&value) && recurse(value, child)) {
+    if (logicalOperator(key) && holds(value, BSON_TYPE_ARRAY) && recurse(value, child)) {
       eachEntry(child, '[', ']', kCutValue, [&] {
         bson_iter_t branch;
-        if (BSON_ITER_HOLDS_DOCUMENT(&child) && recurse(child, branch)) filter(branch, depth + 1);
-        else out_.append(placeholder(bson_iter_type(&child)));
+        if (holds(child, BSON_TYPE_DOCUMENT) && recurse(child, branch)) filter(branch, depth + 1);
+        else out_.append(placeholder(typeOf(child)));
       });
       return;
     }
@@ -285,14 +316,14 @@ class ShapeWriter {
       expression(value, depth + 1);
       return;
     }
-    if (BSON_ITER_HOLDS_DOCUMENT(&value) && recurse(value, child)) {
+    if (holds(value, BSON_TYPE_DOCUMENT) && recurse(value, child)) {
       bson_iter_t probe = child;
-      if (bson_iter_next(&probe) && bson_iter_key(&probe)[0] == '$') {
+      if (bson_iter_next(&probe) && bson_iter_key_unsafe(&probe)[0] == '$') {
         sortedDocument(child, depth + 1, Mode::Operators);
         return;
       }
     }
-    out_.append(placeholder(bson_iter_type(&value)));
+    out_.append(placeholder(typeOf(value)));
   }
 
   // The argument of a query operator ($gte, $in, $elemMatch, $not, ...).
@@ -302,20 +333,20 @@ class ShapeWriter {
       out_.append("\"<array>\"");  // one shape whatever the list's length
       return;
     }
-    if ((op == "$elemMatch" || op == "$not") && BSON_ITER_HOLDS_DOCUMENT(&value) && recurse(value, child)) {
+    if ((op == "$elemMatch" || op == "$not") && holds(value, BSON_TYPE_DOCUMENT) && recurse(value, child)) {
       bson_iter_t probe = child;
-      bool operators = bson_iter_next(&probe) && bson_iter_key(&probe)[0] == '$' && !logicalOperator(keyOf(probe));
+      bool operators = bson_iter_next(&probe) && bson_iter_key_unsafe(&probe)[0] == '$' && !logicalOperator(keyOf(probe));
       sortedDocument(child, depth + 1, operators ? Mode::Operators : Mode::Filter);
       return;
     }
-    if (BSON_ITER_HOLDS_DOCUMENT(&value) && recurse(value, child)) {
+    if (holds(value, BSON_TYPE_DOCUMENT) && recurse(value, child)) {
       bson_iter_t probe = child;
-      if (bson_iter_next(&probe) && bson_iter_key(&probe)[0] == '$') {  // e.g. $geoWithin: {$box: ...}
+      if (bson_iter_next(&probe) && bson_iter_key_unsafe(&probe)[0] == '$') {  // e.g. $geoWithin: {$box: ...}
         sortedDocument(child, depth + 1, Mode::Operators);
         return;
       }
     }
-    out_.append(placeholder(bson_iter_type(&value)));
+    out_.append(placeholder(typeOf(value)));
   }
 
   std::string& out_;
@@ -393,8 +424,8 @@ bool firstStatement(const protocol::CommandView& view, std::string_view field, b
   if (!statements.found) return false;
   const bson_iter_t& it = statements.iter;
   bson_iter_t child;
-  if (!BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &child) || !bson_iter_next(&child) ||
-      !BSON_ITER_HOLDS_DOCUMENT(&child))
+  if (!holds(it, BSON_TYPE_ARRAY) || !bson_iter_recurse(&it, &child) || !bson_iter_next(&child) ||
+      !holds(child, BSON_TYPE_DOCUMENT))
     return false;
   uint32_t len = 0;
   const uint8_t* data = nullptr;
@@ -404,7 +435,7 @@ bool firstStatement(const protocol::CommandView& view, std::string_view field, b
 
 void appendFilter(const Field& field, std::string& out) {
   bson_iter_t child;
-  if (field.found && (BSON_ITER_HOLDS_DOCUMENT(&field.iter) || BSON_ITER_HOLDS_ARRAY(&field.iter)) &&
+  if (field.found && (holds(field.iter, BSON_TYPE_DOCUMENT) || holds(field.iter, BSON_TYPE_ARRAY)) &&
       recurse(field.iter, child))
     ShapeWriter(out).filter(child, 0);
   else
@@ -412,7 +443,7 @@ void appendFilter(const Field& field, std::string& out) {
 }
 
 void appendSort(const Field& field, std::string& out) {
-  if (!field.found || !BSON_ITER_HOLDS_DOCUMENT(&field.iter)) return;
+  if (!field.found || !holds(field.iter, BSON_TYPE_DOCUMENT)) return;
   out.append(" sort:");
   ShapeWriter(out).sortSpec(field.iter);
 }
@@ -431,7 +462,7 @@ void statementShape(protocol::CommandKind kind, const bson_t& statement, std::st
   appendFilter(q, out);
   appendUpdate(u, out);
   // deleteMany ({limit: 0}) and updateMany ({multi: true}) are shapes of their own.
-  if (isTrue(multi) || (limit.found && BSON_ITER_HOLDS_NUMBER(&limit.iter) && bson_iter_as_int64(&limit.iter) == 0))
+  if (isTrue(multi) || (limit.found && holdsNumber(limit.iter) && bson_iter_as_int64(&limit.iter) == 0))
     out.append(" multi");
   if (isTrue(upsert)) out.append(" upsert");
 }
@@ -452,7 +483,7 @@ void shapeOf(protocol::CommandKind kind, const bson_t& body, const protocol::Com
     Field query("query"), key("key");
     findFields(body, view, {&query, &key});
     appendFilter(query, out);
-    if (key.found && BSON_ITER_HOLDS_UTF8(&key.iter)) {
+    if (key.found && holds(key.iter, BSON_TYPE_UTF8)) {
       out.append(" key:");
       appendName(utf8Of(key.iter), out);
     }
@@ -476,7 +507,7 @@ void shapeOf(protocol::CommandKind kind, const bson_t& body, const protocol::Com
       return;
     }
     statementShape(kind, statement, out);
-  } else if (kind == CommandKind::Explain && bson_iter_init_find(&it, &body, "explain") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+  } else if (kind == CommandKind::Explain && bson_iter_init_find(&it, &body, "explain") && holds(it, BSON_TYPE_DOCUMENT)) {
     uint32_t len = 0;
     const uint8_t* data = nullptr;
     bson_iter_document(&it, &len, &data);
