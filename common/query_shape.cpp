@@ -157,9 +157,47 @@ bool logicalOperator(std::string_view op) { return op == "$and" || op == "$or" |
 
 bool recurse(const bson_iter_t& it, bson_iter_t& child) { return bson_iter_recurse(&it, &child); }
 
+// Value bytes the writer replaced by a placeholder without reading them (numbers, dates, object
+// ids, string contents): libbson checks none of them either, so a command that differs from another
+// only there has its shape (ShapeCache's memo). Anything else read (keys, types, lengths, booleans,
+// sort directions, field paths) is compared.
+struct UnreadBytes {
+  static constexpr size_t kMax = 8;
+  const uint8_t* begin[kMax];
+  const uint8_t* end[kMax];
+  size_t count = 0;
+  bool overflow = false;  // more than kMax: no memo for this command
+
+  void note(const bson_iter_t& it, bson_type_t type) {
+    const uint8_t* value = it.raw + it.d1;
+    size_t n = 0;
+    switch (type) {
+      case BSON_TYPE_DOUBLE:
+      case BSON_TYPE_INT64:
+      case BSON_TYPE_DATE_TIME:
+      case BSON_TYPE_TIMESTAMP: n = 8; break;
+      case BSON_TYPE_INT32: n = 4; break;
+      case BSON_TYPE_OID: n = 12; break;
+      case BSON_TYPE_DECIMAL128: n = 16; break;
+      case BSON_TYPE_UTF8:  // the content: not its length, nor the NUL libbson checks
+        n = bson_iter_utf8_len_unsafe(&it);
+        value += 4;
+        break;
+      default: return;
+    }
+    if (n == 0) return;
+    if (count == kMax) {
+      overflow = true;
+      return;
+    }
+    begin[count] = value;
+    end[count++] = value + n;
+  }
+};
+
 class ShapeWriter {
  public:
-  explicit ShapeWriter(std::string& out) : out_(out) {}
+  explicit ShapeWriter(std::string& out, UnreadBytes* unread = nullptr) : out_(out), unread_(unread) {}
 
   // A filter document; keys sorted per level.
   void filter(const bson_iter_t& it, int depth) { sortedDocument(it, depth, Mode::Filter); }
@@ -182,8 +220,10 @@ class ShapeWriter {
       eachEntry(child, '[', ']', kCutValue, [&] { expression(child, depth + 1); });
     } else if (type == BSON_TYPE_UTF8 && isFieldPath(utf8Of(value))) {
       appendName(utf8Of(value), out_);
+    } else if (type == BSON_TYPE_UTF8) {
+      out_.append(placeholder(type));  // its content was read (isFieldPath): not a leaf to skip
     } else {
-      out_.append(placeholder(type));
+      leaf(value);
     }
   }
 
@@ -308,7 +348,7 @@ class ShapeWriter {
       eachEntry(child, '[', ']', kCutValue, [&] {
         bson_iter_t branch;
         if (holds(child, BSON_TYPE_DOCUMENT) && recurse(child, branch)) filter(branch, depth + 1);
-        else out_.append(placeholder(typeOf(child)));
+        else leaf(child);
       });
       return;
     }
@@ -323,7 +363,7 @@ class ShapeWriter {
         return;
       }
     }
-    out_.append(placeholder(typeOf(value)));
+    leaf(value);
   }
 
   // The argument of a query operator ($gte, $in, $elemMatch, $not, ...).
@@ -346,10 +386,18 @@ class ShapeWriter {
         return;
       }
     }
-    out_.append(placeholder(typeOf(value)));
+    leaf(value);
+  }
+
+  // A value written as its type's placeholder, its bytes unread.
+  void leaf(const bson_iter_t& value) {
+    bson_type_t type = typeOf(value);
+    out_.append(placeholder(type));
+    if (unread_) unread_->note(value, type);
   }
 
   std::string& out_;
+  UnreadBytes* unread_;
 };
 
 // kNoShape is one character; written by hand (GCC 12 warns falsely on assign() here).
@@ -433,56 +481,57 @@ bool firstStatement(const protocol::CommandView& view, std::string_view field, b
   return bson_init_static(&out, data, len);
 }
 
-void appendFilter(const Field& field, std::string& out) {
+void appendFilter(const Field& field, std::string& out, UnreadBytes* unread) {
   bson_iter_t child;
   if (field.found && (holds(field.iter, BSON_TYPE_DOCUMENT) || holds(field.iter, BSON_TYPE_ARRAY)) &&
       recurse(field.iter, child))
-    ShapeWriter(out).filter(child, 0);
+    ShapeWriter(out, unread).filter(child, 0);
   else
     out.append("{}");
 }
 
-void appendSort(const Field& field, std::string& out) {
+void appendSort(const Field& field, std::string& out, UnreadBytes* unread) {
   if (!field.found || !holds(field.iter, BSON_TYPE_DOCUMENT)) return;
   out.append(" sort:");
-  ShapeWriter(out).sortSpec(field.iter);
+  ShapeWriter(out, unread).sortSpec(field.iter);
 }
 
-void appendUpdate(const Field& field, std::string& out) {
+void appendUpdate(const Field& field, std::string& out, UnreadBytes* unread) {
   if (!field.found) return;
   out.append(" update:");
-  ShapeWriter(out).update(field.iter);
+  ShapeWriter(out, unread).update(field.iter);
 }
 
-void statementShape(protocol::CommandKind kind, const bson_t& statement, std::string& out) {
+void statementShape(protocol::CommandKind kind, const bson_t& statement, std::string& out, UnreadBytes* unread = nullptr) {
   using protocol::CommandKind;
   Field q("q"), u("u"), multi("multi"), upsert("upsert"), limit("limit");
   if (kind == CommandKind::Delete) findFields(statement, {&q, &limit});
   else findFields(statement, {&q, &u, &multi, &upsert});
-  appendFilter(q, out);
-  appendUpdate(u, out);
+  appendFilter(q, out, unread);
+  appendUpdate(u, out, unread);
   // deleteMany ({limit: 0}) and updateMany ({multi: true}) are shapes of their own.
   if (isTrue(multi) || (limit.found && holdsNumber(limit.iter) && bson_iter_as_int64(&limit.iter) == 0))
     out.append(" multi");
   if (isTrue(upsert)) out.append(" upsert");
 }
 
-void shapeOf(protocol::CommandKind kind, const bson_t& body, const protocol::CommandView* view, std::string& out) {
+void shapeOf(protocol::CommandKind kind, const bson_t& body, const protocol::CommandView* view, std::string& out,
+             UnreadBytes* unread = nullptr) {
   bson_iter_t it;
   using protocol::CommandKind;
   if (kind == CommandKind::Find) {
     Field filter("filter"), sort("sort");
     findFields(body, view, {&filter, &sort});
-    appendFilter(filter, out);
-    appendSort(sort, out);
+    appendFilter(filter, out, unread);
+    appendSort(sort, out, unread);
   } else if (kind == CommandKind::Count) {
     Field query("query");
     findFields(body, view, {&query});
-    appendFilter(query, out);
+    appendFilter(query, out, nullptr);
   } else if (kind == CommandKind::Distinct) {
     Field query("query"), key("key");
     findFields(body, view, {&query, &key});
-    appendFilter(query, out);
+    appendFilter(query, out, nullptr);
     if (key.found && holds(key.iter, BSON_TYPE_UTF8)) {
       out.append(" key:");
       appendName(utf8Of(key.iter), out);
@@ -495,9 +544,9 @@ void shapeOf(protocol::CommandKind kind, const bson_t& body, const protocol::Com
   } else if (kind == CommandKind::FindAndModify) {
     Field query("query"), sort("sort"), update("update"), remove("remove"), upsert("upsert");
     findFields(body, view, {&query, &sort, &update, &remove, &upsert});
-    appendFilter(query, out);
-    appendSort(sort, out);
-    if (update.found) appendUpdate(update, out);
+    appendFilter(query, out, nullptr);
+    appendSort(sort, out, nullptr);
+    if (update.found) appendUpdate(update, out, nullptr);
     else if (isTrue(remove)) out.append(" remove");
     if (update.found && isTrue(upsert)) out.append(" upsert");
   } else if ((kind == CommandKind::Delete || kind == CommandKind::Update) && view) {
@@ -506,7 +555,7 @@ void shapeOf(protocol::CommandKind kind, const bson_t& body, const protocol::Com
       setNoShape(out);
       return;
     }
-    statementShape(kind, statement, out);
+    statementShape(kind, statement, out, unread);
   } else if (kind == CommandKind::Explain && bson_iter_init_find(&it, &body, "explain") && holds(it, BSON_TYPE_DOCUMENT)) {
     uint32_t len = 0;
     const uint8_t* data = nullptr;
@@ -585,6 +634,159 @@ void computeShape(const protocol::CommandView& view, std::string& out) {
   out.clear();
   shapeOf(view.traits.kind, view.body, &view, out);
   if (out.empty()) setNoShape(out);
+}
+
+// ---------------------------------------------------------------- ShapeCache's memo
+
+namespace {
+
+struct Bytes {
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+};
+
+Bytes bytesOf(std::string_view s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
+// The whole element (type, key, value) an iterator is on.
+Bytes elementOf(const bson_iter_t& it) { return {it.raw + it.type, it.next_off - it.type}; }
+
+// What a memoised shape is made from: the id's namespace, the command name, then the fields the
+// shape reads (absent: empty; an element is never empty).
+constexpr size_t kMemoParts = 4;
+
+// Fills the parts of a find, update or delete; false for other kinds (or an update without a statement).
+bool memoParts(const protocol::CommandView& view, Bytes (&parts)[kMemoParts]) {
+  using protocol::CommandKind;
+  CommandKind kind = view.traits.kind;
+  if (kind == CommandKind::Find) {
+    Field filter("filter"), sort("sort");
+    findFields(view.body, &view, {&filter, &sort});
+    if (filter.found) parts[2] = elementOf(filter.iter);
+    if (sort.found) parts[3] = elementOf(sort.iter);
+    return true;
+  }
+  if (kind != CommandKind::Update && kind != CommandKind::Delete) return false;
+  bson_t statement;
+  if (!firstStatement(view, kind == CommandKind::Delete ? "deletes" : "updates", statement)) return false;
+  parts[2] = {bson_get_data(&statement), statement.len};
+  return true;
+}
+
+}  // namespace
+
+struct ShapeCache::Memo {
+  static constexpr size_t kBytes = 192;  // larger commands are not memoised
+  uint8_t bytes[kBytes];                 // the parts, one after the other
+  uint16_t part_size[kMemoParts];
+  uint16_t skip_begin[UnreadBytes::kMax], skip_end[UnreadBytes::kMax];  // offsets in `bytes`, ascending
+  size_t skips = 0;
+  bool valid = false;
+  uint64_t used = 0;  // when it last answered or was stored: the least recent is replaced
+  std::string text;
+  uint64_t id = 0;
+
+  // Equal parts, but for the bytes the remembered shape did not read.
+  bool matches(const Bytes (&parts)[kMemoParts]) const {
+    if (!valid) return false;
+    for (size_t i = 0; i < kMemoParts; ++i)
+      if (parts[i].size != part_size[i]) return false;
+    size_t base = 0, k = 0;
+    for (const Bytes& part : parts) {
+      size_t at = 0;
+      for (; k < skips && skip_begin[k] < base + part.size; ++k) {
+        size_t from = skip_begin[k] - base;
+        if (std::memcmp(part.data + at, bytes + base + at, from - at) != 0) return false;
+        at = skip_end[k] - base;
+      }
+      if (std::memcmp(part.data + at, bytes + base + at, part.size - at) != 0) return false;
+      base += part.size;
+    }
+    return true;
+  }
+
+  // Remembers the parts and the shape made from them; false (nothing kept) when an unread range
+  // is not inside one part.
+  bool store(const Bytes (&parts)[kMemoParts], const UnreadBytes& unread, const std::string& shape, uint64_t shapeId) {
+    valid = false;
+    size_t base = 0;
+    size_t bases[kMemoParts];
+    for (size_t i = 0; i < kMemoParts; ++i) {
+      bases[i] = base;
+      part_size[i] = static_cast<uint16_t>(parts[i].size);
+      if (parts[i].size) std::memcpy(bytes + base, parts[i].data, parts[i].size);
+      base += parts[i].size;
+    }
+    skips = 0;
+    for (size_t r = 0; r < unread.count; ++r) {
+      size_t i = 0;
+      while (i < kMemoParts && !(parts[i].size && unread.begin[r] >= parts[i].data &&
+                                 unread.end[r] <= parts[i].data + parts[i].size))
+        ++i;
+      if (i == kMemoParts) return false;
+      // Insertion in order (a statement's u may come before its q).
+      size_t from = bases[i] + static_cast<size_t>(unread.begin[r] - parts[i].data);
+      size_t to = from + static_cast<size_t>(unread.end[r] - unread.begin[r]);
+      size_t k = skips++;
+      for (; k > 0 && skip_begin[k - 1] > from; --k) {
+        skip_begin[k] = skip_begin[k - 1];
+        skip_end[k] = skip_end[k - 1];
+      }
+      skip_begin[k] = static_cast<uint16_t>(from);
+      skip_end[k] = static_cast<uint16_t>(to);
+    }
+    for (size_t k = 1; k < skips; ++k)
+      if (skip_begin[k] < skip_end[k - 1]) return false;  // overlapping: cannot happen, but then no memo
+    text.assign(shape);
+    id = shapeId;
+    valid = true;
+    return true;
+  }
+};
+
+ShapeCache::ShapeCache() = default;
+ShapeCache::~ShapeCache() = default;
+
+void ShapeCache::release() {
+  computed_ = false;
+  std::string().swap(text_);
+  for (auto& memo : memos_) memo.reset();
+}
+
+void ShapeCache::compute(const protocol::CommandView& view, std::string_view ns) {
+  computed_ = true;
+  std::string_view idNs = ns.empty() ? view.db : ns;
+  Bytes parts[kMemoParts] = {bytesOf(idNs), bytesOf(view.name), {}, {}};
+  bool memoised = memoParts(view, parts);
+  size_t total = 0;
+  for (const Bytes& part : parts) total += part.size;
+  memoised = memoised && total <= Memo::kBytes;
+  ++clock_;
+  if (memoised) {
+    for (auto& memo : memos_) {
+      if (!memo || !memo->matches(parts)) continue;
+      text_.assign(memo->text);
+      id_ = memo->id;
+      memo->used = clock_;
+      ++memo_hits_;
+      return;
+    }
+  }
+  // As computeShape, noting the bytes that become placeholders.
+  UnreadBytes unread;
+  text_.clear();
+  shapeOf(view.traits.kind, view.body, &view, text_, memoised ? &unread : nullptr);
+  if (text_.empty()) setNoShape(text_);
+  id_ = shapeId(idNs, view.name, text_);
+  if (!memoised || unread.overflow) return;
+  auto* slot = &memos_[0];
+  for (auto& memo : memos_) {
+    if (!memo) {
+      slot = &memo;
+      break;
+    }
+    if (memo->used < (*slot)->used) slot = &memo;
+  }
+  if (!*slot) *slot = std::make_unique<Memo>();
+  if ((*slot)->store(parts, unread, text_, id_)) (*slot)->used = clock_;
 }
 
 void computeStatementShape(protocol::CommandKind kind, const bson_t& statement, std::string& out) {

@@ -4,6 +4,7 @@
 // text and ids are shown on several pages and stored in capture files: no input may change them.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -157,12 +158,16 @@ TEST(QueryShapeDifferential, EveryCommandOfTheShapeTests) {
 
 class Generator {
  public:
-  explicit Generator(uint32_t seed) : rng_(seed) {}
+  explicit Generator(uint32_t seed, bool small = false) : rng_(seed), small_(small) {}
 
   size_t pick(size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng_); }
   bool chance(int percent) { return static_cast<int>(pick(100)) < percent; }
 
   std::string key() {
+    if (small_) {  // commands small enough for ShapeCache's memo
+      static const std::vector<std::string> keys = {"a", "b", "$gt", "$in", "$or", "$not", "$set", "$x", "é", ""};
+      return keys[pick(keys.size())];
+    }
     static const std::vector<std::string> keys = {
         "customerId", "orderDate", "a", "b", "b.c", "_id", "status", "$and", "$or", "$nor", "$in", "$nin",
         "$all", "$gte", "$lt", "$eq", "$elemMatch", "$not", "$exists", "$regex", "$geoWithin", "$box",
@@ -224,7 +229,7 @@ class Generator {
   }
 
   void document(bson_t* d, int depth) {
-    size_t n = chance(5) ? 33 + pick(5) : pick(5);  // sometimes past the keys sorted per level
+    size_t n = small_ ? pick(3) : chance(5) ? 33 + pick(5) : pick(5);  // sometimes past the keys sorted per level
     for (size_t i = 0; i < n; ++i) value(d, key(), depth);
   }
 
@@ -276,7 +281,7 @@ class Generator {
       for (int c = 0; c < copies; ++c) {
         if (f == "$db") {
           if (depth == 0) bson_append_utf8(d, "$db", -1, "shop", -1);
-        } else if (f == "comment" && chance(20)) {
+        } else if (f == "comment" && chance(20) && !small_) {
           std::string big(chance(50) ? 70000 : 300, 'z');  // pushes later keys past 64 KiB
           bson_append_utf8(d, "comment", -1, big.data(), static_cast<int>(big.size()));
         } else if (f == "updates" || f == "deletes") {
@@ -345,11 +350,11 @@ class Generator {
     static const std::vector<std::string> nearMisses = {"filterX", "filte", "Filter", "sorts", "queryy", "quer",
                                                         "pipelines", "keys", "updates", "deletes", "update", "upsert2",
                                                         "remov", "f", ""};
-    for (int i = 0, n = static_cast<int>(pick(4)); i < n; ++i) {  // keys a lookup must not confuse
+    for (int i = 0, n = static_cast<int>(small_ ? pick(2) : pick(4)); i < n; ++i) {  // keys a lookup must not confuse
       size_t at = pick(nearMisses.size());
       if (!(depth == 0 && (nearMisses[at] == "updates" || nearMisses[at] == "deletes"))) value(d, nearMisses[at], 3);
     }
-    if (chance(15))  // more keys than the view indexes
+    if (chance(15) && !small_)  // more keys than the view indexes
       for (int i = 0; i < 8; ++i) bson_append_int32(d, ("extra" + std::to_string(i)).c_str(), -1, i);
   }
 
@@ -359,7 +364,8 @@ class Generator {
                                                    "getMore", "hello", "FIND", "ping"};
     Wire wire;
     bson_t body = BSON_INITIALIZER;
-    std::string name = names[pick(names.size())];
+    static const std::vector<std::string> memoised = {"find", "update", "delete"};
+    std::string name = small_ && chance(80) ? memoised[pick(3)] : names[pick(names.size())];
     if (name == "explain") {
       bson_t inner;
       bson_append_document_begin(&body, "explain", -1, &inner);
@@ -383,6 +389,7 @@ class Generator {
   }
 
   std::mt19937 rng_;
+  bool small_;
 };
 
 std::string hexOf(const Wire& w) {
@@ -406,6 +413,92 @@ TEST(QueryShapeDifferential, GeneratedCommands) {
     checked += expectSameShape(w, hexOf(w));
   }
   EXPECT_GT(checked, 8000u);
+}
+
+// ShapeCache remembers the last find, update and delete per connection: a stream of commands that
+// differ from one another in single bytes (values, and everything else too) through one cache must
+// give the reference's shape and id every time, whether the memo answered or not.
+bool viewOf(const Wire& w, protocol::OpMsg& msg, protocol::CommandView& view) {
+  msg.body = w.body;
+  msg.sequences.clear();
+  for (const auto& [id, docs] : w.sequences) msg.sequences.push_back({id, docs});
+  return protocol::buildCommandView(msg, view).ok();
+}
+
+void expectCachedShape(common::ShapeCache& cache, const Wire& w, const std::string& what) {
+  protocol::OpMsg msg;
+  protocol::CommandView view;
+  if (!viewOf(w, msg, view)) return;
+  std::string buffer;
+  std::string_view ns = view.ns(buffer);
+  std::string expected;
+  ref::computeShape(view, expected);
+  cache.reset();
+  common::Shape got = cache.get(view, ns);
+  ASSERT_EQ(got.text, expected) << what;
+  ASSERT_EQ(got.id, ref::shapeId(ns.empty() ? view.db : ns, view.name, expected)) << what;
+}
+
+TEST(QueryShapeDifferential, MemoOverCommandsThatDifferInOneByte) {
+  Generator gen(29, true);
+  common::ShapeCache cache;
+  for (int base = 0; base < 3000 && !HasFailure(); ++base) {
+    Wire w = gen.command();
+    expectCachedShape(cache, w, hexOf(w));
+    for (int v = 0; v < 12 && !HasFailure(); ++v) {
+      Wire variant = w;
+      auto& bytes = variant.sequences.empty() || gen.chance(50) ? variant.body : variant.sequences[0].second;
+      if (bytes.size() > 5) bytes[4 + gen.pick(bytes.size() - 5)] ^= static_cast<uint8_t>(1 + gen.pick(255));
+      expectCachedShape(cache, variant, "variant of " + hexOf(w));
+      if (gen.chance(30)) expectCachedShape(cache, w, hexOf(w));  // back to the remembered one
+    }
+  }
+  EXPECT_GT(cache.memoHits(), 1000u);  // the memo did answer
+}
+
+// The request path's commands: a connection's finds, updates and deletes with new values each
+// time, one form after another, and some with changes the memo must not miss (a string's length,
+// a field path for a value, upsert on or off, a limit of 0 or 1, a sort direction).
+std::string formOf(int form, int i) {
+  char customer[16];
+  std::snprintf(customer, sizeof customer, "C%04d", i * 37 % 10000);
+  std::string c = customer, n = std::to_string(i), date = std::to_string(1767225600000LL + i * 60000LL);
+  switch (form) {
+    case 0: return R"({"find":"orders","filter":{"customerId":")" + c + R"("},"limit":10,"lsid":{"id":)" + n + R"(},"$db":"shop"})";
+    case 1:
+      return R"({"find":"orders","filter":{"customerId":")" + c + R"(","total":{"$gte":)" + n + R"(.5}},"sort":{"orderDate":)" +
+             (i % 3 ? "-1" : "1") + R"(},"$db":"shop"})";
+    case 2:
+      return R"({"update":"orders","updates":[{"q":{"customerId":")" + c + R"(","orderDate":{"$date":{"$numberLong":")" + date +
+             R"("}}},"u":{"$set":{"status":"paid","n":)" + n + R"(}},"multi":false}],"$db":"shop"})";
+    case 3: return R"({"delete":"orders","deletes":[{"q":{"orderId":")" + c + R"("},"limit":)" + std::to_string(i % 2) + R"(}],"$db":"shop"})";
+    case 4: return R"({"find":"orders","filter":{"customerId":")" + c + (i % 2 ? "x" : "") + R"("},"$db":"shop"})";
+    default:
+      return R"({"update":"orders","updates":[{"q":{"customerId":")" + c + R"("},"u":{"$set":{"a":")" + (i % 2 ? "$b" : "xb") +
+             R"("}},"upsert":)" + (i % 3 ? "true" : "false") + R"(}],"$db":"shop"})";
+  }
+}
+
+TEST(QueryShapeDifferential, MemoAnswersRepeatedShapesWithNewValues) {
+  common::ShapeCache cache;
+  size_t checked = 0;
+  for (int mix = 0; mix < 2; ++mix) {
+    for (int form = 0; form < 6; ++form) {
+      for (int i = 0; i < 100; ++i) {
+        // One form at a time, then all of them interleaved (more forms than the memo keeps).
+        std::string json = formOf(mix == 0 ? form : (form + i) % 6, i);
+        bson_t* doc = parse(json);
+        ASSERT_NE(doc, nullptr) << json;
+        for (const auto& wire : wiresOf(doc)) {
+          expectCachedShape(cache, wire, json);
+          ++checked;
+        }
+        bson_destroy(doc);
+      }
+    }
+  }
+  EXPECT_GT(checked, 1000u);
+  EXPECT_GT(cache.memoHits(), 500u);
 }
 
 TEST(QueryShapeDifferential, GeneratedStatementsAndFilters) {
