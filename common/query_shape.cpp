@@ -649,6 +649,31 @@ Bytes bytesOf(std::string_view s) { return {reinterpret_cast<const uint8_t*>(s.d
 // The whole element (type, key, value) an iterator is on.
 Bytes elementOf(const bson_iter_t& it) { return {it.raw + it.type, it.next_off - it.type}; }
 
+// The first elements named `a` and `b` at the body's top level, through the view's key index: an
+// element ends where the next indexed one starts (where bson_iter_next went on), the last one where
+// an iterator on it says. False when the view has no index.
+bool indexedElements(const protocol::CommandView& view, std::string_view a, Bytes& outA, std::string_view b,
+                     Bytes& outB) {
+  if (!view.bodyScanned || view.indexedKeys == protocol::CommandView::kNotIndexed) return false;
+  const uint8_t* data = bson_get_data(&view.body);
+  for (uint8_t i = 0; i < view.indexedKeys; ++i) {
+    std::string_view key(reinterpret_cast<const char*>(data) + view.keyOffsets[i] + 1, view.keyLengths[i]);
+    Bytes* out = !outA.size && key == a ? &outA : !outB.size && key == b ? &outB : nullptr;
+    if (!out) continue;
+    if (i + 1 < view.indexedKeys) {
+      *out = {data + view.keyOffsets[i], static_cast<size_t>(view.keyOffsets[i + 1] - view.keyOffsets[i])};
+      continue;
+    }
+    bson_iter_t it;
+    if (!bson_iter_init_from_data_at_offset(&it, data, view.body.len, view.keyOffsets[i], view.keyLengths[i])) {
+      outA = outB = {};
+      return false;
+    }
+    *out = {it.raw + it.type, it.next_off - it.type};
+  }
+  return true;
+}
+
 // What a memoised shape is made from: the id's namespace, the command name, then the fields the
 // shape reads (absent: empty; an element is never empty).
 constexpr size_t kMemoParts = 4;
@@ -658,6 +683,7 @@ bool memoParts(const protocol::CommandView& view, Bytes (&parts)[kMemoParts]) {
   using protocol::CommandKind;
   CommandKind kind = view.traits.kind;
   if (kind == CommandKind::Find) {
+    if (indexedElements(view, "filter", parts[2], "sort", parts[3])) return true;
     Field filter("filter"), sort("sort");
     findFields(view.body, &view, {&filter, &sort});
     if (filter.found) parts[2] = elementOf(filter.iter);
@@ -691,6 +717,7 @@ struct ShapeCache::Memo {
       if (parts[i].size != part_size[i]) return false;
     size_t base = 0, k = 0;
     for (const Bytes& part : parts) {
+      if (part.size == 0) continue;  // absent (no bytes, no skips)
       size_t at = 0;
       for (; k < skips && skip_begin[k] < base + part.size; ++k) {
         size_t from = skip_begin[k] - base;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <thread>
@@ -435,6 +436,26 @@ TEST(Registry, NamespaceShardCountsMatchShardCounts) {
     EXPECT_EQ(row[idOf(38)].writes, 1u);
     EXPECT_EQ(row[idOf(39)].writes, 1u);
     EXPECT_EQ(row[idOf(1)].writes, 0u);
+  }
+}
+
+// Shard positions at the edges of the set's 64-bit words, up to the last one, are counted as
+// themselves (no routing table: ids are positions).
+TEST(Registry, ShardCountsAtEveryWordOfTheSet) {
+  Registry registry;
+  auto rec = registry.newRecorder();
+  Command c(R"({"find":"orders","filter":{"customerId":"C1"},"$db":"shop"})");
+  const std::vector<size_t> positions = {0, 1, 63, 64, 127, 128, 511, 1022, 1023};
+  routing::TargetResult t = target(routing::Targeting::Multi, {});
+  for (size_t p : positions) t.shards.set(p);
+  rec->onRequest(c.view, "shop.orders", t, 10);
+  Snapshot snap = registry.snapshot();
+  ASSERT_EQ(snap.shardOps.size(), 1024u);
+  for (size_t i = 0; i < snap.shardOps.size(); ++i) {
+    bool reached = std::find(positions.begin(), positions.end(), i) != positions.end();
+    EXPECT_EQ(snap.shardOps[i], reached ? 1u : 0u) << i;
+    uint64_t nsOps = i < snap.nsShards.at(0).size() ? snap.nsShards[0][i].ops() : 0;
+    EXPECT_EQ(nsOps, reached ? 1u : 0u) << i;
   }
 }
 
