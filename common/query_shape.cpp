@@ -803,7 +803,9 @@ void ShapeCache::compute(const protocol::CommandView& view, std::string_view ns)
   shapeOf(view.traits.kind, view.body, &view, text_, memoised ? &unread : nullptr);
   if (text_.empty()) setNoShape(text_);
   id_ = shapeId(idNs, view.name, text_);
-  if (!memoised || unread.overflow) return;
+  // Remembered from a cache's second command on: one made for a single command (a caller without
+  // the request's cache) allocates nothing more.
+  if (!memoised || unread.overflow || clock_ == 1) return;
   auto* slot = &memos_[0];
   for (auto& memo : memos_) {
     if (!memo) {
