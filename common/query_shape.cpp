@@ -24,7 +24,15 @@ constexpr size_t kMaxNameBytes = 128;
 constexpr std::string_view kCutValue = "\"<...>\"";
 constexpr std::string_view kCutEntry = "\"<...>\":\"<...>\"";
 
-std::string_view keyOf(const bson_iter_t& it) { return {bson_iter_key(&it), bson_iter_key_len(&it)}; }
+// libbson's type and key accessors are out-of-line calls, several per element; these read the same
+// iterator fields inline (what bson_iter_type, bson_iter_key and bson_iter_key_len return).
+bson_type_t typeOf(const bson_iter_t& it) { return static_cast<bson_type_t>(it.raw[it.type]); }
+bool holds(const bson_iter_t& it, bson_type_t type) { return typeOf(it) == type; }
+bool holdsNumber(const bson_iter_t& it) {  // BSON_ITER_HOLDS_NUMBER
+  bson_type_t t = typeOf(it);
+  return t == BSON_TYPE_INT32 || t == BSON_TYPE_INT64 || t == BSON_TYPE_DOUBLE;
+}
+std::string_view keyOf(const bson_iter_t& it) { return {bson_iter_key_unsafe(&it), it.d1 - it.key - 1}; }
 
 std::string_view utf8Of(const bson_iter_t& it) {
   uint32_t len = 0;
@@ -80,6 +88,32 @@ void appendName(std::string_view s, std::string& out) {
   out.insert(out.size() - 1, "...");
 }
 
+// Bytes a JSON string holds as they are: printable ASCII but the quote and the backslash.
+constexpr std::array<bool, 256> kPlainByte = [] {
+  std::array<bool, 256> plain{};
+  for (int c = 0x20; c < 0x80; ++c) plain[c] = c != '"' && c != '\\';
+  return plain;
+}();
+
+// A field name and its colon: `"name":`. A short plain name (nearly every one) is written with one
+// append from the stack instead of four appends to the string.
+void appendKey(std::string_view s, std::string& out) {
+  constexpr size_t kShort = 64;
+  bool plain = s.size() <= kShort;
+  for (size_t i = 0; plain && i < s.size(); ++i) plain = kPlainByte[static_cast<unsigned char>(s[i])];
+  if (!plain) {
+    appendName(s, out);
+    out.push_back(':');
+    return;
+  }
+  char buf[kShort + 3];
+  buf[0] = '"';
+  std::memcpy(buf + 1, s.data(), s.size());
+  buf[s.size() + 1] = '"';
+  buf[s.size() + 2] = ':';
+  out.append(buf, s.size() + 3);
+}
+
 std::string_view placeholder(bson_type_t type) {
   switch (type) {
     case BSON_TYPE_DOUBLE:
@@ -123,9 +157,47 @@ bool logicalOperator(std::string_view op) { return op == "$and" || op == "$or" |
 
 bool recurse(const bson_iter_t& it, bson_iter_t& child) { return bson_iter_recurse(&it, &child); }
 
+// Value bytes the writer replaced by a placeholder without reading them (numbers, dates, object
+// ids, string contents): libbson checks none of them either, so a command that differs from another
+// only there has its shape (ShapeCache's memo). Anything else read (keys, types, lengths, booleans,
+// sort directions, field paths) is compared.
+struct UnreadBytes {
+  static constexpr size_t kMax = 8;
+  const uint8_t* begin[kMax];
+  const uint8_t* end[kMax];
+  size_t count = 0;
+  bool overflow = false;  // more than kMax: no memo for this command
+
+  void note(const bson_iter_t& it, bson_type_t type) {
+    const uint8_t* value = it.raw + it.d1;
+    size_t n = 0;
+    switch (type) {
+      case BSON_TYPE_DOUBLE:
+      case BSON_TYPE_INT64:
+      case BSON_TYPE_DATE_TIME:
+      case BSON_TYPE_TIMESTAMP: n = 8; break;
+      case BSON_TYPE_INT32: n = 4; break;
+      case BSON_TYPE_OID: n = 12; break;
+      case BSON_TYPE_DECIMAL128: n = 16; break;
+      case BSON_TYPE_UTF8:  // the content: not its length, nor the NUL libbson checks
+        n = bson_iter_utf8_len_unsafe(&it);
+        value += 4;
+        break;
+      default: return;
+    }
+    if (n == 0) return;
+    if (count == kMax) {
+      overflow = true;
+      return;
+    }
+    begin[count] = value;
+    end[count++] = value + n;
+  }
+};
+
 class ShapeWriter {
  public:
-  explicit ShapeWriter(std::string& out) : out_(out) {}
+  explicit ShapeWriter(std::string& out, UnreadBytes* unread = nullptr) : out_(out), unread_(unread) {}
 
   // A filter document; keys sorted per level.
   void filter(const bson_iter_t& it, int depth) { sortedDocument(it, depth, Mode::Filter); }
@@ -133,24 +205,25 @@ class ShapeWriter {
   // An aggregation expression or stage: key order kept, field paths kept.
   void expression(const bson_iter_t& value, int depth) {
     if (tooDeep(depth)) return;
-    bson_type_t type = bson_iter_type(&value);
+    bson_type_t type = typeOf(value);
     bson_iter_t child;
     if (type == BSON_TYPE_DOCUMENT && recurse(value, child)) {
       eachEntry(child, '{', '}', kCutEntry, [&] {
         std::string_view key = keyOf(child);
-        appendName(key, out_);
-        out_.push_back(':');
+        appendKey(key, out_);
         bson_iter_t inner;
-        if (key == "$match" && BSON_ITER_HOLDS_DOCUMENT(&child) && recurse(child, inner)) filter(inner, depth + 1);
-        else if (key == "$sort" && BSON_ITER_HOLDS_DOCUMENT(&child)) sortSpec(child);
+        if (key == "$match" && holds(child, BSON_TYPE_DOCUMENT) && recurse(child, inner)) filter(inner, depth + 1);
+        else if (key == "$sort" && holds(child, BSON_TYPE_DOCUMENT)) sortSpec(child);
         else expression(child, depth + 1);
       });
     } else if (type == BSON_TYPE_ARRAY && recurse(value, child)) {
       eachEntry(child, '[', ']', kCutValue, [&] { expression(child, depth + 1); });
     } else if (type == BSON_TYPE_UTF8 && isFieldPath(utf8Of(value))) {
       appendName(utf8Of(value), out_);
+    } else if (type == BSON_TYPE_UTF8) {
+      out_.append(placeholder(type));  // its content was read (isFieldPath): not a leaf to skip
     } else {
-      out_.append(placeholder(type));
+      leaf(value);
     }
   }
 
@@ -158,13 +231,12 @@ class ShapeWriter {
   void sortSpec(const bson_iter_t& value) {
     bson_iter_t child;
     if (!recurse(value, child)) {
-      out_.append(placeholder(bson_iter_type(&value)));
+      out_.append(placeholder(typeOf(value)));
       return;
     }
     eachEntry(child, '{', '}', kCutEntry, [&] {
-      appendName(keyOf(child), out_);
-      out_.push_back(':');
-      if (BSON_ITER_HOLDS_NUMBER(&child)) out_.append(bson_iter_as_int64(&child) < 0 ? "-1" : "1");
+      appendKey(keyOf(child), out_);
+      if (holdsNumber(child)) out_.append(bson_iter_as_int64(&child) < 0 ? "-1" : "1");
       else expression(child, 1);
     });
   }
@@ -173,16 +245,16 @@ class ShapeWriter {
   // become one placeholder, pipelines are shaped as pipelines.
   void update(const bson_iter_t& value) {
     bson_iter_t child;
-    if (BSON_ITER_HOLDS_ARRAY(&value)) {
+    if (holds(value, BSON_TYPE_ARRAY)) {
       expression(value, 1);
       return;
     }
-    if (!BSON_ITER_HOLDS_DOCUMENT(&value) || !recurse(value, child)) {
-      out_.append(placeholder(bson_iter_type(&value)));
+    if (!holds(value, BSON_TYPE_DOCUMENT) || !recurse(value, child)) {
+      out_.append(placeholder(typeOf(value)));
       return;
     }
     bson_iter_t probe = child;
-    if (bson_iter_next(&probe) && bson_iter_key(&probe)[0] != '$') {
+    if (bson_iter_next(&probe) && bson_iter_key_unsafe(&probe)[0] != '$') {
       out_.append("\"<replacement>\"");
       return;
     }
@@ -241,8 +313,7 @@ class ShapeWriter {
       }
       std::string_view key = keyOf(it);
       size_t begin = out_.size();
-      appendName(key, out_);
-      out_.push_back(':');
+      appendKey(key, out_);
       if (mode == Mode::Filter) filterValue(key, it, depth);
       else operatorValue(key, it, depth);
       if (count < kMaxSortedKeys) {
@@ -273,11 +344,11 @@ class ShapeWriter {
   // The value of a field (or of a top-level operator such as $and) in a filter.
   void filterValue(std::string_view key, const bson_iter_t& value, int depth) {
     bson_iter_t child;
-    if (logicalOperator(key) && BSON_ITER_HOLDS_ARRAY(&value) && recurse(value, child)) {
+    if (logicalOperator(key) && holds(value, BSON_TYPE_ARRAY) && recurse(value, child)) {
       eachEntry(child, '[', ']', kCutValue, [&] {
         bson_iter_t branch;
-        if (BSON_ITER_HOLDS_DOCUMENT(&child) && recurse(child, branch)) filter(branch, depth + 1);
-        else out_.append(placeholder(bson_iter_type(&child)));
+        if (holds(child, BSON_TYPE_DOCUMENT) && recurse(child, branch)) filter(branch, depth + 1);
+        else leaf(child);
       });
       return;
     }
@@ -285,14 +356,14 @@ class ShapeWriter {
       expression(value, depth + 1);
       return;
     }
-    if (BSON_ITER_HOLDS_DOCUMENT(&value) && recurse(value, child)) {
+    if (holds(value, BSON_TYPE_DOCUMENT) && recurse(value, child)) {
       bson_iter_t probe = child;
-      if (bson_iter_next(&probe) && bson_iter_key(&probe)[0] == '$') {
+      if (bson_iter_next(&probe) && bson_iter_key_unsafe(&probe)[0] == '$') {
         sortedDocument(child, depth + 1, Mode::Operators);
         return;
       }
     }
-    out_.append(placeholder(bson_iter_type(&value)));
+    leaf(value);
   }
 
   // The argument of a query operator ($gte, $in, $elemMatch, $not, ...).
@@ -302,23 +373,31 @@ class ShapeWriter {
       out_.append("\"<array>\"");  // one shape whatever the list's length
       return;
     }
-    if ((op == "$elemMatch" || op == "$not") && BSON_ITER_HOLDS_DOCUMENT(&value) && recurse(value, child)) {
+    if ((op == "$elemMatch" || op == "$not") && holds(value, BSON_TYPE_DOCUMENT) && recurse(value, child)) {
       bson_iter_t probe = child;
-      bool operators = bson_iter_next(&probe) && bson_iter_key(&probe)[0] == '$' && !logicalOperator(keyOf(probe));
+      bool operators = bson_iter_next(&probe) && bson_iter_key_unsafe(&probe)[0] == '$' && !logicalOperator(keyOf(probe));
       sortedDocument(child, depth + 1, operators ? Mode::Operators : Mode::Filter);
       return;
     }
-    if (BSON_ITER_HOLDS_DOCUMENT(&value) && recurse(value, child)) {
+    if (holds(value, BSON_TYPE_DOCUMENT) && recurse(value, child)) {
       bson_iter_t probe = child;
-      if (bson_iter_next(&probe) && bson_iter_key(&probe)[0] == '$') {  // e.g. $geoWithin: {$box: ...}
+      if (bson_iter_next(&probe) && bson_iter_key_unsafe(&probe)[0] == '$') {  // e.g. $geoWithin: {$box: ...}
         sortedDocument(child, depth + 1, Mode::Operators);
         return;
       }
     }
-    out_.append(placeholder(bson_iter_type(&value)));
+    leaf(value);
+  }
+
+  // A value written as its type's placeholder, its bytes unread.
+  void leaf(const bson_iter_t& value) {
+    bson_type_t type = typeOf(value);
+    out_.append(placeholder(type));
+    if (unread_) unread_->note(value, type);
   }
 
   std::string& out_;
+  UnreadBytes* unread_;
 };
 
 // kNoShape is one character; written by hand (GCC 12 warns falsely on assign() here).
@@ -354,6 +433,29 @@ void findFields(const bson_t& doc, std::initializer_list<Field*> fields) {
   }
 }
 
+// The same through the view's key index (protocol/command_view.h): the body is not walked again,
+// keys are compared where the view found them, and an iterator is made only at a wanted field (the
+// one bson_iter_next gives there). `view` is null, or has no index: one pass over `doc`.
+void findFields(const bson_t& doc, const protocol::CommandView* view, std::initializer_list<Field*> fields) {
+  if (!view || !view->bodyScanned || view->indexedKeys == protocol::CommandView::kNotIndexed)
+    return findFields(doc, fields);
+  const uint8_t* data = bson_get_data(&view->body);
+  size_t missing = fields.size();
+  for (uint8_t i = 0; i < view->indexedKeys && missing > 0; ++i) {
+    std::string_view key(reinterpret_cast<const char*>(data) + view->keyOffsets[i] + 1, view->keyLengths[i]);
+    for (Field* field : fields) {
+      if (field->found || key != field->name) continue;
+      if (!bson_iter_init_from_data_at_offset(&field->iter, data, view->body.len, view->keyOffsets[i],
+                                              view->keyLengths[i])) {
+        for (Field* f : fields) f->found = false;  // not the view's body after all: scan it
+        return findFields(doc, fields);
+      }
+      field->found = true;
+      --missing;
+    }
+  }
+}
+
 bool isTrue(const Field& field) { return field.found && bson_iter_as_bool(&field.iter); }
 
 // The first write statement, from the OP_MSG document sequence or the body's array.
@@ -365,10 +467,13 @@ bool firstStatement(const protocol::CommandView& view, std::string_view field, b
     int32_t len = protocol::loadInt32(docs.data());
     return len >= 5 && static_cast<size_t>(len) <= docs.size() && bson_init_static(&out, docs.data(), static_cast<size_t>(len));
   }
-  bson_iter_t it, child;
-  if (!bson_iter_init_find_w_len(&it, &view.body, field.data(), static_cast<int>(field.size()))) return false;
-  if (!BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &child) || !bson_iter_next(&child) ||
-      !BSON_ITER_HOLDS_DOCUMENT(&child))
+  Field statements(field);
+  findFields(view.body, &view, {&statements});
+  if (!statements.found) return false;
+  const bson_iter_t& it = statements.iter;
+  bson_iter_t child;
+  if (!holds(it, BSON_TYPE_ARRAY) || !bson_iter_recurse(&it, &child) || !bson_iter_next(&child) ||
+      !holds(child, BSON_TYPE_DOCUMENT))
     return false;
   uint32_t len = 0;
   const uint8_t* data = nullptr;
@@ -376,71 +481,72 @@ bool firstStatement(const protocol::CommandView& view, std::string_view field, b
   return bson_init_static(&out, data, len);
 }
 
-void appendFilter(const Field& field, std::string& out) {
+void appendFilter(const Field& field, std::string& out, UnreadBytes* unread) {
   bson_iter_t child;
-  if (field.found && (BSON_ITER_HOLDS_DOCUMENT(&field.iter) || BSON_ITER_HOLDS_ARRAY(&field.iter)) &&
+  if (field.found && (holds(field.iter, BSON_TYPE_DOCUMENT) || holds(field.iter, BSON_TYPE_ARRAY)) &&
       recurse(field.iter, child))
-    ShapeWriter(out).filter(child, 0);
+    ShapeWriter(out, unread).filter(child, 0);
   else
     out.append("{}");
 }
 
-void appendSort(const Field& field, std::string& out) {
-  if (!field.found || !BSON_ITER_HOLDS_DOCUMENT(&field.iter)) return;
+void appendSort(const Field& field, std::string& out, UnreadBytes* unread) {
+  if (!field.found || !holds(field.iter, BSON_TYPE_DOCUMENT)) return;
   out.append(" sort:");
-  ShapeWriter(out).sortSpec(field.iter);
+  ShapeWriter(out, unread).sortSpec(field.iter);
 }
 
-void appendUpdate(const Field& field, std::string& out) {
+void appendUpdate(const Field& field, std::string& out, UnreadBytes* unread) {
   if (!field.found) return;
   out.append(" update:");
-  ShapeWriter(out).update(field.iter);
+  ShapeWriter(out, unread).update(field.iter);
 }
 
-void statementShape(protocol::CommandKind kind, const bson_t& statement, std::string& out) {
+void statementShape(protocol::CommandKind kind, const bson_t& statement, std::string& out, UnreadBytes* unread = nullptr) {
   using protocol::CommandKind;
   Field q("q"), u("u"), multi("multi"), upsert("upsert"), limit("limit");
   if (kind == CommandKind::Delete) findFields(statement, {&q, &limit});
   else findFields(statement, {&q, &u, &multi, &upsert});
-  appendFilter(q, out);
-  appendUpdate(u, out);
+  appendFilter(q, out, unread);
+  appendUpdate(u, out, unread);
   // deleteMany ({limit: 0}) and updateMany ({multi: true}) are shapes of their own.
-  if (isTrue(multi) || (limit.found && BSON_ITER_HOLDS_NUMBER(&limit.iter) && bson_iter_as_int64(&limit.iter) == 0))
+  if (isTrue(multi) || (limit.found && holdsNumber(limit.iter) && bson_iter_as_int64(&limit.iter) == 0))
     out.append(" multi");
   if (isTrue(upsert)) out.append(" upsert");
 }
 
-void shapeOf(protocol::CommandKind kind, const bson_t& body, const protocol::CommandView* view, std::string& out) {
+void shapeOf(protocol::CommandKind kind, const bson_t& body, const protocol::CommandView* view, std::string& out,
+             UnreadBytes* unread = nullptr) {
   bson_iter_t it;
   using protocol::CommandKind;
   if (kind == CommandKind::Find) {
     Field filter("filter"), sort("sort");
-    findFields(body, {&filter, &sort});
-    appendFilter(filter, out);
-    appendSort(sort, out);
+    findFields(body, view, {&filter, &sort});
+    appendFilter(filter, out, unread);
+    appendSort(sort, out, unread);
   } else if (kind == CommandKind::Count) {
     Field query("query");
-    findFields(body, {&query});
-    appendFilter(query, out);
+    findFields(body, view, {&query});
+    appendFilter(query, out, nullptr);
   } else if (kind == CommandKind::Distinct) {
     Field query("query"), key("key");
-    findFields(body, {&query, &key});
-    appendFilter(query, out);
-    if (key.found && BSON_ITER_HOLDS_UTF8(&key.iter)) {
+    findFields(body, view, {&query, &key});
+    appendFilter(query, out, nullptr);
+    if (key.found && holds(key.iter, BSON_TYPE_UTF8)) {
       out.append(" key:");
       appendName(utf8Of(key.iter), out);
     }
   } else if (kind == CommandKind::Aggregate) {
     Field pipeline("pipeline");
-    findFields(body, {&pipeline});
+    findFields(body, view, {&pipeline});
     if (pipeline.found) ShapeWriter(out).expression(pipeline.iter, 0);
     else out.append("[]");
   } else if (kind == CommandKind::FindAndModify) {
     Field query("query"), sort("sort"), update("update"), remove("remove"), upsert("upsert");
-    findFields(body, {&query, &sort, &update, &remove, &upsert});
-    appendFilter(query, out);
-    appendSort(sort, out);
-    if (update.found) appendUpdate(update, out);
+    findFields(body, view, {&query, &sort, &update, &remove, &upsert});
+    appendFilter(query, out, nullptr);
+    appendSort(sort, out, nullptr);
+    if (update.found) appendUpdate(update, out, nullptr);
     else if (isTrue(remove)) out.append(" remove");
     if (update.found && isTrue(upsert)) out.append(" upsert");
   } else if ((kind == CommandKind::Delete || kind == CommandKind::Update) && view) {
@@ -449,8 +555,8 @@ void shapeOf(protocol::CommandKind kind, const bson_t& body, const protocol::Com
       setNoShape(out);
       return;
     }
-    statementShape(kind, statement, out);
-  } else if (kind == CommandKind::Explain && bson_iter_init_find(&it, &body, "explain") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+    statementShape(kind, statement, out, unread);
+  } else if (kind == CommandKind::Explain && bson_iter_init_find(&it, &body, "explain") && holds(it, BSON_TYPE_DOCUMENT)) {
     uint32_t len = 0;
     const uint8_t* data = nullptr;
     bson_iter_document(&it, &len, &data);
@@ -528,6 +634,188 @@ void computeShape(const protocol::CommandView& view, std::string& out) {
   out.clear();
   shapeOf(view.traits.kind, view.body, &view, out);
   if (out.empty()) setNoShape(out);
+}
+
+// ---------------------------------------------------------------- ShapeCache's memo
+
+namespace {
+
+struct Bytes {
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+};
+
+Bytes bytesOf(std::string_view s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
+// The whole element (type, key, value) an iterator is on.
+Bytes elementOf(const bson_iter_t& it) { return {it.raw + it.type, it.next_off - it.type}; }
+
+// The first elements named `a` and `b` at the body's top level, through the view's key index: an
+// element ends where the next indexed one starts (where bson_iter_next went on), the last one where
+// an iterator on it says. False when the view has no index.
+bool indexedElements(const protocol::CommandView& view, std::string_view a, Bytes& outA, std::string_view b,
+                     Bytes& outB) {
+  if (!view.bodyScanned || view.indexedKeys == protocol::CommandView::kNotIndexed) return false;
+  const uint8_t* data = bson_get_data(&view.body);
+  for (uint8_t i = 0; i < view.indexedKeys; ++i) {
+    std::string_view key(reinterpret_cast<const char*>(data) + view.keyOffsets[i] + 1, view.keyLengths[i]);
+    Bytes* out = !outA.size && key == a ? &outA : !outB.size && key == b ? &outB : nullptr;
+    if (!out) continue;
+    if (i + 1 < view.indexedKeys) {
+      *out = {data + view.keyOffsets[i], static_cast<size_t>(view.keyOffsets[i + 1] - view.keyOffsets[i])};
+      continue;
+    }
+    bson_iter_t it;
+    if (!bson_iter_init_from_data_at_offset(&it, data, view.body.len, view.keyOffsets[i], view.keyLengths[i])) {
+      outA = outB = {};
+      return false;
+    }
+    *out = {it.raw + it.type, it.next_off - it.type};
+  }
+  return true;
+}
+
+// What a memoised shape is made from: the id's namespace, the command name, then the fields the
+// shape reads (absent: empty; an element is never empty).
+constexpr size_t kMemoParts = 4;
+
+// Fills the parts of a find, update or delete; false for other kinds (or an update without a statement).
+bool memoParts(const protocol::CommandView& view, Bytes (&parts)[kMemoParts]) {
+  using protocol::CommandKind;
+  CommandKind kind = view.traits.kind;
+  if (kind == CommandKind::Find) {
+    if (indexedElements(view, "filter", parts[2], "sort", parts[3])) return true;
+    Field filter("filter"), sort("sort");
+    findFields(view.body, &view, {&filter, &sort});
+    if (filter.found) parts[2] = elementOf(filter.iter);
+    if (sort.found) parts[3] = elementOf(sort.iter);
+    return true;
+  }
+  if (kind != CommandKind::Update && kind != CommandKind::Delete) return false;
+  bson_t statement;
+  if (!firstStatement(view, kind == CommandKind::Delete ? "deletes" : "updates", statement)) return false;
+  parts[2] = {bson_get_data(&statement), statement.len};
+  return true;
+}
+
+}  // namespace
+
+struct ShapeCache::Memo {
+  static constexpr size_t kBytes = 192;  // larger commands are not memoised
+  uint8_t bytes[kBytes];                 // the parts, one after the other
+  uint16_t part_size[kMemoParts];
+  uint16_t skip_begin[UnreadBytes::kMax], skip_end[UnreadBytes::kMax];  // offsets in `bytes`, ascending
+  size_t skips = 0;
+  bool valid = false;
+  uint64_t used = 0;  // when it last answered or was stored: the least recent is replaced
+  std::string text;
+  uint64_t id = 0;
+
+  // Equal parts, but for the bytes the remembered shape did not read.
+  bool matches(const Bytes (&parts)[kMemoParts]) const {
+    if (!valid) return false;
+    for (size_t i = 0; i < kMemoParts; ++i)
+      if (parts[i].size != part_size[i]) return false;
+    size_t base = 0, k = 0;
+    for (const Bytes& part : parts) {
+      if (part.size == 0) continue;  // absent (no bytes, no skips)
+      size_t at = 0;
+      for (; k < skips && skip_begin[k] < base + part.size; ++k) {
+        size_t from = skip_begin[k] - base;
+        if (std::memcmp(part.data + at, bytes + base + at, from - at) != 0) return false;
+        at = skip_end[k] - base;
+      }
+      if (std::memcmp(part.data + at, bytes + base + at, part.size - at) != 0) return false;
+      base += part.size;
+    }
+    return true;
+  }
+
+  // Remembers the parts and the shape made from them; false (nothing kept) when an unread range
+  // is not inside one part.
+  bool store(const Bytes (&parts)[kMemoParts], const UnreadBytes& unread, const std::string& shape, uint64_t shapeId) {
+    valid = false;
+    size_t base = 0;
+    size_t bases[kMemoParts];
+    for (size_t i = 0; i < kMemoParts; ++i) {
+      bases[i] = base;
+      part_size[i] = static_cast<uint16_t>(parts[i].size);
+      if (parts[i].size) std::memcpy(bytes + base, parts[i].data, parts[i].size);
+      base += parts[i].size;
+    }
+    skips = 0;
+    for (size_t r = 0; r < unread.count; ++r) {
+      size_t i = 0;
+      while (i < kMemoParts && !(parts[i].size && unread.begin[r] >= parts[i].data &&
+                                 unread.end[r] <= parts[i].data + parts[i].size))
+        ++i;
+      if (i == kMemoParts) return false;
+      // Insertion in order (a statement's u may come before its q).
+      size_t from = bases[i] + static_cast<size_t>(unread.begin[r] - parts[i].data);
+      size_t to = from + static_cast<size_t>(unread.end[r] - unread.begin[r]);
+      size_t k = skips++;
+      for (; k > 0 && skip_begin[k - 1] > from; --k) {
+        skip_begin[k] = skip_begin[k - 1];
+        skip_end[k] = skip_end[k - 1];
+      }
+      skip_begin[k] = static_cast<uint16_t>(from);
+      skip_end[k] = static_cast<uint16_t>(to);
+    }
+    for (size_t k = 1; k < skips; ++k)
+      if (skip_begin[k] < skip_end[k - 1]) return false;  // overlapping: cannot happen, but then no memo
+    text.assign(shape);
+    id = shapeId;
+    valid = true;
+    return true;
+  }
+};
+
+ShapeCache::ShapeCache() = default;
+ShapeCache::~ShapeCache() = default;
+
+void ShapeCache::release() {
+  computed_ = false;
+  std::string().swap(text_);
+  for (auto& memo : memos_) memo.reset();
+}
+
+void ShapeCache::compute(const protocol::CommandView& view, std::string_view ns) {
+  computed_ = true;
+  std::string_view idNs = ns.empty() ? view.db : ns;
+  Bytes parts[kMemoParts] = {bytesOf(idNs), bytesOf(view.name), {}, {}};
+  bool memoised = memoParts(view, parts);
+  size_t total = 0;
+  for (const Bytes& part : parts) total += part.size;
+  memoised = memoised && total <= Memo::kBytes;
+  ++clock_;
+  if (memoised) {
+    for (auto& memo : memos_) {
+      if (!memo || !memo->matches(parts)) continue;
+      text_.assign(memo->text);
+      id_ = memo->id;
+      memo->used = clock_;
+      ++memo_hits_;
+      return;
+    }
+  }
+  // As computeShape, noting the bytes that become placeholders.
+  UnreadBytes unread;
+  text_.clear();
+  shapeOf(view.traits.kind, view.body, &view, text_, memoised ? &unread : nullptr);
+  if (text_.empty()) setNoShape(text_);
+  id_ = shapeId(idNs, view.name, text_);
+  // Remembered from a cache's second command on: one made for a single command (a caller without
+  // the request's cache) allocates nothing more.
+  if (!memoised || unread.overflow || clock_ == 1) return;
+  auto* slot = &memos_[0];
+  for (auto& memo : memos_) {
+    if (!memo) {
+      slot = &memo;
+      break;
+    }
+    if (memo->used < (*slot)->used) slot = &memo;
+  }
+  if (!*slot) *slot = std::make_unique<Memo>();
+  if ((*slot)->store(parts, unread, text_, id_)) (*slot)->used = clock_;
 }
 
 void computeStatementShape(protocol::CommandKind kind, const bson_t& statement, std::string& out) {

@@ -4,6 +4,7 @@
 #include <bson/bson.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -56,27 +57,38 @@ struct Shape {
 // The shape of one command and its id, computed on first use: the request pipeline holds one per
 // request, so statistics, evaluation, the mirror and the capture read the same text and id
 // instead of computing them each.
+//
+// One per connection, it also remembers the last few finds, updates and deletes: the bytes their
+// shape was made from (the namespace, the command name, the filter and sort, or the first
+// statement) and which of them only became placeholders. A command equal to a remembered one in
+// every other byte has the same shape and id, which are copied instead of computed (a connection
+// repeats a handful of shapes with new values).
 class ShapeCache {
  public:
+  ShapeCache();
+  ~ShapeCache();
+  ShapeCache(const ShapeCache&) = delete;
+  ShapeCache& operator=(const ShapeCache&) = delete;
+
   // `ns` as the pipeline derived it ("" when the command names no collection: the id uses $db).
   Shape get(const protocol::CommandView& view, std::string_view ns) {
-    if (!computed_) {
-      computeShape(view, text_);
-      id_ = shapeId(ns.empty() ? view.db : ns, view.name, text_);
-      computed_ = true;
-    }
+    if (!computed_) compute(view, ns);
     return {text_, id_};
   }
   void reset() { computed_ = false; }  // a new request
-  void release() {  // an idle connection's: the text's memory back too
-    computed_ = false;
-    std::string().swap(text_);
-  }
+  void release();  // an idle connection's: the text's and the memo's memory back too
+  uint64_t memoHits() const { return memo_hits_; }  // for tests
 
  private:
+  struct Memo;
+  void compute(const protocol::CommandView& view, std::string_view ns);
+
   std::string text_;  // reused: no allocation once warm
   uint64_t id_ = 0;
   bool computed_ = false;
+  uint64_t memo_hits_ = 0;
+  uint64_t clock_ = 0;
+  std::unique_ptr<Memo> memos_[4];  // made on first use (~0.3 KiB each), freed by release()
 };
 
 }  // namespace shardscope::common

@@ -15,8 +15,16 @@ void fillFromBody(CommandView& out) {
   bson_iter_t it;
   if (!bson_iter_init(&it, &out.body)) return;
   bool first = true;
+  uint8_t indexed = 0;
+  bool all = true;
   while (bson_iter_next(&it)) {
     std::string_view key(bson_iter_key(&it), bson_iter_key_len(&it));
+    if (indexed < CommandView::kIndexedKeys && it.off <= UINT16_MAX && key.size() <= UINT8_MAX) {
+      out.keyOffsets[indexed] = static_cast<uint16_t>(it.off);
+      out.keyLengths[indexed++] = static_cast<uint8_t>(key.size());
+    } else {
+      all = false;
+    }
     if (first) {
       out.setName(key);  // the one classification of this request
       if (BSON_ITER_HOLDS_UTF8(&it) && !out.traits.first_value_not_collection) out.collection = utf8Value(it);
@@ -32,6 +40,7 @@ void fillFromBody(CommandView& out) {
     else if (key == "collection" && out.traits.kind == CommandKind::GetMore && BSON_ITER_HOLDS_UTF8(&it))
       out.collection = utf8Value(it);
   }
+  out.indexedKeys = all ? indexed : CommandView::kNotIndexed;
   out.bodyScanned = true;
 }
 
@@ -44,6 +53,7 @@ void reset(CommandView& out) {
   out.cursorId.reset();
   out.hasLsid = out.hasTxnNumber = out.inTransaction = out.moreToCome = out.exhaustAllowed = false;
   out.bodyScanned = out.hasCollation = false;
+  out.indexedKeys = CommandView::kNotIndexed;
 }
 
 }  // namespace

@@ -35,6 +35,15 @@ struct CommandView {
   // almost never there. Views built by hand leave bodyScanned false and readers scan.
   bool bodyScanned = false;
   bool hasCollation = false;
+  // Where the body's top-level elements start (offset, key length), in order: with bodyScanned,
+  // a reader finds a field without walking the body again (the query shape, per request). Kept
+  // for the first kIndexedKeys elements at offsets below 64 KiB; past that `indexedKeys` is
+  // kNotIndexed and readers scan. Sized to fill the view's padding: it stays 256 bytes.
+  static constexpr uint8_t kIndexedKeys = 8;
+  static constexpr uint8_t kNotIndexed = UINT8_MAX;
+  uint8_t indexedKeys = kNotIndexed;
+  uint16_t keyOffsets[kIndexedKeys];
+  uint8_t keyLengths[kIndexedKeys];
 
   // For views built by hand (tests, the explain CLI): the name and its traits.
   void setName(std::string_view n) {
@@ -45,6 +54,7 @@ struct CommandView {
   // "db.collection", written into `buffer`; empty when there is no collection.
   std::string_view ns(std::string& buffer) const;
 };
+static_assert(sizeof(CommandView) == 256, "every session holds one: keep it at 256 bytes");
 
 // Builds the view over an already decoded OP_MSG. Fails (Malformed) when the body has no
 // command name or no string "$db".

@@ -71,11 +71,20 @@ bool touchesShards(routing::Targeting t) {
          t == routing::Targeting::Unsharded;
 }
 
+// The shards an operation reached, by stable id, from one scan of the target's set: the per-shard
+// and per-(namespace, shard) counts both need them, and a scan of the 1,024-bit set was ~120
+// instructions per operation each time. Past kKept shards the second count scans again.
+struct ReachedShards {
+  static constexpr size_t kKept = 16;
+  uint32_t count = 0;
+  uint32_t ids[kKept];
+};
+
 // Counts one operation on each shard the target touches, under the shard's stable id (`ids` maps
 // the table's positions; without it, ids are positions); returns how many shards that was. One walk
 // over the set bits: bitset::count() would add a popcount call per 64 shards.
 uint32_t addShardOps(std::vector<uint64_t>& ops, const routing::TargetResult& target,
-                     const std::vector<uint32_t>* ids) {
+                     const std::vector<uint32_t>* ids, ReachedShards* reached = nullptr) {
   if (!touchesShards(target.targeting)) return 0;
   const routing::ShardSet& shards = target.shards;
   uint32_t count = 0;
@@ -83,8 +92,10 @@ uint32_t addShardOps(std::vector<uint64_t>& ops, const routing::TargetResult& ta
     size_t id = ids && i < ids->size() ? (*ids)[i] : i;
     if (id >= ops.size()) ops.resize(id + 1, 0);
     ++ops[id];
+    if (reached && count < ReachedShards::kKept) reached->ids[count] = static_cast<uint32_t>(id);
     ++count;
   }
+  if (reached) reached->count = count;
   return count;
 }
 
@@ -94,6 +105,18 @@ void addNsShards(std::vector<NsShardCounts>& row, const routing::TargetResult& t
   const routing::ShardSet& shards = target.shards;
   for (size_t i = shards._Find_first(); i < shards.size(); i = shards._Find_next(i)) {
     size_t id = ids && i < ids->size() ? (*ids)[i] : i;
+    if (id >= row.size()) row.resize(id + 1);
+    ++row[id].byHosts[hosts];
+    if (write) ++row[id].writes;
+  }
+}
+
+// The same from the ids addShardOps kept (in the same order), scanning only when it kept too few.
+void addNsShards(std::vector<NsShardCounts>& row, const routing::TargetResult& target,
+                 const std::vector<uint32_t>* ids, size_t hosts, bool write, const ReachedShards& reached) {
+  if (reached.count > ReachedShards::kKept) return addNsShards(row, target, ids, hosts, write);
+  for (uint32_t k = 0; k < reached.count; ++k) {
+    uint32_t id = reached.ids[k];
     if (id >= row.size()) row.resize(id + 1);
     ++row[id].byHosts[hosts];
     if (write) ++row[id].writes;
@@ -243,7 +266,8 @@ OpHandle Recorder::record(uint64_t hash, std::string_view ns, std::string_view c
   {
     std::lock_guard lock(mutex_);
     Slot& s = *slots_[slot];
-    uint32_t shardCount = addShardOps(shard_ops_, target, shard_ids_.get());
+    ReachedShards reached;
+    uint32_t shardCount = addShardOps(shard_ops_, target, shard_ids_.get(), &reached);
     hosts = static_cast<size_t>(hostsTargeted(target, shardCount));
     applyRequest(s.counters, target, shardCount, bytesIn, now);
     if (sampleSource) s.sample = std::move(sample);
@@ -252,7 +276,7 @@ OpHandle Recorder::record(uint64_t hash, std::string_view ns, std::string_view c
     ++totals_.byTargeting[static_cast<size_t>(target.targeting)];
     ++totals_.byHosts[hosts];
     write = s.write;
-    if (shardCount && s.localNs) addNsShards(ns_shards_[s.nsIndex], target, shard_ids_.get(), hosts, write);
+    if (shardCount && s.localNs) addNsShards(ns_shards_[s.nsIndex], target, shard_ids_.get(), hosts, write, reached);
     else if (shardCount) sharedNs = s.nsIndex;
   }
   if (sharedNs != UINT32_MAX) registry_.addNsShardsShared(sharedNs, target, hosts, write);

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <thread>
@@ -390,6 +391,72 @@ TEST(Registry, ShardCountsStayWithTheirNameAcrossTableChanges) {
   other.reset();
   Snapshot after = registry.snapshot();
   for (size_t i = 0; i < after.shardOps.size(); ++i) EXPECT_EQ(after.shardOps[i], byName[after.shardNames[i]]);
+}
+
+// Per (namespace, shard) counts use the ids the per-shard count found (one scan of the set): the
+// same counts for a few shards, for more than the recorder keeps (it scans again), and under a
+// table whose positions map to other ids.
+TEST(Registry, NamespaceShardCountsMatchShardCounts) {
+  for (bool remapped : {false, true}) {
+    Registry registry;
+    std::vector<std::string> names;
+    for (int i = 0; i < 40; ++i) names.push_back("shard" + std::to_string(remapped ? 39 - i : i));
+    if (remapped) registry.setShardNames(names);
+    auto rec = registry.newRecorder();
+    Command find(R"({"find":"orders","filter":{"customerId":"C1"},"$db":"shop"})");
+    Command update(R"({"update":"orders","updates":[{"q":{"customerId":"C1"},"u":{"$set":{"a":1}}}],"$db":"shop"})");
+    rec->onRequest(find.view, "shop.orders", target(routing::Targeting::Single, {3}), 10);
+    rec->onRequest(find.view, "shop.orders", target(routing::Targeting::Multi, {1, 5, 17}), 10);
+    routing::TargetResult wide = target(routing::Targeting::Broadcast, {});
+    for (size_t i = 0; i < 40; i += 2) wide.shards.set(i);  // 20 shards: past what the recorder keeps
+    rec->onRequest(update.view, "shop.orders", wide, 10);
+    rec->onRequest(update.view, "shop.orders", target(routing::Targeting::Single, {39}), 10);
+
+    Snapshot snap = registry.snapshot();
+    ASSERT_EQ(snap.nsShards.size(), 1u);
+    const auto& row = snap.nsShards[0];
+    uint64_t rowOps = 0;
+    for (size_t id = 0; id < snap.shardOps.size(); ++id) {
+      uint64_t ops = id < row.size() ? row[id].ops() : 0;
+      EXPECT_EQ(ops, snap.shardOps[id]) << "shard id " << id << (remapped ? " (remapped)" : "");
+      rowOps += ops;
+    }
+    EXPECT_EQ(rowOps, 1u + 3u + 20u + 1u);
+    auto at = [&](size_t position) { return remapped ? 39 - position : position; };  // names reversed
+    auto idOf = [&](size_t position) {
+      std::string name = "shard" + std::to_string(at(position));
+      for (size_t id = 0; id < snap.shardNames.size(); ++id)
+        if (snap.shardNames[id] == name) return id;
+      return remapped ? SIZE_MAX : position;
+    };
+    ASSERT_LT(idOf(3), row.size());
+    EXPECT_EQ(row[idOf(3)].byHosts[static_cast<size_t>(HostsTargeted::OneShard)], 1u);
+    EXPECT_EQ(row[idOf(17)].byHosts[static_cast<size_t>(HostsTargeted::ManyShards)], 1u);
+    EXPECT_EQ(row[idOf(38)].byHosts[static_cast<size_t>(HostsTargeted::AllShards)], 1u);
+    EXPECT_EQ(row[idOf(38)].writes, 1u);
+    EXPECT_EQ(row[idOf(39)].writes, 1u);
+    EXPECT_EQ(row[idOf(1)].writes, 0u);
+  }
+}
+
+// Shard positions at the edges of the set's 64-bit words, up to the last one, are counted as
+// themselves (no routing table: ids are positions).
+TEST(Registry, ShardCountsAtEveryWordOfTheSet) {
+  Registry registry;
+  auto rec = registry.newRecorder();
+  Command c(R"({"find":"orders","filter":{"customerId":"C1"},"$db":"shop"})");
+  const std::vector<size_t> positions = {0, 1, 63, 64, 127, 128, 511, 1022, 1023};
+  routing::TargetResult t = target(routing::Targeting::Multi, {});
+  for (size_t p : positions) t.shards.set(p);
+  rec->onRequest(c.view, "shop.orders", t, 10);
+  Snapshot snap = registry.snapshot();
+  ASSERT_EQ(snap.shardOps.size(), 1024u);
+  for (size_t i = 0; i < snap.shardOps.size(); ++i) {
+    bool reached = std::find(positions.begin(), positions.end(), i) != positions.end();
+    EXPECT_EQ(snap.shardOps[i], reached ? 1u : 0u) << i;
+    uint64_t nsOps = i < snap.nsShards.at(0).size() ? snap.nsShards[0][i].ops() : 0;
+    EXPECT_EQ(nsOps, reached ? 1u : 0u) << i;
+  }
 }
 
 // Upserts the current key cannot target are counted per shape (TargetResult::untargetable_upserts).
