@@ -1,0 +1,22 @@
+#!/bin/bash
+# usage: bash bench/callgrind_per_op.sh fwd|full SHARDSCOPE_BIN PORT_BASE OUT_PREFIX (issue 29: instructions per operation)
+#   Runs the proxy under callgrind with the bench's closed-loop load (16 connections, 6 s,
+#   find=70,insert=10,update=10,getmore=10) and prints ops done; profile in OUT_PREFIX.<kind>.out*
+#   Instructions per op = (inclusive Ir of a function) / (ops/s * 6).
+set -u
+B="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/bench-loadgen"
+kind=$1 S=$2 P=$3 OUT=$4
+$B/canned-upstream --listen 127.0.0.1:$P 2>/dev/null & up=$!
+extra=()
+if [[ $kind == fwd ]]; then extra=(--stats.enabled false --evaluation.enabled false); else extra=(--routing $(dirname "$B")/../tests/data/routing/orders_6shards.json --admin 127.0.0.1:$((P+2))); fi
+rm -f $OUT.$kind.out*
+env -u SHARDSCOPE_CACHE valgrind --tool=callgrind --callgrind-out-file=$OUT.$kind.out --dump-instr=no $S proxy --listen 127.0.0.1:$((P+1)) --upstream mongodb://127.0.0.1:$P/ --threads 1 --log-level warn "${extra[@]}" >$OUT.$kind.proxy.log 2>&1 & px=$!
+for i in $(seq 300); do sleep 0.2; ss -ltn | grep -q 127.0.0.1:$((P+1)) && break; done
+sleep 1
+callgrind_control -z $px >/dev/null 2>&1
+$B/shardscope-loadgen --label $kind --target 127.0.0.1:$((P+1)) --connections 16 --depth 1 --warmup 0 --duration 6 --mix find=70,insert=10,update=10,getmore=10 > $OUT.$kind.lg.txt 2>&1
+callgrind_control -d $px >/dev/null 2>&1
+sleep 1
+kill $px; wait $px; kill $up; wait $up
+grep -E "ops/s" $OUT.$kind.lg.txt | head -3
+echo "profile: $(ls -S $OUT.$kind.out* | head -1)  (callgrind_annotate --inclusive=yes FILE)"
