@@ -13,6 +13,7 @@
 
 #include "common/bson_order.h"
 #include "evaluation/value_codec.h"
+#include "tests/support/same_value.h"
 
 namespace shardscope::evaluation {
 namespace {
@@ -32,32 +33,7 @@ void expectSame(std::string_view encoded) {
   const bool ok = decodeValue(encoded, a);
   ASSERT_EQ(ok, libbsonDecode(encoded, b));
   if (!ok) return;
-  ASSERT_EQ(a.value_type, b.value_type);
-  switch (a.value_type) {
-    case BSON_TYPE_DOUBLE: EXPECT_EQ(std::memcmp(&a.value.v_double, &b.value.v_double, 8), 0); break;
-    case BSON_TYPE_UTF8:
-      EXPECT_EQ(a.value.v_utf8.str, b.value.v_utf8.str);
-      EXPECT_EQ(a.value.v_utf8.len, b.value.v_utf8.len);
-      break;
-    case BSON_TYPE_OID: EXPECT_EQ(std::memcmp(a.value.v_oid.bytes, b.value.v_oid.bytes, 12), 0); break;
-    case BSON_TYPE_BOOL: EXPECT_EQ(a.value.v_bool, b.value.v_bool); break;
-    case BSON_TYPE_DATE_TIME: EXPECT_EQ(a.value.v_datetime, b.value.v_datetime); break;
-    case BSON_TYPE_INT32: EXPECT_EQ(a.value.v_int32, b.value.v_int32); break;
-    case BSON_TYPE_INT64: EXPECT_EQ(a.value.v_int64, b.value.v_int64); break;
-    case BSON_TYPE_TIMESTAMP:
-      EXPECT_EQ(a.value.v_timestamp.timestamp, b.value.v_timestamp.timestamp);
-      EXPECT_EQ(a.value.v_timestamp.increment, b.value.v_timestamp.increment);
-      break;
-    case BSON_TYPE_DECIMAL128:
-      EXPECT_EQ(a.value.v_decimal128.low, b.value.v_decimal128.low);
-      EXPECT_EQ(a.value.v_decimal128.high, b.value.v_decimal128.high);
-      break;
-    case BSON_TYPE_DOCUMENT:
-      EXPECT_EQ(a.value.v_doc.data, b.value.v_doc.data);
-      EXPECT_EQ(a.value.v_doc.data_len, b.value.v_doc.data_len);
-      break;
-    default: break;  // null, undefined, minKey, maxKey: no payload; rarer types go through libbson
-  }
+  shardscope::testing::expectSameValue(a, b);
 }
 
 TEST(ValueCodec, DecodeReadsWhatLibbsonReads) {

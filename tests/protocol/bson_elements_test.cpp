@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "protocol/reply_facts.h"
+#include "tests/support/same_value.h"
 
 namespace shardscope::protocol {
 namespace {
@@ -69,37 +70,11 @@ Bytes sample(std::mt19937& rng) {
 }
 
 // scalarValue gives what bson_iter_value gives, for the types it reads.
-void expectSameValue(const BsonElement& e, const bson_iter_t& it) {
+void expectScalarValueAsLibbson(const BsonElement& e, const bson_iter_t& it) {
   bson_value_t ours{};
   if (!scalarValue(e, ours)) return;
   const bson_value_t& lib = *bson_iter_value(const_cast<bson_iter_t*>(&it));
-  ASSERT_EQ(ours.value_type, lib.value_type);
-  switch (lib.value_type) {
-    case BSON_TYPE_DOUBLE: EXPECT_EQ(std::memcmp(&ours.value.v_double, &lib.value.v_double, 8), 0); break;
-    case BSON_TYPE_INT32: EXPECT_EQ(ours.value.v_int32, lib.value.v_int32); break;
-    case BSON_TYPE_INT64: EXPECT_EQ(ours.value.v_int64, lib.value.v_int64); break;
-    case BSON_TYPE_DATE_TIME: EXPECT_EQ(ours.value.v_datetime, lib.value.v_datetime); break;
-    case BSON_TYPE_TIMESTAMP:
-      EXPECT_EQ(ours.value.v_timestamp.timestamp, lib.value.v_timestamp.timestamp);
-      EXPECT_EQ(ours.value.v_timestamp.increment, lib.value.v_timestamp.increment);
-      break;
-    case BSON_TYPE_DECIMAL128:
-      EXPECT_EQ(ours.value.v_decimal128.low, lib.value.v_decimal128.low);
-      EXPECT_EQ(ours.value.v_decimal128.high, lib.value.v_decimal128.high);
-      break;
-    case BSON_TYPE_BOOL: EXPECT_EQ(ours.value.v_bool, lib.value.v_bool); break;
-    case BSON_TYPE_OID: EXPECT_EQ(std::memcmp(ours.value.v_oid.bytes, lib.value.v_oid.bytes, 12), 0); break;
-    case BSON_TYPE_UTF8:
-      EXPECT_EQ(ours.value.v_utf8.str, lib.value.v_utf8.str);
-      EXPECT_EQ(ours.value.v_utf8.len, lib.value.v_utf8.len);
-      break;
-    case BSON_TYPE_BINARY:
-      EXPECT_EQ(ours.value.v_binary.subtype, lib.value.v_binary.subtype);
-      EXPECT_EQ(ours.value.v_binary.data, lib.value.v_binary.data);
-      EXPECT_EQ(ours.value.v_binary.data_len, lib.value.v_binary.data_len);
-      break;
-    default: break;
-  }
+  shardscope::testing::expectSameValue(ours, lib);
 }
 
 // Both walks over `doc`; expects the same elements and the same verdict.
@@ -120,7 +95,7 @@ void expectSameWalk(const Bytes& doc) {
     EXPECT_EQ(e.type, bson_iter_type(&it));
     EXPECT_EQ(e.value, it.raw + it.d1);
     EXPECT_EQ(e.value + e.value_len, it.raw + it.next_off);
-    expectSameValue(e, it);
+    expectScalarValueAsLibbson(e, it);
   }
   EXPECT_EQ(elements.failed(), it.err_off != 0);
 }
