@@ -157,39 +157,12 @@ inline bool arrayAt(const bson_t& doc, const RawElement& e, bson_iter_t& out) {
 
 // bson_iter_as_bool of `e`, or `fallback` when it is absent (common::boolField).
 inline bool asBool(const bson_t& doc, const RawElement& e, bool fallback) {
-  const uint8_t* v = bson_get_data(&doc) + e.value;
-  switch (e.type) {
-    case 0: return fallback;
-    case BSON_TYPE_BOOL: return *v != 0;
-    case BSON_TYPE_DOUBLE: {
-      double d;
-      std::memcpy(&d, v, 8);
-      return !(BSON_DOUBLE_FROM_LE(d) == 0.0);
-    }
-    case BSON_TYPE_INT64: return raw_detail::load32(v) != 0 || raw_detail::load32(v + 4) != 0;
-    case BSON_TYPE_INT32: return raw_detail::load32(v) != 0;
-    case BSON_TYPE_NULL: case BSON_TYPE_UNDEFINED: return false;
-    default: return true;
-  }
+  return e.type == 0 ? fallback : protocol::asBool(e.type, bson_get_data(&doc) + e.value);
 }
 
 // bson_iter_as_int64 of `e` when it holds a number, else `fallback` (common::intField).
 inline int64_t asInt(const bson_t& doc, const RawElement& e, int64_t fallback) {
-  const uint8_t* v = bson_get_data(&doc) + e.value;
-  switch (e.type) {
-    case BSON_TYPE_INT32: return static_cast<int32_t>(raw_detail::load32(v));
-    case BSON_TYPE_INT64: {
-      uint64_t x;
-      std::memcpy(&x, v, 8);
-      return static_cast<int64_t>(BSON_UINT64_FROM_LE(x));
-    }
-    case BSON_TYPE_DOUBLE: {
-      double d;
-      std::memcpy(&d, v, 8);
-      return static_cast<int64_t>(BSON_DOUBLE_FROM_LE(d));
-    }
-    default: return fallback;
-  }
+  return protocol::isNumber(e.type) ? protocol::asInt64(e.type, bson_get_data(&doc) + e.value) : fallback;
 }
 
 }  // namespace shardscope::evaluation

@@ -25,6 +25,45 @@ struct BsonElement {
   uint32_t value_len = 0;
 };
 
+// Values as libbson's bson_iter_as_int64 and bson_iter_as_bool read them, from a value's bytes
+// (`type` its element's type). BSON_ITER_HOLDS_NUMBER's types:
+inline bool isNumber(uint8_t type) { return type == BSON_TYPE_INT32 || type == BSON_TYPE_INT64 || type == BSON_TYPE_DOUBLE; }
+
+// A number's value (0 for other types). A double out of range (or NaN) is INT64_MIN, what
+// libbson's cast gives on x86-64, without the undefined behaviour.
+inline int64_t asInt64(uint8_t type, const uint8_t* v) {
+  switch (type) {
+    case BSON_TYPE_INT32: return static_cast<int32_t>(loadUint32(v));
+    case BSON_TYPE_INT64: {
+      int64_t x;
+      std::memcpy(&x, v, sizeof x);
+      return x;
+    }
+    case BSON_TYPE_DOUBLE: {
+      double d;
+      std::memcpy(&d, v, sizeof d);
+      return d >= -9223372036854775808.0 && d < 9223372036854775808.0 ? static_cast<int64_t>(d) : INT64_MIN;
+    }
+    default: return 0;
+  }
+}
+
+inline bool asBool(uint8_t type, const uint8_t* v) {
+  switch (type) {
+    case BSON_TYPE_BOOL: return v[0] != 0;
+    case BSON_TYPE_DOUBLE: {
+      double d;
+      std::memcpy(&d, v, sizeof d);
+      return !(d == 0.0);
+    }
+    case BSON_TYPE_INT32:
+    case BSON_TYPE_INT64: return asInt64(type, v) != 0;
+    case BSON_TYPE_NULL:
+    case BSON_TYPE_UNDEFINED: return false;
+    default: return true;
+  }
+}
+
 // A scalar element's value as libbson's bson_iter_value gives it (views into the document):
 // numbers, strings, binary, ObjectId, bool, dates, timestamps, null and the like. False for
 // documents, arrays, regexes, code and the deprecated types (read those with libbson).

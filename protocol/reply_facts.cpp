@@ -12,46 +12,6 @@ thread_local uint64_t t_parsed = 0;  // per thread: no shared cache line on the 
 
 int64_t numberOr0(const bson_iter_t& it) { return BSON_ITER_HOLDS_NUMBER(&it) ? bson_iter_as_int64(&it) : 0; }
 
-// The same values read from an element (BsonElements), as libbson's bson_iter_as_int64 and
-// bson_iter_as_bool read them.
-double doubleOf(const BsonElement& e) {
-  double d;
-  std::memcpy(&d, e.value, sizeof d);
-  return d;
-}
-
-// BSON_ITER_HOLDS_NUMBER's types.
-bool isNumber(uint8_t type) { return type == BSON_TYPE_INT32 || type == BSON_TYPE_INT64 || type == BSON_TYPE_DOUBLE; }
-
-int64_t numberOr0(const BsonElement& e) {
-  switch (e.type) {
-    case BSON_TYPE_INT32: return static_cast<int32_t>(loadUint32(e.value));
-    case BSON_TYPE_INT64: {
-      int64_t v;
-      std::memcpy(&v, e.value, sizeof v);
-      return v;
-    }
-    case BSON_TYPE_DOUBLE: {
-      // libbson casts; out of range (and NaN) that is INT64_MIN on x86-64, without the undefined behaviour.
-      const double d = doubleOf(e);
-      return d >= -9223372036854775808.0 && d < 9223372036854775808.0 ? static_cast<int64_t>(d) : INT64_MIN;
-    }
-    default: return 0;
-  }
-}
-
-bool truthOf(const BsonElement& e) {
-  switch (e.type) {
-    case BSON_TYPE_BOOL: return e.value[0] != 0;
-    case BSON_TYPE_DOUBLE: return !(doubleOf(e) == 0.0);
-    case BSON_TYPE_INT32:
-    case BSON_TYPE_INT64: return numberOr0(e) != 0;
-    case BSON_TYPE_NULL:
-    case BSON_TYPE_UNDEFINED: return false;
-    default: return true;
-  }
-}
-
 std::string_view utf8Of(const BsonElement& e) {
   if (e.type != BSON_TYPE_UTF8) return {};
   return {reinterpret_cast<const char*>(e.value) + 4, e.value_len - 5};  // without the length and the NUL
@@ -95,7 +55,7 @@ void readCursor(ReplyFacts& f, const BsonElement& cursor) {
   BsonElements c(cursor.value, cursor.value_len);
   BsonElement e;
   while (c.next(e)) {
-    if (e.key == "id") f.cursor_id = isNumber(e.type) ? numberOr0(e) : 0;
+    if (e.key == "id") f.cursor_id = asInt64(e.type, e.value);
     else if (e.key == "ns") f.cursor_ns = utf8Of(e);
     else if ((e.key == "firstBatch" || e.key == "nextBatch") && e.type == BSON_TYPE_ARRAY) {
       keep(f.batch, cursor.value, cursor.value_len, e);
@@ -145,15 +105,14 @@ ReplyFacts readReplyFacts(const bson_t* body) {
   f.parsed = true;
   BsonElements elements(doc, len);
   BsonElement e;
-  auto number = [](const BsonElement& e) { return isNumber(e.type) ? numberOr0(e) : 0; };
   while (elements.next(e)) {
     // string_view compares lengths first: most keys are rejected without touching their bytes.
     const std::string_view key = e.key;
     if (key == "ok") {
       f.has_ok = true;
-      f.ok = truthOf(e);
+      f.ok = asBool(e.type, e.value);
     } else if (key == "code") {
-      f.code = static_cast<int32_t>(number(e));
+      f.code = static_cast<int32_t>(asInt64(e.type, e.value));
     } else if (key == "codeName") {
       f.code_name = utf8Of(e);
     } else if (key == "errmsg") {
@@ -162,13 +121,13 @@ ReplyFacts readReplyFacts(const bson_t* body) {
       readCursor(f, e);
     } else if (key == "n") {
       f.has_n = true;
-      f.n = number(e);
+      f.n = asInt64(e.type, e.value);
     } else if (key == "nModified") {
       f.has_n_modified = true;
-      f.n_modified = number(e);
+      f.n_modified = asInt64(e.type, e.value);
     } else if (key == "nMatched") {
       f.has_n_matched = true;
-      f.n_matched = number(e);
+      f.n_matched = asInt64(e.type, e.value);
       keep(f.n_matched_field, doc, len, e);
     } else if (key == "upserted" && e.type == BSON_TYPE_ARRAY) {
       keep(f.upserted, doc, len, e);
