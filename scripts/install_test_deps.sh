@@ -53,16 +53,15 @@ stage_time "setup: FerretDB $ferret_version (Go build)" "$t0"
 
 # ---------------------------------------------------------------- Python
 t0=$SECONDS
-py_reqs=("pymongo==4.10.1" "pytest>=7" "zstandard>=0.22" "python-snappy>=0.7" "PyYAML>=6")
+# Exact versions: a release on the day CI runs must not change what the tests run with.
+py_reqs=("pymongo==4.10.1" "pytest==9.2.0" "zstandard==0.25.0" "python-snappy==0.7.3" "PyYAML==6.0.3")
 ((demo)) && py_reqs=("pymongo==4.10.1")
-if SHARDSCOPE_DEMO_ONLY=$demo python3 - <<'EOF' 2>/dev/null
+if SHARDSCOPE_PY_REQS="${py_reqs[*]}" python3 - <<'EOF' 2>/dev/null
 import importlib.metadata as md, os, sys
-need = {"pymongo": "4.10.1"}
+need = dict(r.split("==") for r in os.environ["SHARDSCOPE_PY_REQS"].split())
 for name, ver in need.items():
     if md.version(name) != ver:
         sys.exit(1)
-if os.environ["SHARDSCOPE_DEMO_ONLY"] != "1":
-    import pytest, zstandard, snappy, yaml  # noqa: F401
 EOF
 then
   log "Python packages already installed"

@@ -80,7 +80,7 @@ asan_integration() {
   local drivers=tests/integration/test_drivers.py rc=0
   log "integration tests against build-asan/shardscope (-k \"$k\", without the Go and Node scenarios)"
   SHARDSCOPE_BIN="$asan_build_dir/shardscope" SHARDSCOPE_KEEP_TEST_LOGS=1 SHARDSCOPE_REQUIRE_PROXY=1 TMPDIR="$logs" \
-    python3 -m pytest tests/integration -q -p no:cacheprovider -k "$k" \
+    python3 -m pytest tests/integration -q -rfE -p no:cacheprovider -k "$k" \
     --ignore=tests/integration/test_packaging.py \
     --deselect "$drivers::test_scenario_direct[go]" --deselect "$drivers::test_scenario_direct[node]" \
     --deselect "$drivers::test_scenario_through_proxy_equals_direct[go]" \

@@ -26,6 +26,10 @@ fuzz_seconds="${SHARDSCOPE_FUZZ_SECONDS:-15}"
 # The integration tests that run against the sanitized binary (and only there).
 sanitized_k="${SANITIZE_PYTEST_K:-proxy_wire or test_faults or compression or rewrite or reload or mirror or (tls and not allocat)}"
 
+# Each stage's output is also kept in build-logs/, and the summary repeats a failed stage's failure
+# lines: CI shows only the end of the output.
+logs="$here/build-logs"
+mkdir -p "$logs"
 declare -a stage_names=() stage_status=() stage_seconds=()
 declare -A status_of=()
 run_started=$(date +%s)
@@ -46,10 +50,10 @@ stage() {
     fi
   done
   echo "== $name"
-  local start rc
+  local start rc log="$logs/${name// /-}.log"
   start=$(date +%s)
-  "$@"
-  rc=$?
+  "$@" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
   local took=$(($(date +%s) - start)) status=passed
   ((rc == 0)) || status="FAILED (exit $rc)"
   echo "== $name: $status in $((took / 60))m$((took % 60))s"
@@ -70,7 +74,7 @@ plain_tests() {
 
 integration() {
   # A missing binary fails the run instead of skipping the proxy tests.
-  SHARDSCOPE_REQUIRE_PROXY=1 python3 -m pytest tests/integration -q -p no:cacheprovider \
+  SHARDSCOPE_REQUIRE_PROXY=1 python3 -m pytest tests/integration -q -rfE -p no:cacheprovider \
     -k "not ($sanitized_k) or both_allocators" "$@"
 }
 
@@ -94,5 +98,12 @@ failed=0
 for i in "${!stage_names[@]}"; do
   printf '   %-24s %-20s %5.1f min\n' "${stage_names[$i]}" "${stage_status[$i]}" "$(awk "BEGIN{print ${stage_seconds[$i]} / 60}")"
   [[ "${stage_status[$i]}" == passed ]] || failed=1
+done
+for i in "${!stage_names[@]}"; do
+  [[ "${stage_status[$i]}" == FAILED* ]] || continue
+  echo
+  echo "== what failed in ${stage_names[$i]} (whole output: build-logs/${stage_names[$i]// /-}.log)"
+  grep -E '^(FAILED|ERROR) |\*\*\*Failed|\*\*\*Exception|^[[:space:]]+[0-9]+ - |==[0-9]+==ERROR|SUMMARY: |runtime error:|: error:|^E +[A-Za-z]*Error' \
+    "$logs/${stage_names[$i]// /-}.log" | head -40
 done
 exit $failed
