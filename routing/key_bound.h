@@ -41,8 +41,13 @@ int compareKeys(std::span<const Bound> a, std::span<const Bound> b);
 
 // A full shard-key value (hashed fields already hashed), one bound per key field.
 struct KeyPoint {
-  std::array<Bound, kMaxKeyFields> fields;
+  // Left unconstructed: only the first `size` bounds mean anything, and each writer assigns them.
+  // Zeroing all 32 (1.3 kB) cost ~170 instructions per targeted find, update and insert (issue 29).
+  union {
+    std::array<Bound, kMaxKeyFields> fields;
+  };
   size_t size = 0;
+  KeyPoint() {}
   std::span<const Bound> span() const { return {fields.data(), size}; }
 };
 
