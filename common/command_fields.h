@@ -51,11 +51,14 @@ inline bool subDocument(const protocol::CommandView& cmd, const char* key, bson_
   for (uint8_t i = 0; i < cmd.indexedKeys; ++i) {
     if (cmd.keyLengths[i] != name.size() || std::memcmp(data + cmd.keyOffsets[i] + 1, name.data(), name.size()) != 0)
       continue;
-    uint32_t pos = cmd.keyOffsets[i];
-    protocol::BsonElement e;
-    if (pos >= cmd.body.len - 1 || !protocol::readElement(data, cmd.body.len - 1, pos, e) || e.key != name)
-      return subDocument(cmd.body, key, out);  // not the view's body after all: walk it
-    return e.type == BSON_TYPE_DOCUMENT && bson_init_static(&out, e.value, e.value_len);
+    // The element's key is known: only a document's framing is left to check, as readElement does
+    // (the key ends before the terminator, the length prefix fits, the length stays inside).
+    const uint32_t at = cmd.keyOffsets[i], limit = cmd.body.len - 1;
+    const uint32_t value = at + cmd.keyLengths[i] + 2;  // after the type byte, the key and its NUL
+    if (value > limit || data[value - 1] != 0) return subDocument(cmd.body, key, out);  // not the view's body
+    if (data[at] != BSON_TYPE_DOCUMENT || limit - value < 4) return false;
+    const uint32_t len = protocol::loadUint32(data + value);
+    return len <= limit - value && bson_init_static(&out, data + value, len);
   }
   return false;
 }

@@ -8,32 +8,6 @@
 
 namespace shardscope::routing {
 
-Bound Bound::of(const bson_value_t& v) {
-  Bound b;
-  b.value = v;
-  return b;
-}
-Bound Bound::minKey() {
-  Bound b;
-  b.value.value_type = BSON_TYPE_MINKEY;
-  return b;
-}
-Bound Bound::maxKey() {
-  Bound b;
-  b.value.value_type = BSON_TYPE_MAXKEY;
-  return b;
-}
-Bound Bound::null() {
-  Bound b;
-  b.value.value_type = BSON_TYPE_NULL;
-  return b;
-}
-Bound Bound::int64(int64_t v) {
-  Bound b;
-  b.value.value_type = BSON_TYPE_INT64;
-  b.value.value.v_int64 = v;
-  return b;
-}
 Bound Bound::dbl(double v) {
   Bound b;
   b.value.value_type = BSON_TYPE_DOUBLE;
