@@ -23,6 +23,46 @@ inline bool subDocument(const bson_t& body, const char* key, bson_t& out) {
   return false;
 }
 
+// The element bson_iter_init_find(&it, &cmd.body, key) finds, looked up in the view's key index
+// when it has one (protocol/command_view.h): the index lists, in order, the elements bson_iter_next
+// visits, so a key it lacks is not in the body, and the body is not walked again. Inserts and
+// updates look for an inline statement array that is almost always a document sequence instead.
+inline bool findBodyField(const protocol::CommandView& cmd, const char* key, bson_iter_t& it) {
+  if (!cmd.bodyScanned || cmd.indexedKeys == protocol::CommandView::kNotIndexed)
+    return bson_iter_init_find(&it, &cmd.body, key);
+  const std::string_view name(key);
+  const uint8_t* data = bson_get_data(&cmd.body);
+  for (uint8_t i = 0; i < cmd.indexedKeys; ++i) {
+    if (cmd.keyLengths[i] != name.size() || std::memcmp(data + cmd.keyOffsets[i] + 1, name.data(), name.size()) != 0)
+      continue;
+    if (bson_iter_init_from_data_at_offset(&it, data, cmd.body.len, cmd.keyOffsets[i], cmd.keyLengths[i])) return true;
+    return bson_iter_init_find(&it, &cmd.body, key);  // not the view's body after all: search it
+  }
+  return false;
+}
+
+// subDocument(cmd.body, key, out) through the view's key index when it has one: the element is
+// read where the index says, with the framing rules the walk applies (the elements before it
+// passed bson_iter_next's, the same rules); the body is not walked again.
+inline bool subDocument(const protocol::CommandView& cmd, const char* key, bson_t& out) {
+  if (!cmd.bodyScanned || cmd.indexedKeys == protocol::CommandView::kNotIndexed) return subDocument(cmd.body, key, out);
+  const std::string_view name(key);
+  const uint8_t* data = bson_get_data(&cmd.body);
+  for (uint8_t i = 0; i < cmd.indexedKeys; ++i) {
+    if (cmd.keyLengths[i] != name.size() || std::memcmp(data + cmd.keyOffsets[i] + 1, name.data(), name.size()) != 0)
+      continue;
+    // The element's key is known: only a document's framing is left to check, as readElement does
+    // (the key ends before the terminator, the length prefix fits, the length stays inside).
+    const uint32_t at = cmd.keyOffsets[i], limit = cmd.body.len - 1;
+    const uint32_t value = at + cmd.keyLengths[i] + 2;  // after the type byte, the key and its NUL
+    if (value > limit || data[value - 1] != 0) return subDocument(cmd.body, key, out);  // not the view's body
+    if (data[at] != BSON_TYPE_DOCUMENT || limit - value < 4) return false;
+    const uint32_t len = protocol::loadUint32(data + value);
+    return len <= limit - value && bson_init_static(&out, data + value, len);
+  }
+  return false;
+}
+
 // A static view of the document an iterator points at.
 inline bool documentAt(const bson_iter_t& it, bson_t& out) {
   if (!BSON_ITER_HOLDS_DOCUMENT(&it)) return false;
@@ -76,7 +116,7 @@ inline int64_t intField(const bson_t& doc, const char* key, int64_t fallback) {
 template <typename F>
 bool forEachStatement(const protocol::CommandView& cmd, const char* field, F&& f) {
   bson_iter_t it;
-  if (bson_iter_init_find(&it, &cmd.body, field)) {
+  if (findBodyField(cmd, field, it)) {
     if (!BSON_ITER_HOLDS_ARRAY(&it)) return false;
     bson_iter_t arr;
     if (!bson_iter_recurse(&it, &arr)) return false;

@@ -140,9 +140,12 @@ int ChunkMap::compareBoundary(size_t j, std::span<const Bound> key, uint64_t key
 }
 
 size_t ChunkMap::chunkForKey(std::span<const Bound> key) const {
-  // First chunk whose max exceeds key (upper_bound on max); chunk i's max is boundary i + 1.
   if (key.empty()) return shards_.size() - 1;  // equal to every boundary, as compareKeys has it
-  const uint64_t key_prefix = orderPrefix(key[0]);
+  return chunkForKey(key, orderPrefix(key[0]));
+}
+
+size_t ChunkMap::chunkForKey(std::span<const Bound> key, uint64_t key_prefix) const {
+  // First chunk whose max exceeds key (upper_bound on max); chunk i's max is boundary i + 1.
   size_t lo = 0, hi = shards_.size();
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
@@ -165,6 +168,21 @@ void ChunkMap::addShardsForRange(std::span<const Bound> lo, std::span<const Boun
     out.set(shards_[i]);
     if ((i & 15) == 15 && (out & owning_) == owning_) break;
   }
+}
+
+bool ChunkMap::addShardsForPrefixRange(std::span<const Bound> lo, std::span<const Bound> hi, ShardSet& out) const {
+  const uint64_t prefix = orderPrefix(lo[0]);  // hi[0] is the same value: the same summary
+  const size_t first = chunkForKey(lo, prefix);
+  const uint16_t owner = shards_[first];
+  bool one_owner = true;
+  out.set(owner);
+  for (size_t i = first + 1; i < shards_.size(); ++i) {
+    if (compareBoundary(i, hi, prefix) > 0) break;  // the chunk starts after the range
+    one_owner = one_owner && shards_[i] == owner;
+    out.set(shards_[i]);
+    if ((i & 15) == 15 && (out & owning_) == owning_) break;
+  }
+  return one_owner;
 }
 
 }  // namespace shardscope::routing

@@ -37,6 +37,11 @@ class ChunkMap {
   // Adds the owners of every chunk intersecting the inclusive range [lo, hi]; stops early once
   // every chunk-owning shard is in `out`.
   void addShardsForRange(std::span<const Bound> lo, std::span<const Bound> hi, ShardSet& out) const;
+  // addShardsForRange for a range whose ends share their first field's value (a pinned leading
+  // field, lo <= hi): no ordering check, one first-field summary for both ends. True when every
+  // chunk it touched has the same owner (for an empty `out`: exactly one shard, without scanning
+  // the set for it). The plain-equality filters' path (issue 29).
+  bool addShardsForPrefixRange(std::span<const Bound> lo, std::span<const Bound> hi, ShardSet& out) const;
   const ShardSet& owningShards() const { return owning_; }
   size_t owningShardCount() const { return owning_count_; }  // counted once, at load
 
@@ -47,6 +52,8 @@ class ChunkMap {
   std::vector<uint64_t> first_prefix_;      // orderPrefix of each boundary's first field (bounds_ / width)
   // compareKeys(boundary j, key), deciding on the first field's summary when it can.
   int compareBoundary(size_t j, std::span<const Bound> key, uint64_t key_prefix) const;
+  // chunkForKey with the key's first-field summary already known.
+  size_t chunkForKey(std::span<const Bound> key, uint64_t key_prefix) const;
   std::vector<uint16_t> shards_;
   ShardSet owning_;
   size_t owning_count_ = 0;

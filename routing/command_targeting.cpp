@@ -51,7 +51,7 @@ bool simpleCollationFor(const CollectionRouting& coll, const CommandView& cmd) {
 void targetRead(const CollectionRouting& coll, const CommandView& cmd, const char* filter_field,
                 const TargetOptions& opts, TargetResult& out) {
   bson_t filter;
-  if (!common::subDocument(cmd.body, filter_field, filter)) bson_init(&filter);  // no filter: {} (inline, no free needed)
+  if (!common::subDocument(cmd, filter_field, filter)) bson_init(&filter);  // no filter: {} (inline, no free needed)
   FilterTarget ft;
   targetFilter(coll, filter, simpleCollationFor(coll, cmd), opts, ft, opts.explain ? &out.detail : nullptr);
   fromFilterTarget(ft, coll, opts.explain, out);

@@ -114,8 +114,8 @@ bool targetPlainEquality(const CollectionRouting& coll, const bson_t& filter, bo
     new (&lo[i]) Bound(point ? bound(i) : Bound::minKey());
     new (&hi[i]) Bound(point ? lo[i] : Bound::maxKey());
   }
-  coll.chunks.addShardsForRange({lo, width}, {hi, width}, out.shards);
-  const bool single = isSingleShard(out.shards);
+  // `out.shards` is empty here (targetFilter's reset, or a fresh FilterTarget): one owner is one shard.
+  const bool single = coll.chunks.addShardsForPrefixRange({lo, width}, {hi, width}, out.shards);
   out.targeting = single ? Targeting::Single : Targeting::Multi;
   out.reason = single ? "shard key bounds select one shard" : "shard key bounds select several shards";
   return true;

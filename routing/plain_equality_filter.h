@@ -17,7 +17,8 @@ namespace shardscope::routing {
 // would give it, `spent` aside: charged as the general analysis would at most). False: not such a
 // filter (an operator, a nested document or array, a regex, null or undefined on a key field, a
 // key field given twice, a path overlapping a key field, a non-simple collation, or a filter
-// larger than the budget), and `out` is untouched: the general analysis decides.
+// larger than the budget), and `out` is untouched: the general analysis decides. `out.shards`
+// starts empty (targetFilter resets it; a fresh FilterTarget is).
 bool targetPlainEquality(const CollectionRouting& coll, const bson_t& filter, bool simple_collation,
                          const TargetOptions& options, FilterTarget& out);
 

@@ -6,6 +6,11 @@
 namespace shardscope::routing {
 
 const CollectionRouting* RoutingTable::collection(std::string_view ns) const {
+  if (!scanned_.empty()) {
+    for (const auto& [name, coll] : scanned_)
+      if (name.size() == ns.size() && std::memcmp(name.data(), ns.data(), ns.size()) == 0) return coll;
+    return nullptr;
+  }
   auto it = collections_.find(ns);
   return it == collections_.end() ? nullptr : it->second.get();
 }
@@ -133,6 +138,8 @@ bool readCollectionKind(const char* field, const bson_iter_t& it, CollectionKind
 }
 
 std::shared_ptr<const RoutingTable> RoutingTableBuilder::build() {
+  if (table_->collections_.size() <= RoutingTable::kScannedCollections)
+    for (const auto& [ns, coll] : table_->collections_) table_->scanned_.emplace_back(ns, coll.get());
   std::shared_ptr<const RoutingTable> out(std::move(table_));
   table_ = std::make_unique<RoutingTable>();
   return out;

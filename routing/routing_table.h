@@ -59,6 +59,11 @@ class RoutingTable {
   friend class RoutingTableBuilder;
   std::vector<std::string> shard_names_;
   std::map<std::string, std::unique_ptr<CollectionRouting>, std::less<>> collections_;
+  // The same collections, for a table holding a few (the usual case): collection() compares the
+  // name's length, then its bytes, instead of walking the map with full string comparisons (a
+  // lookup per targeted operation, issue 29). Empty when the table holds more; filled by build().
+  static constexpr size_t kScannedCollections = 8;
+  std::vector<std::pair<std::string_view, const CollectionRouting*>> scanned_;
   std::map<std::string, const CollectionRouting*, std::less<>> timeseries_views_;
 };
 
