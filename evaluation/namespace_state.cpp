@@ -306,7 +306,7 @@ void NamespaceState::observePath(std::string_view path, const bson_iter_t& it, s
     if ((f = trackField(path))) seen_.push_back(1);
   }
   if (!f) return;
-  if (bson_iter_type(&it) == BSON_TYPE_ARRAY) {  // not a valid shard key value; count as missing
+  if (bson_iter_type_unsafe(&it) == BSON_TYPE_ARRAY) {  // not a valid shard key value; count as missing
     ++f->missing;
     ++f->arrays;
     return;
