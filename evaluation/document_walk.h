@@ -26,7 +26,7 @@ inline constexpr size_t kEveryTopLevelField = SIZE_MAX;
 // place: the iterator is left as libbson leaves it (the same offsets after the same checks). Any
 // other type, or an element failing a check, goes to bson_iter_next from the unchanged iterator.
 // The library calls cost ~150 instructions per element (issue 29). `key`: the element's key.
-inline bool nextField(bson_iter_t& it, std::string_view& key) {
+[[gnu::always_inline]] inline bool nextField(bson_iter_t& it, std::string_view& key) {
   auto library = [&] {
     if (!bson_iter_next(&it)) return false;
     key = {bson_iter_key(&it), bson_iter_key_len(&it)};
@@ -35,9 +35,9 @@ inline bool nextField(bson_iter_t& it, std::string_view& key) {
   const uint8_t* d = it.raw;
   const uint32_t len = it.len, off = it.next_off;
   if (!d || off >= len) return library();
-  uint32_t o = off + 1;  // the key, up to its NUL
-  while (o < len && d[o] != 0) ++o;
-  if (o == len) return library();
+  const void* nul = std::memchr(d + off + 1, 0, len - off - 1);  // the key's end
+  if (!nul) return library();
+  const uint32_t o = static_cast<uint32_t>(static_cast<const uint8_t*>(nul) - d);
   const uint32_t value = o + 1;
   uint32_t next = 0, str = 0;
   switch (d[off]) {
