@@ -7,6 +7,7 @@
 #include <bson/bson.h>
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,55 @@ namespace shardscope::evaluation {
 inline constexpr size_t kMaxObservedTopLevelFields = 1000;
 inline constexpr size_t kEveryTopLevelField = SIZE_MAX;
 
+// bson_iter_next for the types documents mostly hold (numbers, dates, ObjectIds, strings), read in
+// place: the iterator is left as libbson leaves it (the same offsets after the same checks). Any
+// other type, or an element failing a check, goes to bson_iter_next from the unchanged iterator.
+// The library calls cost ~140 instructions per element (issue 29). `key`: the element's key.
+[[gnu::always_inline]] inline bool nextField(bson_iter_t& it, std::string_view& key) {
+  auto library = [&] {
+    if (!bson_iter_next(&it)) return false;
+    key = {bson_iter_key(&it), bson_iter_key_len(&it)};
+    return true;
+  };
+  const uint8_t* d = it.raw;
+  const uint32_t len = it.len, off = it.next_off;
+  if (!d || off >= len) return library();
+  const void* nul = std::memchr(d + off + 1, 0, len - off - 1);  // the key's end
+  if (!nul) return library();
+  const uint32_t o = static_cast<uint32_t>(static_cast<const uint8_t*>(nul) - d);
+  const uint32_t value = o + 1;
+  uint32_t next = 0, str = 0;
+  switch (d[off]) {
+    case BSON_TYPE_DATE_TIME: case BSON_TYPE_DOUBLE: case BSON_TYPE_INT64: case BSON_TYPE_TIMESTAMP: next = value + 8; break;
+    case BSON_TYPE_INT32: next = value + 4; break;
+    case BSON_TYPE_OID: next = value + 12; break;
+    case BSON_TYPE_UTF8: {  // the length counts the NUL, and the NUL is there
+      if (value + 4 >= len) return library();
+      uint32_t n;
+      std::memcpy(&n, d + value, 4);
+      n = BSON_UINT32_FROM_LE(n);
+      if (n == 0 || n > len - (value + 4) || d[value + 4 + n - 1] != 0) return library();
+      str = value + 4;
+      next = str + n;
+      break;
+    }
+    default: return library();
+  }
+  if (next >= len) return library();
+  it.off = it.type = off;
+  it.key = off + 1;
+  it.d1 = value;
+  it.d2 = str;
+  it.d3 = it.d4 = 0;
+  it.next_off = next;
+  it.err_off = 0;
+  key = {reinterpret_cast<const char*>(d) + off + 1, o - off - 1};
+  return true;
+}
+
+// BSON_ITER_HOLDS_DOCUMENT without the library call (after a successful next).
+inline bool holdsDocument(const bson_iter_t& it) { return bson_iter_type_unsafe(&it) == BSON_TYPE_DOCUMENT; }
+
 class DocumentWalk {
  public:
   // visit(path, iterator at the field, position): position counts the visits, a hint for lookups.
@@ -32,10 +82,10 @@ class DocumentWalk {
     size_t position = 0;
     bson_iter_t it;
     if (bson_iter_init(&it, &doc)) {
-      for (; position < max_top_level && bson_iter_next(&it); ++position) {
-        std::string_view key(bson_iter_key(&it), bson_iter_key_len(&it));
+      std::string_view key;
+      for (; position < max_top_level && nextField(it, key); ++position) {
         visit(key, it, position);
-        if (BSON_ITER_HOLDS_DOCUMENT(&it) && key.size() < kMaxFieldNameBytes) {
+        if (holdsDocument(it) && key.size() < kMaxFieldNameBytes) {
           Nested& n = nested_.emplace_back();
           if (!bson_iter_recurse(&it, &n.it)) {
             nested_.pop_back();
@@ -49,16 +99,17 @@ class DocumentWalk {
       }
     }
     uint32_t looked = 0;
+    std::string_view key;
     for (size_t q = 0; q < nested_.size() && looked < kMaxNestedElements; ++q) {
       Nested n = nested_[q];
-      while (looked < kMaxNestedElements && bson_iter_next(&n.it)) {
+      while (looked < kMaxNestedElements && nextField(n.it, key)) {
         ++looked;
         path_.assign(prefixes_, n.prefix_offset, n.prefix_size);
         path_.push_back('.');
-        path_.append(bson_iter_key(&n.it), bson_iter_key_len(&n.it));
+        path_.append(key);
         if (path_.size() > kMaxFieldNameBytes) continue;
         visit(std::string_view(path_), n.it, position++);
-        if (BSON_ITER_HOLDS_DOCUMENT(&n.it) && n.depth < kMaxNestedDepth) {
+        if (holdsDocument(n.it) && n.depth < kMaxNestedDepth) {
           Nested child;
           if (!bson_iter_recurse(&n.it, &child.it)) continue;
           child.prefix_offset = static_cast<uint32_t>(prefixes_.size());

@@ -84,9 +84,7 @@ const FieldState* NamespaceState::field(std::string_view path) const {
   return i == kUntracked ? nullptr : &fields[i];
 }
 
-// `guess`: where the field probably is (documents tend to list fields in the same order).
-size_t NamespaceState::fieldIndex(std::string_view path, size_t guess) const {
-  if (guess < fields.size() && fields[guess].path == path) return guess;
+size_t NamespaceState::indexedField(std::string_view path) const {
   auto it = field_index_.find(path);
   return it == field_index_.end() ? kUntracked : it->second;
 }
@@ -306,7 +304,7 @@ void NamespaceState::observePath(std::string_view path, const bson_iter_t& it, s
     if ((f = trackField(path))) seen_.push_back(1);
   }
   if (!f) return;
-  if (bson_iter_type(&it) == BSON_TYPE_ARRAY) {  // not a valid shard key value; count as missing
+  if (bson_iter_type_unsafe(&it) == BSON_TYPE_ARRAY) {  // not a valid shard key value; count as missing
     ++f->missing;
     ++f->arrays;
     return;

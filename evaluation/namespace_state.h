@@ -229,7 +229,12 @@ class NamespaceState {
 
  private:
   static constexpr size_t kUntracked = SIZE_MAX;
-  size_t fieldIndex(std::string_view path, size_t guess) const;
+  // `guess`: where the field probably is (documents tend to list fields in the same order); checked
+  // inline, as it is right for nearly every field of every insert.
+  size_t fieldIndex(std::string_view path, size_t guess) const {
+    return guess < fields.size() && fields[guess].path == path ? guess : indexedField(path);
+  }
+  size_t indexedField(std::string_view path) const;
   FieldState* trackField(std::string_view path);  // null when the byte bound refuses a new field
   // `hash` is the value's; `whole` false when `v` is a prefix of it (a digest's large value).
   void observeField(FieldState& f, const bson_value_t& v, uint64_t hash, bool whole = true);

@@ -68,18 +68,28 @@ void projectSmallFields(const bson_t& doc, std::string& out) {
   const uint8_t* data = bson_get_data(&doc);
   uint32_t n = 0;
   bool verbatim = true;
+  // Kept elements that follow each other are appended as one run (usually the whole document).
+  size_t size = out.size();
+  uint32_t run_from = 0, run_to = 0;
+  auto appendRun = [&] { out.append(reinterpret_cast<const char*>(data) + run_from, run_to - run_from); };
   const bool walked = forEachElement(data, doc.len, [&](const RawElement& e) {
     if (n >= kMaxProjectedFields) return false;
     const uint32_t element = e.end - e.offset;  // type, key, value
     if (e.end - e.value > kMaxProjectedValueBytes || e.key_len > kMaxProjectedKeyBytes ||
-        out.size() + element + 1 > kMaxProjectedDocBytes)
+        size + element + 1 > kMaxProjectedDocBytes)
       return true;  // not kept (keeps())
     if (!(verbatim = copiedVerbatim(data, e))) return false;
-    out.append(reinterpret_cast<const char*>(data) + e.offset, element);
+    if (e.offset != run_to) {
+      appendRun();
+      run_from = e.offset;
+    }
+    run_to = e.end;
+    size += element;
     ++n;
     return true;
   });
   if (!walked || !verbatim) return projectWithLibbson(doc, out);
+  appendRun();
   out.push_back('\0');
   uint32_t len = BSON_UINT32_TO_LE(static_cast<uint32_t>(out.size()));
   std::memcpy(out.data(), &len, 4);

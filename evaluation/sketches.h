@@ -1,6 +1,7 @@
 // Mergeable streaming sketches for key evaluation: HyperLogLog (cardinality), SpaceSaving (heavy
 // hitters), a bottom-k sample of distinct values (split points) and a seeded reservoir.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -104,9 +105,16 @@ class BottomK {
   // `value` is an encoded value (value_codec.h); copied only when it enters the sample, into the
   // memory of the value it evicts once the sample is full.
   void add(uint64_t hash, std::string_view value);
-  // False when add(hash, ...) would surely leave the sample unchanged (saves encoding the value).
-  bool mayTake(uint64_t hash) const { return order_.size() < k_ || (k_ > 0 && hash < order_.back().hash); }
+  // False when add(hash, ...) would surely leave the sample unchanged (saves encoding the value):
+  // a hash above the sample's largest, or one it holds already (a repeated value, the usual case
+  // once a field's values recur: issue 29).
+  bool mayTake(uint64_t hash) const { return hasRoomFor(hash) && !holds(hash); }
   void merge(const BottomK& other);
+  // Whether the sample holds a value of this hash.
+  bool holds(uint64_t hash) const {
+    auto pos = std::lower_bound(order_.begin(), order_.end(), hash, [](const Entry& e, uint64_t h) { return e.hash < h; });
+    return pos != order_.end() && pos->hash == hash;
+  }
 
   // The sample ascending by hash, as (hash, value) pairs.
   class Values {
@@ -141,6 +149,9 @@ class BottomK {
   uint64_t version() const { return version_; }
 
  private:
+  // Not full, or `hash` below the largest kept.
+  bool hasRoomFor(uint64_t hash) const { return order_.size() < k_ || (k_ > 0 && hash < order_.back().hash); }
+
   size_t k_;
   std::vector<Entry> order_;         // ascending by hash
   std::vector<std::string> values_;  // by slot

@@ -166,6 +166,27 @@ TEST(Sketches, BottomKIsIndependentOfFrequency) {
   EXPECT_EQ(k.values().size(), 3u);
 }
 
+// mayTake is false whenever add would change nothing, so a repeated value is never encoded (issue 29).
+TEST(Sketches, BottomKMayTakeRefusesHeldAndLargerHashes) {
+  BottomK k(3);
+  EXPECT_TRUE(k.mayTake(5));
+  k.add(5, "a");
+  EXPECT_FALSE(k.mayTake(5));  // held
+  k.add(9, "c");
+  k.add(1, "b");
+  EXPECT_FALSE(k.mayTake(1));
+  EXPECT_FALSE(k.mayTake(10));  // full, above the largest
+  EXPECT_TRUE(k.mayTake(7));
+  const uint64_t version = k.version();
+  k.add(9, "c");
+  EXPECT_EQ(k.version(), version);
+  k.add(7, "d");
+  EXPECT_TRUE(k.holds(7));
+  EXPECT_FALSE(k.holds(9));  // evicted: 1, 5 and 7 are the three smallest
+  EXPECT_FALSE(k.mayTake(8));
+  EXPECT_TRUE(k.mayTake(6));
+}
+
 // A connection that goes idle now and then (its session parks, issue 29) hands its batch over and
 // frees it: the evaluation sees exactly the same operations.
 TEST(EvaluatorScenario, ReleaseIdleChangesNothing) {
