@@ -60,7 +60,7 @@ std::span<const uint8_t> Pipeline::applyLookupRule(PendingOp& op, std::span<cons
 }
 
 void Pipeline::noteUnplannedWrites() {
-  const auto kind = protocol::classifyCommand(view_.name).kind;
+  const auto kind = view_.traits.kind;  // classified when the view was built
   if (kind != protocol::CommandKind::BulkWrite && kind != protocol::CommandKind::Aggregate) return;
   for (const auto& target : rewrite::unplannedWriteTargets(view_, kind))
     if (auto index = env_.lookupRule(target)) index->unsettleAll();

@@ -3,6 +3,12 @@
 #include <gtest/gtest.h>
 
 #include "protocol/command_kind.h"
+
+#include <cctype>
+#include <random>
+#include <string>
+
+#include "protocol/command_kind_table.h"
 #include "protocol/command_view.h"
 #include "protocol/op_msg.h"
 #include "tests/support/bson_builders.h"
@@ -69,6 +75,40 @@ TEST(CommandKind, FeatureTraitsComeFromTheTable) {
   for (const char* name : {"renameCollection", "shardCollection", "saslStart", "authenticate", "mapreduce.shardedfinish"})
     EXPECT_TRUE(classifyCommand(name).first_value_not_collection) << name;
   EXPECT_EQ(classifyCommand("explain").kind, CommandKind::Explain);
+}
+
+// Names grouped by length give what the scan of the whole table gave: for every name in the table,
+// for each in other cases, shortened and lengthened, and for random names (mostly short, from
+// the letters of command names, so some hit a name's length and its letters).
+bool sameTraits(const CommandTraits& a, const CommandTraits& b) {
+  return a.kind == b.kind && a.mirror == b.mirror && a.never_compressed == b.never_compressed &&
+         a.carries_secrets == b.carries_secrets && a.never_faulted == b.never_faulted && a.reads == b.reads &&
+         a.writes == b.writes && a.continues_cursor == b.continues_cursor && a.ddl == b.ddl &&
+         a.collection_wide == b.collection_wide && a.first_value_not_collection == b.first_value_not_collection;
+}
+
+void expectAsTheScan(std::string_view name) {
+  EXPECT_TRUE(sameTraits(classifyCommand(name), classifyCommandByScan(name))) << name;
+}
+
+TEST(CommandKind, LookupByLengthAgreesWithTheScan) {
+  for (std::string_view name : commandTableNames()) {
+    expectAsTheScan(name);
+    std::string upper(name), lower(name);
+    for (char& c : upper) c = static_cast<char>(toupper(static_cast<unsigned char>(c)));
+    for (char& c : lower) c = static_cast<char>(tolower(static_cast<unsigned char>(c)));
+    expectAsTheScan(upper);
+    expectAsTheScan(lower);
+    expectAsTheScan(name.substr(0, name.size() - 1));
+    expectAsTheScan(std::string(name) + "x");
+  }
+  std::mt19937 rng(29);
+  const std::string letters = "abcdefghilmnorstuvwxyzACDGIMSTU.$_";
+  for (int i = 0; i < 200000; ++i) {
+    std::string name(rng() % 26, ' ');
+    for (char& c : name) c = letters[rng() % letters.size()];
+    expectAsTheScan(name);
+  }
 }
 
 // The view is classified once, when it is built: every feature reads view.traits.
