@@ -72,8 +72,10 @@ TEST(EvaluationMemory, PrefixesNeverInvertAnOrder) {
       bson_value_t ka, kb;
       ASSERT_TRUE(decodeValue(ea, ka));
       ASSERT_TRUE(decodeValue(eb, kb));
-      if (a <= b) EXPECT_LE(std::string_view(ka.value.v_utf8.str, ka.value.v_utf8.len),
-                            std::string_view(kb.value.v_utf8.str, kb.value.v_utf8.len));
+      if (a <= b) {
+        EXPECT_LE(std::string_view(ka.value.v_utf8.str, ka.value.v_utf8.len),
+                  std::string_view(kb.value.v_utf8.str, kb.value.v_utf8.len));
+      }
     }
 }
 
