@@ -6,6 +6,9 @@
 set -u
 B="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/bench-loadgen"
 kind=$1 S=$2 P=$3 OUT=$4
+# The load generator and canned upstream, built as bench/run.sh builds them.
+cmake -S "$(dirname "$B")/../bench/loadgen" -B "$B" -DCMAKE_BUILD_TYPE=Release $(command -v ninja >/dev/null && echo -G Ninja) >/dev/null &&
+  cmake --build "$B" >/dev/null || { echo "building $B failed" >&2; exit 1; }
 $B/canned-upstream --listen 127.0.0.1:$P 2>/dev/null & up=$!
 extra=()
 if [[ $kind == fwd ]]; then extra=(--stats.enabled false --evaluation.enabled false); else extra=(--routing $(dirname "$B")/../tests/data/routing/orders_6shards.json --admin 127.0.0.1:$((P+2))); fi
