@@ -186,18 +186,25 @@ EqualityStatus extractEqualityKey(const ShardKeyPattern& pattern, const bson_t& 
   size_t left = max_elements;
   if (spent) *spent = 0;
   for (size_t i = 0; i < pattern.size(); ++i) {
+    // KeyPoint leaves its bounds unconstructed: a key that stops early gives the fields it did not
+    // reach a default bound, so that no reader of an incomplete key ever sees uninitialised memory.
+    auto stop = [&](const char* reason, EqualityStatus status) {
+      for (size_t j = i; j < out.size; ++j) out.fields[j] = Bound{};
+      setWhy(why, reason);
+      return status;
+    };
     bson_iter_t it;
-    if (!bson_iter_init(&it, &filter)) return setWhy(why, "filter is not valid BSON"), EqualityStatus::Partial;
+    if (!bson_iter_init(&it, &filter)) return stop("filter is not valid BSON", EqualityStatus::Partial);
     Found f;
     f.budget = left;
     scan(it, pattern.field(i).path, f, 0);
     if (spent) *spent += left - f.budget;
     left = f.budget;
-    if (f.exhausted) return setWhy(why, "filter has too many elements to analyse"), EqualityStatus::TooLarge;
-    if (f.conflict) return setWhy(why, "conflicting equalities on a shard key field"), EqualityStatus::Partial;
-    if (!f.found) return setWhy(why, "no equality on every shard key field"), EqualityStatus::Partial;
+    if (f.exhausted) return stop("filter has too many elements to analyse", EqualityStatus::TooLarge);
+    if (f.conflict) return stop("conflicting equalities on a shard key field", EqualityStatus::Partial);
+    if (!f.found) return stop("no equality on every shard key field", EqualityStatus::Partial);
     if (!storable(f.value))
-      return setWhy(why, "shard key equality value is an array, regex or $-prefixed object"), EqualityStatus::Unstorable;
+      return stop("shard key equality value is an array, regex or $-prefixed object", EqualityStatus::Unstorable);
     if (!simple_collation && (pattern.field(i).hashed || collatable(f.value.value_type))) collation_blocks = true;
     out.fields[i] = pattern.field(i).hashed ? Bound::int64(hashShardKeyValue(f.value)) : Bound::of(f.value);
   }

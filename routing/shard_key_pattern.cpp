@@ -167,8 +167,12 @@ KeyExtractStatus ShardKeyPattern::extractFromDocument(const bson_t& doc, KeyPoin
     const std::string& path = fields_[i].path;
     KeyExtractStatus st = path.find('.') == std::string::npos ? findTopLevel(doc, path, v, found)
                                                               : findPath(doc, path, v, found);
-    if (st != KeyExtractStatus::Ok) return st;
-    if (!found && fields_[i].path == "_id") return KeyExtractStatus::MissingId;
+    if (st == KeyExtractStatus::Ok && !found && fields_[i].path == "_id") st = KeyExtractStatus::MissingId;
+    if (st != KeyExtractStatus::Ok) {
+      // KeyPoint leaves its bounds unconstructed: the fields not reached get a default bound.
+      for (size_t j = i; j < out.size; ++j) out.fields[j] = Bound{};
+      return st;
+    }
     if (fields_[i].hashed) {
       out.fields[i] = Bound::int64(found ? hashShardKeyValue(v) : hashNull());
     } else {
