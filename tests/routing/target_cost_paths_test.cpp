@@ -107,7 +107,8 @@ TEST(TargetCostPaths, PrefixRangeAddsWhatTheGeneralRangeLookupAdds) {
 std::vector<uint8_t> randomBody(std::mt19937& rng) {
   static const char* const kNames[] = {"filter", "query", "documents", "updates", "limit", "lsid", "x", "filte"};
   bson_t b = BSON_INITIALIZER;
-  BSON_APPEND_UTF8(&b, rng() % 2 ? "find" : "insert", "orders");
+  const char* command = rng() % 2 ? "find" : "insert";  // BSON_APPEND_* name the key twice: chosen once
+  BSON_APPEND_UTF8(&b, command, "orders");
   const int n = static_cast<int>(rng() % 7);
   for (int i = 0; i < n; ++i) {
     const char* name = kNames[rng() % std::size(kNames)];
@@ -183,7 +184,11 @@ TEST(TargetCostPaths, KeyIndexLookupsFindWhatTheBodyWalkFinds) {
 // A document of random elements under the key's names (some twice) and others, of many types.
 void appendSome(bson_t* doc, const char* name, std::mt19937& rng) {
   switch (rng() % 12) {
-    case 0: BSON_APPEND_UTF8(doc, name, rng() % 2 ? "C0800" : "C12345"); break;
+    case 0: {
+      const char* customer = rng() % 2 ? "C0800" : "C12345";  // BSON_APPEND_UTF8 names its value twice
+      BSON_APPEND_UTF8(doc, name, customer);
+      break;
+    }
     case 1: BSON_APPEND_INT32(doc, name, static_cast<int32_t>(rng() % 10)); break;
     case 2: BSON_APPEND_INT64(doc, name, static_cast<int64_t>(rng())); break;
     case 3: BSON_APPEND_DOUBLE(doc, name, 2.5); break;
@@ -353,7 +358,11 @@ void appendStatementField(bson_t* doc, const char* name, std::mt19937& rng) {
           bson_append_document_end(&sub, &set);
           break;
         }
-        default: BSON_APPEND_UTF8(&sub, "locale", rng() % 2 ? "simple" : "fr"); break;
+        default: {  // BSON_APPEND_UTF8 names its value twice (the bytes and their length): chosen once
+          const char* locale = rng() % 2 ? "simple" : "fr";
+          BSON_APPEND_UTF8(&sub, "locale", locale);
+          break;
+        }
       }
       bson_append_document_end(doc, &sub);
       break;
