@@ -195,7 +195,7 @@ std::vector<SpaceSaving::Entry> SpaceSaving::top(size_t n) const {
 
 void BottomK::add(uint64_t hash, std::string_view value) {
   if (!hasRoomFor(hash)) return;  // one search below finds a held hash too
-  auto pos = std::lower_bound(order_.begin(), order_.end(), hash, [](const Entry& e, uint64_t h) { return e.hash < h; });
+  auto pos = firstAtOrAbove(hash);
   if (pos != order_.end() && pos->hash == hash) return;
   ++version_;
   const auto at = pos - order_.begin();

@@ -112,7 +112,7 @@ class BottomK {
   void merge(const BottomK& other);
   // Whether the sample holds a value of this hash.
   bool holds(uint64_t hash) const {
-    auto pos = std::lower_bound(order_.begin(), order_.end(), hash, [](const Entry& e, uint64_t h) { return e.hash < h; });
+    auto pos = firstAtOrAbove(hash);
     return pos != order_.end() && pos->hash == hash;
   }
 
@@ -149,6 +149,10 @@ class BottomK {
   uint64_t version() const { return version_; }
 
  private:
+  // The first kept entry whose hash is not below `hash` (order_ is ascending by hash).
+  std::vector<Entry>::const_iterator firstAtOrAbove(uint64_t hash) const {
+    return std::lower_bound(order_.begin(), order_.end(), hash, [](const Entry& e, uint64_t h) { return e.hash < h; });
+  }
   // Not full, or `hash` below the largest kept.
   bool hasRoomFor(uint64_t hash) const { return order_.size() < k_ || (k_ > 0 && hash < order_.back().hash); }
 

@@ -160,24 +160,21 @@ size_t ChunkMap::chunkForKey(std::span<const Bound> key, uint64_t key_prefix) co
 
 void ChunkMap::addShardsForRange(std::span<const Bound> lo, std::span<const Bound> hi, ShardSet& out) const {
   if (compareKeys(lo, hi) > 0) return;
-  size_t first = chunkForKey(lo);
-  const uint64_t hi_prefix = hi.empty() ? 0 : orderPrefix(hi[0]);
-  for (size_t i = first; i < shards_.size(); ++i) {
-    // The chunk starts after the range (an empty `hi` is equal to every boundary: no chunk does).
-    if (i != first && !hi.empty() && compareBoundary(i, hi, hi_prefix) > 0) break;
-    out.set(shards_[i]);
-    if ((i & 15) == 15 && (out & owning_) == owning_) break;
-  }
+  addOwnersFrom(chunkForKey(lo), hi, hi.empty() ? 0 : orderPrefix(hi[0]), out);
 }
 
 bool ChunkMap::addShardsForPrefixRange(std::span<const Bound> lo, std::span<const Bound> hi, ShardSet& out) const {
   const uint64_t prefix = orderPrefix(lo[0]);  // hi[0] is the same value: the same summary
-  const size_t first = chunkForKey(lo, prefix);
+  return addOwnersFrom(chunkForKey(lo, prefix), hi, prefix, out);
+}
+
+bool ChunkMap::addOwnersFrom(size_t first, std::span<const Bound> hi, uint64_t hi_prefix, ShardSet& out) const {
   const uint16_t owner = shards_[first];
   bool one_owner = true;
   out.set(owner);
   for (size_t i = first + 1; i < shards_.size(); ++i) {
-    if (compareBoundary(i, hi, prefix) > 0) break;  // the chunk starts after the range
+    // The chunk starts after the range (an empty `hi` is equal to every boundary: no chunk does).
+    if (!hi.empty() && compareBoundary(i, hi, hi_prefix) > 0) break;
     one_owner = one_owner && shards_[i] == owner;
     out.set(shards_[i]);
     if ((i & 15) == 15 && (out & owning_) == owning_) break;

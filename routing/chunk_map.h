@@ -54,6 +54,9 @@ class ChunkMap {
   int compareBoundary(size_t j, std::span<const Bound> key, uint64_t key_prefix) const;
   // chunkForKey with the key's first-field summary already known.
   size_t chunkForKey(std::span<const Bound> key, uint64_t key_prefix) const;
+  // Adds the owners of chunk `first` and of the chunks after it that start at or before `hi`
+  // (stopping once every chunk-owning shard is in `out`); true when they all had one owner.
+  bool addOwnersFrom(size_t first, std::span<const Bound> hi, uint64_t hi_prefix, ShardSet& out) const;
   std::vector<uint16_t> shards_;
   ShardSet owning_;
   size_t owning_count_ = 0;
