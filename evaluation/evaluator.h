@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <span>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -121,6 +122,10 @@ class Observer {
   // Returns the ticket its reply hands back to onReply (an acknowledged update or findAndModify
   // that may create documents holds them until then; other requests get an empty ticket).
   ReplyTicket observe(const protocol::CommandView& view, std::string_view ns, common::ShapeCache* shapes = nullptr);
+  // A streamed insert's documents, one at a time as they pass (issue 29): what observe() does with
+  // an insert's documents, without the message held whole. `first`: the request's first document
+  // (its statement limit starts again). observe() then sees the insert without its documents.
+  void observeInsertedDocument(std::string_view ns, std::span<const uint8_t> doc, bool first);
   // The reply to the request that got `ticket`, as the pipeline read it once (`reply.parsed`
   // false: no reply will say, e.g. the connection's fire-and-forget): commits the documents its
   // upserts inserted (with the _id the server gave them) and the replacements it made, and

@@ -382,6 +382,13 @@ struct Observer::Impl {
     last_flush_us = now;
   }
 
+  // The batch goes to the worker when it is full or old enough.
+  void handOverWhenDue(int64_t now) {
+    if (batch->events.size() >= flush_ops || batch->bytes() > EventBatch::kKeepBytes ||
+        now - last_flush_us >= static_cast<int64_t>(flush_ms) * 1000)
+      handOver(now);
+  }
+
   // One more statement of a request, or false past kMaxObservedStatements. A batch is handed over
   // within a request as soon as it is full, so one large message becomes many bounded batches.
   bool admitStatement(int64_t now) {
@@ -624,10 +631,20 @@ ReplyTicket Observer::observe(const protocol::CommandView& view, std::string_vie
     ticket = {};
   }
   if (m.batch->events.size() == before && m.statements == 0) return ticket;
-  if (m.batch->events.size() >= m.flush_ops || m.batch->bytes() > EventBatch::kKeepBytes ||
-      now - m.last_flush_us >= static_cast<int64_t>(m.flush_ms) * 1000)
-    m.handOver(now);
+  m.handOverWhenDue(now);
   return ticket;
+}
+
+void Observer::observeInsertedDocument(std::string_view ns, std::span<const uint8_t> doc, bool first) {
+  if (ns.empty() || ns.size() > kMaxNamespaceBytes) return;
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);
+  if (!m.batch) m.batch = std::make_unique<EventBatch>();
+  const int64_t now = nowMicros();
+  if (first) m.statements = 0;  // a new request: its own statement limit
+  if (!m.admitStatement(now)) return;
+  m.commit(ns, std::string_view(reinterpret_cast<const char*>(doc.data()), doc.size()), DocOrigin::Insert, now);
+  m.handOverWhenDue(now);
 }
 
 }  // namespace shardscope::evaluation

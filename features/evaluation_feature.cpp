@@ -19,6 +19,10 @@ class EvaluationConnection final : public pipeline::Observer {
   void onClose() override { adapter_.onClose(); }
   void onIdle() override { observer_->releaseIdle(); }
   bool needsReplyDocuments() const override { return adapter_.needsReplyDocuments(); }
+  bool takesStreamedDocuments() const override { return adapter_.takesStreamedDocuments(); }
+  void onStreamedDocument(std::string_view ns, std::span<const uint8_t> doc, bool first) override {
+    adapter_.onStreamedDocument(ns, doc, first);
+  }
 
  private:
   std::shared_ptr<evaluation::Observer> observer_;

@@ -28,6 +28,11 @@ class Environment {
  public:
   virtual ~Environment() = default;
   virtual const routing::RoutingTable* routingTable() = 0;  // null: none loaded
+  // The same, kept alive while the caller holds it (a streamed insert's documents are targeted
+  // against one table from its head to its last byte). By default it does not own the table.
+  virtual std::shared_ptr<const routing::RoutingTable> heldRoutingTable() {
+    return std::shared_ptr<const routing::RoutingTable>(std::shared_ptr<const void>(), routingTable());
+  }
   // The lookup rule of the namespace; null when it has none.
   virtual std::shared_ptr<rewrite::LookupIndex> lookupRule(std::string_view ns) = 0;
   virtual Fault decideFault(std::string_view ns, std::string_view command) = 0;

@@ -12,6 +12,10 @@ class EvaluationObserver final : public Observer {
   void onRequest(const Operation& op) override;
   void onReply(const PendingOp& op, const Reply& reply) override;
   bool needsReplyDocuments() const override { return false; }  // write counts: top-level fields
+  bool takesStreamedDocuments() const override { return true; }
+  void onStreamedDocument(std::string_view ns, std::span<const uint8_t> doc, bool first) override {
+    observer_.observeInsertedDocument(ns, doc, first);
+  }
 
  private:
   evaluation::Observer& observer_;

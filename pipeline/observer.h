@@ -20,6 +20,12 @@ class Observer {
   // Whether it reads a cursor reply's documents. False: a large cursor reply may stream to the
   // client, this observer then sees a summary of it, every field but the batch (issue 29).
   virtual bool needsReplyDocuments() const { return true; }
+  // Whether it can take a large insert's documents one at a time, as they pass (issue 29): each
+  // complete document goes to onStreamedDocument (`first` for the request's first), then onRequest
+  // sees the insert without its documents (its head: the body alone). True for every observer:
+  // such an insert goes upstream as it arrives, never whole in memory. False: it is taken whole.
+  virtual bool takesStreamedDocuments() const { return false; }
+  virtual void onStreamedDocument(std::string_view /*ns*/, std::span<const uint8_t> /*doc*/, bool /*first*/) {}
 
   // This observer's slot in each PendingOp (what it keeps with a request until its reply).
   ObserverSlot& slotOf(PendingOp& op) const { return op.slots[slot_]; }

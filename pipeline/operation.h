@@ -35,6 +35,10 @@ struct Operation {
   ShapeCache& shape_cache;
   // killCursors: its ids, read once (charged to the analysis budget); null for other commands.
   const routing::CursorList* killed_cursors = nullptr;
+  // A streamed insert (issue 29): its whole size; `message` is then its head (no documents).
+  uint32_t streamed_bytes = 0;
+
+  uint32_t messageBytes() const { return streamed_bytes ? streamed_bytes : static_cast<uint32_t>(message.size()); }
 
   int32_t requestId() const { return pending.request_id; }
   int64_t cursorId() const { return view.cursorId.value_or(0); }

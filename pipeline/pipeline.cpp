@@ -157,7 +157,8 @@ RequestAction Pipeline::onOpMsgRequest(std::span<uint8_t> message, std::optional
 
 size_t Pipeline::planStreamedRequest(std::span<const uint8_t> prefix, size_t messageSize) {
   constexpr size_t kBodyAt = protocol::kHeaderSize + 5;  // the header, the flags, the section's kind
-  if (!observers_.empty() || upstream_compressor_ || !handshake_seen_ || prefix.size() < kBodyAt + 5) return 0;
+  streamed_insert_.reset();
+  if (upstream_compressor_ || !handshake_seen_ || prefix.size() < kBodyAt + 5) return 0;
   if (protocol::readHeader(prefix.data()).opCode != static_cast<int32_t>(OpCode::Msg)) return 0;
   if ((protocol::loadUint32(prefix.data() + protocol::kHeaderSize) & protocol::kChecksumPresent) || prefix[kBodyAt - 1] != 0)
     return 0;
@@ -172,13 +173,73 @@ size_t Pipeline::planStreamedRequest(std::span<const uint8_t> prefix, size_t mes
   const auto kind = view_.traits.kind;
   if (kind != protocol::CommandKind::Insert && kind != protocol::CommandKind::Update && kind != protocol::CommandKind::Delete)
     return 0;
-  if (env_.lookupRule(view_.ns(ns_buffer_))) return 0;
+  const std::string_view ns = view_.ns(ns_buffer_);
+  if (env_.lookupRule(ns)) return 0;
+  if (!observers_.empty() && (!planDocumentsToObservers(ns) || oneDocumentFills(prefix, head, messageSize))) return 0;
   stream_wire_bytes_ = static_cast<uint32_t>(messageSize);
   return head;
 }
 
+bool Pipeline::planDocumentsToObservers(std::string_view ns) {
+  // An insert whose documents come as its "documents" sequence, to observers that all take them
+  // one at a time; targeted against one table, held until the last document (not a time-series
+  // view: its buckets are targeted from the whole insert).
+  if (view_.traits.kind != protocol::CommandKind::Insert) return false;
+  for (const Observer* o : observers_)
+    if (!o->takesStreamedDocuments()) return false;
+  bson_iter_t it;
+  if (bson_iter_init_find(&it, &view_.body, "documents")) return false;  // an array too: mongod refuses it whole
+  StreamedInsert& s = streamed_insert_.emplace();
+  s.table = env_.heldRoutingTable();
+  if (s.table && !view_.collection.empty()) {
+    if (const routing::CollectionRouting* coll = s.table->collection(ns)) {
+      routing::TargetOptions options;
+      s.fold.emplace(*coll, options);
+    } else if (s.table->timeseriesView(ns)) {
+      streamed_insert_.reset();
+      return false;
+    }
+  }
+  return true;
+}
+
+bool Pipeline::oneDocumentFills(std::span<const uint8_t> prefix, size_t head, size_t messageSize) {
+  // [kind 1][int32 size]["documents\0"][int32 document size]: read when the prefix holds it.
+  constexpr std::string_view kName("documents\0", 10);
+  if (prefix.size() < head + 5 + kName.size() + 4 || prefix[head] != 1) return false;
+  if (std::string_view(reinterpret_cast<const char*>(prefix.data() + head + 5), kName.size()) != kName) return false;
+  const int32_t document = protocol::loadInt32(prefix.data() + head + 5 + kName.size());
+  if (document < 5) return false;
+  const size_t end = head + 5 + kName.size() + static_cast<size_t>(document);
+  if (end != messageSize) return false;
+  streamed_insert_.reset();
+  return true;
+}
+
+void Pipeline::onStreamedDocument(std::span<const uint8_t> doc) {
+  if (!streamed_insert_ || !streamed_insert_->registering) return;  // answered by the proxy: not observed
+  StreamedInsert& s = *streamed_insert_;
+  bson_t b;
+  if (s.fold && bson_init_static(&b, doc.data(), doc.size())) s.fold->add(b);
+  const std::string_view ns = view_.ns(ns_buffer_);
+  for (Observer* o : observers_) o->onStreamedDocument(ns, doc, s.first);
+  s.first = false;
+}
+
+void Pipeline::finishStreamedRequest() {
+  if (!streamed_insert_) return;
+  StreamedInsert s = std::move(*streamed_insert_);
+  streamed_insert_.reset();
+  if (!s.registering) return;
+  registerRequest(s.op, view_, view_, view_.ns(ns_buffer_), stream_head_, std::nullopt, false,
+                  s.fold ? &*s.fold : nullptr);
+}
+
 RequestAction Pipeline::onStreamedRequest() {
   auto action = onDecodedRequest(stream_head_, std::nullopt);
+  // Documents to the observers: registered with its last document (finishStreamedRequest), so a
+  // fault or the pending limit (answered here, nothing upstream) leaves nothing to register.
+  if (streamed_insert_ && action.to_upstream.empty()) streamed_insert_.reset();
   if (!action.to_upstream.empty()) {
     // planStreamedRequest let through only requests that go upstream as they came.
     if (action.to_upstream.data() != stream_head_.data() || action.to_upstream.size() != stream_head_.size())
@@ -226,7 +287,13 @@ RequestAction Pipeline::onDecodedRequest(std::span<uint8_t> message, std::option
     noteUnplannedWrites();
   }
   const protocol::CommandView& routed = op.rewrite ? rewritten_->view : view_;
-  action.awaits_reply = registerRequest(op, view_, routed, ns, message, clientCompressor, negotiates);
+  if (streamed_insert_) {  // its documents come first: registered after the last (finishStreamedRequest)
+    streamed_insert_->op = std::move(op);
+    streamed_insert_->registering = true;
+    action.awaits_reply = !view_.moreToCome;
+  } else {
+    action.awaits_reply = registerRequest(op, view_, routed, ns, message, clientCompressor, negotiates);
+  }
   action.to_upstream = toUpstream(out, traits.never_compressed, request_wire_);
   return action;
 }
@@ -271,10 +338,12 @@ RequestAction Pipeline::onQueryRequest(std::span<uint8_t> message) {
 
 bool Pipeline::registerRequest(PendingOp& op, const protocol::CommandView& view, const protocol::CommandView& routed,
                                std::string_view ns, std::span<const uint8_t> message,
-                               std::optional<Compressor> clientCompressor, bool handshake) {
+                               std::optional<Compressor> clientCompressor, bool handshake,
+                               routing::InsertFold* streamedDocuments) {
   const protocol::CommandTraits& traits = view.traits;
   routing::TargetOptions options;  // the per-request analysis budget, shared with the cursor list
   options.ns = ns;
+  options.folded_insert = streamedDocuments;
   // One analysis budget per request: what the lookup rewrite spent on its values is not left for
   // targeting the rewritten command.
   if (op.rewrite) options.analysis_budget -= std::min(options.analysis_budget, op.rewrite->plan.spent);
@@ -315,7 +384,8 @@ bool Pipeline::registerRequest(PendingOp& op, const protocol::CommandView& view,
   if (op.rewrite) op.lookup->stats().onRewrite(op.rewrite->before, target.targeting);
 
   shape_.reset();
-  const Operation operation{view, routed, ns, traits, target, message, handshake, op, shape_, &killed};
+  Operation operation{view, routed, ns, traits, target, message, handshake, op, shape_, &killed};
+  if (streamedDocuments) operation.streamed_bytes = stream_wire_bytes_;
   for (Observer* o : observers_) o->onRequest(operation);
 
   if (view.moreToCome) {  // fire-and-forget (w:0): no reply will come

@@ -23,6 +23,7 @@
 #include "protocol/reply_facts.h"
 #include "routing/cursor_list.h"
 #include "routing/cursor_shards.h"
+#include "routing/write_targeting.h"
 #include "rewrite/lookup_guard.h"
 #include "stats/registry.h"
 
@@ -90,9 +91,10 @@ class Pipeline {
   // Streaming a large request (issue 29): whether the OP_MSG of `messageSize` bytes whose first
   // bytes are `prefix` may go upstream as it arrives, never whole in memory. Only an insert,
   // update or delete (no checksum) whose body section comes first and lies whole in `prefix`,
-  // when nothing reads or changes its documents: no observer (statistics, evaluation, mirror and
-  // capture read them), no lookup rule on its namespace, no compression towards upstream, the
-  // handshake done. Returns the head's size (header, flags, body section); 0 for no: the frame is
+  // when nothing changes its documents or needs them whole: no lookup rule on its namespace, no
+  // compression towards upstream, the handshake done, and with observers on only an insert of
+  // several documents whose every observer takes them one at a time (statistics and evaluation do;
+  // mirror and capture need the message whole). Returns the head's size (header, flags, body section); 0 for no: the frame is
   // taken whole as before. The head stays decoded for onStreamedRequest.
   static constexpr size_t kStreamRequestPrefixBytes = 16 * 1024;
   size_t planStreamedRequest(std::span<const uint8_t> prefix, size_t messageSize);
@@ -100,6 +102,14 @@ class Pipeline {
   // (its length the whole message's), the session relays the rest after it; or the proxy answers
   // it (a fault, the pending limit: `to_upstream` empty) and the rest is read and dropped.
   RequestAction onStreamedRequest();
+  // With observers on, a streamed request is an insert whose documents they take one at a time
+  // (Observer::takesStreamedDocuments): the session assembles each document of its "documents"
+  // sequence alone as it passes and hands it to onStreamedDocument (targeted
+  // there, and seen by the observers); finishStreamedRequest, once the last byte is in and before
+  // it leaves, registers the request (so its reply finds it) and tells the observers.
+  bool streamsDocuments() const { return streamed_insert_.has_value(); }
+  void onStreamedDocument(std::span<const uint8_t> doc);
+  void finishStreamedRequest();
   void onClose();
   // The connection went idle (the session parked it, issue 29): with no request in flight, the
   // observers and the statistics recorder give back what they keep for the next requests, and so
@@ -133,7 +143,15 @@ class Pipeline {
   // the reply. Returns whether a reply is awaited.
   bool registerRequest(PendingOp& op, const protocol::CommandView& view, const protocol::CommandView& routed,
                        std::string_view ns, std::span<const uint8_t> message,
-                       std::optional<protocol::Compressor> clientCompressor, bool handshake);
+                       std::optional<protocol::Compressor> clientCompressor, bool handshake,
+                       routing::InsertFold* streamedDocuments = nullptr);
+  // planStreamedRequest with observers on: whether they take the planned insert's documents one at
+  // a time; if so, streamed_insert_ is set up for it.
+  bool planDocumentsToObservers(std::string_view ns);
+  // Whether the insert is one document that fills the message (as far as its first bytes show):
+  // streamed, that document would be held whole anyway, and the whole path is faster (fewer reads
+  // and writes: bench/RESULTS.md, issue 29), so it is taken whole.
+  bool oneDocumentFills(std::span<const uint8_t> prefix, size_t head, size_t messageSize);
   void notifyReply(const PendingOp& op, const Reply& reply);
 
   std::span<const uint8_t> toUpstream(std::span<const uint8_t> message, bool neverCompress, std::vector<uint8_t>& scratch);
@@ -174,6 +192,17 @@ class Pipeline {
   std::vector<uint8_t> confirm_message_;  // a confirming read
   std::vector<uint8_t> stream_head_;      // a streamed request's head, its length the head's own while decoded
   uint32_t stream_wire_bytes_ = 0;        // the streamed request's whole size
+  // A streamed insert whose documents the observers take (streamsDocuments): its pending record,
+  // kept from its head to its last document, and its targeting, folded document by document
+  // against the table it started with (held alive until then).
+  struct StreamedInsert {
+    PendingOp op;
+    bool registering = false;  // its head went upstream: registered after its last document
+    bool first = true;         // the next document is its first
+    std::shared_ptr<const routing::RoutingTable> table;
+    std::optional<routing::InsertFold> fold;  // a sharded collection's
+  };
+  std::optional<StreamedInsert> streamed_insert_;
   protocol::OpMsg msg_, reply_msg_;
   protocol::CommandView view_;
   // A lookup rewrite's output: its body and sequences (never re-decoded) and its view. Made by the

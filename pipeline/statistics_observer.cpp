@@ -4,7 +4,7 @@ namespace shardscope::pipeline {
 
 void StatisticsObserver::onRequest(const Operation& op) {
   op.pending.stats =
-      recorder_.onRequest(op.view, op.ns, op.shape(), op.target, static_cast<uint32_t>(op.message.size()));
+      recorder_.onRequest(op.view, op.ns, op.shape(), op.target, op.messageBytes());
   if (op.pending.rewrite) recorder_.onRewrite(op.pending.stats, op.pending.rewrite->before);
 }
 

@@ -12,6 +12,7 @@ class StatisticsObserver final : public Observer {
   void onRequest(const Operation& op) override;
   void onReply(const PendingOp& op, const Reply& reply) override;
   bool needsReplyDocuments() const override { return false; }  // ok, code, errors: top-level fields
+  bool takesStreamedDocuments() const override { return true; }  // counts requests, not documents
 
  private:
   stats::Recorder& recorder_;

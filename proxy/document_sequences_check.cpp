@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 
 #include "protocol/op_msg.h"
 #include "protocol/wire.h"
@@ -47,8 +48,12 @@ bool DocumentSequencesCheck::feed(std::span<const uint8_t> bytes) {
         break;
       }
       case State::Documents: {
-        const size_t n = std::min(bytes.size(), sequence_left_);
-        if (!documents_.feed(bytes.first(n))) return fail();
+        size_t n = std::min(bytes.size(), sequence_left_);
+        if (collecting_) {
+          if (!collect(bytes.first(n), n)) return fail();
+        } else if (!documents_.feed(bytes.first(n))) {
+          return fail();
+        }
         bytes = bytes.subspan(n);
         sequence_left_ -= n;
         if (sequence_left_ == 0) {
@@ -63,9 +68,39 @@ bool DocumentSequencesCheck::feed(std::span<const uint8_t> bytes) {
   return true;
 }
 
+bool DocumentSequencesCheck::collect(std::span<const uint8_t> bytes, size_t& taken) {
+  if (document_have_ < 4) {  // its size field first
+    taken = std::min(bytes.size(), static_cast<size_t>(4 - document_have_));
+    std::memcpy(document_size_ + document_have_, bytes.data(), taken);
+    document_have_ += static_cast<int>(taken);
+    if (!documents_.feed(bytes.first(taken))) return false;
+    if (document_have_ < 4) return true;
+    const int32_t size = protocol::loadInt32(document_size_);
+    if (size < 5 || static_cast<size_t>(size) - 4 > sequence_left_ - taken) return false;
+    document_left_ = static_cast<size_t>(size) - 4;
+    assembly_ = sink_->beginDocument(static_cast<size_t>(size));
+    if (assembly_.size() != static_cast<size_t>(size)) throw std::logic_error("a document sink gave the wrong size");
+    std::memcpy(assembly_.data(), document_size_, 4);
+    return true;
+  }
+  taken = std::min(bytes.size(), document_left_);
+  if (!documents_.feed(bytes.first(taken))) return false;
+  uint8_t* place = assembly_.data() + (assembly_.size() - document_left_);
+  if (bytes.data() != place) std::memcpy(place, bytes.data(), taken);  // read in place (assemblyLeft): there already
+  document_left_ -= taken;
+  if (document_left_ == 0) {
+    if (!documents_.atDocumentBoundary()) return false;
+    document_have_ = 0;
+    sink_->endDocument(assembly_);
+  }
+  return true;
+}
+
 bool DocumentSequencesCheck::endIdentifier() {
   if (std::find(identifiers_.begin(), identifiers_.end(), identifier_) != identifiers_.end()) return false;
   identifiers_.push_back(identifier_);
+  collecting_ = sink_ && identifier_ == collected_;
+  document_have_ = 0;
   state_ = sequence_left_ == 0 ? State::Kind : State::Documents;
   return true;
 }

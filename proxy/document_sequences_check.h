@@ -4,29 +4,54 @@
 // most 64 sequences, and documents that are valid BSON and fill their sequence exactly. False at
 // the first byte that breaks it; the session then closes the connection (as for a malformed whole
 // request, which mongod would close too).
+// With a sink, the documents of one sequence (a streamed insert's "documents") are also assembled
+// one at a time and handed over complete and valid, so the observers see each document without the
+// message held whole: memory is one document, never the message.
 #pragma once
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "protocol/bson_stream_check.h"
 
 namespace shardscope::proxy {
 
+// Where a collected sequence's documents go.
+class DocumentSink {
+ public:
+  virtual ~DocumentSink() = default;
+  // The next document declares `bytes` (at least 5, within its sequence): where to assemble it
+  // (exactly `bytes` long). May throw to refuse it (the memory budget) before any of it is kept.
+  virtual std::span<uint8_t> beginDocument(size_t bytes) = 0;
+  // The document, complete and valid BSON (in the span beginDocument gave).
+  virtual void endDocument(std::span<const uint8_t> doc) = 0;
+};
+
 class DocumentSequencesCheck {
  public:
-  // `bytes`: what follows the body section, to the end of the message.
-  explicit DocumentSequencesCheck(size_t bytes) : left_(bytes) {}
+  // `bytes`: what follows the body section, to the end of the message. The documents of the
+  // sequence named `collected` go to `sink` (none: nothing is collected).
+  explicit DocumentSequencesCheck(size_t bytes, DocumentSink* sink = nullptr, std::string_view collected = {})
+      : left_(bytes), sink_(sink), collected_(collected) {}
 
   bool feed(std::span<const uint8_t> bytes);
   // Every byte came and the last sequence ended with the message.
   bool complete() const { return !failed_ && left_ == 0 && state_ == State::Kind; }
+  // Where the rest of the document being assembled goes (empty when none is): a reader may read
+  // into it and feed that span, which is then not copied.
+  std::span<uint8_t> assemblyLeft() const {
+    if (failed_ || state_ != State::Documents || !collecting_ || document_have_ < 4 || document_left_ == 0) return {};
+    return assembly_.last(document_left_);
+  }
 
  private:
   enum class State : uint8_t { Kind, Size, Identifier, Documents };
   bool fail() { return !(failed_ = true); }
   bool endIdentifier();
+  // A collected sequence's bytes, up to the end of the current document at most: `taken` of them.
+  bool collect(std::span<const uint8_t> bytes, size_t& taken);
 
   State state_ = State::Kind;
   bool failed_ = false;
@@ -37,6 +62,13 @@ class DocumentSequencesCheck {
   std::string identifier_;
   std::vector<std::string> identifiers_;  // met so far (at most kMaxDocumentSequences)
   protocol::BsonStreamCheck documents_;
+  DocumentSink* sink_;
+  std::string_view collected_;
+  bool collecting_ = false;            // the current sequence is the collected one
+  uint8_t document_size_[4] = {};      // the current document's size field, as it arrives
+  int document_have_ = 0;              // of those 4 bytes
+  size_t document_left_ = 0;           // of the current document
+  std::span<uint8_t> assembly_;       // where the current document is assembled
 };
 
 }  // namespace shardscope::proxy

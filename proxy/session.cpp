@@ -47,6 +47,7 @@ Session::Session(ProxyContext& ctx, tcp::socket client)
       client_(std::move(client)),
       client_in_(ctx.config.max_message_size, &ctx.warm_buffers),
       upstream_in_(ctx.config.max_message_size, &ctx.warm_buffers),
+      document_in_(ctx.config.max_message_size, &ctx.warm_buffers),
       watchdog_timer_(executor_),
       last_activity_(Clock::now()),
       last_park_check_(last_activity_),
@@ -170,7 +171,7 @@ void Session::releaseLargeBuffers(BudgetShare::Direction d) {
 }
 
 size_t Session::largeBufferBytes() const {
-  return pipeline_.largeBufferBytes() + largeCapacity(client_in_) + largeCapacity(upstream_in_) +
+  return pipeline_.largeBufferBytes() + largeCapacity(client_in_) + largeCapacity(document_in_) + largeCapacity(upstream_in_) +
          largeCapacity(upstream_out_.queued) + largeCapacity(upstream_out_.writing) +
          largeCapacity(client_out_.queued) + largeCapacity(client_out_.writing);
 }
@@ -241,6 +242,8 @@ awaitable<void> Session::clientToUpstream() {
       if (streamHead) {
         co_await relayRequest(need, streamHead);
         client_in_.shrinkIfIdle();
+        document_in_.release();
+        releaseLargeBuffers(BudgetShare::FromClient);  // a large document's buffer and its grant
         client_burst_ = 0;
         continue;
       }
@@ -514,7 +517,10 @@ size_t Session::streamsRequest(size_t need) {
 // connections now and then.
 awaitable<void> Session::readRelayChunk(Stream& stream, FrameBuffer& in, size_t left, int& reads) {
   auto space = in.writable(std::min(left, kRelayChunkBytes));
-  space = space.first(std::min(space.size(), left));
+  in.commit(co_await readSomeInto(stream, space.first(std::min(space.size(), left)), reads));
+}
+
+awaitable<size_t> Session::readSomeInto(Stream& stream, std::span<uint8_t> space, int& reads) {
   size_t n = stream.readNow(space);
   if (n == 0) {
     n = co_await stream.readSome(asio::buffer(space.data(), space.size()));
@@ -524,14 +530,31 @@ awaitable<void> Session::readRelayChunk(Stream& stream, FrameBuffer& in, size_t 
     reads = 0;
     co_await asio::post(executor_, use_awaitable);
   }
-  in.commit(n);
+  co_return n;
 }
 
 // As relayReply, the other way: the frame buffer is the relay chunk, each read takes at most what
 // is left of the message, so a 16 MB insert holds 64 KiB. The sequences are checked before each
 // chunk leaves: a malformed one closes both connections (upstream has part of a message).
+// Reads into a document's own place may be larger than relay chunks (its memory is there anyway):
+// fewer reads and writes per byte, each piece still small enough to be written from the cache.
+constexpr size_t kInPlaceReadBytes = 512 * 1024;
+
 awaitable<void> Session::relayRequest(size_t size, size_t headBytes) {
+  // An insert's documents to the observers (Pipeline::streamsDocuments), each assembled alone: a
+  // large one is admitted against the buffer budget first, as a large message is.
+  struct ToObservers final : DocumentSink {
+    explicit ToObservers(Session& s) : s_(s) {}
+    std::span<uint8_t> beginDocument(size_t bytes) override {
+      const size_t granted = s_.budget_share_.granted(BudgetShare::FromClient);
+      if (bytes >= kLargeMessageBytes && bytes > granted) s_.admitLarge(BudgetShare::FromClient, bytes - granted);
+      return s_.document_in_.writable(bytes).first(bytes);  // a large one: warm memory, huge pages
+    }
+    void endDocument(std::span<const uint8_t> doc) override { s_.pipeline_.onStreamedDocument(doc); }
+    Session& s_;
+  } toObservers(*this);
   auto action = pipeline_.onStreamedRequest();
+  const bool documents = pipeline_.streamsDocuments();  // not when the proxy answered it
   if (action.delay.count()) co_await sleepFor(action.delay);  // fault injection
   send(client_out_, action.to_client);  // answered by the proxy: the rest is read and dropped
   std::optional<InPlaceWrite> writing;  // none when the proxy answered: nothing goes upstream
@@ -541,7 +564,7 @@ awaitable<void> Session::relayRequest(size_t size, size_t headBytes) {
     co_await writeWhole(*upstream_, action.to_upstream);
   }
   client_in_.consume(headBytes);
-  DocumentSequencesCheck sequences(size - headBytes);
+  DocumentSequencesCheck sequences(size - headBytes, documents ? &toObservers : nullptr, "documents");
   size_t left = size - headBytes;
   int reads = 0;
   for (;;) {
@@ -549,6 +572,11 @@ awaitable<void> Session::relayRequest(size_t size, size_t headBytes) {
     const auto chunk = buffered.first(std::min(buffered.size(), left));
     if (!chunk.empty()) {
       if (!sequences.feed(chunk)) throw ProtocolError("client: malformed document sequence in a streamed request");
+      // Registered before its last bytes leave, so that its reply finds it.
+      if (chunk.size() == left) {
+        if (!sequences.complete()) throw ProtocolError("client: malformed document sequence in a streamed request");
+        pipeline_.finishStreamedRequest();
+      }
       if (writing) co_await writeWhole(*upstream_, chunk);
       client_in_.consume(chunk.size());
       left -= chunk.size();
@@ -556,6 +584,23 @@ awaitable<void> Session::relayRequest(size_t size, size_t headBytes) {
       last_activity_ = Clock::now();
     }
     if (left == 0) break;
+    // Inside a document assembled for the observers: read straight into its place, then relay it
+    // from there (fed in place, nothing is copied); else into the frame buffer.
+    if (auto place = sequences.assemblyLeft(); !place.empty() && !client_in_.hasPartial()) {
+      const auto space = place.first(std::min({place.size(), left, kInPlaceReadBytes}));
+      const size_t n = co_await readSomeInto(client_, space, reads);
+      if (!sequences.feed(space.first(n))) throw ProtocolError("client: malformed document sequence in a streamed request");
+      if (n == left) {
+        if (!sequences.complete()) throw ProtocolError("client: malformed document sequence in a streamed request");
+        pipeline_.finishStreamedRequest();
+      }
+      if (writing) co_await writeWhole(*upstream_, space.first(n));
+      left -= n;
+      if (writing) writing->left(left);
+      last_activity_ = Clock::now();
+      if (left == 0) break;
+      continue;
+    }
     co_await readRelayChunk(client_, client_in_, left, reads);
   }
   if (!sequences.complete()) throw ProtocolError("client: malformed document sequence in a streamed request");
@@ -645,6 +690,11 @@ void Session::startLoop(ReadSide& side) {
 // ---- what the pipeline reads from the proxy -----------------------------------------------------
 
 const routing::RoutingTable* Session::Environment::routingTable() { return s_.ctx_.routing.current(routing_); }
+
+std::shared_ptr<const routing::RoutingTable> Session::Environment::heldRoutingTable() {
+  s_.ctx_.routing.current(routing_);
+  return routing_.value;
+}
 
 std::shared_ptr<rewrite::LookupIndex> Session::Environment::lookupRule(std::string_view ns) {
   const rewrite::LookupSet* set = s_.ctx_.lookups.current(lookups_);

@@ -82,6 +82,8 @@ class Session : public std::enable_shared_from_this<Session> {
   static constexpr size_t kRelayChunkBytes = 64 * 1024;
   awaitable<void> relayReply(size_t size);
   awaitable<void> readRelayChunk(Stream& stream, FrameBuffer& in, size_t left, int& reads);
+  // One read into `space` (readNow first; a run of reads that complete at once yields now and then).
+  awaitable<size_t> readSomeInto(Stream& stream, std::span<uint8_t> space, int& reads);
   // Writes all of `bytes`: what the socket takes now, then the rest as it drains.
   awaitable<void> writeWhole(Stream& stream, std::span<const uint8_t> bytes);
   // Holds `box` while a message is written from where it lies (its writer busy: what the other
@@ -146,6 +148,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<Stream> upstream_;
   FrameBuffer client_in_;
   FrameBuffer upstream_in_;
+  FrameBuffer document_in_;  // a streamed insert's document, assembled for the observers (relayRequest)
   asio::steady_timer watchdog_timer_;
   Clock::time_point frame_deadline_ = Clock::time_point::max();
   Clock::time_point last_activity_;
@@ -161,6 +164,7 @@ class Session : public std::enable_shared_from_this<Session> {
    public:
     explicit Environment(Session& session) : s_(session) {}
     const routing::RoutingTable* routingTable() override;
+    std::shared_ptr<const routing::RoutingTable> heldRoutingTable() override;
     std::shared_ptr<rewrite::LookupIndex> lookupRule(std::string_view ns) override;
     pipeline::Fault decideFault(std::string_view ns, std::string_view command) override;
     void admitLarge(bool fromClient, size_t bytes) override;

@@ -13,6 +13,8 @@
 
 namespace shardscope::routing {
 
+class InsertFold;
+
 struct TargetOptions {
   bool explain = false;  // fill TargetResult::detail and shard_key
   // More ranges than this are not mapped one by one: the operation counts as broadcast. mongos
@@ -28,6 +30,9 @@ struct TargetOptions {
   // "db.collection" of the command, and killCursors' list read once (routing/cursor_list.h).
   std::string_view ns;
   const CursorList* cursor_list = nullptr;
+  // A streamed insert's documents, folded as they passed (routing/write_targeting.h): targeting
+  // finishes this fold instead of reading documents from the command.
+  InsertFold* folded_insert = nullptr;
 };
 
 struct FilterTarget {

@@ -5,6 +5,7 @@
 #include "routing/write_targeting.h"
 
 #include <cstring>
+#include <stdexcept>
 
 #include "common/command_fields.h"
 #include "routing/filter_bounds.h"
@@ -19,40 +20,6 @@ bool effectiveSimpleCollation(const CollectionRouting& coll, const bson_t& doc) 
   if (common::subDocument(doc, "collation", collation)) return isSimpleCollation(&collation);
   return coll.simple_default_collation;
 }
-
-// One request's analysis budget (TargetOptions::analysis_budget), shared by its statements: each
-// costs a few units plus its filter analysis, so a 48 MB batch of statements costs no more than one
-// large filter. Past it the remaining statements are not analysed and the write counts as broadcast.
-class StatementBudget {
- public:
-  // An insert's key extraction and chunk lookup cost about as much as four interval steps.
-  static constexpr size_t kPerStatement = 4;
-  explicit StatementBudget(size_t units) : left_(units) {}
-  bool take(size_t units) {
-    if (units > left_) {
-      left_ = 0;
-      exhausted_ = true;
-      return false;
-    }
-    left_ -= units;
-    return true;
-  }
-  // Options for one statement's filter: what is left of the request's budget.
-  TargetOptions optionsFor(const TargetOptions& opts) const {
-    TargetOptions o = opts;
-    o.analysis_budget = left_;
-    return o;
-  }
-  bool exhausted() const { return exhausted_; }
-  // Adds the conservative answer for the statements that were not analysed.
-  void finish(const CollectionRouting& coll, WriteFold& fold) const {
-    if (exhausted_) fold.add(Targeting::Broadcast, coll.chunks.owningShards(), kStatementsOverBudget);
-  }
-
- private:
-  size_t left_;
-  bool exhausted_ = false;
-};
 
 bson_t emptyDoc() {
   bson_t d;
@@ -244,25 +211,37 @@ void WriteFold::finish(TargetResult& out) const {
   }
 }
 
-void targetInsert(const CollectionRouting& coll, const protocol::CommandView& cmd, const TargetOptions& opts,
-                  TargetResult& out) {
-  WriteFold fold(opts.explain);
-  StatementBudget budget(opts.analysis_budget);
-  bool first = true;
-  bool ok = common::forEachStatement(cmd, "documents", [&](const bson_t& doc) {
-    if (!budget.take(StatementBudget::kPerStatement)) return false;
-    foldInsertDocument(coll, doc, fold, first);
-    first = false;
-    return true;
-  });
-  budget.finish(coll, fold);
-  if (!ok || fold.empty()) {
+InsertFold::InsertFold(const CollectionRouting& coll, const TargetOptions& opts)
+    : coll_(coll), fold_(opts.explain), budget_(opts.analysis_budget) {}
+
+bool InsertFold::add(const bson_t& doc) {
+  if (!budget_.take(StatementBudget::kPerStatement)) return false;
+  foldInsertDocument(coll_, doc, fold_, first_);
+  first_ = false;
+  return true;
+}
+
+void InsertFold::finish(bool readable, TargetResult& out) {
+  budget_.finish(coll_, fold_);
+  if (!readable || fold_.empty()) {
     out.targeting = Targeting::Unclassified;
     out.reason = "insert without a readable documents array or sequence";
     return;
   }
-  fold.finish(out);
-  out.over_budget = budget.exhausted();
+  fold_.finish(out);
+  out.over_budget = budget_.exhausted();
+}
+
+void targetInsert(const CollectionRouting& coll, const protocol::CommandView& cmd, const TargetOptions& opts,
+                  TargetResult& out) {
+  if (opts.folded_insert) {  // a streamed insert: its documents were folded as they passed
+    if (&opts.folded_insert->collection() != &coll) throw std::logic_error("an insert folded against another collection");
+    opts.folded_insert->finish(true, out);
+    return;
+  }
+  InsertFold fold(coll, opts);
+  const bool readable = common::forEachStatement(cmd, "documents", [&](const bson_t& doc) { return fold.add(doc); });
+  fold.finish(readable, out);
 }
 
 void targetUpdate(const CollectionRouting& coll, const protocol::CommandView& cmd, const TargetOptions& opts,

@@ -2,6 +2,7 @@
 // (mongo-semantics.md B "Writes"), folded into one result for the command.
 #pragma once
 #include "protocol/command_view.h"
+#include "routing/filter_bounds.h"
 #include "routing/query_targeting.h"
 #include "routing/routing_table.h"
 #include "routing/target_result.h"
@@ -34,6 +35,59 @@ class WriteFold {
   ShardSet shards_;
   bool first_key_set_ = false;
   std::string first_key_;
+};
+
+// One request's analysis budget (TargetOptions::analysis_budget), shared by its statements: each
+// costs a few units plus its filter analysis, so a 48 MB batch of statements costs no more than one
+// large filter. Past it the remaining statements are not analysed and the write counts as broadcast.
+class StatementBudget {
+ public:
+  // An insert's key extraction and chunk lookup cost about as much as four interval steps.
+  static constexpr size_t kPerStatement = 4;
+  explicit StatementBudget(size_t units) : left_(units) {}
+  bool take(size_t units) {
+    if (units > left_) {
+      left_ = 0;
+      exhausted_ = true;
+      return false;
+    }
+    left_ -= units;
+    return true;
+  }
+  // Options for one statement's filter: what is left of the request's budget.
+  TargetOptions optionsFor(const TargetOptions& opts) const {
+    TargetOptions o = opts;
+    o.analysis_budget = left_;
+    return o;
+  }
+  bool exhausted() const { return exhausted_; }
+  // Adds the conservative answer for the statements that were not analysed.
+  void finish(const CollectionRouting& coll, WriteFold& fold) const {
+    if (exhausted_) fold.add(Targeting::Broadcast, coll.chunks.owningShards(), kStatementsOverBudget);
+  }
+
+ private:
+  size_t left_;
+  bool exhausted_ = false;
+};
+
+// An insert's documents folded one at a time: targetInsert's loop, and a streamed insert's documents
+// folded as they pass (issue 29: a large insert is never held whole for its targeting), finished by
+// target() through TargetOptions::folded_insert. Keep the table it was made with alive until then.
+class InsertFold {
+ public:
+  InsertFold(const CollectionRouting& coll, const TargetOptions& opts);
+  // False once the request's analysis budget is spent: the rest of the documents count as broadcast.
+  bool add(const bson_t& doc);
+  // `readable`: every document could be read (false: the insert is Unclassified).
+  void finish(bool readable, TargetResult& out);
+  const CollectionRouting& collection() const { return coll_; }
+
+ private:
+  const CollectionRouting& coll_;
+  WriteFold fold_;
+  StatementBudget budget_;
+  bool first_ = true;
 };
 
 void targetInsert(const CollectionRouting& coll, const protocol::CommandView& cmd, const TargetOptions& opts,

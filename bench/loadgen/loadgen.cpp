@@ -11,7 +11,8 @@
 // the process's CPU (utime+stime from /proc/PID/stat) per operation and its RSS.
 // With --malloc-pid/--malloc-file it signals SIGUSR2 to a process running under
 // bench/malloc_counter.so at the start and end of the window and reports allocations per operation.
-// --tls speaks TLS 1.3 to the target (--tls-ciphersuites, AES-128-GCM by default); --insert-bytes B
+// --tls speaks TLS 1.3 to the target (--tls-ciphersuites, AES-128-GCM by default); --insert-docs N
+// splits the --insert-bytes insert into N documents (an insertMany batch); --insert-bytes B
 // makes every insert carry one document of about B bytes (the 16 MB rows). Bytes sent and received
 // in the window are reported (MB/s), and each watched process's peak RSS (VmHWM).
 #include <arpa/inet.h>
@@ -82,6 +83,7 @@ struct Options {
   bool tls = false;
   std::string tls_ciphersuites = kDefaultCiphersuites;
   size_t insert_bytes = 0;
+  size_t insert_docs = 1;  // --insert-docs N: the --insert-bytes insert as N documents (an insertMany batch)
 };
 
 SSL_CTX* g_tls = nullptr;
@@ -123,20 +125,28 @@ class Messages {
         bson_destroy(&b);
       }
       {  // insert one order (no _id: the server assigns it, so FerretDB sees no duplicates)
-        bson_t b = BSON_INITIALIZER, d = BSON_INITIALIZER;
+        bson_t b = BSON_INITIALIZER;
         BSON_APPEND_UTF8(&b, "insert", o.coll.c_str());
         BSON_APPEND_BOOL(&b, "ordered", true);
         BSON_APPEND_UTF8(&b, "$db", o.db.c_str());
-        BSON_APPEND_UTF8(&d, "orderId", order);
-        BSON_APPEND_UTF8(&d, "customerId", cust);
-        BSON_APPEND_DATE_TIME(&d, "orderDate", date);
-        BSON_APPEND_UTF8(&d, "status", "new");
-        BSON_APPEND_DOUBLE(&d, "total", 10.0 + v % 490);
-        if (o.insert_bytes) BSON_APPEND_UTF8(&d, "payload", std::string(o.insert_bytes, 'x').c_str());
-        const bson_t* docs[] = {&d};
-        Sequence s{"documents", docs, 1};
+        const size_t count = o.insert_bytes ? std::max<size_t>(o.insert_docs, 1) : 1;
+        std::vector<const bson_t*> docs;
+        const std::string payload(o.insert_bytes / count, 'x');
+        for (size_t i = 0; i < count; ++i) {
+          bson_t* d = bson_new();
+          char id[40];
+          std::snprintf(id, sizeof id, "%s-%zu", order, i);
+          BSON_APPEND_UTF8(d, "orderId", count > 1 ? id : order);
+          BSON_APPEND_UTF8(d, "customerId", cust);
+          BSON_APPEND_DATE_TIME(d, "orderDate", date + static_cast<int64_t>(i));
+          BSON_APPEND_UTF8(d, "status", "new");
+          BSON_APPEND_DOUBLE(d, "total", 10.0 + v % 490);
+          if (o.insert_bytes) BSON_APPEND_UTF8(d, "payload", payload.c_str());
+          docs.push_back(d);
+        }
+        Sequence s{"documents", docs.data(), docs.size()};
         if (!o.insert_bytes || v == 0) add(kInsert, &b, &s);  // one large variant is enough
-        bson_destroy(&d);
+        for (const bson_t* doc : docs) bson_destroy(const_cast<bson_t*>(doc));
         bson_destroy(&b);
       }
       {  // update one order by its full shard key {customerId, orderDate}
@@ -827,7 +837,7 @@ void usage() {
                "  --watch NAME=PID (repeatable)  --malloc-pid PID --malloc-file FILE\n"
                "  --idle N [--idle-hold S]  --label TEXT  --json-out FILE (appends one JSON line)\n"
                "  --tag TEXT (copied into the JSON line as \"tag\")\n"
-               "  --tls [--tls-ciphersuites LIST]  --insert-bytes B\n");
+               "  --tls [--tls-ciphersuites LIST]  --insert-bytes B [--insert-docs N]\n");
 }
 
 bool parseMix(const std::string& s, int* mix) {
@@ -908,6 +918,7 @@ int main(int argc, char** argv) {
     else if (a == "--tls") o.tls = true;
     else if (a == "--tls-ciphersuites") o.tls_ciphersuites = next();
     else if (a == "--insert-bytes") o.insert_bytes = std::strtoull(next().c_str(), nullptr, 10);
+    else if (a == "--insert-docs") o.insert_docs = std::strtoull(next().c_str(), nullptr, 10);
     else {
       usage();
       return a == "-h" || a == "--help" ? 0 : 2;

@@ -4,22 +4,27 @@ With no feature reading client documents (statistics and evaluation off, no look
 or capture), an insert, update or delete of at least 1 MiB whose body section comes first goes
 upstream 64 KiB at a time once its head is decoded; its document sequences are checked as they
 pass (protocol/bson_stream_check.h), never held whole. Through pymongo to FerretDB the documents
-arrive as sent and the proxy's heap does not grow by the message's size. The failure tests use a
+arrive as sent and the proxy's heap does not grow by the message's size. With statistics and
+evaluation on, an insert of several documents streams too: each document is assembled alone and
+handed to them as it passes, so the heap grows by one document, not the message. The failure tests use a
 scripted upstream (a WirePeer) because they must see exactly which bytes arrived: a malformed
 document late in a streamed insert closes the client's connection and the upstream connection
 (it holds part of a message), no complete insert reaches the upstream, and other connections go on.
 """
 from __future__ import annotations
 
+import json
 import os
 import struct
 import time
+import urllib.request
 
 import bson
 import pymongo
 import pytest
 
 from malloc_counter import preload_env, read_counter
+from stats_helpers import ROUTING_FILE
 from wire_peer import OP_MSG, RawClient, header, next_request_id
 
 pytestmark = pytest.mark.needs_proxy
@@ -85,15 +90,39 @@ def test_large_insert_streamed_with_tls_on_both_sides(ferretdb_factory, tls_mate
         assert heap_growth < 1 * MIB, f"the proxy allocated {heap_growth / MIB:.1f} MiB for a 14 MB insert over TLS"
 
 
-def test_large_insert_with_statistics_on_is_taken_whole_and_counted(ferretdb, proxy):
-    # Statistics read every inserted document (its shard key's target): nothing streams, all counted.
-    docs = _big_docs(4)
-    px = proxy(ferretdb.uri, admin=True)
+def _admin_json(px, path: str) -> dict:
+    with urllib.request.urlopen(px.admin_url + path, timeout=30) as r:
+        return json.load(r)
+
+
+@pytest.mark.skipif(SANITIZED, reason="a sanitizer's quarantine keeps freed memory resident")
+def test_large_insert_with_statistics_and_evaluation_on_streams_one_document_at_a_time(ferretdb, proxy, workdir):
+    # Statistics, targeting and evaluation take an insert's documents one at a time as they pass
+    # (issue 29): the ~14 MB insert is never held whole, and every document is still counted, the
+    # insert targeted against the routing table by each document's shard key.
+    docs = [{"_id": i, "customerId": f"C{(i * 700) % 5000:04d}", "pad": bytes([65 + i]) * 1_000_000} for i in range(14)]
+    log = workdir / "malloc.log"
+    px = proxy(ferretdb.uri, "--routing", str(ROUTING_FILE), admin=True, env=preload_env(workdir, log))
     with pymongo.MongoClient(ferretdb.uri) as direct:
         direct.test.bigin.drop()
-    with pymongo.MongoClient(px.uri, socketTimeoutMS=60000) as c:
-        c.test.bigin.insert_many(docs)
-    assert _stored(ferretdb.uri) == docs
+    with pymongo.MongoClient(px.uri, maxPoolSize=1, socketTimeoutMS=60000) as c:
+        assert c.admin.command("ping")["ok"] == 1.0
+        heap_before = read_counter(px.process.pid, log, "bytes")
+        c.shop.orders.insert_many(docs)
+        heap_growth = read_counter(px.process.pid, log, "bytes") - heap_before
+    print(f"~14 MB insert, everything on: heap handed out {heap_growth / MIB:.2f} MiB")
+    with pymongo.MongoClient(ferretdb.uri) as direct:
+        assert list(direct.shop.orders.find({"_id": {"$in": [d["_id"] for d in docs]}}).sort("_id", 1)) == docs
+    # One document at a time (~1 MB each, plus the evaluation's bounded copies), not the message.
+    assert heap_growth < 4 * MIB, f"the proxy allocated {heap_growth / MIB:.1f} MiB for a 14 MB insert"
+    inserts = [s for s in _admin_json(px, "/stats")["shapes"] if s["ns"] == "shop.orders" and s["command"] == "insert"]
+    assert len(inserts) == 1 and inserts[0]["count"] == 1, inserts
+    assert inserts[0]["bytesIn"] > 14_000_000  # the whole message's size, though the observers saw its head
+    # Six customers' chunks on the six shards of orders_6shards.json: a multi-shard insert.
+    assert inserts[0]["targeting"]["multi"] == 1, inserts[0]
+    report = _admin_json(px, "/evaluate")
+    orders = [n for n in report["namespaces"] if n["ns"] == "shop.orders"]
+    assert orders and orders[0]["inserts"] == len(docs), orders
     assert px.alive()
 
 

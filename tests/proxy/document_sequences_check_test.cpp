@@ -7,6 +7,7 @@
 #include <bson/bson.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -77,12 +78,68 @@ bool decodes(const Bytes& bytes) {
   return protocol::decodeOpMsg(bytes, msg).ok();
 }
 
+// Collects what the check hands over of the "documents" sequence (a streamed insert's, issue 29).
+struct CollectingSink final : DocumentSink {
+  std::span<uint8_t> beginDocument(size_t bytes) override {
+    assembly.assign(bytes, 0xEE);  // a fresh buffer each time: a byte left unwritten shows
+    ++begun;
+    return assembly;
+  }
+  void endDocument(std::span<const uint8_t> doc) override {
+    EXPECT_EQ(doc.data(), assembly.data());
+    EXPECT_EQ(doc.size(), assembly.size());
+    documents.emplace_back(doc.begin(), doc.end());
+  }
+  Bytes assembly;
+  int begun = 0;
+  std::vector<Bytes> documents;
+};
+
+bool validBson(const Bytes& doc) { return protocol::isValidBson(doc); }  // decodeOpMsg's rule per document
+
+// The documents of the sequence named "documents" in a message decodeOpMsg accepts.
+std::vector<Bytes> decodedDocuments(const Bytes& bytes) {
+  protocol::OpMsg msg;
+  EXPECT_TRUE(protocol::decodeOpMsg(bytes, msg).ok());
+  std::vector<Bytes> out;
+  for (const auto& seq : msg.sequences) {
+    if (seq.identifier != "documents") continue;
+    for (size_t at = 0; at < seq.documents.size();) {
+      const auto len = static_cast<size_t>(protocol::loadInt32(seq.documents.data() + at));
+      out.emplace_back(seq.documents.begin() + static_cast<std::ptrdiff_t>(at),
+                       seq.documents.begin() + static_cast<std::ptrdiff_t>(at + len));
+      at += len;
+    }
+  }
+  return out;
+}
+
 // Fed in pieces of `cut` bytes (0: random sizes).
-bool streams(const Message& m, size_t cut, std::mt19937& rng) {
+bool streams(const Message& m, size_t cut, std::mt19937& rng, DocumentSink* sink = nullptr) {
   std::span<const uint8_t> rest(m.bytes.data() + m.head, m.bytes.size() - m.head);
-  DocumentSequencesCheck check(rest.size());
+  DocumentSequencesCheck check(rest.size(), sink, "documents");
   while (!rest.empty()) {
     const size_t n = std::min(rest.size(), cut ? cut : 1 + rng() % 700);
+    if (!check.feed(rest.first(n))) return false;
+    rest = rest.subspan(n);
+  }
+  return check.complete();
+}
+
+// As a session relays with a sink: inside a document being assembled, the next bytes are "read"
+// straight into its place (assemblyLeft) and fed from there; elsewhere from the message.
+bool streamsInPlace(const Message& m, std::mt19937& rng, CollectingSink& sink) {
+  std::span<const uint8_t> rest(m.bytes.data() + m.head, m.bytes.size() - m.head);
+  DocumentSequencesCheck check(rest.size(), &sink, "documents");
+  while (!rest.empty()) {
+    const size_t n = std::min(rest.size(), 1 + rng() % 700);
+    if (auto place = check.assemblyLeft(); !place.empty()) {
+      const size_t k = std::min(n, place.size());
+      std::memcpy(place.data(), rest.data(), k);  // the read
+      if (!check.feed(place.first(k))) return false;
+      rest = rest.subspan(k);
+      continue;
+    }
     if (!check.feed(rest.first(n))) return false;
     rest = rest.subspan(n);
   }
@@ -100,8 +157,19 @@ TEST(DocumentSequencesCheck, AgreesWithTheWholeMessageDecodeOnGeneratedAndMutate
     }
     const bool expected = decodes(m.bytes);
     (expected ? accepted : refused)++;
-    for (size_t cut : {m.bytes.size(), size_t{1}, size_t{0}})
+    for (size_t cut : {m.bytes.size(), size_t{1}, size_t{0}}) {
       ASSERT_EQ(streams(m, cut, rng), expected) << "message " << i << ", pieces of " << cut;
+      // Collecting the documents changes no verdict, and hands over exactly the sequence's
+      // documents, each complete and valid, in order (a refused message: only valid ones).
+      CollectingSink sink;
+      ASSERT_EQ(streams(m, cut, rng, &sink), expected) << "collecting, message " << i << ", pieces of " << cut;
+      if (expected) ASSERT_EQ(sink.documents, decodedDocuments(m.bytes)) << "message " << i;
+      for (const Bytes& doc : sink.documents) ASSERT_TRUE(validBson(doc)) << "message " << i;
+      ASSERT_LE(sink.begun - static_cast<int>(sink.documents.size()), 1);  // at most one document cut short
+    }
+    CollectingSink inPlace;
+    ASSERT_EQ(streamsInPlace(m, rng, inPlace), expected) << "read in place, message " << i;
+    if (expected) ASSERT_EQ(inPlace.documents, decodedDocuments(m.bytes)) << "read in place, message " << i;
   }
   EXPECT_GT(accepted, 1000);  // both verdicts are exercised
   EXPECT_GT(refused, 500);
