@@ -460,8 +460,9 @@ if section large; then
   pids+=("$big_up_pid")
   wait_port "$big_up_port" "$big_up_pid" 5 || { cat "$work/upstream-big.log" >&2; exit 1; }
   for kind in direct haproxy shardscope-fwd shardscope-full; do
-    for what in insert reply; do
+    for what in insert insertmany reply; do
       args=(--mix insert=100 --insert-bytes "$big")
+      [[ $what == insertmany ]] && args+=(--insert-docs 1024)  # an insertMany batch: 1,024 documents of ~16 KB
       [[ $what == reply ]] && args=(--mix find=100)
       label="large-$what-$kind" port=$big_up_port watch=()
       if [[ $kind != direct ]]; then

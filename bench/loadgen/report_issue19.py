@@ -73,18 +73,19 @@ def large(runs, w):
     base = {r["label"]: r["rss_kib"] for r in runs if r.get("mode") == "baseline"}
     kinds = [("direct", "direct"), ("haproxy", "haproxy (TCP)"), ("shardscope-fwd", "shardscope, forwarding only"),
              ("shardscope-full", "shardscope, everything on")]
-    if not any(_pick(runs, f"large-{what}-{k}") for what in ("insert", "reply") for k, _ in kinds):
+    if not any(_pick(runs, f"large-{what}-{k}") for what in ("insert", "insertmany", "reply") for k, _ in kinds):
         return
     w("## 16 MB messages (issue 19)")
     w("")
-    w("One connection, depth 1: inserts of one 16,000,000-byte document back to back, or finds each answered by a "
+    w("One connection, depth 1: inserts of one 16,000,000-byte document back to back, the same bytes as an insertMany "
+      "batch of 1,024 documents (~16 KB each; issue 29), or finds each answered by a "
       "16 MB cursor batch (~68,000 order documents). A fresh proxy per row; *peak over start* = the proxy's VmHWM "
       "after the row minus its RSS before it, divided by the message size (one message in flight).")
     w("")
     w("| message | setup | msgs/s | MB/s | vs haproxy | proxy CPU ms/msg | proxy CPU µs/MB | peak over start, MB | "
       "× message size | other processes |")
     w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for what in ("insert", "reply"):
+    for what in ("insert", "insertmany", "reply"):
         hap = _pick(runs, f"large-{what}-haproxy")
         for k, title in kinds:
             label = f"large-{what}-{k}"
@@ -92,16 +93,17 @@ def large(runs, w):
             if not r:
                 continue
             secs = r["seconds"]
-            size = (r["bytes_out"] if what == "insert" else r["bytes_in"]) / max(1, r["ops"])
+            size = (r["bytes_out"] if what != "reply" else r["bytes_in"]) / max(1, r["ops"])
             mbs = r["ops"] * size / secs / 1e6
             hmbs = None
             if hap:
-                hsize = (hap["bytes_out"] if what == "insert" else hap["bytes_in"]) / max(1, hap["ops"])
+                hsize = (hap["bytes_out"] if what != "reply" else hap["bytes_in"]) / max(1, hap["ops"])
                 hmbs = hap["ops"] * hsize / hap["seconds"] / 1e6
             p = _proxy(r)
             cpu_ms = p["cpu_us_per_op"] / 1000 if p else None
             peak = (p["hwm_kib"] - base[label]) * 1024 / 1e6 if p and label in base else None
-            w(f"| {what} 16 MB | {title} | {r['ops_per_s']:,.1f} | {mbs:,.0f} | "
+            message = "insert 16 MB as 1,024 documents" if what == "insertmany" else f"{what} 16 MB"
+            w(f"| {message} | {title} | {r['ops_per_s']:,.1f} | {mbs:,.0f} | "
               f"{_f(mbs / hmbs if hmbs else None, 2)}× | {_f(cpu_ms, 2)} | "
               f"{_f(p['cpu_us_per_op'] / (size / 1e6) if p else None, 0)} | {_f(peak, 1)} | "
               f"{_f(peak * 1e6 / size if peak is not None else None, 2)} | {_other(r)} |")
