@@ -90,15 +90,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (streams(tail, seed, mode, sink) != expected) __builtin_trap();
     if (!expected || mode == Mode::Check) continue;
     std::vector<std::vector<uint8_t>> decoded;
-    for (const auto& seq : msg.sequences) {
-      if (seq.identifier != "documents") continue;
-      for (size_t at = 0; at < seq.documents.size();) {
-        const auto len = static_cast<size_t>(protocol::loadInt32(seq.documents.data() + at));
-        decoded.emplace_back(seq.documents.begin() + static_cast<std::ptrdiff_t>(at),
-                             seq.documents.begin() + static_cast<std::ptrdiff_t>(at + len));
-        at += len;
-      }
-    }
+    for (const auto& seq : msg.sequences)
+      if (seq.identifier == "documents")
+        protocol::forEachDocument(seq.documents, [&](std::span<const uint8_t> d) { decoded.emplace_back(d.begin(), d.end()); });
     if (sink.documents != decoded) __builtin_trap();
   }
   return 0;

@@ -102,15 +102,9 @@ std::vector<Bytes> decodedDocuments(const Bytes& bytes) {
   protocol::OpMsg msg;
   EXPECT_TRUE(protocol::decodeOpMsg(bytes, msg).ok());
   std::vector<Bytes> out;
-  for (const auto& seq : msg.sequences) {
-    if (seq.identifier != "documents") continue;
-    for (size_t at = 0; at < seq.documents.size();) {
-      const auto len = static_cast<size_t>(protocol::loadInt32(seq.documents.data() + at));
-      out.emplace_back(seq.documents.begin() + static_cast<std::ptrdiff_t>(at),
-                       seq.documents.begin() + static_cast<std::ptrdiff_t>(at + len));
-      at += len;
-    }
-  }
+  for (const auto& seq : msg.sequences)
+    if (seq.identifier == "documents")
+      protocol::forEachDocument(seq.documents, [&](std::span<const uint8_t> d) { out.emplace_back(d.begin(), d.end()); });
   return out;
 }
 
