@@ -189,7 +189,8 @@ bool Pipeline::planDocumentsToObservers(std::string_view ns) {
     if (!o->takesStreamedDocuments()) return false;
   bson_iter_t it;
   if (bson_iter_init_find(&it, &view_.body, "documents")) return false;  // an array too: mongod refuses it whole
-  StreamedInsert& s = streamed_insert_.emplace();
+  streamed_insert_ = std::make_unique<StreamedInsert>();  // one per streamed insert: idle connections hold none
+  StreamedInsert& s = *streamed_insert_;
   s.table = env_.heldRoutingTable();
   if (s.table && !view_.collection.empty()) {
     if (const routing::CollectionRouting* coll = s.table->collection(ns)) {
@@ -228,11 +229,10 @@ void Pipeline::onStreamedDocument(std::span<const uint8_t> doc) {
 
 void Pipeline::finishStreamedRequest() {
   if (!streamed_insert_) return;
-  StreamedInsert s = std::move(*streamed_insert_);
-  streamed_insert_.reset();
-  if (!s.registering) return;
-  registerRequest(s.op, view_, view_, view_.ns(ns_buffer_), stream_head_, std::nullopt, false,
-                  s.fold ? &*s.fold : nullptr);
+  const std::unique_ptr<StreamedInsert> s = std::move(streamed_insert_);
+  if (!s->registering) return;
+  registerRequest(s->op, view_, view_, view_.ns(ns_buffer_), stream_head_, std::nullopt, false,
+                  s->fold ? &*s->fold : nullptr);
 }
 
 RequestAction Pipeline::onStreamedRequest() {

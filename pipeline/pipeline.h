@@ -107,7 +107,7 @@ class Pipeline {
   // sequence alone as it passes and hands it to onStreamedDocument (targeted
   // there, and seen by the observers); finishStreamedRequest, once the last byte is in and before
   // it leaves, registers the request (so its reply finds it) and tells the observers.
-  bool streamsDocuments() const { return streamed_insert_.has_value(); }
+  bool streamsDocuments() const { return streamed_insert_ != nullptr; }
   void onStreamedDocument(std::span<const uint8_t> doc);
   void finishStreamedRequest();
   void onClose();
@@ -202,7 +202,7 @@ class Pipeline {
     std::shared_ptr<const routing::RoutingTable> table;
     std::optional<routing::InsertFold> fold;  // a sharded collection's
   };
-  std::optional<StreamedInsert> streamed_insert_;
+  std::unique_ptr<StreamedInsert> streamed_insert_;  // made per streamed insert (~0.7 KiB): idle connections hold none
   protocol::OpMsg msg_, reply_msg_;
   protocol::CommandView view_;
   // A lookup rewrite's output: its body and sequences (never re-decoded) and its view. Made by the

@@ -47,7 +47,6 @@ Session::Session(ProxyContext& ctx, tcp::socket client)
       client_(std::move(client)),
       client_in_(ctx.config.max_message_size, &ctx.warm_buffers),
       upstream_in_(ctx.config.max_message_size, &ctx.warm_buffers),
-      document_in_(ctx.config.max_message_size, &ctx.warm_buffers),
       watchdog_timer_(executor_),
       last_activity_(Clock::now()),
       last_park_check_(last_activity_),
@@ -171,7 +170,7 @@ void Session::releaseLargeBuffers(BudgetShare::Direction d) {
 }
 
 size_t Session::largeBufferBytes() const {
-  return pipeline_.largeBufferBytes() + largeCapacity(client_in_) + largeCapacity(document_in_) + largeCapacity(upstream_in_) +
+  return pipeline_.largeBufferBytes() + largeCapacity(client_in_) + (document_in_ ? largeCapacity(*document_in_) : 0) + largeCapacity(upstream_in_) +
          largeCapacity(upstream_out_.queued) + largeCapacity(upstream_out_.writing) +
          largeCapacity(client_out_.queued) + largeCapacity(client_out_.writing);
 }
@@ -242,7 +241,7 @@ awaitable<void> Session::clientToUpstream() {
       if (streamHead) {
         co_await relayRequest(need, streamHead);
         client_in_.shrinkIfIdle();
-        document_in_.release();
+        if (document_in_) document_in_->release(), document_in_.reset();  // idle connections hold none
         releaseLargeBuffers(BudgetShare::FromClient);  // a large document's buffer and its grant
         client_burst_ = 0;
         continue;
@@ -548,7 +547,8 @@ awaitable<void> Session::relayRequest(size_t size, size_t headBytes) {
     std::span<uint8_t> beginDocument(size_t bytes) override {
       const size_t granted = s_.budget_share_.granted(BudgetShare::FromClient);
       if (bytes >= kLargeMessageBytes && bytes > granted) s_.admitLarge(BudgetShare::FromClient, bytes - granted);
-      return s_.document_in_.writable(bytes).first(bytes);  // a large one: warm memory, huge pages
+      if (!s_.document_in_) s_.document_in_ = std::make_unique<FrameBuffer>(s_.ctx_.config.max_message_size, &s_.ctx_.warm_buffers);
+      return s_.document_in_->writable(bytes).first(bytes);  // a large one: warm memory, huge pages
     }
     void endDocument(std::span<const uint8_t> doc) override { s_.pipeline_.onStreamedDocument(doc); }
     Session& s_;

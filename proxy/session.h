@@ -148,7 +148,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<Stream> upstream_;
   FrameBuffer client_in_;
   FrameBuffer upstream_in_;
-  FrameBuffer document_in_;  // a streamed insert's document, assembled for the observers (relayRequest)
+  // A streamed insert's document, assembled for the observers (relayRequest); made per such insert.
+  std::unique_ptr<FrameBuffer> document_in_;
   asio::steady_timer watchdog_timer_;
   Clock::time_point frame_deadline_ = Clock::time_point::max();
   Clock::time_point last_activity_;
