@@ -175,7 +175,7 @@ size_t Pipeline::planStreamedRequest(std::span<const uint8_t> prefix, size_t mes
     return 0;
   const std::string_view ns = view_.ns(ns_buffer_);
   if (env_.lookupRule(ns)) return 0;
-  if (!observers_.empty() && (!planDocumentsToObservers(ns) || oneDocumentFills(prefix, head, messageSize))) return 0;
+  if (!observers_.empty() && (oneDocumentFills(prefix, head, messageSize) || !planDocumentsToObservers(ns))) return 0;
   stream_wire_bytes_ = static_cast<uint32_t>(messageSize);
   return head;
 }
@@ -204,7 +204,7 @@ bool Pipeline::planDocumentsToObservers(std::string_view ns) {
   return true;
 }
 
-bool Pipeline::oneDocumentFills(std::span<const uint8_t> prefix, size_t head, size_t messageSize) {
+bool Pipeline::oneDocumentFills(std::span<const uint8_t> prefix, size_t head, size_t messageSize) const {
   // [kind 1][int32 size]["documents\0"][int32 document size]: read when the prefix holds it.
   constexpr std::string_view kName("documents\0", 10);
   if (prefix.size() < head + 5 + kName.size() + 4 || prefix[head] != 1) return false;
@@ -212,9 +212,7 @@ bool Pipeline::oneDocumentFills(std::span<const uint8_t> prefix, size_t head, si
   const int32_t document = protocol::loadInt32(prefix.data() + head + 5 + kName.size());
   if (document < 5) return false;
   const size_t end = head + 5 + kName.size() + static_cast<size_t>(document);
-  if (end != messageSize) return false;
-  streamed_insert_.reset();
-  return true;
+  return end == messageSize;
 }
 
 void Pipeline::onStreamedDocument(std::span<const uint8_t> doc) {

@@ -151,7 +151,7 @@ class Pipeline {
   // Whether the insert is one document that fills the message (as far as its first bytes show):
   // streamed, that document would be held whole anyway, and the whole path is faster (fewer reads
   // and writes: bench/RESULTS.md, issue 29), so it is taken whole.
-  bool oneDocumentFills(std::span<const uint8_t> prefix, size_t head, size_t messageSize);
+  bool oneDocumentFills(std::span<const uint8_t> prefix, size_t head, size_t messageSize) const;
   void notifyReply(const PendingOp& op, const Reply& reply);
 
   std::span<const uint8_t> toUpstream(std::span<const uint8_t> message, bool neverCompress, std::vector<uint8_t>& scratch);

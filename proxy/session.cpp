@@ -538,6 +538,7 @@ awaitable<size_t> Session::readSomeInto(Stream& stream, std::span<uint8_t> space
 // Reads into a document's own place may be larger than relay chunks (its memory is there anyway):
 // fewer reads and writes per byte, each piece still small enough to be written from the cache.
 constexpr size_t kInPlaceReadBytes = 512 * 1024;
+constexpr const char* kMalformedStreamedRequest = "client: malformed document sequence in a streamed request";
 
 awaitable<void> Session::relayRequest(size_t size, size_t headBytes) {
   // An insert's documents to the observers (Pipeline::streamsDocuments), each assembled alone: a
@@ -567,43 +568,36 @@ awaitable<void> Session::relayRequest(size_t size, size_t headBytes) {
   DocumentSequencesCheck sequences(size - headBytes, documents ? &toObservers : nullptr, "documents");
   size_t left = size - headBytes;
   int reads = 0;
+  // One piece of the rest: checked (its documents to the observers), then sent upstream.
+  auto relayPiece = [&](std::span<const uint8_t> piece) -> awaitable<void> {
+    if (!sequences.feed(piece)) throw ProtocolError(kMalformedStreamedRequest);
+    if (piece.size() == left) {  // registered before its last bytes leave, so that its reply finds it
+      if (!sequences.complete()) throw ProtocolError(kMalformedStreamedRequest);
+      pipeline_.finishStreamedRequest();
+    }
+    if (writing) co_await writeWhole(*upstream_, piece);
+    left -= piece.size();
+    if (writing) writing->left(left);
+    last_activity_ = Clock::now();
+  };
   for (;;) {
     const auto buffered = client_in_.buffered();
     const auto chunk = buffered.first(std::min(buffered.size(), left));
     if (!chunk.empty()) {
-      if (!sequences.feed(chunk)) throw ProtocolError("client: malformed document sequence in a streamed request");
-      // Registered before its last bytes leave, so that its reply finds it.
-      if (chunk.size() == left) {
-        if (!sequences.complete()) throw ProtocolError("client: malformed document sequence in a streamed request");
-        pipeline_.finishStreamedRequest();
-      }
-      if (writing) co_await writeWhole(*upstream_, chunk);
+      co_await relayPiece(chunk);
       client_in_.consume(chunk.size());
-      left -= chunk.size();
-      if (writing) writing->left(left);
-      last_activity_ = Clock::now();
     }
     if (left == 0) break;
-    // Inside a document assembled for the observers: read straight into its place, then relay it
-    // from there (fed in place, nothing is copied); else into the frame buffer.
     if (auto place = sequences.assemblyLeft(); !place.empty() && !client_in_.hasPartial()) {
+      // Inside a document assembled for the observers: read straight into its place and relay it
+      // from there (fed in place, nothing is copied).
       const auto space = place.first(std::min({place.size(), left, kInPlaceReadBytes}));
-      const size_t n = co_await readSomeInto(client_, space, reads);
-      if (!sequences.feed(space.first(n))) throw ProtocolError("client: malformed document sequence in a streamed request");
-      if (n == left) {
-        if (!sequences.complete()) throw ProtocolError("client: malformed document sequence in a streamed request");
-        pipeline_.finishStreamedRequest();
-      }
-      if (writing) co_await writeWhole(*upstream_, space.first(n));
-      left -= n;
-      if (writing) writing->left(left);
-      last_activity_ = Clock::now();
-      if (left == 0) break;
-      continue;
+      co_await relayPiece(space.first(co_await readSomeInto(client_, space, reads)));
+    } else {
+      co_await readRelayChunk(client_, client_in_, left, reads);
     }
-    co_await readRelayChunk(client_, client_in_, left, reads);
   }
-  if (!sequences.complete()) throw ProtocolError("client: malformed document sequence in a streamed request");
+  if (!sequences.complete()) throw ProtocolError(kMalformedStreamedRequest);
   if (writing) writing->finished();
   frame_deadline_ = Clock::time_point::max();  // the frame is in: no frame-read deadline
   if (action.awaits_reply && ctx_.config.timeouts.request_ms)
