@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "common/command_fields.h"
 #include "protocol/hello.h"
 #include "protocol/op_query.h"
 #include "protocol/reply_facts.h"
@@ -188,7 +189,7 @@ bool Pipeline::planDocumentsToObservers(std::string_view ns) {
   for (const Observer* o : observers_)
     if (!o->takesStreamedDocuments()) return false;
   bson_iter_t it;
-  if (bson_iter_init_find(&it, &view_.body, "documents")) return false;  // an array too: mongod refuses it whole
+  if (common::findBodyField(view_, "documents", it)) return false;  // an array too: mongod refuses it whole
   streamed_insert_ = std::make_unique<StreamedInsert>();  // one per streamed insert: idle connections hold none
   StreamedInsert& s = *streamed_insert_;
   s.table = env_.heldRoutingTable();

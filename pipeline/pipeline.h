@@ -94,8 +94,9 @@ class Pipeline {
   // when nothing changes its documents or needs them whole: no lookup rule on its namespace, no
   // compression towards upstream, the handshake done, and with observers on only an insert of
   // several documents whose every observer takes them one at a time (statistics and evaluation do;
-  // mirror and capture need the message whole). Returns the head's size (header, flags, body section); 0 for no: the frame is
-  // taken whole as before. The head stays decoded for onStreamedRequest.
+  // mirror and capture need the message whole). Returns the head's size (header, flags, body
+  // section); 0 for no: the frame is taken whole as before. The head stays decoded for
+  // onStreamedRequest.
   static constexpr size_t kStreamRequestPrefixBytes = 16 * 1024;
   size_t planStreamedRequest(std::span<const uint8_t> prefix, size_t messageSize);
   // The request planned last, handled as a request made of its head: `to_upstream` is the head
@@ -104,9 +105,9 @@ class Pipeline {
   RequestAction onStreamedRequest();
   // With observers on, a streamed request is an insert whose documents they take one at a time
   // (Observer::takesStreamedDocuments): the session assembles each document of its "documents"
-  // sequence alone as it passes and hands it to onStreamedDocument (targeted
-  // there, and seen by the observers); finishStreamedRequest, once the last byte is in and before
-  // it leaves, registers the request (so its reply finds it) and tells the observers.
+  // sequence alone as it passes and hands it to onStreamedDocument (targeted there, and seen by the
+  // observers); finishStreamedRequest, once the last byte is in and before it leaves, registers
+  // the request (so its reply finds it) and tells the observers.
   bool streamsDocuments() const { return streamed_insert_ != nullptr; }
   void onStreamedDocument(std::span<const uint8_t> doc);
   void finishStreamedRequest();

@@ -170,7 +170,8 @@ void Session::releaseLargeBuffers(BudgetShare::Direction d) {
 }
 
 size_t Session::largeBufferBytes() const {
-  return pipeline_.largeBufferBytes() + largeCapacity(client_in_) + (document_in_ ? largeCapacity(*document_in_) : 0) + largeCapacity(upstream_in_) +
+  return pipeline_.largeBufferBytes() + largeCapacity(client_in_) + (document_in_ ? largeCapacity(*document_in_) : 0) +
+         largeCapacity(upstream_in_) +
          largeCapacity(upstream_out_.queued) + largeCapacity(upstream_out_.writing) +
          largeCapacity(client_out_.queued) + largeCapacity(client_out_.writing);
 }
