@@ -13,21 +13,30 @@
 #include <bson/bson.h>
 
 #include "evaluation/evaluator.h"
+#include "evaluation/value_codec.h"
 #include "cluster/sketch_publisher.h"
 
 namespace shardscope::cli {
 namespace {
 
 // A sidecar without evaluation.allow_values exports no field values ("values": false).
-bool exportsHashesOnly(const std::string& sketches) {
+// What an export says about itself, read before the merge so that the notes name how many said it.
+struct ExportFacts {
+  bool hashes_only = false;   // evaluation.allow_values was off at the sidecar
+  int32_t value_hashes = 1;   // evaluation::kValueHashesVersion; exports without the field are older
+};
+
+ExportFacts readExportFacts(const std::string& sketches) {
+  ExportFacts facts;
   bson_error_t error;
   bson_t* doc = bson_new_from_json(reinterpret_cast<const uint8_t*>(sketches.data()),
                                    static_cast<ssize_t>(sketches.size()), &error);
-  if (!doc) return false;
+  if (!doc) return facts;
   bson_iter_t it;
-  bool hashesOnly = bson_iter_init_find(&it, doc, "values") && BSON_ITER_HOLDS_BOOL(&it) && !bson_iter_bool(&it);
+  facts.hashes_only = bson_iter_init_find(&it, doc, "values") && BSON_ITER_HOLDS_BOOL(&it) && !bson_iter_bool(&it);
+  if (bson_iter_init_find(&it, doc, "valueHashes") && BSON_ITER_HOLDS_INT32(&it)) facts.value_hashes = bson_iter_int32(&it);
   bson_destroy(doc);
-  return hashesOnly;
+  return facts;
 }
 
 struct EvaluateArgs {
@@ -83,14 +92,24 @@ int runEvaluate(const CLI::App& cmd, const EvaluateArgs& args) {
     std::fprintf(stderr, "shardscope evaluate: merging %zu live sidecar(s) from %s: %s\n", ids.size(),
                  args.collection.c_str(), list.c_str());
   }
-  size_t hashesOnly = 0;
-  for (const auto& s : sketches) hashesOnly += exportsHashesOnly(s);
+  size_t hashesOnly = 0, olderHashes = 0;
+  for (const auto& s : sketches) {
+    const ExportFacts facts = readExportFacts(s);
+    hashesOnly += facts.hashes_only;
+    olderHashes += facts.value_hashes != evaluation::kValueHashesVersion;
+  }
   if (hashesOnly)
     std::fprintf(stderr,
                  "shardscope evaluate: note: %zu of %zu export(s) carry hashes and counts only (evaluation.allow_values "
                  "is off there): every figure comes from the facts each sidecar computed from its samples; only the "
                  "migration plan's ranged split points need values\n",
                  hashesOnly, sketches.size());
+  if (olderHashes && olderHashes < sketches.size())
+    std::fprintf(stderr,
+                 "shardscope evaluate: note: %zu of %zu export(s) hash values of 1 KiB or more differently from the "
+                 "others (sidecars of another version): a value that long seen by both kinds counts twice in distinct "
+                 "counts and cardinalities (shorter values, the ones shard keys hold, are counted exactly)\n",
+                 olderHashes, sketches.size());
   std::string out = evaluation::Evaluator::mergeAndEvaluate(sketches, !args.json, error);
   if (!error.empty()) return fail(error);
   std::fwrite(out.data(), 1, out.size(), stdout);

@@ -139,7 +139,8 @@ std::string_view DocumentDigester::digest(const bson_t& doc) {
   fields_.assign(4, '\0');
   notes_.clear();
   count_ = 0;
-  walk_.run(doc, kMaxObservedTopLevelFields, [&](std::string_view path, const bson_iter_t& it, size_t) {
+  const size_t topLevel = doc.len <= kEveryFieldUpToBytes ? kEveryTopLevelField : kMaxObservedTopLevelFields;
+  walk_.run(doc, topLevel, [&](std::string_view path, const bson_iter_t& it, size_t) {
     const bool whole = it.next_off - it.d1 <= kMaxDigestValueBytes;
     // Arrays are never hashed (a shard key cannot hold one): only their type is read.
     const uint64_t hash = bson_iter_type(&it) == BSON_TYPE_ARRAY ? 0 : valueHash(*bson_iter_value(const_cast<bson_iter_t*>(&it)));

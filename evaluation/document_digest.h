@@ -22,8 +22,14 @@
 
 namespace shardscope::evaluation {
 
-// Documents larger than this are digested; smaller ones are copied as they are (cheaper).
-inline constexpr size_t kDigestFromBytes = 16 * 1024;
+// Documents larger than this are digested where they lie, while still in cache; smaller ones are
+// copied as they are (cheaper). A 16 KB document copied into the batch went to memory the cache had
+// lost and was read back from there by the worker: digested, a 16 MB insertMany of 16 KB documents
+// costs 12-13 ms of proxy CPU instead of 14-16 (issue 29, bench/RESULTS.md).
+inline constexpr size_t kDigestFromBytes = 4 * 1024;
+// A digest of a document up to this size lists every top-level field (bounded by the document's
+// size), as the worker's walk of a copied document does; a larger one's first 1,000.
+inline constexpr size_t kEveryFieldUpToBytes = 16 * 1024;
 inline constexpr uint32_t kMaxDigestValueBytes = 256;
 
 class DocumentDigester {

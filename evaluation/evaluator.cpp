@@ -8,6 +8,7 @@
 #include "evaluation/event_batch.h"
 #include "evaluation/key_facts_from_samples.h"
 #include "evaluation/namespace_state.h"
+#include "evaluation/value_codec.h"
 #include "common/command_fields.h"
 
 namespace shardscope::evaluation {
@@ -255,6 +256,7 @@ std::string Evaluator::exportSketches() const {
   }
   bson_t doc = BSON_INITIALIZER, arr, item;
   bson_append_int32(&doc, "version", -1, 1);
+  bson_append_int32(&doc, "valueHashes", -1, kValueHashesVersion);
   bson_append_int32(&doc, "simulatedShards", -1, static_cast<int32_t>(options_.simulated_shards));
   bson_append_int32(&doc, "sampleSize", -1, static_cast<int32_t>(options_.sample_size));
   bson_append_array_begin(&doc, "namespaces", -1, &arr);

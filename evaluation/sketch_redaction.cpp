@@ -33,6 +33,7 @@ constexpr Keep kNamespace[] = {{"ns", nullptr},           {"shards", nullptr},  
                                // counts, value hashes and key patterns only (key_facts.h)
                                {"keyFacts", nullptr},     {nullptr, nullptr}};  // no "reservoir"
 constexpr Keep kExport[] = {{"version", nullptr},
+                            {"valueHashes", nullptr},
                             {"simulatedShards", nullptr},
                             {"sampleSize", nullptr},
                             {"namespaces", kNamespace},

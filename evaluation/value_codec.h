@@ -33,8 +33,13 @@ bool keptWhole(const bson_value_t& v);
 // A view into `encoded` (strings, documents point into it); false when malformed.
 bool decodeValue(std::string_view encoded, bson_value_t& out);
 
-// Equal values (in BSON comparison terms: 1 == 1.0 == 1L) hash equally; stable across processes.
+// Equal values (in BSON comparison terms: 1 == 1.0 == 1L) hash equally; stable across processes of
+// one kValueHashesVersion.
 uint64_t valueHash(const bson_value_t& v);
+// Which valueHash an export's sketches hold ("valueHashes" in /evaluate/sketches): 2 = values of
+// 1 KiB or more hashed in four lanes; an export without the field is older (such values hashed in
+// one chain below 64 KiB), so the same long value gives two hashes across the two.
+inline constexpr int32_t kValueHashesVersion = 2;
 uint64_t combineHash(uint64_t seed, uint64_t h);
 
 // Relaxed Extended JSON of the value, truncated to `max_chars` (only when values are allowed).

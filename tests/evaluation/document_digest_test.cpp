@@ -153,9 +153,9 @@ uint64_t stringHash(const std::string& s) {
 }
 
 TEST(DocumentDigest, LongValuesHashEveryByte) {
-  // Values from 64 KiB are hashed in four lanes (the digest hashes a 16 MB field on the session's
+  // Values from 1 KiB are hashed in four lanes (the digest hashes a 16 MB field on the session's
   // thread): equal values still hash equally and a change anywhere changes the hash.
-  for (size_t size : {size_t{65536}, size_t{65536 + 31}, size_t{1} << 20}) {
+  for (size_t size : {size_t{1024}, size_t{1024 + 31}, size_t{16000}, size_t{65536}, size_t{1} << 20}) {
     const std::string base(size, 'q');
     EXPECT_EQ(stringHash(base), stringHash(std::string(size, 'q')));
     EXPECT_NE(stringHash(base), stringHash(base + "q"));
@@ -185,6 +185,39 @@ TEST(DocumentWalk, AWholeDocumentHasEveryTopLevelFieldObserved) {
   }
   const FieldState* customer = nullptr;
   for (const auto& f : state.fields)
+    if (f.path == "customerId") customer = &f;
+  ASSERT_NE(customer, nullptr);
+  EXPECT_EQ(customer->missing, 0u);
+  EXPECT_EQ(customer->count, 11u);
+}
+
+// Documents from 4 KiB are digested (kDigestFromBytes): one up to 16 KiB lists every top-level
+// field, as the worker's walk of the copied document did, so a key field after 1,200 others is
+// still counted, and the state is what the documents themselves give.
+TEST(DocumentDigest, ADigestUpTo16KiBHasEveryTopLevelField) {
+  StateLimits limits;
+  NamespaceState direct("shop.orders", limits), digested("shop.orders", limits);
+  DocumentDigester digester;
+  bson_t* narrow = BCON_NEW("customerId", BCON_INT32(0));  // tracked first: tracked fields are capped
+  direct.applyInsert(*narrow, 0);
+  digested.applyInsert(*narrow, 0);
+  bson_destroy(narrow);
+  for (int i = 1; i <= 10; ++i) {
+    bson_t* wide = bson_new();
+    for (int f = 0; f < 1200; ++f) BSON_APPEND_INT32(wide, ("e" + std::to_string(f)).c_str(), f);
+    BSON_APPEND_INT32(wide, "customerId", i);
+    ASSERT_GT(wide->len, kDigestFromBytes);
+    ASSERT_LE(wide->len, kEveryFieldUpToBytes);
+    direct.applyInsert(*wide, i);
+    DigestView view;
+    ASSERT_TRUE(readDigest(digester.digest(*wide), view));
+    EXPECT_EQ(view.count, 1201u);
+    digested.applyDigest(view, i);
+    bson_destroy(wide);
+  }
+  EXPECT_EQ(exported(digested), exported(direct));
+  const FieldState* customer = nullptr;
+  for (const auto& f : digested.fields)
     if (f.path == "customerId") customer = &f;
   ASSERT_NE(customer, nullptr);
   EXPECT_EQ(customer->missing, 0u);
