@@ -167,28 +167,44 @@ TEST(DocumentDigest, LongValuesHashEveryByte) {
   }
 }
 
+// 1,200 small top-level fields named `prefix`N, then customerId = i.
+bson_t* wideDocument(const std::string& prefix, int i) {
+  bson_t* wide = bson_new();
+  for (int f = 0; f < 1200; ++f) BSON_APPEND_INT32(wide, (prefix + std::to_string(f)).c_str(), f);
+  BSON_APPEND_INT32(wide, "customerId", i);
+  return wide;
+}
+
+// {customerId: 0} first, so customerId is tracked (tracked fields are capped).
+void trackCustomerId(NamespaceState& state) {
+  bson_t* narrow = BCON_NEW("customerId", BCON_INT32(0));
+  state.applyInsert(*narrow, 0);
+  bson_destroy(narrow);
+}
+
+// customerId was seen in each of `documents` documents, never missing.
+void expectCustomerIdInEvery(const NamespaceState& state, uint64_t documents) {
+  const FieldState* customer = nullptr;
+  for (const auto& f : state.fields)
+    if (f.path == "customerId") customer = &f;
+  ASSERT_NE(customer, nullptr);
+  EXPECT_EQ(customer->missing, 0u);
+  EXPECT_EQ(customer->count, documents);
+}
+
 // A document evaluated whole has every top-level field observed: a tracked key field that later
 // documents carry after 1,200 others is still counted, not taken as missing (it was, while the
 // digest's cut applied to every document).
 TEST(DocumentWalk, AWholeDocumentHasEveryTopLevelFieldObserved) {
   StateLimits limits;
   NamespaceState state("shop.orders", limits);
-  bson_t* narrow = BCON_NEW("customerId", BCON_INT32(0));
-  state.applyInsert(*narrow, 1);
-  bson_destroy(narrow);
+  trackCustomerId(state);
   for (int i = 1; i <= 10; ++i) {
-    bson_t* wide = bson_new();
-    for (int f = 0; f < 1200; ++f) BSON_APPEND_INT32(wide, ("extra" + std::to_string(f)).c_str(), f);
-    BSON_APPEND_INT32(wide, "customerId", i);
+    bson_t* wide = wideDocument("extra", i);
     state.applyInsert(*wide, 1 + i);
     bson_destroy(wide);
   }
-  const FieldState* customer = nullptr;
-  for (const auto& f : state.fields)
-    if (f.path == "customerId") customer = &f;
-  ASSERT_NE(customer, nullptr);
-  EXPECT_EQ(customer->missing, 0u);
-  EXPECT_EQ(customer->count, 11u);
+  expectCustomerIdInEvery(state, 11);
 }
 
 // Documents from 4 KiB are digested (kDigestFromBytes): one up to 16 KiB lists every top-level
@@ -198,14 +214,10 @@ TEST(DocumentDigest, ADigestUpTo16KiBHasEveryTopLevelField) {
   StateLimits limits;
   NamespaceState direct("shop.orders", limits), digested("shop.orders", limits);
   DocumentDigester digester;
-  bson_t* narrow = BCON_NEW("customerId", BCON_INT32(0));  // tracked first: tracked fields are capped
-  direct.applyInsert(*narrow, 0);
-  digested.applyInsert(*narrow, 0);
-  bson_destroy(narrow);
+  trackCustomerId(direct);
+  trackCustomerId(digested);
   for (int i = 1; i <= 10; ++i) {
-    bson_t* wide = bson_new();
-    for (int f = 0; f < 1200; ++f) BSON_APPEND_INT32(wide, ("e" + std::to_string(f)).c_str(), f);
-    BSON_APPEND_INT32(wide, "customerId", i);
+    bson_t* wide = wideDocument("e", i);  // short names: ~12 KB
     ASSERT_GT(wide->len, kDigestFromBytes);
     ASSERT_LE(wide->len, kEveryFieldUpToBytes);
     direct.applyInsert(*wide, i);
@@ -216,12 +228,7 @@ TEST(DocumentDigest, ADigestUpTo16KiBHasEveryTopLevelField) {
     bson_destroy(wide);
   }
   EXPECT_EQ(exported(digested), exported(direct));
-  const FieldState* customer = nullptr;
-  for (const auto& f : digested.fields)
-    if (f.path == "customerId") customer = &f;
-  ASSERT_NE(customer, nullptr);
-  EXPECT_EQ(customer->missing, 0u);
-  EXPECT_EQ(customer->count, 11u);
+  expectCustomerIdInEvery(digested, 11);
 }
 
 }  // namespace
