@@ -19,10 +19,9 @@
 namespace shardscope::cli {
 namespace {
 
-// A sidecar without evaluation.allow_values exports no field values ("values": false).
 // What an export says about itself, read before the merge so that the notes name how many said it.
 struct ExportFacts {
-  bool hashes_only = false;   // evaluation.allow_values was off at the sidecar
+  bool hashes_only = false;   // "values": false: evaluation.allow_values was off at the sidecar
   int32_t value_hashes = 1;   // evaluation::kValueHashesVersion; exports without the field are older
 };
 
