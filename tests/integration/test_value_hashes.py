@@ -10,15 +10,20 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
-import urllib.request
 
 import pymongo
+from stats_helpers import http_request, wait_for
 
 
-def _get(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=10) as r:
-        return r.read().decode()
+def _sketches(admin_url: str) -> dict:
+    status, _, body = http_request(admin_url, path="/evaluate/sketches")
+    assert status == 200, body
+    return json.loads(body)
+
+
+def _inserts(export: dict, ns: str) -> int:
+    found = next((n for n in export["namespaces"] if n["ns"] == ns), None)
+    return int(found["inserts"]["$numberLong"]) if found else 0
 
 
 def _evaluate(binary, *files) -> subprocess.CompletedProcess:
@@ -35,14 +40,9 @@ def test_export_names_its_value_hashes_and_a_mixed_merge_says_so(proxy, ferretdb
     # 300 distinct 2,000-byte values (hashed in four lanes) beside a short key field.
     coll.insert_many([{"customerId": i % 40, "blob": f"{i:06d}" + "x" * 1994} for i in range(300)])
     client.close()
-    deadline = time.time() + 10
-    while True:
-        export = json.loads(_get(px.admin_url + "/evaluate/sketches"))
-        ns = next((n for n in export["namespaces"] if n["ns"] == "shop.notes"), None)
-        if ns and int(ns["inserts"]["$numberLong"]) == 300:
-            break
-        assert time.time() < deadline, "the evaluation did not count the 300 inserts"
-        time.sleep(0.2)
+    assert wait_for(lambda: _inserts(_sketches(px.admin_url), "shop.notes") == 300, timeout=10), \
+        "the evaluation did not count the 300 inserts"
+    export = _sketches(px.admin_url)
     assert export["valueHashes"] == {"$numberInt": "2"}  # canonical Extended JSON, as every count
 
     current = tmp_path / "current.json"
