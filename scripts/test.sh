@@ -14,7 +14,8 @@
 #                          Chromium; the tests of the sanitizer subset run in their stage instead
 #                          (except those marked both_allocators: memory checks that need the plain allocator)
 #   fuzz                   libFuzzer targets (clang, build-fuzz/), bounded per target
-#   sanitizer build        build-asan/: unit tests and the proxy under ASan+UBSan
+#   sanitizer build        build-asan/: unit tests and the proxy under ASan+UBSan; starts after the build
+#                          stage and compiles, at nice 19, beside the stages that follow (its stage waits)
 #   sanitizer unit tests   every unit test (ctest), sanitized
 #   sanitizer integration  the parser, fault, compression, rewrite, reload, mirror and TLS tests
 #                          against build-asan/shardscope; any sanitizer report fails it
@@ -96,12 +97,31 @@ pytest_failures_once_more() {
   printf 'FLAKY (failed, then passed alone): %s\n' "${failed[@]}" >>"$logs/flaky.txt"
 }
 
-sanitizer_build() { bash scripts/sanitize.sh build; }
+# The sanitizer build needs only set-up, and the integration tests spend much of their run waiting on
+# sockets, servers and drivers: it starts when the build stage ends and compiles beside them at the
+# lowest CPU priority (nice 19: a test process that wakes takes the CPU back), so its own stage mostly
+# waits for what is left. It runs in its own process group, ended with the run.
+sanitizer_build_pid=""
+start_sanitizer_build() {
+  rm -f "$logs/sanitizer-build.rc"
+  setsid bash -c 'nice -n 19 bash scripts/sanitize.sh build >"$1/sanitizer-build-background.log" 2>&1
+                  echo $? >"$1/sanitizer-build.rc"' _ "$logs" &
+  sanitizer_build_pid=$!
+}
+stop_sanitizer_build() { [[ -n "$sanitizer_build_pid" ]] && kill -- "-$sanitizer_build_pid" 2>/dev/null; return 0; }
+trap stop_sanitizer_build EXIT
+sanitizer_build() {
+  [[ -n "$sanitizer_build_pid" ]] || start_sanitizer_build
+  until [[ -s "$logs/sanitizer-build.rc" ]]; do sleep 2; done
+  cat "$logs/sanitizer-build-background.log"
+  return "$(cat "$logs/sanitizer-build.rc")"
+}
 sanitizer_unit() { bash scripts/sanitize.sh unit; }
 sanitizer_integration() { SANITIZE_PYTEST_K="$sanitized_k" bash scripts/sanitize.sh integration "$@"; }
 
 stage "set-up" "" bash scripts/setup.sh --no-build
 stage "build" "set-up" build_plain
+[[ "${status_of[set-up]}" == passed ]] && start_sanitizer_build  # beside the next stages, niced (above)
 stage "plain-allocator tests" "build" plain_tests
 stage "integration" "build" integration "$@"
 stage "fuzz" "set-up" bash scripts/fuzz.sh "$fuzz_seconds"

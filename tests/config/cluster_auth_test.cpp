@@ -10,7 +10,7 @@
 namespace shardscope::config {
 namespace {
 
-LoadResult load(std::vector<std::string> args, std::vector<std::string> env = {}) {
+LoadResult loadOverDefaults(std::vector<std::string> args, std::vector<std::string> env = {}) {
   std::vector<std::string> base = {"--listen", "127.0.0.1:4000", "--upstream", "mongodb://127.0.0.1:27017"};
   base.insert(base.end(), args.begin(), args.end());
   std::vector<char*> envp;
@@ -30,7 +30,7 @@ TEST(ClusterAuth, PasswordFromFileFirstLine) {
   char path[] = "/tmp/shardscope-pw-XXXXXX";
   close(mkstemp(path));
   std::ofstream(path) << "Hunter2pw\n";
-  auto r = load({"--cluster_auth.username", "svc", "--cluster_auth.password_file", path});
+  auto r = loadOverDefaults({"--cluster_auth.username", "svc", "--cluster_auth.password_file", path});
   std::remove(path);
   ASSERT_TRUE(r.ok()) << all(r);
   EXPECT_EQ(r.config.cluster_auth.password, "Hunter2pw");
@@ -40,25 +40,25 @@ TEST(ClusterAuth, PasswordFromFileFirstLine) {
 }
 
 TEST(ClusterAuth, PasswordFromEnvironmentOnlyAndNeverEchoed) {
-  auto r = load({"--cluster_auth.username", "svc"}, {"SHARDSCOPE_CLUSTER_PASSWORD=Env-Secret-77"});
+  auto r = loadOverDefaults({"--cluster_auth.username", "svc"}, {"SHARDSCOPE_CLUSTER_PASSWORD=Env-Secret-77"});
   ASSERT_TRUE(r.ok()) << all(r);
   EXPECT_EQ(r.config.cluster_auth.password, "Env-Secret-77");
   // No flag carries the password (it would show in `ps`).
-  auto flag = load({"--cluster_auth.username", "svc", "--cluster_auth.password", "Flag-Secret-77"});
+  auto flag = loadOverDefaults({"--cluster_auth.username", "svc", "--cluster_auth.password", "Flag-Secret-77"});
   EXPECT_FALSE(flag.ok());
   EXPECT_EQ(all(flag).find("Flag-Secret-77"), std::string::npos) << all(flag);
 }
 
 TEST(ClusterAuth, CombinationsAreChecked) {
-  EXPECT_FALSE(load({"--cluster_auth.username", "svc"}).ok());  // SCRAM without a password
-  EXPECT_FALSE(load({}, {"SHARDSCOPE_CLUSTER_PASSWORD=orphan-pw"}).ok());  // password without a user
-  EXPECT_FALSE(load({"--cluster_auth.mechanism", "PLAIN"}).ok());
-  EXPECT_FALSE(load({"--cluster_auth.mechanism", "MONGODB-X509"}).ok());  // needs cert_file
-  auto x509 = load({"--cluster_auth.mechanism", "MONGODB-X509", "--cluster_auth.cert_file", "/etc/client.pem"});
+  EXPECT_FALSE(loadOverDefaults({"--cluster_auth.username", "svc"}).ok());  // SCRAM without a password
+  EXPECT_FALSE(loadOverDefaults({}, {"SHARDSCOPE_CLUSTER_PASSWORD=orphan-pw"}).ok());  // password without a user
+  EXPECT_FALSE(loadOverDefaults({"--cluster_auth.mechanism", "PLAIN"}).ok());
+  EXPECT_FALSE(loadOverDefaults({"--cluster_auth.mechanism", "MONGODB-X509"}).ok());  // needs cert_file
+  auto x509 = loadOverDefaults({"--cluster_auth.mechanism", "MONGODB-X509", "--cluster_auth.cert_file", "/etc/client.pem"});
   EXPECT_TRUE(x509.ok()) << all(x509);
   EXPECT_TRUE(x509.config.cluster_auth.enabled());
-  EXPECT_FALSE(load({}).config.cluster_auth.enabled());
-  EXPECT_FALSE(load({"--cluster_auth.username", "svc", "--cluster_auth.password_file", "/nonexistent/pw"}).ok());
+  EXPECT_FALSE(loadOverDefaults({}).config.cluster_auth.enabled());
+  EXPECT_FALSE(loadOverDefaults({"--cluster_auth.username", "svc", "--cluster_auth.password_file", "/nonexistent/pw"}).ok());
 }
 
 TEST(ClusterAuth, InvalidUpstreamErrorIsRedacted) {

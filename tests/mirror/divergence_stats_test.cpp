@@ -8,14 +8,14 @@
 namespace shardscope::shadow {
 namespace {
 
-ReplySummary sum(const std::string& json) { return summarizeReply(testing::Doc(json).get()); }
+ReplySummary summary(const std::string& json) { return summarizeReply(testing::Doc(json).get()); }
 
 TEST(DivergenceTable, CountsPerKindAndKeepsFirstExamples) {
   DivergenceTable t(10, 2);
   uint64_t h = common::shapeId("d.c", "find", R"({"a":"<string>"})");
   t.onMirrored(h, "d.c", "find", R"({"a":"<string>"})", routing::Targeting::Broadcast, routing::Targeting::Single, true);
-  auto same = sum(R"({"cursor": {"id": 0, "firstBatch": [{"a": "x"}]}, "ok": 1})");
-  auto fewer = sum(R"({"cursor": {"id": 0, "firstBatch": []}, "ok": 1})");
+  auto same = summary(R"({"cursor": {"id": 0, "firstBatch": [{"a": "x"}]}, "ok": 1})");
+  auto fewer = summary(R"({"cursor": {"id": 0, "firstBatch": []}, "ok": 1})");
   t.onCompared(h, same, same, 1000, 2000, "");
   for (int i = 0; i < 3; ++i) t.onCompared(h, same, fewer, 1000, 2000, "");
   auto rows = t.snapshot();

@@ -13,6 +13,7 @@
 
 #include "protocol/op_msg.h"
 #include "protocol/wire.h"
+#include "tests/support/raw_bytes.h"
 
 namespace shardscope::protocol {
 namespace {
@@ -47,12 +48,7 @@ bool streamed(const Bytes& run, const std::vector<size_t>& sizes) {
 bool wholeRun(const Bytes& run) { return streamed(run, {run.size()}); }
 bool byteByByte(const Bytes& run) { return streamed(run, std::vector<size_t>(run.size(), 1)); }
 
-std::string hex(const Bytes& bytes) {
-  std::string h;
-  char buf[4];
-  for (uint8_t c : bytes) std::snprintf(buf, sizeof buf, "%02x", c), h += buf;
-  return h;
-}
+using testing::hex;
 
 // ---- raw builders: every byte spelled out, so lengths can lie ----
 void put32(Bytes& b, uint32_t v) {

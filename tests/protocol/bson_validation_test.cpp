@@ -13,6 +13,7 @@
 #include "protocol/op_msg.h"
 #include "protocol/wire.h"
 #include "tests/support/bson_builders.h"
+#include "tests/support/raw_bytes.h"
 
 namespace shardscope::protocol {
 namespace {
@@ -88,15 +89,7 @@ bool readableToTheEnd(const bson_t* doc) {
   return end == doc->len - 1;
 }
 
-std::string hex(const std::vector<uint8_t>& bytes) {
-  std::string h;
-  char buf[4];
-  for (uint8_t c : bytes) {
-    std::snprintf(buf, sizeof buf, "%02x", c);
-    h += buf;
-  }
-  return h;
-}
+using testing::hex;
 
 std::vector<std::vector<uint8_t>> seeds() {
   std::vector<std::vector<uint8_t>> out;

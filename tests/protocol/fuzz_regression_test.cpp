@@ -42,7 +42,7 @@ std::vector<uint8_t> wrapOpMsg(const std::vector<uint8_t>& body) {
   return m;
 }
 
-std::vector<uint8_t> nested(int depth) {
+std::vector<uint8_t> nestedDocuments(int depth) {
   // {a: {a: {... {} ...}}}
   std::vector<uint8_t> doc = {5, 0, 0, 0, 0};
   for (int i = 0; i < depth; ++i) {
@@ -90,8 +90,8 @@ TEST(FuzzRegression, OpQueryWithUnterminatedSubDocumentIsMalformed) {
 }
 
 TEST(FuzzRegression, NestingBeyondMongoDbsLimitIsRefused) {
-  EXPECT_TRUE(isValidBson(nested(150)));
-  EXPECT_FALSE(isValidBson(nested(5000)));  // would otherwise recurse through bson_validate
+  EXPECT_TRUE(isValidBson(nestedDocuments(150)));
+  EXPECT_FALSE(isValidBson(nestedDocuments(5000)));  // would otherwise recurse through bson_validate
 }
 
 TEST(FuzzRegression, ShapeOfInvalidUtf8FieldNameIsValidJson) {

@@ -14,15 +14,14 @@
 
 #include "protocol/op_msg.h"
 #include "protocol/wire.h"
+#include "tests/support/raw_bytes.h"
 
 namespace shardscope::proxy {
 namespace {
 
 using Bytes = std::vector<uint8_t>;
 
-void appendInt32(Bytes& out, int32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<uint8_t>(static_cast<uint32_t>(v) >> (8 * i)));
-}
+using testing::appendInt32;
 
 Bytes document(std::mt19937& rng) {
   bson_t doc = BSON_INITIALIZER, child;

@@ -8,13 +8,12 @@
 
 #include "protocol/op_msg.h"
 #include "protocol/wire.h"
+#include "tests/support/raw_bytes.h"
 
 namespace shardscope::proxy {
 namespace {
 
-void appendInt32(std::vector<uint8_t>& out, int32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<uint8_t>(static_cast<uint32_t>(v) >> (8 * i)));
-}
+using testing::appendInt32;
 
 // An empty document padded to `size` bytes with a binary-free filler the check never reads.
 std::vector<uint8_t> document(int32_t size) {

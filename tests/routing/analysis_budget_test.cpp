@@ -24,8 +24,8 @@ using testing::loadData;
 using testing::shardNames;
 using testing::TestCommand;
 
-const char* kOrders = "orders_6shards.json";  // shop.orders {customerId: 1, orderDate: 1}
-const char* kHashed = "hashed_4shards.json";  // shop.events {_id: "hashed"}
+using testing::kHashed;
+using testing::kOrders;
 
 std::string customer(size_t i) {
   char buf[16];

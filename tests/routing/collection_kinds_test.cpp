@@ -30,7 +30,7 @@ struct KindCase {
 const std::set<std::string> kAll = {"shard0", "shard1", "shard2"};
 #define DATE(s) R"({"$date": ")" s R"("})"
 
-const KindCase kCases[] = {
+const KindCase kKindCases[] = {
     {"meta subfield equality maps to meta.sensor", R"({"find": "weather", "filter": {"tags.sensor": "s1"}, "$db": "metrics"})",
      Targeting::Single, {"shard0"}, "time-series view"},
     // An equality on the whole meta document gives no bounds on meta.sensor (only the full-key
@@ -83,7 +83,7 @@ TEST_P(CollectionKinds, Target) {
   testing::expectTargeting(*table, c);
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, CollectionKinds, ::testing::ValuesIn(kCases), testing::caseName<KindCase>);
+INSTANTIATE_TEST_SUITE_P(Kinds, CollectionKinds, ::testing::ValuesIn(kKindCases), testing::caseName<KindCase>);
 
 TEST(CollectionKindsExplain, UnsplittableNamesItsShard) {
   auto table = loadData("collection_kinds.json");

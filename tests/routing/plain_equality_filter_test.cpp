@@ -27,7 +27,7 @@ using testing::loadData;
 
 // A key {a, b.c, d} split on every field, so a range that pins a prefix crosses chunk edges on
 // the later fields.
-constexpr const char* kThreeFieldTable = R"({"shards": ["s0", "s1", "s2", "s3"], "collections": [
+constexpr const char* kDottedThreeFieldTable = R"({"shards": ["s0", "s1", "s2", "s3"], "collections": [
  {"ns": "t.three", "key": {"a": 1, "b.c": 1, "d": 1}, "chunks": [
   {"min": {"a": {"$minKey": 1}, "b.c": {"$minKey": 1}, "d": {"$minKey": 1}}, "max": {"a": 5, "b.c": {"$minKey": 1}, "d": {"$minKey": 1}}, "shard": "s0"},
   {"min": {"a": 5, "b.c": {"$minKey": 1}, "d": {"$minKey": 1}}, "max": {"a": 5, "b.c": "m", "d": 3}, "shard": "s1"},
@@ -41,7 +41,7 @@ std::vector<std::shared_ptr<const RoutingTable>> tables() {
   for (const char* name : {"orders_6shards.json", "orders_3shards.yaml", "hashed_4shards.json", "collection_kinds.json"})
     out.push_back(loadData(name));
   std::string error;
-  out.push_back(parseRoutingText(kThreeFieldTable, false, "three", error));
+  out.push_back(parseRoutingText(kDottedThreeFieldTable, false, "three", error));
   EXPECT_TRUE(out.back()) << error;
   return out;
 }

@@ -41,7 +41,7 @@ int cmpSameClass(const Value& a, const Value& b) {
   return 0;
 }
 
-using Doc = std::vector<std::optional<Value>>;  // by field index: a, b, c
+using FieldValues = std::vector<std::optional<Value>>;  // by field index: a, b, c
 const char* kFields[] = {"a", "b", "c"};
 
 // ---- filters ----
@@ -98,7 +98,7 @@ bool cmpMatch(const std::optional<Value>& x, const Value& v, bool greater, bool 
   return (equal && c == 0) || (greater ? c > 0 : c < 0);
 }
 
-bool matches(const Filter& f, const Doc& d) {
+bool matches(const Filter& f, const FieldValues& d) {
   const std::optional<Value>& x = d[f.field];
   switch (f.op) {
     case Filter::Eq:
@@ -158,8 +158,8 @@ class Gen {
     while (v.kind == Value::Null) v = value();
     return v;
   }
-  Doc doc() {
-    Doc d(3);
+  FieldValues doc() {
+    FieldValues d(3);
     for (auto& f : d)
       if (pick(6) != 0) f = value();
     return d;
@@ -260,10 +260,10 @@ TEST(TargetingProperty, NeverUnderTargets) {
     auto table = randomTable(g, pc, table_json);
     ASSERT_TRUE(table) << "could not draw a valid chunk map for " << pc.key;
     // Place documents where their inserts go.
-    std::vector<Doc> docs;
+    std::vector<FieldValues> docs;
     std::vector<size_t> homes;
     for (int i = 0; i < 40; ++i) {
-      Doc d = g.doc();
+      FieldValues d = g.doc();
       std::string json = "{";
       bool first = true;
       for (int f = 0; f < 3; ++f) {

@@ -17,6 +17,12 @@
 
 namespace shardscope::routing::testing {
 
+// The routing files most tests target (tests/data/routing), and every shard of each.
+inline constexpr const char* kOrders = "orders_6shards.json";  // shop.orders {customerId: 1, orderDate: 1}
+inline constexpr const char* kHashed = "hashed_4shards.json";  // shop.events {_id: "hashed"}
+inline const std::set<std::string> kAllOrders = {"shardA", "shardB", "shardC", "shardD", "shardE", "shardF"};
+inline const std::set<std::string> kAllHashed = {"shard0", "shard1", "shard2", "shard3"};
+
 // The build passes the source directory (tests/CMakeLists.txt).
 inline std::string repoRoot() { return SHARDSCOPE_SOURCE_DIR; }
 inline std::string dataPath(const std::string& name) { return repoRoot() + "/tests/data/routing/" + name; }

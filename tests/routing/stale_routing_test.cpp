@@ -12,7 +12,7 @@
 namespace shardscope::routing {
 namespace {
 
-using testing::Doc;
+using shardscope::testing::Doc;
 
 bool stale(const std::string& json, std::string* ns = nullptr) {
   Doc d(json);

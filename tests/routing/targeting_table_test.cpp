@@ -27,10 +27,10 @@ struct Case {
   const char* reason_contains = "";
 };
 
-const std::set<std::string> kAllOrders = {"shardA", "shardB", "shardC", "shardD", "shardE", "shardF"};
-const std::set<std::string> kAllHashed = {"shard0", "shard1", "shard2", "shard3"};
-constexpr const char* kOrders = "orders_6shards.json";
-constexpr const char* kHashed = "hashed_4shards.json";
+using testing::kAllHashed;
+using testing::kAllOrders;
+using testing::kHashed;
+using testing::kOrders;
 #define D2024 R"({"$date": "2024-03-01T00:00:00Z"})"
 #define D2023 R"({"$date": "2023-03-01T00:00:00Z"})"
 

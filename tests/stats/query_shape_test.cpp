@@ -7,49 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "tests/stats/json_command.h"
+
 namespace shardscope::stats {
 namespace {
 
-// A command parsed from relaxed Extended JSON, viewed the way the proxy views a decoded OP_MSG.
-struct Command {
-  explicit Command(const char* json, std::vector<std::pair<std::string, std::vector<std::string>>> seqs = {}) {
-    bson_error_t error;
-    doc = bson_new_from_json(reinterpret_cast<const uint8_t*>(json), -1, &error);
-    EXPECT_NE(doc, nullptr) << error.message << " in " << json;
-    bson_init_static(&view.body, bson_get_data(doc), doc->len);
-    bson_iter_t it;
-    bson_iter_init(&it, doc);
-    bson_iter_next(&it);
-    view.setName(bson_iter_key(&it));
-    if (BSON_ITER_HOLDS_UTF8(&it)) view.collection = bson_iter_utf8(&it, nullptr);
-    if (bson_iter_init_find(&it, doc, "$db")) view.db = bson_iter_utf8(&it, nullptr);
-    for (auto& [id, docs] : seqs) {
-      auto& bytes = storage.emplace_back();
-      for (auto& d : docs) {
-        bson_t* b = bson_new_from_json(reinterpret_cast<const uint8_t*>(d.c_str()), -1, &error);
-        const uint8_t* data = bson_get_data(b);
-        bytes.insert(bytes.end(), data, data + b->len);
-        bson_destroy(b);
-      }
-      ids.push_back(std::make_unique<std::string>(id));
-    }
-    for (size_t i = 0; i < storage.size(); ++i)
-      sequences.push_back(protocol::DocumentSequence{*ids[i], std::span<const uint8_t>(storage[i])});
-    view.sequences = sequences;
-  }
-  ~Command() { bson_destroy(doc); }
-  std::string shape() const {
-    std::string out;
-    common::computeShape(view, out);
-    return out;
-  }
-
-  bson_t* doc = nullptr;
-  protocol::CommandView view;
-  std::vector<std::vector<uint8_t>> storage;
-  std::vector<std::unique_ptr<std::string>> ids;
-  std::vector<protocol::DocumentSequence> sequences;
-};
+using testing::Command;
 
 TEST(QueryShape, FindValuesBecomePlaceholders) {
   Command a(R"({"find":"orders","filter":{"customerId":"C1","orderDate":{"$gte":{"$date":"2024-01-01T00:00:00Z"}}},"$db":"shop"})");

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "stats/render.h"
+#include "tests/stats/json_command.h"
 
 namespace shardscope::stats {
 namespace {
@@ -26,19 +27,7 @@ struct Doc {
   bson_t* doc;
 };
 
-// A command view over a JSON command (no document sequences).
-struct Command : Doc {
-  explicit Command(const std::string& json) : Doc(json) {
-    bson_init_static(&view.body, bson_get_data(doc), doc->len);
-    bson_iter_t it;
-    bson_iter_init(&it, doc);
-    bson_iter_next(&it);
-    view.setName(bson_iter_key(&it));
-    if (BSON_ITER_HOLDS_UTF8(&it)) view.collection = bson_iter_utf8(&it, nullptr);
-    if (bson_iter_init_find(&it, doc, "$db")) view.db = bson_iter_utf8(&it, nullptr);
-  }
-  protocol::CommandView view;
-};
+using testing::Command;
 
 routing::TargetResult target(routing::Targeting t, std::initializer_list<size_t> shards) {
   routing::TargetResult r;

@@ -10,27 +10,12 @@
 #include "stats/hotness.h"
 #include "stats/registry.h"
 #include "stats/render.h"
+#include "tests/stats/json_command.h"
 
 namespace shardscope::stats {
 namespace {
 
-struct Command {
-  explicit Command(const std::string& json) {
-    bson_error_t error;
-    doc = bson_new_from_json(reinterpret_cast<const uint8_t*>(json.data()), static_cast<ssize_t>(json.size()), &error);
-    EXPECT_NE(doc, nullptr) << error.message;
-    bson_init_static(&view.body, bson_get_data(doc), doc->len);
-    bson_iter_t it;
-    bson_iter_init(&it, doc);
-    bson_iter_next(&it);
-    view.name = bson_iter_key(&it);
-    if (BSON_ITER_HOLDS_UTF8(&it)) view.collection = bson_iter_utf8(&it, nullptr);
-    if (bson_iter_init_find(&it, doc, "$db")) view.db = bson_iter_utf8(&it, nullptr);
-  }
-  ~Command() { bson_destroy(doc); }
-  bson_t* doc;
-  protocol::CommandView view;
-};
+using testing::Command;
 
 routing::TargetResult target(routing::Targeting t, std::initializer_list<size_t> shards, uint16_t owners) {
   routing::TargetResult r;
