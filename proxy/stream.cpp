@@ -30,7 +30,7 @@ awaitable<size_t> Stream::readSomeTls(asio::mutable_buffer buffer) {
     if (size_t n = tls_->read(out, want)) co_return n;
     if (want == TlsChannel::Want::Writable) co_await socket_.async_wait(tcp::socket::wait_write, use_awaitable);
     // Ciphertext, not a readiness wait (see readNow): OpenSSL takes it before reading the socket again.
-    else tls_->received(co_await socket_.async_read_some(tls_->readSpace(), use_awaitable));
+    else tls_->received(co_await asyncReadDrained(socket_, tls_->readSpace(), use_awaitable));
   }
 }
 

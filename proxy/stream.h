@@ -6,6 +6,7 @@
 #include <string>
 
 #include "proxy/asio.h"
+#include "proxy/drained_read.h"
 #include "proxy/tls_channel.h"
 
 namespace shardscope::proxy {
@@ -33,7 +34,7 @@ class Stream {
   std::string describeTlsFailure(const boost::system::error_code& ec);
   // Plain TCP: a plain function returning the operation's awaitable, no coroutine frame of its own.
   awaitable<size_t> readSome(asio::mutable_buffer buffer) {
-    return tls_ ? readSomeTls(buffer) : socket_.async_read_some(buffer, use_awaitable);
+    return tls_ ? readSomeTls(buffer) : asyncReadDrained(socket_, buffer, use_awaitable);
   }
   awaitable<size_t> writeAll(asio::const_buffer buffer) {
     return tls_ ? writeAllTls(buffer) : asio::async_write(socket_, buffer, use_awaitable);
@@ -41,10 +42,11 @@ class Stream {
   // The fast path: data moves without a trip through the event loop. readNow: bytes read, or 0
   // when the last read found the socket drained: then `co_await readSome` and report its result
   // with noteRead. Throws on EOF and errors. Why not async_wait for readiness: Asio 1.26 re-arms
-  // the descriptor with epoll_ctl on every async_wait, while its async read costs one recv that
-  // returns EAGAIN and then waits on the edge-triggered registration it already has; measured
-  // 0.6 us per operation cheaper (bench/RESULTS.md). With TLS the same holds: an async read brings
-  // ciphertext into the channel, OpenSSL reads the rest from the socket itself.
+  // the descriptor with epoll_ctl on every async_wait, while an async read waits on the
+  // edge-triggered registration it already has (measured 0.6 us per operation cheaper,
+  // bench/RESULTS.md), and the drained read (drained_read.h) does not first try a recv that fails.
+  // With TLS the same holds: an async read brings ciphertext into the channel, OpenSSL reads the
+  // rest from the socket itself.
   size_t readNow(std::span<uint8_t> buffer);
   void noteRead(size_t n, size_t asked) { maybe_readable_ = n == asked; }
   // A parked connection's wait (session.h): until the socket has bytes, without a buffer to read
@@ -74,7 +76,7 @@ class Stream {
   awaitable<size_t> readSomeTls(asio::mutable_buffer buffer);
   awaitable<size_t> writeAllTls(asio::const_buffer buffer);
 
-  tcp::socket socket_;
+  RelaySocket socket_;
   std::unique_ptr<TlsChannel> tls_;
   TlsChannel::Want write_wants_ = TlsChannel::Want::Writable;  // what the last short TLS write waits for
   bool maybe_readable_ = true;  // false after a read drained the socket (edge-triggered epoll)
