@@ -44,9 +44,15 @@ size_t ApplyQueue::queuedBytes() const {
   return queued_bytes_;
 }
 
+uint64_t ApplyQueue::wakeRequests() const {
+  std::lock_guard lock(mutex_);
+  return wake_requests_;
+}
+
 void ApplyQueue::submit(std::unique_ptr<EventBatch>& batch) {
   if (batch->events.empty()) return;
   const size_t bytes = footprint(*batch);
+  bool wake = false;
   {
     std::lock_guard lock(mutex_);
     // An empty queue always takes one batch, however large (one message's copy, itself bounded).
@@ -54,6 +60,8 @@ void ApplyQueue::submit(std::unique_ptr<EventBatch>& batch) {
       queued_bytes_ += bytes;
       ++submitted_;
       push({std::move(batch), bytes});
+      wake = count_ == kWakeBatches || queued_bytes_ * 2 >= max_queued_bytes_ || urgent_;
+      wake_requests_ += wake;
       if (!free_.empty()) {
         batch = std::move(free_.back());
         free_.pop_back();
@@ -63,11 +71,11 @@ void ApplyQueue::submit(std::unique_ptr<EventBatch>& batch) {
   }
   if (!batch) {  // queued, and no free batch to take its place (only while warming up)
     batch = std::make_unique<EventBatch>();
-    work_.notify_one();
+    if (wake) work_.notify_one();
     return;
   }
   if (batch->events.empty()) {  // queued and replaced by a recycled one
-    work_.notify_one();
+    if (wake) work_.notify_one();
     return;
   }
   // The queue is full: the worker is behind by max_queued_bytes_. Drop rather than wait.
@@ -80,6 +88,9 @@ void ApplyQueue::submit(std::unique_ptr<EventBatch>& batch) {
 void ApplyQueue::waitApplied() {
   std::unique_lock lock(mutex_);
   const uint64_t target = submitted_;
+  if (done_ >= target) return;
+  urgent_ = true;
+  work_.notify_one();
   applied_.wait(lock, [&] { return done_ >= target; });
 }
 
@@ -105,8 +116,13 @@ void ApplyQueue::growFreeBatches() {
 void ApplyQueue::run() {
   std::unique_lock lock(mutex_);
   for (;;) {
-    work_.wait(lock, [&] { return stopping_ || count_ > 0; });
-    if (count_ == 0) return;  // stopping, and everything applied
+    if (count_ == 0) {
+      urgent_ = false;  // every batch submitted so far is applied
+      if (stopping_) return;
+      // Gathering: a wake-up applies every batch queued by then.
+      work_.wait_for(lock, kGatherWait, [&] { return stopping_ || urgent_ || count_ >= kWakeBatches; });
+      if (count_ == 0) continue;
+    }
     Queued q = pop();
     std::unique_ptr<EventBatch> batch = std::move(q.batch);
     lock.unlock();

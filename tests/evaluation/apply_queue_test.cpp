@@ -91,6 +91,26 @@ TEST(ApplyQueue, WaitAppliedReturnsOnlyOnceEarlierBatchesAreApplied) {
   EXPECT_EQ(queue.droppedEvents(), 0u);
 }
 
+// Submits wake the worker once per kWakeBatches queued, not once per batch (each wake-up is a
+// context switch on an event loop's core), and a batch left alone is still applied.
+TEST(ApplyQueue, GathersBatchesBeforeWakingTheWorker) {
+  std::atomic<uint64_t> applied{0};
+  ApplyQueue queue([&](const EventBatch& b) { applied += b.events.size(); }, size_t{64} << 20);
+  constexpr int kBatches = 64;
+  for (int i = 0; i < kBatches; ++i) {
+    auto b = batchOf(1);
+    queue.submit(b);
+  }
+  queue.waitApplied();
+  EXPECT_EQ(applied.load(), uint64_t{kBatches});
+  EXPECT_LE(queue.wakeRequests(), kBatches / ApplyQueue::kWakeBatches);
+
+  auto lone = batchOf(1);
+  queue.submit(lone);  // fewer than kWakeBatches and nobody waiting: the worker's own look applies it
+  for (int i = 0; i < 1000 && applied.load() == kBatches; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(applied.load(), uint64_t{kBatches} + 1);
+}
+
 TEST(ApplyQueue, DestructorAppliesWhatIsQueued) {
   std::atomic<uint64_t> applied{0};
   {
