@@ -6,12 +6,16 @@
 #   bash bench/run.sh [--duration S (10)] [--rate OPS (5000)] [--idle N (9900)] [--quick]
 #                     [--no-pin] [--no-ferret] [--no-mongobetween] [--no-results] [--out FILE]
 #                     [--quiet-wait S (10)] [--priority NICE (-20)] [--profile] [--only LIST]
-#                     [--latency-rounds R (5)] [--latency-seconds S (5)]
-# --only main,latency,tls,large,sweep,threads,uring runs only those sections (all by default). The io_uring
+#                     [--latency-rounds R (5)] [--latency-seconds S (5)] [--closed-rounds R (5)] [--closed-seconds S (6)]
+# --only main,closed,latency,tls,large,sweep,threads,uring runs only those sections (all by default). The io_uring
 # rows need a second build: cmake -B build-uring -DSHARDSCOPE_IO_URING=ON (BENCH_SHARDSCOPE_URING_BIN).
 # latency: added p50/p99 at --rate for issue 29 item 4 — direct, haproxy, shardscope-fwd and -full all kept
 # up, R interleaved rounds of one open-loop run each (S s + 2 s warm-up), medians over rounds of each
 # round's difference to its direct run; R x 4 x (S + 2) s plus ~5 s start-up (~2.5 min by default).
+# closed: closed-loop throughput for issue 29 item 3 — haproxy, shardscope-fwd and -full all kept up, R
+# interleaved rounds of one closed-loop run each (S s + 2 s warm-up), medians over rounds of each round's
+# ratio to its haproxy run; R x 3 x (S + 2) s (~2 min by default). BENCH_BASELINE_BIN=FILE adds that build's
+# forwarding and everything-on rows to the same rounds (before and after in one run; R x 5 x (S + 2) s).
 # --profile adds a perf profile of shardscope (routing + stats + evaluation) under the closed-loop load (~15 s more).
 # The machine should be otherwise idle: the script waits up to --quiet-wait seconds for other processes
 # to calm down and flags every run during which they used more than 0.15 of a core.
@@ -30,9 +34,9 @@ if [[ -z "${BENCH_RUN_SESSION:-}" ]] && command -v setsid >/dev/null; then
 fi
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cache="${SHARDSCOPE_CACHE:-$HOME/.cache/shardscope}"
-sections=main,latency,tls,large,sweep,threads,uring
+sections=main,closed,latency,tls,large,sweep,threads,uring
 duration=10 rate=5000 idle=9900 pin=1 ferret=1 mongobetween=1 write_results=1 quick=0 quiet_wait=10 profile=0 priority=-20
-latency_rounds=5 latency_seconds=5
+latency_rounds=5 latency_seconds=5 closed_rounds=5 closed_seconds=6
 results="$here/bench/RESULTS.md"
 cmdline="bash bench/run.sh $*"
 while (($#)); do
@@ -52,12 +56,14 @@ while (($#)); do
     --only) sections="$2"; shift 2 ;;
     --latency-rounds) latency_rounds="$2"; shift 2 ;;
     --latency-seconds) latency_seconds="$2"; shift 2 ;;
+    --closed-rounds) closed_rounds="$2"; shift 2 ;;
+    --closed-seconds) closed_seconds="$2"; shift 2 ;;
     -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
 log() { printf '[bench] %s\n' "$*" >&2; }
-for v in latency_rounds latency_seconds; do
+for v in latency_rounds latency_seconds closed_rounds closed_seconds; do
   [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --${v/_/-} takes a whole number >= 1" >&2; exit 2; }
 done
 section() { [[ ",$sections," == *",$1,"* ]]; }
@@ -108,6 +114,16 @@ if [[ -x "$SHARDSCOPE" ]]; then
   SHARDSCOPE="$work/shardscope"
 else
   note "shardscope: $SHARDSCOPE is not built: its rows are skipped"
+fi
+
+# Before and after in one run: BENCH_BASELINE_BIN (an earlier build) joins the closed section's rounds as
+# shardscope-fwd-base and shardscope-full-base.
+SHARDSCOPE_BASE=""
+if [[ -n "${BENCH_BASELINE_BIN:-}" ]]; then
+  [[ -x "$BENCH_BASELINE_BIN" ]] || { echo "run.sh: BENCH_BASELINE_BIN=$BENCH_BASELINE_BIN is not an executable" >&2; exit 2; }
+  cp "$BENCH_BASELINE_BIN" "$work/shardscope-base"
+  SHARDSCOPE_BASE="$work/shardscope-base"
+  note "baseline binary (closed section, *-base rows): $BENCH_BASELINE_BIN ($(stat -c %y "$BENCH_BASELINE_BIN" | cut -d. -f1))"
 fi
 
 SHARDSCOPE_URING="${BENCH_SHARDSCOPE_URING_BIN:-$here/build-uring/shardscope}"
@@ -226,6 +242,7 @@ start_proxy() {
   proxy_pid=""
   [[ "$kind" == *-t2* ]] && threads=2
   if [[ "$kind" == *-uring* ]]; then bin="$SHARDSCOPE_URING"; [[ -x "$bin" ]] || return 1; fi
+  if [[ "$kind" == *-base ]]; then bin="$SHARDSCOPE_BASE"; [[ -x "$bin" ]] || return 1; fi
   case "$kind" in
     haproxy | haproxy-tls)
       # haproxy-tls: TLS terminated and re-originated, TLS 1.3 with the cipher the load generator and the upstream offer.
@@ -417,6 +434,43 @@ latency_section() {
 }
 if section latency; then latency_section; fi
 
+# --- issue 29 item 3: closed-loop throughput, interleaved rounds ----------------------------------------
+# This VM's speed drifts by 10-30 % within minutes (the same binary, runs a minute apart), and the main
+# section measures haproxy, then forwarding, then everything on, one after the other: the drift goes into
+# their ratios. Here the three proxies stay up for the whole section (each on its own port, all pinned to
+# CPU 1 as in the main section; the idle ones wait in epoll) and take turns: R rounds of one closed-loop run
+# each (S s after the 2 s warm-up), the order changing per round as in the latency section. report.py takes
+# each ratio within its round and the median over rounds.
+# closed_section [UPSTREAM_PID TLS_SUFFIX LOADGEN_ARGS...]: the plain rows by default; the TLS section calls it
+# with its upstream, "-tls" and --tls.
+closed_section() {
+  local watch_up=${1:-$up_pid} sfx=${2:-} kinds=() ports=() ppids=() kind port r i slot targets
+  (($# >= 2)) && shift 2
+  targets=(haproxy$sfx shardscope-fwd$sfx shardscope-full$sfx)
+  [[ -n "$SHARDSCOPE_BASE" ]] && targets+=(shardscope-fwd$sfx-base shardscope-full$sfx-base)
+  for kind in "${targets[@]}"; do
+    port=$(free_port)
+    start_proxy "$kind" "$port" || { note "closed-$kind: did not start, left out of the closed-loop rounds"; continue; }
+    kinds+=("$kind") ports+=("$port") ppids+=("$proxy_pid")
+  done
+  log "closed loop: ${closed_rounds} rounds x ${#kinds[@]} targets x (${closed_seconds} s + 2 s warm-up)"
+  for ((r = 1; r <= closed_rounds; r++)); do
+    slot=0
+    for i in $(latency_order "${#kinds[@]}" $((r - 1))); do
+      slot=$((slot + 1))
+      log "closed-${kinds[i]}, round $r (run $slot of the round)"
+      loadgen --label "closed-${kinds[i]}" --tag "round=$r slot=$slot" --target "127.0.0.1:${ports[i]}" "${common[@]}" \
+        --duration "$closed_seconds" --mix "$mix_canned" --watch "proxy=${ppids[i]}" --watch "upstream=$watch_up" "$@" \
+        || note "closed-${kinds[i]}: round $r run failed"
+    done
+  done
+  for ((i = 0; i < ${#kinds[@]}; i++)); do
+    kill -0 "${ppids[i]}" 2>/dev/null || note "closed-${kinds[i]}: the proxy process died during the closed-loop rounds"
+    stop_pid "${ppids[i]}"
+  done
+}
+if section closed; then closed_section; fi
+
 # --- issue 19: TLS on both hops --------------------------------------------------------------------
 # Client -> TLS -> proxy -> TLS -> canned upstream; TLS 1.3 with one cipher suite offered by the load
 # generator and accepted by the upstream, so every hop of every row runs the same cipher.
@@ -440,6 +494,8 @@ if section tls; then
   for kind in haproxy-tls shardscope-fwd-tls shardscope-full-tls; do
     up_watch=$tls_up_pid closed_and_open "$kind" --tls
   done
+  # The same three in interleaved rounds, as the closed section does for plain TCP (issue 29 item 3).
+  closed_section "$tls_up_pid" -tls --tls
   port=$(free_port)
   if start_proxy shardscope-full-tls-malloc "$port"; then
     log "shardscope-full-tls-malloc (pid $proxy_pid)"

@@ -53,15 +53,19 @@ LAT_TARGETS = [
 OTHER_LOAD_LIMIT = 0.15  # cores used by other processes during a run above which the run is flagged
 
 
-def lat_runs(runs):
-    """{(target, round): run} for the latency section's runs (label lat-TARGET, tag "round=N slot=M")."""
+def round_runs(runs, prefix):
+    """{(target, round): run} for an interleaved section's runs (label PREFIX-TARGET, tag "round=N slot=M")."""
     out = {}
     for r in runs:
         label = r.get("label", "")
         m = re.search(r"round=(\d+)", r.get("tag", ""))
-        if r.get("mode") == "load" and label.startswith("lat-") and m:
-            out[(label[4:], int(m.group(1)))] = r
+        if r.get("mode") == "load" and label.startswith(prefix + "-") and m:
+            out[(label[len(prefix) + 1:], int(m.group(1)))] = r
     return out
+
+
+def lat_runs(runs):
+    return round_runs(runs, "lat")
 
 
 def lat_slot(r):
@@ -189,6 +193,86 @@ def latency_rounds(runs, w, rate):
     w("")
 
 
+# --- run.sh's closed section: closed-loop throughput, interleaved rounds (issue 29 item 3) ----------------
+CLOSED_TARGETS = [  # {tls}: "" for the plain rows, "-tls" for TLS on both hops
+    ("haproxy{tls}", "haproxy, TCP mode"),
+    ("shardscope-fwd{tls}", "shardscope, forwarding only"),
+    ("shardscope-full{tls}", "shardscope, routing + stats + evaluation + admin"),
+    ("shardscope-fwd{tls}-base", "baseline build (BENCH_BASELINE_BIN), forwarding only"),
+    ("shardscope-full{tls}-base", "baseline build (BENCH_BASELINE_BIN), everything on"),
+]
+
+
+def closed_ok(r):
+    return bool(r and r.get("ops") and not r.get("run_error") and r.get("watch", {}).get("proxy", {}).get("alive", True))
+
+
+def closed_rounds(runs, w, tls=""):
+    targets = [(t.format(tls=tls), title.replace("TCP mode", "TLS terminated and re-originated") if tls else title)
+               for t, title in CLOSED_TARGETS]
+    got = {k: r for k, r in round_runs(runs, "closed").items() if k[0] in dict(targets)}
+    if not got:
+        return
+    base = "haproxy" + tls
+    rounds = sorted({rd for _, rd in got})
+    seconds = statistics.median(r["seconds"] for r in got.values() if r.get("seconds"))
+    present = [(t, title) for t, title in targets if any((t, rd) in got for rd in rounds)]
+    med = lambda xs: statistics.median(xs) if xs else None
+    span = lambda xs, f: f"{f(min(xs))} – {f(max(xs))}" if xs else "—"
+    w(f"## Closed loop{', TLS on both hops' if tls else ''}, interleaved rounds (issue 29 item 3)")
+    w("")
+    w(f"The three proxies kept up for the whole section, each on its own port and pinned to CPU 1 (load generator "
+      f"and upstream on CPU 0); {len(rounds)} rounds, each one closed-loop run per target, 64 connections, "
+      f"~{seconds:.0f} s measured after 2 s warm-up, the order changing per round (as in the latency section). "
+      "*× haproxy* = the run's ops/s over the same round's haproxy run, median over rounds (min – max); *proxy CPU "
+      "µs/op* = the proxy's utime + stime over the window per operation, median over rounds; ⚠ = a run during which "
+      f"other processes used more than {OTHER_LOAD_LIMIT} of a core (kept in the medians).")
+    w("")
+    w("| target | rounds | ops/s, median (min – max) | × haproxy, median (min – max) | proxy CPU µs/op, median | flagged rounds |")
+    w("|---|---:|---:|---:|---:|---|")
+    for target, title in present:
+        good = {rd: got[(target, rd)] for rd in rounds if closed_ok(got.get((target, rd)))}
+        ops = [r["ops_per_s"] for r in good.values()]
+        ratios = [r["ops_per_s"] / got[(base, rd)]["ops_per_s"] for rd, r in good.items()
+                  if closed_ok(got.get((base, rd)))]
+        cpu = [r["watch"]["proxy"]["cpu_us_per_op"] for r in good.values() if "proxy" in r.get("watch", {})]
+        flagged = [str(rd) for rd in rounds if lat_flagged(got.get((target, rd)))]
+        failed = [str(rd) for rd in rounds if (target, rd) in got and not closed_ok(got[(target, rd)])]
+        flag_cell = ", ".join(flagged) or "—"
+        if failed:
+            flag_cell += f"; failed: {', '.join(failed)}"
+        ratio_cell = "(base)" if target == base else (
+            f"{med(ratios):.2f}× ({span(ratios, lambda v: f'{v:.2f}')})" if ratios else "—")
+        w(f"| {title} | {len(good)} | {fmt(med(ops))} ({span(ops, fmt)}) | {ratio_cell} | {fmt(med(cpu), 2)} | {flag_cell} |")
+    w("")
+    w("Per round: ops/s (× that round's haproxy); the order is the run order in the round.")
+    w("")
+    w("| round | order | " + " | ".join(t for t, _ in present) + " | other load, max (cores) |")
+    w("|---:|---|" + "---:|" * len(present) + "---:|")
+    for rd in rounds:
+        here = {t: got.get((t, rd)) for t, _ in present}
+        order = sorted((r for r in here.values() if r), key=lat_slot)
+        h = here.get(base)
+        cells = []
+        for t, _ in present:
+            r = here[t]
+            if not r:
+                cells.append("—")
+            elif not closed_ok(r):
+                cells.append("failed")
+            else:
+                c = fmt(r["ops_per_s"])
+                if t != base and closed_ok(h):
+                    c += f" ({r['ops_per_s'] / h['ops_per_s']:.2f}×)"
+                cells.append(("⚠ " if lat_flagged(r) else "") + c)
+        other = max((r.get("other_cores", 0) for r in here.values() if r), default=0)
+        w(f"| {rd} | {' → '.join(r['label'][len('closed-'):] for r in order)} | " + " | ".join(cells) + f" | {other:.2f} |")
+    w("")
+    if len(rounds) < 3:
+        w(f"- only {len(rounds)} rounds: a median over fewer than 3 rounds does not outvote one disturbed round")
+        w("")
+
+
 def cpu_model():
     try:
         with open("/proc/cpuinfo") as f:
@@ -311,6 +395,8 @@ def main():
               f"{verdict(per < 0.01)}")
     w("")
 
+    closed_rounds(runs, w)
+    closed_rounds(runs, w, "-tls")
     latency_rounds(runs, w, rate)
 
     w("## Cost breakdown (closed loop)")
