@@ -400,6 +400,28 @@ latency_order() {
   echo "${out[*]}"
 }
 
+# each_round_in_turn R FN: R rounds, each calling FN INDEX ROUND SLOT for every index of the caller's `kinds`, in
+# that round's order (latency_order).
+each_round_in_turn() {
+  local rounds=$1 fn=$2 r i slot
+  for ((r = 1; r <= rounds; r++)); do
+    slot=0
+    for i in $(latency_order "${#kinds[@]}" $((r - 1))); do
+      slot=$((slot + 1))
+      "$fn" "$i" "$r" "$slot"
+    done
+  done
+}
+
+# stop_targets FIRST PREFIX WHAT: stops the caller's proxies ppids[FIRST..], noting any that died during WHAT.
+stop_targets() {
+  local i
+  for ((i = $1; i < ${#kinds[@]}; i++)); do
+    kill -0 "${ppids[i]}" 2>/dev/null || note "$2-${kinds[i]}: the proxy process died during $3"
+    stop_pid "${ppids[i]}"
+  done
+}
+
 # latency_run KIND PORT PROXY_PID ROUND SLOT: one open-loop run, tagged with its round and its place in
 # the round. PROXY_PID is empty for direct. The watched processes make other_cores the machine's other load.
 latency_run() {
@@ -412,7 +434,7 @@ latency_run() {
 }
 
 latency_section() {
-  local kinds=(direct) ports=("$up_port") ppids=("") kind port r i slot
+  local kinds=(direct) ports=("$up_port") ppids=("") kind port
   for kind in haproxy shardscope-fwd shardscope-full; do
     port=$(free_port)
     start_proxy "$kind" "$port" || { note "lat-$kind: did not start, left out of the latency rounds"; continue; }
@@ -420,17 +442,9 @@ latency_section() {
     kinds+=("$kind") ports+=("$port") ppids+=("$proxy_pid")
   done
   log "latency: ${latency_rounds} rounds x ${#kinds[@]} targets x (${latency_seconds} s + 2 s warm-up)"
-  for ((r = 1; r <= latency_rounds; r++)); do
-    slot=0
-    for i in $(latency_order "${#kinds[@]}" $((r - 1))); do
-      slot=$((slot + 1))
-      latency_run "${kinds[i]}" "${ports[i]}" "${ppids[i]}" "$r" "$slot"
-    done
-  done
-  for ((i = 1; i < ${#kinds[@]}; i++)); do
-    kill -0 "${ppids[i]}" 2>/dev/null || note "lat-${kinds[i]}: the proxy process died during the latency rounds"
-    stop_pid "${ppids[i]}"
-  done
+  latency_turn() { latency_run "${kinds[$1]}" "${ports[$1]}" "${ppids[$1]}" "$2" "$3"; }
+  each_round_in_turn "$latency_rounds" latency_turn
+  stop_targets 1 lat "the latency rounds"
 }
 if section latency; then latency_section; fi
 
@@ -444,7 +458,7 @@ if section latency; then latency_section; fi
 # closed_section [UPSTREAM_PID TLS_SUFFIX LOADGEN_ARGS...]: the plain rows by default; the TLS section calls it
 # with its upstream, "-tls" and --tls.
 closed_section() {
-  local watch_up=${1:-$up_pid} sfx=${2:-} kinds=() ports=() ppids=() kind port r i slot targets
+  local watch_up=${1:-$up_pid} sfx=${2:-} kinds=() ports=() ppids=() kind port targets
   (($# >= 2)) && shift 2
   targets=(haproxy$sfx shardscope-fwd$sfx shardscope-full$sfx)
   [[ -n "$SHARDSCOPE_BASE" ]] && targets+=(shardscope-fwd$sfx-base shardscope-full$sfx-base)
@@ -454,20 +468,15 @@ closed_section() {
     kinds+=("$kind") ports+=("$port") ppids+=("$proxy_pid")
   done
   log "closed loop: ${closed_rounds} rounds x ${#kinds[@]} targets x (${closed_seconds} s + 2 s warm-up)"
-  for ((r = 1; r <= closed_rounds; r++)); do
-    slot=0
-    for i in $(latency_order "${#kinds[@]}" $((r - 1))); do
-      slot=$((slot + 1))
-      log "closed-${kinds[i]}, round $r (run $slot of the round)"
-      loadgen --label "closed-${kinds[i]}" --tag "round=$r slot=$slot" --target "127.0.0.1:${ports[i]}" "${common[@]}" \
-        --duration "$closed_seconds" --mix "$mix_canned" --watch "proxy=${ppids[i]}" --watch "upstream=$watch_up" "$@" \
-        || note "closed-${kinds[i]}: round $r run failed"
-    done
-  done
-  for ((i = 0; i < ${#kinds[@]}; i++)); do
-    kill -0 "${ppids[i]}" 2>/dev/null || note "closed-${kinds[i]}: the proxy process died during the closed-loop rounds"
-    stop_pid "${ppids[i]}"
-  done
+  local loadgen_args=("$@")
+  closed_turn() {
+    log "closed-${kinds[$1]}, round $2 (run $3 of the round)"
+    loadgen --label "closed-${kinds[$1]}" --tag "round=$2 slot=$3" --target "127.0.0.1:${ports[$1]}" "${common[@]}" \
+      --duration "$closed_seconds" --mix "$mix_canned" --watch "proxy=${ppids[$1]}" --watch "upstream=$watch_up" \
+      "${loadgen_args[@]}" || note "closed-${kinds[$1]}: round $2 run failed"
+  }
+  each_round_in_turn "$closed_rounds" closed_turn
+  stop_targets 0 closed "the closed-loop rounds"
 }
 if section closed; then closed_section; fi
 

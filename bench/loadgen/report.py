@@ -74,6 +74,23 @@ def lat_slot(r):
     return int(m.group(1)) if m else 0
 
 
+def per_round_table(w, present, rounds, got, ok, cell):
+    """An interleaved section's runs, one row per round in run order: cell(target, run, the round's runs)."""
+    w("| round | order | " + " | ".join(t for t, _ in present) + " | other load, max (cores) |")
+    w("|---:|---|" + "---:|" * len(present) + "---:|")
+    for rd in rounds:
+        here = {t: got.get((t, rd)) for t, _ in present}
+        order = sorted((r for r in here.values() if r), key=lat_slot)
+        cells = []
+        for t, _ in present:
+            r = here[t]
+            cells.append("—" if not r else "failed" if not ok(r) else ("⚠ " if lat_flagged(r) else "") + cell(t, r, here))
+        other = max((r.get("other_cores", 0) for r in here.values() if r), default=0)
+        names = " → ".join(r["label"].split("-", 1)[1] for r in order)  # without the section's prefix
+        w(f"| {rd} | {names} | " + " | ".join(cells) + f" | {other:.2f} |")
+    w("")
+
+
 def lat_ok(r):
     """A run that measured something: operations done, no run error, the proxy alive to the end."""
     return bool(r and r.get("ops") and not r.get("run_error") and r.get("service_us")
@@ -142,26 +159,13 @@ def latency_rounds(runs, w, rate):
     # Per round, so a reader can see which rounds drove the spread and which were disturbed.
     w("Per round: service p50 / p99 µs (added p99 in brackets); the order is the run order in the round.")
     w("")
-    w("| round | order | " + " | ".join(t for t, _ in present) + " | other load, max (cores) |")
-    w("|---:|---|" + "---:|" * len(present) + "---:|")
-    for rd in rounds:
-        here = {t: lat.get((t, rd)) for t, _ in present}
-        order = sorted((r for r in here.values() if r), key=lat_slot)
-        cells = []
-        for t, _ in present:
-            r, d = here[t], here.get("direct")
-            if not r:
-                cells.append("—")
-            elif not lat_ok(r):
-                cells.append("failed")
-            else:
-                c = f"{r['service_us']['p50']:,.1f} / {r['service_us']['p99']:,.1f}"
-                if t != "direct" and lat_ok(d):
-                    c += f" ({r['service_us']['p99'] - d['service_us']['p99']:+,.1f})"
-                cells.append(("⚠ " if lat_flagged(r) else "") + c)
-        other = max((r.get("other_cores", 0) for r in here.values() if r), default=0)
-        w(f"| {rd} | {' → '.join(r['label'][4:] for r in order)} | " + " | ".join(cells) + f" | {other:.2f} |")
-    w("")
+    def cell(t, r, here):
+        d = here.get("direct")
+        c = f"{r['service_us']['p50']:,.1f} / {r['service_us']['p99']:,.1f}"
+        if t != "direct" and lat_ok(d):
+            c += f" ({r['service_us']['p99'] - d['service_us']['p99']:+,.1f})"
+        return c
+    per_round_table(w, present, rounds, lat, lat_ok, cell)
 
     # The item-4 check: shardscope's median added p99 within 1.5x haproxy's.
     def check(rounds_used, note="", indent=""):
@@ -247,27 +251,10 @@ def closed_rounds(runs, w, tls=""):
     w("")
     w("Per round: ops/s (× that round's haproxy); the order is the run order in the round.")
     w("")
-    w("| round | order | " + " | ".join(t for t, _ in present) + " | other load, max (cores) |")
-    w("|---:|---|" + "---:|" * len(present) + "---:|")
-    for rd in rounds:
-        here = {t: got.get((t, rd)) for t, _ in present}
-        order = sorted((r for r in here.values() if r), key=lat_slot)
+    def cell(t, r, here):
         h = here.get(base)
-        cells = []
-        for t, _ in present:
-            r = here[t]
-            if not r:
-                cells.append("—")
-            elif not closed_ok(r):
-                cells.append("failed")
-            else:
-                c = fmt(r["ops_per_s"])
-                if t != base and closed_ok(h):
-                    c += f" ({r['ops_per_s'] / h['ops_per_s']:.2f}×)"
-                cells.append(("⚠ " if lat_flagged(r) else "") + c)
-        other = max((r.get("other_cores", 0) for r in here.values() if r), default=0)
-        w(f"| {rd} | {' → '.join(r['label'][len('closed-'):] for r in order)} | " + " | ".join(cells) + f" | {other:.2f} |")
-    w("")
+        return fmt(r["ops_per_s"]) + (f" ({r['ops_per_s'] / h['ops_per_s']:.2f}×)" if t != base and closed_ok(h) else "")
+    per_round_table(w, present, rounds, got, closed_ok, cell)
     if len(rounds) < 3:
         w(f"- only {len(rounds)} rounds: a median over fewer than 3 rounds does not outvote one disturbed round")
         w("")
