@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <type_traits>
 #include <utility>
 
 #include "proxy/asio.h"

@@ -8,8 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <cstring>
+#include <memory>
 #include <string>
+#include <utility>
 
 namespace {
 std::atomic<int> g_drained_read_watched_fd{-1};
@@ -108,38 +109,29 @@ TEST(DrainedRead, BytesArrivingAfterAShortReadAreReadWithoutANewEvent) {
   EXPECT_EQ(got, "firstsecond0123456789");
 }
 
+// A drained read started before `meanwhile` runs (posted once the read waits): its error and byte count.
+std::pair<boost::system::error_code, size_t> readAround(void (*meanwhile)(LoopbackPair&)) {
+  LoopbackPair pair;
+  std::pair<boost::system::error_code, size_t> result;
+  asio::co_spawn(
+      pair.io,
+      [&]() -> awaitable<void> {
+        char buffer[64];
+        asio::post(pair.io, [&pair, meanwhile] { meanwhile(pair); });
+        auto [ec, n] = co_await asyncReadDrained(*pair.reader, asio::buffer(buffer), asio::as_tuple(use_awaitable));
+        result = {ec, n};
+      },
+      asio::detached);
+  pair.io.run();
+  return result;
+}
+
 TEST(DrainedRead, EndOfStreamCancelAndShutdownComplete) {
-  {
-    LoopbackPair pair;
-    boost::system::error_code eof;
-    asio::co_spawn(
-        pair.io,
-        [&]() -> awaitable<void> {
-          char buffer[64];
-          asio::post(pair.io, [&pair] { pair.writer.close(); });
-          auto [ec, n] = co_await asyncReadDrained(*pair.reader, asio::buffer(buffer), asio::as_tuple(use_awaitable));
-          eof = ec;
-          EXPECT_EQ(n, 0u);
-        },
-        asio::detached);
-    pair.io.run();
-    EXPECT_EQ(eof, asio::error::eof);
-  }
-  {
-    LoopbackPair pair;
-    boost::system::error_code aborted;
-    asio::co_spawn(
-        pair.io,
-        [&]() -> awaitable<void> {
-          char buffer[64];
-          asio::post(pair.io, [&pair] { pair.reader->cancel(); });
-          auto [ec, n] = co_await asyncReadDrained(*pair.reader, asio::buffer(buffer), asio::as_tuple(use_awaitable));
-          aborted = ec;
-        },
-        asio::detached);
-    pair.io.run();
-    EXPECT_EQ(aborted, asio::error::operation_aborted);
-  }
+  const auto eof = readAround([](LoopbackPair& pair) { pair.writer.close(); });
+  EXPECT_EQ(eof.first, asio::error::eof);
+  EXPECT_EQ(eof.second, 0u);
+  const auto aborted = readAround([](LoopbackPair& pair) { pair.reader->cancel(); });
+  EXPECT_EQ(aborted.first, asio::error::operation_aborted);
   {
     // The io_context ends with the read pending: the operation and the coroutine it holds are
     // destroyed without running (LeakSanitizer reports either left behind).
