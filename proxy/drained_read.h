@@ -28,9 +28,25 @@ namespace shardscope::proxy {
 // A TCP socket whose reactor state the drained read reaches (Asio keeps it protected).
 class RelaySocket : public tcp::socket {
  public:
-  explicit RelaySocket(tcp::socket&& socket) : tcp::socket(std::move(socket)) {}
+  explicit RelaySocket(tcp::socket&& socket);
   auto& implementation() { return impl_.get_implementation(); }
+#if defined(BOOST_ASIO_HAS_EPOLL) && !defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
+  // The io_context's reactor, looked up once: use_service locks the service registry and compares
+  // type names on every call (~600 instructions per operation when done per read; issue 29).
+  auto& reactor() { return *reactor_; }
+
+ private:
+  boost::asio::detail::reactor* reactor_;
+#endif
 };
+
+#if defined(BOOST_ASIO_HAS_EPOLL) && !defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
+inline RelaySocket::RelaySocket(tcp::socket&& socket)
+    : tcp::socket(std::move(socket)),
+      reactor_(&asio::use_service<boost::asio::detail::reactor>(asio::query(get_executor(), asio::execution::context))) {}
+#else
+inline RelaySocket::RelaySocket(tcp::socket&& socket) : tcp::socket(std::move(socket)) {}
+#endif
 
 #if defined(BOOST_ASIO_HAS_EPOLL) && !defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
 namespace drained_read_detail {
@@ -109,8 +125,7 @@ auto asyncReadDrained(RelaySocket& socket, asio::mutable_buffer buffer, Token&& 
         const bool continuation = boost_asio_handler_cont_helpers::is_continuation(handler);
         typename Op::ptr p = {ad::addressof(handler), Op::ptr::allocate(handler), nullptr};
         p.p = new (p.v) Op(impl.socket_, buffer, handler, socket.get_executor());
-        auto& reactor = asio::use_service<ad::reactor>(asio::query(socket.get_executor(), asio::execution::context));
-        reactor.start_op(ad::reactor::read_op, impl.socket_, impl.reactor_data_, p.p, continuation, true);
+        socket.reactor().start_op(ad::reactor::read_op, impl.socket_, impl.reactor_data_, p.p, continuation, true);
         p.v = p.p = nullptr;
       },
       token, buffer);
