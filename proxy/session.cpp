@@ -56,6 +56,8 @@ Session::Session(ProxyContext& ctx, tcp::socket client)
       budget_share_(&ctx.buffer_budget),
       upstream_out_{executor_},
       client_out_{executor_} {
+  // The io_context's own executor (one proxy thread, no strand): the thread's flush batch, found once.
+  if (auto* io = executor_.target<asio::io_context::executor_type>()) flush_batch_ = &asio::use_service<FlushBatch>(io->context());
   ctx_.open_connections.fetch_add(1);
   stats_->onConnectionOpen();
   // The features' observers; the session knows none of them (features/feature_set.h).
@@ -350,11 +352,9 @@ void Session::send(Outbox& box, std::span<const uint8_t> bytes) {
   box.queued.insert(box.queued.end(), bytes.begin(), bytes.end());
   if (flush_posted_) return;
   flush_posted_ = true;
-  auto handler = asio::bind_allocator(HandlerAllocator<void>(flush_memory_), [self = shared_from_this()] { self->flush(); });
-  // Posted to the concrete io_context executor where there is one: the type-erased executor
-  // would wrap the handler in blocks of its own (from Asio's two-block cache, so malloc in a batch).
-  if (auto* io = executor_.target<asio::io_context::executor_type>()) asio::post(*io, std::move(handler));
-  else asio::post(executor_, std::move(handler));
+  if (flush_batch_) return flush_batch_->add(shared_from_this(), [](void* s) { static_cast<Session*>(s)->flush(); });
+  // A strand (several proxy threads): a flush of its own, through the type-erased executor.
+  asio::post(executor_, asio::bind_allocator(HandlerAllocator<void>(flush_memory_), [self = shared_from_this()] { self->flush(); }));
 }
 
 bool Session::backedUp() const {

@@ -15,6 +15,7 @@
 #include "proxy/asio.h"
 #include "proxy/buffer_budget.h"
 #include "proxy/fault_injector.h"
+#include "proxy/flush_batch.h"
 #include "proxy/frame_buffer.h"
 #include "proxy/handler_memory.h"
 #include "proxy/outbox.h"
@@ -69,6 +70,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // wakes once for several messages (on a VM, waking a sleeping peer is the dearest part of a
   // loopback send). send() appends and returns at once; a loop whose peer is backedUp() waits in
   // awaitBelowHighWater() (backpressure), checked first so the usual case costs no coroutine frame.
+  // With one proxy thread the flushes of a round run together (FlushBatch).
   void send(Outbox& box, std::span<const uint8_t> bytes);
   bool backedUp() const;
   awaitable<void> awaitBelowHighWater();
@@ -184,7 +186,8 @@ class Session : public std::enable_shared_from_this<Session> {
   BudgetShare budget_share_;  // this connection's large buffers in the proxy-wide budget
   Outbox upstream_out_;
   Outbox client_out_;
-  bool flush_posted_ = false;
+  bool flush_posted_ = false;  // posted, or in flush_batch_
+  FlushBatch* flush_batch_ = nullptr;  // one proxy thread: the thread's batch (else a post per flush)
   HandlerMemory flush_memory_;  // the posted flush's handler: no malloc per batch
   std::string close_reason_;  // the first reason the session ended, for the log
   bool rearmed_ = false;  // the watchdog's wait was cancelled to move its deadline, not to stop
