@@ -23,14 +23,25 @@
 
 #include "proxy/asio.h"
 
+// Asio's epoll reactor, whose operation interface the drained read uses.
+#if defined(BOOST_ASIO_HAS_EPOLL) && !defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
+#define SHARDSCOPE_DRAINED_READ 1
+#else
+#define SHARDSCOPE_DRAINED_READ 0
+#endif
+
 namespace shardscope::proxy {
 
 // A TCP socket whose reactor state the drained read reaches (Asio keeps it protected).
 class RelaySocket : public tcp::socket {
  public:
-  explicit RelaySocket(tcp::socket&& socket);
+  explicit RelaySocket(tcp::socket&& socket) : tcp::socket(std::move(socket)) {
+#if SHARDSCOPE_DRAINED_READ
+    reactor_ = &asio::use_service<boost::asio::detail::reactor>(asio::query(get_executor(), asio::execution::context));
+#endif
+  }
   auto& implementation() { return impl_.get_implementation(); }
-#if defined(BOOST_ASIO_HAS_EPOLL) && !defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
+#if SHARDSCOPE_DRAINED_READ
   // The io_context's reactor, looked up once: use_service locks the service registry and compares
   // type names on every call (~600 instructions per operation when done per read; issue 29).
   auto& reactor() { return *reactor_; }
@@ -40,15 +51,7 @@ class RelaySocket : public tcp::socket {
 #endif
 };
 
-#if defined(BOOST_ASIO_HAS_EPOLL) && !defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
-inline RelaySocket::RelaySocket(tcp::socket&& socket)
-    : tcp::socket(std::move(socket)),
-      reactor_(&asio::use_service<boost::asio::detail::reactor>(asio::query(get_executor(), asio::execution::context))) {}
-#else
-inline RelaySocket::RelaySocket(tcp::socket&& socket) : tcp::socket(std::move(socket)) {}
-#endif
-
-#if defined(BOOST_ASIO_HAS_EPOLL) && !defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
+#if SHARDSCOPE_DRAINED_READ
 namespace drained_read_detail {
 
 namespace ad = boost::asio::detail;
