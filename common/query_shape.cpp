@@ -774,6 +774,7 @@ ShapeCache::~ShapeCache() = default;
 
 void ShapeCache::release() {
   computed_ = false;
+  shown_ = {};
   std::string().swap(text_);
   for (auto& memo : memos_) memo.reset();
 }
@@ -790,7 +791,7 @@ void ShapeCache::compute(const protocol::CommandView& view, std::string_view ns)
   if (memoised) {
     for (auto& memo : memos_) {
       if (!memo || !memo->matches(parts)) continue;
-      text_.assign(memo->text);
+      shown_ = memo->text;
       id_ = memo->id;
       memo->used = clock_;
       ++memo_hits_;
@@ -802,6 +803,7 @@ void ShapeCache::compute(const protocol::CommandView& view, std::string_view ns)
   text_.clear();
   shapeOf(view.traits.kind, view.body, &view, text_, memoised ? &unread : nullptr);
   if (text_.empty()) setNoShape(text_);
+  shown_ = text_;
   id_ = shapeId(idNs, view.name, text_);
   // Remembered from a cache's second command on: one made for a single command (a caller without
   // the request's cache) allocates nothing more.

@@ -61,7 +61,7 @@ struct Shape {
 // One per connection, it also remembers the last few finds, updates and deletes: the bytes their
 // shape was made from (the namespace, the command name, the filter and sort, or the first
 // statement) and which of them only became placeholders. A command equal to a remembered one in
-// every other byte has the same shape and id, which are copied instead of computed (a connection
+// every other byte has the same shape and id, which are reused instead of computed (a connection
 // repeats a handful of shapes with new values).
 class ShapeCache {
  public:
@@ -73,7 +73,7 @@ class ShapeCache {
   // `ns` as the pipeline derived it ("" when the command names no collection: the id uses $db).
   Shape get(const protocol::CommandView& view, std::string_view ns) {
     if (!computed_) compute(view, ns);
-    return {text_, id_};
+    return {shown_, id_};
   }
   void reset() { computed_ = false; }  // a new request
   void release();  // an idle connection's: the text's and the memo's memory back too
@@ -84,6 +84,7 @@ class ShapeCache {
   void compute(const protocol::CommandView& view, std::string_view ns);
 
   std::string text_;  // reused: no allocation once warm
+  std::string_view shown_;  // text_, or a remembered shape's text (a hit copies nothing)
   uint64_t id_ = 0;
   bool computed_ = false;
   uint64_t memo_hits_ = 0;

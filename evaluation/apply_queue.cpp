@@ -79,7 +79,7 @@ void ApplyQueue::submit(std::unique_ptr<EventBatch>& batch) {
     return;
   }
   // The queue is full: the worker is behind by max_queued_bytes_. Drop rather than wait.
-  const uint64_t n = batch->events.size();
+  const uint64_t n = batch->operations();
   dropped_events_.fetch_add(n, std::memory_order_relaxed);
   if (external_dropped_) external_dropped_->fetch_add(n, std::memory_order_relaxed);
   batch->clear();

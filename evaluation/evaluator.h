@@ -137,6 +137,8 @@ class Observer {
   // The connection went idle (its session parked, issue 29): hands what is buffered over and gives
   // back the memory kept for the next requests (the batch, the held writes when none is taken).
   void releaseIdle();
+  // Finds counted in an earlier event of their batch instead of queued again (tests).
+  uint64_t repeatsCounted() const;
 
  private:
   struct Impl;

@@ -32,6 +32,9 @@ struct BufferedEvent {
   bool upsert = false;
   uint64_t shape_hash = 0;
   ByteRange shape, filter, modified, sort;
+  // How many operations it stands for: an unsampled find repeating one of this batch's is counted
+  // here instead of queued again (see Observer::Impl::observeRead).
+  uint32_t count = 1;
 };
 
 class EventBatch {
@@ -65,8 +68,15 @@ class EventBatch {
   }
   size_t capacityBytes() const { return bytes_.capacity() + events.capacity() * sizeof(BufferedEvent); }
   std::string_view view(ByteRange r) const { return {bytes_.data() + r.offset, r.size}; }
+  // The operations its events stand for (an event may count repeats).
+  uint64_t operations() const {
+    uint64_t n = 0;
+    for (const BufferedEvent& e : events) n += e.count;
+    return n;
+  }
+
   OpRecord op(const BufferedEvent& e) const {
-    return {e.kind, e.multi, e.upsert, e.shape_hash, view(e.shape), view(e.filter), view(e.modified), view(e.sort)};
+    return {e.kind, e.multi, e.upsert, e.shape_hash, view(e.shape), view(e.filter), view(e.modified), view(e.sort), e.count};
   }
 
   // Keeps the memory for the next batch, unless one unusual request (a huge insert) grew it.

@@ -383,7 +383,7 @@ void NamespaceState::finishInsert(int64_t time_us, const bson_t* doc, std::strin
 }
 
 void NamespaceState::applyOp(const OpRecord& op) {
-  (isRead(op.kind) ? reads : writes)++;
+  (isRead(op.kind) ? reads : writes) += op.count;
   auto it = shapes.find(op.shape_hash);
   if (it == shapes.end()) {
     ShapeState s;
@@ -393,8 +393,8 @@ void NamespaceState::applyOp(const OpRecord& op) {
     const size_t bytes = sizeof(std::pair<const uint64_t, ShapeState>) + 32 + heapBytes(s.shape) + stringsBytes(s.modified) +
                          stringsBytes(s.sort) + limits_.samples_per_shape * sizeof(std::string);
     if (shapes.size() >= limits_.max_shapes || !charge_.take(bytes)) {
-      if (shapes.size() < limits_.max_shapes) ++dropped_for_memory;
-      ++other_shape_ops;
+      if (shapes.size() < limits_.max_shapes) dropped_for_memory += op.count;
+      other_shape_ops += op.count;
       return;
     }
     s.kind = op.kind;
@@ -404,7 +404,7 @@ void NamespaceState::applyOp(const OpRecord& op) {
     it = shapes.emplace(op.shape_hash, std::move(s)).first;
   }
   ShapeState& s = it->second;
-  ++s.count;
+  s.count += op.count;
   if (op.filter.empty()) return;
   ++s.offered;
   if (op.filter.size() > kMaxSampledFilterBytes) return;  // counted in the shape, not kept

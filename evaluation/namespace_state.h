@@ -171,6 +171,7 @@ struct OpRecord {
   std::string_view filter;    // BSON; empty: not sampled
   std::string_view modified;  // field names, each followed by a NUL ("" for a replacement)
   std::string_view sort;      // sort fields, likewise
+  uint32_t count = 1;         // operations it stands for (an unsampled one only may stand for more)
 };
 
 struct DigestView;

@@ -340,19 +340,36 @@ struct Observer::Impl {
   struct KnownSort {
     uint64_t id = 0;
     ByteRange shape, sort;
+    size_t repeat = SIZE_MAX;  // this shape's last unsampled find in the batch (see observeRead)
   };
   static constexpr size_t kKnownSorts = 8;
   std::array<KnownSort, kKnownSorts> known_sorts{};
+  uint32_t repeats = 0;  // operations of this batch counted in an earlier event, not queued again
+  uint64_t repeats_total = 0;
 
-  const KnownSort* knownSort() const {
-    const KnownSort& k = known_sorts[shape.id % kKnownSorts];
+  KnownSort* knownSort() {
+    KnownSort& k = known_sorts[shape.id % kKnownSorts];
     return k.id == shape.id && k.shape.size == shape.text.size() && batch->view(k.shape) == shape.text ? &k : nullptr;
   }
   void rememberSort(const BufferedEvent& e) {
     const std::string_view text = batch->view(e.shape);
     for (std::string_view lossy : {"<...>", "...\"", "\\ufffd"})
       if (text.find(lossy) != std::string_view::npos) return;
-    known_sorts[e.shape_hash % kKnownSorts] = {e.shape_hash, e.shape, e.sort};
+    known_sorts[e.shape_hash % kKnownSorts] = {e.shape_hash, e.shape, e.sort, unsampledIndex(e)};
+  }
+  // The index of `e` (the batch's last event) when it carries no filter, else none.
+  size_t unsampledIndex(const BufferedEvent& e) const { return e.filter.size == 0 ? batch->events.size() - 1 : SIZE_MAX; }
+  // An unsampled find of a shape this batch holds an unsampled find of: the worker would only
+  // count it (NamespaceState::applyOp), so it is counted in that event. Same shape id and text, so
+  // the same command, sort names and (checked) namespace.
+  bool countedAsRepeat(const KnownSort* known, std::string_view ns) {
+    if (!known || known->repeat >= batch->events.size()) return false;
+    BufferedEvent& e = batch->events[known->repeat];
+    if (e.count == UINT32_MAX || batch->view(e.ns) != ns) return false;
+    ++e.count;
+    ++repeats;
+    ++repeats_total;
+    return true;
   }
 
   // An operation whose shape text is in `shape`; `modified` and `sort` are already in the batch.
@@ -379,12 +396,13 @@ struct Observer::Impl {
   void handOver(int64_t now) {
     if (batch) evaluator.submit(batch);
     known_sorts.fill({});
+    repeats = 0;
     last_flush_us = now;
   }
 
   // The batch goes to the worker when it is full or old enough.
   void handOverWhenDue(int64_t now) {
-    if (batch->events.size() >= flush_ops || batch->bytes() > EventBatch::kKeepBytes ||
+    if (batch->events.size() + repeats >= flush_ops || batch->bytes() > EventBatch::kKeepBytes ||
         now - last_flush_us >= static_cast<int64_t>(flush_ms) * 1000)
       handOver(now);
   }
@@ -430,7 +448,8 @@ void Observer::Impl::observeRead(const protocol::CommandView& view, std::string_
   // The filter is read only when it is sampled (the worker reads it only then), a find's sort
   // fields only when this batch has no find of the same shape yet: most reads leave the body unread.
   const bool sampled = sampleFilter(shape.id);
-  const KnownSort* known = kind == OpKind::Find ? knownSort() : nullptr;
+  KnownSort* known = kind == OpKind::Find ? knownSort() : nullptr;
+  if (!sampled && countedAsRepeat(known, ns)) return;
   bson_t filter, sort;
   bool has_filter = false;
   ByteRange sort_names;
@@ -449,6 +468,7 @@ void Observer::Impl::observeRead(const protocol::CommandView& view, std::string_
   if (known) sort_names = known->sort;
   addOp(ns, kind, false, sampled, has_filter ? &filter : nullptr, {}, sort_names, false, known ? &known->shape : nullptr);
   if (kind == OpKind::Find && !known) rememberSort(batch->events.back());
+  else if (known && !sampled) known->repeat = unsampledIndex(batch->events.back());
 }
 
 void Observer::Impl::observeWrites(const protocol::CommandView& view, std::string_view ns, common::Shape request,
@@ -563,7 +583,7 @@ void Observer::onReply(ReplyTicket ticket, const protocol::ReplyFacts& reply) {
   const int64_t now = nowMicros();
   if (reply.parsed) m.settle(p, reply, now);
   p.token = 0;
-  if (m.batch->events.size() >= m.flush_ops || m.batch->bytes() > EventBatch::kKeepBytes) m.handOver(now);
+  if (m.batch->events.size() + m.repeats >= m.flush_ops || m.batch->bytes() > EventBatch::kKeepBytes) m.handOver(now);
 }
 
 Observer::Observer(Evaluator& evaluator, uint32_t flush_every_ops, uint32_t flush_every_ms)
@@ -573,6 +593,11 @@ Observer::Observer(Evaluator& evaluator, uint32_t flush_every_ops, uint32_t flus
 Observer::~Observer() {
   std::lock_guard lock(impl_->mutex);
   impl_->handOver(nowMicros());
+}
+
+uint64_t Observer::repeatsCounted() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->repeats_total;
 }
 
 void Observer::handOverPending() {
@@ -610,7 +635,7 @@ ReplyTicket Observer::observe(const protocol::CommandView& view, std::string_vie
   if (!m.batch) m.batch = std::make_unique<EventBatch>();  // after releaseIdle
   m.ticket = {};
   const int64_t now = nowMicros();
-  size_t before = m.batch->events.size();
+  const size_t before = m.batch->events.size(), repeats_before = m.repeats;
   m.statements = 0;
   if (!shapes) {
     if (!m.own_shapes) m.own_shapes = std::make_unique<common::ShapeCache>();
@@ -630,7 +655,7 @@ ReplyTicket Observer::observe(const protocol::CommandView& view, std::string_vie
     m.held->writes[ticket.index].token = 0;
     ticket = {};
   }
-  if (m.batch->events.size() == before && m.statements == 0) return ticket;
+  if (m.batch->events.size() == before && m.repeats == repeats_before && m.statements == 0) return ticket;
   m.handOverWhenDue(now);
   return ticket;
 }

@@ -147,7 +147,7 @@ ReplyFacts readReplyFacts(const bson_t* body) {
     } else if (key == "lastErrorObject" && e.type == BSON_TYPE_DOCUMENT) {
       keep(f.last_error_object, doc, len, e);
     } else if (f.other_count < ReplyFacts::kMaxOtherFields) {
-      keep(f.others[f.other_count++], doc, len, e);
+      keep(f.addOther(), doc, len, e);
     } else {
       ++f.others_dropped;
     }

@@ -5,7 +5,10 @@
 #include <bson/bson.h>
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <new>
+#include <type_traits>
 #include <span>
 #include <string_view>
 
@@ -33,6 +36,9 @@ struct ElementView {
 };
 
 struct ReplyFacts {
+  // Not an aggregate, so that ReplyFacts{} leaves the other fields' storage unwritten too.
+  ReplyFacts() {}
+
   static constexpr size_t kMaxCodes = 8;        // error codes kept (write errors past it are counted)
   static constexpr size_t kMaxOtherFields = 16;  // top-level fields no fact names, kept as views
 
@@ -66,10 +72,13 @@ struct ReplyFacts {
   bool error() const { return (has_ok && !ok) || write_error_count > 0 || write_concern_error.present; }
   // Every other top-level field (distinct's values, findAndModify's value, $clusterTime, ...), in
   // order, up to kMaxOtherFields; the rest are counted.
-  std::array<ElementView, kMaxOtherFields> others{};
   uint8_t other_count = 0;
   uint32_t others_dropped = 0;
-  std::span<const ElementView> otherFields() const { return {others.data(), other_count}; }
+  std::span<const ElementView> otherFields() const {
+    return {std::launder(reinterpret_cast<const ElementView*>(others_)), other_count};
+  }
+  // Keeps the next other field (other_count < kMaxOtherFields).
+  ElementView& addOther() { return *new (others_ + sizeof(ElementView) * other_count++) ElementView; }
   // The first other field named `key` (distinct's values, findAndModify's value), or null.
   const ElementView* other(std::string_view key) const {
     for (const auto& f : otherFields())
@@ -81,7 +90,13 @@ struct ReplyFacts {
     bson_iter_t it;
     return last_error_object.children(it) && bson_iter_find(&it, key) && (out = it, true);
   }
+
+ private:
+  // Raw storage: only the first other_count hold views. Every reply makes its facts, and 16 views
+  // zeroed for the one or two a reply has cost ~60 instructions per operation (issue 29).
+  alignas(ElementView) std::byte others_[sizeof(ElementView) * kMaxOtherFields];
 };
+static_assert(std::is_trivially_copyable_v<ElementView> && std::is_trivially_destructible_v<ElementView>);
 
 // The one reply parser. Linear in the reply's top-level fields plus its cursor's and its
 // writeErrors' entries; never fails (a document that does not parse gives parsed=false).

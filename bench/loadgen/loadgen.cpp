@@ -218,31 +218,46 @@ class Messages {
 
 struct ProcSample {
   double cpu_s = 0;
+  // Split of cpu_s: user and kernel time of the process, and the user time of its main thread (the
+  // proxies' event loop with one thread): the features' work is user time on that thread.
+  double user_s = 0, sys_s = 0, main_user_s = 0;
   long rss_kib = 0;
   long hwm_kib = 0;  // peak RSS of the process so far
   bool ok = false;
 };
 
-ProcSample sampleProc(int pid) {
-  ProcSample s;
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+// utime and stime (clock ticks) from a /proc stat file; false when it cannot be read.
+bool readTimes(const char* path, unsigned long long& utime, unsigned long long& stime) {
   std::ifstream f(path);
   std::string line;
-  if (!std::getline(f, line)) return s;
+  if (!std::getline(f, line)) return false;
   auto rp = line.rfind(')');
-  if (rp == std::string::npos) return s;
+  if (rp == std::string::npos) return false;
   std::istringstream in(line.substr(rp + 2));
   std::string tok;
-  unsigned long long utime = 0, stime = 0;
   for (int field = 3; in >> tok; ++field) {
     if (field == 14) utime = std::stoull(tok);
     if (field == 15) {
       stime = std::stoull(tok);
-      break;
+      return true;
     }
   }
-  s.cpu_s = static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  return false;
+}
+
+ProcSample sampleProc(int pid) {
+  ProcSample s;
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  unsigned long long utime = 0, stime = 0, main_utime = 0, main_stime = 0;
+  if (!readTimes(path, utime, stime)) return s;
+  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+  s.cpu_s = static_cast<double>(utime + stime) / tick;
+  s.user_s = static_cast<double>(utime) / tick;
+  s.sys_s = static_cast<double>(stime) / tick;
+  std::snprintf(path, sizeof path, "/proc/%d/task/%d/stat", pid, pid);
+  if (readTimes(path, main_utime, main_stime)) s.main_user_s = static_cast<double>(main_utime) / tick;
+  std::string line;
   std::snprintf(path, sizeof path, "/proc/%d/status", pid);
   std::ifstream st(path);
   while (std::getline(st, line))
@@ -811,7 +826,10 @@ int runLoad(const Options& o, const Messages& m) {
     double per = total.ops ? cpu * 1e6 / static_cast<double>(total.ops) : 0;
     std::printf("  %-10s CPU %.2f s (%.2f us/op, %.0f%% of a core), RSS %ld KiB\n", w[i].name.c_str(), cpu, per,
                 100.0 * cpu / secs, w[i].b.rss_kib);
+    auto perOp = [&](double b, double a) { return total.ops ? (b - a) * 1e6 / static_cast<double>(total.ops) : 0; };
     js << (i ? "," : "") << "\"" << jsonEscape(w[i].name) << "\":{\"cpu_s\":" << cpu << ",\"cpu_us_per_op\":" << per
+       << ",\"user_us_per_op\":" << perOp(w[i].b.user_s, w[i].a.user_s) << ",\"sys_us_per_op\":" << perOp(w[i].b.sys_s, w[i].a.sys_s)
+       << ",\"main_user_us_per_op\":" << perOp(w[i].b.main_user_s, w[i].a.main_user_s)
        << ",\"rss_kib\":" << w[i].b.rss_kib << ",\"rss_kib_start\":" << w[i].a.rss_kib
        << ",\"hwm_kib\":" << w[i].b.hwm_kib << ",\"alive\":" << (w[i].b.ok ? "true" : "false") << "}";
   }

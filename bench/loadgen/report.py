@@ -229,17 +229,24 @@ def closed_rounds(runs, w, tls=""):
       f"and upstream on CPU 0); {len(rounds)} rounds, each one closed-loop run per target, 64 connections, "
       f"~{seconds:.0f} s measured after 2 s warm-up, the order changing per round (as in the latency section). "
       "*× haproxy* = the run's ops/s over the same round's haproxy run, median over rounds (min – max); *proxy CPU "
-      "µs/op* = the proxy's utime + stime over the window per operation, median over rounds; ⚠ = a run during which "
-      f"other processes used more than {OTHER_LOAD_LIMIT} of a core (kept in the medians).")
+      "µs/op* = the proxy's utime + stime over the window per operation, median over rounds; *user / sys* = the "
+      "same split into user and kernel time; *loop user* = the user time of the proxy's main thread alone (the event "
+      "loop, where the features' per-request work runs; a shardscope row's other threads are the evaluation worker "
+      f"and the admin server); ⚠ = a run during which other processes used more than {OTHER_LOAD_LIMIT} of a core "
+      "(kept in the medians).")
     w("")
-    w("| target | rounds | ops/s, median (min – max) | × haproxy, median (min – max) | proxy CPU µs/op, median | flagged rounds |")
-    w("|---|---:|---:|---:|---:|---|")
+    w("| target | rounds | ops/s, median (min – max) | × haproxy, median (min – max) | proxy CPU µs/op, median | "
+      "user / sys µs/op, median | loop user µs/op, median | flagged rounds |")
+    w("|---|---:|---:|---:|---:|---:|---:|---|")
+    watched = lambda r, k: r["watch"]["proxy"].get(k) if "proxy" in r.get("watch", {}) else None
     for target, title in present:
         good = {rd: got[(target, rd)] for rd in rounds if closed_ok(got.get((target, rd)))}
         ops = [r["ops_per_s"] for r in good.values()]
         ratios = [r["ops_per_s"] / got[(base, rd)]["ops_per_s"] for rd, r in good.items()
                   if closed_ok(got.get((base, rd)))]
         cpu = [r["watch"]["proxy"]["cpu_us_per_op"] for r in good.values() if "proxy" in r.get("watch", {})]
+        split = {k: [v for r in good.values() if (v := watched(r, k)) is not None]
+                 for k in ("user_us_per_op", "sys_us_per_op", "main_user_us_per_op")}
         flagged = [str(rd) for rd in rounds if lat_flagged(got.get((target, rd)))]
         failed = [str(rd) for rd in rounds if (target, rd) in got and not closed_ok(got[(target, rd)])]
         flag_cell = ", ".join(flagged) or "—"
@@ -247,7 +254,23 @@ def closed_rounds(runs, w, tls=""):
             flag_cell += f"; failed: {', '.join(failed)}"
         ratio_cell = "(base)" if target == base else (
             f"{med(ratios):.2f}× ({span(ratios, lambda v: f'{v:.2f}')})" if ratios else "—")
-        w(f"| {title} | {len(good)} | {fmt(med(ops))} ({span(ops, fmt)}) | {ratio_cell} | {fmt(med(cpu), 2)} | {flag_cell} |")
+        w(f"| {title} | {len(good)} | {fmt(med(ops))} ({span(ops, fmt)}) | {ratio_cell} | {fmt(med(cpu), 2)} | "
+          f"{fmt(med(split['user_us_per_op']), 2)} / {fmt(med(split['sys_us_per_op']), 2)} | "
+          f"{fmt(med(split['main_user_us_per_op']), 2)} | {flag_cell} |")
+    w("")
+    # The features' work on the request path: the event loop's user time with everything on minus
+    # forwarding only, per round (the same round's two runs), median over rounds.
+    for suffix in ("", "-base"):
+        fwd, full = f"shardscope-fwd{tls}{suffix}", f"shardscope-full{tls}{suffix}"
+        diffs = [watched(got[(full, rd)], "main_user_us_per_op") - watched(got[(fwd, rd)], "main_user_us_per_op")
+                 for rd in rounds
+                 if closed_ok(got.get((full, rd))) and closed_ok(got.get((fwd, rd)))
+                 and watched(got[(full, rd)], "main_user_us_per_op") is not None
+                 and watched(got[(fwd, rd)], "main_user_us_per_op") is not None]
+        if diffs:
+            w(f"- the features' work on the event loop{' (baseline build)' if suffix else ''}: everything on minus "
+              f"forwarding only, loop user µs/op per round: {med(diffs):.2f} median "
+              f"({span(diffs, lambda v: f'{v:.2f}')}; the goal of issue 29 item 3: ~0.5)")
     w("")
     w("Per round: ops/s (× that round's haproxy); the order is the run order in the round.")
     w("")

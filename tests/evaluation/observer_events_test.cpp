@@ -1,8 +1,9 @@
 // What the Observer records does not depend on how it reads a request: the raw field walk
 // (raw_fields.h) finds exactly what libbson finds, malformed and rare-typed documents included
 // (and the reservoir's projection built on it is libbson's),
-// and a find that reuses the sort fields already copied into its batch records what it would have
-// recorded alone (compared against one request per batch, where nothing is reused).
+// and a find that reuses the sort fields already copied into its batch, or is counted in an
+// earlier find of its batch, records what it would have recorded alone (compared against one
+// request per batch, where nothing is reused).
 #include <gtest/gtest.h>
 
 #include <bson/bson.h>
@@ -185,6 +186,7 @@ TEST(RawFields, ProjectionIsLibbsons) {
 // when batches hold many requests: its JSON export, rendering and text, observation times left out.
 struct Evaluations {
   std::string sketches, json, text;
+  uint64_t repeats = 0;  // finds counted in an earlier event of their batch
 };
 
 Evaluations evaluate(bool lossy, uint32_t flush_every_ops) {
@@ -212,7 +214,7 @@ Evaluations evaluate(bool lossy, uint32_t flush_every_ops) {
     out = std::regex_replace(out, rates, "\"$1\":_");
     return std::regex_replace(out, rate_line, "_rate_");
   };
-  return {timeless(ev.exportSketches()), timeless(ev.renderJson()), timeless(ev.renderText())};
+  return {timeless(ev.exportSketches()), timeless(ev.renderJson()), timeless(ev.renderText()), obs->repeatsCounted()};
 }
 
 TEST(ObserverEvents, SameWhetherBatchesHoldOneRequestOrMany) {
@@ -220,6 +222,10 @@ TEST(ObserverEvents, SameWhetherBatchesHoldOneRequestOrMany) {
   EXPECT_EQ(alone.sketches, batched.sketches);
   EXPECT_EQ(alone.json, batched.json);
   EXPECT_EQ(alone.text, batched.text);
+  // Batched, unsampled finds repeating one of their batch were counted in it (issue 29), and the
+  // evaluation is the same as when each find was its own event.
+  EXPECT_EQ(alone.repeats, 0u);
+  EXPECT_GT(batched.repeats, 100u);
   // The traffic reached what it was written to exercise (sort fields, cut names, many paths...).
   for (std::string_view part : {"\"sort\"", "\"k7\"", "...", "p31", "\"upsert\"", "\u00e9"})
     EXPECT_NE(batched.sketches.find(part), std::string::npos) << part;
