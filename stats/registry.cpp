@@ -88,7 +88,7 @@ uint32_t addShardOps(std::vector<uint64_t>& ops, const routing::TargetResult& ta
   if (!touchesShards(target.targeting)) return 0;
   const routing::ShardSet& shards = target.shards;
   uint32_t count = 0;
-  for (size_t i = shards._Find_first(); i < shards.size(); i = shards._Find_next(i)) {
+  for (size_t i = shards.first(); i < shards.size(); i = shards.next(i)) {
     size_t id = ids && i < ids->size() ? (*ids)[i] : i;
     if (id >= ops.size()) ops.resize(id + 1, 0);
     ++ops[id];
@@ -103,7 +103,7 @@ uint32_t addShardOps(std::vector<uint64_t>& ops, const routing::TargetResult& ta
 void addNsShards(std::vector<NsShardCounts>& row, const routing::TargetResult& target,
                  const std::vector<uint32_t>* ids, size_t hosts, bool write) {
   const routing::ShardSet& shards = target.shards;
-  for (size_t i = shards._Find_first(); i < shards.size(); i = shards._Find_next(i)) {
+  for (size_t i = shards.first(); i < shards.size(); i = shards.next(i)) {
     size_t id = ids && i < ids->size() ? (*ids)[i] : i;
     if (id >= row.size()) row.resize(id + 1);
     ++row[id].byHosts[hosts];
