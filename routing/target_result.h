@@ -46,7 +46,7 @@ class ShardSet {
   bool none() const { return !any(); }
   size_t count() const {
     size_t n = 0;
-    for (size_t i = first(); i < size(); i = next(i)) ++n;  // a ctz per set bit (see shardCount)
+    for (size_t i = first(); i < size(); i = next(i)) ++n;  // a ctz per set bit: see below
     return n;
   }
   // The lowest set index, or size() when none; the next one after `i`, or size().
@@ -95,10 +95,10 @@ class ShardSet {
   uint64_t words_[kWords];  // only [0, used_) are read
 };
 
-// The shards in a set, and whether it is exactly one, found by scanning for set bits (a ctz per
-// 64-bit word). std::bitset::count() called libgcc's software popcount once per word (16 per set)
-// on the baseline x86-64 target: ~2.5 % of the proxy's instructions per operation (callgrind,
-// bench/RESULTS.md).
+// The shards in a set, and whether it is exactly one, found by scanning for set bits (a ctz per set
+// bit, as ShardSet::count does): std::bitset::count() called libgcc's software popcount once per
+// word (16 per set) on the baseline x86-64 target, ~2.5 % of the proxy's instructions per operation
+// (callgrind, bench/RESULTS.md).
 inline size_t shardCount(const ShardSet& s) { return s.count(); }
 inline bool isSingleShard(const ShardSet& s) {
   const size_t first = s.first();

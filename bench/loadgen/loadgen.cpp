@@ -823,10 +823,10 @@ int runLoad(const Options& o, const Messages& m) {
       continue;
     }
     double cpu = w[i].b.cpu_s - w[i].a.cpu_s;
-    double per = total.ops ? cpu * 1e6 / static_cast<double>(total.ops) : 0;
+    auto perOp = [&](double b, double a) { return total.ops ? (b - a) * 1e6 / static_cast<double>(total.ops) : 0; };
+    double per = perOp(w[i].b.cpu_s, w[i].a.cpu_s);
     std::printf("  %-10s CPU %.2f s (%.2f us/op, %.0f%% of a core), RSS %ld KiB\n", w[i].name.c_str(), cpu, per,
                 100.0 * cpu / secs, w[i].b.rss_kib);
-    auto perOp = [&](double b, double a) { return total.ops ? (b - a) * 1e6 / static_cast<double>(total.ops) : 0; };
     js << (i ? "," : "") << "\"" << jsonEscape(w[i].name) << "\":{\"cpu_s\":" << cpu << ",\"cpu_us_per_op\":" << per
        << ",\"user_us_per_op\":" << perOp(w[i].b.user_s, w[i].a.user_s) << ",\"sys_us_per_op\":" << perOp(w[i].b.sys_s, w[i].a.sys_s)
        << ",\"main_user_us_per_op\":" << perOp(w[i].b.main_user_s, w[i].a.main_user_s)

@@ -244,9 +244,8 @@ def closed_rounds(runs, w, tls=""):
         ops = [r["ops_per_s"] for r in good.values()]
         ratios = [r["ops_per_s"] / got[(base, rd)]["ops_per_s"] for rd, r in good.items()
                   if closed_ok(got.get((base, rd)))]
-        cpu = [r["watch"]["proxy"]["cpu_us_per_op"] for r in good.values() if "proxy" in r.get("watch", {})]
-        split = {k: [v for r in good.values() if (v := watched(r, k)) is not None]
-                 for k in ("user_us_per_op", "sys_us_per_op", "main_user_us_per_op")}
+        cpu = {k: [v for r in good.values() if (v := watched(r, k)) is not None]
+               for k in ("cpu_us_per_op", "user_us_per_op", "sys_us_per_op", "main_user_us_per_op")}
         flagged = [str(rd) for rd in rounds if lat_flagged(got.get((target, rd)))]
         failed = [str(rd) for rd in rounds if (target, rd) in got and not closed_ok(got[(target, rd)])]
         flag_cell = ", ".join(flagged) or "—"
@@ -254,19 +253,19 @@ def closed_rounds(runs, w, tls=""):
             flag_cell += f"; failed: {', '.join(failed)}"
         ratio_cell = "(base)" if target == base else (
             f"{med(ratios):.2f}× ({span(ratios, lambda v: f'{v:.2f}')})" if ratios else "—")
-        w(f"| {title} | {len(good)} | {fmt(med(ops))} ({span(ops, fmt)}) | {ratio_cell} | {fmt(med(cpu), 2)} | "
-          f"{fmt(med(split['user_us_per_op']), 2)} / {fmt(med(split['sys_us_per_op']), 2)} | "
-          f"{fmt(med(split['main_user_us_per_op']), 2)} | {flag_cell} |")
+        w(f"| {title} | {len(good)} | {fmt(med(ops))} ({span(ops, fmt)}) | {ratio_cell} | {fmt(med(cpu['cpu_us_per_op']), 2)} | "
+          f"{fmt(med(cpu['user_us_per_op']), 2)} / {fmt(med(cpu['sys_us_per_op']), 2)} | "
+          f"{fmt(med(cpu['main_user_us_per_op']), 2)} | {flag_cell} |")
     w("")
     # The features' work on the request path: the event loop's user time with everything on minus
     # forwarding only, per round (the same round's two runs), median over rounds.
+    def loop_user(target, rd):  # None unless the run is good and measured the main thread
+        r = got.get((target, rd))
+        return watched(r, "main_user_us_per_op") if closed_ok(r) else None
     for suffix in ("", "-base"):
-        fwd, full = f"shardscope-fwd{tls}{suffix}", f"shardscope-full{tls}{suffix}"
-        diffs = [watched(got[(full, rd)], "main_user_us_per_op") - watched(got[(fwd, rd)], "main_user_us_per_op")
-                 for rd in rounds
-                 if closed_ok(got.get((full, rd))) and closed_ok(got.get((fwd, rd)))
-                 and watched(got[(full, rd)], "main_user_us_per_op") is not None
-                 and watched(got[(fwd, rd)], "main_user_us_per_op") is not None]
+        pairs = [(loop_user(f"shardscope-full{tls}{suffix}", rd), loop_user(f"shardscope-fwd{tls}{suffix}", rd))
+                 for rd in rounds]
+        diffs = [full - fwd for full, fwd in pairs if full is not None and fwd is not None]
         if diffs:
             w(f"- the features' work on the event loop{' (baseline build)' if suffix else ''}: everything on minus "
               f"forwarding only, loop user µs/op per round: {med(diffs):.2f} median "
