@@ -126,6 +126,13 @@ class Observer {
   // an insert's documents, without the message held whole. `first`: the request's first document
   // (its statement limit starts again). observe() then sees the insert without its documents.
   void observeInsertedDocument(std::string_view ns, std::span<const uint8_t> doc, bool first);
+  // The same for a document too large to assemble (one 16 MB document can be the whole insert),
+  // digested as its bytes pass (document_digest_stream.h): begin, each piece in order from its
+  // length field on, then end once it proved complete and valid (a connection closed in between
+  // never ends it; the next begin starts over).
+  void beginInsertedPieces(size_t bytes);
+  void insertedPiece(std::span<const uint8_t> piece);
+  void endInsertedPieces(std::string_view ns, bool first);
   // The reply to the request that got `ticket`, as the pipeline read it once (`reply.parsed`
   // false: no reply will say, e.g. the connection's fire-and-forget): commits the documents its
   // upserts inserted (with the _id the server gave them) and the replacements it made, and

@@ -15,6 +15,7 @@
 #include <mutex>
 
 #include "evaluation/document_digest.h"
+#include "evaluation/document_digest_stream.h"
 #include "evaluation/evaluator.h"
 #include "evaluation/event_batch.h"
 #include "evaluation/field_limits.h"
@@ -296,12 +297,7 @@ struct Observer::Impl {
   // A document that came into being: copied when small, else its digest (never a copy of a large
   // document: what the evaluation reads of it is bounded, whatever its size).
   void commit(std::string_view ns, std::string_view doc, DocOrigin origin, int64_t now) {
-    ByteRange ns_copy = batch->copyNamespace(ns);
-    BufferedEvent& e = batch->events.emplace_back();
-    e.ns = ns_copy;
-    e.insert = true;
-    e.origin = origin;
-    e.time_us = now;
+    BufferedEvent& e = insertEvent(ns, origin, now);
     bson_t b;
     if (doc.size() > kDigestFromBytes && bson_init_static(&b, reinterpret_cast<const uint8_t*>(doc.data()), doc.size())) {
       thread_local DocumentDigester digester;  // one per event-loop thread, not per connection
@@ -311,6 +307,35 @@ struct Observer::Impl {
       e.doc = batch->copy(doc);
     }
   }
+  // A document digested as its bytes passed (DocumentDigestStream): as commit() with its digest.
+  void commitDigest(std::string_view ns, std::string_view digest, int64_t now) {
+    BufferedEvent& e = insertEvent(ns, DocOrigin::Insert, now);
+    e.doc = batch->copy(digest);
+    e.digest = true;
+  }
+  BufferedEvent& insertEvent(std::string_view ns, DocOrigin origin, int64_t now) {
+    ByteRange ns_copy = batch->copyNamespace(ns);
+    BufferedEvent& e = batch->events.emplace_back();
+    e.ns = ns_copy;
+    e.insert = true;
+    e.origin = origin;
+    e.time_us = now;
+    return e;
+  }
+  // A streamed insert's next document, within its request's statement limit: `commitIt(now)`.
+  template <typename Commit>
+  void observeStreamed(std::string_view ns, bool first, Commit&& commitIt) {
+    if (ns.empty() || ns.size() > kMaxNamespaceBytes) return;
+    std::lock_guard lock(mutex);
+    if (!batch) batch = std::make_unique<EventBatch>();
+    const int64_t now = nowMicros();
+    if (first) statements = 0;  // a new request: its own statement limit
+    if (!admitStatement(now)) return;
+    commitIt(now);
+    handOverWhenDue(now);
+  }
+  // The document coming in pieces (beginInsertedPieces): made per such document, gone after it.
+  std::unique_ptr<DocumentDigestStream> pieces;
   // An upserted document gets the `_id` the reply names when the update did not set one.
   void commitUpserted(const PendingWrite& p, const PendingDoc& d, const bson_iter_t* id, int64_t now) {
     if (!documentOf(p, d)) return;
@@ -605,6 +630,24 @@ void Observer::handOverPending() {
   impl_->handOver(nowMicros());
 }
 
+void Observer::beginInsertedPieces(size_t bytes) {
+  Impl& m = *impl_;
+  if (!m.pieces) m.pieces = std::make_unique<DocumentDigestStream>();
+  m.pieces->begin(bytes);
+}
+
+void Observer::insertedPiece(std::span<const uint8_t> piece) {
+  if (impl_->pieces) impl_->pieces->feed(piece);
+}
+
+void Observer::endInsertedPieces(std::string_view ns, bool first) {
+  Impl& m = *impl_;
+  if (!m.pieces) return;
+  const std::unique_ptr<DocumentDigestStream> pieces = std::move(m.pieces);  // its memory goes with it
+  const std::string_view digest = pieces->finish();
+  if (!digest.empty()) m.observeStreamed(ns, first, [&](int64_t now) { m.commitDigest(ns, digest, now); });
+}
+
 void Observer::releaseIdle() {
   Impl& m = *impl_;
   std::lock_guard lock(m.mutex);
@@ -661,15 +704,9 @@ ReplyTicket Observer::observe(const protocol::CommandView& view, std::string_vie
 }
 
 void Observer::observeInsertedDocument(std::string_view ns, std::span<const uint8_t> doc, bool first) {
-  if (ns.empty() || ns.size() > kMaxNamespaceBytes) return;
   Impl& m = *impl_;
-  std::lock_guard lock(m.mutex);
-  if (!m.batch) m.batch = std::make_unique<EventBatch>();
-  const int64_t now = nowMicros();
-  if (first) m.statements = 0;  // a new request: its own statement limit
-  if (!m.admitStatement(now)) return;
-  m.commit(ns, std::string_view(reinterpret_cast<const char*>(doc.data()), doc.size()), DocOrigin::Insert, now);
-  m.handOverWhenDue(now);
+  const std::string_view bytes(reinterpret_cast<const char*>(doc.data()), doc.size());
+  m.observeStreamed(ns, first, [&](int64_t now) { m.commit(ns, bytes, DocOrigin::Insert, now); });
 }
 
 }  // namespace shardscope::evaluation

@@ -42,6 +42,31 @@ uint64_t valueHash(const bson_value_t& v);
 inline constexpr int32_t kValueHashesVersion = 2;
 uint64_t combineHash(uint64_t seed, uint64_t h);
 
+// valueHash of a value whose bytes pass in pieces, for the types whose length is known before their
+// bytes (document_digest_stream.h: a 16 MB string is hashed as it is relayed, never held). What is
+// fed is what valueHash hashes: a string's or symbol's characters (without the NUL), a binary's data
+// (after subtype 2's inner length), a document's or array's whole bytes, and for the types valueHash
+// hashes through encodeValue (code, code with scope, DBPointer, ...) the encoded {"": value}.
+// finish() after exactly `n` bytes is valueHash of the value. Up to 1 KiB is held (a short value is
+// hashed whole, as valueHash does); a longer one runs through hashLong's four lanes as it arrives.
+class ValueHashStream {
+ public:
+  void begin(bson_type_t type, size_t n, bson_subtype_t subtype = BSON_SUBTYPE_BINARY);
+  // Bytes past the `n` announced are ignored.
+  void feed(const void* bytes, size_t len);
+  uint64_t finish() const;
+
+ private:
+  static constexpr size_t kHeld = 1024;  // valueHash's kLongValueBytes
+  bson_type_t type_ = BSON_TYPE_EOD;
+  bson_subtype_t subtype_ = BSON_SUBTYPE_BINARY;
+  uint64_t seed_ = 0;
+  uint64_t lanes_[4] = {};
+  size_t n_ = 0, fed_ = 0, blocks_ = 0;  // long values: 32-byte blocks run through the lanes
+  size_t held_len_ = 0;
+  char held_[kHeld];  // a short value whole; a long one's partial block, then its tail
+};
+
 // Relaxed Extended JSON of the value, truncated to `max_chars` (only when values are allowed).
 std::string displayValue(const bson_value_t& v, size_t max_chars = 48);
 // "#1a2b3c4d5e6f": how a value is shown when values are not allowed.

@@ -23,6 +23,9 @@ class EvaluationConnection final : public pipeline::Observer {
   void onStreamedDocument(std::string_view ns, std::span<const uint8_t> doc, bool first) override {
     adapter_.onStreamedDocument(ns, doc, first);
   }
+  void beginDocumentPieces(size_t bytes) override { adapter_.beginDocumentPieces(bytes); }
+  void onDocumentPiece(std::span<const uint8_t> piece) override { adapter_.onDocumentPiece(piece); }
+  void endDocumentPieces(std::string_view ns, bool first) override { adapter_.endDocumentPieces(ns, first); }
 
  private:
   std::shared_ptr<evaluation::Observer> observer_;

@@ -16,6 +16,9 @@ class EvaluationObserver final : public Observer {
   void onStreamedDocument(std::string_view ns, std::span<const uint8_t> doc, bool first) override {
     observer_.observeInsertedDocument(ns, doc, first);
   }
+  void beginDocumentPieces(size_t bytes) override { observer_.beginInsertedPieces(bytes); }
+  void onDocumentPiece(std::span<const uint8_t> piece) override { observer_.insertedPiece(piece); }
+  void endDocumentPieces(std::string_view ns, bool first) override { observer_.endInsertedPieces(ns, first); }
 
  private:
   evaluation::Observer& observer_;

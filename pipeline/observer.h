@@ -26,6 +26,13 @@ class Observer {
   // such an insert goes upstream as it arrives, never whole in memory. False: it is taken whole.
   virtual bool takesStreamedDocuments() const { return false; }
   virtual void onStreamedDocument(std::string_view /*ns*/, std::span<const uint8_t> /*doc*/, bool /*first*/) {}
+  // A streamed insert's document of Pipeline::kDocumentPiecesFromBytes or more is not assembled
+  // (one 16 MB document can be the whole insert): it comes in pieces as they pass, from its length
+  // field on, and ends with endDocumentPieces once it proved complete and valid BSON. A connection
+  // that closes in between never calls it: what begin kept goes with the next begin or onClose.
+  virtual void beginDocumentPieces(size_t /*bytes*/) {}
+  virtual void onDocumentPiece(std::span<const uint8_t> /*piece*/) {}
+  virtual void endDocumentPieces(std::string_view /*ns*/, bool /*first*/) {}
 
   // This observer's slot in each PendingOp (what it keeps with a request until its reply).
   ObserverSlot& slotOf(PendingOp& op) const { return op.slots[slot_]; }

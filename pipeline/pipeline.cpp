@@ -176,7 +176,7 @@ size_t Pipeline::planStreamedRequest(std::span<const uint8_t> prefix, size_t mes
     return 0;
   const std::string_view ns = view_.ns(ns_buffer_);
   if (env_.lookupRule(ns)) return 0;
-  if (!observers_.empty() && (oneDocumentFills(prefix, head, messageSize) || !planDocumentsToObservers(ns))) return 0;
+  if (!observers_.empty() && !planDocumentsToObservers(ns)) return 0;
   stream_wire_bytes_ = static_cast<uint32_t>(messageSize);
   return head;
 }
@@ -205,17 +205,6 @@ bool Pipeline::planDocumentsToObservers(std::string_view ns) {
   return true;
 }
 
-bool Pipeline::oneDocumentFills(std::span<const uint8_t> prefix, size_t head, size_t messageSize) const {
-  // [kind 1][int32 size]["documents\0"][int32 document size]: read when the prefix holds it.
-  constexpr std::string_view kName("documents\0", 10);
-  if (prefix.size() < head + 5 + kName.size() + 4 || prefix[head] != 1) return false;
-  if (std::string_view(reinterpret_cast<const char*>(prefix.data() + head + 5), kName.size()) != kName) return false;
-  const int32_t document = protocol::loadInt32(prefix.data() + head + 5 + kName.size());
-  if (document < 5) return false;
-  const size_t end = head + 5 + kName.size() + static_cast<size_t>(document);
-  return end == messageSize;
-}
-
 void Pipeline::onStreamedDocument(std::span<const uint8_t> doc) {
   if (!streamed_insert_ || !streamed_insert_->registering) return;  // answered by the proxy: not observed
   StreamedInsert& s = *streamed_insert_;
@@ -223,6 +212,33 @@ void Pipeline::onStreamedDocument(std::span<const uint8_t> doc) {
   if (s.fold && bson_init_static(&b, doc.data(), doc.size())) s.fold->add(b);
   const std::string_view ns = view_.ns(ns_buffer_);
   for (Observer* o : observers_) o->onStreamedDocument(ns, doc, s.first);
+  s.first = false;
+}
+
+void Pipeline::beginDocumentPieces(size_t bytes) {
+  if (!streamed_insert_ || !streamed_insert_->registering) return;
+  StreamedInsert& s = *streamed_insert_;
+  if (s.fold) {
+    if (!s.key) s.key.emplace(s.fold->collection().key);
+    s.key->begin();
+  }
+  for (Observer* o : observers_) o->beginDocumentPieces(bytes);
+}
+
+void Pipeline::onDocumentPiece(std::span<const uint8_t> piece) {
+  if (!streamed_insert_ || !streamed_insert_->registering) return;
+  StreamedInsert& s = *streamed_insert_;
+  if (s.key) s.key->feed(piece);  // the sequence check refuses what it cannot read
+  for (Observer* o : observers_) o->onDocumentPiece(piece);
+}
+
+void Pipeline::endDocumentPieces() {
+  if (!streamed_insert_ || !streamed_insert_->registering) return;
+  StreamedInsert& s = *streamed_insert_;
+  bson_t key;
+  if (s.fold && s.key && s.key->finish(key)) s.fold->add(key);
+  const std::string_view ns = view_.ns(ns_buffer_);
+  for (Observer* o : observers_) o->endDocumentPieces(ns, s.first);
   s.first = false;
 }
 

@@ -23,6 +23,7 @@
 #include "protocol/reply_facts.h"
 #include "routing/cursor_list.h"
 #include "routing/cursor_shards.h"
+#include "routing/key_document_stream.h"
 #include "routing/write_targeting.h"
 #include "rewrite/lookup_guard.h"
 #include "stats/registry.h"
@@ -110,6 +111,15 @@ class Pipeline {
   // the request (so its reply finds it) and tells the observers.
   bool streamsDocuments() const { return streamed_insert_ != nullptr; }
   void onStreamedDocument(std::span<const uint8_t> doc);
+  // A document this large is not assembled (one 16 MB document can be the whole insert): its bytes
+  // go to the observers in pieces as they pass (Observer::beginDocumentPieces), and what targeting
+  // reads of it is kept from them (routing::KeyDocumentStream): memory is its shard-key values and
+  // the evaluation's bounded digest, never the document.
+  static constexpr size_t kDocumentPiecesFromBytes = size_t{1} << 20;
+  void beginDocumentPieces(size_t bytes);
+  void onDocumentPiece(std::span<const uint8_t> piece);
+  // Once the document proved complete and valid: targeted, and ended for the observers.
+  void endDocumentPieces();
   void finishStreamedRequest();
   void onClose();
   // The connection went idle (the session parked it, issue 29): with no request in flight, the
@@ -149,10 +159,6 @@ class Pipeline {
   // planStreamedRequest with observers on: whether they take the planned insert's documents one at
   // a time; if so, streamed_insert_ is set up for it.
   bool planDocumentsToObservers(std::string_view ns);
-  // Whether the insert is one document that fills the message (as far as its first bytes show):
-  // streamed, that document would be held whole anyway, and the whole path is faster (fewer reads
-  // and writes: bench/RESULTS.md, issue 29), so it is taken whole.
-  bool oneDocumentFills(std::span<const uint8_t> prefix, size_t head, size_t messageSize) const;
   void notifyReply(const PendingOp& op, const Reply& reply);
 
   std::span<const uint8_t> toUpstream(std::span<const uint8_t> message, bool neverCompress, std::vector<uint8_t>& scratch);
@@ -202,6 +208,7 @@ class Pipeline {
     bool first = true;         // the next document is its first
     std::shared_ptr<const routing::RoutingTable> table;
     std::optional<routing::InsertFold> fold;  // a sharded collection's
+    std::optional<routing::KeyDocumentStream> key;  // a document taken in pieces, for the fold
   };
   std::unique_ptr<StreamedInsert> streamed_insert_;  // made per streamed insert (~0.7 KiB): idle connections hold none
   protocol::OpMsg msg_, reply_msg_;

@@ -79,19 +79,29 @@ bool DocumentSequencesCheck::collect(std::span<const uint8_t> bytes, size_t& tak
     if (size < 5 || static_cast<size_t>(size) - 4 > sequence_left_ - taken) return false;
     document_left_ = static_cast<size_t>(size) - 4;
     assembly_ = sink_->beginDocument(static_cast<size_t>(size));
+    pieces_ = assembly_.empty();
+    if (pieces_) {
+      sink_->documentPiece(std::span<const uint8_t>(document_size_, 4));
+      return true;
+    }
     if (assembly_.size() != static_cast<size_t>(size)) throw std::logic_error("a document sink gave the wrong size");
     std::memcpy(assembly_.data(), document_size_, 4);
     return true;
   }
   taken = std::min(bytes.size(), document_left_);
   if (!documents_.feed(bytes.first(taken))) return false;
-  uint8_t* place = assembly_.data() + (assembly_.size() - document_left_);
-  if (bytes.data() != place) std::memcpy(place, bytes.data(), taken);  // read in place (assemblyLeft): there already
+  if (pieces_) {
+    sink_->documentPiece(bytes.first(taken));
+  } else {
+    uint8_t* place = assembly_.data() + (assembly_.size() - document_left_);
+    if (bytes.data() != place) std::memcpy(place, bytes.data(), taken);  // read in place (assemblyLeft): there already
+  }
   document_left_ -= taken;
   if (document_left_ == 0) {
     if (!documents_.atDocumentBoundary()) return false;
     document_have_ = 0;
-    sink_->endDocument(assembly_);
+    if (pieces_) sink_->endDocumentPieces();
+    else sink_->endDocument(assembly_);
   }
   return true;
 }

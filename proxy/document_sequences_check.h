@@ -6,7 +6,8 @@
 // request, which mongod would close too).
 // With a sink, the documents of one sequence (a streamed insert's "documents") are also assembled
 // one at a time and handed over complete and valid, so the observers see each document without the
-// message held whole: memory is one document, never the message.
+// message held whole: memory is one document, never the message. A sink may also take a document
+// in pieces as they pass (one 16 MB document can be the whole message): then nothing is held.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -23,10 +24,15 @@ class DocumentSink {
  public:
   virtual ~DocumentSink() = default;
   // The next document declares `bytes` (at least 5, within its sequence): where to assemble it
-  // (exactly `bytes` long). May throw to refuse it (the memory budget) before any of it is kept.
+  // (exactly `bytes` long), or an empty span to take it in pieces instead. May throw to refuse it
+  // (the memory budget) before any of it is kept.
   virtual std::span<uint8_t> beginDocument(size_t bytes) = 0;
   // The document, complete and valid BSON (in the span beginDocument gave).
   virtual void endDocument(std::span<const uint8_t> doc) = 0;
+  // A document taken in pieces: each in order (from its length field on; not yet checked beyond
+  // what came before), then, once it proved complete and valid, endDocumentPieces.
+  virtual void documentPiece(std::span<const uint8_t> /*piece*/) {}
+  virtual void endDocumentPieces() {}
 };
 
 class DocumentSequencesCheck {
@@ -42,7 +48,8 @@ class DocumentSequencesCheck {
   // Where the rest of the document being assembled goes (empty when none is): a reader may read
   // into it and feed that span, which is then not copied.
   std::span<uint8_t> assemblyLeft() const {
-    if (failed_ || state_ != State::Documents || !collecting_ || document_have_ < 4 || document_left_ == 0) return {};
+    if (failed_ || state_ != State::Documents || !collecting_ || document_have_ < 4 || document_left_ == 0 || pieces_)
+      return {};
     return assembly_.last(document_left_);
   }
 
@@ -69,6 +76,7 @@ class DocumentSequencesCheck {
   int document_have_ = 0;              // of those 4 bytes
   size_t document_left_ = 0;           // of the current document
   std::span<uint8_t> assembly_;       // where the current document is assembled
+  bool pieces_ = false;               // the sink takes the current document in pieces
 };
 
 }  // namespace shardscope::proxy

@@ -542,17 +542,26 @@ constexpr size_t kInPlaceReadBytes = 512 * 1024;
 constexpr const char* kMalformedStreamedRequest = "client: malformed document sequence in a streamed request";
 
 awaitable<void> Session::relayRequest(size_t size, size_t headBytes) {
-  // An insert's documents to the observers (Pipeline::streamsDocuments), each assembled alone: a
-  // large one is admitted against the buffer budget first, as a large message is.
+  // An insert's documents to the observers (Pipeline::streamsDocuments), each assembled alone (a
+  // large one admitted against the buffer budget first, as a large message is), or in pieces as
+  // they pass when it is too large to assemble (Pipeline::kDocumentPiecesFromBytes).
   struct ToObservers final : DocumentSink {
     explicit ToObservers(Session& s) : s_(s) {}
     std::span<uint8_t> beginDocument(size_t bytes) override {
+      // Admitted at its size in pieces too: what they keep is far less but not bounded below it (a
+      // shard-key value, a regex the evaluation hashes whole, can be most of the document).
       const size_t granted = s_.budget_share_.granted(BudgetShare::FromClient);
       if (bytes >= kLargeMessageBytes && bytes > granted) s_.admitLarge(BudgetShare::FromClient, bytes - granted);
+      if (bytes >= pipeline::Pipeline::kDocumentPiecesFromBytes) {
+        s_.pipeline_.beginDocumentPieces(bytes);
+        return {};
+      }
       if (!s_.document_in_) s_.document_in_ = std::make_unique<FrameBuffer>(s_.ctx_.config.max_message_size, &s_.ctx_.warm_buffers);
       return s_.document_in_->writable(bytes).first(bytes);  // a large one: warm memory, huge pages
     }
     void endDocument(std::span<const uint8_t> doc) override { s_.pipeline_.onStreamedDocument(doc); }
+    void documentPiece(std::span<const uint8_t> piece) override { s_.pipeline_.onDocumentPiece(piece); }
+    void endDocumentPieces() override { s_.pipeline_.endDocumentPieces(); }
     Session& s_;
   } toObservers(*this);
   auto action = pipeline_.onStreamedRequest();

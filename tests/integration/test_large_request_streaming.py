@@ -137,6 +137,51 @@ def test_large_insert_with_statistics_and_evaluation_on_streams_one_document_at_
     assert px.alive()
 
 
+@pytest.mark.parametrize("hops", ["plain", "tls"])
+def test_one_document_that_is_the_whole_insert_streams_with_everything_on(hops, ferretdb_factory, tls_material, proxy,
+                                                                          workdir):
+    # One ~15 MB document is the whole insert: it is taken in pieces as it passes (issue 29), its
+    # shard key (after the large field) read from what was kept of it and the evaluation given its
+    # digest, so the heap grows by neither the document nor the message. Before, it was held whole.
+    doc = {"_id": 1, "pad": b"p" * 15_000_000, "note": "x" * 300, "customerId": "C2600", "meta": {"region": "eu"}}
+    m = tls_material
+    counted = not SANITIZED
+    log = workdir / "malloc.log"
+    env = preload_env(workdir, log) if counted else None
+    if hops == "tls":
+        fdb = ferretdb_factory(tls={"cert": m["server_cert"], "key": m["server_key"], "ca": m["ca"]})
+        upstream = fdb.tls_uri(m["ca"], m["client_pem"])
+        px = proxy(upstream, "--routing", str(ROUTING_FILE), "--tls-cert-file", m["server_cert"],
+                   "--tls-key-file", m["server_key"], tls_ca=m["ca"], admin=True, env=env)
+    else:
+        upstream = ferretdb_factory().uri
+        px = proxy(upstream, "--routing", str(ROUTING_FILE), admin=True, env=env)
+    with pymongo.MongoClient(px.uri, maxPoolSize=1, socketTimeoutMS=60000) as c:
+        assert c.admin.command("ping")["ok"] == 1.0
+        heap_before = read_counter(px.process.pid, log, "bytes") if counted else 0
+        c.shop.orders.insert_one(doc)
+        heap_growth = read_counter(px.process.pid, log, "bytes") - heap_before if counted else 0
+        assert c.admin.command("ping")["ok"] == 1.0
+    with pymongo.MongoClient(upstream) as direct:
+        assert direct.shop.orders.find_one({"_id": 1}) == doc
+    if counted:
+        print(f"one ~15 MB document, everything on ({hops}): heap handed out {heap_growth / MIB:.2f} MiB")
+        assert heap_growth < 4 * MIB, f"the proxy allocated {heap_growth / MIB:.1f} MiB for a 15 MB document"
+    stats = _admin_json(px, "/stats")
+    inserts = [s for s in stats["shapes"] if s["ns"] == "shop.orders" and s["command"] == "insert"]
+    assert len(inserts) == 1 and inserts[0]["count"] == 1, inserts
+    assert inserts[0]["bytesIn"] > 15_000_000
+    # Read after the 15 MB field, C2600 targets shardD in orders_6shards.json (a key not read would
+    # count as null: shardA).
+    assert inserts[0]["targeting"]["single"] == 1, inserts[0]
+    ops = {s["name"]: s["ops"] for s in stats["shards"]}
+    assert ops["shardD"] == 1 and sum(ops.values()) == 1, ops
+    report = _admin_json(px, "/evaluate")
+    orders = [n for n in report["namespaces"] if n["ns"] == "shop.orders"]
+    assert orders and orders[0]["inserts"] == 1, orders
+    assert px.alive()
+
+
 # ---- a scripted upstream: which bytes of a streamed request arrived ----------------------------
 
 

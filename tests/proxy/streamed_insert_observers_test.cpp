@@ -3,7 +3,8 @@
 // the request they then see is the one the same insert gives when it is handled whole: the same
 // targeting, shards, reason and shape, with the whole message's size; its reply finds it. Checked on
 // generated inserts (one shard, several, missing key fields, array values, more documents than the
-// analysis budget covers), fed in random pieces as a session relays them.
+// analysis budget covers), fed in random pieces as a session relays them. A document too large to
+// assemble reaches them in pieces instead, and is targeted from what was kept of it as it passed.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -24,6 +25,8 @@ class DocumentObserver : public RecordingObserver {
   std::vector<uint32_t> bytes;
   std::vector<std::string> reasons;
   std::vector<bool> over_budget;
+  size_t in_pieces = 0;         // documents that came in pieces
+  std::vector<uint8_t> pieces;  // the one coming in pieces now
 
   bool takesStreamedDocuments() const override { return takes; }
   void onStreamedDocument(std::string_view ns, std::span<const uint8_t> doc, bool first) override {
@@ -32,6 +35,15 @@ class DocumentObserver : public RecordingObserver {
     EXPECT_TRUE(bson_init_static(&b, doc.data(), doc.size()));
     documents.push_back(shardscope::testing::toJson(&b));
     firsts.push_back(first);
+  }
+  void beginDocumentPieces(size_t bytes) override {
+    EXPECT_GE(bytes, Pipeline::kDocumentPiecesFromBytes);
+    pieces.clear();
+  }
+  void onDocumentPiece(std::span<const uint8_t> piece) override { pieces.insert(pieces.end(), piece.begin(), piece.end()); }
+  void endDocumentPieces(std::string_view ns, bool first) override {
+    ++in_pieces;
+    onStreamedDocument(ns, pieces, first);
   }
   void onRequest(const Operation& op) override {
     RecordingObserver::onRequest(op);
@@ -58,10 +70,16 @@ struct Side {
 struct ToPipeline final : proxy::DocumentSink {
   explicit ToPipeline(Pipeline& p) : p_(p) {}
   std::span<uint8_t> beginDocument(size_t bytes) override {
+    if (bytes >= Pipeline::kDocumentPiecesFromBytes) {  // as the session's sink does
+      p_.beginDocumentPieces(bytes);
+      return {};
+    }
     assembly_.resize(bytes);
     return assembly_;
   }
   void endDocument(std::span<const uint8_t> doc) override { p_.onStreamedDocument(doc); }
+  void documentPiece(std::span<const uint8_t> piece) override { p_.onDocumentPiece(piece); }
+  void endDocumentPieces() override { p_.endDocumentPieces(); }
   Pipeline& p_;
   std::vector<uint8_t> assembly_;
 };
@@ -75,7 +93,7 @@ RequestAction relay(Pipeline& p, const std::vector<uint8_t>& message, std::mt199
   proxy::DocumentSequencesCheck check(message.size() - head, p.streamsDocuments() ? &sink : nullptr, "documents");
   std::span<const uint8_t> rest(message.data() + head, message.size() - head);
   while (!rest.empty()) {
-    const size_t n = std::min(rest.size(), size_t{1} + rng() % 900);
+    const size_t n = std::min(rest.size(), size_t{1} + rng() % (rest.size() > 100000 ? 70000 : 900));
     EXPECT_TRUE(check.feed(rest.first(n)));
     if (n == rest.size()) {
       EXPECT_TRUE(check.complete());
@@ -91,11 +109,14 @@ std::vector<uint8_t> insertOf(const std::vector<std::string>& docs, int32_t requ
                                     {Sequence{"documents", docs}}, flags, requestId);
 }
 
-std::vector<std::string> generatedDocuments(std::mt19937& rng, size_t count) {
+// `large`: one document in four carries a field of about 1.1 MB before its key (the key is read
+// after it has passed), the rest as usual.
+std::vector<std::string> generatedDocuments(std::mt19937& rng, size_t count, bool large = false) {
   static const char* kCustomers[] = {"C0100", "C0900", "C2000", "C2600", "C3500", "C4444", "C9999"};
   std::vector<std::string> docs;
   for (size_t i = 0; i < count; ++i) {
     std::string d = R"({"_id": )" + std::to_string(i);
+    if (large && rng() % 4 == 0) d += R"(, "blob": ")" + std::string((size_t{1} << 20) + rng() % 100000, 'b') + "\"";
     const unsigned pick = rng() % 10;
     if (pick == 0) d += R"(, "customerId": ["C0100", "C0900"])";  // an array value: refused
     else if (pick != 1) d += R"(, "customerId": ")" + std::string(kCustomers[rng() % 7]) + "\"";  // 1: missing (null)
@@ -146,6 +167,34 @@ TEST_F(StreamedInsertObserversTest, ObserversSeeEachDocumentThenTheRequestAWhole
   }
 }
 
+TEST_F(StreamedInsertObserversTest, DocumentsTooLargeToAssembleComeInPiecesAndAreTargetedAsWhole) {
+  std::mt19937 rng(41);
+  size_t in_pieces = 0;
+  for (int round = 0; round < 12; ++round) {
+    // Round 0: one document that is the whole insert (it used to be taken whole); then a few,
+    // some large, with keys on one shard, several, missing or arrays.
+    auto docs = generatedDocuments(rng, round == 0 ? 1 : 2 + rng() % 5, true);
+    if (round == 0) docs[0] = R"({"_id": 1, "blob": ")" + std::string(3 << 20, 'b') + R"(", "customerId": "C2600"})";
+    auto message = insertOf(docs, 17);
+    Side whole(env), streamed(env);
+    whole.pipeline.onRequest(message);
+    relay(streamed.pipeline, message, rng);
+    const DocumentObserver& w = whole.observer;
+    const DocumentObserver& s = streamed.observer;
+    ASSERT_EQ(s.requests.size(), 2u) << "round " << round;
+    EXPECT_EQ(s.requests[1].targeting, w.requests[1].targeting) << "round " << round;
+    EXPECT_EQ(s.requests[1].shards, w.requests[1].shards) << "round " << round;
+    EXPECT_EQ(s.reasons[1], w.reasons[1]) << "round " << round;
+    ASSERT_EQ(s.documents.size(), docs.size()) << "round " << round;
+    for (size_t i = 0; i < docs.size(); ++i) {
+      EXPECT_EQ(s.documents[i], shardscope::testing::toJson(shardscope::testing::Doc(docs[i]).get())) << i;
+      EXPECT_EQ(s.firsts[i], i == 0);
+    }
+    in_pieces += s.in_pieces;
+  }
+  EXPECT_GT(in_pieces, 5u);
+}
+
 TEST_F(StreamedInsertObserversTest, AnUnshardedNamespaceAndFireAndForgetInsertsStreamToo) {
   std::mt19937 rng(3);
   env.table.reset();  // no routing table: Unsharded / no table, as whole
@@ -178,12 +227,7 @@ TEST_F(StreamedInsertObserversTest, AnObserverThatNeedsTheWholeMessageOrAFaultKe
     EXPECT_EQ(side.pipeline.planStreamedRequest(prefix, message.size()), 0u);
   }
   {
-    // One document filling the message: it would be held whole anyway, and whole is faster.
     Side side(env);
-    auto one = insertOf(generatedDocuments(rng, 1), 15);
-    EXPECT_EQ(side.pipeline.planStreamedRequest(std::span(one).first(std::min(one.size(), Pipeline::kStreamRequestPrefixBytes)),
-                                                one.size()),
-              0u);
     EXPECT_NE(side.pipeline.planStreamedRequest(prefix, message.size()), 0u);  // three documents stream
     EXPECT_TRUE(side.pipeline.streamsDocuments());
   }
