@@ -175,6 +175,32 @@ def document_run() -> bytes:
     return typed + legacy + enc({})
 
 
+def document_streams_seeds() -> dict[str, bytes]:
+    """Single documents read as they pass: every type, a key path (a.b, c, _id), long and nested values."""
+    typed, legacy, empty = _split_run(document_run())
+    return {
+        "all_types": typed,
+        "legacy_types": legacy,
+        "empty": empty,
+        "key_path": enc([("_id", 1), ("pad", "p" * 3000), ("a", {"x": 1, "b": "C2600"}), ("c", "hashed me")]),
+        "key_array": enc([("a", [{"b": 1}]), ("c", {"d": [1, 2]}), ("_id", {"k": 1})]),
+        "key_duplicates": enc([("a", 1), ("a", {"b": 2}), ("c", None)]),
+        "nested_deep": enc({"n": {"n": {"n": {"n": {"n": {"v": "x" * 300}}}}}}),
+        "many_fields": enc({f"f{i}": i for i in range(1100)}),
+        "long_values": enc([("s", "é" * 700), ("b", bson.Binary(b"\x01" * 2000, 0)), ("old", bson.Binary(b"q" * 1500, 2)),
+                            ("r", Regex("x" * 400, "mix")), ("c", bson.Code("f" * 2000))]),
+    }
+
+
+def _split_run(run: bytes) -> list[bytes]:
+    out = []
+    while run:
+        n = struct.unpack_from("<i", run)[0]
+        out.append(run[:n])
+        run = run[n:]
+    return out
+
+
 def query_shape_seeds() -> dict[str, bytes]:
     return {
         "find": sections(enc(FIND)),
@@ -343,6 +369,7 @@ log: {level: debug}
 
 
 TARGETS = {"op_msg": op_msg_seeds, "query_shape": query_shape_seeds, "client_names": client_names_seeds,
+           "document_streams": document_streams_seeds,
            "lookup_rewrite": lookup_rewrite_seeds,
            "filter_intervals": filter_seeds, "routing_file": routing_file_seeds, "config": config_seeds}
 
