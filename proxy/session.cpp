@@ -459,7 +459,7 @@ awaitable<void> Session::drainBox(Stream& stream, Outbox& box) {
 
 // The frame buffer is the relay chunk: each read takes at most what is left of the message (the
 // next frame stays unread) and kRelayChunkBytes, is written to the client and consumed, so a
-// 16 MB reply holds 64 KiB and is copied while still in cache, as haproxy relays.
+// 16 MB reply holds 16 KiB and is copied while still in cache, as haproxy relays.
 awaitable<void> Session::relayReply(size_t size) {
   co_await drainBox(client_, client_out_);  // what was queued for the client goes first, whole
   std::array<uint8_t, pipeline::Pipeline::kStreamHeadBytes> head;
@@ -534,7 +534,7 @@ awaitable<size_t> Session::readSomeInto(Stream& stream, std::span<uint8_t> space
 }
 
 // As relayReply, the other way: the frame buffer is the relay chunk, each read takes at most what
-// is left of the message, so a 16 MB insert holds 64 KiB. The sequences are checked before each
+// is left of the message, so a 16 MB insert holds 16 KiB. The sequences are checked before each
 // chunk leaves: a malformed one closes both connections (upstream has part of a message).
 // Reads into a document's own place may be larger than relay chunks (its memory is there anyway):
 // fewer reads and writes per byte, each piece still small enough to be written from the cache.

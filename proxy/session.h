@@ -81,7 +81,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // A large reply that nothing needs whole (Pipeline::planStreamedReply) goes to the client as it
   // arrives, kRelayChunkBytes at a time (issue 29); `size` is its frame size, its first bytes are in
   // upstream_in_. A failure on either side mid-message closes the client connection.
-  static constexpr size_t kRelayChunkBytes = 64 * 1024;
+  // 16 KiB, as haproxy's buffers: with 64 KiB the kernel spent 1.2-1.7 ms more per 16 MB message
+  // (6.6-7.4 ms against 5.4-5.7; bench/RESULTS.md, 2026-12-04 tenth session), though 4x fewer calls.
+  static constexpr size_t kRelayChunkBytes = 16 * 1024;
   awaitable<void> relayReply(size_t size);
   awaitable<void> readRelayChunk(Stream& stream, FrameBuffer& in, size_t left, int& reads);
   // One read into `space` (readNow first; a run of reads that complete at once yields now and then).
