@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "evaluation/digest_encoding.h"
 #include "evaluation/projection.h"
 #include "evaluation/value_codec.h"
 
@@ -10,17 +11,7 @@ namespace shardscope::evaluation {
 
 namespace {
 
-constexpr size_t kNoteBytes = 9;  // hash (8) and whole (1)
-
-void put32(std::string& out, uint32_t v) {
-  v = BSON_UINT32_TO_LE(v);
-  out.append(reinterpret_cast<const char*>(&v), 4);
-}
-
-void put64(std::string& out, uint64_t v) {
-  v = BSON_UINT64_TO_LE(v);
-  out.append(reinterpret_cast<const char*>(&v), 8);
-}
+using namespace digest_encoding;
 
 uint32_t get32(const char* p) {
   uint32_t v;
@@ -32,22 +23,6 @@ uint64_t get64(const char* p) {
   uint64_t v;
   std::memcpy(&v, p, 8);
   return BSON_UINT64_FROM_LE(v);
-}
-
-// At most `max` bytes of `s`, cut before a UTF-8 sequence that would not fit whole.
-size_t utf8Prefix(const char* s, size_t len, size_t max) {
-  if (len <= max) return len;
-  size_t n = max;
-  for (int back = 0; back < 3 && n > 0 && (static_cast<uint8_t>(s[n]) & 0xC0) == 0x80; ++back) --n;
-  return n;
-}
-
-// A string value (length, bytes, NUL) of the first `max` bytes of `s`.
-void putStringPrefix(std::string& out, const char* s, size_t len, size_t max) {
-  const size_t n = utf8Prefix(s, len, max);
-  put32(out, static_cast<uint32_t>(n + 1));
-  out.append(s, n);
-  out.push_back('\0');
 }
 
 }  // namespace

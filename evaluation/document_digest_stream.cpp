@@ -5,69 +5,32 @@
 #include <algorithm>
 #include <cstring>
 
+#include "evaluation/digest_encoding.h"
 #include "evaluation/document_digest.h"
 #include "evaluation/document_walk.h"
+#include "evaluation/projection.h"
+#include "protocol/bson_type_bytes.h"
+#include "protocol/wire.h"
 
 namespace shardscope::evaluation {
 
 namespace {
 
-enum : uint8_t {
-  kDouble = 0x01, kString = 0x02, kDocument = 0x03, kArray = 0x04, kBinary = 0x05, kUndefined = 0x06,
-  kOid = 0x07, kBool = 0x08, kDateTime = 0x09, kNull = 0x0A, kRegex = 0x0B, kDbPointer = 0x0C,
-  kCode = 0x0D, kSymbol = 0x0E, kCodeWScope = 0x0F, kInt32 = 0x10, kTimestamp = 0x11, kInt64 = 0x12,
-  kDecimal128 = 0x13, kMaxKey = 0x7F, kMinKey = 0xFF,
-};
-constexpr uint8_t kOldBinary = 2;  // binary subtype 2 repeats its length inside the data
+using namespace digest_encoding;
 
-constexpr size_t kNoteBytes = 9;  // hash (8) and whole (1), as DocumentDigester writes them
+using namespace protocol::bson_type_bytes;
+
 constexpr uint32_t kPrefix = kMaxDigestValueBytes - 8;  // a cut value's bytes (DocumentDigester::appendValue)
 // The bytes of a value its cut form reads: a code with scope's string prefix reads up to its 257th.
 constexpr uint32_t kHeadBytes = kMaxDigestValueBytes + 1;
 
-// projectSmallFields' bounds (projection.cpp).
-constexpr uint32_t kMaxProjectedValueBytes = 512;
-constexpr uint32_t kMaxProjectedFields = 48;
-constexpr uint32_t kMaxProjectedKeyBytes = 128;
-constexpr uint32_t kMaxProjectedDocBytes = 2048;
 constexpr size_t kMaxProjectedElement = 1 + kMaxProjectedKeyBytes + 1 + kMaxProjectedValueBytes;
 
-bool knownType(uint8_t b) { return (b >= kDouble && b <= kDecimal128) || b == kMaxKey || b == kMinKey; }
-
-uint32_t le32(const void* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return BSON_UINT32_FROM_LE(v);
-}
-
-void put32(std::string& out, uint32_t v) {
-  v = BSON_UINT32_TO_LE(v);
-  out.append(reinterpret_cast<const char*>(&v), 4);
-}
-
-void put64(std::string& out, uint64_t v) {
-  v = BSON_UINT64_TO_LE(v);
-  out.append(reinterpret_cast<const char*>(&v), 8);
-}
+uint32_t le32(const void* p) { return protocol::loadUint32(static_cast<const uint8_t*>(p)); }
 
 void set32(std::string& out, size_t at, uint32_t v) {
   v = BSON_UINT32_TO_LE(v);
   std::memcpy(out.data() + at, &v, 4);
-}
-
-// As document_digest.cpp: at most `max` bytes of `s`, cut before a UTF-8 sequence that would not fit.
-size_t utf8Prefix(const char* s, size_t len, size_t max) {
-  if (len <= max) return len;
-  size_t n = max;
-  for (int back = 0; back < 3 && n > 0 && (static_cast<uint8_t>(s[n]) & 0xC0) == 0x80; ++back) --n;
-  return n;
-}
-
-void putStringPrefix(std::string& out, const char* s, size_t len, size_t max) {
-  const size_t n = utf8Prefix(s, len, max);
-  put32(out, static_cast<uint32_t>(n + 1));
-  out.append(s, n);
-  out.push_back('\0');
 }
 
 // projectSmallFields' fast path copies these as they are, which is what bson_append_iter writes.
@@ -97,8 +60,9 @@ void DocumentDigestStream::begin(size_t bytes) {
   max_top_level_ = bytes <= kEveryFieldUpToBytes ? kEveryTopLevelField : kMaxObservedTopLevelFields;
   failed_ = bytes < 5 || bytes > INT32_MAX;
   finished_ = false;
-  open_ = pos_ = int_ = skip_ = len_ = code_ = cp_ = 0;
-  have_ = type_ = part_ = need_ = seq_ = 0;
+  open_ = pos_ = int_ = skip_ = len_ = code_ = 0;
+  have_ = type_ = part_ = 0;
+  utf8_.reset();
   step_ = Step::DocLength;
   from_ = nullptr;
   key_.clear();
@@ -210,7 +174,7 @@ void DocumentDigestStream::startElement(uint8_t type, const uint8_t* at) {
   type_ = type;
   key_.clear();
   key_len_ = 0;
-  need_ = 0;
+  utf8_.reset();
   step_ = Step::Key;
   // Its key is kept only when the walk may visit it (DocumentDigestStream::visit).
   const uint32_t lvl = level();
@@ -242,43 +206,23 @@ bool DocumentDigestStream::keyBytes(const uint8_t* p, const uint8_t* q) {
   if (keep_key_ && key_.size() <= kMaxFieldNameBytes)
     key_.append(reinterpret_cast<const char*>(p), std::min(n, kMaxFieldNameBytes + 1 - key_.size()));
   key_len_ += n;
-  if (need_ == 0) {  // most keys are ASCII
+  if (!utf8_.midSequence()) {  // most keys are ASCII
     uint8_t any = 0;
     for (const uint8_t* b = p; b < q; ++b) any |= *b;
     if (any < 0x80) return true;
   }
   while (p < q) {
-    if (need_ == 0) {
+    if (!utf8_.midSequence()) {
       while (p < q && *p < 0x80) ++p;
       if (p == q) break;
     }
-    if (!keyByte(*p++)) return false;
+    if (!utf8_.byte(*p++)) return false;
   }
   return true;
 }
 
-// As protocol::BsonStreamCheck::keyByte: libbson's bson_utf8_validate(key, len, false), one byte at a
-// time (1-4 byte sequences, shortest form, no surrogates, nothing above U+10FFFF).
-bool DocumentDigestStream::keyByte(uint8_t b) {
-  if (need_ == 0) {
-    if (b < 0x80) return true;
-    if ((b & 0xE0) == 0xC0) seq_ = 2, cp_ = b & 0x1F;
-    else if ((b & 0xF0) == 0xE0) seq_ = 3, cp_ = b & 0x0F;
-    else if ((b & 0xF8) == 0xF0) seq_ = 4, cp_ = b & 0x07;
-    else return false;
-    need_ = seq_ - 1;
-  } else {
-    if ((b & 0xC0) != 0x80) return false;
-    cp_ = cp_ << 6 | (b & 0x3F);
-    --need_;
-  }
-  static constexpr uint32_t kShortest[5] = {0, 0, 0x80, 0x800, 0x10000};
-  const uint32_t lo = cp_ << (6 * need_), hi = lo | ((1u << (6 * need_)) - 1);  // what the rest can make
-  return hi >= kShortest[seq_] && lo <= 0x10FFFF && !(lo >= 0xD800 && hi <= 0xDFFF);
-}
-
 bool DocumentDigestStream::keyDone(const uint8_t* p) {
-  if (need_ != 0) return fail();  // a key ending inside a UTF-8 sequence
+  if (utf8_.midSequence()) return fail();  // a key ending inside a UTF-8 sequence
   if (open_ == 1) top_key_len_ = key_len_;
   if (frames_[level()].walked) visit(level(), p);
   return startValue(p);

@@ -16,6 +16,7 @@
 #include "evaluation/field_limits.h"
 #include "evaluation/value_codec.h"
 #include "protocol/op_msg.h"
+#include "protocol/utf8_key_check.h"
 
 namespace shardscope::evaluation {
 
@@ -101,7 +102,6 @@ class DocumentDigestStream {
   // Parsing, with bson_iter_next's framing and isValidBson's rules.
   bool readKey(const uint8_t*& p, const uint8_t* end);
   bool keyBytes(const uint8_t* p, const uint8_t* q);
-  bool keyByte(uint8_t b);
   bool readRegex(const uint8_t*& p, const uint8_t* end);
   bool byteStep(uint8_t b, const uint8_t* p);
   void startElement(uint8_t type, const uint8_t* at);
@@ -139,8 +139,8 @@ class DocumentDigestStream {
   uint32_t skip_ = 0;
   uint32_t len_ = 0;   // binary: its length; code with scope: its total length
   uint32_t code_ = 0;  // code with scope: its string's length
-  uint32_t cp_ = 0;
-  uint8_t have_ = 0, type_ = 0, part_ = 0, need_ = 0, seq_ = 0;
+  uint8_t have_ = 0, type_ = 0, part_ = 0;
+  protocol::Utf8KeyCheck utf8_;  // the key being read
   Step step_ = Step::DocLength;
   Then then_ = Then::ValueEnd;
   const uint8_t* from_ = nullptr;  // the piece's bytes not yet given to the open values

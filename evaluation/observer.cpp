@@ -313,10 +313,15 @@ struct Observer::Impl {
     e.doc = batch->copy(digest);
     e.digest = true;
   }
-  BufferedEvent& insertEvent(std::string_view ns, DocOrigin origin, int64_t now) {
+  // A new event of the batch on `ns` (the name copied into the batch first: the copy may move it).
+  BufferedEvent& newEvent(std::string_view ns) {
     ByteRange ns_copy = batch->copyNamespace(ns);
     BufferedEvent& e = batch->events.emplace_back();
     e.ns = ns_copy;
+    return e;
+  }
+  BufferedEvent& insertEvent(std::string_view ns, DocOrigin origin, int64_t now) {
+    BufferedEvent& e = newEvent(ns);
     e.insert = true;
     e.origin = origin;
     e.time_us = now;
@@ -402,9 +407,7 @@ struct Observer::Impl {
   // batch already holds the same shape text, if known.
   void addOp(std::string_view ns, OpKind kind, bool multi, bool sampled, const bson_t* filter, ByteRange modified,
              ByteRange sort, bool upsert = false, const ByteRange* copied = nullptr) {
-    ByteRange ns_copy = batch->copyNamespace(ns);
-    BufferedEvent& e = batch->events.emplace_back();
-    e.ns = ns_copy;
+    BufferedEvent& e = newEvent(ns);
     e.kind = kind;
     e.multi = multi;
     e.upsert = upsert;

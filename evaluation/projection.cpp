@@ -12,10 +12,6 @@ namespace shardscope::evaluation {
 
 namespace {
 
-constexpr uint32_t kMaxProjectedValueBytes = 512;
-constexpr uint32_t kMaxProjectedFields = 48;
-constexpr uint32_t kMaxProjectedKeyBytes = 128;    // as evaluation tracks fields (kMaxFieldNameBytes)
-constexpr uint32_t kMaxProjectedDocBytes = 2048;  // a sample's bound in bytes, whatever the fields
 
 // Whether the element at `it` joins a projection of `size` bytes so far.
 bool keeps(const bson_iter_t& it, size_t size) {

@@ -2,42 +2,10 @@
 
 #include <algorithm>
 
+#include "protocol/bson_type_bytes.h"
+
 namespace shardscope::protocol {
-namespace {
-
-// Type bytes libbson 1.23's bson_iter_next reads; any other byte ends iteration, which isValidBson refuses.
-enum : uint8_t {
-  kDouble = 0x01, kString = 0x02, kDocument = 0x03, kArray = 0x04, kBinary = 0x05, kUndefined = 0x06,
-  kOid = 0x07, kBool = 0x08, kDateTime = 0x09, kNull = 0x0A, kRegex = 0x0B, kDbPointer = 0x0C,
-  kCode = 0x0D, kSymbol = 0x0E, kCodeWScope = 0x0F, kInt32 = 0x10, kTimestamp = 0x11, kInt64 = 0x12,
-  kDecimal128 = 0x13, kMaxKey = 0x7F, kMinKey = 0xFF,
-};
-constexpr uint8_t kOldBinary = 2;  // binary subtype 2 repeats its length inside the data
-
-bool knownType(uint8_t b) { return (b >= kDouble && b <= kDecimal128) || b == kMaxKey || b == kMinKey; }
-
-}  // namespace
-
-// libbson's bson_utf8_validate(key, len, false), one byte at a time: 1-4 byte sequences, shortest
-// form, no surrogates, nothing above U+10FFFF (a key holds no NUL, so its NUL check never fires).
-// Refused at the first byte after which no continuation could pass, e.g. at ED A0, not ED A0 80.
-bool BsonStreamCheck::keyByte(uint8_t b) {
-  if (need_ == 0) {
-    if (b < 0x80) return true;
-    if ((b & 0xE0) == 0xC0) seq_ = 2, cp_ = b & 0x1F;
-    else if ((b & 0xF0) == 0xE0) seq_ = 3, cp_ = b & 0x0F;
-    else if ((b & 0xF8) == 0xF0) seq_ = 4, cp_ = b & 0x07;
-    else return false;
-    need_ = seq_ - 1;
-  } else {
-    if ((b & 0xC0) != 0x80) return false;
-    cp_ = cp_ << 6 | (b & 0x3F);
-    --need_;
-  }
-  static constexpr uint32_t kShortest[5] = {0, 0, 0x80, 0x800, 0x10000};
-  const uint32_t lo = cp_ << (6 * need_), hi = lo | ((1u << (6 * need_)) - 1);  // what the rest can make
-  return hi >= kShortest[seq_] && lo <= 0x10FFFF && !(lo >= 0xD800 && hi <= 0xDFFF);
-}
+using namespace bson_type_bytes;  // this file's own reading of element types
 
 // An element ends at or before its document's terminator (bson_iter_next's next_off < len), so
 // a length is refused when read, not after waiting for the bytes it promises. `then` follows.
@@ -117,7 +85,7 @@ bool BsonStreamCheck::feed(std::span<const uint8_t> bytes) {
       if (skip_ == 0) step_ = then_;
       continue;
     }
-    if (step_ == Step::Key && need_ == 0) {  // ASCII key bytes, the common case, without a dispatch each
+    if (step_ == Step::Key && !utf8_.midSequence()) {  // ASCII key bytes, the common case, without a dispatch each
       const uint8_t* const stop = p + std::min<size_t>(static_cast<size_t>(end - p), limit() - pos_);
       const uint8_t* q = p;
       while (q < stop && static_cast<uint8_t>(*q - 1) < 0x7F) ++q;
@@ -140,13 +108,14 @@ bool BsonStreamCheck::feed(std::span<const uint8_t> bytes) {
           if (--open_ == 0) step_ = Step::DocLength, pos_ = 0, int_ = 0, have_ = 0;
         } else {
           if (!knownType(b)) return fail();  // 0 here is an end before the document's end
-          type_ = b, need_ = 0, step_ = Step::Key;
+          type_ = b, step_ = Step::Key;
+          utf8_.reset();
         }
         break;
       case Step::Key:
         if (b == 0) {
-          if (need_ != 0 || !startValue()) return fail();
-        } else if (!keyByte(b)) {
+          if (utf8_.midSequence() || !startValue()) return fail();
+        } else if (!utf8_.byte(b)) {
           return fail();
         }
         break;

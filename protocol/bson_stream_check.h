@@ -6,6 +6,7 @@
 #include <span>
 
 #include "protocol/op_msg.h"
+#include "protocol/utf8_key_check.h"
 
 namespace shardscope::protocol {
 
@@ -27,7 +28,6 @@ class BsonStreamCheck {
   bool fail() { return failed_ = true, false; }
   // The offset of the innermost open document's terminator: every element byte lies before it.
   uint32_t limit() const { return ends_[open_ - 1] - 1; }
-  bool keyByte(uint8_t b);
   bool startValue();
   bool onInt32(uint32_t v);
   bool skip(uint64_t n, Step then);
@@ -41,12 +41,10 @@ class BsonStreamCheck {
   uint32_t skip_ = 0;  // bytes left to pass over before `then_`
   uint32_t len_ = 0;   // binary: its length; code-with-scope: its total length
   uint32_t code_ = 0;  // code-with-scope: its string's length
-  uint32_t cp_ = 0;    // key: the code point being decoded
   uint8_t have_ = 0;
   uint8_t type_ = 0;   // the element being read
   uint8_t part_ = 0;   // which of the element's int32s comes next; regex: NULs seen
-  uint8_t need_ = 0;   // key: continuation bytes still due, of a `seq_`-byte sequence
-  uint8_t seq_ = 0;
+  Utf8KeyCheck utf8_;  // the key being read
   Step step_ = Step::DocLength;
   Step then_ = Step::Element;
   bool failed_ = false;

@@ -3,21 +3,14 @@
 #include <algorithm>
 #include <cstring>
 
+#include "protocol/wire.h"
+
 namespace shardscope::routing {
 namespace {
 
 constexpr char kEmptyArray[] = "\x05\x00\x00\x00\x00";
 
-uint32_t load32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return BSON_UINT32_FROM_LE(v);
-}
-
-void store32(std::string& s, size_t at, uint32_t v) {
-  v = BSON_UINT32_TO_LE(v);
-  std::memcpy(s.data() + at, &v, 4);
-}
+void store32(std::string& s, size_t at, uint32_t v) { protocol::storeUint32(reinterpret_cast<uint8_t*>(s.data() + at), v); }
 
 // Bytes of a value that has no length field, or 0 with `lengthed` set when a length field comes
 // first; -1 for a type byte no valid document holds.
@@ -124,7 +117,7 @@ bool KeyDocumentStream::endKey() {
 }
 
 bool KeyDocumentStream::onHeader() {
-  const uint32_t len = load32(header_);
+  const uint32_t len = protocol::loadUint32(header_);
   if (len > INT32_MAX) return fail();
   switch (type_) {
     case BSON_TYPE_UTF8: case BSON_TYPE_CODE: case BSON_TYPE_SYMBOL: return len ? skip(len) : fail();
@@ -170,7 +163,7 @@ bool KeyDocumentStream::feed(std::span<const uint8_t> piece) {
       header_[have_++] = *p++;
       ++pos_;
       if (have_ < 4) continue;
-      const uint32_t len = load32(header_);
+      const uint32_t len = protocol::loadUint32(header_);
       if (len < 5 || len > INT32_MAX) return fail();
       frames_.emplace_back().end = len - 1;
       out_.assign(4, '\0');

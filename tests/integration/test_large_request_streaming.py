@@ -95,18 +95,13 @@ def _admin_json(px, path: str) -> dict:
         return json.load(r)
 
 
-@pytest.mark.parametrize("hops", ["plain", "tls"])
-def test_large_insert_with_statistics_and_evaluation_on_streams_one_document_at_a_time(
-        hops, ferretdb_factory, tls_material, proxy, workdir):
-    # Statistics, targeting and evaluation take an insert's documents one at a time as they pass
-    # (issue 29): the ~14 MB insert is never held whole, and every document is still counted, the
-    # insert targeted against the routing table by each document's shard key. The TLS variant also
-    # runs in the sanitizer stage (without the heap count, which the malloc counter cannot take there).
-    docs = [{"_id": i, "customerId": f"C{(i * 700) % 5000:04d}", "pad": bytes([65 + i]) * 1_000_000} for i in range(14)]
+def _everything_on(hops: str, ferretdb_factory, tls_material, proxy, workdir):
+    """A proxy with statistics, routing and evaluation on in front of a fresh FerretDB, plain or TLS on
+    both hops; with the malloc counter preloaded (not under a sanitizer, whose runtime comes first):
+    (proxy, upstream URI, a function giving the bytes the proxy's heap handed out so far, or None)."""
     m = tls_material
-    counted = not SANITIZED
     log = workdir / "malloc.log"
-    env = preload_env(workdir, log) if counted else None
+    env = None if SANITIZED else preload_env(workdir, log)
     if hops == "tls":
         fdb = ferretdb_factory(tls={"cert": m["server_cert"], "key": m["server_key"], "ca": m["ca"]})
         upstream = fdb.tls_uri(m["ca"], m["client_pem"])
@@ -115,11 +110,33 @@ def test_large_insert_with_statistics_and_evaluation_on_streams_one_document_at_
     else:
         upstream = ferretdb_factory().uri
         px = proxy(upstream, "--routing", str(ROUTING_FILE), admin=True, env=env)
+    heap = None if SANITIZED else (lambda: read_counter(px.process.pid, log, "bytes"))
+    return px, upstream, heap
+
+
+def _heap_growth_of(px, heap, write) -> int:
+    """Runs `write(client)` through the proxy on one connection, which must go on after it: the bytes
+    the proxy's heap handed out meanwhile (0 when `heap` is None)."""
     with pymongo.MongoClient(px.uri, maxPoolSize=1, socketTimeoutMS=60000) as c:
         assert c.admin.command("ping")["ok"] == 1.0
-        heap_before = read_counter(px.process.pid, log, "bytes") if counted else 0
-        c.shop.orders.insert_many(docs)
-        heap_growth = read_counter(px.process.pid, log, "bytes") - heap_before if counted else 0
+        before = heap() if heap else 0
+        write(c)
+        growth = heap() - before if heap else 0
+        assert c.admin.command("ping")["ok"] == 1.0
+    return growth
+
+
+@pytest.mark.parametrize("hops", ["plain", "tls"])
+def test_large_insert_with_statistics_and_evaluation_on_streams_one_document_at_a_time(
+        hops, ferretdb_factory, tls_material, proxy, workdir):
+    # Statistics, targeting and evaluation take an insert's documents one at a time as they pass
+    # (issue 29): the ~14 MB insert is never held whole, and every document is still counted, the
+    # insert targeted against the routing table by each document's shard key. The TLS variant also
+    # runs in the sanitizer stage (without the heap count, which the malloc counter cannot take there).
+    docs = [{"_id": i, "customerId": f"C{(i * 700) % 5000:04d}", "pad": bytes([65 + i]) * 1_000_000} for i in range(14)]
+    px, upstream, heap = _everything_on(hops, ferretdb_factory, tls_material, proxy, workdir)
+    counted = heap is not None
+    heap_growth = _heap_growth_of(px, heap, lambda c: c.shop.orders.insert_many(docs))
     with pymongo.MongoClient(upstream) as direct:
         assert list(direct.shop.orders.find({"_id": {"$in": [d["_id"] for d in docs]}}).sort("_id", 1)) == docs
     if counted:
@@ -144,24 +161,9 @@ def test_one_document_that_is_the_whole_insert_streams_with_everything_on(hops, 
     # shard key (after the large field) read from what was kept of it and the evaluation given its
     # digest, so the heap grows by neither the document nor the message. Before, it was held whole.
     doc = {"_id": 1, "pad": b"p" * 15_000_000, "note": "x" * 300, "customerId": "C2600", "meta": {"region": "eu"}}
-    m = tls_material
-    counted = not SANITIZED
-    log = workdir / "malloc.log"
-    env = preload_env(workdir, log) if counted else None
-    if hops == "tls":
-        fdb = ferretdb_factory(tls={"cert": m["server_cert"], "key": m["server_key"], "ca": m["ca"]})
-        upstream = fdb.tls_uri(m["ca"], m["client_pem"])
-        px = proxy(upstream, "--routing", str(ROUTING_FILE), "--tls-cert-file", m["server_cert"],
-                   "--tls-key-file", m["server_key"], tls_ca=m["ca"], admin=True, env=env)
-    else:
-        upstream = ferretdb_factory().uri
-        px = proxy(upstream, "--routing", str(ROUTING_FILE), admin=True, env=env)
-    with pymongo.MongoClient(px.uri, maxPoolSize=1, socketTimeoutMS=60000) as c:
-        assert c.admin.command("ping")["ok"] == 1.0
-        heap_before = read_counter(px.process.pid, log, "bytes") if counted else 0
-        c.shop.orders.insert_one(doc)
-        heap_growth = read_counter(px.process.pid, log, "bytes") - heap_before if counted else 0
-        assert c.admin.command("ping")["ok"] == 1.0
+    px, upstream, heap = _everything_on(hops, ferretdb_factory, tls_material, proxy, workdir)
+    counted = heap is not None
+    heap_growth = _heap_growth_of(px, heap, lambda c: c.shop.orders.insert_one(doc))
     with pymongo.MongoClient(upstream) as direct:
         assert direct.shop.orders.find_one({"_id": 1}) == doc
     if counted:

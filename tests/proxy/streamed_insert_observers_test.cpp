@@ -127,6 +127,21 @@ std::vector<std::string> generatedDocuments(std::mt19937& rng, size_t count, boo
   return docs;
 }
 
+// The streamed insert (`s`) as the whole one (`w`): the same targeting, shards and reason, and
+// each document seen once, in order, the first one flagged.
+void expectAsWhole(const DocumentObserver& s, const DocumentObserver& w, const std::vector<std::string>& docs, int round) {
+  ASSERT_EQ(s.requests.size(), 2u) << "round " << round;  // the hello and the insert
+  ASSERT_EQ(w.requests.size(), 2u);
+  EXPECT_EQ(s.requests[1].targeting, w.requests[1].targeting) << "round " << round;
+  EXPECT_EQ(s.requests[1].shards, w.requests[1].shards) << "round " << round;
+  EXPECT_EQ(s.reasons[1], w.reasons[1]) << "round " << round;
+  ASSERT_EQ(s.documents.size(), docs.size()) << "round " << round;
+  for (size_t i = 0; i < docs.size(); ++i) {
+    EXPECT_EQ(s.documents[i], shardscope::testing::toJson(shardscope::testing::Doc(docs[i]).get())) << i;
+    EXPECT_EQ(s.firsts[i], i == 0);
+  }
+}
+
 class StreamedInsertObserversTest : public ::testing::Test {
  protected:
   StreamedInsertObserversTest() { env.table = routing::testing::loadData("orders_6shards.json"); }
@@ -144,22 +159,12 @@ TEST_F(StreamedInsertObserversTest, ObserversSeeEachDocumentThenTheRequestAWhole
     relay(streamed.pipeline, message, rng);
     const DocumentObserver& w = whole.observer;
     const DocumentObserver& s = streamed.observer;
-    ASSERT_EQ(s.requests.size(), 2u) << "round " << round;  // the hello and the insert
-    ASSERT_EQ(w.requests.size(), 2u);
-    EXPECT_EQ(s.requests[1].targeting, w.requests[1].targeting) << "round " << round;
-    EXPECT_EQ(s.requests[1].shards, w.requests[1].shards) << "round " << round;
-    EXPECT_EQ(s.reasons[1], w.reasons[1]) << "round " << round;
+    ASSERT_NO_FATAL_FAILURE(expectAsWhole(s, w, docs, round));
     EXPECT_EQ(s.over_budget[1], w.over_budget[1]) << "round " << round;
     EXPECT_EQ(s.over_budget[1], round == 0);
     EXPECT_EQ(s.requests[1].shape, w.requests[1].shape);
     EXPECT_EQ(s.requests[1].request_id, 7);
     EXPECT_EQ(s.bytes[1], message.size());  // the whole size, though the observers saw the head
-    // Each document, once, in order; the first one flagged.
-    ASSERT_EQ(s.documents.size(), docs.size()) << "round " << round;
-    for (size_t i = 0; i < docs.size(); ++i) {
-      EXPECT_EQ(s.documents[i], shardscope::testing::toJson(shardscope::testing::Doc(docs[i]).get()));
-      EXPECT_EQ(s.firsts[i], i == 0);
-    }
     auto answer = reply(R"({"n": 1, "ok": 1.0})", 7);
     EXPECT_FALSE(streamed.pipeline.onReply(answer).to_client.empty());
     ASSERT_EQ(s.replies.size(), 1u);  // its reply found it
@@ -179,18 +184,8 @@ TEST_F(StreamedInsertObserversTest, DocumentsTooLargeToAssembleComeInPiecesAndAr
     Side whole(env), streamed(env);
     whole.pipeline.onRequest(message);
     relay(streamed.pipeline, message, rng);
-    const DocumentObserver& w = whole.observer;
-    const DocumentObserver& s = streamed.observer;
-    ASSERT_EQ(s.requests.size(), 2u) << "round " << round;
-    EXPECT_EQ(s.requests[1].targeting, w.requests[1].targeting) << "round " << round;
-    EXPECT_EQ(s.requests[1].shards, w.requests[1].shards) << "round " << round;
-    EXPECT_EQ(s.reasons[1], w.reasons[1]) << "round " << round;
-    ASSERT_EQ(s.documents.size(), docs.size()) << "round " << round;
-    for (size_t i = 0; i < docs.size(); ++i) {
-      EXPECT_EQ(s.documents[i], shardscope::testing::toJson(shardscope::testing::Doc(docs[i]).get())) << i;
-      EXPECT_EQ(s.firsts[i], i == 0);
-    }
-    in_pieces += s.in_pieces;
+    ASSERT_NO_FATAL_FAILURE(expectAsWhole(streamed.observer, whole.observer, docs, round));
+    in_pieces += streamed.observer.in_pieces;
   }
   EXPECT_GT(in_pieces, 5u);
 }
