@@ -34,7 +34,9 @@ int64_t fixedBytes(uint8_t type, bool& lengthed) {
 
 }  // namespace
 
-KeyDocumentStream::KeyDocumentStream(const ShardKeyPattern& pattern) : pattern_(pattern) {}
+KeyDocumentStream::KeyDocumentStream(const ShardKeyPattern& pattern) : pattern_(pattern) {
+  for (const KeyField& f : pattern_.fields()) longest_ = std::max(longest_, f.path.size());
+}
 
 void KeyDocumentStream::begin() {
   out_.clear();
@@ -149,8 +151,6 @@ bool KeyDocumentStream::feed(std::span<const uint8_t> piece) {
   const uint8_t* p = piece.data();
   const uint8_t* const end = p + piece.size();
   if (done_ && p != end) return fail();  // bytes past the document
-  size_t longest = 0;
-  for (const KeyField& f : pattern_.fields()) longest = std::max(longest, f.path.size());
   while (p < end) {
     if (step_ == Step::Skip) {
       const auto n = static_cast<uint32_t>(std::min<size_t>(skip_, static_cast<size_t>(end - p)));
@@ -175,7 +175,7 @@ bool KeyDocumentStream::feed(std::span<const uint8_t> piece) {
       const size_t room = std::min<size_t>(static_cast<size_t>(end - p), limit - pos_);
       const auto* nul = static_cast<const uint8_t*>(std::memchr(p, 0, room));
       const size_t n = nul ? static_cast<size_t>(nul - p) : room;
-      if (key_.size() < longest + 1) key_.append(reinterpret_cast<const char*>(p), std::min(n, longest + 1 - key_.size()));
+      if (key_.size() < longest_) key_.append(reinterpret_cast<const char*>(p), std::min(n, longest_ - key_.size()));
       key_len_ += static_cast<uint32_t>(n);
       p += n, pos_ += static_cast<uint32_t>(n);
       if (!nul) {
@@ -183,7 +183,6 @@ bool KeyDocumentStream::feed(std::span<const uint8_t> piece) {
         continue;
       }
       ++p, ++pos_;
-      if (key_.size() > longest) key_.resize(longest);  // roleOf sees it is longer than any path
       if (!endKey()) return false;
       continue;
     }

@@ -52,6 +52,7 @@ class KeyDocumentStream {
   void appendHead(uint8_t type);
 
   const ShardKeyPattern& pattern_;
+  size_t longest_ = 0;  // the longest key path: a name is kept up to this many bytes (key_len_ counts all)
   std::string out_, value_, key_, path_;
   std::vector<Frame> frames_;
   uint32_t pos_ = 0, skip_ = 0, key_len_ = 0;
