@@ -37,9 +37,10 @@ struct FanoutBounds {
 // Counts per bucket plus one overflow bucket; `sum` and `max` kept exactly.
 template <typename Bounds, size_t N, typename Value>
 struct Histogram {
-  std::array<uint64_t, N + 1> counts{};
+  // The sum and max first: a record writes them and a low bucket in one cache line.
   uint64_t sum = 0;
   uint64_t max = 0;
+  std::array<uint64_t, N + 1> counts{};
 
   static size_t bucketOf(Value v, std::span<const Value, N> bounds) {
     return static_cast<size_t>(std::lower_bound(bounds.begin(), bounds.end(), v) - bounds.begin());

@@ -18,6 +18,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "common/light_mutex.h"
 #include "common/query_shape.h"
 #include "protocol/command_view.h"
 #include "routing/target_result.h"
@@ -145,7 +146,7 @@ class Recorder {
   uint64_t shard_ids_version_ = 0;
   // Guarded by mutex_: written by the owner per operation, read by Registry::snapshot(). Only the
   // owner and readers take it, so it is uncontended on the hot path.
-  mutable std::mutex mutex_;
+  mutable common::LightMutex mutex_;
   // One block per shape: growth never moves a slot, and a session that records no shape (statistics
   // off, or idle since its handshake) holds no slot memory (a deque allocated ~1.1 KiB up front; issue 29).
   std::vector<std::unique_ptr<Slot>> slots_;

@@ -47,28 +47,30 @@ struct ErrorCodes {
 };
 
 struct ShapeCounters {
+  // Every request and reply writes the fields up to `reasons` (and one bucket of each histogram):
+  // kept together, they share four cache lines where they were spread over seven (issue 29).
   uint64_t count = 0;
-  std::array<uint64_t, kTargetingCount> byTargeting{};
-  std::array<uint64_t, kHostsTargetedCount> byHosts{};  // the same operations by MongoDB's count class
-  FanoutHistogram fanout;
-  LatencyHistogram latency;  // one entry per reply
-  uint64_t errors = 0;       // replies with ok:0, writeErrors or a writeConcernError
-  ErrorCodes errorCodes;     // ok:0 code, each writeError's code, writeConcernError's code
   uint64_t bytesIn = 0;
   uint64_t bytesOut = 0;
+  uint64_t errors = 0;       // replies with ok:0, writeErrors or a writeConcernError
   int64_t firstSeenMs = 0;  // unix ms; 0 = never
   int64_t lastSeenMs = 0;
+  // Upsert statements whose filter does not pin the full current shard key (TargetResult).
+  uint64_t untargetableUpserts = 0;
+  std::array<uint64_t, kTargetingCount> byTargeting{};
+  std::array<uint64_t, kHostsTargetedCount> byHosts{};  // the same operations by MongoDB's count class
+  // Why targeting chose each class, the latest reason seen: static text from routing/ (never a field
+  // value, never freed), so the dashboard can say why a shape broadcasts.
+  std::array<std::string_view, kTargetingCount> reasons{};
+  FanoutHistogram fanout;
+  LatencyHistogram latency;  // one entry per reply
+  ErrorCodes errorCodes;     // ok:0 code, each writeError's code, writeConcernError's code
   // Lookup rewrites of this shape: how many, how they were targeted as the client wrote them
   // (byTargeting holds the class after the rewrite, plus the original's class for each fallback,
   // which ran both), and how many fell back to the original.
   uint64_t rewrites = 0;
   std::array<uint64_t, kTargetingCount> beforeRewrite{};
   uint64_t rewriteFallbacks = 0;
-  // Why targeting chose each class, the latest reason seen: static text from routing/ (never a field
-  // value, never freed), so the dashboard can say why a shape broadcasts.
-  std::array<std::string_view, kTargetingCount> reasons{};
-  // Upsert statements whose filter does not pin the full current shard key (TargetResult).
-  uint64_t untargetableUpserts = 0;
 
   ShapeCounters& operator+=(const ShapeCounters& o) {
     count += o.count;
