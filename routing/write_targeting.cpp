@@ -223,9 +223,10 @@ bool InsertFold::add(const bson_t& doc) {
 
 void InsertFold::finish(bool readable, TargetResult& out) {
   budget_.finish(coll_, fold_);
-  if (!readable || fold_.empty()) {
+  if (!readable || unreadable_ || fold_.empty()) {
     out.targeting = Targeting::Unclassified;
-    out.reason = "insert without a readable documents array or sequence";
+    out.reason = unreadable_ && readable ? "insert with a document whose shard key could not be read"
+                                         : "insert without a readable documents array or sequence";
     return;
   }
   fold_.finish(out);

@@ -79,6 +79,9 @@ class InsertFold {
   InsertFold(const CollectionRouting& coll, const TargetOptions& opts);
   // False once the request's analysis budget is spent: the rest of the documents count as broadcast.
   bool add(const bson_t& doc);
+  // A document that passed but could not be read for its key: the insert is Unclassified, rather
+  // than targeted as if the document were not there.
+  void addUnreadable() { unreadable_ = true; }
   // `readable`: every document could be read (false: the insert is Unclassified).
   void finish(bool readable, TargetResult& out);
   const CollectionRouting& collection() const { return coll_; }
@@ -87,6 +90,7 @@ class InsertFold {
   const CollectionRouting& coll_;
   WriteFold fold_;
   StatementBudget budget_;
+  bool unreadable_ = false;
   bool first_ = true;
 };
 
