@@ -20,6 +20,21 @@
 
 using namespace shardscope::protocol;
 
+// Two views of the same bytes, each from its own decode of the message: the same facts.
+static bool sameView(const CommandView& a, bool a_ok, const CommandView& b, bool b_ok) {
+  if (a_ok != b_ok) return false;
+  if (!a_ok) return true;
+  if (a.name != b.name || a.db != b.db || a.collection != b.collection || a.cursorId != b.cursorId ||
+      a.hasLsid != b.hasLsid || a.hasTxnNumber != b.hasTxnNumber || a.inTransaction != b.inTransaction ||
+      a.hasCollation != b.hasCollation || a.bodyScanned != b.bodyScanned || a.indexedKeys != b.indexedKeys ||
+      a.moreToCome != b.moreToCome || a.exhaustAllowed != b.exhaustAllowed || a.traits.kind != b.traits.kind)
+    return false;
+  const size_t n = a.indexedKeys == CommandView::kNotIndexed ? 0 : a.indexedKeys;
+  for (size_t i = 0; i < n; ++i)
+    if (a.keyOffsets[i] != b.keyOffsets[i] || a.keyLengths[i] != b.keyLengths[i]) return false;
+  return true;
+}
+
 static void inspect(std::span<const uint8_t> message) {
   OpMsg msg;
   CommandView view;
@@ -39,6 +54,15 @@ static void inspect(std::span<const uint8_t> message) {
       std::vector<uint8_t> again;
       encodeOpMsg(msg.header, msg.flags, msg.body, msg.sequences, again);
     }
+    // The view read while decoding (the request path's one pass) is the view read after it.
+    OpMsg scanned_msg;
+    CommandView scanned;
+    CommandViewScan scan(scanned);
+    const bool scanned_decoded = decodeOpMsg(message, scanned_msg, {}, &scan).ok();
+    if (scanned_decoded != decoded || (decoded && !scan.complete())) __builtin_trap();
+    if (decoded && !sameView(view, buildCommandView(msg, view).ok(), scanned,
+                             buildCommandView(scanned_msg, scanned, &scan).ok()))
+      __builtin_trap();
     std::vector<uint8_t> copy(message.begin(), message.end());
     clearUnknownOptionalFlags(copy);
   } else if (op == OpCode::Query) {

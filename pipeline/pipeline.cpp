@@ -138,9 +138,10 @@ RequestAction Pipeline::refuseOverPendingLimit(int32_t requestId, std::optional<
 }
 
 RequestAction Pipeline::onOpMsgRequest(std::span<uint8_t> message, std::optional<Compressor> clientCompressor) {
-  auto r = protocol::decodeOpMsg(message, msg_);
+  protocol::CommandViewScan scan(view_);  // the body's facts read while it is validated
+  auto r = protocol::decodeOpMsg(message, msg_, {}, &scan);
   if (!r.ok()) throw ProtocolError(std::string(r.error));
-  r = protocol::buildCommandView(msg_, view_);
+  r = protocol::buildCommandView(msg_, view_, &scan);
   if (!r.ok()) {
     // An empty command, no $db or a non-string one: mongod answers an error and keeps the connection.
     auto error = protocol::commandDocumentError(msg_.body);
@@ -170,7 +171,9 @@ size_t Pipeline::planStreamedRequest(std::span<const uint8_t> prefix, size_t mes
   // Decoded as a message of its head alone: what decodeOpMsg checks of the body, checked now.
   stream_head_.assign(prefix.begin(), prefix.begin() + static_cast<std::ptrdiff_t>(head));
   protocol::storeInt32(stream_head_.data(), static_cast<int32_t>(head));
-  if (!protocol::decodeOpMsg(stream_head_, msg_).ok() || !protocol::buildCommandView(msg_, view_).ok()) return 0;
+  protocol::CommandViewScan scan(view_);
+  if (!protocol::decodeOpMsg(stream_head_, msg_, {}, &scan).ok() || !protocol::buildCommandView(msg_, view_, &scan).ok())
+    return 0;
   const auto kind = view_.traits.kind;
   if (kind != protocol::CommandKind::Insert && kind != protocol::CommandKind::Update && kind != protocol::CommandKind::Delete)
     return 0;

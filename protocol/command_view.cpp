@@ -45,33 +45,6 @@ void readOtherElement(const BsonElement& e, CommandView& out) {
   }
 }
 
-// The body's elements with BsonElements (bson_iter_next's framing, elements and stopping point,
-// checked against it in tests/protocol/bson_elements_test.cpp) at a fraction of its instructions.
-// `data` and `size`: the bytes out.body was made static over.
-void fillFromBody(CommandView& out, const uint8_t* data, uint32_t size) {
-  BsonElements elements(data, size);
-  BsonElement e;
-  bool first = true;
-  uint8_t indexed = 0;
-  bool all = true;
-  while (elements.next(e)) {
-    if (indexed < CommandView::kIndexedKeys && e.offset <= UINT16_MAX && e.key.size() <= UINT8_MAX) {
-      out.keyOffsets[indexed] = static_cast<uint16_t>(e.offset);
-      out.keyLengths[indexed++] = static_cast<uint8_t>(e.key.size());
-    } else {
-      all = false;
-    }
-    if (first) {
-      readFirstElement(e, out);
-      first = false;
-    } else {
-      readOtherElement(e, out);
-    }
-  }
-  out.indexedKeys = all ? indexed : CommandView::kNotIndexed;
-  out.bodyScanned = true;
-}
-
 void reset(CommandView& out) {
   out.name = {};
   out.traits = {};
@@ -82,6 +55,44 @@ void reset(CommandView& out) {
   out.hasLsid = out.hasTxnNumber = out.inTransaction = out.moreToCome = out.exhaustAllowed = false;
   out.bodyScanned = out.hasCollation = false;
   out.indexedKeys = CommandView::kNotIndexed;
+}
+
+}  // namespace
+
+CommandViewScan::CommandViewScan(CommandView& view) : view_(view) { reset(view_); }
+
+void CommandViewScan::element(const BsonElement& e) {
+  if (indexed_ < CommandView::kIndexedKeys && e.offset <= UINT16_MAX && e.key.size() <= UINT8_MAX) {
+    view_.keyOffsets[indexed_] = static_cast<uint16_t>(e.offset);
+    view_.keyLengths[indexed_++] = static_cast<uint8_t>(e.key.size());
+  } else {
+    all_indexed_ = false;
+  }
+  if (first_) {
+    readFirstElement(e, view_);
+    first_ = false;
+  } else {
+    readOtherElement(e, view_);
+  }
+}
+
+void CommandViewScan::done() {
+  view_.indexedKeys = all_indexed_ ? indexed_ : CommandView::kNotIndexed;
+  view_.bodyScanned = true;
+  complete_ = true;
+}
+
+namespace {
+
+// The body's elements with BsonElements (bson_iter_next's framing, elements and stopping point,
+// checked against it in tests/protocol/bson_elements_test.cpp) at a fraction of its instructions.
+// `data` and `size`: the bytes out.body was made static over.
+void fillFromBody(CommandView& out, const uint8_t* data, uint32_t size) {
+  CommandViewScan scan(out);
+  BsonElements elements(data, size);
+  BsonElement e;
+  while (elements.next(e)) scan.element(e);
+  scan.done();
 }
 
 }  // namespace
@@ -100,10 +111,11 @@ std::string_view CommandView::ns(std::string& buffer) const {
   return buffer;
 }
 
-ParseResult buildCommandView(const OpMsg& msg, CommandView& out) {
-  reset(out);
+ParseResult buildCommandView(const OpMsg& msg, CommandView& out, const CommandViewScan* scan) {
+  const bool scanned = scan && scan->complete();
+  if (!scanned) reset(out);
   if (!bson_init_static(&out.body, msg.body.data(), msg.body.size())) return ParseResult::malformed("OP_MSG body is not BSON");
-  fillFromBody(out, msg.body.data(), static_cast<uint32_t>(msg.body.size()));
+  if (!scanned) fillFromBody(out, msg.body.data(), static_cast<uint32_t>(msg.body.size()));
   if (out.name.empty()) return ParseResult::malformed("command body is empty");
   if (out.db.empty()) return ParseResult::malformed("command has no string $db");
   out.sequences = msg.sequences;

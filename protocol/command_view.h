@@ -56,9 +56,25 @@ struct CommandView {
 };
 static_assert(sizeof(CommandView) == 256, "every session holds one: keep it at 256 bytes");
 
+// A view's body facts, read from the body's top-level elements as decodeOpMsg validates them: the
+// body is read once instead of twice (issue 29). Pass it to decodeOpMsg, then to buildCommandView.
+class CommandViewScan final : public BodyElementVisitor {
+ public:
+  explicit CommandViewScan(CommandView& view);  // the view starts over
+  void element(const BsonElement& e) override;
+  void done() override;
+  bool complete() const { return complete_; }  // every element seen (decodeOpMsg validated the body)
+
+ private:
+  CommandView& view_;
+  uint8_t indexed_ = 0;
+  bool all_indexed_ = true, first_ = true, complete_ = false;
+};
+
 // Builds the view over an already decoded OP_MSG. Fails (Malformed) when the body has no
-// command name or no string "$db".
-ParseResult buildCommandView(const OpMsg& msg, CommandView& out);
+// command name or no string "$db". `scan`: the body's facts read while it was decoded (complete),
+// or the body is read here.
+ParseResult buildCommandView(const OpMsg& msg, CommandView& out, const CommandViewScan* scan = nullptr);
 
 // Builds the view over a legacy OP_QUERY command ("db.$cmd"), unwrapping a {$query: ...} wrapper.
 ParseResult buildCommandViewFromQuery(std::string_view fullCollectionName, std::span<const uint8_t> query,

@@ -27,12 +27,21 @@ constexpr uint32_t kAllowedFlags = kRequiredFlagBits | kExhaustAllowed;
 
 bool wellFormed(const uint8_t* data, size_t size, int depth);
 
+// Nothing to see: nested documents, and documents nobody reads while they are checked.
+struct NoVisit {
+  void operator()(const BsonElement&) const {}
+};
+
 // The elements with bson_iter_next's framing (BsonElements, booleans included), then isValidBson's
 // own rules: keys that are UTF-8, every embedded document (and code-with-scope's scope) valid.
-bool elementsWellFormed(const uint8_t* d, uint32_t size, int depth) {
+// `visit` sees each element of this level as it passes (a template, so the nested levels' loop
+// has no call in it).
+template <typename Visit>
+bool elementsWellFormed(const uint8_t* d, uint32_t size, int depth, const Visit& visit) {
   BsonElements elements(d, size);
   BsonElement e;
   while (elements.next(e)) {
+    visit(e);
     if (!e.ascii_key && !bson_utf8_validate(e.key.data(), e.key.size(), false)) return false;
     switch (e.type) {
       case 0x03: case 0x04:
@@ -49,12 +58,25 @@ bool elementsWellFormed(const uint8_t* d, uint32_t size, int depth) {
   return !elements.failed();
 }
 
-// bson_init_static's rules (at least 5 bytes, the length it states, a NUL at the end), then the
-// elements, at most kMaxBsonDepth levels deep.
+// bson_init_static's rules (at least 5 bytes, the length it states, a NUL at the end).
+bool framed(const uint8_t* data, size_t size) {
+  return size >= 5 && size <= INT32_MAX && loadUint32(data) == size && data[size - 1] == 0;
+}
+
+// Framed, then the elements, at most kMaxBsonDepth levels deep.
 bool wellFormed(const uint8_t* data, size_t size, int depth) {
-  if (depth > kMaxBsonDepth || size < 5 || size > INT32_MAX || loadUint32(data) != size || data[size - 1] != 0)
+  return depth <= kMaxBsonDepth && framed(data, size) && elementsWellFormed(data, static_cast<uint32_t>(size), depth, NoVisit{});
+}
+
+// The body, its top-level elements shown to `visitor` as they pass (when there is one).
+bool bodyWellFormed(std::span<const uint8_t> body, BodyElementVisitor* visitor) {
+  if (!visitor) return wellFormed(body.data(), body.size(), 0);
+  if (!framed(body.data(), body.size()) ||
+      !elementsWellFormed(body.data(), static_cast<uint32_t>(body.size()), 0,
+                          [visitor](const BsonElement& e) { visitor->element(e); }))
     return false;
-  return elementsWellFormed(data, static_cast<uint32_t>(size), depth);
+  visitor->done();
+  return true;
 }
 
 }  // namespace
@@ -80,7 +102,8 @@ const DocumentSequence* OpMsg::findSequence(std::string_view identifier) const {
   return nullptr;
 }
 
-ParseResult decodeOpMsg(std::span<const uint8_t> message, OpMsg& out, const OpMsgLimits& limits) {
+ParseResult decodeOpMsg(std::span<const uint8_t> message, OpMsg& out, const OpMsgLimits& limits,
+                        BodyElementVisitor* body) {
   out.sequences.clear();
   out.body = {};
   if (message.size() < kHeaderSize + 4) return ParseResult::malformed("OP_MSG shorter than header and flags");
@@ -110,7 +133,7 @@ ParseResult decodeOpMsg(std::span<const uint8_t> message, OpMsg& out, const OpMs
       size_t len = documentLength(sections, at);
       if (len == 0) return ParseResult::malformed("OP_MSG body document is truncated or malformed");
       out.body = sections.subspan(at, len);
-      if (limits.validateBson && !isValidBson(out.body)) return ParseResult::malformed("OP_MSG body is not valid BSON");
+      if (limits.validateBson && !bodyWellFormed(out.body, body)) return ParseResult::malformed("OP_MSG body is not valid BSON");
       sawBody = true;
       at += len;
     } else if (kind == 1) {

@@ -52,8 +52,23 @@ struct OpMsgLimits {
 constexpr int kMaxBsonDepth = 200;
 bool isValidBson(std::span<const uint8_t> doc);
 
+struct BsonElement;
+
+// Sees the body's top-level elements as decodeOpMsg validates them, so a reader of the body (the
+// command view) needs no pass of its own over it (issue 29). `done` follows the last element when
+// the whole body was validated; without validation (OpMsgLimits::validateBson false) nothing is seen.
+class BodyElementVisitor {
+ public:
+  virtual void element(const BsonElement& e) = 0;
+  virtual void done() = 0;
+
+ protected:
+  ~BodyElementVisitor() = default;
+};
+
 // `message` is the whole message including its header. `out` is reused (keeps capacity).
-ParseResult decodeOpMsg(std::span<const uint8_t> message, OpMsg& out, const OpMsgLimits& limits = {});
+ParseResult decodeOpMsg(std::span<const uint8_t> message, OpMsg& out, const OpMsgLimits& limits = {},
+                        BodyElementVisitor* body = nullptr);
 
 // Builds a complete OP_MSG. Unknown optional flag bits are cleared and, when checksumPresent is
 // set, the CRC-32C is recomputed. `out` is overwritten.

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+
 #include "protocol/hello.h"
 #include "tests/support/bson_builders.h"
 
@@ -58,6 +61,57 @@ TEST(CommandView, CommandsWithoutCollectionOrDb) {
   ASSERT_TRUE(decodeOpMsg(rename, msg).ok());
   ASSERT_TRUE(buildCommandView(msg, view).ok());
   EXPECT_TRUE(view.collection.empty());
+}
+
+// The request path reads the body's facts while decodeOpMsg validates it (CommandViewScan): the view
+// is the one read after decoding, and a body that fails validation leaves the scan incomplete.
+TEST(CommandView, ReadWhileDecodingAsAfter) {
+  const char* const kBodies[] = {
+      R"({"find": "orders", "filter": {"orderId": 5}, "lsid": {"id": 1}, "txnNumber": 3, "$db": "shop"})",
+      R"({"getMore": {"$numberLong": "42"}, "collection": "orders", "$db": "shop"})",
+      R"({"update": "orders", "updates": [], "autocommit": false, "startTransaction": true, "$db": "shop"})",
+      R"({"aggregate": 1, "pipeline": [], "collation": {"locale": "fr"}, "$db": "admin"})",
+      R"({"ping": 1})",
+      R"({"find": "a", "k1": 1, "k2": 2, "k3": 3, "k4": 4, "k5": 5, "k6": 6, "k7": 7, "k8": 8, "k9": 9, "k10": 10, "k11": 11, "k12": 12, "k13": 13, "k14": 14, "k15": 15, "k16": 16, "$db": "x"})",
+  };
+  for (const char* body : kBodies) {
+    SCOPED_TRACE(body);
+    auto bytes = testing::opMsg(body);
+    OpMsg plain_msg, scanned_msg;
+    CommandView plain, scanned;
+    ASSERT_TRUE(decodeOpMsg(bytes, plain_msg).ok());
+    const bool plain_ok = buildCommandView(plain_msg, plain).ok();
+    CommandViewScan scan(scanned);
+    ASSERT_TRUE(decodeOpMsg(bytes, scanned_msg, {}, &scan).ok());
+    ASSERT_TRUE(scan.complete());
+    EXPECT_EQ(buildCommandView(scanned_msg, scanned, &scan).ok(), plain_ok);
+    if (!plain_ok) continue;
+    EXPECT_EQ(scanned.name, plain.name);
+    EXPECT_EQ(scanned.db, plain.db);
+    EXPECT_EQ(scanned.collection, plain.collection);
+    EXPECT_EQ(scanned.cursorId, plain.cursorId);
+    EXPECT_EQ(scanned.hasLsid, plain.hasLsid);
+    EXPECT_EQ(scanned.hasTxnNumber, plain.hasTxnNumber);
+    EXPECT_EQ(scanned.inTransaction, plain.inTransaction);
+    EXPECT_EQ(scanned.hasCollation, plain.hasCollation);
+    EXPECT_TRUE(scanned.bodyScanned);
+    ASSERT_EQ(scanned.indexedKeys, plain.indexedKeys);
+    for (size_t i = 0; i < (plain.indexedKeys == CommandView::kNotIndexed ? 0 : plain.indexedKeys); ++i) {
+      EXPECT_EQ(scanned.keyOffsets[i], plain.keyOffsets[i]);
+      EXPECT_EQ(scanned.keyLengths[i], plain.keyLengths[i]);
+    }
+  }
+  // A body whose key is not UTF-8: refused, and the scan says it did not see the whole body.
+  auto bad = testing::opMsg(R"({"find": "orders", "$db": "shop"})");
+  const std::string key = "find";
+  auto at = std::search(bad.begin(), bad.end(), key.begin(), key.end());
+  ASSERT_NE(at, bad.end());
+  *(at + 1) = 0xff;
+  OpMsg msg;
+  CommandView view;
+  CommandViewScan scan(view);
+  EXPECT_FALSE(decodeOpMsg(bad, msg, {}, &scan).ok());
+  EXPECT_FALSE(scan.complete());
 }
 
 TEST(CommandView, LegacyQueryUnwrapsDollarQuery) {
