@@ -11,29 +11,28 @@ namespace {
 
 using testing::Json;
 
-TEST(InsertFold, TargetsTheDocumentsItRead) {
+// shop.orders {customerId: 1, orderDate: 1}: one document, then `between` (or nothing), then another.
+TargetResult foldOf(void (*between)(InsertFold&)) {
   auto table = testing::loadData(testing::kOrders);
   const CollectionRouting* coll = table->collection("shop.orders");
-  ASSERT_NE(coll, nullptr);
+  EXPECT_NE(coll, nullptr);
+  TargetResult out;
+  if (!coll) return out;
   InsertFold fold(*coll, TargetOptions{});
   Json doc(R"({"customerId": "C1", "orderDate": 1})");
-  ASSERT_TRUE(fold.add(*doc));
-  TargetResult out;
+  EXPECT_TRUE(fold.add(*doc));
+  if (between) between(fold);
+  EXPECT_TRUE(fold.add(*doc));
   fold.finish(true, out);
-  EXPECT_EQ(out.targeting, Targeting::Single);
+  return out;
+}
+
+TEST(InsertFold, TargetsTheDocumentsItRead) {
+  EXPECT_EQ(foldOf(nullptr).targeting, Targeting::Single);
 }
 
 TEST(InsertFold, ADocumentItCouldNotReadMakesTheInsertUnclassified) {
-  auto table = testing::loadData(testing::kOrders);
-  const CollectionRouting* coll = table->collection("shop.orders");
-  ASSERT_NE(coll, nullptr);
-  InsertFold fold(*coll, TargetOptions{});
-  Json doc(R"({"customerId": "C1", "orderDate": 1})");
-  ASSERT_TRUE(fold.add(*doc));
-  fold.addUnreadable();
-  ASSERT_TRUE(fold.add(*doc));
-  TargetResult out;
-  fold.finish(true, out);
+  const TargetResult out = foldOf([](InsertFold& fold) { fold.addUnreadable(); });
   EXPECT_EQ(out.targeting, Targeting::Unclassified);
   EXPECT_EQ(out.reason, "insert with a document whose shard key could not be read");
 }
