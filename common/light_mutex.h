@@ -2,11 +2,13 @@
 // (a session's statistics, read by a snapshot; its evaluation batch, flushed by a render). Taken
 // uncontended it costs one atomic exchange and gives itself back with a plain store; std::mutex
 // costs two atomic operations and two library calls, ~5 % of the event loop's user time with
-// everything on (issue 29). A waiter spins a little, then yields its CPU until the holder is done:
-// the holders' sections are short (a counter update, one session's copy), and yielding lets a holder
-// preempted on the same CPU finish.
+// everything on (issue 29). A waiter spins a little, then yields its CPU, then sleeps in short naps:
+// the holders' sections are short (a counter update, one session's copy), yielding lets a holder
+// preempted on the same CPU finish, and the naps keep a rare long section (an upserted 16 MB
+// document digested under the evaluation's lock) from costing the waiter a busy core.
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 namespace shardscope::common {
@@ -24,7 +26,8 @@ class LightMutex {
   void lockContended() {
     for (unsigned tries = 0; !try_lock(); ++tries) {
       if (tries < 64) pause();
-      else std::this_thread::yield();
+      else if (tries < 128) std::this_thread::yield();
+      else std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   }
   static void pause() {

@@ -1,10 +1,13 @@
 // common::LightMutex, the lock of a session's statistics and evaluation batch: it excludes (plain
 // counters incremented under it by threads that outnumber the CPUs come out exact, so waiters that
-// yield still get the lock), and try_lock fails while it is held.
+// yield still get the lock), a waiter past its spins gets it when a long hold ends, and try_lock
+// fails while it is held.
 #include "common/light_mutex.h"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -28,6 +31,25 @@ TEST(LightMutex, ExcludesUnderContention) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(a, static_cast<uint64_t>(kThreads) * kRounds);
   EXPECT_EQ(a, b);
+}
+
+// A holder that keeps the lock for a while (past the waiter's spins and yields): the waiter gets it
+// once it is given back, and not before.
+TEST(LightMutex, AWaiterGetsItAfterALongHold) {
+  LightMutex mutex;
+  std::atomic<bool> released{false}, taken{false};
+  mutex.lock();
+  std::thread waiter([&] {
+    std::lock_guard lock(mutex);
+    EXPECT_TRUE(released.load());
+    taken = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(taken.load());
+  released = true;
+  mutex.unlock();
+  waiter.join();
+  EXPECT_TRUE(taken.load());
 }
 
 TEST(LightMutex, TryLockFailsWhileHeld) {
