@@ -60,8 +60,9 @@ void DocumentDigestStream::begin(size_t bytes) {
   max_top_level_ = bytes <= kEveryFieldUpToBytes ? kEveryTopLevelField : kMaxObservedTopLevelFields;
   failed_ = bytes < 5 || bytes > INT32_MAX;
   finished_ = false;
-  open_ = pos_ = int_ = skip_ = len_ = code_ = 0;
+  open_ = pos_ = int_ = skip_ = 0;
   have_ = type_ = part_ = 0;
+  length_ = {};
   utf8_.reset();
   step_ = Step::DocLength;
   from_ = nullptr;
@@ -162,8 +163,8 @@ bool DocumentDigestStream::byteStep(uint8_t b, const uint8_t* p) {
       valueDone(p);
       return true;
     case Step::Subtype:
-      if (b != kOldBinary) return skip(len_, Then::ValueEnd, p);
-      if (len_ < 4) return fail();
+      if (b != kOldBinary) return skip(length_.len, Then::ValueEnd, p);
+      if (length_.len < 4) return fail();
       step_ = Step::Int32;
       return true;
     default: return fail();
@@ -258,49 +259,35 @@ void DocumentDigestStream::visit(uint32_t lvl, const uint8_t* p) {
 }
 
 bool DocumentDigestStream::startValue(const uint8_t* p) {
-  part_ = 0, int_ = 0, have_ = 0;
-  switch (type_) {
-    case kDouble: case kDateTime: case kTimestamp: case kInt64: return skip(8, Then::ValueEnd, p);
-    case kInt32: return skip(4, Then::ValueEnd, p);
-    case kDecimal128: return skip(16, Then::ValueEnd, p);
-    case kOid: return skip(12, Then::ValueEnd, p);
-    case kUndefined: case kNull: case kMinKey: case kMaxKey:
+  part_ = 0, int_ = 0, have_ = 0, length_ = {};
+  uint32_t bytes = 0;
+  switch (protocol::valueStart(type_, bytes)) {
+    case protocol::ValueStart::Fixed:
+      if (bytes) return skip(bytes, Then::ValueEnd, p);
       valueDone(p);
       return true;
-    case kBool: step_ = Step::Bool; return true;
-    case kRegex: step_ = Step::Regex; return true;
-    default: step_ = Step::Int32; return true;  // string-like, binary, document, array, code with scope
+    case protocol::ValueStart::Bool: step_ = Step::Bool; return true;
+    case protocol::ValueStart::Regex: step_ = Step::Regex; return true;
+    case protocol::ValueStart::Int32: step_ = Step::Int32; return true;
   }
+  return fail();
 }
 
-// The rules of bson_iter_next for each length-prefixed type, as BsonStreamCheck::onInt32 applies them.
+// bson_iter_next's rules for each length field, as BsonStreamCheck applies them (bson_length_rules.h).
 bool DocumentDigestStream::onInt32(uint32_t v, const uint8_t* p) {
   int_ = 0, have_ = 0;
-  switch (type_) {
-    case kString: case kCode: case kSymbol: case kDbPointer:
-      return v != 0 ? skip(v - 1, Then::Nul, p) : fail();  // the length counts the NUL
-    case kBinary:
-      if (part_++ == 0) {
-        if (uint64_t{pos_} + 1 + v > limit()) return fail();  // subtype byte, then v bytes
-        len_ = v;
-        step_ = Step::Subtype;
-        return true;
-      }
-      return v == len_ - 4 ? skip(len_ - 4, Then::ValueEnd, p) : fail();
-    case kDocument: case kArray: return open(v);
-    default: break;  // code with scope: total length, string length, string, scope document
+  using protocol::LengthStep;
+  const LengthStep next = protocol::lengthStep(type_, v, pos_, limit(), length_);
+  switch (next.kind) {
+    case LengthStep::SkipToNul: return skip(next.n, Then::Nul, p);
+    case LengthStep::SkipToEnd: return skip(next.n, Then::ValueEnd, p);
+    case LengthStep::SkipToInt32: return skip(next.n, Then::Int32, p);
+    case LengthStep::Subtype: step_ = Step::Subtype; return true;
+    case LengthStep::Open: return open(next.n);
+    case LengthStep::NextInt32: return true;
+    case LengthStep::Fail: break;
   }
-  switch (part_++) {
-    case 0:
-      if (v < 14 || uint64_t{pos_} - 4 + v > limit()) return fail();
-      len_ = v;
-      return true;
-    case 1:  // the string's NUL is not checked (libbson does not), only that the scope fits after it
-      if (v == 0 || uint64_t{v} + 12 >= len_) return fail();
-      code_ = v;
-      return skip(v, Then::Int32, p);
-    default: return v == len_ - 8 - code_ ? open(v) : fail();
-  }
+  return fail();
 }
 
 bool DocumentDigestStream::skip(uint64_t n, Then then, const uint8_t* p) {

@@ -15,6 +15,7 @@
 
 #include "evaluation/field_limits.h"
 #include "evaluation/value_codec.h"
+#include "protocol/bson_length_rules.h"
 #include "protocol/op_msg.h"
 #include "protocol/utf8_key_check.h"
 
@@ -137,9 +138,8 @@ class DocumentDigestStream {
   uint32_t pos_ = 0;
   uint32_t int_ = 0;
   uint32_t skip_ = 0;
-  uint32_t len_ = 0;   // binary: its length; code with scope: its total length
-  uint32_t code_ = 0;  // code with scope: its string's length
-  uint8_t have_ = 0, type_ = 0, part_ = 0;
+  protocol::LengthFields length_;  // the element's length fields read so far
+  uint8_t have_ = 0, type_ = 0, part_ = 0;  // part_: a regex's NULs seen
   protocol::Utf8KeyCheck utf8_;  // the key being read
   Step step_ = Step::DocLength;
   Then then_ = Then::ValueEnd;

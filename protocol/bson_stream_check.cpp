@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "protocol/bson_length_rules.h"
 #include "protocol/bson_type_bytes.h"
 
 namespace shardscope::protocol {
@@ -29,49 +30,30 @@ bool BsonStreamCheck::open(uint32_t len) {
 }
 
 bool BsonStreamCheck::startValue() {
-  part_ = 0, int_ = 0, have_ = 0;
-  switch (type_) {
-    case kDouble: case kDateTime: case kTimestamp: case kInt64: return skip(8, Step::Element);
-    case kInt32: return skip(4, Step::Element);
-    case kDecimal128: return skip(16, Step::Element);
-    case kOid: return skip(12, Step::Element);
-    case kUndefined: case kNull: case kMinKey: case kMaxKey: step_ = Step::Element; return true;
-    case kBool: step_ = Step::Bool; return true;
-    case kRegex: step_ = Step::Regex; return true;
-    default: step_ = Step::Int32; return true;  // string-like, binary, document, array, code-with-scope
+  part_ = 0, int_ = 0, have_ = 0, length_ = {};
+  uint32_t bytes = 0;
+  switch (valueStart(type_, bytes)) {
+    case ValueStart::Fixed: return bytes ? skip(bytes, Step::Element) : (step_ = Step::Element, true);
+    case ValueStart::Bool: step_ = Step::Bool; return true;
+    case ValueStart::Regex: step_ = Step::Regex; return true;
+    case ValueStart::Int32: step_ = Step::Int32; return true;
   }
+  return fail();
 }
 
-// The rules of bson_iter_next for each length-prefixed type (see libbson's bson-iter.c).
 bool BsonStreamCheck::onInt32(uint32_t v) {
   int_ = 0, have_ = 0;
-  switch (type_) {
-    case kString: case kCode: case kSymbol: case kDbPointer:
-      // The length counts the NUL that ends the string; bytes before it are not looked at.
-      return v != 0 ? skip(v - 1, Step::Nul) : fail();
-    case kBinary:
-      if (part_++ == 0) {
-        if (uint64_t{pos_} + 1 + v > limit()) return fail();  // subtype byte, then v bytes
-        len_ = v;
-        step_ = Step::Subtype;
-        return true;
-      }
-      return v == len_ - 4 ? skip(len_ - 4, Step::Element) : fail();
-    case kDocument: case kArray: return open(v);
-    default: break;  // code-with-scope: total length, string length, string, scope document
+  const LengthStep next = lengthStep(type_, v, pos_, limit(), length_);
+  switch (next.kind) {
+    case LengthStep::SkipToNul: return skip(next.n, Step::Nul);
+    case LengthStep::SkipToEnd: return skip(next.n, Step::Element);
+    case LengthStep::SkipToInt32: return skip(next.n, Step::Int32);
+    case LengthStep::Subtype: step_ = Step::Subtype; return true;
+    case LengthStep::Open: return open(next.n);
+    case LengthStep::NextInt32: return true;
+    case LengthStep::Fail: break;
   }
-  switch (part_++) {
-    case 0:
-      if (v < 14 || uint64_t{pos_} - 4 + v > limit()) return fail();
-      len_ = v;
-      return true;
-    case 1:
-      // The string's NUL is not checked (libbson does not), only that the scope fits after it.
-      if (v == 0 || uint64_t{v} + 12 >= len_) return fail();
-      code_ = v;
-      return skip(v, Step::Int32);
-    default: return v == len_ - 8 - code_ ? open(v) : fail();
-  }
+  return fail();
 }
 
 bool BsonStreamCheck::feed(std::span<const uint8_t> bytes) {
@@ -137,9 +119,9 @@ bool BsonStreamCheck::feed(std::span<const uint8_t> bytes) {
         break;
       case Step::Subtype:
         if (b == kOldBinary) {
-          if (len_ < 4) return fail();
+          if (length_.len < 4) return fail();
           step_ = Step::Int32;
-        } else if (!skip(len_, Step::Element)) {
+        } else if (!skip(length_.len, Step::Element)) {
           return false;
         }
         break;

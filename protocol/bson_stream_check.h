@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <span>
 
+#include "protocol/bson_length_rules.h"
 #include "protocol/op_msg.h"
 #include "protocol/utf8_key_check.h"
 
@@ -39,11 +40,10 @@ class BsonStreamCheck {
   uint32_t pos_ = 0;
   uint32_t int_ = 0;   // the int32 being read, `have_` bytes of it so far
   uint32_t skip_ = 0;  // bytes left to pass over before `then_`
-  uint32_t len_ = 0;   // binary: its length; code-with-scope: its total length
-  uint32_t code_ = 0;  // code-with-scope: its string's length
+  LengthFields length_;  // the element's length fields read so far (bson_length_rules.h)
   uint8_t have_ = 0;
   uint8_t type_ = 0;   // the element being read
-  uint8_t part_ = 0;   // which of the element's int32s comes next; regex: NULs seen
+  uint8_t part_ = 0;   // regex: NULs seen
   Utf8KeyCheck utf8_;  // the key being read
   Step step_ = Step::DocLength;
   Step then_ = Step::Element;

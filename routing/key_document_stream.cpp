@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "protocol/bson_length_rules.h"
 #include "protocol/wire.h"
 
 namespace shardscope::routing {
@@ -13,23 +14,14 @@ constexpr char kEmptyArray[] = "\x05\x00\x00\x00\x00";
 void store32(std::string& s, size_t at, uint32_t v) { protocol::storeUint32(reinterpret_cast<uint8_t*>(s.data() + at), v); }
 
 // Bytes of a value that has no length field, or 0 with `lengthed` set when a length field comes
-// first; -1 for a type byte no valid document holds.
+// first (protocol/bson_length_rules.h); -1 for a type byte no valid document holds.
 int64_t fixedBytes(uint8_t type, bool& lengthed) {
   lengthed = false;
-  switch (type) {
-    case BSON_TYPE_DOUBLE: case BSON_TYPE_DATE_TIME: case BSON_TYPE_TIMESTAMP: case BSON_TYPE_INT64: return 8;
-    case BSON_TYPE_INT32: return 4;
-    case BSON_TYPE_OID: return 12;
-    case BSON_TYPE_DECIMAL128: return 16;
-    case BSON_TYPE_BOOL: return 1;
-    case BSON_TYPE_UNDEFINED: case BSON_TYPE_NULL: case BSON_TYPE_MINKEY: case BSON_TYPE_MAXKEY: return 0;
-    case BSON_TYPE_REGEX: return 0;  // two C strings
-    case BSON_TYPE_UTF8: case BSON_TYPE_CODE: case BSON_TYPE_SYMBOL: case BSON_TYPE_DBPOINTER: case BSON_TYPE_BINARY:
-    case BSON_TYPE_CODEWSCOPE: case BSON_TYPE_DOCUMENT: case BSON_TYPE_ARRAY:
-      lengthed = true;
-      return 0;
-    default: return -1;
-  }
+  if (!protocol::bson_type_bytes::knownType(type)) return -1;
+  uint32_t bytes = 0;
+  const protocol::ValueStart start = protocol::valueStart(type, bytes);
+  lengthed = start == protocol::ValueStart::Int32;
+  return start == protocol::ValueStart::Bool ? 1 : bytes;  // a regex: 0, then its two C strings
 }
 
 }  // namespace
