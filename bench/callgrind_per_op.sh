@@ -3,6 +3,7 @@
 #   Runs the proxy under callgrind with the bench's closed-loop load (16 connections, 6 s,
 #   find=70,insert=10,update=10,getmore=10) and prints ops done; profile in OUT_PREFIX.<kind>.out*
 #   Instructions per op = (inclusive Ir of a function) / (ops/s * 6).
+#   CALLGRIND_EXTRA="--cache-sim=yes" adds simulated cache misses (D1mr/D1mw/DLmr/DLmw) per function.
 set -u
 B="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/bench-loadgen"
 kind=$1 S=$2 P=$3 OUT=$4
@@ -13,7 +14,7 @@ $B/canned-upstream --listen 127.0.0.1:$P 2>/dev/null & up=$!
 extra=()
 if [[ $kind == fwd ]]; then extra=(--stats.enabled false --evaluation.enabled false); else extra=(--routing $(dirname "$B")/../tests/data/routing/orders_6shards.json --admin 127.0.0.1:$((P+2))); fi
 rm -f $OUT.$kind.out*
-env -u SHARDSCOPE_CACHE valgrind --tool=callgrind --callgrind-out-file=$OUT.$kind.out --dump-instr=no $S proxy --listen 127.0.0.1:$((P+1)) --upstream mongodb://127.0.0.1:$P/ --threads 1 --log-level warn "${extra[@]}" >$OUT.$kind.proxy.log 2>&1 & px=$!
+env -u SHARDSCOPE_CACHE valgrind --tool=callgrind --callgrind-out-file=$OUT.$kind.out --dump-instr=no ${CALLGRIND_EXTRA:-} $S proxy --listen 127.0.0.1:$((P+1)) --upstream mongodb://127.0.0.1:$P/ --threads 1 --log-level warn "${extra[@]}" >$OUT.$kind.proxy.log 2>&1 & px=$!
 for i in $(seq 300); do sleep 0.2; ss -ltn | grep -q 127.0.0.1:$((P+1)) && break; done
 sleep 1
 callgrind_control -z $px >/dev/null 2>&1

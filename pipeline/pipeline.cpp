@@ -58,11 +58,11 @@ void Pipeline::onClose() {
 }
 
 void Pipeline::releaseIdle() {
-  // A request in flight keeps its handles (the recorder's slot, the evaluation's held write) and
-  // may still use the re-run buffers: the next park, once its reply is in, releases.
+  // A request in flight keeps its handles (the evaluation's held write) and may still use the
+  // re-run buffers: the next park, once its reply is in, releases. The statistics hold nothing per
+  // connection but its totals (stats::Tally: per proxy thread).
   if (!pending_.empty()) return;
   for (Observer* o : observers_) o->onIdle();
-  recorder_.releaseIdle();
   pending_.releaseIdle();
   // Scratch used within one message only (the hello reply's rewrite, answers, compression).
   releaseIfLarge(request_plain_, 0), releaseIfLarge(request_rewritten_, 0), releaseIfLarge(request_wire_, 0);

@@ -123,9 +123,8 @@ class Pipeline {
   void finishStreamedRequest();
   void onClose();
   // The connection went idle (the session parked it, issue 29): with no request in flight, the
-  // observers and the statistics recorder give back what they keep for the next requests, and so
-  // do the pending list and the handshake's scratch. The next request allocates again (once per
-  // wake-up, not per operation).
+  // observers, the pending list and the handshake's scratch give back what they keep for the next
+  // requests. The next request allocates again (once per wake-up, not per operation).
   void releaseIdle();
 
   const PendingOps& pending() const { return pending_; }

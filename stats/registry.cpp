@@ -17,7 +17,7 @@ constexpr std::string_view kOther = "<other>";
 constexpr std::string_view kUnparsed = "<unparsed>";
 constexpr size_t kMaxCommands = 256;         // command names are client-chosen: bounded too
 constexpr size_t kMaxOtherBuckets = 1024;    // per (namespace, command) past the shape caps
-constexpr size_t kLocalCacheEntries = 4096;  // a session's hash -> slot cache
+constexpr size_t kLocalCacheEntries = 4096;  // a tally's hash -> slot cache
 constexpr size_t kSampleBytes = 1024;
 
 using common::shapeId;  // the one shape id (common/query_shape.h)
@@ -161,35 +161,12 @@ Recorder::~Recorder() {
   registry_.retire(*this);
 }
 
-void Recorder::releaseIdle() {
-  if (slots_.empty() && shard_ops_.empty() && ns_shards_.empty()) {
-    lookup_.reset();
-    return;
-  }
-  // Taken out under both locks (the registry's first, as snapshot() and reset() take them), so a
-  // snapshot sees every count exactly once; freed after.
-  std::vector<std::unique_ptr<Slot>> slots;
-  std::vector<uint64_t> shardOps;
-  NsShardTable nsShards;
-  {
-    std::lock_guard lock(registry_.mutex_);
-    std::lock_guard recorderLock(mutex_);
-    registry_.foldLocked(*this);
-    slots.swap(slots_);
-    shardOps.swap(shard_ops_);
-    nsShards.swap(ns_shards_);
-    local_namespaces_ = 0;
-  }
-  // Owner-only: the lookup caches name slots that are gone.
-  lookup_.reset();
-}
-
 OpHandle Recorder::onRequest(const protocol::CommandView& view, std::string_view ns,
                              const routing::TargetResult& target, uint32_t bytesIn) {
   // Commands without a collection (hello, ping, ...) are counted under their database.
   if (ns.empty()) ns = view.db;
   if (target.over_budget) bump(registry_.process_.analysis_over_budget);
-  std::string& scratch = lookup().shape_scratch;
+  std::string& scratch = registry_.threadTally().lookup_.shape_scratch;
   common::computeShape(view, scratch);
   uint64_t hash = shapeId(ns, view.name, scratch);
   return record(hash, ns, view.name, scratch, target, bytesIn,
@@ -216,40 +193,37 @@ OpHandle Recorder::onUnparsed(uint32_t bytesIn) {
 
 OpHandle Recorder::record(uint64_t hash, std::string_view ns, std::string_view command, std::string_view shape,
                           const routing::TargetResult& target, uint32_t bytesIn, const bson_t* sampleSource) {
+  Tally& tally = registry_.threadTally();
   uint32_t slot;
-  Lookup& cache = lookup();
-  RecentSlot& recent = cache.recentSlot(hash);
+  Tally::Lookup& cache = tally.lookup_;
+  Tally::RecentSlot& recent = cache.recentSlot(hash);
   if (recent.slot != UINT32_MAX && recent.hash == hash) {
     slot = recent.slot;
   } else if (auto it = cache.slot_by_hash.find(hash); it != cache.slot_by_hash.end()) {
     slot = it->second;
     recent = {hash, slot};
   } else {
-    // First time this session sees the shape: one trip to the shared catalog.
+    // First time this thread sees the shape: one trip to the shared catalog.
     uint32_t shapeId = registry_.intern(hash, ns, command, shape);
     if (auto s = cache.slot_by_shape.find(shapeId); s != cache.slot_by_shape.end()) {
       slot = s->second;
-    } else if (slots_.size() >= registry_.options_.max_shapes_per_recorder) {
-      int64_t now = coarseNowMs();
-      registry_.recordShared(shapeId, target, bytesIn, now);
-      std::lock_guard lock(mutex_);
-      ++totals_.ops;
-      totals_.bytesIn += bytesIn;
-      ++totals_.byTargeting[static_cast<size_t>(target.targeting)];
-      ++totals_.byHosts[static_cast<size_t>(hostsTargeted(target, static_cast<uint32_t>(routing::shardCount(target.shards))))];
-      return {shapeId, true};
+    } else if (tally.slots_.size() >= registry_.options_.max_shapes_per_tally) {
+      registry_.recordShared(shapeId, target, bytesIn, coarseNowMs());
+      countRequest(target, static_cast<size_t>(hostsTargeted(target, static_cast<uint32_t>(routing::shardCount(target.shards)))),
+                   bytesIn);
+      return {nullptr, shapeId, true};
     } else {
       const uint32_t nsIndex = registry_.namespaceOf(shapeId);
-      std::lock_guard lock(mutex_);
-      slot = static_cast<uint32_t>(slots_.size());
-      bool local = nsIndex < ns_shards_.size() && !ns_shards_[nsIndex].empty();
-      if (!local && local_namespaces_ < kLocalNamespaces) {
-        if (nsIndex >= ns_shards_.size()) ns_shards_.resize(nsIndex + 1);
-        ns_shards_[nsIndex].resize(1);  // marks the row as this session's
-        ++local_namespaces_;
+      std::lock_guard lock(tally.mutex_);
+      slot = static_cast<uint32_t>(tally.slots_.size());
+      bool local = nsIndex < tally.ns_shards_.size() && !tally.ns_shards_[nsIndex].empty();
+      if (!local && tally.local_namespaces_ < Tally::kLocalNamespaces) {
+        if (nsIndex >= tally.ns_shards_.size()) tally.ns_shards_.resize(nsIndex + 1);
+        tally.ns_shards_[nsIndex].resize(1);  // marks the row as this tally's
+        ++tally.local_namespaces_;
         local = true;
       }
-      slots_.push_back(std::make_unique<Slot>(Slot{shapeId, {}, {}, nsIndex, isWrite(command), local}));
+      tally.slots_.push_back(std::make_unique<Tally::Slot>(Tally::Slot{shapeId, {}, {}, nsIndex, isWrite(command), local}));
       cache.slot_by_shape.emplace(shapeId, slot);
     }
     if (cache.slot_by_hash.size() < kLocalCacheEntries) {
@@ -259,36 +233,46 @@ OpHandle Recorder::record(uint64_t hash, std::string_view ns, std::string_view c
   }
   int64_t now = coarseNowMs();
   std::string sample = sampleSource ? sampleOf(sampleSource) : std::string();
-  refreshShardIds();
+  refreshShardIds(tally);
   size_t hosts;
-  uint32_t sharedNs = UINT32_MAX;  // past the session's namespaces: counted in the registry after the lock
+  uint32_t sharedNs = UINT32_MAX;  // past the tally's namespaces: counted in the registry after the lock
   bool write;
   {
-    std::lock_guard lock(mutex_);
-    Slot& s = *slots_[slot];
+    std::lock_guard lock(tally.mutex_);
+    Tally::Slot& s = *tally.slots_[slot];
     ReachedShards reached;
-    uint32_t shardCount = addShardOps(shard_ops_, target, shard_ids_.get(), &reached);
+    uint32_t shardCount = addShardOps(tally.shard_ops_, target, tally.shard_ids_.get(), &reached);
     hosts = static_cast<size_t>(hostsTargeted(target, shardCount));
     applyRequest(s.counters, target, shardCount, bytesIn, now);
     if (sampleSource) s.sample = std::move(sample);
-    ++totals_.ops;
-    totals_.bytesIn += bytesIn;
-    ++totals_.byTargeting[static_cast<size_t>(target.targeting)];
-    ++totals_.byHosts[hosts];
     write = s.write;
-    if (shardCount && s.localNs) addNsShards(ns_shards_[s.nsIndex], target, shard_ids_.get(), hosts, write, reached);
+    if (shardCount && s.localNs)
+      addNsShards(tally.ns_shards_[s.nsIndex], target, tally.shard_ids_.get(), hosts, write, reached);
     else if (shardCount) sharedNs = s.nsIndex;
   }
+  countRequest(target, hosts, bytesIn);
   if (sharedNs != UINT32_MAX) registry_.addNsShardsShared(sharedNs, target, hosts, write);
-  return {slot, false};
+  return {&tally, slot, false};
+}
+
+void Recorder::countRequest(const routing::TargetResult& target, size_t hosts, uint32_t bytesIn) {
+  std::lock_guard lock(mutex_);
+  ++totals_.ops;
+  totals_.bytesIn += bytesIn;
+  ++totals_.byTargeting[static_cast<size_t>(target.targeting)];
+  ++totals_.byHosts[hosts];
 }
 
 void Recorder::onReply(OpHandle h, const protocol::ReplyFacts& reply, uint32_t bytesOut, uint64_t latencyNs) {
   if (!h.valid()) return;
   ReplyOutcome r = outcomeOf(reply);
-  if (h.shared) registry_.replyShared(h.slot, latencyNs, bytesOut, r.error, r.codes, r.ncodes, r.extraCodes);
+  if (h.shared) {
+    registry_.replyShared(h.slot, latencyNs, bytesOut, r.error, r.codes, r.ncodes, r.extraCodes);
+  } else {
+    std::lock_guard lock(h.tally->mutex_);
+    if (h.slot < h.tally->slots_.size()) applyReply(h.tally->slots_[h.slot]->counters, r, bytesOut, latencyNs);
+  }
   std::lock_guard lock(mutex_);
-  if (!h.shared && h.slot < slots_.size()) applyReply(slots_[h.slot]->counters, r, bytesOut, latencyNs);
   ++totals_.replies;
   totals_.bytesOut += bytesOut;
   if (r.error) ++totals_.errors;
@@ -301,8 +285,8 @@ void Recorder::onRewrite(OpHandle h, routing::Targeting before) {
     ++c.beforeRewrite[static_cast<size_t>(before)];
   };
   if (h.shared) return registry_.updateShared(h.slot, update);
-  std::lock_guard lock(mutex_);
-  if (h.slot < slots_.size()) update(slots_[h.slot]->counters);
+  std::lock_guard lock(h.tally->mutex_);
+  if (h.slot < h.tally->slots_.size()) update(h.tally->slots_[h.slot]->counters);
 }
 
 void Recorder::onRewriteFallback(OpHandle h, const routing::TargetResult& rerun) {
@@ -316,35 +300,45 @@ void Recorder::onRewriteFallback(OpHandle h, const routing::TargetResult& rerun)
   };
   if (h.shared)
     return registry_.updateShared(h.slot, [&](ShapeCounters& c) { update(c, static_cast<uint32_t>(routing::shardCount(rerun.shards))); });
-  refreshShardIds();
+  Tally& tally = *h.tally;
+  if (&tally == &registry_.threadTally()) refreshShardIds(tally);  // the owner; a reply elsewhere uses its map
   size_t hosts;
   uint32_t sharedNs = UINT32_MAX;
   bool write = false;
   {
-    std::lock_guard lock(mutex_);
-    uint32_t shardCount = addShardOps(shard_ops_, rerun, shard_ids_.get());
+    std::lock_guard lock(tally.mutex_);
+    uint32_t shardCount = addShardOps(tally.shard_ops_, rerun, tally.shard_ids_.get());
     hosts = static_cast<size_t>(hostsTargeted(rerun, shardCount));
-    if (h.slot < slots_.size()) {
-      Slot& s = *slots_[h.slot];
+    if (h.slot < tally.slots_.size()) {
+      Tally::Slot& s = *tally.slots_[h.slot];
       update(s.counters, shardCount);
       write = s.write;
-      if (shardCount && s.localNs) addNsShards(ns_shards_[s.nsIndex], rerun, shard_ids_.get(), hosts, write);
+      if (shardCount && s.localNs) addNsShards(tally.ns_shards_[s.nsIndex], rerun, tally.shard_ids_.get(), hosts, write);
       else if (shardCount) sharedNs = s.nsIndex;
     }
+  }
+  {
+    std::lock_guard lock(mutex_);
     ++totals_.byTargeting[static_cast<size_t>(rerun.targeting)];
     ++totals_.byHosts[hosts];
   }
   if (sharedNs != UINT32_MAX) registry_.addNsShardsShared(sharedNs, rerun, hosts, write);
 }
 
-void Recorder::refreshShardIds() {
+void Recorder::refreshShardIds(Tally& tally) {
   // One relaxed load per operation; the map is copied (a reference count, no allocation) only
-  // after a routing table change.
+  // after a routing table change. Stored under the tally's lock: replies on other threads read it.
   uint64_t version = registry_.shard_ids_version_.load(std::memory_order_acquire);
-  if (version == shard_ids_version_) return;
-  std::lock_guard lock(registry_.mutex_);
-  shard_ids_ = registry_.shard_ids_;
-  shard_ids_version_ = registry_.shard_ids_version_.load(std::memory_order_relaxed);
+  if (version == tally.shard_ids_version_) return;
+  std::shared_ptr<const std::vector<uint32_t>> ids;
+  {
+    std::lock_guard lock(registry_.mutex_);
+    ids = registry_.shard_ids_;
+    version = registry_.shard_ids_version_.load(std::memory_order_relaxed);
+  }
+  std::lock_guard lock(tally.mutex_);
+  tally.shard_ids_ = std::move(ids);
+  tally.shard_ids_version_ = version;
 }
 
 void Recorder::onConnectionOpen() {
@@ -369,12 +363,35 @@ void Recorder::onDecodeError() {
 
 // ---------------------------------------------------------------- Registry
 
+namespace {
+std::atomic<uint64_t> next_registry_serial{1};
+}  // namespace
+
 Registry::Registry(StatsOptions options)
-    : options_(options), started_ms_(coarseNowMs()), reset_ms_(started_ms_) {}
+    : options_(options), started_ms_(coarseNowMs()), serial_(next_registry_serial.fetch_add(1)), reset_ms_(started_ms_) {}
 
 Registry::~Registry() = default;
 
 std::shared_ptr<Recorder> Registry::newRecorder() { return std::make_shared<Recorder>(*this); }
+
+Tally& Registry::threadTally() {
+  // A thread serves one registry at a time (the proxy's); another registry on the same thread
+  // (tests) takes the locked search below, and finds its own tally by the thread's id.
+  thread_local uint64_t cached_serial = 0;
+  thread_local Tally* cached = nullptr;
+  if (cached_serial == serial_) return *cached;
+  const std::thread::id self = std::this_thread::get_id();
+  std::lock_guard lock(mutex_);
+  size_t i = 0;
+  while (i < tally_owners_.size() && tally_owners_[i] != self) ++i;
+  if (i == tally_owners_.size()) {
+    tallies_.push_back(std::make_unique<Tally>());
+    tally_owners_.push_back(self);
+  }
+  cached_serial = serial_;
+  cached = tallies_[i].get();
+  return *cached;
+}
 
 uint32_t Registry::intern(uint64_t hash, std::string_view ns, std::string_view command, std::string_view shape) {
   std::lock_guard lock(mutex_);
@@ -442,12 +459,12 @@ uint32_t Registry::internLocked(uint64_t hash, std::string_view ns, std::string_
 void Registry::recordShared(uint32_t shapeId, const routing::TargetResult& target, uint32_t bytesIn,
                             int64_t nowMs) {
   std::lock_guard lock(mutex_);
-  uint32_t shardCount = addShardOps(retired_shard_ops_, target, shard_ids_.get());
-  applyRequest(retired_[shapeId], target, shardCount, bytesIn, nowMs);
+  uint32_t shardCount = addShardOps(shared_shard_ops_, target, shard_ids_.get());
+  applyRequest(shared_shapes_[shapeId], target, shardCount, bytesIn, nowMs);
   if (shardCount == 0) return;
   const ShapeInfo& info = shapes_[shapeId];
-  if (info.nsIndex >= retired_ns_shards_.size()) retired_ns_shards_.resize(info.nsIndex + 1);
-  addNsShards(retired_ns_shards_[info.nsIndex], target, shard_ids_.get(),
+  if (info.nsIndex >= shared_ns_shards_.size()) shared_ns_shards_.resize(info.nsIndex + 1);
+  addNsShards(shared_ns_shards_[info.nsIndex], target, shard_ids_.get(),
               static_cast<size_t>(hostsTargeted(target, shardCount)), isWrite(info.command));
 }
 
@@ -458,13 +475,13 @@ uint32_t Registry::namespaceOf(uint32_t shapeId) const {
 
 void Registry::addNsShardsShared(uint32_t nsIndex, const routing::TargetResult& target, size_t hosts, bool write) {
   std::lock_guard lock(mutex_);
-  if (nsIndex >= retired_ns_shards_.size()) retired_ns_shards_.resize(nsIndex + 1);
-  addNsShards(retired_ns_shards_[nsIndex], target, shard_ids_.get(), hosts, write);
+  if (nsIndex >= shared_ns_shards_.size()) shared_ns_shards_.resize(nsIndex + 1);
+  addNsShards(shared_ns_shards_[nsIndex], target, shard_ids_.get(), hosts, write);
 }
 
 void Registry::updateShared(uint32_t shapeId, const std::function<void(ShapeCounters&)>& update) {
   std::lock_guard lock(mutex_);
-  update(retired_[shapeId]);
+  update(shared_shapes_[shapeId]);
 }
 
 void Registry::replyShared(uint32_t shapeId, uint64_t latencyNs, uint32_t bytesOut, bool error,
@@ -474,7 +491,7 @@ void Registry::replyShared(uint32_t shapeId, uint64_t latencyNs, uint32_t bytesO
   for (size_t i = 0; i < ncodes; ++i) r.addCode(codes[i]);
   r.extraCodes = extraCodes;
   std::lock_guard lock(mutex_);
-  applyReply(retired_[shapeId], r, bytesOut, latencyNs);
+  applyReply(shared_shapes_[shapeId], r, bytesOut, latencyNs);
 }
 
 void Registry::setShardNames(const std::vector<std::string>& names) {
@@ -490,43 +507,33 @@ void Registry::setShardNames(const std::vector<std::string>& names) {
   shard_ids_version_.fetch_add(1, std::memory_order_release);
 }
 
-void Registry::foldLocked(const Recorder& recorder) {
-  for (auto& held : recorder.slots_) {
-    const auto& slot = *held;
-    if (slot.counters.count == 0 && slot.counters.latency.total() == 0) continue;
-    retired_[slot.shapeId] += slot.counters;
-    if (!slot.sample.empty()) retired_samples_[slot.shapeId] = slot.sample;
-  }
-  addAll(retired_shard_ops_, recorder.shard_ops_);
-  addAll(retired_ns_shards_, recorder.ns_shards_);
-}
-
 void Registry::retire(Recorder& recorder) {
   std::lock_guard lock(mutex_);
   std::lock_guard recorderLock(recorder.mutex_);
-  foldLocked(recorder);
   retired_totals_ += recorder.totals_;
   std::erase(recorders_, &recorder);
 }
 
 void Registry::reset() {
   std::lock_guard lock(mutex_);
-  for (Recorder* r : recorders_) {
-    std::lock_guard recorderLock(r->mutex_);
-    for (auto& held : r->slots_) {
+  for (auto& t : tallies_) {
+    std::lock_guard tallyLock(t->mutex_);
+    for (auto& held : t->slots_) {
       auto& slot = *held;
       slot.counters = ShapeCounters{};
       slot.sample.clear();
     }
-    r->totals_ = ConnectionTotals{};
-    std::fill(r->shard_ops_.begin(), r->shard_ops_.end(), 0);
-    for (auto& row : r->ns_shards_) std::fill(row.begin(), row.end(), NsShardCounts{});
+    std::fill(t->shard_ops_.begin(), t->shard_ops_.end(), 0);
+    for (auto& row : t->ns_shards_) std::fill(row.begin(), row.end(), NsShardCounts{});
   }
-  retired_.clear();
-  retired_samples_.clear();
+  for (Recorder* r : recorders_) {
+    std::lock_guard recorderLock(r->mutex_);
+    r->totals_ = ConnectionTotals{};
+  }
+  shared_shapes_.clear();
   retired_totals_ = ConnectionTotals{};
-  retired_shard_ops_.clear();
-  retired_ns_shards_.clear();
+  shared_shard_ops_.clear();
+  shared_ns_shards_.clear();
   overflow_lookups_ = 0;
   reset_ms_ = coarseNowMs();
 }
@@ -549,23 +556,25 @@ Snapshot Registry::snapshot() const {
     std::lock_guard lock(mutex_);
     snap.resetMs = reset_ms_;
     snap.overflowLookups = overflow_lookups_;
-    merged = retired_;
-    samples = retired_samples_;
+    merged = shared_shapes_;
     snap.totals = retired_totals_;
-    snap.shardOps = retired_shard_ops_;
-    snap.nsShards = retired_ns_shards_;
+    snap.shardOps = shared_shard_ops_;
+    snap.nsShards = shared_ns_shards_;
     snap.shardNames = shard_catalog_;
-    for (const Recorder* r : recorders_) {
-      std::lock_guard recorderLock(r->mutex_);
-      for (const auto& held : r->slots_) {
+    for (const auto& t : tallies_) {
+      std::lock_guard tallyLock(t->mutex_);
+      for (const auto& held : t->slots_) {
         const auto& slot = *held;
         if (slot.counters.count == 0 && slot.counters.latency.total() == 0) continue;
         merged[slot.shapeId] += slot.counters;
         if (!slot.sample.empty()) samples[slot.shapeId] = slot.sample;
       }
+      addAll(snap.shardOps, t->shard_ops_);
+      addAll(snap.nsShards, t->ns_shards_);
+    }
+    for (const Recorder* r : recorders_) {
+      std::lock_guard recorderLock(r->mutex_);
       snap.totals += r->totals_;
-      addAll(snap.shardOps, r->shard_ops_);
-      addAll(snap.nsShards, r->ns_shards_);
       if (r->open_) snap.connections.push_back(ConnectionSnapshot{r->id_, r->opened_ms_, r->totals_});
     }
     snap.shapesTracked = shapes_.size();

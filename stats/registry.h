@@ -1,5 +1,6 @@
-// Live routing statistics: a process-wide Registry (shape catalog, merged reads, rendering) and one
-// Recorder per client session (the hot path: no lock shared between sessions per operation).
+// Live routing statistics: a process-wide Registry (shape catalog, merged reads, rendering), one
+// Tally per proxy thread (the per-shape and per-shard counts of every session that thread serves)
+// and one Recorder per client session (its connection's totals, and the way in for its operations).
 #pragma once
 #include <bson/bson.h>
 
@@ -14,6 +15,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -35,7 +37,7 @@ struct StatsOptions {
   uint32_t max_namespaces = 256;            // then namespace "<other>"
   uint32_t max_shapes_total = 10000;        // across namespaces; then each namespace's `other`
                                             // per command (at most 1,024 such), then one `other`
-  uint32_t max_shapes_per_recorder = 1024;  // a session beyond this records into the shared table
+  uint32_t max_shapes_per_tally = 1024;     // a proxy thread beyond this records into the shared table
   uint32_t prometheus_top_shapes = 100;     // per-shape series in /metrics; the rest as shape_id="rest"
   uint32_t prometheus_top_pairs = 200;      // (ns, command) pairs with their own series in /metrics;
                                             // the rest as ns="<other>", command="<other>"
@@ -50,17 +52,76 @@ using ShardNames = std::vector<std::string>;
 class Registry;
 
 // Returned by onRequest and handed back to onReply: small and trivially copyable.
+class Tally;
+
+// Returned by onRequest and handed back to onReply: small and trivially copyable. It names the
+// tally the request was counted in, so a reply handled on another thread counts in the same slot.
 struct OpHandle {
   static constexpr uint32_t kNone = UINT32_MAX;
-  uint32_t slot = kNone;  // index into the recorder's slots, or a shape id when `shared`
-  bool shared = false;    // recorded in the registry's shared table (session over its shape budget)
+  Tally* tally = nullptr;  // null when `shared`
+  uint32_t slot = kNone;   // index into the tally's slots, or a shape id when `shared`
+  bool shared = false;     // recorded in the registry's shared table (the tally over its shape budget)
   bool valid() const { return slot != kNone; }
+};
+
+// One proxy thread's per-shape, per-shard and per-(namespace, shard) counts, shared by every session
+// the thread serves. A shape the thread's connections repeat keeps one set of counters, which stays
+// in cache: with a copy per connection, each operation's counters were a cache miss, and the
+// features' cost per operation grew with the number of connections (issue 29: +0.6 us of user time
+// at 64 connections, +0.9 at 256). Made by Registry::threadTally() on the thread's first operation
+// and kept, bounded, until the registry goes.
+class Tally {
+ public:
+  size_t cachedShapes() const { return lookup_.slot_by_hash.size(); }  // for tests: bounded
+  size_t slotCount() const { return slots_.size(); }
+
+ private:
+  friend class Recorder;
+  friend class Registry;
+  struct Slot {
+    uint32_t shapeId;
+    ShapeCounters counters;
+    std::string sample;  // only with record_values
+    uint32_t nsIndex = 0;
+    bool write = false;  // insert, update, delete, findAndModify, bulkWrite
+    bool localNs = true;  // counted in this tally's ns_shards_ (false: the registry's, past the cap)
+  };
+  // A tally keeps per-(namespace, shard) counts for this many namespaces; the rest are counted in
+  // the registry's shared table (locked), so its memory stays bounded whatever the shard count.
+  static constexpr size_t kLocalNamespaces = 16;
+  // Owner thread only: hash of (ns, command, shape) -> slot; bounded. In front of slot_by_hash:
+  // the last few shapes' slots, direct-mapped by hash. A thread repeats a handful of shapes, and
+  // that lookup (one compare) replaced a hash-table probe that was ~1 % of the proxy's CPU per
+  // operation (bench/RESULTS.md).
+  struct RecentSlot {
+    uint64_t hash = 0;
+    uint32_t slot = UINT32_MAX;
+  };
+  static constexpr size_t kRecentSlots = 4;
+  struct Lookup {
+    std::unordered_map<uint64_t, uint32_t> slot_by_hash;
+    std::unordered_map<uint32_t, uint32_t> slot_by_shape;
+    std::string shape_scratch;
+    std::array<RecentSlot, kRecentSlots> recent{};
+    RecentSlot& recentSlot(uint64_t hash) { return recent[(hash ^ (hash >> 31)) % kRecentSlots]; }
+  };
+  Lookup lookup_;
+  uint64_t shard_ids_version_ = 0;  // written by the owner (under mutex_), read by it without
+  // Guarded by mutex_: written per operation by the owner, by replies handled on other threads and
+  // read by Registry::snapshot(); uncontended with one proxy thread.
+  mutable common::LightMutex mutex_;
+  std::shared_ptr<const std::vector<uint32_t>> shard_ids_;  // the registry's map, as of shard_ids_version_
+  // One block per shape: growth never moves a slot.
+  std::vector<std::unique_ptr<Slot>> slots_;
+  std::vector<uint64_t> shard_ops_;
+  NsShardTable ns_shards_;  // by namespace index; at most kLocalNamespaces non-empty rows
+  size_t local_namespaces_ = 0;
 };
 
 class Recorder {
  public:
   explicit Recorder(Registry& registry);  // registers itself; prefer Registry::newRecorder()
-  ~Recorder();  // folds this session's counters into the registry, so totals survive the close
+  ~Recorder();  // folds this session's totals into the registry, so they survive the close
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
 
@@ -87,73 +148,25 @@ class Recorder {
   void onDecodeError();
   // A request refused because its connection had too many in flight (pipeline/pending_ops.h).
   void onPendingLimit();
-  // The connection went idle with nothing in flight (its session parked, issue 29): its per-shape
-  // counters, per-shard and per-(namespace, shard) counts are folded into the registry (as at
-  // close) and their memory is given back; the next operation starts new slots. Totals shown per
-  // connection stay. No OpHandle handed out before may be used after this.
-  void releaseIdle();
 
   uint64_t id() const { return id_; }
-  size_t cachedShapes() const { return lookup_ ? lookup_->slot_by_hash.size() : 0; }  // for tests: the local cache is bounded
-  size_t slotCount() const { return slots_.size(); }
 
  private:
   friend class Registry;
-  struct Slot {
-    uint32_t shapeId;
-    ShapeCounters counters;
-    std::string sample;  // only with record_values
-    uint32_t nsIndex = 0;
-    bool write = false;  // insert, update, delete, findAndModify, bulkWrite
-    bool localNs = true;  // counted in this session's ns_shards_ (false: the registry's, past the cap)
-  };
-  // A session keeps per-(namespace, shard) counts for this many namespaces; the rest are counted in
-  // the registry's shared table (locked), so a session's memory stays bounded.
-  static constexpr size_t kLocalNamespaces = 16;
 
-  // Picks up the shard-position -> shard-id map after a routing table change (owner only).
-  void refreshShardIds();
+  // Picks up the shard-position -> shard-id map after a routing table change (the tally's owner).
+  void refreshShardIds(Tally& tally);
   OpHandle record(uint64_t hash, std::string_view ns, std::string_view command, std::string_view shape,
                   const routing::TargetResult& target, uint32_t bytesIn, const bson_t* sampleSource);
+  void countRequest(const routing::TargetResult& target, size_t hosts, uint32_t bytesIn);
 
   Registry& registry_;
   uint64_t id_ = 0;
   const int64_t opened_ms_;
   std::atomic<bool> open_{false};  // read by snapshot() without the owner
-  // Owner-only (the session's strand): hash of (ns, command, shape) -> slot; bounded. Made by the
-  // first operation and freed by releaseIdle, with the slots they name (an idle connection's ~170
-  // bytes; issue 29). In front of slot_by_hash: the last few shapes' slots, direct-mapped by hash.
-  // A connection repeats a handful of shapes, and that lookup (one compare) replaced a hash-table
-  // probe that was ~1 % of the proxy's CPU per operation (bench/RESULTS.md).
-  struct RecentSlot {
-    uint64_t hash = 0;
-    uint32_t slot = UINT32_MAX;
-  };
-  static constexpr size_t kRecentSlots = 4;
-  struct Lookup {
-    std::unordered_map<uint64_t, uint32_t> slot_by_hash;
-    std::unordered_map<uint32_t, uint32_t> slot_by_shape;
-    std::string shape_scratch;
-    std::array<RecentSlot, kRecentSlots> recent{};
-    RecentSlot& recentSlot(uint64_t hash) { return recent[(hash ^ (hash >> 31)) % kRecentSlots]; }
-  };
-  std::unique_ptr<Lookup> lookup_;
-  Lookup& lookup() {
-    if (!lookup_) lookup_ = std::make_unique<Lookup>();
-    return *lookup_;
-  }
-  std::shared_ptr<const std::vector<uint32_t>> shard_ids_;  // the registry's map, as of shard_ids_version_
-  uint64_t shard_ids_version_ = 0;
-  // Guarded by mutex_: written by the owner per operation, read by Registry::snapshot(). Only the
-  // owner and readers take it, so it is uncontended on the hot path.
+  // Guarded by mutex_: written by the session per operation, read by Registry::snapshot().
   mutable common::LightMutex mutex_;
-  // One block per shape: growth never moves a slot, and a session that records no shape (statistics
-  // off, or idle since its handshake) holds no slot memory (a deque allocated ~1.1 KiB up front; issue 29).
-  std::vector<std::unique_ptr<Slot>> slots_;
   ConnectionTotals totals_;
-  std::vector<uint64_t> shard_ops_;
-  NsShardTable ns_shards_;  // by namespace index; at most kLocalNamespaces non-empty rows
-  size_t local_namespaces_ = 0;
 };
 
 class Registry {
@@ -165,6 +178,8 @@ class Registry {
 
   // Called at connection open. The registry must outlive every recorder it hands out.
   std::shared_ptr<Recorder> newRecorder();
+  // The calling thread's tally, made on its first call (a thread-local pointer after that).
+  Tally& threadTally();
 
   // The shard names of the routing table now in force, by position. Per-shard counts are kept by
   // name: a name seen before keeps its id (and history) whatever its new position; a new name gets
@@ -216,24 +231,24 @@ class Registry {
   void replyShared(uint32_t shapeId, uint64_t latencyNs, uint32_t bytesOut, bool error, const int32_t* codes,
                    size_t ncodes, uint64_t extraCodes);
   void retire(Recorder& recorder);
-  // Adds the recorder's per-shape and per-shard counts to the retired ones (both locks held).
-  void foldLocked(const Recorder& recorder);
 
   const StatsOptions options_;
   const int64_t started_ms_;
   ProcessCounters process_;
-  mutable std::mutex mutex_;  // the catalog, the recorder list and the retired counters
+  mutable std::mutex mutex_;  // the catalog, the recorder and tally lists, the shared table and closed connections' totals
   std::deque<ShapeInfo> shapes_;
   std::unordered_map<uint64_t, uint32_t> shape_by_hash_;
   std::vector<NamespaceState> namespaces_;
   std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> namespace_index_;
   std::unordered_set<std::string, StringHash, std::equal_to<>> commands_;
   std::vector<Recorder*> recorders_;
-  std::unordered_map<uint32_t, ShapeCounters> retired_;  // closed sessions and the shared table
-  std::unordered_map<uint32_t, std::string> retired_samples_;
+  std::vector<std::unique_ptr<Tally>> tallies_;
+  std::vector<std::thread::id> tally_owners_;  // by the tallies' index
+  const uint64_t serial_;  // never reused: a thread's cached tally pointer names its registry by it
+  std::unordered_map<uint32_t, ShapeCounters> shared_shapes_;  // the shared table (tallies past their shape budget)
   ConnectionTotals retired_totals_;
-  std::vector<uint64_t> retired_shard_ops_;
-  NsShardTable retired_ns_shards_;
+  std::vector<uint64_t> shared_shard_ops_;
+  NsShardTable shared_ns_shards_;
   uint64_t next_recorder_id_ = 1;
   std::vector<std::string> shard_catalog_;  // stable shard id -> name
   std::shared_ptr<const std::vector<uint32_t>> shard_ids_;  // position in the table in force -> id

@@ -30,7 +30,10 @@ everything on) is missed by ~0.4 KiB. Then (2026-12-03, 200 clients): 4.1 and 4.
 (session.h), so an idle connection holds no coroutine frame (3.8 KiB: two loops, their co_spawn
 entries and two awaitable waits), only the session object (2.8 KiB), the two waits' operations
 (0.6 KiB), Asio's descriptor states and the features' connection objects. The bounds below fail on
-that base (7.9 and 8.4 KiB) and hold what parking and those cuts gained.
+that base (7.9 and 8.4 KiB) and hold what parking and those cuts gained. Then (2026-12-05): the
+statistics' per-shape slots and per-shard counts belong to the proxy thread (stats::Tally, shared
+by its connections), so a connection's recorder holds only its totals and has nothing to fold when
+it parks.
 """
 from __future__ import annotations
 

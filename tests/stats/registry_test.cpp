@@ -1,5 +1,6 @@
 // Registry and Recorder: counts per shape and class, fan-out, latency, errors, per-shard load,
-// folding of closed sessions, reset, and the bounded shape catalog.
+// one tally per thread shared by its connections, closed connections' totals, reset, and the
+// bounded shape catalog.
 #include "stats/registry.h"
 
 #include <gtest/gtest.h>
@@ -122,57 +123,76 @@ std::string withoutProcessLines(const std::string& metrics) {
   return out;
 }
 
-// An idle connection (its session parked) folds its counts into the registry and holds no slot;
-// /stats shows exactly what it showed before, and the connection keeps counting afterwards.
-TEST(Registry, ReleaseIdleKeepsEveryCount) {
+// Connections served by one thread count into that thread's tally: one slot per shape, whatever the
+// number of connections (issue 29: their counters stay in cache). Each connection keeps its own
+// totals; a connection's close keeps every count; another thread counts in its own tally, and a
+// reply handled there still lands in the slot its request was counted in. /stats and /metrics
+// show the merged counts.
+TEST(Registry, ConnectionsOnOneThreadShareItsTally) {
   Registry registry;
-  auto rec = registry.newRecorder();
-  rec->onConnectionOpen();
+  auto first = registry.newRecorder(), second = registry.newRecorder();
+  first->onConnectionOpen();
+  second->onConnectionOpen();
   Command c(R"({"find":"orders","filter":{"status":"x"},"$db":"shop"})");
   Command other(R"({"find":"orders","filter":{"customerId":"C1"},"sort":{"orderDate":-1},"$db":"shop"})");
   auto t = target(routing::Targeting::Single, {1});
-  for (int i = 0; i < 5; ++i) rec->onReply(rec->onRequest(c.view, "shop.orders", t, 10), protocol::ReplyFacts{}, 20, 1000);
-  rec->onReply(rec->onRequest(other.view, "shop.orders", target(routing::Targeting::Broadcast, {0, 1, 2}), 30),
-               protocol::ReplyFacts{}, 40, 2'000'000);
-  const std::string metricsBefore = registry.renderPrometheus({});
-  ASSERT_EQ(rec->slotCount(), 2u);
+  for (int i = 0; i < 5; ++i) first->onReply(first->onRequest(c.view, "shop.orders", t, 10), protocol::ReplyFacts{}, 20, 1000);
+  for (int i = 0; i < 3; ++i) second->onReply(second->onRequest(c.view, "shop.orders", t, 10), protocol::ReplyFacts{}, 20, 1000);
+  second->onReply(second->onRequest(other.view, "shop.orders", target(routing::Targeting::Broadcast, {0, 1, 2}), 30),
+                  protocol::ReplyFacts{}, 40, 2'000'000);
+  EXPECT_EQ(registry.threadTally().slotCount(), 2u);  // two shapes, not one set per connection
 
-  rec->releaseIdle();
-  EXPECT_EQ(rec->slotCount(), 0u);
-  EXPECT_EQ(rec->cachedShapes(), 0u);
+  // A third connection served by another thread: that thread's tally. Its second request's reply
+  // is handled here (a session's strand moves between threads) and still counts in that tally.
+  auto third = registry.newRecorder();
+  third->onConnectionOpen();
+  OpHandle crossed;
+  std::thread([&] {
+    third->onReply(third->onRequest(c.view, "shop.orders", t, 10), protocol::ReplyFacts{}, 20, 1000);
+    crossed = third->onRequest(c.view, "shop.orders", t, 10);
+    EXPECT_EQ(crossed.tally, &registry.threadTally());
+    EXPECT_EQ(registry.threadTally().slotCount(), 1u);
+  }).join();
+  ASSERT_NE(crossed.tally, &registry.threadTally());
+  third->onReply(crossed, protocol::ReplyFacts{}, 20, 1000);
+  EXPECT_EQ(registry.threadTally().slotCount(), 2u);
+
   Snapshot snap = registry.snapshot();
   ASSERT_NE(findShape(snap, "find", kByStatus), nullptr);
-  EXPECT_EQ(findShape(snap, "find", kByStatus)->counters.count, 5u);
-  EXPECT_EQ(findShape(snap, "find", kByStatus)->counters.latency.total(), 5u);
+  EXPECT_EQ(findShape(snap, "find", kByStatus)->counters.count, 10u);
+  EXPECT_EQ(findShape(snap, "find", kByStatus)->counters.latency.total(), 10u);
   ASSERT_NE(findShape(snap, "find", kByCustomer), nullptr);
   EXPECT_EQ(findShape(snap, "find", kByCustomer)->counters.fanout.counts[3], 1u);
-  EXPECT_EQ(snap.totals.ops, 6u);
-  EXPECT_EQ(snap.totals.replies, 6u);
+  EXPECT_EQ(snap.totals.ops, 11u);
+  EXPECT_EQ(snap.totals.replies, 11u);
   ASSERT_EQ(snap.shardOps.size(), 3u);
-  EXPECT_EQ(snap.shardOps[1], 6u);
+  EXPECT_EQ(snap.shardOps[1], 11u);
   EXPECT_EQ(snap.shardOps[0], 1u);
-  ASSERT_EQ(snap.connections.size(), 1u);
-  EXPECT_EQ(snap.connections[0].totals.ops, 6u);  // the connection's own totals stay with it
-  // /metrics shows the same (but for the process figures), and so does the snapshot behind /stats.
-  EXPECT_EQ(withoutProcessLines(registry.renderPrometheus({})), withoutProcessLines(metricsBefore));
+  ASSERT_EQ(snap.connections.size(), 3u);  // each connection's own totals
+  EXPECT_EQ(snap.connections[0].totals.ops, 5u);
+  EXPECT_EQ(snap.connections[1].totals.ops, 4u);
+  EXPECT_EQ(snap.connections[2].totals.ops, 2u);
+  EXPECT_EQ(snap.connections[2].totals.replies, 2u);
 
-  // Counting goes on in new slots; a second release with nothing new is a no-op.
-  rec->onReply(rec->onRequest(c.view, "shop.orders", t, 10), protocol::ReplyFacts{}, 20, 1000);
-  EXPECT_EQ(rec->slotCount(), 1u);
+  // A closed connection takes nothing with it.
+  const std::string metricsBefore = registry.renderPrometheus({});
+  second->onConnectionClose();
+  second.reset();
   snap = registry.snapshot();
-  EXPECT_EQ(findShape(snap, "find", kByStatus)->counters.count, 6u);
-  EXPECT_EQ(snap.shardOps[1], 7u);
-  rec->releaseIdle();
-  rec->releaseIdle();
-  snap = registry.snapshot();
-  EXPECT_EQ(findShape(snap, "find", kByStatus)->counters.count, 6u);
-  EXPECT_EQ(findShape(snap, "find", kByStatus)->counters.latency.total(), 6u);
-  EXPECT_EQ(snap.totals.ops, 7u);
-  rec->onConnectionClose();
-  rec.reset();
-  snap = registry.snapshot();
-  EXPECT_EQ(findShape(snap, "find", kByStatus)->counters.count, 6u);
-  EXPECT_EQ(snap.totals.ops, 7u);
+  EXPECT_EQ(findShape(snap, "find", kByStatus)->counters.count, 10u);
+  EXPECT_EQ(findShape(snap, "find", kByCustomer)->counters.count, 1u);
+  EXPECT_EQ(snap.totals.ops, 11u);
+  EXPECT_EQ(snap.connections.size(), 2u);
+  auto counts = [](const std::string& metrics) {  // without the open/closed connection gauges
+    std::string out;
+    for (size_t at = 0, end; at < metrics.size(); at = end + 1) {
+      end = metrics.find('\n', at);
+      if (end == std::string::npos) end = metrics.size();
+      if (metrics.compare(at, 23, "shardscope_connections_") != 0) out.append(metrics, at, end - at + 1);
+    }
+    return out;
+  };
+  EXPECT_EQ(counts(withoutProcessLines(registry.renderPrometheus({}))), counts(withoutProcessLines(metricsBefore)));
 }
 
 TEST(Registry, ErrorsByCode) {
@@ -268,8 +288,8 @@ TEST(Registry, ShapeCapBoundsMemory) {
   }
   Snapshot snap = registry.snapshot();
   EXPECT_LE(snap.shapesTracked, 1001u);
-  EXPECT_LE(rec->cachedShapes(), 4096u);
-  EXPECT_LE(rec->slotCount(), 1001u);
+  EXPECT_LE(registry.threadTally().cachedShapes(), 4096u);
+  EXPECT_LE(registry.threadTally().slotCount(), 1001u);
   const auto* other = findShape(snap, "find", "<other>");
   ASSERT_NE(other, nullptr);
   EXPECT_TRUE(other->other);
@@ -282,10 +302,10 @@ TEST(Registry, ShapeCapBoundsMemory) {
   EXPECT_NE(json.find(R"("opsInOther":99000)"), std::string::npos);
 }
 
-TEST(Registry, NamespaceAndSessionBudgets) {
+TEST(Registry, NamespaceAndTallyBudgets) {
   StatsOptions options;
   options.max_namespaces = 3;
-  options.max_shapes_per_recorder = 2;
+  options.max_shapes_per_tally = 2;
   Registry registry(options);
   auto rec = registry.newRecorder();
   auto t = target(routing::Targeting::Single, {0});
@@ -296,7 +316,7 @@ TEST(Registry, NamespaceAndSessionBudgets) {
   }
   Snapshot snap = registry.snapshot();
   EXPECT_EQ(snap.namespaces.size(), 4u);  // 3 + "<other>"
-  EXPECT_LE(rec->slotCount(), 2u);
+  EXPECT_LE(registry.threadTally().slotCount(), 2u);
   uint64_t total = 0, replies = 0;
   for (const auto& s : snap.shapes) {
     total += s.counters.count;
