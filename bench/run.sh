@@ -7,6 +7,7 @@
 #                     [--no-pin] [--no-ferret] [--no-mongobetween] [--no-results] [--out FILE]
 #                     [--quiet-wait S (10)] [--priority NICE (-20)] [--profile] [--only LIST]
 #                     [--latency-rounds R (5)] [--latency-seconds S (5)] [--closed-rounds R (5)] [--closed-seconds S (6)]
+#                     [--connections N (64): the load generator's connections in the closed-loop and latency runs]
 # --only main,closed,latency,tls,large,sweep,threads,uring runs only those sections (all by default). The io_uring
 # rows need a second build: cmake -B build-uring -DSHARDSCOPE_IO_URING=ON (BENCH_SHARDSCOPE_URING_BIN).
 # latency: added p50/p99 at --rate for issue 29 item 4 — direct, haproxy, shardscope-fwd and -full all kept
@@ -36,7 +37,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cache="${SHARDSCOPE_CACHE:-$HOME/.cache/shardscope}"
 sections=main,closed,latency,tls,large,sweep,threads,uring
 duration=10 rate=5000 idle=9900 pin=1 ferret=1 mongobetween=1 write_results=1 quick=0 quiet_wait=10 profile=0 priority=-20
-latency_rounds=5 latency_seconds=5 closed_rounds=5 closed_seconds=6
+latency_rounds=5 latency_seconds=5 closed_rounds=5 closed_seconds=6 connections=64
 results="$here/bench/RESULTS.md"
 cmdline="bash bench/run.sh $*"
 while (($#)); do
@@ -58,12 +59,13 @@ while (($#)); do
     --latency-seconds) latency_seconds="$2"; shift 2 ;;
     --closed-rounds) closed_rounds="$2"; shift 2 ;;
     --closed-seconds) closed_seconds="$2"; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    --connections) connections="$2"; shift 2 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
 log() { printf '[bench] %s\n' "$*" >&2; }
-for v in latency_rounds latency_seconds closed_rounds closed_seconds; do
+for v in latency_rounds latency_seconds closed_rounds closed_seconds connections; do
   [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --${v/_/-} takes a whole number >= 1" >&2; exit 2; }
 done
 section() { [[ ",$sections," == *",$1,"* ]]; }
@@ -314,7 +316,7 @@ EOF
 }
 
 # --- scenarios -------------------------------------------------------------------------------------
-common=(--connections 64 --depth 1 --warmup 2)
+common=(--connections "$connections" --depth 1 --warmup 2)
 # closed_and_open KIND [loadgen args]: a closed-loop run on the pinned proxy, then the open-loop latency
 # run with the proxy moved to CPU 0 (see below). LABEL overrides the row's label.
 closed_and_open() {
@@ -652,7 +654,7 @@ if ((profile)) && command -v perf >/dev/null; then
 fi
 
 # --- report ----------------------------------------------------------------------------------------
-python3 "$here/bench/loadgen/report.py" "$json" "$notes" "$cmdline" "$pin" "$rate" "$idle" "$duration" \
+BENCH_CONNECTIONS="$connections" python3 "$here/bench/loadgen/report.py" "$json" "$notes" "$cmdline" "$pin" "$rate" "$idle" "$duration" \
   >"$work/report.md"
 for pkind in "${profile_kinds[@]}"; do
   [[ -s "$work/profile-$pkind.txt" ]] || continue

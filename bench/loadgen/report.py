@@ -304,7 +304,7 @@ def main():
     w("")
     w(f"- command: `{cmdline.strip()}`")
     w(f"- date: {now}; machine: {os.cpu_count()} cores ({cpu_model()}), kernel {platform.release()}")
-    w("- load: 64 connections, pipelining depth 1, mix find 70 % / insert 10 % / update 10 % / getMore 10 %, "
+    w(f"- load: {os.environ.get('BENCH_CONNECTIONS', '64')} connections, pipelining depth 1, mix find 70 % / insert 10 % / update 10 % / getMore 10 %, "
       f"real OP_MSG messages; {duration} s measured after 2 s warm-up (closed loop), "
       f"then an open-loop run at {int(float(rate)):,} ops/s for the added-latency columns")
     if pin == "1":
