@@ -1,6 +1,7 @@
 #include "evaluation/evaluator.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "evaluation/analysis.h"
 #include "evaluation/apply_queue.h"
@@ -8,6 +9,7 @@
 #include "evaluation/event_batch.h"
 #include "evaluation/key_facts_from_samples.h"
 #include "evaluation/namespace_state.h"
+#include "evaluation/thread_batch.h"
 #include "evaluation/value_codec.h"
 #include "common/command_fields.h"
 
@@ -42,12 +44,19 @@ AnalysisOptions analysisFrom(const EvaluationOptions& o) {
 
 }  // namespace
 
+namespace {
+std::atomic<uint64_t> next_evaluator_serial{1};
+}  // namespace
+
 Evaluator::Evaluator(EvaluationOptions options)
-    : options_(std::move(options)), budget_(std::make_unique<MemoryBudget>()) {
+    : options_(std::move(options)), budget_(std::make_unique<MemoryBudget>()), serial_(next_evaluator_serial.fetch_add(1)) {
   budget_->limit = options_.max_memory_bytes;
   queue_ = std::make_unique<ApplyQueue>([this](const EventBatch& b) { apply(b); }, options_.max_queued_bytes);
 }
-Evaluator::~Evaluator() { queue_.reset(); }  // applies what is queued and joins the worker first
+Evaluator::~Evaluator() {
+  handOverThreadBatches();
+  queue_.reset();  // applies what is queued and joins the worker first
+}
 
 void Evaluator::submit(std::unique_ptr<EventBatch>& batch) { queue_->submit(batch); }
 void Evaluator::waitApplied() const { queue_->waitApplied(); }
@@ -55,11 +64,44 @@ void Evaluator::countDroppedEventsIn(std::atomic<uint64_t>* counter) { queue_->c
 uint64_t Evaluator::droppedEvents() const { return queue_->droppedEvents(); }
 
 std::shared_ptr<Observer> Evaluator::newObserver() {
-  auto o = std::make_shared<Observer>(*this, options_.flush_every_ops, options_.flush_every_ms);
-  std::lock_guard lock(mutex_);
-  std::erase_if(observers_, [](const std::weak_ptr<Observer>& w) { return w.expired(); });
-  observers_.push_back(o);
-  return o;
+  return std::make_shared<Observer>(*this, options_.flush_every_ops, options_.flush_every_ms);
+}
+
+ThreadBatch& Evaluator::threadBatch() {
+  // A thread serves one evaluator at a time (the proxy's); another on the same thread (tests)
+  // takes the locked search below and finds its own batch by the thread's id.
+  thread_local uint64_t cached_serial = 0;
+  thread_local ThreadBatch* cached = nullptr;
+  if (cached_serial == serial_) return *cached;
+  const std::thread::id self = std::this_thread::get_id();
+  std::lock_guard lock(batches_mutex_);
+  size_t i = 0;
+  while (i < batch_owners_.size() && batch_owners_[i] != self) ++i;
+  if (i == batch_owners_.size()) {
+    thread_batches_.push_back(std::make_unique<ThreadBatch>());
+    batch_owners_.push_back(self);
+  }
+  cached_serial = serial_;
+  cached = thread_batches_[i].get();
+  return *cached;
+}
+
+void Evaluator::handOver(ThreadBatch& tb, int64_t now) const {
+  if (tb.batch) queue_->submit(tb.batch);
+  tb.known_sorts.fill({});
+  tb.repeats = 0;
+  tb.last_flush_us = now;
+}
+
+void Evaluator::handOverThreadBatches() const {
+  const int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::system_clock::now().time_since_epoch()).count();
+  std::lock_guard lock(batches_mutex_);
+  for (const auto& tb : thread_batches_) {
+    std::lock_guard batchLock(tb->mutex);
+    if (tb->batch->events.empty() && tb->repeats == 0) continue;
+    handOver(*tb, now);
+  }
 }
 
 void Evaluator::setCurrentKeys(std::shared_ptr<const routing::RoutingTable> table) {
@@ -132,13 +174,7 @@ uint64_t Evaluator::droppedNamespaceOps() const {
 }
 
 void Evaluator::flushObservers() const {
-  std::vector<std::shared_ptr<Observer>> live;
-  {
-    std::lock_guard lock(mutex_);
-    for (const auto& w : observers_)
-      if (auto o = w.lock()) live.push_back(std::move(o));
-  }
-  for (auto& o : live) o->handOverPending();
+  handOverThreadBatches();
   queue_->waitApplied();
 }
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <string>
 #include <span>
 #include <string_view>
@@ -46,6 +47,7 @@ class EventBatch;
 class NamespaceState;
 struct MemoryBudget;
 class Observer;
+struct ThreadBatch;
 
 class Evaluator {
  public:
@@ -77,6 +79,13 @@ class Evaluator {
   void submit(std::unique_ptr<EventBatch>& batch);
   // Returns once every batch submitted so far has been applied.
   void waitApplied() const;
+  // The calling thread's batch (thread_batch.h), made on its first call; its connections' observers
+  // append to it.
+  ThreadBatch& threadBatch();
+  // Submits `tb`'s batch (its lock held) and forgets what the observers knew of it.
+  void handOver(ThreadBatch& tb, int64_t now) const;
+  // Submits every thread's buffered events (renders, flushes, the evaluator's end).
+  void handOverThreadBatches() const;
   void countTruncatedRequest() { truncated_requests_.fetch_add(1, std::memory_order_relaxed); }
   // Also counts dropped events in `counter` (the process counter evaluation_dropped_events).
   void countDroppedEventsIn(std::atomic<uint64_t>* counter);
@@ -87,14 +96,17 @@ class Evaluator {
 
  private:
   struct Slot;
-  void flushObservers() const;
+  void flushObservers() const;  // every thread's batch applied
   std::vector<std::pair<std::string, std::unique_ptr<NamespaceState>>> snapshot() const;
 
   EvaluationOptions options_;
   std::unique_ptr<MemoryBudget> budget_;  // before namespaces_: outlives the states charging it
   mutable std::mutex mutex_;  // guards the maps below (not the states, which have their own locks)
   std::map<std::string, std::unique_ptr<Slot>, std::less<>> namespaces_;
-  std::vector<std::weak_ptr<Observer>> observers_;
+  mutable std::mutex batches_mutex_;  // the thread batches' list (each batch has its own lock)
+  std::vector<std::unique_ptr<ThreadBatch>> thread_batches_;
+  std::vector<std::thread::id> batch_owners_;  // by the batches' index
+  const uint64_t serial_;  // never reused: a thread's cached batch pointer names its evaluator by it
   std::shared_ptr<const routing::RoutingTable> table_;
   std::vector<rewrite::LookupRule> lookup_rules_;
   uint64_t dropped_ = 0;
@@ -138,11 +150,13 @@ class Observer {
   // upserts inserted (with the _id the server gave them) and the replacements it made, and
   // releases what the request held.
   void onReply(ReplyTicket ticket, const protocol::ReplyFacts& reply);
-  // Hands what is buffered to the worker and waits until it (and all before it) is applied.
+  // Hands what every thread buffered to the worker and waits until it (and all before it) is applied.
   void flush();
   void handOverPending();  // the same without waiting
-  // The connection went idle (its session parked, issue 29): hands what is buffered over and gives
-  // back the memory kept for the next requests (the batch, the held writes when none is taken).
+  // The connection went idle (its session parked, issue 29): hands what its thread buffered over
+  // (its connections may all be going idle) and gives back the memory kept for the next requests
+  // (the held writes when none is taken). Its events were never its own: they are in its thread's
+  // batch (thread_batch.h), which a closed connection leaves to the thread's others.
   void releaseIdle();
   // Finds counted in an earlier event of their batch instead of queued again (tests).
   uint64_t repeatsCounted() const;

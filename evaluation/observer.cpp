@@ -21,6 +21,7 @@
 #include "evaluation/event_batch.h"
 #include "evaluation/field_limits.h"
 #include "evaluation/raw_fields.h"
+#include "evaluation/thread_batch.h"
 #include "evaluation/upsert_document.h"
 #include "common/command_fields.h"
 #include "common/light_mutex.h"
@@ -195,9 +196,24 @@ struct Observer::Impl {
   Impl(Evaluator& e, uint32_t ops, uint32_t ms) : evaluator(e), flush_ops(ops), flush_ms(ms) {}
   Evaluator& evaluator;
   uint32_t flush_ops, flush_ms;
-  common::LightMutex mutex;
-  // Null while the connection is idle (releaseIdle); observe() and onReply() make one first.
-  std::unique_ptr<EventBatch> batch = std::make_unique<EventBatch>();
+  common::LightMutex mutex;  // this connection's state below; taken before its thread batch's
+  // The calling thread's batch (Evaluator::threadBatch), locked by the entry point that set it:
+  // every event goes there, whichever connection made it.
+  ThreadBatch* tb = nullptr;
+  // Locks the calling thread's batch and points `tb` at it, for the scope (after `mutex`).
+  class BatchScope {
+   public:
+    explicit BatchScope(Impl& m) : m_(m), lock_((m.tb = &m.evaluator.threadBatch())->mutex) {
+      if (m.tb->last_flush_us == 0) m.tb->last_flush_us = nowMicros();
+    }
+    ~BatchScope() { m_.tb = nullptr; }
+    BatchScope(const BatchScope&) = delete;
+    BatchScope& operator=(const BatchScope&) = delete;
+
+   private:
+    Impl& m_;
+    std::lock_guard<common::LightMutex> lock_;
+  };
   uint32_t statements = 0;  // of the current request, observed so far
   // Local sampling of filters per shape: a small direct-mapped table (no allocation, no hashing
   // per op beyond the shape id). Two shapes sharing a slot restart each other's count, which only
@@ -208,7 +224,6 @@ struct Observer::Impl {
   };
   static constexpr size_t kSeenShapes = 16;
   std::array<SeenShape, kSeenShapes> shape_seen{};
-  int64_t last_flush_us = nowMicros();
   // The current statement's shape and its id (common/query_shape.h): the request's own for a
   // read, a findAndModify and a batch's first statement; a later statement of a batch is shaped
   // on its own (into `statement_shape`) in the same format, so its id is the one /stats would give.
@@ -311,22 +326,22 @@ struct Observer::Impl {
     bson_t b;
     if (doc.size() > kDigestFromBytes && bson_init_static(&b, reinterpret_cast<const uint8_t*>(doc.data()), doc.size())) {
       thread_local DocumentDigester digester;  // one per event-loop thread, not per connection
-      e.doc = batch->copy(digester.digest(b));
+      e.doc = tb->batch->copy(digester.digest(b));
       e.digest = true;
     } else if (!doc.empty()) {
-      e.doc = batch->copy(doc);
+      e.doc = tb->batch->copy(doc);
     }
   }
   // A document digested as its bytes passed (DocumentDigestStream): as commit() with its digest.
   void commitDigest(std::string_view ns, std::string_view digest, int64_t now) {
     BufferedEvent& e = insertEvent(ns, DocOrigin::Insert, now);
-    e.doc = batch->copy(digest);
+    e.doc = tb->batch->copy(digest);
     e.digest = true;
   }
   // A new event of the batch on `ns` (the name copied into the batch first: the copy may move it).
   BufferedEvent& newEvent(std::string_view ns) {
-    ByteRange ns_copy = batch->copyNamespace(ns);
-    BufferedEvent& e = batch->events.emplace_back();
+    ByteRange ns_copy = tb->batch->copyNamespace(ns);
+    BufferedEvent& e = tb->batch->events.emplace_back();
     e.ns = ns_copy;
     return e;
   }
@@ -342,7 +357,7 @@ struct Observer::Impl {
   void observeStreamed(std::string_view ns, bool first, Commit&& commitIt) {
     if (ns.empty() || ns.size() > kMaxNamespaceBytes) return;
     std::lock_guard lock(mutex);
-    if (!batch) batch = std::make_unique<EventBatch>();
+    BatchScope scope(*this);
     const int64_t now = nowMicros();
     if (first) statements = 0;  // a new request: its own statement limit
     if (!admitStatement(now)) return;
@@ -373,41 +388,30 @@ struct Observer::Impl {
     return n <= 8 || n % 16 == 0;
   }
 
-  // A find's sort fields are a function of its shape text (common/query_shape.h: " sort:" and the
-  // spec, names kept), unless that text was cut or lost bytes ("<...>", a name cut with "...",
-  // invalid UTF-8 as \ufffd). So a find whose shape text equals one already in this batch points at
-  // the names copied for it. Ranges into the batch's arena: forgotten at each hand-over.
-  struct KnownSort {
-    uint64_t id = 0;
-    ByteRange shape, sort;
-    size_t repeat = SIZE_MAX;  // this shape's last unsampled find in the batch (see observeRead)
-  };
-  static constexpr size_t kKnownSorts = 8;
-  std::array<KnownSort, kKnownSorts> known_sorts{};
-  uint32_t repeats = 0;  // operations of this batch counted in an earlier event, not queued again
+  using KnownSort = ThreadBatch::KnownSort;
   uint64_t repeats_total = 0;
 
   KnownSort* knownSort() {
-    KnownSort& k = known_sorts[shape.id % kKnownSorts];
-    return k.id == shape.id && k.shape.size == shape.text.size() && batch->view(k.shape) == shape.text ? &k : nullptr;
+    KnownSort& k = tb->known_sorts[shape.id % ThreadBatch::kKnownSorts];
+    return k.id == shape.id && k.shape.size == shape.text.size() && tb->batch->view(k.shape) == shape.text ? &k : nullptr;
   }
   void rememberSort(const BufferedEvent& e) {
-    const std::string_view text = batch->view(e.shape);
+    const std::string_view text = tb->batch->view(e.shape);
     for (std::string_view lossy : {"<...>", "...\"", "\\ufffd"})
       if (text.find(lossy) != std::string_view::npos) return;
-    known_sorts[e.shape_hash % kKnownSorts] = {e.shape_hash, e.shape, e.sort, unsampledIndex(e)};
+    tb->known_sorts[e.shape_hash % ThreadBatch::kKnownSorts] = {e.shape_hash, e.shape, e.sort, unsampledIndex(e)};
   }
   // The index of `e` (the batch's last event) when it carries no filter, else none.
-  size_t unsampledIndex(const BufferedEvent& e) const { return e.filter.size == 0 ? batch->events.size() - 1 : SIZE_MAX; }
+  size_t unsampledIndex(const BufferedEvent& e) const { return e.filter.size == 0 ? tb->batch->events.size() - 1 : SIZE_MAX; }
   // An unsampled find of a shape this batch holds an unsampled find of: the worker would only
   // count it (NamespaceState::applyOp), so it is counted in that event. Same shape id and text, so
   // the same command, sort names and (checked) namespace.
   bool countedAsRepeat(const KnownSort* known, std::string_view ns) {
-    if (!known || known->repeat >= batch->events.size()) return false;
-    BufferedEvent& e = batch->events[known->repeat];
-    if (e.count == UINT32_MAX || batch->view(e.ns) != ns) return false;
+    if (!known || known->repeat >= tb->batch->events.size()) return false;
+    BufferedEvent& e = tb->batch->events[known->repeat];
+    if (e.count == UINT32_MAX || tb->batch->view(e.ns) != ns) return false;
     ++e.count;
-    ++repeats;
+    ++tb->repeats;
     ++repeats_total;
     return true;
   }
@@ -424,32 +428,27 @@ struct Observer::Impl {
     e.shape_hash = shape.id;
     // A filter too large to be kept is not copied either (the namespace would not sample it).
     if (sampled && (!filter || filter->len <= kMaxSampledFilterBytes))
-      e.filter = batch->copy(filter ? bytesOf(*filter) : kEmptyDoc);
-    e.shape = copied ? *copied : batch->copy(shape.text);  // cut to kMaxShapeTextBytes by the namespace when kept
+      e.filter = tb->batch->copy(filter ? bytesOf(*filter) : kEmptyDoc);
+    e.shape = copied ? *copied : tb->batch->copy(shape.text);  // cut to kMaxShapeTextBytes by the namespace when kept
     e.modified = modified;
     e.sort = sort;
   }
 
   // Queues the batch for the evaluation worker and takes an empty one (never waits).
-  void handOver(int64_t now) {
-    if (batch) evaluator.submit(batch);
-    known_sorts.fill({});
-    repeats = 0;
-    last_flush_us = now;
-  }
+  void handOver(int64_t now) { evaluator.handOver(*tb, now); }
 
   // The batch goes to the worker when it is full or old enough.
   void handOverWhenDue(int64_t now) {
-    if (batch->events.size() + repeats >= flush_ops || batch->bytes() > EventBatch::kKeepBytes ||
-        now - last_flush_us >= static_cast<int64_t>(flush_ms) * 1000)
+    if (tb->batch->events.size() + tb->repeats >= flush_ops || tb->batch->bytes() > EventBatch::kKeepBytes ||
+        now - tb->last_flush_us >= static_cast<int64_t>(flush_ms) * 1000)
       handOver(now);
   }
 
   // One more statement of a request, or false past kMaxObservedStatements. A batch is handed over
   // within a request as soon as it is full, so one large message becomes many bounded batches.
   bool admitStatement(int64_t now) {
-    if (!batch->events.empty() &&
-        (batch->events.size() >= EventBatch::kKeepEvents || batch->bytes() > EventBatch::kKeepBytes))
+    if (!tb->batch->events.empty() &&
+        (tb->batch->events.size() >= EventBatch::kKeepEvents || tb->batch->bytes() > EventBatch::kKeepBytes))
       handOver(now);
     if (statements == kMaxObservedStatements) {
       evaluator.countTruncatedRequest();
@@ -496,17 +495,17 @@ void Observer::Impl::observeRead(const protocol::CommandView& view, std::string_
     findFields(view.body, std::array<std::string_view, 2>{"filter", "sort"}, found);
     has_filter = documentAt(view.body, found[0], filter);
     if (!known) {
-      size_t mark = batch->mark();
-      if (documentAt(view.body, found[1], sort)) appendSortFields(sort, *batch);
-      sort_names = batch->since(mark);
+      size_t mark = tb->batch->mark();
+      if (documentAt(view.body, found[1], sort)) appendSortFields(sort, *tb->batch);
+      sort_names = tb->batch->since(mark);
     }
   } else if (kind != OpKind::Find && sampled) {
     has_filter = readFilter(view, kind, filter);
   }
   if (known) sort_names = known->sort;
   addOp(ns, kind, false, sampled, has_filter ? &filter : nullptr, {}, sort_names, false, known ? &known->shape : nullptr);
-  if (kind == OpKind::Find && !known) rememberSort(batch->events.back());
-  else if (known && !sampled) known->repeat = unsampledIndex(batch->events.back());
+  if (kind == OpKind::Find && !known) rememberSort(tb->batch->events.back());
+  else if (known && !sampled) known->repeat = unsampledIndex(tb->batch->events.back());
 }
 
 void Observer::Impl::observeWrites(const protocol::CommandView& view, std::string_view ns, common::Shape request,
@@ -534,15 +533,15 @@ void Observer::Impl::observeWrites(const protocol::CommandView& view, std::strin
       common::computeStatementShape(view.traits.kind, st, statement_shape);
       shape = {statement_shape, common::shapeId(ns, view.name, statement_shape)};
     }
-    size_t modified = batch->mark();
+    size_t modified = tb->batch->mark();
     if (update && at[kU].found()) {
       bson_iter_t u;
       if (held && (upsert || isReplacement(st, at[kU])) && iteratorAt(st, at[kU], u))
         holdDocument(*held, index, has ? &q : nullptr, &u, upsert, UpsertDocumentBuilder::isReplacement(u));
-      appendModifiedPaths(st, at[kU], *batch);
+      appendModifiedPaths(st, at[kU], *tb->batch);
     }
     addOp(ns, update ? OpKind::Update : OpKind::Delete, multi, sampleFilter(shape.id), has ? &q : nullptr,
-          batch->since(modified), {}, upsert);
+          tb->batch->since(modified), {}, upsert);
     ++index;
     return true;
   });
@@ -553,17 +552,17 @@ void Observer::Impl::observeFindAndModify(const protocol::CommandView& view, std
   bson_t q;
   bool has = common::subDocument(view.body, "query", q);
   bool upsert = common::boolField(view.body, "upsert", false);
-  size_t modified = batch->mark();
+  size_t modified = tb->batch->mark();
   bson_iter_t u;
   if (bson_iter_init_find(&u, &view.body, "update")) {
     if (acknowledged(view.body))
       holdDocument(holdWrite(ns, true), 0, has ? &q : nullptr, &u, upsert, UpsertDocumentBuilder::isReplacement(u));
-    appendModifiedPaths(u, *batch);
+    appendModifiedPaths(u, *tb->batch);
   }
-  ByteRange modified_names = batch->since(modified);
-  size_t sort = batch->mark();
-  appendSortFields(view.body, "sort", *batch);
-  ByteRange sort_names = batch->since(sort);
+  ByteRange modified_names = tb->batch->since(modified);
+  size_t sort = tb->batch->mark();
+  appendSortFields(view.body, "sort", *tb->batch);
+  ByteRange sort_names = tb->batch->since(sort);
   shape = request;  // " upsert" is part of it (common/query_shape.h)
   addOp(ns, OpKind::FindAndModify, false, sampleFilter(shape.id), has ? &q : nullptr, modified_names, sort_names, upsert);
 }
@@ -615,33 +614,28 @@ void Observer::onReply(ReplyTicket ticket, const protocol::ReplyFacts& reply) {
   Impl& m = *impl_;
   std::lock_guard lock(m.mutex);
   if (!m.held) return;  // released while idle: nothing was held then
-  if (!m.batch) m.batch = std::make_unique<EventBatch>();
   Impl::PendingWrite& p = m.held->writes[ticket.index];
   if (p.token != ticket.token) return;  // given up for a newer write
+  Impl::BatchScope scope(m);  // the thread's handling the reply
   const int64_t now = nowMicros();
   if (reply.parsed) m.settle(p, reply, now);
   p.token = 0;
-  if (m.batch->events.size() + m.repeats >= m.flush_ops || m.batch->bytes() > EventBatch::kKeepBytes) m.handOver(now);
+  if (m.tb->batch->events.size() + m.tb->repeats >= m.flush_ops || m.tb->batch->bytes() > EventBatch::kKeepBytes)
+    m.handOver(now);
 }
 
 Observer::Observer(Evaluator& evaluator, uint32_t flush_every_ops, uint32_t flush_every_ms)
     : impl_(std::make_unique<Impl>(evaluator, flush_every_ops, flush_every_ms)) {}
 
-// On the session's thread when it closes: hands the rest over without waiting for it.
-Observer::~Observer() {
-  std::lock_guard lock(impl_->mutex);
-  impl_->handOver(nowMicros());
-}
+// What it buffered is in its thread's batch, which goes on with the thread's other connections.
+Observer::~Observer() = default;
 
 uint64_t Observer::repeatsCounted() const {
   std::lock_guard lock(impl_->mutex);
   return impl_->repeats_total;
 }
 
-void Observer::handOverPending() {
-  std::lock_guard lock(impl_->mutex);
-  impl_->handOver(nowMicros());
-}
+void Observer::handOverPending() { impl_->evaluator.handOverThreadBatches(); }
 
 void Observer::beginInsertedPieces(size_t bytes) {
   Impl& m = *impl_;
@@ -664,8 +658,11 @@ void Observer::endInsertedPieces(std::string_view ns, bool first) {
 void Observer::releaseIdle() {
   Impl& m = *impl_;
   std::lock_guard lock(m.mutex);
-  m.handOver(nowMicros());  // what is buffered goes to the worker now rather than with the next batch
-  if (m.batch && m.batch->events.empty()) m.batch.reset();
+  {
+    // What the thread buffered goes to the worker now: its connections may all be going idle.
+    Impl::BatchScope scope(m);
+    if (!m.tb->batch->events.empty() || m.tb->repeats) m.handOver(nowMicros());
+  }
   if (m.held) {
     bool taken = false;
     for (const auto& w : m.held->writes) taken |= w.token != 0;
@@ -687,13 +684,13 @@ ReplyTicket Observer::observe(const protocol::CommandView& view, std::string_vie
                          kind == CommandKind::Delete || kind == CommandKind::FindAndModify;
   if (!evaluated) return {};
   Impl& m = *impl_;
-  std::lock_guard lock(m.mutex);  // uncontended except while a render flushes this observer
-  if (!m.batch) m.batch = std::make_unique<EventBatch>();  // after releaseIdle
+  std::lock_guard lock(m.mutex);
+  Impl::BatchScope scope(m);  // uncontended except while a render flushes the thread's batch
   m.ticket = {};
   // Inserts and writes stamp the documents they commit; the other kinds only check the batch's age.
   const bool stamps = kind == CommandKind::Insert || kind == CommandKind::Update || kind == CommandKind::Delete;
   const int64_t now = stamps ? nowMicros() : coarseNowMicros();
-  const size_t before = m.batch->events.size(), repeats_before = m.repeats;
+  const size_t before = m.tb->batch->events.size(), repeats_before = m.tb->repeats;
   m.statements = 0;
   if (!shapes) {
     if (!m.own_shapes) m.own_shapes = std::make_unique<common::ShapeCache>();
@@ -713,7 +710,7 @@ ReplyTicket Observer::observe(const protocol::CommandView& view, std::string_vie
     m.held->writes[ticket.index].token = 0;
     ticket = {};
   }
-  if (m.batch->events.size() == before && m.repeats == repeats_before && m.statements == 0) return ticket;
+  if (m.tb->batch->events.size() == before && m.tb->repeats == repeats_before && m.statements == 0) return ticket;
   m.handOverWhenDue(now);
   return ticket;
 }

@@ -10,12 +10,14 @@
 
 #include <random>
 #include <regex>
+#include <thread>
 #include <string>
 #include <vector>
 
 #include "common/command_fields.h"
 #include "evaluation/projection.h"
 #include "evaluation/raw_fields.h"
+#include "evaluation/thread_batch.h"
 #include "tests/evaluation/scenario_support.h"
 
 namespace shardscope::evaluation {
@@ -189,19 +191,24 @@ struct Evaluations {
   uint64_t repeats = 0;  // finds counted in an earlier event of their batch
 };
 
-Evaluations evaluate(bool lossy, uint32_t flush_every_ops) {
+// `connections`: observers on this thread taking the requests in turn (they share its batch).
+Evaluations evaluate(bool lossy, uint32_t flush_every_ops, size_t connections = 1) {
   EvaluationOptions o;
   o.flush_every_ops = flush_every_ops;
   o.flush_every_ms = 3'600'000;
   Evaluator ev(o);
-  auto obs = ev.newObserver();
+  std::vector<std::shared_ptr<Observer>> observers;
+  for (size_t i = 0; i < connections; ++i) observers.push_back(ev.newObserver());
   size_t requests = 0;
   testing::generateVariedRequests(lossy, [&](OwnedCommand& c) {
+    auto& obs = observers[requests % connections];
     obs->observe(c.view(), c.ns());
     if (flush_every_ops == 1) obs->flush();  // applied before the next: a queue this fast would drop batches
     ++requests;
   });
-  obs->flush();
+  observers[0]->flush();
+  uint64_t repeats = 0;
+  for (const auto& obs : observers) repeats += obs->repeatsCounted();
   EXPECT_GT(requests, 4000u);
   EXPECT_EQ(ev.droppedEvents(), 0u);
   // The observation's span and the rates drawn from it depend on how long the run took (a
@@ -214,7 +221,7 @@ Evaluations evaluate(bool lossy, uint32_t flush_every_ops) {
     out = std::regex_replace(out, rates, "\"$1\":_");
     return std::regex_replace(out, rate_line, "_rate_");
   };
-  return {timeless(ev.exportSketches()), timeless(ev.renderJson()), timeless(ev.renderText()), obs->repeatsCounted()};
+  return {timeless(ev.exportSketches()), timeless(ev.renderJson()), timeless(ev.renderText()), repeats};
 }
 
 TEST(ObserverEvents, SameWhetherBatchesHoldOneRequestOrMany) {
@@ -229,6 +236,47 @@ TEST(ObserverEvents, SameWhetherBatchesHoldOneRequestOrMany) {
   // The traffic reached what it was written to exercise (sort fields, cut names, many paths...).
   for (std::string_view part : {"\"sort\"", "\"k7\"", "...", "p31", "\"upsert\"", "\u00e9"})
     EXPECT_NE(batched.sketches.find(part), std::string::npos) << part;
+}
+
+// The connections a thread serves append to one batch (thread_batch.h): a find repeating another
+// connection's find of that batch is counted in its event, and the evaluation is the same as when
+// each of those connections' requests was its own batch.
+TEST(ObserverEvents, SameWhenConnectionsShareTheirThreadsBatch) {
+  const Evaluations alone = evaluate(false, 1, 3), shared = evaluate(false, 4096, 3);
+  EXPECT_EQ(alone.sketches, shared.sketches);
+  EXPECT_EQ(alone.json, shared.json);
+  EXPECT_EQ(alone.text, shared.text);
+  EXPECT_EQ(alone.repeats, 0u);
+  EXPECT_GT(shared.repeats, 100u);
+}
+
+// A connection served by another thread appends to that thread's batch; a render hands every
+// thread's batch over, so what either buffered is evaluated.
+TEST(ObserverEvents, EachThreadHasItsBatchAndARenderTakesThemAll) {
+  EvaluationOptions o;
+  o.flush_every_ops = 4096;
+  o.flush_every_ms = 3'600'000;
+  Evaluator ev(o);
+  auto here = ev.newObserver(), there = ev.newObserver();
+  auto findOf = [](const std::string& customer) {
+    const std::string json = R"({"find": "orders", "filter": {"customerId": ")" + customer + R"("}, "$db": "shop"})";
+    bson_error_t error;
+    return bson_new_from_json(reinterpret_cast<const uint8_t*>(json.data()), static_cast<ssize_t>(json.size()), &error);
+  };
+  OwnedCommand first(findOf("C1"), "shop", "orders"), second(findOf("C2"), "shop", "orders");
+  here->observe(first.view(), "shop.orders");
+  ThreadBatch* theirs = nullptr;
+  std::thread([&] {
+    there->observe(second.view(), "shop.orders");
+    theirs = &ev.threadBatch();
+  }).join();
+  EXPECT_NE(theirs, &ev.threadBatch());
+  EXPECT_EQ(theirs->batch->events.size(), 1u);
+  EXPECT_EQ(ev.threadBatch().batch->events.size(), 1u);
+  const std::string json = ev.renderJson();
+  EXPECT_TRUE(theirs->batch->events.empty());
+  EXPECT_TRUE(ev.threadBatch().batch->events.empty());
+  EXPECT_NE(json.find("shop.orders"), std::string::npos);
 }
 
 TEST(ObserverEvents, SameWithLossySortNames) {
