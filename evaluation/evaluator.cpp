@@ -44,12 +44,8 @@ AnalysisOptions analysisFrom(const EvaluationOptions& o) {
 
 }  // namespace
 
-namespace {
-std::atomic<uint64_t> next_evaluator_serial{1};
-}  // namespace
-
 Evaluator::Evaluator(EvaluationOptions options)
-    : options_(std::move(options)), budget_(std::make_unique<MemoryBudget>()), serial_(next_evaluator_serial.fetch_add(1)) {
+    : options_(std::move(options)), budget_(std::make_unique<MemoryBudget>()) {
   budget_->limit = options_.max_memory_bytes;
   queue_ = std::make_unique<ApplyQueue>([this](const EventBatch& b) { apply(b); }, options_.max_queued_bytes);
 }
@@ -67,25 +63,6 @@ std::shared_ptr<Observer> Evaluator::newObserver() {
   return std::make_shared<Observer>(*this, options_.flush_every_ops, options_.flush_every_ms);
 }
 
-ThreadBatch& Evaluator::threadBatch() {
-  // A thread serves one evaluator at a time (the proxy's); another on the same thread (tests)
-  // takes the locked search below and finds its own batch by the thread's id.
-  thread_local uint64_t cached_serial = 0;
-  thread_local ThreadBatch* cached = nullptr;
-  if (cached_serial == serial_) return *cached;
-  const std::thread::id self = std::this_thread::get_id();
-  std::lock_guard lock(batches_mutex_);
-  size_t i = 0;
-  while (i < batch_owners_.size() && batch_owners_[i] != self) ++i;
-  if (i == batch_owners_.size()) {
-    thread_batches_.push_back(std::make_unique<ThreadBatch>());
-    batch_owners_.push_back(self);
-  }
-  cached_serial = serial_;
-  cached = thread_batches_[i].get();
-  return *cached;
-}
-
 void Evaluator::handOver(ThreadBatch& tb, int64_t now) const {
   if (tb.batch) queue_->submit(tb.batch);
   tb.known_sorts.fill({});
@@ -96,12 +73,10 @@ void Evaluator::handOver(ThreadBatch& tb, int64_t now) const {
 void Evaluator::handOverThreadBatches() const {
   const int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
                           std::chrono::system_clock::now().time_since_epoch()).count();
-  std::lock_guard lock(batches_mutex_);
-  for (const auto& tb : thread_batches_) {
-    std::lock_guard batchLock(tb->mutex);
-    if (tb->batch->events.empty() && tb->repeats == 0) continue;
-    handOver(*tb, now);
-  }
+  thread_batches_.forEach([&](ThreadBatch& tb) {
+    std::lock_guard batchLock(tb.mutex);
+    if (!tb.batch->events.empty() || tb.repeats) handOver(tb, now);
+  });
 }
 
 void Evaluator::setCurrentKeys(std::shared_ptr<const routing::RoutingTable> table) {

@@ -7,14 +7,15 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <string>
 #include <span>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "common/per_thread.h"
 #include "common/query_shape.h"
+#include "evaluation/thread_batch.h"
 #include "protocol/command_view.h"
 #include "protocol/reply_facts.h"
 #include "rewrite/lookup_rule.h"
@@ -47,7 +48,6 @@ class EventBatch;
 class NamespaceState;
 struct MemoryBudget;
 class Observer;
-struct ThreadBatch;
 
 class Evaluator {
  public:
@@ -81,7 +81,7 @@ class Evaluator {
   void waitApplied() const;
   // The calling thread's batch (thread_batch.h), made on its first call; its connections' observers
   // append to it.
-  ThreadBatch& threadBatch();
+  ThreadBatch& threadBatch() { return thread_batches_.local(); }
   // Submits `tb`'s batch (its lock held) and forgets what the observers knew of it.
   void handOver(ThreadBatch& tb, int64_t now) const;
   // Submits every thread's buffered events (renders, flushes, the evaluator's end).
@@ -103,10 +103,7 @@ class Evaluator {
   std::unique_ptr<MemoryBudget> budget_;  // before namespaces_: outlives the states charging it
   mutable std::mutex mutex_;  // guards the maps below (not the states, which have their own locks)
   std::map<std::string, std::unique_ptr<Slot>, std::less<>> namespaces_;
-  mutable std::mutex batches_mutex_;  // the thread batches' list (each batch has its own lock)
-  std::vector<std::unique_ptr<ThreadBatch>> thread_batches_;
-  std::vector<std::thread::id> batch_owners_;  // by the batches' index
-  const uint64_t serial_;  // never reused: a thread's cached batch pointer names its evaluator by it
+  common::PerThread<ThreadBatch> thread_batches_;
   std::shared_ptr<const routing::RoutingTable> table_;
   std::vector<rewrite::LookupRule> lookup_rules_;
   uint64_t dropped_ = 0;

@@ -363,35 +363,12 @@ void Recorder::onDecodeError() {
 
 // ---------------------------------------------------------------- Registry
 
-namespace {
-std::atomic<uint64_t> next_registry_serial{1};
-}  // namespace
-
 Registry::Registry(StatsOptions options)
-    : options_(options), started_ms_(coarseNowMs()), serial_(next_registry_serial.fetch_add(1)), reset_ms_(started_ms_) {}
+    : options_(options), started_ms_(coarseNowMs()), reset_ms_(started_ms_) {}
 
 Registry::~Registry() = default;
 
 std::shared_ptr<Recorder> Registry::newRecorder() { return std::make_shared<Recorder>(*this); }
-
-Tally& Registry::threadTally() {
-  // A thread serves one registry at a time (the proxy's); another registry on the same thread
-  // (tests) takes the locked search below, and finds its own tally by the thread's id.
-  thread_local uint64_t cached_serial = 0;
-  thread_local Tally* cached = nullptr;
-  if (cached_serial == serial_) return *cached;
-  const std::thread::id self = std::this_thread::get_id();
-  std::lock_guard lock(mutex_);
-  size_t i = 0;
-  while (i < tally_owners_.size() && tally_owners_[i] != self) ++i;
-  if (i == tally_owners_.size()) {
-    tallies_.push_back(std::make_unique<Tally>());
-    tally_owners_.push_back(self);
-  }
-  cached_serial = serial_;
-  cached = tallies_[i].get();
-  return *cached;
-}
 
 uint32_t Registry::intern(uint64_t hash, std::string_view ns, std::string_view command, std::string_view shape) {
   std::lock_guard lock(mutex_);
@@ -516,16 +493,16 @@ void Registry::retire(Recorder& recorder) {
 
 void Registry::reset() {
   std::lock_guard lock(mutex_);
-  for (auto& t : tallies_) {
-    std::lock_guard tallyLock(t->mutex_);
-    for (auto& held : t->slots_) {
+  tallies_.forEach([](Tally& t) {
+    std::lock_guard tallyLock(t.mutex_);
+    for (auto& held : t.slots_) {
       auto& slot = *held;
       slot.counters = ShapeCounters{};
       slot.sample.clear();
     }
-    std::fill(t->shard_ops_.begin(), t->shard_ops_.end(), 0);
-    for (auto& row : t->ns_shards_) std::fill(row.begin(), row.end(), NsShardCounts{});
-  }
+    std::fill(t.shard_ops_.begin(), t.shard_ops_.end(), 0);
+    for (auto& row : t.ns_shards_) std::fill(row.begin(), row.end(), NsShardCounts{});
+  });
   for (Recorder* r : recorders_) {
     std::lock_guard recorderLock(r->mutex_);
     r->totals_ = ConnectionTotals{};
@@ -561,17 +538,17 @@ Snapshot Registry::snapshot() const {
     snap.shardOps = shared_shard_ops_;
     snap.nsShards = shared_ns_shards_;
     snap.shardNames = shard_catalog_;
-    for (const auto& t : tallies_) {
-      std::lock_guard tallyLock(t->mutex_);
-      for (const auto& held : t->slots_) {
+    tallies_.forEach([&](const Tally& t) {
+      std::lock_guard tallyLock(t.mutex_);
+      for (const auto& held : t.slots_) {
         const auto& slot = *held;
         if (slot.counters.count == 0 && slot.counters.latency.total() == 0) continue;
         merged[slot.shapeId] += slot.counters;
         if (!slot.sample.empty()) samples[slot.shapeId] = slot.sample;
       }
-      addAll(snap.shardOps, t->shard_ops_);
-      addAll(snap.nsShards, t->ns_shards_);
-    }
+      addAll(snap.shardOps, t.shard_ops_);
+      addAll(snap.nsShards, t.ns_shards_);
+    });
     for (const Recorder* r : recorders_) {
       std::lock_guard recorderLock(r->mutex_);
       snap.totals += r->totals_;

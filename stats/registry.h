@@ -15,12 +15,12 @@
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "common/light_mutex.h"
+#include "common/per_thread.h"
 #include "common/query_shape.h"
 #include "protocol/command_view.h"
 #include "routing/target_result.h"
@@ -179,7 +179,7 @@ class Registry {
   // Called at connection open. The registry must outlive every recorder it hands out.
   std::shared_ptr<Recorder> newRecorder();
   // The calling thread's tally, made on its first call (a thread-local pointer after that).
-  Tally& threadTally();
+  Tally& threadTally() { return tallies_.local(); }
 
   // The shard names of the routing table now in force, by position. Per-shard counts are kept by
   // name: a name seen before keeps its id (and history) whatever its new position; a new name gets
@@ -242,9 +242,7 @@ class Registry {
   std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> namespace_index_;
   std::unordered_set<std::string, StringHash, std::equal_to<>> commands_;
   std::vector<Recorder*> recorders_;
-  std::vector<std::unique_ptr<Tally>> tallies_;
-  std::vector<std::thread::id> tally_owners_;  // by the tallies' index
-  const uint64_t serial_;  // never reused: a thread's cached tally pointer names its registry by it
+  common::PerThread<Tally> tallies_;
   std::unordered_map<uint32_t, ShapeCounters> shared_shapes_;  // the shared table (tallies past their shape budget)
   ConnectionTotals retired_totals_;
   std::vector<uint64_t> shared_shard_ops_;
