@@ -43,15 +43,18 @@ class ApplyQueue {
   static size_t footprint(const EventBatch& b);
   // Free batches kept for reuse are bounded by this many bytes (the rest are freed).
   static constexpr size_t kKeepFreeBytes = size_t{8} << 20;
-  // The worker keeps up to this many empty batches ready (within kKeepFreeBytes), so a session
-  // that runs ahead of it takes a ready batch instead of allocating one.
-  static constexpr size_t kSpareBatches = 64;
   static constexpr size_t kInitialRing = 1024;  // queued batches before the ring first grows
   // The worker gathers batches: a submit wakes it only when this many are queued (or the queue is
   // half full, or someone waits in waitApplied); otherwise it looks every kGatherWait. Each wake-up
   // is a context switch on a core the event loops use: one per 64-operation batch cost the
   // everything-on closed loop ~0.03 switches per operation (issue 29).
   static constexpr size_t kWakeBatches = 8;
+  // The worker keeps up to this many empty batches ready (within kKeepFreeBytes), so a proxy
+  // thread that runs ahead of it takes a ready batch instead of allocating one: twice the batches
+  // that wake it. Batches are per thread (thread_batch.h), each as large as the busiest seen, and
+  // the spares stay while the proxy is idle: 64 of them held ~1.7 KiB per connection of the idle
+  // memory test's 200 (tests/integration/test_idle_memory.py), 16 hold none measurable.
+  static constexpr size_t kSpareBatches = 2 * kWakeBatches;
   static constexpr std::chrono::milliseconds kGatherWait{50};
   uint64_t wakeRequests() const;  // submits that woke the worker (for tests)
 
