@@ -1,6 +1,7 @@
-// The process-wide shard-key evaluator the proxy feeds: one Observer per session buffers what it
-// sees and merges into the shared per-namespace state in batches (no global lock per operation);
-// renders the evaluation (JSON, text), exports mergeable sketches and evaluates merged fleets.
+// The process-wide shard-key evaluator the proxy feeds: one Observer per session turns what it sees
+// into events in its proxy thread's batch (thread_batch.h), merged into the shared per-namespace
+// state by a worker (no global lock per operation); renders the evaluation (JSON, text), exports
+// mergeable sketches and evaluates merged fleets.
 #pragma once
 #include <atomic>
 #include <cstdint>

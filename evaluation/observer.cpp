@@ -1,7 +1,7 @@
 // Observer: one per session. Turns requests into events (an inserted document, or an operation's
 // shape, kind and a sample of its filters) and hands them to the Evaluator's worker in batches.
-// Runs on every request on the session's event loop, so it only copies bytes into the batch's
-// reusable arena (the sketch work happens on the worker) and allocates nothing once the session's
+// Runs on every request on the session's event loop, so it only copies bytes into the arena of its
+// thread's batch (thread_batch.h, reusable) (the sketch work happens on the worker) and allocates nothing once the session's
 // traffic has been seen.
 //
 // A request's statements are observed up to kMaxObservedStatements (100,000: MongoDB's

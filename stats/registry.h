@@ -250,9 +250,9 @@ class Registry {
   uint64_t next_recorder_id_ = 1;
   std::vector<std::string> shard_catalog_;  // stable shard id -> name
   std::shared_ptr<const std::vector<uint32_t>> shard_ids_;  // position in the table in force -> id
-  std::atomic<uint64_t> shard_ids_version_{0};  // bumped by setShardNames; recorders compare per op
+  std::atomic<uint64_t> shard_ids_version_{0};  // bumped by setShardNames; tallies compare per op
   int64_t reset_ms_;
-  uint64_t overflow_lookups_ = 0;  // shapes turned into `other` (per session that met them)
+  uint64_t overflow_lookups_ = 0;  // shapes turned into `other` (per tally that met them)
 };
 
 // Wall clock in unix ms from a coarse clock (a few ns; ms resolution is enough for first/last seen).
