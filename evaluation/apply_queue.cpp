@@ -143,12 +143,10 @@ void ApplyQueue::run() {
     const size_t bytes = footprint(*batch);
     lock.lock();
     queued_bytes_ -= q.bytes;
-    ++done_;
     if (free_bytes_ + bytes <= kKeepFreeBytes) {
       free_bytes_ += bytes;
       free_.push_back(std::move(batch));
     }
-    applied_.notify_all();
     // Spare batches, made here rather than on a session's thread when an observer runs ahead.
     const size_t spares = free_.size() < kSpareBatches ? kSpareBatches - free_.size() : 0;
     lock.unlock();
@@ -163,6 +161,10 @@ void ApplyQueue::run() {
       free_.push_back(std::move(spare));
     }
     lock.lock();
+    // Counted applied only now: once waitApplied returns, the spares are ready too, so a thread
+    // can hand over kSpareBatches batches without allocating however late the worker wakes.
+    ++done_;
+    applied_.notify_all();
   }
 }
 

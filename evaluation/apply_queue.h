@@ -30,7 +30,8 @@ class ApplyQueue {
   // Queues `batch` (when it fits) and replaces it with an empty one, recycled when possible.
   // When the queue is full the batch's events are counted as dropped and it is cleared in place.
   void submit(std::unique_ptr<EventBatch>& batch);
-  // Returns once every batch submitted before the call has been applied.
+  // Returns once every batch submitted before the call has been applied and the spare batches
+  // (kSpareBatches) are ready.
   void waitApplied();
   // Held while a batch is applied: whoever holds it sees no half-applied batch.
   std::unique_lock<std::mutex> exclusive() { return std::unique_lock(apply_mutex_); }

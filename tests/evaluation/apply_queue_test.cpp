@@ -111,6 +111,48 @@ TEST(ApplyQueue, GathersBatchesBeforeWakingTheWorker) {
   EXPECT_EQ(applied.load(), uint64_t{kBatches} + 1);
 }
 
+// Once waitApplied returns, kSpareBatches reserved batches are ready: a thread hands over that
+// many while the worker is stalled and gets a recycled batch (reserved to the largest seen) each
+// time; only the next one is new. CI once failed an allocation test when, with the spares made
+// after the batch was counted applied, a stalled worker let a thread run past them.
+TEST(ApplyQueue, SparesAreReadyWhenWaitAppliedReturns) {
+  Gate gate;
+  gate.open = true;
+  ApplyQueue queue([&](const EventBatch& b) { gate.apply(b); }, size_t{64} << 20);
+  auto warm = batchOf(8);
+  queue.submit(warm);
+  queue.waitApplied();
+  {
+    std::lock_guard lock(gate.m);
+    gate.open = false;
+    gate.entered = false;
+  }
+  const size_t fresh = EventBatch().capacityBytes();
+  auto first = batchOf(8);
+  queue.submit(first);  // the worker takes it and stalls in apply
+  {
+    std::unique_lock lock(gate.m);
+    gate.cv.wait(lock, [&] { return gate.entered; });
+  }
+  EXPECT_GT(first->capacityBytes(), fresh) << "a recycled batch";
+  for (size_t i = 1; i < ApplyQueue::kSpareBatches; ++i) {
+    auto b = batchOf(8);
+    queue.submit(b);
+    EXPECT_TRUE(b->events.empty());
+    EXPECT_GT(b->capacityBytes(), fresh) << "batch " << i << " should be a spare";
+  }
+  auto past = batchOf(8);
+  queue.submit(past);
+  EXPECT_EQ(past->capacityBytes(), fresh) << "past the spares a new batch is made (never a wait)";
+  {
+    std::lock_guard lock(gate.m);
+    gate.open = true;
+  }
+  gate.cv.notify_all();
+  queue.waitApplied();
+  EXPECT_EQ(gate.applied.load(), 8u * (ApplyQueue::kSpareBatches + 2));
+}
+
 TEST(ApplyQueue, DestructorAppliesWhatIsQueued) {
   std::atomic<uint64_t> applied{0};
   {
