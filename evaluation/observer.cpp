@@ -23,6 +23,7 @@
 #include "evaluation/raw_fields.h"
 #include "evaluation/thread_batch.h"
 #include "evaluation/upsert_document.h"
+#include "common/coarse_clock.h"
 #include "common/command_fields.h"
 #include "common/light_mutex.h"
 #include "common/query_shape.h"
@@ -37,13 +38,9 @@ int64_t nowMicros() {
       .count();
 }
 
-// The same clock to its last tick (1-4 ms): enough to tell when a batch is due, and a few
-// nanoseconds where a precise read is ~15 (a read records no time, only the batch's age needs one).
-int64_t coarseNowMicros() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000 + ts.tv_nsec / 1000;
-}
+// The same clock to its last tick (common/coarse_clock.h): enough to tell when a batch is due (a
+// read records no time, only the batch's age needs one).
+int64_t coarseNowMicros() { return common::coarseRealtimeMicros(); }
 
 std::string_view bytesOf(const bson_t& b) { return {reinterpret_cast<const char*>(bson_get_data(&b)), b.len}; }
 

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <utility>
 
+#include "common/coarse_clock.h"
 #include "proxy/op_msg_section_check.h"
 #include "proxy/document_sequences_check.h"
 #include "proxy/parked_memory.h"
@@ -235,7 +236,7 @@ awaitable<void> Session::clientToUpstream() {
           reads = 0;
         }
         client_in_.commit(n);
-        last_activity_ = Clock::now();
+        last_activity_ = common::coarseSteadyNow();
         if (!waited && ++reads == kMaxReadsWithoutYield) {  // the bytes are in the buffer first (drain looks there)
           reads = 0;
           co_await asio::post(executor_, use_awaitable);
@@ -310,7 +311,7 @@ awaitable<void> Session::upstreamToClient() {
           reads = 0;
         }
         upstream_in_.commit(n);
-        last_activity_ = Clock::now();
+        last_activity_ = common::coarseSteadyNow();
         if (!waited && ++reads == kMaxReadsWithoutYield) {  // the bytes are in the buffer first (drain looks there)
           reads = 0;
           co_await asio::post(executor_, use_awaitable);
@@ -493,7 +494,7 @@ awaitable<void> Session::relayReply(size_t size) {
     upstream_in_.consume(chunk.size());
     left -= chunk.size();
     writing.left(left);
-    last_activity_ = Clock::now();
+    last_activity_ = common::coarseSteadyNow();
     if (left == 0) break;
     co_await readRelayChunk(*upstream_, upstream_in_, left, reads);
     chunk = upstream_in_.buffered();
@@ -588,7 +589,7 @@ awaitable<void> Session::relayRequest(size_t size, size_t headBytes) {
     if (writing) co_await writeWhole(*upstream_, piece);
     left -= piece.size();
     if (writing) writing->left(left);
-    last_activity_ = Clock::now();
+    last_activity_ = common::coarseSteadyNow();
   };
   for (;;) {
     const auto buffered = client_in_.buffered();

@@ -156,6 +156,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::unique_ptr<FrameBuffer> document_in_;
   asio::steady_timer watchdog_timer_;
   Clock::time_point frame_deadline_ = Clock::time_point::max();
+  // Set on every read from the coarse clock (common/coarse_clock.h): idleness is judged in
+  // hundreds of milliseconds, and a precise read per read was ~13 ns of each operation.
   Clock::time_point last_activity_;
   Clock::time_point last_park_check_;
   ReadSide client_side_, upstream_side_;

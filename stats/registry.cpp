@@ -1,11 +1,10 @@
 #include "stats/registry.h"
 
-#include <time.h>
-
 #include <algorithm>
 
 #include "stats/process_metrics.h"
 #include "common/bounded_name.h"
+#include "common/coarse_clock.h"
 #include "common/query_shape.h"
 #include "protocol/command_kind.h"
 #include "stats/render.h"
@@ -142,11 +141,7 @@ std::string sampleOf(const bson_t* body) {
 
 }  // namespace
 
-int64_t coarseNowMs() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
-}
+int64_t coarseNowMs() { return common::coarseRealtimeMs(); }
 
 // ---------------------------------------------------------------- Recorder
 
