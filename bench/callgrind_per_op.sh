@@ -1,6 +1,6 @@
 #!/bin/bash
 # usage: bash bench/callgrind_per_op.sh fwd|full SHARDSCOPE_BIN PORT_BASE OUT_PREFIX (issue 29: instructions per operation)
-#   Runs the proxy under callgrind with the bench's closed-loop load (16 connections, 6 s,
+#   Runs the proxy under callgrind with the bench's closed-loop load (CONNS connections, default 16; 6 s,
 #   find=70,insert=10,update=10,getmore=10) and prints ops done; profile in OUT_PREFIX.<kind>.out*
 #   Instructions per op = (inclusive Ir of a function) / (ops/s * 6).
 #   CALLGRIND_EXTRA="--cache-sim=yes" adds simulated cache misses (D1mr/D1mw/DLmr/DLmw) per function.
@@ -18,7 +18,7 @@ env -u SHARDSCOPE_CACHE valgrind --tool=callgrind --callgrind-out-file=$OUT.$kin
 for i in $(seq 300); do sleep 0.2; ss -ltn | grep -q 127.0.0.1:$((P+1)) && break; done
 sleep 1
 callgrind_control -z $px >/dev/null 2>&1
-$B/shardscope-loadgen --label $kind --target 127.0.0.1:$((P+1)) --connections 16 --depth 1 --warmup 0 --duration 6 --mix find=70,insert=10,update=10,getmore=10 > $OUT.$kind.lg.txt 2>&1
+$B/shardscope-loadgen --label $kind --target 127.0.0.1:$((P+1)) --connections ${CONNS:-16} --depth 1 --warmup 0 --duration 6 --mix find=70,insert=10,update=10,getmore=10 > $OUT.$kind.lg.txt 2>&1
 callgrind_control -d $px >/dev/null 2>&1
 sleep 1
 kill $px; wait $px; kill $up; wait $up
