@@ -38,10 +38,6 @@ int64_t nowMicros() {
       .count();
 }
 
-// The same clock to its last tick (common/coarse_clock.h): enough to tell when a batch is due (a
-// read records no time, only the batch's age needs one).
-int64_t coarseNowMicros() { return common::coarseRealtimeMicros(); }
-
 std::string_view bytesOf(const bson_t& b) { return {reinterpret_cast<const char*>(bson_get_data(&b)), b.len}; }
 
 constexpr uint32_t kMaxObservedStatements = 100'000;
@@ -686,7 +682,8 @@ ReplyTicket Observer::observe(const protocol::CommandView& view, std::string_vie
   m.ticket = {};
   // Inserts and writes stamp the documents they commit; the other kinds only check the batch's age.
   const bool stamps = kind == CommandKind::Insert || kind == CommandKind::Update || kind == CommandKind::Delete;
-  const int64_t now = stamps ? nowMicros() : coarseNowMicros();
+  // A read records no time: the coarse clock tells when the batch is due.
+  const int64_t now = stamps ? nowMicros() : common::coarseRealtimeMicros();
   const size_t before = m.tb->batch->events.size(), repeats_before = m.tb->repeats;
   m.statements = 0;
   if (!shapes) {

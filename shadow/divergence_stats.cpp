@@ -4,6 +4,7 @@
 #include <map>
 
 #include "common/bounded_name.h"
+#include "common/coarse_clock.h"
 #include "stats/prometheus_writer.h"
 #include "common/query_shape.h"
 #include "stats/registry.h"
@@ -98,7 +99,7 @@ void DivergenceTable::onCompared(uint64_t hash, const ReplySummary& primary, con
   for (size_t b = 0; b < kDivergenceKinds; ++b)
     if (kinds & (1u << b)) ++s->by_kind[b];
   if (s->examples.size() < max_examples_)
-    s->examples.push_back({stats::coarseNowMs(), kinds, std::move(detail), std::string(commandJson)});
+    s->examples.push_back({common::coarseRealtimeMs(), kinds, std::move(detail), std::string(commandJson)});
 }
 
 std::vector<ShapeDivergence> DivergenceTable::snapshot() const {

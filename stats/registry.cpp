@@ -141,11 +141,9 @@ std::string sampleOf(const bson_t* body) {
 
 }  // namespace
 
-int64_t coarseNowMs() { return common::coarseRealtimeMs(); }
-
 // ---------------------------------------------------------------- Recorder
 
-Recorder::Recorder(Registry& registry) : registry_(registry), opened_ms_(coarseNowMs()) {
+Recorder::Recorder(Registry& registry) : registry_(registry), opened_ms_(common::coarseRealtimeMs()) {
   std::lock_guard lock(registry_.mutex_);
   id_ = registry_.next_recorder_id_++;
   registry_.recorders_.push_back(this);
@@ -203,7 +201,7 @@ OpHandle Recorder::record(uint64_t hash, std::string_view ns, std::string_view c
     if (auto s = cache.slot_by_shape.find(shapeId); s != cache.slot_by_shape.end()) {
       slot = s->second;
     } else if (tally.slots_.size() >= registry_.options_.max_shapes_per_tally) {
-      registry_.recordShared(shapeId, target, bytesIn, coarseNowMs());
+      registry_.recordShared(shapeId, target, bytesIn, common::coarseRealtimeMs());
       countRequest(target, static_cast<size_t>(hostsTargeted(target, static_cast<uint32_t>(routing::shardCount(target.shards)))),
                    bytesIn);
       return {nullptr, shapeId, true};
@@ -226,7 +224,7 @@ OpHandle Recorder::record(uint64_t hash, std::string_view ns, std::string_view c
       recent = {hash, slot};
     }
   }
-  int64_t now = coarseNowMs();
+  int64_t now = common::coarseRealtimeMs();
   std::string sample = sampleSource ? sampleOf(sampleSource) : std::string();
   refreshShardIds(tally);
   size_t hosts;
@@ -359,7 +357,7 @@ void Recorder::onDecodeError() {
 // ---------------------------------------------------------------- Registry
 
 Registry::Registry(StatsOptions options)
-    : options_(options), started_ms_(coarseNowMs()), reset_ms_(started_ms_) {}
+    : options_(options), started_ms_(common::coarseRealtimeMs()), reset_ms_(started_ms_) {}
 
 Registry::~Registry() = default;
 
@@ -507,12 +505,12 @@ void Registry::reset() {
   shared_shard_ops_.clear();
   shared_ns_shards_.clear();
   overflow_lookups_ = 0;
-  reset_ms_ = coarseNowMs();
+  reset_ms_ = common::coarseRealtimeMs();
 }
 
 Snapshot Registry::snapshot() const {
   Snapshot snap;
-  snap.nowMs = coarseNowMs();
+  snap.nowMs = common::coarseRealtimeMs();
   snap.startedMs = started_ms_;
   snap.recordValues = options_.record_values;
   snap.maxShapesPerNamespace = options_.max_shapes_per_namespace;

@@ -255,7 +255,4 @@ class Registry {
   uint64_t overflow_lookups_ = 0;  // shapes turned into `other` (per tally that met them)
 };
 
-// Wall clock in unix ms from a coarse clock (a few ns; ms resolution is enough for first/last seen).
-int64_t coarseNowMs();
-
 }  // namespace shardscope::stats
