@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 #include "common/command_fields.h"
 #include "protocol/hello.h"
@@ -71,11 +72,19 @@ void Pipeline::releaseIdle() {
   releaseIfLarge(rerun_batch_, 0), releaseIfLarge(confirm_message_, 0), releaseIfLarge(stream_head_, 0);
   rewritten_.reset();
   shape_.release();
+  scratch_written_[0] = scratch_written_[1] = false;  // every buffer above is empty
 }
 
 // ---- request path ----------------------------------------------------------------------------
 
 RequestAction Pipeline::onRequest(std::span<uint8_t> frame) {
+  RequestAction action = decideRequest(frame);
+  noteScratch(action.to_client.empty() && action.to_upstream.data() == frame.data() &&
+              action.to_upstream.size() == frame.size());
+  return action;
+}
+
+RequestAction Pipeline::decideRequest(std::span<uint8_t> frame) {
   std::span<uint8_t> message = frame;
   std::optional<Compressor> clientCompressor;
   if (protocol::readHeader(frame.data()).opCode == static_cast<int32_t>(OpCode::Compressed)) {
@@ -258,6 +267,7 @@ void Pipeline::finishStreamedRequest() {
 }
 
 RequestAction Pipeline::onStreamedRequest() {
+  noteScratch(false);  // the pending limit's answer, a fault's
   auto action = onDecodedRequest(stream_head_, std::nullopt);
   // Documents to the observers: registered with its last document (finishStreamedRequest), so a
   // fault or the pending limit (answered here, nothing upstream) leaves nothing to register.
@@ -477,6 +487,12 @@ RequestAction Pipeline::injectFault(const protocol::CommandView& view, std::stri
 // ---- reply path ------------------------------------------------------------------------------
 
 ReplyAction Pipeline::onReply(std::span<uint8_t> frame) {
+  ReplyAction action = decideReply(frame);
+  noteScratch(action.resend.empty() && action.to_client.data() == frame.data() && action.to_client.size() == frame.size());
+  return action;
+}
+
+ReplyAction Pipeline::decideReply(std::span<uint8_t> frame) {
   std::span<uint8_t> message = frame;
   if (protocol::readHeader(frame.data()).opCode == static_cast<int32_t>(OpCode::Compressed)) {
     if (size_t declared = protocol::declaredMessageSize(frame); declared >= settings_.large_message_bytes)
@@ -542,6 +558,7 @@ Pipeline::StreamPlan Pipeline::planStreamedReply(std::span<const uint8_t> prefix
 }
 
 void Pipeline::onStreamedReply(std::span<uint8_t> message, uint32_t wireBytes, bool summary) {
+  noteScratch(false);  // rare (large replies): not worth proving it writes none
   const auto header = protocol::readHeader(message.data());
   if (!summary) {
     pending_.take(header.responseTo, false, header.requestId);
@@ -619,6 +636,7 @@ std::span<const uint8_t> Pipeline::toClient(std::span<const uint8_t> message, co
 // ---- memory bounds ---------------------------------------------------------------------------
 
 void Pipeline::releaseLargeBuffers(bool fromClient) {
+  if (!std::exchange(scratch_written_[fromClient ? 0 : 1], false)) return;
   const size_t kept = settings_.kept_buffer_bytes;
   if (fromClient) {
     releaseIfLarge(request_plain_, kept), releaseIfLarge(request_rewritten_, kept), releaseIfLarge(request_wire_, kept);
@@ -629,6 +647,7 @@ void Pipeline::releaseLargeBuffers(bool fromClient) {
 }
 
 size_t Pipeline::largeBufferBytes() const {
+  if (!scratch_written_[0] && !scratch_written_[1]) return 0;  // each released since it was written
   const size_t kept = settings_.kept_buffer_bytes;
   return largeCapacity(request_plain_, kept) + largeCapacity(request_rewritten_, kept) +
          largeCapacity(request_wire_, kept) + largeCapacity(reply_plain_, kept) +

@@ -129,10 +129,19 @@ class Pipeline {
 
   const PendingOps& pending() const { return pending_; }
   // Memory bounds: the scratch buffers of one direction, released when large, and their total.
+  // Both skip a direction whose buffers no message wrote since its last release (scratch_written_).
   void releaseLargeBuffers(bool fromClient);
   size_t largeBufferBytes() const;
 
  private:
+  RequestAction decideRequest(std::span<uint8_t> frame);
+  ReplyAction decideReply(std::span<uint8_t> frame);
+  // A message goes on as the very bytes that came (decoded in place, nothing answered, nothing
+  // re-sent) only when no step wrote a scratch buffer: decompression, rewrites, compression, answers
+  // and re-runs each send their own buffer. Anything else marks both directions' buffers written.
+  void noteScratch(bool forwardedAsIs) {
+    if (!forwardedAsIs) scratch_written_[0] = scratch_written_[1] = true;
+  }
   RequestAction onOpMsgRequest(std::span<uint8_t> message, std::optional<protocol::Compressor> clientCompressor);
   RequestAction onQueryRequest(std::span<uint8_t> message);
   // An OP_MSG request once msg_ and view_ hold it, decoded and valid.
@@ -186,8 +195,13 @@ class Pipeline {
   Settings settings_;
   Environment& env_;
   stats::Recorder& recorder_;
-  std::vector<Observer*> observers_;
   PendingOps pending_;
+  // Per direction (requests, replies): whether a scratch buffer below may hold more than
+  // kept_buffer_bytes. Most operations write none (noteScratch), and checking the buffers' sizes
+  // after each read ~10 cache lines that other connections had made cold (issue 29). On the line
+  // of pending_ and observers_' begin and end, which every request and reply reads.
+  bool scratch_written_[2] = {false, false};
+  std::vector<Observer*> observers_;
   ShapeCache shape_;
 
   // Scratch buffers reused for every message: no allocation per op once warmed up.

@@ -188,6 +188,12 @@ class Session : public std::enable_shared_from_this<Session> {
   bool draining_ = false;
   bool closed_ = false;
   BudgetShare budget_share_;  // this connection's large buffers in the proxy-wide budget
+  // Whether a buffer of this session (frame buffers, outboxes, a streamed insert's document) may
+  // hold more than kKeptBufferBytes without a charge saying so: an outbox that piled up messages, a
+  // streamed message's buffers. A frame buffer grows past it only for a message admitted against
+  // the budget (charged) and the pipeline says for its own (largeBufferBytes), so most operations
+  // skip summing the buffers (releaseLargeBuffers).
+  bool large_possible_ = false;
   Outbox upstream_out_;
   Outbox client_out_;
   bool flush_posted_ = false;  // posted, or in flush_batch_
