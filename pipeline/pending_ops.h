@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -57,24 +58,26 @@ struct ObserverSlot {
 struct PendingOp {
   static constexpr size_t kObserverSlots = 8;  // observers per connection (Pipeline::addObserver checks)
 
+  // What every reply reads comes first, the shard set and the observers' slots last: a reply is
+  // handled where its record lies, and reads only the lines it needs of it (issue 29).
   int32_t request_id = 0;
+  int32_t client_request_id = 0;           // a proxy-issued re-run: the reply answers this client id
   std::chrono::steady_clock::time_point start;
   stats::OpHandle stats;
-  routing::ShardSet shards;
-  bool sharded = false;        // targeting used a routing table: learn cursors from the reply
   int64_t get_more_cursor = 0; // a getMore's cursor: forgotten when the reply says it is exhausted
+  bool sharded = false;        // targeting used a routing table: learn cursors from the reply
   bool first_hello = false;    // the reply carries the compression negotiation
   bool never_compress = false; // hello / auth replies travel uncompressed
   bool long_poll = false;      // a streaming hello (maxAwaitTimeMS): a monitor waiting, not work in flight
+  bool discard_reply = false;  // a proxy-issued killCursors: nobody waits for its reply
+  bool injected_fault = false; // answered by the sidecar itself (fault injection)
   std::optional<protocol::Compressor> reply_compressor;  // the client wrote compressed: answer in kind
   std::shared_ptr<rewrite::LookupIndex> lookup;  // the namespace has a lookup rule: learn from the reply
   std::shared_ptr<RewriteState> rewrite;   // set when this request was rewritten
   std::shared_ptr<rewrite::ReplyLearning> learning;  // what the reply may teach the lookup rule
   std::shared_ptr<RewriteState> fell_back;  // a re-run: the rewrite it replaces (its reply judges the mapping)
-  bool discard_reply = false;              // a proxy-issued killCursors: nobody waits for its reply
-  int32_t client_request_id = 0;           // a proxy-issued re-run: the reply answers this client id
-  bool injected_fault = false;             // answered by the sidecar itself (fault injection)
   std::shared_ptr<RewriteState> confirming;  // a proxy-issued read confirming a retryable write's mapping
+  routing::ShardSet shards;
   std::array<ObserverSlot, kObserverSlots> slots{};  // one per observer, by Observer::slot()
 
   // The id of the client's request that this op answers (a re-run answers the original's).
@@ -116,6 +119,13 @@ class PendingOps {
       return op;
     }
     return op;
+  }
+  // Removes the op find() returned (no pointer into the list is kept across an add()).
+  void erase(const PendingOp* op) {
+    const size_t i = static_cast<size_t>(op - ops_.data());
+    if (i >= ops_.size()) throw std::logic_error("PendingOps::erase: not an op of this list");
+    if (i + 1 != ops_.size()) ops_[i] = std::move(ops_.back());
+    ops_.pop_back();
   }
   PendingOp* find(int32_t requestId) {
     for (auto& op : ops_)

@@ -519,24 +519,38 @@ ReplyAction Pipeline::decideReply(std::span<uint8_t> frame) {
       bodyPtr = &body;
   }
 
-  auto op = pending_.take(header.responseTo, moreToCome, header.requestId);
-  if (!op) return {toClient(message, nullptr), {}};  // a reply to nothing we track: pass it on
-  if (op->discard_reply) return {};                   // the proxy's own killCursors
+  PendingOp* found = pending_.find(header.responseTo);
+  if (!found) return {toClient(message, nullptr), {}};  // a reply to nothing we track: pass it on
+  // A rewrite's reply may add pending ops (its re-run, a killCursors, the confirmed write), and an
+  // exhaust reply keeps its op: those take it out first. Any other reply is handled where its op
+  // lies (moving ~400 bytes out read every line of it), then its op is erased.
+  if (moreToCome || found->rewrite || found->fell_back || found->confirming) {
+    const auto op = pending_.take(header.responseTo, moreToCome, header.requestId);
+    return answerReply(*op, frame, message, bodyPtr, moreToCome);
+  }
+  ReplyAction action = answerReply(*found, frame, message, bodyPtr, false);
+  pending_.erase(found);
+  return action;
+}
+
+ReplyAction Pipeline::answerReply(const PendingOp& op, std::span<uint8_t> frame, std::span<uint8_t> message,
+                                  const bson_t* bodyPtr, bool moreToCome) {
+  if (op.discard_reply) return {};  // the proxy's own killCursors
   // The reply's one parse: every step below and every observer reads these facts. Forwarding
   // only, nothing reads them, and the parse (~1.3k instructions per reply) is skipped.
-  const protocol::ReplyFacts facts = readsReply(*op) ? protocol::readReplyFacts(bodyPtr) : protocol::ReplyFacts{};
-  if (op->confirming) return {{}, afterConfirmingRead(*op, facts)};  // the proxy's own confirming read
-  if (bodyPtr) learnFromReply(*op, facts);
-  if (!moreToCome && (op->rewrite || op->fell_back))
-    if (auto rerun = verifyRewrite(*op, facts); !rerun.empty()) return {{}, rerun};
+  const protocol::ReplyFacts facts = readsReply(op) ? protocol::readReplyFacts(bodyPtr) : protocol::ReplyFacts{};
+  if (op.confirming) return {{}, afterConfirmingRead(op, facts)};  // the proxy's own confirming read
+  if (bodyPtr) learnFromReply(op, facts);
+  if (!moreToCome && (op.rewrite || op.fell_back))
+    if (auto rerun = verifyRewrite(op, facts); !rerun.empty()) return {{}, rerun};
   if (!moreToCome)
-    notifyReply(*op, Reply{.kind = Reply::Kind::Answer, .message = message, .facts = &facts,
-                           .wire_bytes = static_cast<uint32_t>(frame.size()), .latency_ns = nanosSince(op->start)});
+    notifyReply(op, Reply{.kind = Reply::Kind::Answer, .message = message, .facts = &facts,
+                          .wire_bytes = static_cast<uint32_t>(frame.size()), .latency_ns = nanosSince(op.start)});
   // A re-run's reply answers the client's original request.
-  if (op->client_request_id) protocol::setResponseTo(message, op->client_request_id);
+  if (op.client_request_id) protocol::setResponseTo(message, op.client_request_id);
   std::span<const uint8_t> out = message;
-  if (op->first_hello && bodyPtr) out = rewriteHelloReply(message, bodyPtr);
-  return {toClient(out, &*op), {}};
+  if (op.first_hello && bodyPtr) out = rewriteHelloReply(message, bodyPtr);
+  return {toClient(out, &op), {}};
 }
 
 Pipeline::StreamPlan Pipeline::planStreamedReply(std::span<const uint8_t> prefix, size_t messageSize) {

@@ -142,6 +142,9 @@ class Pipeline {
   void noteScratch(bool forwardedAsIs) {
     if (!forwardedAsIs) scratch_written_[0] = scratch_written_[1] = true;
   }
+  // A reply to `op` (a tracked request), decoded: what goes to the client or upstream.
+  ReplyAction answerReply(const PendingOp& op, std::span<uint8_t> frame, std::span<uint8_t> message,
+                          const bson_t* bodyPtr, bool moreToCome);
   RequestAction onOpMsgRequest(std::span<uint8_t> message, std::optional<protocol::Compressor> clientCompressor);
   RequestAction onQueryRequest(std::span<uint8_t> message);
   // An OP_MSG request once msg_ and view_ hold it, decoded and valid.
