@@ -63,6 +63,8 @@ std::shared_ptr<Observer> Evaluator::newObserver() {
   return std::make_shared<Observer>(*this, options_.flush_every_ops, options_.flush_every_ms);
 }
 
+Observer Evaluator::observer() { return Observer(*this, options_.flush_every_ops, options_.flush_every_ms); }
+
 void Evaluator::handOver(ThreadBatch& tb, int64_t now) const {
   if (tb.batch) queue_->submit(tb.batch);
   tb.known_sorts.fill({});

@@ -58,6 +58,8 @@ class Evaluator {
   Evaluator& operator=(const Evaluator&) = delete;
 
   std::shared_ptr<Observer> newObserver();
+  // The same, made in place (a member of the connection's observer: one cache line less per operation).
+  Observer observer();
   void setCurrentKeys(std::shared_ptr<const routing::RoutingTable> table);
   // The lookup rewrites in force: candidates then show their targeted share after the rewrite too.
   void setLookupRules(std::vector<rewrite::LookupRule> rules);

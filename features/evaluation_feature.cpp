@@ -9,15 +9,15 @@
 namespace shardscope::features {
 namespace {
 
-// The evaluation's per-connection observer, owned by the connection.
+// The evaluation's per-connection observer, owned by the connection; its state lives in it (no
+// pointer to follow per operation).
 class EvaluationConnection final : public pipeline::Observer {
  public:
-  explicit EvaluationConnection(std::shared_ptr<evaluation::Observer> observer)
-      : observer_(std::move(observer)), adapter_(*observer_) {}
+  explicit EvaluationConnection(evaluation::Evaluator& evaluator) : observer_(evaluator.observer()), adapter_(observer_) {}
   void onRequest(const pipeline::Operation& op) override { adapter_.onRequest(op); }
   void onReply(const pipeline::PendingOp& op, const pipeline::Reply& reply) override { adapter_.onReply(op, reply); }
   void onClose() override { adapter_.onClose(); }
-  void onIdle() override { observer_->releaseIdle(); }
+  void onIdle() override { observer_.releaseIdle(); }
   bool needsReplyDocuments() const override { return adapter_.needsReplyDocuments(); }
   bool takesStreamedDocuments() const override { return adapter_.takesStreamedDocuments(); }
   void onStreamedDocument(std::string_view ns, std::span<const uint8_t> doc, bool first) override {
@@ -28,7 +28,7 @@ class EvaluationConnection final : public pipeline::Observer {
   void endDocumentPieces(std::string_view ns, bool first) override { adapter_.endDocumentPieces(ns, first); }
 
  private:
-  std::shared_ptr<evaluation::Observer> observer_;
+  evaluation::Observer observer_;
   pipeline::EvaluationObserver adapter_;
 };
 
@@ -86,7 +86,7 @@ void EvaluationFeature::stop() {
 
 std::unique_ptr<pipeline::Observer> EvaluationFeature::attach(const Connection&) {
   if (!evaluator_) return nullptr;
-  return std::make_unique<EvaluationConnection>(evaluator_->newObserver());
+  return std::make_unique<EvaluationConnection>(*evaluator_);
 }
 
 void EvaluationFeature::extendAdmin(admin::AdminExtension& ext) {
