@@ -120,10 +120,19 @@ class PendingOps {
     }
     return op;
   }
-  // Removes the op find() returned (no pointer into the list is kept across an add()).
-  void erase(const PendingOp* op) {
-    const size_t i = static_cast<size_t>(op - ops_.data());
-    if (i >= ops_.size()) throw std::logic_error("PendingOps::erase: not an op of this list");
+  // Where the op answering `responseTo` lies (npos: none), and its removal once handled in place.
+  // Nothing may be added or removed in between (an add may move every op): a reply whose handling
+  // adds ops takes its op out first (take).
+  static constexpr size_t npos = SIZE_MAX;
+  size_t indexOf(int32_t responseTo) const {
+    for (size_t i = 0; i < ops_.size(); ++i)
+      if (ops_[i].request_id == responseTo) return i;
+    return npos;
+  }
+  PendingOp& at(size_t i) { return ops_[i]; }
+  void erase(size_t i, int32_t requestId) {
+    if (i >= ops_.size() || ops_[i].request_id != requestId)
+      throw std::logic_error("PendingOps::erase: the list changed while a reply was handled in place");
     if (i + 1 != ops_.size()) ops_[i] = std::move(ops_.back());
     ops_.pop_back();
   }

@@ -519,17 +519,18 @@ ReplyAction Pipeline::decideReply(std::span<uint8_t> frame) {
       bodyPtr = &body;
   }
 
-  PendingOp* found = pending_.find(header.responseTo);
-  if (!found) return {toClient(message, nullptr), {}};  // a reply to nothing we track: pass it on
+  const size_t at = pending_.indexOf(header.responseTo);
+  if (at == PendingOps::npos) return {toClient(message, nullptr), {}};  // a reply to nothing we track: pass it on
   // A rewrite's reply may add pending ops (its re-run, a killCursors, the confirmed write), and an
   // exhaust reply keeps its op: those take it out first. Any other reply is handled where its op
   // lies (moving ~400 bytes out read every line of it), then its op is erased.
-  if (moreToCome || found->rewrite || found->fell_back || found->confirming) {
+  const PendingOp& found = pending_.at(at);
+  if (moreToCome || found.rewrite || found.fell_back || found.confirming) {
     const auto op = pending_.take(header.responseTo, moreToCome, header.requestId);
     return answerReply(*op, frame, message, bodyPtr, moreToCome);
   }
-  ReplyAction action = answerReply(*found, frame, message, bodyPtr, false);
-  pending_.erase(found);
+  ReplyAction action = answerReply(found, frame, message, bodyPtr, false);
+  pending_.erase(at, header.responseTo);
   return action;
 }
 
