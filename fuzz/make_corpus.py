@@ -9,6 +9,9 @@ format its target expects, so the fuzzer starts from the structure real drivers 
   query_shape      OP_MSG sections (kind-0 body + optional kind-1 sequences) of find, aggregate,
                    update, delete, count, distinct, findAndModify
   lookup_rewrite   u32 length + OP_MSG sections of a request on test.orders + a BSON reply
+  pipeline         a connection's conversation: [kind u8][length u16 LE][frame] records, even kinds
+                   client frames, odd kinds upstream replies (hello, rewrites and their fallbacks,
+                   a confirmed retryable write, compression both ways, exhaust getMore, writes)
   client_names     OP_MSG sections whose $db, collection, command and field names hold bytes
                    that are not UTF-8, controls, the text format's escapes, or 32 KB
   filter_intervals a BSON filter document
@@ -368,7 +371,57 @@ log: {level: debug}
     return out
 
 
-TARGETS = {"op_msg": op_msg_seeds, "query_shape": query_shape_seeds, "client_names": client_names_seeds,
+def pipeline_seeds() -> dict[str, bytes]:
+    """Conversations of one connection: records [kind u8][length u16 LE][frame]; even kind a client
+    frame, odd kind an upstream reply answering the request sent upstream kind // 2 before the latest."""
+    def req(frame: bytes) -> bytes:
+        return struct.pack("<BH", 0, len(frame)) + frame
+
+    def rep(frame: bytes, back: int = 0) -> bytes:
+        return struct.pack("<BH", 2 * back + 1, len(frame)) + frame
+
+    lsid = {"id": bson.Binary(b"\x02" * 16, 4)}
+    hello_reply = op_msg([("isWritablePrimary", True), ("msg", "isdbgrid"), ("maxWireVersion", 21),
+                          ("compression", ["zstd"]), ("ok", 1.0)], response_to=1)
+    def cursor(docs, cid=0) -> bytes:
+        return op_msg([("cursor", {"id": Int64(cid), "ns": "shop.orders", "firstBatch": docs}), ("ok", 1.0)])
+    by_order = [("find", "orders"), ("filter", {"orderId": "O1"}), ("$db", "shop")]
+    found = [{"_id": 1, "orderId": "O1", "customerId": "C0100"}]
+    ok_n = op_msg([("n", 1), ("ok", 1.0)])
+    return {
+        "hello_find": req(op_msg(HELLO, request_id=1)) + rep(hello_reply) + req(op_msg(FIND, request_id=2)) +
+                      rep(cursor(INSERT_DOCS)),
+        "rewrite_verified": req(op_msg(by_order, request_id=7)) + rep(cursor(found)),
+        "rewrite_fallback": req(op_msg(by_order, request_id=7)) + rep(cursor([])) + rep(cursor([])),
+        "rewrite_open_cursor": req(op_msg(by_order, request_id=7)) + rep(cursor([], cid=999)) +
+                               rep(op_msg([("cursorsKilled", [Int64(999)]), ("ok", 1.0)]), back=1) + rep(cursor(found)),
+        "retryable_update": req(op_msg([("update", "orders"), ("ordered", True), ("$db", "shop"), ("lsid", lsid),
+                                        ("txnNumber", Int64(1))],
+                                       [("updates", [{"q": {"orderId": "O1"}, "u": {"$set": {"status": "paid"}}}])], request_id=9)) +
+                            rep(cursor(found)) + rep(ok_n),
+        "compressed_both_ways": req(op_msg(HELLO, request_id=1)) + rep(hello_reply) +
+                                req(op_compressed(op_msg(FIND, request_id=3), "zstd")) +
+                                rep(op_compressed(cursor(INSERT_DOCS * 20), "zstd")) +
+                                req(op_compressed(op_msg(by_order, request_id=4), "snappy")) + rep(op_compressed(cursor([]), "zlib")) +
+                                rep(cursor(found)),
+        "cursor_getmore_exhaust": req(op_msg(FIND, request_id=2)) + rep(cursor(INSERT_DOCS, cid=123)) +
+                                  req(op_msg([("getMore", Int64(123)), ("collection", "orders"), ("$db", "shop")], flags=1 << 16,
+                                             request_id=3)) +
+                                  rep(op_msg([("cursor", {"id": Int64(123), "ns": "shop.orders", "nextBatch": INSERT_DOCS}),
+                                              ("ok", 1.0)], flags=2)) +
+                                  rep(op_msg([("cursor", {"id": Int64(0), "ns": "shop.orders", "nextBatch": []}), ("ok", 1.0)])),
+        "writes": req(op_msg(INSERT_BODY, [("documents", INSERT_DOCS)], request_id=5)) + rep(ok_n) +
+                  req(op_msg(UPDATE_BODY, [("updates", UPDATES)], request_id=6)) + rep(ok_n) +
+                  req(op_msg(DELETE_BODY, [("deletes", DELETES)], request_id=7)) + rep(ok_n),
+        "stale_config": req(op_msg(FIND, request_id=2)) +
+                        rep(op_msg([("ok", 0.0), ("code", 13388), ("codeName", "StaleConfig"), ("errmsg", "stale"),
+                                    ("ns", "shop.orders")])),
+        "legacy_hello": req(op_query("admin.$cmd", {"isMaster": 1, "compression": ["zlib"]}, request_id=1)) +
+                        rep(op_reply([{"ismaster": True, "maxWireVersion": 21, "compression": ["zlib"], "ok": 1.0}])),
+    }
+
+
+TARGETS = {"op_msg": op_msg_seeds, "pipeline": pipeline_seeds, "query_shape": query_shape_seeds, "client_names": client_names_seeds,
            "document_streams": document_streams_seeds,
            "lookup_rewrite": lookup_rewrite_seeds,
            "filter_intervals": filter_seeds, "routing_file": routing_file_seeds, "config": config_seeds}

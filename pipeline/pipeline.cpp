@@ -663,6 +663,10 @@ void Pipeline::releaseLargeBuffers(bool fromClient) {
 
 size_t Pipeline::largeBufferBytes() const {
   if (!scratch_written_[0] && !scratch_written_[1]) return 0;  // each released since it was written
+  return measureLargeBuffers();
+}
+
+size_t Pipeline::measureLargeBuffers() const {
   const size_t kept = settings_.kept_buffer_bytes;
   return largeCapacity(request_plain_, kept) + largeCapacity(request_rewritten_, kept) +
          largeCapacity(request_wire_, kept) + largeCapacity(reply_plain_, kept) +

@@ -132,6 +132,9 @@ class Pipeline {
   // Both skip a direction whose buffers no message wrote since its last release (scratch_written_).
   void releaseLargeBuffers(bool fromClient);
   size_t largeBufferBytes() const;
+  // The same sum, measured whatever the pipeline believes was written (tests and fuzzing hold
+  // largeBufferBytes to it).
+  size_t measureLargeBuffers() const;
 
  private:
   RequestAction decideRequest(std::span<uint8_t> frame);
