@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +39,19 @@ class FakeEnvironment : public Environment {
   }
   std::vector<std::string> stale_namespaces;
 };
+
+// The rule "shop.orders: orderId -> customerId", knowing the orders in `knownJson` (documents).
+inline std::shared_ptr<rewrite::LookupIndex> orderRule(std::initializer_list<const char*> knownJson = {}) {
+  rewrite::LookupRule rule;
+  std::string err;
+  EXPECT_TRUE(rewrite::parseLookupRule("shop.orders: orderId -> customerId", rule, err)) << err;
+  auto index = std::make_shared<rewrite::LookupIndex>(rule);
+  for (const char* json : knownJson) {
+    Doc known(json);
+    index->learnFromDocument(known.get());
+  }
+  return index;
+}
 
 struct SeenRequest {
   std::string command, ns, shape;

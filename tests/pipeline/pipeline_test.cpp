@@ -186,14 +186,7 @@ TEST_F(PipelineTest, InjectedFaultIsAnsweredByTheSidecar) {
 
 class RewriteTest : public PipelineTest {
  protected:
-  RewriteTest() {
-    rewrite::LookupRule rule;
-    std::string err;
-    EXPECT_TRUE(rewrite::parseLookupRule("shop.orders: orderId -> customerId", rule, err)) << err;
-    env.rule = std::make_shared<rewrite::LookupIndex>(rule);
-    Doc known(R"({"orderId": "O1", "customerId": "C0100"})");
-    env.rule->learnFromDocument(known.get());
-  }
+  RewriteTest() { env.rule = orderRule({R"({"orderId": "O1", "customerId": "C0100"})"}); }
 };
 
 TEST_F(RewriteTest, RewrittenOnceTargetedAsItRunsAndPassedWhenVerified) {

@@ -82,10 +82,7 @@ TEST_F(RequestStreamPlanTest, AnObserverALookupRuleOrUpstreamCompressionTakesItW
   auto insert = largeInsert();
   EXPECT_EQ(withObserver.planStreamedRequest(std::span(insert).first(Pipeline::kStreamRequestPrefixBytes), insert.size()), 0u);
 
-  rewrite::LookupRule rule;
-  std::string err;
-  ASSERT_TRUE(rewrite::parseLookupRule("shop.orders: orderId -> customerId", rule, err)) << err;
-  env.rule = std::make_shared<rewrite::LookupIndex>(rule);
+  env.rule = orderRule();
   EXPECT_EQ(plan(insert), 0u);
   EXPECT_NE(plan(largeInsert("payments")), 0u);  // the rule's namespace only
 }

@@ -12,10 +12,7 @@ class RewriteBudgetTest : public ::testing::Test {
  protected:
   RewriteBudgetTest() {
     env.table = routing::testing::loadData("orders_6shards.json");
-    rewrite::LookupRule rule;
-    std::string err;
-    EXPECT_TRUE(rewrite::parseLookupRule("shop.orders: orderId -> customerId", rule, err)) << err;
-    env.rule = std::make_shared<rewrite::LookupIndex>(rule);
+    env.rule = orderRule();
   }
   // `n` known orders over `customers` customers, and a find of all of them by $in.
   std::vector<uint8_t> knownOrdersFind(size_t n, size_t customers) {

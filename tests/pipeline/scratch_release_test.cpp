@@ -87,12 +87,7 @@ TEST_F(ScratchRelease, AReplyBufferIsReleasedAfterPlainRepliesPassed) {
 // A rewrite's fallback re-runs the client's original from the reply side's scratch: a large original
 // is held there until the reply side's release, whatever passed before it.
 TEST_F(ScratchRelease, ARerunOriginalIsReleasedByTheReplySide) {
-  rewrite::LookupRule rule;
-  std::string err;
-  ASSERT_TRUE(rewrite::parseLookupRule("shop.orders: orderId -> customerId", rule, err)) << err;
-  env.rule = std::make_shared<rewrite::LookupIndex>(rule);
-  Doc known(R"({"orderId": "O1", "customerId": "C0100"})");
-  env.rule->learnFromDocument(known.get());
+  env.rule = orderRule({R"({"orderId": "O1", "customerId": "C0100"})"});
 
   auto find = request(R"({"find": "orders", "filter": {"orderId": "O1"}, "comment": ")" + std::string(64 * 1024, 'z') +
                           R"(", "$db": "shop"})",
