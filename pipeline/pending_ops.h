@@ -101,25 +101,6 @@ class PendingOps {
     ops_.push_back(std::move(op));
     return true;
   }
-  // The op a reply answers; an exhaust reply (moreToCome) keeps it, re-keyed to the reply's id,
-  // because the next reply of the stream answers that id.
-  std::optional<PendingOp> take(int32_t responseTo, bool moreToCome, int32_t replyId) {
-    std::optional<PendingOp> op;
-    for (size_t i = 0; i < ops_.size(); ++i) {
-      if (ops_[i].request_id != responseTo) continue;
-      if (moreToCome) {  // the stream goes on: the op stays, and its copy answers this reply
-        op.emplace(ops_[i]);
-        ops_[i].request_id = replyId;
-        return op;
-      }
-      // Moved out, not copied: a copy would bump every shared_ptr's count (atomics) per reply.
-      op.emplace(std::move(ops_[i]));
-      if (i + 1 != ops_.size()) ops_[i] = std::move(ops_.back());
-      ops_.pop_back();
-      return op;
-    }
-    return op;
-  }
   // Where the op answering `responseTo` lies (npos: none), and its removal once handled in place.
   // Nothing may be added or removed in between (an add may move every op): a reply whose handling
   // adds ops takes its op out first (take).
@@ -133,13 +114,27 @@ class PendingOps {
   void erase(size_t i, int32_t requestId) {
     if (i >= ops_.size() || ops_[i].request_id != requestId)
       throw std::logic_error("PendingOps::erase: the list changed while a reply was handled in place");
-    if (i + 1 != ops_.size()) ops_[i] = std::move(ops_.back());
-    ops_.pop_back();
+    removeAt(i);
   }
   PendingOp* find(int32_t requestId) {
-    for (auto& op : ops_)
-      if (op.request_id == requestId) return &op;
-    return nullptr;
+    const size_t i = indexOf(requestId);
+    return i == npos ? nullptr : &ops_[i];
+  }
+  // The op a reply answers; an exhaust reply (moreToCome) keeps it, re-keyed to the reply's id,
+  // because the next reply of the stream answers that id.
+  std::optional<PendingOp> take(int32_t responseTo, bool moreToCome, int32_t replyId) {
+    std::optional<PendingOp> op;
+    const size_t i = indexOf(responseTo);
+    if (i == npos) return op;
+    if (moreToCome) {  // the stream goes on: the op stays, and its copy answers this reply
+      op.emplace(ops_[i]);
+      ops_[i].request_id = replyId;
+      return op;
+    }
+    // Moved out, not copied: a copy would bump every shared_ptr's count (atomics) per reply.
+    op.emplace(std::move(ops_[i]));
+    removeAt(i);
+    return op;
   }
   bool empty() const { return ops_.empty(); }
   void releaseIdle() {
@@ -160,6 +155,10 @@ class PendingOps {
   }
 
  private:
+  void removeAt(size_t i) {  // the last op takes its place: order does not matter
+    if (i + 1 != ops_.size()) ops_[i] = std::move(ops_.back());
+    ops_.pop_back();
+  }
   std::vector<PendingOp> ops_;
 };
 
