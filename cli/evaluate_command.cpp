@@ -1,7 +1,9 @@
 // `shardscope evaluate --from URL [--from URL ...] [--file PATH ...] [--from-collection URI
 // [--collection db.coll]] [--json]`: fetches each sidecar's /evaluate/sketches (HTTP or HTTPS) or
 // every live sidecar's published sketches from a collection, merges them and prints one evaluation.
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -91,19 +93,25 @@ int runEvaluate(const CLI::App& cmd, const EvaluateArgs& args) {
     std::fprintf(stderr, "shardscope evaluate: merging %zu live sidecar(s) from %s: %s\n", ids.size(),
                  args.collection.c_str(), list.c_str());
   }
-  size_t hashesOnly = 0, olderHashes = 0;
+  size_t hashesOnly = 0;
+  std::map<int32_t, size_t> byValueHashes;  // exports per kind of long-value hash
   for (const auto& s : sketches) {
     const ExportFacts facts = readExportFacts(s);
     hashesOnly += facts.hashes_only;
-    olderHashes += facts.value_hashes != evaluation::kValueHashesVersion;
+    ++byValueHashes[facts.value_hashes];
   }
+  // Exports of two kinds or more (whichever they are, this build's own or not): those outside the
+  // most common kind hash long values differently from the rest.
+  size_t largestKind = 0;
+  for (const auto& [version, count] : byValueHashes) largestKind = std::max(largestKind, count);
+  const size_t olderHashes = byValueHashes.size() > 1 ? sketches.size() - largestKind : 0;
   if (hashesOnly)
     std::fprintf(stderr,
                  "shardscope evaluate: note: %zu of %zu export(s) carry hashes and counts only (evaluation.allow_values "
                  "is off there): every figure comes from the facts each sidecar computed from its samples; only the "
                  "migration plan's ranged split points need values\n",
                  hashesOnly, sketches.size());
-  if (olderHashes && olderHashes < sketches.size())
+  if (olderHashes)
     std::fprintf(stderr,
                  "shardscope evaluate: note: %zu of %zu export(s) hash values of 1 KiB or more differently from the "
                  "others (sidecars of another version): a value that long seen by both kinds counts twice in distinct "

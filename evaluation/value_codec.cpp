@@ -6,6 +6,7 @@
 
 #include "common/bson_order.h"
 #include "common/query_shape.h"
+#include "evaluation/long_value_hash.h"
 
 namespace shardscope::evaluation {
 
@@ -221,51 +222,11 @@ uint64_t combineHash(uint64_t seed, uint64_t h) {
 namespace {
 
 // Values of 1 KiB or more (never a shard-key value before MongoDB 4.4, and never a useful one) are
-// hashed in four independent lanes: the single chain's multiply-shift-xor per 8 bytes is a latency
-// chain of ~6 cycles, the lanes run side by side at 2.3x its speed from 1 KiB (issue 19: a 16 MB
-// field; issue 29: an insertMany of 16 KB documents spent a third of its cycles here). The lanes and
-// the tail are combined, so every byte still counts and equal values hash equally. Exports say which
-// hashes they hold (kValueHashesVersion).
+// hashed with XXH3 (long_value_hash.h): the single chain's multiply-shift-xor per 8 bytes is a
+// latency chain of ~6 cycles, and a 16 MB field or an insertMany of 16 KB documents spent most of
+// the evaluation's cycles in it (issues 19, 29). Every byte still counts, and equal values hash
+// equally. Exports say which hashes they hold (kValueHashesVersion).
 constexpr size_t kLongValueBytes = 1024;
-
-constexpr uint64_t kLaneMul = 0x9E3779B97F4A7C15ull, kLaneMix = 0xC2B2AE3D27D4EB4Full;
-
-// The four lanes' start for `n` bytes, and `blocks` 32-byte blocks at `p` run through them: the one
-// definition hashLong and ValueHashStream share. The lanes are copied in and out so that they stay
-// in registers (stores through them could alias the bytes read through `p`).
-void startLanes(uint64_t (&lanes)[4], size_t n, uint64_t seed) {
-  lanes[0] = seed ^ (n * kLaneMul), lanes[1] = seed + kLaneMul, lanes[2] = seed + 2 * kLaneMul, lanes[3] = seed + 3 * kLaneMul;
-}
-
-void runLanes(uint64_t (&lanes)[4], const char* p, size_t blocks) {
-  uint64_t a = lanes[0], b = lanes[1], c = lanes[2], d = lanes[3];
-  auto step = [&](uint64_t& lane, const char* at) {
-    uint64_t w;
-    std::memcpy(&w, at, 8);
-    lane = (lane ^ (w * kLaneMul)) * kLaneMix;
-    lane ^= lane >> 29;
-  };
-  for (; blocks > 0; --blocks, p += 32) {  // four chains the CPU runs side by side
-    step(a, p);
-    step(b, p + 8);
-    step(c, p + 16);
-    step(d, p + 24);
-  }
-  lanes[0] = a, lanes[1] = b, lanes[2] = c, lanes[3] = d;
-}
-
-// The lanes and the tail (the last n % 32 bytes) combined.
-uint64_t endLanes(const uint64_t (&lanes)[4], std::string_view tail, uint64_t seed) {
-  return combineHash(combineHash(combineHash(combineHash(common::hashBytes(tail, seed), lanes[0]), lanes[1]), lanes[2]),
-                     lanes[3]);
-}
-
-uint64_t hashLong(const char* p, size_t n, uint64_t seed) {
-  uint64_t lanes[4];
-  startLanes(lanes, n, seed);
-  runLanes(lanes, p, n / 32);
-  return endLanes(lanes, std::string_view(p + n / 32 * 32, n % 32), seed);
-}
 
 uint64_t typeSeed(bson_type_t type) {
   return static_cast<uint64_t>(common::canonicalType(type) + 2) * 0x100000001B3ull;
@@ -273,7 +234,7 @@ uint64_t typeSeed(bson_type_t type) {
 
 // valueHash's hash of `n` bytes.
 uint64_t hashValueBytes(const void* p, size_t n, uint64_t seed) {
-  if (n >= kLongValueBytes) return hashLong(static_cast<const char*>(p), n, seed);
+  if (n >= kLongValueBytes) return longValueHash(p, n, seed);
   return common::hashBytes(std::string_view(static_cast<const char*>(p), n), seed);
 }
 
@@ -338,41 +299,20 @@ uint64_t valueHash(const bson_value_t& v) {
 
 void ValueHashStream::begin(bson_type_t type, size_t n, bson_subtype_t subtype) {
   type_ = type, subtype_ = subtype, seed_ = typeSeed(type);
-  n_ = n, fed_ = 0, blocks_ = 0, held_len_ = 0;
-  if (n_ >= kHeld) startLanes(lanes_, n_, seed_);
+  n_ = n, fed_ = 0, held_len_ = 0;
+  if (n_ >= kHeld) long_.reset(seed_);
 }
 
 void ValueHashStream::feed(const void* bytes, size_t len) {
-  const char* p = static_cast<const char*>(bytes);
   len = std::min(len, n_ - fed_);
   fed_ += len;
-  if (n_ < kHeld) {  // held whole, hashed at the end as valueHash hashes it
-    std::memcpy(held_ + held_len_, p, len);
-    held_len_ += len;
-    return;
-  }
-  const size_t blocks = n_ / 32;
-  while (len > 0) {
-    if (held_len_ == 0 && blocks_ < blocks && len >= 32) {  // whole blocks straight from the piece
-      const size_t k = std::min(len / 32, blocks - blocks_);
-      runLanes(lanes_, p, k);
-      blocks_ += k, p += 32 * k, len -= 32 * k;
-      continue;
-    }
-    // A block split across pieces is gathered first; after the last block, the tail (< 32 bytes).
-    const size_t take = blocks_ < blocks ? std::min(len, 32 - held_len_) : len;
-    std::memcpy(held_ + held_len_, p, take);
-    held_len_ += take, p += take, len -= take;
-    if (blocks_ < blocks && held_len_ == 32) {
-      runLanes(lanes_, held_, 1);
-      ++blocks_, held_len_ = 0;
-    }
-  }
+  if (n_ >= kHeld) return long_.update(bytes, len);
+  std::memcpy(held_ + held_len_, bytes, len);  // a short value is held whole, hashed at the end as valueHash hashes it
+  held_len_ += len;
 }
 
 uint64_t ValueHashStream::finish() const {
-  const std::string_view held(held_, held_len_);
-  const uint64_t h = n_ < kHeld ? common::hashBytes(held, seed_) : endLanes(lanes_, held, seed_);
+  const uint64_t h = n_ < kHeld ? common::hashBytes(std::string_view(held_, held_len_), seed_) : long_.digest();
   switch (type_) {  // as valueHash combines them
     case BSON_TYPE_DOCUMENT:
     case BSON_TYPE_ARRAY: return combineHash(hashValueBytes(&type_, sizeof type_, seed_), h);

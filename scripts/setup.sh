@@ -27,7 +27,7 @@ stage_time() {  # name start_seconds
 apt_packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates curl ccache
   libboost1.81-dev libmongoc-dev libbson-dev libspdlog-dev libfmt-dev libyaml-cpp-dev libcli11-dev
-  libsnappy-dev libzstd-dev zlib1g-dev libssl-dev python3-pip golang-go
+  libsnappy-dev libzstd-dev zlib1g-dev libssl-dev libxxhash-dev python3-pip golang-go
 )
 # Tests, fuzzing, sanitizers and benchmarks: the rest of the toolchain.
 ((demo)) || apt_packages+=(

@@ -1,0 +1,55 @@
+#include "evaluation/long_value_hash.h"
+
+#include "evaluation/long_value_hash_xxh3.h"
+
+#include <cstring>
+
+namespace shardscope::evaluation {
+
+#ifdef SHARDSCOPE_LONG_HASH_AVX2
+extern const LongValueHashImpl kLongValueHashAvx2;
+#endif
+
+namespace {
+
+constexpr LongValueHashImpl kBaseline = xxh3Impl("sse2");
+
+struct Available {
+  LongValueHashImpl impls[2];
+  size_t count = 0;
+  Available() {
+    impls[count++] = kBaseline;
+#ifdef SHARDSCOPE_LONG_HASH_AVX2
+    if (__builtin_cpu_supports("avx2")) impls[count++] = kLongValueHashAvx2;
+#endif
+  }
+};
+
+const Available& available() {
+  static const Available a;
+  return a;
+}
+
+// Chosen once: every value of the process is hashed by the same build.
+const LongValueHashImpl& inUse() {
+  static const LongValueHashImpl& impl = available().impls[available().count - 1];
+  return impl;
+}
+
+}  // namespace
+
+std::span<const LongValueHashImpl> longValueHashImpls() { return {available().impls, available().count}; }
+const LongValueHashImpl& longValueHashInUse() { return inUse(); }
+
+uint64_t longValueHash(const void* bytes, size_t n, uint64_t seed) { return inUse().hash(bytes, n, seed); }
+
+// Cleared first: XXH3's reset keeps the secret it derived for the state's previous seed, and this
+// state may share its bytes with other data (ValueHashStream's union) or hold another build's.
+void LongValueHashStream::reset(uint64_t seed) {
+  std::memset(state_, 0, sizeof state_);
+  inUse().reset(state_, seed);
+}
+void LongValueHashStream::update(const void* bytes, size_t n) { inUse().update(state_, bytes, n); }
+uint64_t LongValueHashStream::digest() const { return inUse().digest(state_); }
+
+}  // namespace shardscope::evaluation
