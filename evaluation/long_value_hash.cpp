@@ -20,6 +20,7 @@ struct Available {
   Available() {
     impls[count++] = kBaseline;
 #ifdef SHARDSCOPE_LONG_HASH_AVX2
+    __builtin_cpu_init();  // idempotent; needed when this runs before the runtime's own constructors
     if (__builtin_cpu_supports("avx2")) impls[count++] = kLongValueHashAvx2;
 #endif
   }
