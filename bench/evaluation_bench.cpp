@@ -190,7 +190,7 @@ void BM_RenderOrderService(benchmark::State& state) {
 BENCHMARK(BM_RenderOrderService)->Unit(benchmark::kMillisecond);
 
 // A long value's hash over 16 MB passing in 16 KiB pieces (the relay's chunk, in cache), with each
-// build this CPU runs (arg: its index in longValueHashImpls(); 0 = sse2, 1 = avx2). Issue 29: the four
+// build this CPU runs (arg: its index in longValueHashImpls(); 0 = baseline (SSE2), 1 = avx2). Issue 29: the four
 // scalar lanes before XXH3 took ~1.0 ms per 16 MB on this VM.
 void BM_LongValueHash(benchmark::State& state) {
   const auto impls = longValueHashImpls();

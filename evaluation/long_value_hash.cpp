@@ -12,7 +12,7 @@ extern const LongValueHashImpl kLongValueHashAvx2;
 
 namespace {
 
-constexpr LongValueHashImpl kBaseline = xxh3Impl("sse2");
+constexpr LongValueHashImpl kBaseline = xxh3Impl("baseline");
 
 struct Available {
   LongValueHashImpl impls[2];

@@ -1,6 +1,6 @@
 // The hash of values of 1 KiB or more: XXH3-64 (xxHash 0.8, BSD-2-Clause, compiled in from the
 // header of Debian's libxxhash-dev). XXH3's result is defined by the algorithm, not by the vector
-// width it runs at, so the AVX2 build (used where the CPU has AVX2) and the SSE2 build (elsewhere)
+// width it runs at, so the AVX2 build (used where the CPU has AVX2) and the baseline build (elsewhere)
 // agree bit for bit, and sidecars on different machines merge their sketches. Issue 29: the four
 // scalar lanes before it hashed 16 MB in ~1.0 ms on one core; XXH3 with AVX2 takes ~0.4 ms.
 #pragma once
@@ -31,7 +31,7 @@ struct LongValueHashImpl {
   void (*update)(void* state, const void* bytes, size_t n);
   uint64_t (*digest)(const void* state);
 };
-// The implementations this CPU can run ("sse2" always, "avx2" where built and supported), so that
+// The implementations this CPU can run ("baseline" always: SSE2 on x86-64; "avx2" where built and supported), so that
 // tests hold them to each other; and the one in use (the widest).
 std::span<const LongValueHashImpl> longValueHashImpls();
 const LongValueHashImpl& longValueHashInUse();
