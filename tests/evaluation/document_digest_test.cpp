@@ -153,7 +153,7 @@ uint64_t stringHash(const std::string& s) {
 }
 
 TEST(DocumentDigest, LongValuesHashEveryByte) {
-  // Values from 1 KiB are hashed in four lanes (the digest hashes a 16 MB field on the session's
+  // Values from 1 KiB are hashed with XXH3 (the digest hashes a 16 MB field on the session's
   // thread): equal values still hash equally and a change anywhere changes the hash.
   for (size_t size : {size_t{1024}, size_t{1024 + 31}, size_t{16000}, size_t{65536}, size_t{1} << 20}) {
     const std::string base(size, 'q');
