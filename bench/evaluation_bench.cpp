@@ -200,7 +200,7 @@ void BM_LongValueHash(benchmark::State& state) {
   std::vector<unsigned char> chunk(16 * 1024);
   for (size_t i = 0; i < chunk.size(); ++i) chunk[i] = static_cast<unsigned char>(i * 31 + 7);
   constexpr size_t kTotal = 16'000'000;
-  alignas(64) unsigned char hash_state[576] = {};
+  alignas(kLongValueHashStateAlign) unsigned char hash_state[kLongValueHashStateBytes] = {};
   for (auto _ : state) {
     impl.reset(hash_state, 0x9E3779B97F4A7C15ull);
     for (size_t done = 0; done < kTotal; done += chunk.size()) impl.update(hash_state, chunk.data(), chunk.size());

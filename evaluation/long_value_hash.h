@@ -12,6 +12,9 @@ namespace shardscope::evaluation {
 
 uint64_t longValueHash(const void* bytes, size_t n, uint64_t seed);
 
+// The bytes and alignment of a hash state in pieces (an XXH3_state_t; checked where it is used).
+inline constexpr size_t kLongValueHashStateBytes = 576, kLongValueHashStateAlign = 64;
+
 // longValueHash of bytes that pass in pieces: reset(seed), update with each piece, digest().
 class LongValueHashStream {
  public:
@@ -20,14 +23,14 @@ class LongValueHashStream {
   uint64_t digest() const;
 
  private:
-  alignas(64) unsigned char state_[576];  // an XXH3_state_t (its size is checked where it is used)
+  alignas(kLongValueHashStateAlign) unsigned char state_[kLongValueHashStateBytes];
 };
 
 // One built implementation of the same function.
 struct LongValueHashImpl {
   const char* name;
   uint64_t (*hash)(const void* bytes, size_t n, uint64_t seed);
-  void (*reset)(void* state, uint64_t seed);
+  void (*reset)(void* state, uint64_t seed);  // state: kLongValueHashStateBytes, aligned
   void (*update)(void* state, const void* bytes, size_t n);
   uint64_t (*digest)(const void* state);
 };

@@ -10,7 +10,8 @@
 namespace shardscope::evaluation {
 namespace {
 
-static_assert(sizeof(XXH3_state_t) <= 576 && alignof(XXH3_state_t) <= 64, "LongValueHashStream::state_ too small");
+static_assert(sizeof(XXH3_state_t) <= kLongValueHashStateBytes && alignof(XXH3_state_t) <= kLongValueHashStateAlign,
+              "kLongValueHashStateBytes holds no XXH3_state_t");
 
 constexpr LongValueHashImpl xxh3Impl(const char* name) {
   return LongValueHashImpl{

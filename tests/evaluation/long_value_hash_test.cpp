@@ -53,7 +53,7 @@ TEST(LongValueHash, EveryBuildAndEveryPieceSizeAgree) {
     const uint64_t expected = impls[0].hash(bytes.data(), n, seed);
     for (const auto& impl : impls) {
       EXPECT_EQ(impl.hash(bytes.data(), n, seed), expected) << impl.name << " n=" << n;
-      alignas(64) unsigned char state[576] = {};
+      alignas(kLongValueHashStateAlign) unsigned char state[kLongValueHashStateBytes] = {};
       impl.reset(state, seed);
       for (size_t at = 0; at < n;) {
         const size_t piece = std::min<size_t>(n - at, 1 + rng() % (rng() % 2 ? 40 : 20000));
