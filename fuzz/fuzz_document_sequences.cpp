@@ -1,9 +1,10 @@
 // libFuzzer: the sections after a streamed request's body (issue 29), checked as their bytes pass
 // (proxy/document_sequences_check.h), with and without collecting the "documents" sequence, and
-// with the collected documents read straight into their place as the session does. All three must
-// give decodeOpMsg's verdict on the whole message; a collected document must be valid BSON, and on
-// acceptance the collected documents must be exactly the sequence's. The input is the bytes after
-// the body; the cuts between pieces come from a hash of it, so a crash repeats.
+// with the collected documents read straight into their place (or taken from where they lie when
+// whole in one piece) as the session does. All three must give decodeOpMsg's verdict on the whole
+// message; a collected document must be valid BSON, and on acceptance the collected documents must
+// be exactly the sequence's. The input is the bytes after the body; the cuts between pieces come
+// from a hash of it, so a crash repeats.
 #include <bson/bson.h>
 
 #include <cstddef>
@@ -24,6 +25,8 @@ struct Sink final : proxy::DocumentSink {
     assembly.assign(bytes, 0);
     return assembly;
   }
+  bool takesInPlace(size_t) override { return in_place; }  // as the session: a whole one from where it lies
+  bool in_place = false;
   void endDocument(std::span<const uint8_t> doc) override {
     if (!protocol::isValidBson(doc)) __builtin_trap();
     documents.emplace_back(doc.begin(), doc.end());
@@ -87,6 +90,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::span<const uint8_t> tail(message.data() + head, size);
   for (Mode mode : {Mode::Check, Mode::Collect, Mode::InPlace}) {
     Sink sink;
+    sink.in_place = mode == Mode::InPlace;
     if (streams(tail, seed, mode, sink) != expected) __builtin_trap();
     if (!expected || mode == Mode::Check) continue;
     std::vector<std::vector<uint8_t>> decoded;

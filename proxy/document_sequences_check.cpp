@@ -69,6 +69,16 @@ bool DocumentSequencesCheck::feed(std::span<const uint8_t> bytes) {
 }
 
 bool DocumentSequencesCheck::collect(std::span<const uint8_t> bytes, size_t& taken) {
+  if (document_have_ == 0 && bytes.size() >= 4) {
+    // The whole document is here (a relay chunk holds several 16 KB documents' worth): no copy.
+    const int32_t size = protocol::loadInt32(bytes.data());
+    if (size >= 5 && static_cast<size_t>(size) <= bytes.size() && sink_->takesInPlace(static_cast<size_t>(size))) {
+      taken = static_cast<size_t>(size);
+      if (!documents_.feed(bytes.first(taken)) || !documents_.atDocumentBoundary()) return false;
+      sink_->endDocument(bytes.first(taken));
+      return true;
+    }
+  }
   if (document_have_ < 4) {  // its size field first
     taken = std::min(bytes.size(), static_cast<size_t>(4 - document_have_));
     std::memcpy(document_size_ + document_have_, bytes.data(), taken);

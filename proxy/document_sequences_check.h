@@ -7,7 +7,8 @@
 // With a sink, the documents of one sequence (a streamed insert's "documents") are also assembled
 // one at a time and handed over complete and valid, so the observers see each document without the
 // message held whole: memory is one document, never the message. A sink may also take a document
-// in pieces as they pass (one 16 MB document can be the whole message): then nothing is held.
+// in pieces as they pass (one 16 MB document can be the whole message): then nothing is held. A
+// document that lies whole in the bytes of one feed can be taken from there, not copied.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -27,7 +28,10 @@ class DocumentSink {
   // (exactly `bytes` long), or an empty span to take it in pieces instead. May throw to refuse it
   // (the memory budget) before any of it is kept.
   virtual std::span<uint8_t> beginDocument(size_t bytes) = 0;
-  // The document, complete and valid BSON (in the span beginDocument gave).
+  // The next document, of `bytes`, lies whole in the bytes being fed: true to have it checked and
+  // handed to endDocument from there (a view valid during the call), with no beginDocument.
+  virtual bool takesInPlace(size_t /*bytes*/) { return false; }
+  // The document, complete and valid BSON (in the span beginDocument gave, or in place).
   virtual void endDocument(std::span<const uint8_t> doc) = 0;
   // A document taken in pieces: each in order (from its length field on; not yet checked beyond
   // what came before), then, once it proved complete and valid, endDocumentPieces.

@@ -568,6 +568,8 @@ awaitable<void> Session::relayRequest(size_t size, size_t headBytes) {
       if (!s_.document_in_) s_.document_in_ = std::make_unique<FrameBuffer>(s_.ctx_.config.max_message_size, &s_.ctx_.warm_buffers);
       return s_.document_in_->writable(bytes).first(bytes);  // a large one: warm memory, huge pages
     }
+    // One already in the relay chunk needs no memory of its own (smaller than a piece-taken one).
+    bool takesInPlace(size_t bytes) override { return bytes < pipeline::Pipeline::kDocumentPiecesFromBytes; }
     void endDocument(std::span<const uint8_t> doc) override { s_.pipeline_.onStreamedDocument(doc); }
     void documentPiece(std::span<const uint8_t> piece) override { s_.pipeline_.onDocumentPiece(piece); }
     void endDocumentPieces() override { s_.pipeline_.endDocumentPieces(); }

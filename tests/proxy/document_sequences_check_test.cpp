@@ -78,19 +78,30 @@ bool decodes(const Bytes& bytes) {
 }
 
 // Collects what the check hands over of the "documents" sequence (a streamed insert's, issue 29).
+// With `in_place`, a document that lies whole in one feed is taken from there, as the session does.
 struct CollectingSink final : DocumentSink {
+  explicit CollectingSink(bool in_place = false) : in_place(in_place) {}
   std::span<uint8_t> beginDocument(size_t bytes) override {
     assembly.assign(bytes, 0xEE);  // a fresh buffer each time: a byte left unwritten shows
     ++begun;
+    assembling = true;
     return assembly;
   }
+  bool takesInPlace(size_t) override { return in_place; }
   void endDocument(std::span<const uint8_t> doc) override {
-    EXPECT_EQ(doc.data(), assembly.data());
-    EXPECT_EQ(doc.size(), assembly.size());
+    if (assembling) {
+      EXPECT_EQ(doc.data(), assembly.data());
+      EXPECT_EQ(doc.size(), assembly.size());
+    } else {
+      ++taken_in_place;
+    }
+    assembling = false;
     documents.emplace_back(doc.begin(), doc.end());
   }
+  const bool in_place;
+  bool assembling = false;
   Bytes assembly;
-  int begun = 0;
+  int begun = 0, taken_in_place = 0;
   std::vector<Bytes> documents;
 };
 
@@ -141,7 +152,7 @@ bool streamsInPlace(const Message& m, std::mt19937& rng, CollectingSink& sink) {
 
 TEST(DocumentSequencesCheck, AgreesWithTheWholeMessageDecodeOnGeneratedAndMutatedMessages) {
   std::mt19937 rng(29);
-  int accepted = 0, refused = 0;
+  int accepted = 0, refused = 0, taken_whole = 0;
   for (int i = 0; i < 3000; ++i) {
     Message m = message(rng, 1 + static_cast<int>(rng() % 3));
     if (i % 3) {  // mutate one to three bytes after the body
@@ -156,16 +167,29 @@ TEST(DocumentSequencesCheck, AgreesWithTheWholeMessageDecodeOnGeneratedAndMutate
       // documents, each complete and valid, in order (a refused message: only valid ones).
       CollectingSink sink;
       ASSERT_EQ(streams(m, cut, rng, &sink), expected) << "collecting, message " << i << ", pieces of " << cut;
-      if (expected) ASSERT_EQ(sink.documents, decodedDocuments(m.bytes)) << "message " << i;
-      for (const Bytes& doc : sink.documents) ASSERT_TRUE(validBson(doc)) << "message " << i;
+      if (expected) {
+        ASSERT_EQ(sink.documents, decodedDocuments(m.bytes)) << "message " << i;
+      }
+      for (const Bytes& doc : sink.documents) {
+        ASSERT_TRUE(validBson(doc)) << "message " << i;
+      }
       ASSERT_LE(sink.begun - static_cast<int>(sink.documents.size()), 1);  // at most one document cut short
     }
-    CollectingSink inPlace;
-    ASSERT_EQ(streamsInPlace(m, rng, inPlace), expected) << "read in place, message " << i;
-    if (expected) ASSERT_EQ(inPlace.documents, decodedDocuments(m.bytes)) << "read in place, message " << i;
+    for (bool whole : {false, true}) {  // and documents whole in one feed taken from there
+      CollectingSink inPlace(whole);
+      ASSERT_EQ(streamsInPlace(m, rng, inPlace), expected) << "read in place, message " << i << ", whole " << whole;
+      if (expected) {
+        ASSERT_EQ(inPlace.documents, decodedDocuments(m.bytes)) << "read in place, message " << i;
+      }
+      for (const Bytes& doc : inPlace.documents) {
+        ASSERT_TRUE(validBson(doc)) << "message " << i;
+      }
+      taken_whole += inPlace.taken_in_place;
+    }
   }
   EXPECT_GT(accepted, 1000);  // both verdicts are exercised
   EXPECT_GT(refused, 500);
+  EXPECT_GT(taken_whole, 1000);  // and both ways of taking a document
 }
 
 TEST(DocumentSequencesCheck, RefusesWhatTheDecodeRefuses) {
