@@ -4,6 +4,7 @@
 
 #include "protocol/bson_length_rules.h"
 #include "protocol/bson_type_bytes.h"
+#include "protocol/wire.h"
 
 namespace shardscope::protocol {
 using namespace bson_type_bytes;  // this file's own reading of element types
@@ -73,6 +74,19 @@ bool BsonStreamCheck::feed(std::span<const uint8_t> bytes) {
       while (q < stop && static_cast<uint8_t>(*q - 1) < 0x7F) ++q;
       pos_ += static_cast<uint32_t>(q - p), p = q;
       if (p == end) break;
+    }
+    // A length whose four bytes are all here (most are): read at once, not a dispatch per byte.
+    if ((step_ == Step::Int32 || step_ == Step::DocLength) && have_ == 0 && end - p >= 4 &&
+        (step_ == Step::DocLength || uint64_t{pos_} + 4 <= limit())) {
+      const uint32_t v = loadUint32(p);
+      p += 4, pos_ += 4;
+      if (step_ == Step::Int32) {
+        if (!onInt32(v)) return false;
+      } else {
+        if (static_cast<int32_t>(v) < 5) return fail();
+        ends_[0] = v, open_ = 1, step_ = Step::Element;
+      }
+      continue;
     }
     if (step_ != Step::DocLength && step_ != Step::Element && pos_ >= limit()) return fail();
     const uint8_t b = *p++;
