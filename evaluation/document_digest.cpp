@@ -29,7 +29,7 @@ uint64_t get64(const char* p) {
 
 // A value cut to about kMaxDigestValueBytes, of the same type.
 void DocumentDigester::appendValue(std::string_view path, const bson_iter_t& it) {
-  const bson_type_t type = bson_iter_type(&it);
+  const bson_type_t type = bson_iter_type_unsafe(&it);
   const size_t value_bytes = it.next_off - it.d1;
   fields_.push_back(static_cast<char>(type));
   fields_.append(path.substr(0, kMaxFieldNameBytes + 1));  // a longer name is never tracked either way
@@ -118,7 +118,8 @@ std::string_view DocumentDigester::digest(const bson_t& doc) {
   walk_.run(doc, topLevel, [&](std::string_view path, const bson_iter_t& it, size_t) {
     const bool whole = it.next_off - it.d1 <= kMaxDigestValueBytes;
     // Arrays are never hashed (a shard key cannot hold one): only their type is read.
-    const uint64_t hash = bson_iter_type(&it) == BSON_TYPE_ARRAY ? 0 : valueHash(*bson_iter_value(const_cast<bson_iter_t*>(&it)));
+    bson_value_t scratch;
+    const uint64_t hash = bson_iter_type_unsafe(&it) == BSON_TYPE_ARRAY ? 0 : valueHash(elementValue(it, scratch));
     appendValue(path, it);
     put64(notes_, hash);
     notes_.push_back(whole ? 1 : 0);

@@ -6,6 +6,7 @@
 #pragma once
 #include <bson/bson.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -66,6 +67,45 @@ inline constexpr size_t kEveryTopLevelField = SIZE_MAX;
   it.err_off = 0;
   key = {reinterpret_cast<const char*>(d) + off + 1, o - off - 1};
   return true;
+}
+
+// bson_iter_value for the types documents mostly hold, read from the iterator's element (already
+// checked by bson_iter_next) without the library call; false for the others.
+inline bool iterValue(const bson_iter_t& it, bson_value_t& out) {
+  const uint8_t* v = it.raw + it.d1;  // each case reads only as many bytes as its type holds
+  auto u32 = [&] {
+    uint32_t x;
+    std::memcpy(&x, v, 4);
+    return BSON_UINT32_FROM_LE(x);
+  };
+  auto u64 = [&] {
+    uint64_t x;
+    std::memcpy(&x, v, 8);
+    return BSON_UINT64_FROM_LE(x);
+  };
+  out.value_type = static_cast<bson_type_t>(it.raw[it.type]);
+  switch (out.value_type) {
+    case BSON_TYPE_UTF8:  // bson_iter_utf8: the length without its NUL
+      out.value.v_utf8.str = const_cast<char*>(reinterpret_cast<const char*>(it.raw + it.d2));
+      out.value.v_utf8.len = static_cast<uint32_t>(std::max(0, static_cast<int32_t>(u32()) - 1));
+      return true;
+    case BSON_TYPE_DATE_TIME: out.value.v_datetime = static_cast<int64_t>(u64()); return true;
+    case BSON_TYPE_INT64: out.value.v_int64 = static_cast<int64_t>(u64()); return true;
+    case BSON_TYPE_INT32: out.value.v_int32 = static_cast<int32_t>(u32()); return true;
+    case BSON_TYPE_DOUBLE: {
+      const uint64_t bits = u64();
+      std::memcpy(&out.value.v_double, &bits, 8);
+      return true;
+    }
+    case BSON_TYPE_OID: std::memcpy(out.value.v_oid.bytes, v, 12); return true;
+    case BSON_TYPE_BOOL: out.value.v_bool = *v != 0; return true;
+    default: return false;
+  }
+}
+
+// The element's value: iterValue's, or the library's (into the iterator) for the other types.
+inline const bson_value_t& elementValue(const bson_iter_t& it, bson_value_t& scratch) {
+  return iterValue(it, scratch) ? scratch : *bson_iter_value(const_cast<bson_iter_t*>(&it));
 }
 
 // BSON_ITER_HOLDS_DOCUMENT without the library call (after a successful next).

@@ -256,44 +256,6 @@ void NamespaceState::observeField(FieldState& f, const bson_value_t& v, uint64_t
   }
 }
 
-namespace {
-
-// bson_iter_value for the types documents mostly hold, read from the iterator's element (already
-// checked by bson_iter_next) without the library call; false for the others.
-bool iterValue(const bson_iter_t& it, bson_value_t& out) {
-  const uint8_t* v = it.raw + it.d1;  // each case reads only as many bytes as its type holds
-  auto u32 = [&] {
-    uint32_t x;
-    std::memcpy(&x, v, 4);
-    return BSON_UINT32_FROM_LE(x);
-  };
-  auto u64 = [&] {
-    uint64_t x;
-    std::memcpy(&x, v, 8);
-    return BSON_UINT64_FROM_LE(x);
-  };
-  out.value_type = static_cast<bson_type_t>(it.raw[it.type]);
-  switch (out.value_type) {
-    case BSON_TYPE_UTF8:  // bson_iter_utf8: the length without its NUL
-      out.value.v_utf8.str = const_cast<char*>(reinterpret_cast<const char*>(it.raw + it.d2));
-      out.value.v_utf8.len = static_cast<uint32_t>(std::max(0, static_cast<int32_t>(u32()) - 1));
-      return true;
-    case BSON_TYPE_DATE_TIME: out.value.v_datetime = static_cast<int64_t>(u64()); return true;
-    case BSON_TYPE_INT64: out.value.v_int64 = static_cast<int64_t>(u64()); return true;
-    case BSON_TYPE_INT32: out.value.v_int32 = static_cast<int32_t>(u32()); return true;
-    case BSON_TYPE_DOUBLE: {
-      const uint64_t bits = u64();
-      std::memcpy(&out.value.v_double, &bits, 8);
-      return true;
-    }
-    case BSON_TYPE_OID: std::memcpy(out.value.v_oid.bytes, v, 12); return true;
-    case BSON_TYPE_BOOL: out.value.v_bool = *v != 0; return true;
-    default: return false;
-  }
-}
-
-}  // namespace
-
 void NamespaceState::observePath(std::string_view path, const bson_iter_t& it, size_t position, const uint64_t* hash,
                                  bool whole) {
   FieldState* f = nullptr;
@@ -309,8 +271,8 @@ void NamespaceState::observePath(std::string_view path, const bson_iter_t& it, s
     ++f->arrays;
     return;
   }
-  bson_value_t common;
-  const bson_value_t& v = iterValue(it, common) ? common : *bson_iter_value(const_cast<bson_iter_t*>(&it));
+  bson_value_t scratch;
+  const bson_value_t& v = elementValue(it, scratch);
   observeField(*f, v, hash ? *hash : valueHash(v), whole);
 }
 
@@ -336,9 +298,10 @@ void NamespaceState::applyDigest(const DigestView& digest, int64_t time_us, DocO
   countInsert(digest.size, origin);
   bson_iter_t it;
   if (bson_iter_init(&it, &digest.fields)) {
-    for (uint32_t i = 0; i < digest.count && bson_iter_next(&it); ++i) {
+    std::string_view key;
+    for (uint32_t i = 0; i < digest.count && nextField(it, key); ++i) {
       const uint64_t hash = digest.hash(i);
-      observePath(std::string_view(bson_iter_key(&it), bson_iter_key_len(&it)), it, i, &hash, digest.whole(i));
+      observePath(key, it, i, &hash, digest.whole(i));
     }
   }
   finishInsert(time_us, nullptr, digest.projection);
