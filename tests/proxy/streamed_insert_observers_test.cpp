@@ -77,6 +77,8 @@ struct ToPipeline final : proxy::DocumentSink {
     assembly_.resize(bytes);
     return assembly_;
   }
+  // As the session's: a document whole in one piece is taken from there (the rest are assembled).
+  bool takesInPlace(size_t bytes) override { return bytes < Pipeline::kDocumentPiecesFromBytes; }
   void endDocument(std::span<const uint8_t> doc) override { p_.onStreamedDocument(doc); }
   void documentPiece(std::span<const uint8_t> piece) override { p_.onDocumentPiece(piece); }
   void endDocumentPieces() override { p_.endDocumentPieces(); }
