@@ -9,22 +9,16 @@
 #   insertMany row), figures per message; default: the closed-loop mix on 64 connections.
 set -u
 kind=$1 S=$2 P=$3 D=${4:-8}
-B="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/bench-loadgen"
-cmake -S "$(dirname "$B")/../bench/loadgen" -B "$B" -DCMAKE_BUILD_TYPE=Release $(command -v ninja >/dev/null && echo -G Ninja) >/dev/null &&
-  cmake --build "$B" >/dev/null || { echo "building $B failed" >&2; exit 1; }
-load=(--connections 64 --mix find=70,insert=10,update=10,getmore=10) up_args=() unit="µs/op" scale=1000000
-if [[ ${LOAD:-} == insertmany ]]; then
-  load=(--connections 1 --mix insert=100 --insert-bytes 16000000 --insert-docs 1024)
-  up_args=(--batch-bytes 16000000) unit="ms/msg" scale=1000
-fi
-routing="$(dirname "$B")/../tests/data/routing/orders_6shards.json"
+MIX_CONNECTIONS=64 source "$(dirname "${BASH_SOURCE[0]}")/one_proxy_load.sh"
+unit="µs/op" scale=1000000
+[[ $per_message == 1 ]] && unit="ms/msg" scale=1000
 case $kind in
   fwd) extra=(--stats.enabled false --evaluation.enabled false) ;;
-  noeval) extra=(--routing "$routing" --admin 127.0.0.1:$((P + 2)) --evaluation.enabled false) ;;
-  full) extra=(--routing "$routing" --admin 127.0.0.1:$((P + 2))) ;;
+  noeval) extra=(--routing "$routing_file" --admin 127.0.0.1:$((P + 2)) --evaluation.enabled false) ;;
+  full) extra=(--routing "$routing_file" --admin 127.0.0.1:$((P + 2))) ;;
   *) echo "thread_cpu.sh: the kind is fwd, noeval or full" >&2; exit 2 ;;
 esac
-taskset -c 0 "$B/canned-upstream" --listen 127.0.0.1:$P "${up_args[@]}" 2>/dev/null & up=$!
+taskset -c 0 "$B/canned-upstream" --listen 127.0.0.1:$P "${upstream_args[@]}" 2>/dev/null & up=$!
 env -u SHARDSCOPE_CACHE taskset -c 1 "$S" proxy --listen 127.0.0.1:$((P + 1)) --upstream mongodb://127.0.0.1:$P/ --threads 1 \
   --log-level warn "${extra[@]}" >/dev/null 2>&1 & px=$!
 trap 'kill $px $up 2>/dev/null; wait $px $up 2>/dev/null' EXIT
@@ -35,8 +29,8 @@ ticks() { for t in /proc/$px/task/*; do awk -v t="${t##*/}" '{print t, $14 + $15
 before=$(ticks)
 out=$(run "$D" 2>&1)
 after=$(ticks)
-ops=$(grep -oE "[0-9.]+ MB/s sent" <<<"$out" | awk -v d="$D" '{print $1 * d / 16}')  # insertmany: from the bytes
-[[ ${LOAD:-} == insertmany ]] || ops=$(grep -oE "[0-9]+ ops/s" <<<"$out" | head -1 | awk -v d="$D" '{print $1 * d}')
+ops=$(grep -oE "[0-9]+ ops/s" <<<"$out" | head -1 | awk -v d="$D" '{print $1 * d}')
+[[ $per_message == 1 ]] && ops=$(messages_from "$out" "$D")
 echo "$kind: $(grep -oE "[0-9]+ ops/s" <<<"$out" | head -1), $(grep -oE "[0-9.]+ MB/s sent" <<<"$out")"
 hz=$(getconf CLK_TCK)
 join <(echo "$before") <(echo "$after") | awk -v px="$px" -v ops="$ops" -v hz="$hz" -v s="$scale" -v unit="$unit" '
