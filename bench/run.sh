@@ -16,7 +16,8 @@
 # closed: closed-loop throughput for issue 29 item 3 — haproxy, shardscope-fwd and -full all kept up, R
 # interleaved rounds of one closed-loop run each (S s + 2 s warm-up), medians over rounds of each round's
 # ratio to its haproxy run; R x 3 x (S + 2) s (~2 min by default). BENCH_BASELINE_BIN=FILE adds that build's
-# forwarding and everything-on rows to the same rounds (before and after in one run; R x 5 x (S + 2) s).
+# forwarding and everything-on rows to the same rounds (before and after in one run; R x 5 x (S + 2) s), and
+# its everything-on row to the latency section's rounds.
 # --profile adds a perf profile of shardscope (routing + stats + evaluation) under the closed-loop load (~15 s more).
 # The machine should be otherwise idle: the script waits up to --quiet-wait seconds for other processes
 # to calm down and flags every run during which they used more than 0.15 of a core.
@@ -119,13 +120,13 @@ else
 fi
 
 # Before and after in one run: BENCH_BASELINE_BIN (an earlier build) joins the closed section's rounds as
-# shardscope-fwd-base and shardscope-full-base.
+# shardscope-fwd-base and shardscope-full-base, and the latency section's as shardscope-full-base.
 SHARDSCOPE_BASE=""
 if [[ -n "${BENCH_BASELINE_BIN:-}" ]]; then
   [[ -x "$BENCH_BASELINE_BIN" ]] || { echo "run.sh: BENCH_BASELINE_BIN=$BENCH_BASELINE_BIN is not an executable" >&2; exit 2; }
   cp "$BENCH_BASELINE_BIN" "$work/shardscope-base"
   SHARDSCOPE_BASE="$work/shardscope-base"
-  note "baseline binary (closed section, *-base rows): $BENCH_BASELINE_BIN ($(stat -c %y "$BENCH_BASELINE_BIN" | cut -d. -f1))"
+  note "baseline binary (closed and latency sections, *-base rows): $BENCH_BASELINE_BIN ($(stat -c %y "$BENCH_BASELINE_BIN" | cut -d. -f1))"
 fi
 
 SHARDSCOPE_URING="${BENCH_SHARDSCOPE_URING_BIN:-$here/build-uring/shardscope}"
@@ -436,8 +437,9 @@ latency_run() {
 }
 
 latency_section() {
-  local kinds=(direct) ports=("$up_port") ppids=("") kind port
-  for kind in haproxy shardscope-fwd shardscope-full; do
+  local kinds=(direct) ports=("$up_port") ppids=("") kind port targets=(haproxy shardscope-fwd shardscope-full)
+  [[ -n "$SHARDSCOPE_BASE" ]] && targets+=(shardscope-full-base)
+  for kind in "${targets[@]}"; do
     port=$(free_port)
     start_proxy "$kind" "$port" || { note "lat-$kind: did not start, left out of the latency rounds"; continue; }
     ((pin)) && taskset -a -p -c 0 "$proxy_pid" >/dev/null

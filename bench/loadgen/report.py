@@ -49,6 +49,7 @@ LAT_TARGETS = [
     ("haproxy", "haproxy, TCP mode"),
     ("shardscope-fwd", "shardscope, forwarding only"),
     ("shardscope-full", "shardscope, routing + stats + evaluation + admin"),
+    ("shardscope-full-base", "baseline build (BENCH_BASELINE_BIN), everything on"),
 ]
 OTHER_LOAD_LIMIT = 0.15  # cores used by other processes during a run above which the run is flagged
 
@@ -170,7 +171,8 @@ def latency_rounds(runs, w, rate):
     # The item-4 check: shardscope's median added p99 within 1.5x haproxy's.
     def check(rounds_used, note="", indent=""):
         h = med(list(lat_added(lat, "haproxy", rounds_used, "p99").values()))
-        for target in ("shardscope-full", "shardscope-fwd"):
+        base = ("shardscope-full-base",) if any(("shardscope-full-base", rd) in lat for rd in rounds) else ()
+        for target in ("shardscope-full", "shardscope-fwd") + base:
             s = med(list(lat_added(lat, target, rounds_used, "p99").values()))
             if s is None or h is None:
                 w(f"{indent}- {target}{note}: median added p99 vs 1.5 × haproxy's — not measured")
