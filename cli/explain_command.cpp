@@ -7,6 +7,7 @@
 
 #include "cli/cli_support.h"
 #include "cli/commands.h"
+#include "common/json_writer.h"
 #include "protocol/command_view.h"
 #include "rewrite/lookup_rewrite.h"
 #include "routing/explain.h"
@@ -46,13 +47,19 @@ int explainWithRule(const routing::RoutingTable& table, const std::string& comma
   if (!parseJson(command, &body, parseError)) return fail("--command: " + parseError);
   std::vector<uint8_t> message;
   protocol::encodeOpMsg({}, 0, {bson_get_data(&body), body.len}, {}, message);
+  // "command" is JSON whichever syntax --command was given in (mongosh's is not JSON).
+  char* parsed = bson_as_relaxed_extended_json(&body, nullptr);
+  std::string rewrittenJson = parsed;
+  bson_free(parsed);
   bson_destroy(&body);
   protocol::OpMsg msg;
   protocol::CommandView view;
   if (!protocol::decodeOpMsg(message, msg).ok() || !protocol::buildCommandView(msg, view).ok())
     return fail("--rewrite-rule needs a command with $db");
-  auto plan = rewrite::planLookupRewrite(index, view);
-  std::string rewrittenJson = command;
+  std::string ns;
+  const routing::CollectionRouting* collection = table.collection(view.ns(ns));
+  auto plan = rewrite::planLookupRewrite(index, view, routing::TargetOptions{}.analysis_budget,
+                                         !collection || collection->simple_default_collation);
   if (plan.kind != rewrite::RewriteKind::None) {
     bson_t rewritten;
     bson_init_static(&rewritten, plan.body.data(), plan.body.size());
@@ -68,7 +75,10 @@ int explainWithRule(const routing::RoutingTable& table, const std::string& comma
   // {"rewrite": {"applied": bool, "skipped": why, "before": <explain of the original>, "command": <as sent>}}
   std::string extra = ", \"rewrite\" : { \"applied\" : ";
   extra += plan.kind != rewrite::RewriteKind::None ? "true" : "false";
-  if (!plan.skipped.empty()) extra += ", \"skipped\" : \"" + std::string(plan.skipped) + "\"";
+  if (!plan.skipped.empty()) {
+    extra += ", \"skipped\" : ";
+    common::JsonWriter::appendString(plan.skipped, extra);
+  }
   extra += ", \"before\" : " + before.json + ", \"command\" : " + rewrittenJson + " } }";
   auto close = out.json.find_last_of('}');
   out.json.replace(close, std::string::npos, extra);

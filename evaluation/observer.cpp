@@ -518,7 +518,7 @@ void Observer::Impl::observeWrites(const protocol::CommandView& view, std::strin
     findFields(st, std::array<std::string_view, 5>{"q", "u", "multi", "upsert", "limit"}, at);
     bson_t q;
     bool has = documentAt(st, at[kQ], q);
-    bool multi = update ? asBool(st, at[kMulti], false) : asInt(st, at[kLimit], 1) == 0;
+    bool multi = update ? asBool(st, at[kMulti], false) : deleteLimit(st, at[kLimit]) == protocol::DeleteLimit::All;
     bool upsert = update && asBool(st, at[kUpsert], false);
     if (index == 0) {
       shape = request;

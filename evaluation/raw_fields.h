@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "protocol/bson_elements.h"
+#include "protocol/delete_limit.h"
 
 namespace shardscope::evaluation {
 
@@ -160,9 +161,9 @@ inline bool asBool(const bson_t& doc, const RawElement& e, bool fallback) {
   return e.type == 0 ? fallback : protocol::asBool(e.type, bson_get_data(&doc) + e.value);
 }
 
-// bson_iter_as_int64 of `e` when it holds a number, else `fallback` (common::intField).
-inline int64_t asInt(const bson_t& doc, const RawElement& e, int64_t fallback) {
-  return protocol::isNumber(e.type) ? protocol::asInt64(e.type, bson_get_data(&doc) + e.value) : fallback;
+// A delete statement's limit element `e` as the server reads it (protocol/delete_limit.h).
+inline protocol::DeleteLimit deleteLimit(const bson_t& doc, const RawElement& e) {
+  return protocol::readDeleteLimit(e.type != 0, e.type, bson_get_data(&doc) + e.value);
 }
 
 }  // namespace shardscope::evaluation

@@ -315,7 +315,7 @@ RequestAction Pipeline::onDecodedRequest(std::span<uint8_t> message, std::option
     }
     action.delay = fault.delay;
     op.lookup = env_.lookupRule(ns);
-    if (op.lookup) out = applyLookupRule(op, message);
+    if (op.lookup) out = applyLookupRule(op, message, ns);
     noteUnplannedWrites();
   }
   const protocol::CommandView& routed = op.rewrite ? rewritten_->view : view_;

@@ -163,7 +163,7 @@ class Pipeline {
                             std::optional<protocol::Compressor> clientCompressor, int32_t errorCode);
   // Plans the rule's rewrite into `op` (op.rewrite, op.learning); returns the message to send:
   // the rewritten one (then rewritten_->view is its view) or `message`.
-  std::span<const uint8_t> applyLookupRule(PendingOp& op, std::span<const uint8_t> message);
+  std::span<const uint8_t> applyLookupRule(PendingOp& op, std::span<const uint8_t> message, std::string_view ns);
   // Targets, builds the Operation, tells the observers and keeps `op` (its persistent part) for
   // the reply. Returns whether a reply is awaited.
   bool registerRequest(PendingOp& op, const protocol::CommandView& view, const protocol::CommandView& routed,

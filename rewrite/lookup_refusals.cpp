@@ -4,6 +4,7 @@
 #include <array>
 
 #include "common/command_fields.h"
+#include "protocol/delete_limit.h"
 
 namespace shardscope::rewrite {
 namespace {
@@ -16,6 +17,13 @@ bool truthy(const bson_t& doc, const char* field) {
 bool numberIsZero(const bson_t& doc, const char* field) {
   bson_iter_t it;
   return bson_iter_init_find(&it, &doc, field) && BSON_ITER_HOLDS_NUMBER(&it) && bson_iter_as_double(&it) == 0.0;
+}
+
+// limit: 1 (a number): anything else deletes every match, or fails (protocol/delete_limit.h).
+bool deletesOne(const bson_t& statement) {
+  bson_iter_t it;
+  const bool found = bson_iter_init_find(&it, &statement, "limit");
+  return protocol::readDeleteLimit(found ? &it : nullptr) == protocol::DeleteLimit::One;
 }
 
 bool nonEmptyDocument(const bson_t& doc, const char* field) {
@@ -100,7 +108,7 @@ bool projectionKeeps(const bson_t& body, const char* projectionField, const std:
 
 bool pipelineKeepsDocuments(const bson_t& body) { return every(body, kDocumentKeepingStages); }
 
-std::string_view refusalForCommand(const protocol::CommandView& view, bool confirmable) {
+std::string_view refusalForCommand(const protocol::CommandView& view, bool confirmable, bool simpleDefaultCollation) {
   if (view.moreToCome) return "unacknowledged requests (moreToCome) are not rewritten: no reply to verify";
   if (bson_has_field(&view.body, "autocommit") || bson_has_field(&view.body, "startTransaction"))
     return "transactions are not rewritten: a re-run would be a second statement of the transaction";
@@ -112,6 +120,9 @@ std::string_view refusalForCommand(const protocol::CommandView& view, bool confi
     return "unacknowledged writes (w: 0) are not rewritten: no reply to verify";
   if (!collationIsSimple(view.body))
     return "a collation other than simple is not rewritten: it matches values the mapping does not hold";
+  if (!simpleDefaultCollation && !bson_has_field(&view.body, "collation"))
+    return "a collection whose default collation is not simple is not rewritten: it matches values the mapping "
+           "does not hold";
   return {};
 }
 
@@ -136,7 +147,7 @@ std::string_view refusalForAggregate(const bson_t& body) {
 }
 
 std::string_view refusalForWriteStatement(const bson_t& statement, bool isDelete) {
-  if (isDelete ? numberIsZero(statement, "limit") || !bson_has_field(&statement, "limit") : truthy(statement, "multi"))
+  if (isDelete ? !deletesOne(statement) : truthy(statement, "multi"))
     return "multi-document writes are not rewritten: n cannot show a document of another customer, and a write "
            "cannot be re-run";
   if (nonEmptyDocument(statement, "sort"))

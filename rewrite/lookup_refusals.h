@@ -16,7 +16,10 @@ namespace shardscope::rewrite {
 // Checks every command: unacknowledged, transactions, exhaust, collation.
 // `confirmable`: a single-document write with one lookup value, which a retryable write may be
 // (it is sent only once a targeted read confirmed the mapping: RewritePlan::confirm).
-std::string_view refusalForCommand(const protocol::CommandView& view, bool confirmable = false);
+// `simpleDefaultCollation` false: the collection's default collation is not simple, so a command
+// without a collation of its own (a write's statements' included) is refused.
+std::string_view refusalForCommand(const protocol::CommandView& view, bool confirmable = false,
+                                   bool simpleDefaultCollation = true);
 // find options: batchSize 0, tailable; for $in, a projection that could hide or fake the lookup field.
 std::string_view refusalForFind(const bson_t& body, bool inList, const std::string& lookupField);
 // aggregate: explain, cursor.batchSize 0, and any stage after the leading $match outside the

@@ -336,7 +336,8 @@ bool rewriteWriteStatement(LookupIndex& index, const protocol::CommandView& view
 
 }  // namespace
 
-RewritePlan planLookupRewrite(LookupIndex& index, const protocol::CommandView& view, size_t analysisBudget) {
+RewritePlan planLookupRewrite(LookupIndex& index, const protocol::CommandView& view, size_t analysisBudget,
+                              bool simpleDefaultCollation) {
   RewritePlan plan;
   bool ok = false;
   using protocol::CommandKind;
@@ -365,7 +366,7 @@ RewritePlan planLookupRewrite(LookupIndex& index, const protocol::CommandView& v
   // Checked once the command is known to concern the rule, so unrelated traffic is not counted.
   // A retryable write is confirmed by a targeted read before it is sent (it cannot be re-run).
   plan.confirm = ok && plan.kind == RewriteKind::Write && view.hasTxnNumber && !plan.confirm_filter.empty();
-  if (ok && plan.skipped.empty()) plan.skipped = refusalForCommand(view, plan.confirm);
+  if (ok && plan.skipped.empty()) plan.skipped = refusalForCommand(view, plan.confirm, simpleDefaultCollation);
   if (!ok || !plan.skipped.empty()) {
     plan.kind = RewriteKind::None;
     plan.body.clear();

@@ -94,7 +94,7 @@ void expectSameAsLibbson(const bson_t& doc) {
     EXPECT_EQ(found[i].value, it.d1);
     EXPECT_EQ(found[i].key_len, bson_iter_key_len(&it));
     EXPECT_EQ(asBool(doc, found[i], true), bson_iter_as_bool(&it));
-    EXPECT_EQ(asInt(doc, found[i], 7), BSON_ITER_HOLDS_NUMBER(&it) ? bson_iter_as_int64(&it) : 7);
+    EXPECT_EQ(deleteLimit(doc, found[i]), protocol::readDeleteLimit(&it));
     bson_t a, b;
     const bool sub = documentAt(doc, found[i], a);
     ASSERT_EQ(sub, common::documentAt(it, b));

@@ -189,6 +189,22 @@ def test_explain_takes_the_command_as_mongosh_writes_it(shardscope_binary):
     assert "EXPECTED" not in err, err
 
 
+def test_explain_with_a_rule_prints_json_for_mongosh_input_rewritten_or_not(shardscope_binary, tmp_path):
+    """The skipped case echoed the mongosh text as "command"; and a limit that is not a number deletes
+    every match (the server reads it as 0), so that delete is not rewritten."""
+    mapping = tmp_path / "map.jsonl"
+    mapping.write_text('{"orderId": "O1", "customerId": "C0100"}\n')
+    rule = f"shop.orders: orderId -> customerId file={mapping}"
+    for limit, applied in (("1", True), ("true", False), ("null", False), ("'1'", False), ("NumberDecimal('0')", False)):
+        r = run(shardscope_binary, "explain", "--routing", ROUTING_FILE, "--rewrite-rule", rule,
+                "--command", f"{{delete: 'orders', deletes: [{{q: {{orderId: 'O1'}}, limit: {limit}}}], $db: 'shop'}}")
+        assert r.returncode == 0, r.stdout + r.stderr
+        rewrite = json.loads(r.stdout)["rewrite"]
+        assert rewrite["applied"] is applied, (limit, rewrite)
+        q = rewrite["command"]["deletes"][0]["q"]
+        assert q == ({"orderId": "O1", "customerId": "C0100"} if applied else {"orderId": "O1"}), (limit, q)
+
+
 @pytest.mark.parametrize("command", [
     '{"find": "orders", "filter": {"customerId": "C0042"}}',              # no $db at all
     '{"find": "orders", "filter": {"customerId": "C0042"}, "": "shop"}',  # bash ate "$db" in double quotes

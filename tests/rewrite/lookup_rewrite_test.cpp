@@ -512,6 +512,13 @@ TEST_F(LookupRewriteTest, ShapesWhoseReplyCannotShowAMissAreRefused) {
       {R"({"delete": "orders", "deletes": [{"q": {"orderId": "O1"}, "limit": 1, "collation": {"locale": "fr"}}], "$db": "shop"})", 0, "collation"},
       {R"({"update": "orders", "updates": [{"q": {"orderId": "O1"}, "u": {"$inc": {"n": 1}}, "multi": true}], "$db": "shop"})", 0, "multi-document"},
       {R"({"delete": "orders", "deletes": [{"q": {"orderId": "O1"}, "limit": 0}], "$db": "shop"})", 0, "multi-document"},
+      // The server reads a limit that is not a number as 0: every match is deleted.
+      {R"({"delete": "orders", "deletes": [{"q": {"orderId": "O1"}, "limit": true}], "$db": "shop"})", 0, "multi-document"},
+      {R"({"delete": "orders", "deletes": [{"q": {"orderId": "O1"}, "limit": null}], "$db": "shop"})", 0, "multi-document"},
+      {R"({"delete": "orders", "deletes": [{"q": {"orderId": "O1"}, "limit": "1"}], "$db": "shop"})", 0, "multi-document"},
+      {R"({"delete": "orders", "deletes": [{"q": {"orderId": "O1"}, "limit": {"$numberDecimal": "0"}}], "$db": "shop"})", 0, "multi-document"},
+      {R"({"delete": "orders", "deletes": [{"q": {"orderId": "O1"}, "limit": {"$numberDecimal": "2"}}], "$db": "shop"})", 0, "multi-document"},
+      {R"({"delete": "orders", "deletes": [{"q": {"orderId": "O1"}}], "$db": "shop"})", 0, "multi-document"},
       {R"({"update": "orders", "updates": [{"q": {"orderId": "O1"}, "u": {"$inc": {"n": 1}}, "sort": {"n": 1}}], "$db": "shop"})", 0, "sorted"},
       {R"({"findAndModify": "orders", "query": {"orderId": "O1"}, "sort": {"n": -1}, "remove": true, "$db": "shop"})", 0, "sorted"},
       {R"({"aggregate": "orders", "pipeline": [{"$match": {"orderId": "O1"}}, {"$facet": {"a": [{"$count": "n"}]}}], "cursor": {}, "$db": "shop"})", 0, "stage"},
@@ -541,6 +548,9 @@ TEST_F(LookupRewriteTest, VerifiableShapesAreStillRewritten) {
       R"({"aggregate": "orders", "pipeline": [{"$match": {"orderId": "O1"}}, {"$project": {"a": 1}}, {"$sort": {"a": 1}}, {"$limit": 2}], "cursor": {}, "$db": "shop"})",
       R"({"update": "orders", "updates": [{"q": {"orderId": "O1"}, "u": {"$set": {"items.$[i].n": 1}}, "arrayFilters": [{"i.n": 0}], "multi": false}], "writeConcern": {"w": "majority"}, "$db": "shop"})",
       R"({"delete": "orders", "deletes": [{"q": {"orderId": "O1", "$expr": {"$gt": ["$total", "$$t"]}}, "limit": 1}], "let": {"t": 1}, "$db": "shop"})",
+      R"({"delete": "orders", "deletes": [{"q": {"orderId": "O1"}, "limit": 1.0}], "$db": "shop"})",
+      R"({"delete": "orders", "deletes": [{"q": {"orderId": "O1"}, "limit": {"$numberLong": "1"}}], "$db": "shop"})",
+      R"({"delete": "orders", "deletes": [{"q": {"orderId": "O1"}, "limit": {"$numberDecimal": "1.0"}}], "$db": "shop"})",
       R"({"findAndModify": "orders", "query": {"orderId": "O1"}, "update": {"$inc": {"n": 1}}, "new": true, "fields": {"n": 1}, "$db": "shop"})",
   };
   for (const char* c : cases) EXPECT_NE(plan(c).kind, RewriteKind::None) << c << " -> " << plan(c).skipped;
