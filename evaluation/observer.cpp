@@ -25,6 +25,7 @@
 #include "evaluation/upsert_document.h"
 #include "common/coarse_clock.h"
 #include "common/command_fields.h"
+#include "common/command_namespace.h"
 #include "common/light_mutex.h"
 #include "common/query_shape.h"
 #include "protocol/reply_facts.h"
@@ -454,6 +455,10 @@ struct Observer::Impl {
   void observeInsert(const protocol::CommandView& view, std::string_view ns, int64_t now);
   void observeRead(const protocol::CommandView& view, std::string_view ns, common::Shape request);
   void observeWrites(const protocol::CommandView& view, std::string_view ns, common::Shape request, int64_t now);
+  void observeWriteStatement(std::string_view ns, std::string_view command, bool update, const bson_t& st,
+                             const common::Shape* request, PendingWrite* held, uint32_t index);
+  void observeBulkWrite(const protocol::CommandView& view, int64_t now);
+  std::vector<std::string_view> bulk_namespaces;  // a bulkWrite's nsInfo (views into the message)
   void observeFindAndModify(const protocol::CommandView& view, std::string_view ns, common::Shape request);
 };
 
@@ -513,31 +518,87 @@ void Observer::Impl::observeWrites(const protocol::CommandView& view, std::strin
   uint32_t index = 0;
   forEachStatement(view, body[0], field, [&](const bson_t& st) {
     if (!admitStatement(now)) return false;
-    enum { kQ, kU, kMulti, kUpsert, kLimit };
-    std::array<RawElement, 5> at;  // one walk over the statement
-    findFields(st, std::array<std::string_view, 5>{"q", "u", "multi", "upsert", "limit"}, at);
-    bson_t q;
-    bool has = documentAt(st, at[kQ], q);
-    bool multi = update ? asBool(st, at[kMulti], false) : deleteLimit(st, at[kLimit]) == protocol::DeleteLimit::All;
-    bool upsert = update && asBool(st, at[kUpsert], false);
-    if (index == 0) {
-      shape = request;
-    } else {
-      common::computeStatementShape(view.traits.kind, st, statement_shape);
-      shape = {statement_shape, common::shapeId(ns, view.name, statement_shape)};
-    }
-    size_t modified = tb->batch->mark();
-    if (update && at[kU].found()) {
-      bson_iter_t u;
-      if (held && (upsert || isReplacement(st, at[kU])) && iteratorAt(st, at[kU], u))
-        holdDocument(*held, index, has ? &q : nullptr, &u, upsert, UpsertDocumentBuilder::isReplacement(u));
-      appendModifiedPaths(st, at[kU], *tb->batch);
-    }
-    addOp(ns, update ? OpKind::Update : OpKind::Delete, multi, sampleFilter(shape.id), has ? &q : nullptr,
-          tb->batch->since(modified), {}, upsert);
+    observeWriteStatement(ns, view.name, update, st, index == 0 ? &request : nullptr, held, index);
     ++index;
     return true;
   });
+}
+
+// One update or delete statement ({q, u, multi, upsert} / {q, limit}); `request`: its shape when it
+// is the command's first, else the statement's own is made; `held`: where an upsert's document waits.
+void Observer::Impl::observeWriteStatement(std::string_view ns, std::string_view command, bool update, const bson_t& st,
+                                           const common::Shape* request, PendingWrite* held, uint32_t index) {
+  enum { kQ, kU, kMulti, kUpsert, kLimit };
+  std::array<RawElement, 5> at;  // one walk over the statement
+  findFields(st, std::array<std::string_view, 5>{"q", "u", "multi", "upsert", "limit"}, at);
+  bson_t q;
+  bool has = documentAt(st, at[kQ], q);
+  bool multi = update ? asBool(st, at[kMulti], false) : deleteLimit(st, at[kLimit]) == protocol::DeleteLimit::All;
+  bool upsert = update && asBool(st, at[kUpsert], false);
+  if (request) {
+    shape = *request;
+  } else {
+    using protocol::CommandKind;
+    common::computeStatementShape(update ? CommandKind::Update : CommandKind::Delete, st, statement_shape);
+    shape = {statement_shape, common::shapeId(ns, command, statement_shape)};
+  }
+  size_t modified = tb->batch->mark();
+  if (update && at[kU].found()) {
+    bson_iter_t u;
+    if (held && (upsert || isReplacement(st, at[kU])) && iteratorAt(st, at[kU], u))
+      holdDocument(*held, index, has ? &q : nullptr, &u, upsert, UpsertDocumentBuilder::isReplacement(u));
+    appendModifiedPaths(st, at[kU], *tb->batch);
+  }
+  addOp(ns, update ? OpKind::Update : OpKind::Delete, multi, sampleFilter(shape.id), has ? &q : nullptr,
+        tb->batch->since(modified), {}, upsert);
+}
+
+// bulkWrite (mongos 8.0, run on admin): each op under the namespace it writes (nsInfo[its index]),
+// as the command it stands for would be: an insert's document as an insert's, an update or a delete
+// as that command's statement ({q: filter, u: updateMods, multi, upsert} / {q: filter, limit}),
+// under the shape such a command would have. Upserted documents are not evaluated (the reply's
+// per-op results are not read).
+void Observer::Impl::observeBulkWrite(const protocol::CommandView& view, int64_t now) {
+  bulk_namespaces.clear();
+  common::forEachStatement(view, "nsInfo", [&](const bson_t& info) {
+    if (!admitStatement(now)) return false;
+    bson_iter_t it;
+    uint32_t len = 0;
+    const char* ns = bson_iter_init_find(&it, &info, "ns") && BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, &len) : "";
+    bulk_namespaces.emplace_back(ns, len);
+    return true;
+  });
+  common::forEachStatement(view, "ops", [&](const bson_t& op) {
+    if (!admitStatement(now)) return false;
+    const int64_t index = common::bulkWriteOpIndex(op);
+    if (index < 0 || static_cast<uint64_t>(index) >= bulk_namespaces.size()) return true;  // mongos refuses it
+    const std::string_view ns = bulk_namespaces[static_cast<size_t>(index)];
+    if (ns.empty() || ns.size() > kMaxNamespaceBytes) return true;
+    bson_iter_t it;
+    bson_iter_init(&it, &op);
+    bson_iter_next(&it);
+    const char kind = bson_iter_key(&it)[0];
+    if (kind == 'i') {
+      bson_t doc;
+      if (common::subDocument(op, "document", doc)) commit(ns, bytesOf(doc), DocOrigin::Insert, now);
+      return true;
+    }
+    bson_t statement = BSON_INITIALIZER;  // inline storage: no allocation for a small filter
+    bool multi = false;
+    while (bson_iter_next(&it)) {
+      const std::string_view key = bson_iter_key(&it);
+      if (key == "filter") bson_append_iter(&statement, "q", 1, &it);
+      else if (key == "updateMods" && kind == 'u') bson_append_iter(&statement, "u", 1, &it);
+      else if (key == "upsert" && kind == 'u') bson_append_iter(&statement, "upsert", 6, &it);
+      else if (key == "multi") multi = bson_iter_as_bool(&it);
+    }
+    if (kind == 'u') BSON_APPEND_BOOL(&statement, "multi", multi);
+    else BSON_APPEND_INT32(&statement, "limit", multi ? 0 : 1);
+    observeWriteStatement(ns, kind == 'u' ? "update" : "delete", kind == 'u', statement, nullptr, nullptr, 0);
+    bson_destroy(&statement);
+    return true;
+  });
+  if (bulk_namespaces.capacity() > 1024) std::vector<std::string_view>().swap(bulk_namespaces);  // kept small
 }
 
 void Observer::Impl::observeFindAndModify(const protocol::CommandView& view, std::string_view ns,
@@ -674,14 +735,16 @@ ReplyTicket Observer::observe(const protocol::CommandView& view, std::string_vie
   using protocol::CommandKind;
   const CommandKind kind = view.traits.kind;  // classified once, with the view
   const bool evaluated = kind == CommandKind::Insert || view.traits.reads || kind == CommandKind::Update ||
-                         kind == CommandKind::Delete || kind == CommandKind::FindAndModify;
+                         kind == CommandKind::Delete || kind == CommandKind::FindAndModify ||
+                         kind == CommandKind::BulkWrite;
   if (!evaluated) return {};
   Impl& m = *impl_;
   std::lock_guard lock(m.mutex);
   Impl::BatchScope scope(m);  // uncontended except while a render flushes the thread's batch
   m.ticket = {};
   // Inserts and writes stamp the documents they commit; the other kinds only check the batch's age.
-  const bool stamps = kind == CommandKind::Insert || kind == CommandKind::Update || kind == CommandKind::Delete;
+  const bool stamps = kind == CommandKind::Insert || kind == CommandKind::Update || kind == CommandKind::Delete ||
+                      kind == CommandKind::BulkWrite;
   // A read records no time: the coarse clock tells when the batch is due.
   const int64_t now = stamps ? nowMicros() : common::coarseRealtimeMicros();
   const size_t before = m.tb->batch->events.size(), repeats_before = m.tb->repeats;
@@ -692,6 +755,7 @@ ReplyTicket Observer::observe(const protocol::CommandView& view, std::string_vie
     shapes = m.own_shapes.get();
   }
   if (kind == CommandKind::Insert) m.observeInsert(view, ns, now);
+  else if (kind == CommandKind::BulkWrite) m.observeBulkWrite(view, now);
   else if (kind == CommandKind::Update || kind == CommandKind::Delete) m.observeWrites(view, ns, shapes->get(view, ns), now);
   else if (kind == CommandKind::FindAndModify) m.observeFindAndModify(view, ns, shapes->get(view, ns));
   else m.observeRead(view, ns, shapes->get(view, ns));

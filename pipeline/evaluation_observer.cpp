@@ -3,7 +3,7 @@
 namespace shardscope::pipeline {
 
 void EvaluationObserver::onRequest(const Operation& op) {
-  if (op.injectedFault() || op.view.collection.empty()) return;
+  if (op.injectedFault() || op.ns.empty()) return;  // a bulkWrite names no collection: op.ns is its first op's
   // What its reply settles travels with the request, in this observer's slot.
   slotOf(op.pending).set(observer_.observe(op.view, op.ns, &op.shape_cache));
 }

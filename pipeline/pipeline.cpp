@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "common/command_fields.h"
+#include "common/command_namespace.h"
 #include "protocol/hello.h"
 #include "protocol/op_query.h"
 #include "protocol/reply_facts.h"
@@ -186,7 +187,7 @@ size_t Pipeline::planStreamedRequest(std::span<const uint8_t> prefix, size_t mes
   const auto kind = view_.traits.kind;
   if (kind != protocol::CommandKind::Insert && kind != protocol::CommandKind::Update && kind != protocol::CommandKind::Delete)
     return 0;
-  const std::string_view ns = view_.ns(ns_buffer_);
+  const std::string_view ns = common::commandNamespace(view_, ns_buffer_);
   if (env_.lookupRule(ns)) return 0;
   if (!observers_.empty() && !planDocumentsToObservers(ns)) return 0;
   stream_wire_bytes_ = static_cast<uint32_t>(messageSize);
@@ -223,7 +224,7 @@ void Pipeline::onStreamedDocument(std::span<const uint8_t> doc) {
   bson_t b;
   if (s.fold && bson_init_static(&b, doc.data(), doc.size())) s.fold->add(b);
   else if (s.fold) s.fold->addUnreadable();  // the sequence check passed it: not expected, but never silent
-  const std::string_view ns = view_.ns(ns_buffer_);
+  const std::string_view ns = common::commandNamespace(view_, ns_buffer_);
   for (Observer* o : observers_) o->onStreamedDocument(ns, doc, s.first);
   s.first = false;
 }
@@ -253,7 +254,7 @@ void Pipeline::endDocumentPieces() {
   // it); if it ever did not, the insert shows as Unclassified instead of missing this document.
   if (s.fold && s.key && s.key->finish(key)) s.fold->add(key);
   else if (s.fold) s.fold->addUnreadable();
-  const std::string_view ns = view_.ns(ns_buffer_);
+  const std::string_view ns = common::commandNamespace(view_, ns_buffer_);
   for (Observer* o : observers_) o->endDocumentPieces(ns, s.first);
   s.first = false;
 }
@@ -262,7 +263,7 @@ void Pipeline::finishStreamedRequest() {
   if (!streamed_insert_) return;
   const std::unique_ptr<StreamedInsert> s = std::move(streamed_insert_);
   if (!s->registering) return;
-  registerRequest(s->op, view_, view_, view_.ns(ns_buffer_), stream_head_, std::nullopt, false,
+  registerRequest(s->op, view_, view_, common::commandNamespace(view_, ns_buffer_), stream_head_, std::nullopt, false,
                   s->fold ? &*s->fold : nullptr);
 }
 
@@ -288,7 +289,7 @@ RequestAction Pipeline::onDecodedRequest(std::span<uint8_t> message, std::option
   op.request_id = msg_.header.requestId;
   RequestAction action;
   std::span<const uint8_t> out = message;
-  const std::string_view ns = view_.ns(ns_buffer_);  // once per request: every step below shares it
+  const std::string_view ns = common::commandNamespace(view_, ns_buffer_);  // once per request: every step below shares it
   const protocol::CommandTraits& traits = view_.traits;  // classified once, with the view
   const bool hello = traits.kind == protocol::CommandKind::Hello;
   const bool firstHello = hello && !handshake_seen_;
@@ -363,7 +364,7 @@ RequestAction Pipeline::onQueryRequest(std::span<uint8_t> message) {
   PendingOp op;
   op.request_id = query.header.requestId;
   RequestAction action;
-  action.awaits_reply = registerRequest(op, view_, view_, view_.ns(ns_buffer_), message, std::nullopt, negotiates);
+  action.awaits_reply = registerRequest(op, view_, view_, common::commandNamespace(view_, ns_buffer_), message, std::nullopt, negotiates);
   action.to_upstream = toUpstream(out, true, request_wire_);
   return action;
 }

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "common/command_fields.h"
+#include "common/command_namespace.h"
 #include "common/shell_json.h"
 #include "protocol/request_rules.h"
 #include "routing/targeting.h"
@@ -111,16 +112,12 @@ void appendShards(bson_t* doc, const RoutingTable& table, const ShardSet& shards
   bson_append_array_end(doc, &arr);
 }
 
-// The namespace a command is about, for the output (bulkWrite: its first nsInfo entry).
+// The namespace a command is about, for the output (bulkWrite: its first op's, as the proxy files it).
 std::string namespaceOf(const protocol::CommandView& cmd) {
   using protocol::CommandKind;
   if (cmd.traits.kind == CommandKind::BulkWrite) {
     std::string ns;
-    common::forEachStatement(cmd, "nsInfo", [&](const bson_t& info) {
-      bson_iter_t it;
-      if (bson_iter_init_find(&it, &info, "ns") && BSON_ITER_HOLDS_UTF8(&it)) ns = bson_iter_utf8(&it, nullptr);
-      return false;
-    });
+    common::commandNamespace(cmd, ns);
     return ns;
   }
   bson_iter_t it;

@@ -1,0 +1,97 @@
+// bulkWrite (mongos 8.0, run on admin; pymongo's client.bulk_write) is evaluated as the commands
+// its ops stand for, each under the namespace it writes: its inserts feed the key's cardinality
+// and monotonicity, its updates and deletes the read/write distribution. Before, the evaluation
+// skipped it and statistics filed it under "admin".
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <regex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/command_namespace.h"
+#include "tests/evaluation/scenario_support.h"
+
+namespace shardscope::evaluation {
+namespace {
+
+using testing::OwnedCommand;
+
+bson_t* parse(const std::string& json) {
+  bson_error_t error;
+  bson_t* b = bson_new_from_json(reinterpret_cast<const uint8_t*>(json.data()), static_cast<ssize_t>(json.size()), &error);
+  EXPECT_TRUE(b) << error.message << " in " << json;
+  return b;
+}
+
+std::string order(int i) {
+  return R"({"_id": )" + std::to_string(i) + R"(, "customerId": "C)" + std::to_string(1000 + i % 37) +
+         R"(", "orderDate": {"$date": )" + std::to_string(1700000000000LL + i * 1000LL) + "}}";
+}
+
+// The evaluation's JSON with its clock readings left out.
+std::string evaluationOf(const std::function<void(Observer&)>& traffic) {
+  EvaluationOptions o;
+  o.flush_every_ms = 3'600'000;
+  Evaluator ev(o);
+  auto obs = ev.newObserver();
+  traffic(*obs);
+  obs->flush();
+  static const std::regex clock(R"re("seconds":[0-9.e+-]+|[0-9]{16}|"(writesPerSecond|insertedBytesPerSecond)":[0-9.e+-]+)re");
+  return std::regex_replace(ev.renderJson(), clock, "_");
+}
+
+TEST(BulkWriteEvaluation, IsTheEvaluationOfTheCommandsItsOpsStandFor) {
+  std::string ops, docs;
+  for (int i = 0; i < 300; ++i) {
+    ops += (i ? ", " : "") + std::string(R"({"insert": 1, "document": )") + order(i) + "}";
+    docs += (i ? ", " : "") + order(i);
+  }
+  ops += R"(, {"update": 1, "filter": {"customerId": "C1003"}, "updateMods": {"$set": {"status": "paid"}}})";
+  ops += R"(, {"update": 1, "filter": {"status": "new"}, "updateMods": {"$set": {"status": "old"}}, "multi": true, "upsert": false})";
+  ops += R"(, {"delete": 1, "filter": {"customerId": "C1004"}, "multi": true})";
+  ops += R"(, {"delete": 1, "filter": {"_id": 7}})";
+  ops += R"(, {"insert": 0, "document": {"_id": 1, "sku": "A"}})";
+  ops += R"(, {"insert": 5, "document": {"_id": 2}})";  // no such nsInfo entry: mongos refuses it
+  const std::string bulk = R"({"bulkWrite": 1, "ops": [)" + ops +
+                           R"(], "nsInfo": [{"ns": "shop.items"}, {"ns": "shop.orders"}], "$db": "admin"})";
+
+  const std::string viaBulkWrite = evaluationOf([&](Observer& obs) {
+    OwnedCommand c(parse(bulk), "admin", "");
+    std::string ns;
+    ASSERT_EQ(common::commandNamespace(c.view(), ns), "shop.orders");  // its first op's
+    obs.observe(c.view(), ns);
+  });
+  const std::string viaCommands = evaluationOf([&](Observer& obs) {
+    for (const auto& [json, coll] : std::vector<std::pair<std::string, std::string>>{
+             {R"({"insert": "orders", "documents": [)" + docs + R"(], "$db": "shop"})", "orders"},
+             {R"({"update": "orders", "updates": [{"q": {"customerId": "C1003"}, "u": {"$set": {"status": "paid"}}, "multi": false}], "$db": "shop"})", "orders"},
+             {R"({"update": "orders", "updates": [{"q": {"status": "new"}, "u": {"$set": {"status": "old"}}, "upsert": false, "multi": true}], "$db": "shop"})", "orders"},
+             {R"({"delete": "orders", "deletes": [{"q": {"customerId": "C1004"}, "limit": 0}], "$db": "shop"})", "orders"},
+             {R"({"delete": "orders", "deletes": [{"q": {"_id": 7}, "limit": 1}], "$db": "shop"})", "orders"},
+             {R"({"insert": "items", "documents": [{"_id": 1, "sku": "A"}], "$db": "shop"})", "items"}}) {
+      OwnedCommand c(parse(json), "shop", coll);
+      obs.observe(c.view(), c.ns());
+    }
+  });
+  EXPECT_NE(viaBulkWrite.find("\"shop.orders\""), std::string::npos) << viaBulkWrite;
+  EXPECT_NE(viaBulkWrite.find("\"shop.items\""), std::string::npos) << viaBulkWrite;
+  EXPECT_EQ(viaBulkWrite, viaCommands);
+}
+
+TEST(BulkWriteEvaluation, NamespaceIsTheFirstOpsOrNoneWhenItHasNone) {
+  auto nsOf = [](const std::string& json) {
+    OwnedCommand c(parse(json), "admin", "");
+    std::string ns;
+    return std::string(common::commandNamespace(c.view(), ns));
+  };
+  EXPECT_EQ(nsOf(R"({"bulkWrite": 1, "ops": [{"delete": 1, "filter": {}}], "nsInfo": [{"ns": "a.b"}, {"ns": "c.d"}], "$db": "admin"})"), "c.d");
+  EXPECT_EQ(nsOf(R"({"bulkWrite": 1, "ops": [{"insert": 2, "document": {}}], "nsInfo": [{"ns": "a.b"}], "$db": "admin"})"), "");
+  EXPECT_EQ(nsOf(R"({"bulkWrite": 1, "ops": [{"insert": "x", "document": {}}], "nsInfo": [{"ns": "a.b"}], "$db": "admin"})"), "");
+  EXPECT_EQ(nsOf(R"({"bulkWrite": 1, "ops": [], "nsInfo": [{"ns": "a.b"}], "$db": "admin"})"), "");
+  EXPECT_EQ(nsOf(R"({"bulkWrite": 1, "ops": [{"insert": 0, "document": {}}], "nsInfo": [{"ns": 5}], "$db": "admin"})"), "");
+}
+
+}  // namespace
+}  // namespace shardscope::evaluation
