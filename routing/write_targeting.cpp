@@ -325,6 +325,12 @@ void targetFindAndModify(const CollectionRouting& coll, const protocol::CommandV
 
 void targetBulkWrite(const RoutingTable& table, const protocol::CommandView& cmd, const TargetOptions& opts,
                      TargetResult& out) {
+  if (cmd.db != "admin") {  // mongos fails it whole
+    out.targeting = Targeting::Unclassified;
+    out.refused = true;
+    out.reason = "bulkWrite runs only against the admin database";
+    return;
+  }
   RecycledVector<std::string_view> namespaces;  // views into the message
   StatementBudget budget(opts.analysis_budget);
   bool ok = common::forEachStatement(cmd, "nsInfo", [&](const bson_t& info) {
@@ -342,8 +348,13 @@ void targetBulkWrite(const RoutingTable& table, const protocol::CommandView& cmd
     if (!bson_iter_init(&it, &op) || !bson_iter_next(&it)) return true;
     const char* kind = bson_iter_key(&it);
     int64_t index = BSON_ITER_HOLDS_NUMBER(&it) ? bson_iter_as_int64(&it) : -1;
-    const CollectionRouting* coll =
-        index >= 0 && static_cast<size_t>(index) < namespaces.size() ? table.collection(namespaces[index]) : nullptr;
+    if (index < 0 || static_cast<size_t>(index) >= namespaces.size()) {  // mongos fails the whole command
+      fold.add(Targeting::Unclassified, {}, "bulkWrite op without a valid nsInfo index", true);
+      any_sharded = true;  // reported as the refusal it is, not as unsharded
+      first = false;
+      return true;
+    }
+    const CollectionRouting* coll = table.collection(namespaces[index]);
     if (!coll) {
       any_unsharded = true;
       return true;

@@ -231,6 +231,21 @@ TEST(Targeting, InsertWithArrayKeyIsRefused) {
   EXPECT_NE(std::string(r.reason).find("array"), std::string::npos);
 }
 
+// What mongos fails whole: a bulkWrite not run on admin, or an op naming no nsInfo entry.
+TEST(Targeting, MalformedBulkWriteIsRefused) {
+  auto table = loadData(kOrders);
+  for (const char* json : {
+           R"({"bulkWrite": 1, "ops": [{"insert": 0, "document": {"customerId": "C1"}}], "nsInfo": [{"ns": "shop.orders"}], "$db": "shop"})",
+           R"({"bulkWrite": 1, "ops": [{"insert": 5, "document": {"customerId": "C1"}}], "nsInfo": [{"ns": "shop.orders"}], "$db": "admin"})",
+           R"({"bulkWrite": 1, "ops": [{"insert": 0, "document": {"customerId": "C1"}}, {"delete": -1, "filter": {}}], "nsInfo": [{"ns": "shop.orders"}], "$db": "admin"})",
+           R"({"bulkWrite": 1, "ops": [{"update": "0", "filter": {}, "updateMods": {}}], "nsInfo": [{"ns": "shop.users"}], "$db": "admin"})"}) {
+    TestCommand cmd(json);
+    TargetResult r = target(*table, cmd.view, nullptr, false);
+    EXPECT_TRUE(r.refused) << json;
+    EXPECT_EQ(r.targeting, Targeting::Unclassified) << json;
+  }
+}
+
 TEST(Targeting, GetMoreUsesTheCursorsShards) {
   auto table = loadData(kOrders);
   CursorShards cursors;
