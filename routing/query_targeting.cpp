@@ -46,9 +46,11 @@ void targetAllChunkOwners(const CollectionRouting& coll, std::string_view reason
   out.reason = reason;
 }
 
-bool hasExactId(const bson_t& filter, size_t max_elements) {
+bool hasExactId(const bson_t& filter, bool default_collation, size_t max_elements) {
   KeyPoint key;
-  return extractEqualityKey(idPattern(), filter, true, key, nullptr, max_elements) == EqualityStatus::Full;
+  // A collatable _id under another collation comes back FullCollation: not exact.
+  return extractEqualityKey(idPattern(), filter, default_collation, key, nullptr, max_elements) ==
+         EqualityStatus::Full;
 }
 
 void targetFilter(const CollectionRouting& coll, const bson_t& filter, bool simple_collation,

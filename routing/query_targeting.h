@@ -55,7 +55,9 @@ void targetFilter(const CollectionRouting& coll, const bson_t& filter, bool simp
 void targetAllChunkOwners(const CollectionRouting& coll, std::string_view reason, FilterTarget& out);
 
 // True when the filter has an exact (storable equality) match on _id; false past `max_elements`.
-bool hasExactId(const bson_t& filter, size_t max_elements = 50000);
+// `default_collation` false: the statement's collation is not the collection default, and mongos
+// then does not count a collatable _id (string, symbol, document, array) as exact.
+bool hasExactId(const bson_t& filter, bool default_collation = true, size_t max_elements = 50000);
 
 // JSON of a key span under the pattern's field names (explain detail).
 std::string keyToJson(const ShardKeyPattern& pattern, std::span<const Bound> key);

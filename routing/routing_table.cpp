@@ -34,6 +34,13 @@ bool isSimpleCollation(const bson_t* collation) {
   return false;
 }
 
+bool isDefaultCollation(const CollectionRouting& coll, const bson_t* collation) {
+  if (!collation || bson_empty(collation)) return true;  // {} means the default too
+  if (isSimpleCollation(collation)) return coll.simple_default_collation;
+  return collation->len == coll.default_collation.size() &&
+         std::memcmp(bson_get_data(collation), coll.default_collation.data(), collation->len) == 0;
+}
+
 int RoutingTableBuilder::shardIndexFor(std::string_view name, std::string& error) {
   int i = table_->shardIndex(name);
   if (i >= 0) return i;
@@ -78,6 +85,8 @@ bool RoutingTableBuilder::addCollection(std::string_view ns, const bson_t& key, 
   c->key = std::move(*pattern);
   c->unique = unique;
   c->simple_default_collation = isSimpleCollation(default_collation);
+  if (!c->simple_default_collation)
+    c->default_collation.assign(reinterpret_cast<const char*>(bson_get_data(default_collation)), default_collation->len);
   std::vector<ChunkInput> inputs;
   inputs.reserve(chunks.size());
   for (size_t i = 0; i < chunks.size(); ++i) {

@@ -37,6 +37,7 @@ struct CollectionRouting {
   ChunkMap chunks;
   bool unique = false;
   bool simple_default_collation = true;  // absent, null, {} or {locale: "simple"}
+  std::string default_collation;         // BSON bytes of a non-simple default (else empty)
   CollectionKind kind;
 };
 
@@ -93,6 +94,9 @@ class RoutingTableBuilder {
 
 // True when a collation document means the simple (binary) collation.
 bool isSimpleCollation(const bson_t* collation);
+// True when a statement's collation (null: none) is the collection's default. Documents are
+// compared as given: a non-simple default spelled differently counts as another collation.
+bool isDefaultCollation(const CollectionRouting& coll, const bson_t* collation);
 
 }  // namespace shardscope::routing
 

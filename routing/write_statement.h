@@ -17,7 +17,11 @@ struct WriteStatement {
   bool upsert = false;
   bool has_collation = false;  // a collation document: `simple_collation` says which
   bool simple_collation = true;
-  int64_t limit = 0;           // a numeric limit, else 0
+  bson_t collation;            // the collation document, when `has_collation` (valid only then)
+  // A delete's limit as mongos reads it: the value as a double (Decimal128 converted, any other
+  // type 0). Only 0 (multi) and 1 (single) parse; anything else fails with FailedToParse.
+  double limit = 0;
+  bool limitParses() const { return limit == 0 || limit == 1; }
 };
 
 // `filter_key` and `mods_key`: "q" and "u" in update/delete statements, "filter" and "updateMods"

@@ -21,6 +21,10 @@ bool effectiveSimpleCollation(const CollectionRouting& coll, const bson_t& doc) 
   return coll.simple_default_collation;
 }
 
+bool statementHasDefaultCollation(const CollectionRouting& coll, const WriteStatement& s) {
+  return isDefaultCollation(coll, s.has_collation ? &s.collation : nullptr);
+}
+
 bson_t emptyDoc() {
   bson_t d;
   bson_init(&d);
@@ -76,16 +80,22 @@ constexpr VersionedReason kFindAndModifyNoKey{
 bool refusedByVersion(const MongosVersion& v) { return v.known() && !v.atLeast(7, 1); }
 
 // One single-document write (update multi:false, delete limit:1, bulkWrite equivalents).
+// `default_collation`: the statement's collation is the collection default (see hasExactId).
 void foldSingleDocWrite(const CollectionRouting& coll, const bson_t& filter, const bson_t* replacement, bool upsert,
-                        bool simple_collation, const TargetOptions& opts, WriteFold& fold, bool first,
-                        const char* what, StatementBudget& budget) {
+                        bool simple_collation, bool default_collation, const TargetOptions& opts, WriteFold& fold,
+                        bool first, const char* what, StatementBudget& budget) {
   FilterTarget ft;
   targetFilter(coll, filter, simple_collation, budget.optionsFor(opts), ft, nullptr);
   budget.take(ft.spent);
   if (first) fold.setFirstKey(coll.key, ft);
   if (ft.refused) return fold.add(ft.targeting, ft.shards, ft.reason, true);  // mongos cannot parse the filter
   const MongosVersion& v = opts.mongos_version;
-  if (upsert && !ft.full_key) {
+  const bool untargetable_upsert = upsert && !ft.full_key;
+  const bool exact_id = (ft.targeting != Targeting::Single || untargetable_upsert) && !budget.exhausted() &&
+                        hasExactId(filter, default_collation);
+  // 7.1+ no longer needs the key for an upsert: with an exact _id, a replacement is targeted by
+  // its own key like any other (mongo-semantics.md B "Writes").
+  if (untargetable_upsert && !(replacement && exact_id && v.twoPhaseWrites())) {
     fold.countUntargetableUpsert();
     const VersionedReason& r = ft.targeting == Targeting::Single ? kUpsertOneShard : kUpsertNoKey;
     fold.add(ft.targeting, ft.shards, r.pick(v), refusedByVersion(v));
@@ -95,17 +105,26 @@ void foldSingleDocWrite(const CollectionRouting& coll, const bson_t& filter, con
     fold.add(Targeting::Single, ft.shards, ft.reason);
     return;
   }
-  const bool exact_id = !budget.exhausted() && hasExactId(filter);
   // A replacement is targeted by the key of the replacement document before 7.1, and on 7.1+ when
   // the filter has an exact _id (otherwise 7.1+ runs it two-phase).
   if (replacement && (!v.twoPhaseWrites() || exact_id)) {
     KeyPoint key;
-    if (coll.key.extractFromDocument(*replacement, key) == KeyExtractStatus::Ok) {
-      ShardSet s;
-      s.set(coll.chunks.shardForKey(key.span()));
-      fold.add(Targeting::Single, s,
-               "replacement targeted by the shard key of the replacement document (before 7.1, or with an exact _id)");
-      return;
+    switch (coll.key.extractFromDocument(*replacement, key)) {
+      case KeyExtractStatus::Ok: {
+        ShardSet s;
+        s.set(coll.chunks.shardForKey(key.span()));
+        fold.add(Targeting::Single, s,
+                 "replacement targeted by the shard key of the replacement document (before 7.1, or with an exact "
+                 "_id)");
+        return;
+      }
+      case KeyExtractStatus::ArrayValue:  // mongos fails rather than trying the query
+        fold.add(Targeting::Unclassified, {},
+                 "Failed to target update by replacement document: Shard key cannot contain array values or array "
+                 "descendants (ShardKeyNotFound)",
+                 true);
+        return;
+      case KeyExtractStatus::MissingId: break;
     }
   }
   if (exact_id) {
@@ -257,7 +276,8 @@ void targetUpdate(const CollectionRouting& coll, const protocol::CommandView& cm
     if (s.multi) {
       foldMultiWrite(coll, s.filter, s.upsert, simple, opts, fold, first, budget);
     } else {
-      foldSingleDocWrite(coll, s.filter, s.replacement ? &s.mods : nullptr, s.upsert, simple, opts, fold, first,
+      foldSingleDocWrite(coll, s.filter, s.replacement ? &s.mods : nullptr, s.upsert, simple,
+                         statementHasDefaultCollation(coll, s), opts, fold, first,
                          "update", budget);
     }
     first = false;
@@ -282,10 +302,14 @@ void targetDelete(const CollectionRouting& coll, const protocol::CommandView& cm
     if (!budget.take(StatementBudget::kPerStatement)) return false;
     const WriteStatement s = readWriteStatement(stmt, "q", "u");
     const bool simple = s.has_collation ? s.simple_collation : coll.simple_default_collation;
-    if (s.limit == 0) {
+    if (!s.limitParses()) {
+      fold.add(Targeting::Unclassified, {}, "The limit field in delete objects must be 0 or 1 (FailedToParse)", true);
+    } else if (s.limit == 0) {
       foldMultiWrite(coll, s.filter, false, simple, opts, fold, first, budget);
     } else {
-      foldSingleDocWrite(coll, s.filter, nullptr, false, simple, opts, fold, first, "delete", budget);
+      foldSingleDocWrite(coll, s.filter, nullptr, false, simple,
+                         statementHasDefaultCollation(coll, s), opts, fold, first,
+                         "delete", budget);
     }
     first = false;
     return true;
@@ -371,8 +395,9 @@ void targetBulkWrite(const RoutingTable& table, const protocol::CommandView& cmd
       if (s.multi) {
         foldMultiWrite(*coll, s.filter, upsert, simple, opts, fold, first, budget);
       } else {
-        foldSingleDocWrite(*coll, s.filter, !is_delete && s.replacement ? &s.mods : nullptr, upsert, simple, opts, fold,
-                           first, is_delete ? "delete" : "update", budget);
+        foldSingleDocWrite(*coll, s.filter, !is_delete && s.replacement ? &s.mods : nullptr, upsert, simple,
+                           statementHasDefaultCollation(*coll, s), opts, fold, first,
+                           is_delete ? "delete" : "update", budget);
       }
     }
     first = false;

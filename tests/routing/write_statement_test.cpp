@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+
 #include "routing_test_util.h"
 
 namespace shardscope::routing {
@@ -28,6 +31,7 @@ TEST(WriteStatement, ReadsEveryField) {
   EXPECT_TRUE(s.upsert);
   EXPECT_TRUE(s.has_collation);
   EXPECT_FALSE(s.simple_collation);
+  EXPECT_EQ(json(s.collation), R"({ "locale" : "fr" })");
   EXPECT_EQ(s.limit, 1);
 }
 
@@ -55,6 +59,20 @@ TEST(WriteStatement, TheFirstOccurrenceDecides) {
   EXPECT_EQ(s.limit, 0);
   EXPECT_TRUE(s.has_collation);
   EXPECT_TRUE(s.simple_collation);
+}
+
+// mongos reads a delete's limit as a double: Decimal128 by value, any non-number as 0.
+TEST(WriteStatement, LimitReadsAsADouble) {
+  const std::pair<const char*, double> cases[] = {
+      {"1", 1},     {"1.0", 1},    {R"({"$numberLong": "1"})", 1}, {R"({"$numberDecimal": "1"})", 1},
+      {R"({"$numberDecimal": "1.00"})", 1}, {R"({"$numberDecimal": "0"})", 0}, {"true", 0}, {"null", 0},
+      {R"("1")", 0}, {"2", 2},     {"0.5", 0.5},  {R"({"$numberDecimal": "2E+0"})", 2}};
+  for (const auto& [value, want] : cases) {
+    Json stmt((std::string(R"({"q": {}, "limit": )") + value + "}").c_str());
+    WriteStatement s = readWriteStatement(*stmt, "q", "u");
+    EXPECT_EQ(s.limit, want) << value;
+    EXPECT_EQ(s.limitParses(), want == 0 || want == 1) << value;
+  }
 }
 
 TEST(WriteStatement, ReadsBulkWriteNames) {
