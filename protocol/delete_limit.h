@@ -15,9 +15,9 @@ namespace shardscope::protocol {
 
 enum class DeleteLimit : uint8_t { All, One, Invalid };
 
-// `type` and `value`: the limit element's type byte and value bytes; `present` false: no limit.
-inline DeleteLimit readDeleteLimit(bool present, uint8_t type, const uint8_t* value) {
-  if (!present) return DeleteLimit::Invalid;
+// The limit's value: a number's as a double (a Decimal128 converted), 0 for any other type.
+// `type` and `value`: the element's type byte and value bytes.
+inline double deleteLimitValue(uint8_t type, const uint8_t* value) {
   double limit = 0;
   if (type == BSON_TYPE_DOUBLE) {
     std::memcpy(&limit, value, sizeof limit);
@@ -33,8 +33,17 @@ inline DeleteLimit readDeleteLimit(bool present, uint8_t type, const uint8_t* va
     bson_decimal128_to_string(&d, text);
     limit = std::strtod(text, nullptr);
   }
+  return limit;
+}
+
+inline DeleteLimit deleteLimitOf(double limit) {
   if (limit == 0) return DeleteLimit::All;
   return limit == 1 ? DeleteLimit::One : DeleteLimit::Invalid;
+}
+
+// `present` false: the statement has no limit.
+inline DeleteLimit readDeleteLimit(bool present, uint8_t type, const uint8_t* value) {
+  return present ? deleteLimitOf(deleteLimitValue(type, value)) : DeleteLimit::Invalid;
 }
 
 // The same from a libbson iterator at the element (nullptr: no limit).

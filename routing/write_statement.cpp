@@ -1,6 +1,5 @@
 #include "routing/write_statement.h"
 
-#include <cstdlib>
 #include <cstring>
 #include <string_view>
 
@@ -27,26 +26,6 @@ bool isReplacementDocument(const BsonElement& e) {
   BsonElement first;
   if (!children.next(first)) return true;
   return first.key.empty() || first.key[0] != '$';
-}
-
-// mongos reads a delete's limit with numberDouble(): numbers as doubles, Decimal128 converted
-// (its string form is exact, strtod rounds it), any other type 0.
-double limitValue(const BsonElement& e) {
-  double d = 0;
-  switch (e.type) {
-    case BSON_TYPE_DOUBLE: std::memcpy(&d, e.value, sizeof d); return d;
-    case BSON_TYPE_INT32:
-    case BSON_TYPE_INT64: return static_cast<double>(protocol::asInt64(e.type, e.value));
-    case BSON_TYPE_DECIMAL128: {
-      bson_decimal128_t dec;
-      std::memcpy(&dec.low, e.value, sizeof dec.low);
-      std::memcpy(&dec.high, e.value + sizeof dec.low, sizeof dec.high);
-      char text[BSON_DECIMAL128_STRING];
-      bson_decimal128_to_string(&dec, text);
-      return std::strtod(text, nullptr);
-    }
-    default: return 0;
-  }
 }
 
 }  // namespace
@@ -83,7 +62,8 @@ WriteStatement readWriteStatement(const bson_t& statement, const char* filter_ke
       }
     } else if (!limit_seen && key == "limit") {
       limit_seen = true;
-      s.limit = limitValue(e);
+      s.has_limit = true;
+      s.limit = protocol::deleteLimitValue(e.type, e.value);
     }
   }
   if (!filter_ok) bson_init(&s.filter);

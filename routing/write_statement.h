@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "protocol/delete_limit.h"
+
 namespace shardscope::routing {
 
 struct WriteStatement {
@@ -18,10 +20,14 @@ struct WriteStatement {
   bool has_collation = false;  // a collation document: `simple_collation` says which
   bool simple_collation = true;
   bson_t collation;            // the collation document, when `has_collation` (valid only then)
-  // A delete's limit as mongos reads it: the value as a double (Decimal128 converted, any other
-  // type 0). Only 0 (multi) and 1 (single) parse; anything else fails with FailedToParse.
+  // A delete's limit as mongos reads it (protocol/delete_limit.h): the value as a double
+  // (Decimal128 converted, any other type 0). Only 0 (multi) and 1 (single) parse, and a delete
+  // statement without one fails too (a required field): FailedToParse.
+  bool has_limit = false;
   double limit = 0;
-  bool limitParses() const { return limit == 0 || limit == 1; }
+  protocol::DeleteLimit deleteLimit() const {
+    return has_limit ? protocol::deleteLimitOf(limit) : protocol::DeleteLimit::Invalid;
+  }
 };
 
 // `filter_key` and `mods_key`: "q" and "u" in update/delete statements, "filter" and "updateMods"

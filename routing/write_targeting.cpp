@@ -302,9 +302,13 @@ void targetDelete(const CollectionRouting& coll, const protocol::CommandView& cm
     if (!budget.take(StatementBudget::kPerStatement)) return false;
     const WriteStatement s = readWriteStatement(stmt, "q", "u");
     const bool simple = s.has_collation ? s.simple_collation : coll.simple_default_collation;
-    if (!s.limitParses()) {
-      fold.add(Targeting::Unclassified, {}, "The limit field in delete objects must be 0 or 1 (FailedToParse)", true);
-    } else if (s.limit == 0) {
+    const protocol::DeleteLimit limit = s.deleteLimit();
+    if (limit == protocol::DeleteLimit::Invalid) {
+      fold.add(Targeting::Unclassified, {},
+               s.has_limit ? "The limit field in delete objects must be 0 or 1 (FailedToParse)"
+                           : "delete statement without a limit (a required field: FailedToParse)",
+               true);
+    } else if (limit == protocol::DeleteLimit::All) {
       foldMultiWrite(coll, s.filter, false, simple, opts, fold, first, budget);
     } else {
       foldSingleDocWrite(coll, s.filter, nullptr, false, simple,

@@ -334,6 +334,7 @@ WriteStatement readWriteStatement(const bson_t& statement, const char* filter_ke
         }
       } else if (!limit_seen && std::strcmp(key, "limit") == 0) {
         limit_seen = true;
+        s.has_limit = true;
         if (BSON_ITER_HOLDS_NUMBER(&it)) s.limit = bson_iter_as_double(&it);
         if (BSON_ITER_HOLDS_DECIMAL128(&it)) {  // by value, as mongos reads it
           bson_decimal128_t dec;
@@ -433,6 +434,7 @@ TEST(TargetCostPaths, WriteStatementReadsAsTheIteratorWalkDid) {
     ASSERT_EQ(got.has_collation, want.has_collation) << n;
     ASSERT_EQ(got.simple_collation, want.simple_collation) << n;
     ASSERT_TRUE(got.limit == want.limit || (std::isnan(got.limit) && std::isnan(want.limit))) << n;
+    ASSERT_EQ(got.has_limit, want.has_limit) << n;
   }
   EXPECT_GT(replacements, 1000u);
   EXPECT_GT(damaged, 10000u);

@@ -71,8 +71,10 @@ TEST(WriteStatement, LimitReadsAsADouble) {
     Json stmt((std::string(R"({"q": {}, "limit": )") + value + "}").c_str());
     WriteStatement s = readWriteStatement(*stmt, "q", "u");
     EXPECT_EQ(s.limit, want) << value;
-    EXPECT_EQ(s.limitParses(), want == 0 || want == 1) << value;
+    EXPECT_EQ(s.deleteLimit() != protocol::DeleteLimit::Invalid, want == 0 || want == 1) << value;
   }
+  Json none(R"({"q": {}})");
+  EXPECT_EQ(readWriteStatement(*none, "q", "u").deleteLimit(), protocol::DeleteLimit::Invalid);  // required
 }
 
 TEST(WriteStatement, ReadsBulkWriteNames) {
