@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "cli/stats_doc.h"
 #include "cli/stats_watch.h"
+#include "common/name_text.h"
 
 namespace shardscope::cli {
 namespace {
@@ -83,7 +84,7 @@ void printHotness(const Doc& d) {
     if (n.isNull("ratio")) std::snprintf(ratio, sizeof ratio, "inf");
     else std::snprintf(ratio, sizeof ratio, "%.2fx", n.num("ratio"));
     std::printf("hot shard: %s %s %s, busiest/least busy chunk owner (%.0f targeted ops since reset; threshold %.1f)%s\n",
-                n.str("ns").c_str(), ratio, n.str("hottest").c_str(), n.num("targetedOps"), d.num("hotness.threshold"),
+                common::textName(n.str("ns")).c_str(), ratio, n.str("hottest").c_str(), n.num("targetedOps"), d.num("hotness.threshold"),
                 n.flag("hot") ? "  HOT" : "  balanced");
   });
   if (!printed) std::printf("hot shard: - (no operation reached a shard yet)\n");
@@ -135,16 +136,14 @@ void printTable(const bson_t* stats, const StatsArgs& args) {
     if (rows++ >= args.top) return;
     char fanout[32];
     std::snprintf(fanout, sizeof fanout, "%.1f/%.0f", s.num("shardsTouched.mean"), s.num("shardsTouched.max"));
-    std::string where = s.str("ns") + " " + s.str("command");
-    if (where.size() > 28) where = where.substr(0, 27) + "~";
+    const std::string where = common::truncateUtf8(common::textName(s.str("ns")) + " " + common::textName(s.str("command")), 28, "~");
     char line[512];
     int n = std::snprintf(line, sizeof line, "%10.0f %7s %-13s %6s %-10s %9s %8s %8s %6.0f  %-28s ", s.num("count"),
                           ops > 0 ? fmtPct(s.num("share")).c_str() : "-", s.str("class").c_str(),
                           fmtPct(s.num("broadcastShare")).c_str(), s.str("countClass").c_str(), fanout, fmtNs(s.num("latency.p50Ns")).c_str(),
                           fmtNs(s.num("latency.p99Ns")).c_str(), s.num("errors.total"), where.c_str());
-    std::string shape = s.str("shape");
     size_t room = width > static_cast<size_t>(n) + 8 ? width - static_cast<size_t>(n) : 8;
-    if (shape.size() > room) shape = shape.substr(0, room - 1) + "~";
+    const std::string shape = common::truncateUtf8(common::textName(s.str("shape")), room, "~");
     std::printf("%s%s\n", line, shape.c_str());
   });
   if (rows == 0) std::printf("(no operations yet)\n");

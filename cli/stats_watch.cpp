@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "cli/stats_doc.h"
+#include "common/name_text.h"
 #include "stats/hosts_targeted.h"
 
 namespace shardscope::cli {
@@ -106,9 +107,8 @@ int watchStats(const WatchOptions& options, const std::function<bson_t*()>& fetc
     size_t rows = 0;
     for (const auto& s : r.shapes) {
       if (rows++ >= options.top) break;
-      std::string where = s.ns + " " + s.command;
-      if (where.size() > 28) where = where.substr(0, 27) + "~";
-      std::string shape = s.shape.size() > 100 ? s.shape.substr(0, 99) + "~" : s.shape;
+      const std::string where = common::truncateUtf8(common::textName(s.ns) + " " + common::textName(s.command), 28, "~");
+      const std::string shape = common::truncateUtf8(common::textName(s.shape), 100, "~");
       std::printf("  %9.1f  %-10s %-28s %s\n", s.per_second, s.cls.c_str(), where.c_str(), shape.c_str());
     }
     if (rows == 0) std::printf("  (no operations in this interval)\n");

@@ -16,6 +16,10 @@ inline constexpr size_t kMaxKeptNameBytes = 128;
 // first bytes cut at a UTF-8 boundary, "...#" and the 16-hex hash of the whole name: at most
 // kMaxKeptNameBytes, the same text for the same name, distinct for distinct names.
 std::string_view boundedName(std::string_view name, std::string& storage);
+// Appends "#" and the 16-hex hash of `name`'s bytes: what tells apart names that had to be shortened
+// or altered to be shown (boundedName, utf8Name, Prometheus labels).
+void appendNameHash(std::string_view name, std::string& out);
+
 inline std::string boundedName(std::string_view name) {
   std::string storage;
   return std::string(boundedName(name, storage));

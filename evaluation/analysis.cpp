@@ -14,6 +14,8 @@
 #include "evaluation/value_codec.h"
 #include "common/bson_order.h"
 #include "common/command_fields.h"
+#include "common/json_writer.h"
+#include "common/utf8.h"
 #include "rewrite/lookup_rule.h"
 #include "routing/chunk_map.h"
 #include "routing/query_targeting.h"
@@ -31,13 +33,28 @@ bool staticDoc(std::string_view bytes, bson_t& out) {
   return bson_init_static(&out, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
 }
 
+// A field name is a client's: written as an escaped JSON string, so whatever it holds (quotes,
+// backslashes, a whole "x": "hashed" pair) it stays one field of the pattern. Its bytes are kept
+// as they came: the pattern reader judges them, as it judges a configured key's.
 std::string patternJson(const std::vector<std::pair<std::string, bool>>& fields) {
   std::string s = "{";
   for (size_t i = 0; i < fields.size(); ++i) {
     if (i) s += ", ";
-    s += "\"" + fields[i].first + "\": " + (fields[i].second ? "\"hashed\"" : "1");
+    common::JsonWriter::appendString(fields[i].first, s, common::JsonWriter::InvalidUtf8::Keep);
+    s += fields[i].second ? ": \"hashed\"" : ": 1";
   }
   return s + "}";
+}
+
+// Whether a path reads unambiguously unquoted in a key label: no characters the label itself uses
+// ('{', '}', ',', ':', quotes, spaces), no control characters, nothing that is not UTF-8.
+bool plainPath(std::string_view path) {
+  if (path.empty() || !common::isValidUtf8(path)) return false;
+  for (char ch : path) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c <= 0x20 || c == 0x7F || std::strchr("{}[],:\"'\\", ch)) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -46,7 +63,10 @@ std::string keyLabel(const routing::ShardKeyPattern& p) {
   std::string s = "{";
   for (size_t i = 0; i < p.size(); ++i) {
     if (i) s += ", ";
-    s += p.field(i).path + ": " + (p.field(i).hashed ? "\"hashed\"" : "1");
+    const std::string& path = p.field(i).path;
+    if (plainPath(path)) s += path;
+    else common::JsonWriter::appendString(path, s);  // {"a: 1, b": 1} is one field, not two
+    s += p.field(i).hashed ? ": \"hashed\"" : ": 1";
   }
   return s + "}";
 }

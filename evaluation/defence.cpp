@@ -4,6 +4,7 @@
 
 #include "evaluation/defence_sentences.h"
 #include "evaluation/report_text.h"
+#include "common/name_text.h"
 
 namespace shardscope::evaluation {
 
@@ -32,8 +33,8 @@ std::string frequencyPart(const CandidateResult& c) {
     if (c.prefix_top_share >= 0.01)
       t += ", which would be a jumbo-chunk risk on {" + lead + ": 1} alone (its chunk passes " + bytesText(128.0 * 1024 * 1024) +
            " once the collection reaches " + bytesText(128.0 * 1024 * 1024 / c.prefix_top_share) + "), and the " +
-           c.pattern.field(1).path + " suffix removes it because that value's documents split by " + c.pattern.field(1).path +
-           (c.suffix_monotonic ? " (its new documents still land at the top of its " + c.pattern.field(1).path + " range)" : "");
+           pathName(c, 1) + " suffix removes it because that value's documents split by " + pathName(c, 1) +
+           (c.suffix_monotonic ? " (its new documents still land at the top of its " + pathName(c, 1) + " range)" : "");
     t += "; the full key's top value is " + pct(c.top_share) + ". ";
     return t;
   }
@@ -120,7 +121,7 @@ std::string rejectedLine(const NamespaceReport& r, const CandidateResult& o) {
 
 std::string defence(const NamespaceReport& r) {
   if (r.recommended < 0 && !r.no_recommendation.empty()) return "No recommendation: " + r.no_recommendation + ".\n";
-  if (r.recommended < 0) return "No traffic observed for " + r.ns + " yet.\n";
+  if (r.recommended < 0) return "No traffic observed for " + common::textName(r.ns) + " yet.\n";
   const CandidateResult& c = r.candidates[r.recommended];
   std::string t;
   if (!c.passes())

@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "evaluation/report_text.h"
+
 namespace shardscope::evaluation {
 
 namespace {
@@ -66,16 +68,16 @@ std::string acceptingSentence(const NamespaceReport& r, const CandidateResult& c
   for (size_t i = 0; i < broadcast.size(); ++i)
     t += (i ? "; " : "") + shapeText(*broadcast[i]) + " (" + pct(broadcast[i]->count / all) + ")";
   t += ". Analytical ones belong on a secondary or an analytics store; point lookups on another field can carry " +
-       c.pattern.field(0).path + " at the API level (the caller usually has it), which turns a broadcast into a targeted query.";
+       leadName(c) + " at the API level (the caller usually has it), which turns a broadcast into a targeted query.";
   if (!rescue.empty()) t += " " + rescue;
   return t + "\n\n";
 }
 
 std::string changeMindSentence(const NamespaceReport& r, const CandidateResult& c) {
   const double fair = 1.0 / std::max<uint32_t>(1, r.shards);
-  const std::string lead = c.pattern.field(0).path;
+  const std::string lead = leadName(c);
   if (c.pattern.size() > 1 && !c.pattern.field(0).hashed) {
-    const std::string suffix = c.pattern.field(1).path;
+    const std::string suffix = pathName(c, 1);
     if (c.prefix_top_share < fair)
       return "if the top " + lead + " value grew from " + pct(c.prefix_top_share) + " to above " + pct(fair) +
              " of inserts (one shard's fair share), " +
@@ -101,7 +103,7 @@ std::string insertsOnlyNote(const CandidateResult& c) {
 
 std::string untargetedReason(const CandidateResult& c) {
   if (c.targeted >= 0.005) return "";
-  const std::string lead = c.pattern.field(0).path;
+  const std::string lead = leadName(c);
   if (c.hashed_prefix && c.lead_range_share > 0)
     return "perfect spread, but the observed queries on " + lead + " bound it by a range (" + pct(c.lead_range_share) +
            " of traffic), and a range on a hashed field is a broadcast: fixes writes, makes reads worse";

@@ -7,6 +7,7 @@
 #include "evaluation/apply_queue.h"
 #include "evaluation/document_digest.h"
 #include "evaluation/event_batch.h"
+#include "evaluation/export_bson.h"
 #include "evaluation/key_facts_from_samples.h"
 #include "evaluation/namespace_state.h"
 #include "evaluation/thread_batch.h"
@@ -258,6 +259,27 @@ std::string Evaluator::renderText() const {
   return renderReportsText(analyzeAll(states, opt, table.get(), options_.configured_candidates, {}));
 }
 
+namespace {
+
+// The namespaces an export left out, with why: "skippedNamespaces" (absent when none).
+void appendSkipped(bson_t* doc, const std::vector<std::pair<std::string, std::string>>& skipped) {
+  if (skipped.empty()) return;
+  bson_t arr, item;
+  char idx[16];
+  const char* k;
+  bson_append_array_begin(doc, "skippedNamespaces", -1, &arr);
+  for (size_t i = 0; i < skipped.size(); ++i) {
+    bson_uint32_to_string(static_cast<uint32_t>(i), &k, idx, sizeof idx);
+    bson_append_document_begin(&arr, k, -1, &item);
+    appendName(&item, "ns", skipped[i].first);
+    appendName(&item, "reason", skipped[i].second);
+    bson_append_document_end(&arr, &item);
+  }
+  bson_append_array_end(doc, &arr);
+}
+
+}  // namespace
+
 std::string Evaluator::exportSketches() const {
   auto states = snapshot();
   std::shared_ptr<const routing::RoutingTable> table;
@@ -267,7 +289,7 @@ std::string Evaluator::exportSketches() const {
     table = table_;
     rules = lookup_rules_;
   }
-  bson_t doc = BSON_INITIALIZER, arr, item;
+  bson_t doc = BSON_INITIALIZER, arr;
   bson_append_int32(&doc, "version", -1, 1);
   bson_append_int32(&doc, "valueHashes", -1, kValueHashesVersion);
   bson_append_int32(&doc, "simulatedShards", -1, static_cast<int32_t>(options_.simulated_shards));
@@ -275,9 +297,10 @@ std::string Evaluator::exportSketches() const {
   bson_append_array_begin(&doc, "namespaces", -1, &arr);
   char idx[16];
   const char* k;
+  uint32_t exported = 0;
+  std::vector<std::pair<std::string, std::string>> skipped;  // ns, why
   for (size_t i = 0; i < states.size(); ++i) {
-    bson_uint32_to_string(static_cast<uint32_t>(i), &k, idx, sizeof idx);
-    bson_append_document_begin(&arr, k, -1, &item);
+    bson_t item = BSON_INITIALIZER;
     states[i].second->toBson(&item);
     if (const auto* key = table ? table->shardKey(states[i].first) : nullptr)
       bson_append_utf8(&item, "currentKey", -1, key->toJson().c_str(), -1);
@@ -297,11 +320,21 @@ std::string Evaluator::exportSketches() const {
       if (r.ns == states[i].first) rule = &r;
     if (rule) bson_append_utf8(&item, "lookupRule", -1, lookupRuleSpec(*rule).c_str(), -1);
     appendKeyFacts(&item, *states[i].second, options_, table ? table->shardKey(states[i].first) : nullptr, rule);
-    bson_append_document_end(&arr, &item);
+    // One namespace the JSON conversion would refuse must not empty the whole export: it is left
+    // out, and said so below.
+    bson_error_t invalid;
+    if (bson_validate_with_error(&item, static_cast<bson_validate_flags_t>(BSON_VALIDATE_UTF8 | BSON_VALIDATE_UTF8_ALLOW_NULL), &invalid)) {
+      bson_uint32_to_string(exported++, &k, idx, sizeof idx);
+      bson_append_document(&arr, k, -1, &item);
+    } else {
+      skipped.push_back({states[i].first, invalid.message});
+    }
+    bson_destroy(&item);
   }
   bson_append_array_end(&doc, &arr);
+  appendSkipped(&doc, skipped);
   char* json = bson_as_canonical_extended_json(&doc, nullptr);
-  std::string out = json ? json : "{}";
+  std::string out = json ? json : R"({"error": "the sketch export could not be converted to JSON"})";
   bson_free(json);
   bson_destroy(&doc);
   return out;

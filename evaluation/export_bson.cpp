@@ -1,10 +1,18 @@
 #include "evaluation/export_bson.h"
 
+#include "common/name_text.h"
+
 namespace shardscope::evaluation {
 
 void appendBin(bson_t* doc, const char* key, std::string_view bytes) {
   bson_append_binary(doc, key, -1, BSON_SUBTYPE_BINARY, reinterpret_cast<const uint8_t*>(bytes.data()),
                      static_cast<uint32_t>(bytes.size()));
+}
+
+void appendName(bson_t* doc, const char* key, std::string_view name) {
+  std::string storage;
+  const std::string_view shown = common::utf8Name(name, storage);
+  bson_append_utf8(doc, key, -1, shown.data(), static_cast<int>(shown.size()));
 }
 
 namespace {
@@ -30,9 +38,7 @@ void appendCounts(bson_t* doc, const char* key, const std::vector<double>& v) {
 }
 
 void appendStrings(bson_t* doc, const char* key, const std::vector<std::string>& v) {
-  appendArray(doc, key, v, [](bson_t* arr, const char* k, const std::string& s) {
-    bson_append_utf8(arr, k, -1, s.data(), static_cast<int>(s.size()));
-  });
+  appendArray(doc, key, v, [](bson_t* arr, const char* k, const std::string& s) { appendName(arr, k, s); });
 }
 
 int64_t getInt(const bson_t& doc, const char* key) {

@@ -16,6 +16,10 @@ namespace shardscope::evaluation {
 
 void appendBin(bson_t* doc, const char* key, std::string_view bytes);
 void appendCounts(bson_t* doc, const char* key, const std::vector<double>& v);
+// A name a client chose (namespace, field path, shape, label) as a BSON string: common::utf8Name's
+// form, so bytes that are not UTF-8 neither break the export's JSON nor merge two names into one.
+void appendName(bson_t* doc, const char* key, std::string_view name);
+// Strings that are client names, each as appendName writes it.
 void appendStrings(bson_t* doc, const char* key, const std::vector<std::string>& v);
 
 int64_t getInt(const bson_t& doc, const char* key);

@@ -141,7 +141,7 @@ void KeyFacts::toBson(bson_t* out) const {
   bson_append_array_begin(out, "shardInserts", -1, &arr);
   for (size_t s = 0; s < shard_inserts.size(); ++s) bson_append_double(&arr, indexKey(static_cast<uint32_t>(s), idx), -1, shard_inserts[s]);
   bson_append_array_end(out, &arr);
-  bson_append_utf8(out, "splitOn", -1, split_on.c_str(), -1);
+  appendName(out, "splitOn", split_on);
 }
 
 bool KeyFacts::fromBson(const bson_t& doc) {

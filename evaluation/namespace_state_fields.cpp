@@ -50,7 +50,7 @@ void writeFreq(bson_t* out, const char* name, const FieldState& f) {
     bson_append_int64(&fe, "h", -1, static_cast<int64_t>(e.hash));
     bson_append_int64(&fe, "c", -1, static_cast<int64_t>(e.count));
     bson_append_int64(&fe, "e", -1, static_cast<int64_t>(e.error));
-    if (!e.label.empty()) bson_append_utf8(&fe, "l", -1, e.label.c_str(), -1);
+    if (!e.label.empty()) appendName(&fe, "l", e.label);
     bson_append_document_end(&fa, &fe);
   }
   bson_append_array_end(out, &fa);

@@ -15,7 +15,7 @@
 namespace shardscope::evaluation {
 
 void NamespaceState::toBson(bson_t* out) const {
-  bson_append_utf8(out, "ns", -1, ns_.c_str(), -1);
+  appendName(out, "ns", ns_);
   bson_append_int32(out, "shards", -1, static_cast<int32_t>(limits_.simulated_shards));
   for (const auto& c : namespaceCounters()) bson_append_int64(out, c.name, -1, static_cast<int64_t>(this->*c.member));
   bson_t arr, item;
@@ -26,7 +26,7 @@ void NamespaceState::toBson(bson_t* out) const {
     const FieldState& f = fields[i];
     bson_uint32_to_string(static_cast<uint32_t>(i), &k, idx, sizeof idx);
     bson_append_document_begin(&arr, k, -1, &item);
-    bson_append_utf8(&item, "path", -1, f.path.c_str(), -1);
+    appendName(&item, "path", f.path);
     for (const auto& c : fieldCodecs()) c.write(&item, c.name, f);
     bson_append_document_end(&arr, &item);
   }
@@ -61,7 +61,7 @@ void NamespaceState::toBson(bson_t* out) const {
     bson_uint32_to_string(static_cast<uint32_t>(i++), &k, idx, sizeof idx);
     bson_append_document_begin(&arr, k, -1, &item);
     bson_append_int64(&item, "h", -1, static_cast<int64_t>(h));
-    bson_append_utf8(&item, "shape", -1, s.shape.c_str(), -1);
+    appendName(&item, "shape", s.shape);
     bson_append_utf8(&item, "kind", -1, opKindName(s.kind), -1);
     bson_append_bool(&item, "multi", -1, s.multi);
     bson_append_bool(&item, "upsert", -1, s.upsert);

@@ -9,6 +9,7 @@
 #include "evaluation/defence_sentences.h"
 #include "evaluation/report_text.h"
 #include "common/json_writer.h"
+#include "common/name_text.h"
 #include "common/query_shape.h"
 
 namespace shardscope::evaluation {
@@ -272,7 +273,7 @@ std::string renderReportsJson(const std::vector<NamespaceReport>& reports, const
   w.key("namespaces").beginArray();
   for (const auto& r : reports) {
     w.beginObject();
-    w.key("ns").value(r.ns);
+    w.key("ns").value(common::utf8Name(r.ns));  // as the export and /metrics show it
     w.key("simulatedShards").value(r.shards);
     w.key("reads").value(r.reads);
     w.key("writes").value(r.writes);
@@ -333,7 +334,7 @@ std::string renderReportsText(const std::vector<NamespaceReport>& reports) {
   std::string t;
   if (reports.empty()) return "No namespaces observed yet.\n";
   for (const auto& r : reports) {
-    t += r.ns + ": " + num(static_cast<double>(r.reads)) + " reads, " + num(static_cast<double>(r.writes)) +
+    t += common::textName(r.ns) + ": " + num(static_cast<double>(r.reads)) + " reads, " + num(static_cast<double>(r.writes)) +
          " writes (update/delete/findAndModify), " + num(static_cast<double>(r.inserts)) + " inserts observed (" +
          num(static_cast<double>(r.upserted)) + " of them by upserts; " + num(static_cast<double>(r.upserts_matched)) +
          " upserts updated an existing document; " + num(static_cast<double>(r.replacements)) +
@@ -343,7 +344,7 @@ std::string renderReportsText(const std::vector<NamespaceReport>& reports) {
     t += "-------------------------------------------------------------------------\n";
     for (const auto& s : r.shapes) {
       std::string l = shapeLabel(s);
-      if (l.size() > 64) l = l.substr(0, 61) + "...";
+      l = common::truncateUtf8(l, 64, "...");
       l.resize(std::max<size_t>(l.size(), 66), ' ');
       t += l + " " + pct(all > 0 ? s.count / all : 0) + "\n";
     }

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "common/name_text.h"
+
 namespace shardscope::evaluation {
 
 namespace {
@@ -58,7 +60,9 @@ double maxShare(const CandidateResult& c) {
   return m;
 }
 
-std::string leadName(const CandidateResult& c) { return c.pattern.field(0).path; }
+std::string pathName(const CandidateResult& c, size_t i) { return common::textName(c.pattern.field(i).path); }
+
+std::string leadName(const CandidateResult& c) { return pathName(c, 0); }
 
 bool hasWarning(const CandidateResult& c, const char* w) {
   for (const auto& x : c.warnings)

@@ -14,7 +14,9 @@ std::string shapeLabel(const ShapeOutcome& s);  // the shape, prefixed by its ki
 std::string ratioText(const CandidateResult& c);   // the simulated cluster's max/min in words
 std::string sharesText(const CandidateResult& c);  // "25.0% / 24.1% / ..." per simulated shard
 double maxShare(const CandidateResult& c);         // the busiest simulated shard's share of inserts
-std::string leadName(const CandidateResult& c);    // the key's leading field
+// Key field i's path as the text reports write it: common::textName (a client's name).
+std::string pathName(const CandidateResult& c, size_t i);
+std::string leadName(const CandidateResult& c);    // the key's leading field, as pathName
 bool hasWarning(const CandidateResult& c, const char* warning);
 // " as sent, 80.0% after the lookup rewrite (it rescues find {orderId: 1})" when a rewrite is in force.
 std::string rewriteText(const CandidateResult& c);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "common/bounded_name.h"
 #include "common/utf8.h"
 
 namespace shardscope::stats {
@@ -11,25 +12,31 @@ namespace shardscope::stats {
 void PrometheusWriter::appendEscaped(std::string_view value, std::string& out) {
   // Runs of plain bytes are copied in one append; most label values have nothing to replace.
   size_t run = 0;
+  bool altered = false;  // a byte became U+FFFD: another name could now read the same
   auto replace = [&](size_t i, std::string_view with) {  // value[i], one byte, becomes `with`
     out.append(value.data() + run, i - run).append(with);
     run = i + 1;
+  };
+  auto lose = [&](size_t i) {
+    replace(i, common::kReplacementCharacter);
+    altered = true;
   };
   for (size_t i = 0; i < value.size();) {
     const auto c = static_cast<unsigned char>(value[i]);
     if (c == '\\') replace(i, "\\\\");
     else if (c == '"') replace(i, "\\\"");
     else if (c == '\n') replace(i, "\\n");
-    else if (c < 0x20 || c == 0x7F) replace(i, common::kReplacementCharacter);  // NUL, CR, ESC, ...
+    else if (c < 0x20 || c == 0x7F) lose(i);  // NUL, CR, ESC, ...
     else if (size_t n = common::utf8SequenceLength(value, i); n > 0) {
       i += n;
       continue;
     } else {
-      replace(i, common::kReplacementCharacter);  // not UTF-8: what /stats shows as \ufffd
+      lose(i);  // not UTF-8: what /stats shows as \ufffd
     }
     ++i;
   }
   out.append(value.data() + run, value.size() - run);
+  if (altered) common::appendNameHash(value, out);  // keeps distinct names distinct series
 }
 
 PrometheusWriter& PrometheusWriter::family(Metric m) {

@@ -41,7 +41,8 @@ class PrometheusWriter {
 
   // Escapes a label value: backslash, double quote and newline (the exposition format's rules);
   // every byte that is not strict UTF-8 and every other control character becomes U+FFFD, so no
-  // name a client sends can make a scraper reject the page.
+  // name a client sends can make a scraper reject the page. A value that lost bytes so is followed
+  // by "#" and the hash of its raw bytes (common::appendNameHash), so two names never share a label.
   static void appendEscaped(std::string_view value, std::string& out);
 
  private:

@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "common/json_writer.h"
+#include "common/name_text.h"
 #include "common/query_shape.h"
 #include "stats/hotness.h"
 #include "stats/render.h"
@@ -83,8 +84,9 @@ void writeShape(common::JsonWriter& w, const ShapeSnapshot& s, bool recordValues
   const ShapeCounters& c = s.counters;
   w.beginObject();
   w.field("id", shapeIdHex(s.hash));
-  w.field("ns", s.ns);
-  w.field("command", s.command);
+  // A client's names as every surface shows them (common::utf8Name: distinct when not UTF-8).
+  w.field("ns", common::utf8Name(s.ns));
+  w.field("command", common::utf8Name(s.command));
   w.field("shape", s.shape);
   w.field("other", s.other);
   w.field("count", c.count);
@@ -185,7 +187,7 @@ void writeHotness(common::JsonWriter& w, const Snapshot& snap, const std::vector
   w.field("basis", "oneShard operations per chunk-owning shard, per namespace, since reset");
   w.key("namespaces").beginArray();
   for (const auto& h : hotness(snap, shardNames, owners)) {
-    w.beginObject().field("ns", h.ns).field("targetedOps", h.targetedOps).field("judged", h.judged);
+    w.beginObject().field("ns", common::utf8Name(h.ns)).field("targetedOps", h.targetedOps).field("judged", h.judged);
     if (std::isinf(h.ratio)) w.key("ratio").null();  // the least busy owner took no targeted operation
     else w.field("ratio", h.ratio);
     w.field("hot", h.hot).field("hottest", h.hottest).field("coldest", h.coldest);
@@ -227,7 +229,7 @@ std::string renderJson(const Snapshot& snap, const std::vector<std::string>& sha
   w.field("overflowLookups", snap.overflowLookups);
   w.key("namespacesAtCap").beginArray();
   for (const auto& ns : snap.namespaces)
-    if (ns.atCap) w.value(ns.ns);
+    if (ns.atCap) w.value(common::utf8Name(ns.ns));
   w.endArray();
   w.endObject();
 
@@ -261,7 +263,7 @@ std::string renderJson(const Snapshot& snap, const std::vector<std::string>& sha
     const auto& ns = snap.namespaces[n];
     uint64_t ops = nsOps.contains(ns.ns) ? nsOps[ns.ns] : 0;
     w.beginObject();
-    w.field("ns", ns.ns);
+    w.field("ns", common::utf8Name(ns.ns));
     w.field("shapes", ns.shapes);
     w.field("atCap", ns.atCap);
     w.field("ops", ops);

@@ -9,6 +9,11 @@
    in $db, collection and command names, on raw OP_MSG frames through the real proxy: /metrics
    passes `promtool check metrics`, and /stats, /evaluate and /history are strict UTF-8 JSON.
    Before: one `$db` with FF FE made promtool reject the whole page.
+Hostile names end to end: one collection named with FF emptied /evaluate/sketches (and so
+`shardscope evaluate --from`); a name holding a newline and ESC forged lines and drove the terminal
+in every text output (/evaluate?format=text, `stats --once`, `evaluate --from`); `dup\x01` and
+`dup\xff` were the same /metrics series. Now a name that is not UTF-8 shows as U+FFFD and the hash
+of its bytes everywhere, and text outputs escape control characters.
 """
 from __future__ import annotations
 
@@ -167,8 +172,75 @@ def test_random_bytes_as_names_never_break_a_page(ferretdb, proxy):
     page = _fetch(px.admin_url, "/metrics", 64 * MIB)
     assert b'ns="' in page
     _promtool_check(page)
-    for path in ("/stats", "/evaluate", "/history"):
+    for path in ("/stats", "/evaluate", "/history", "/evaluate/sketches"):
         body = _fetch(px.admin_url, path, 64 * MIB)
         json.loads(body.decode("utf-8"))  # strict: invalid UTF-8 raises
     # The names are there, as U+FFFD where they were not UTF-8 (not dropped).
     assert "\ufffd".encode() in page
+    _assert_unique_series(page.decode("utf-8"))
+    sketches = json.loads(_fetch(px.admin_url, "/evaluate/sketches", 64 * MIB))
+    assert sketches.get("namespaces"), "the export kept no namespace"
+
+
+def _assert_unique_series(page: str) -> None:
+    """Two samples with the same name and labels are one series twice: Prometheus drops samples
+    (promtool check metrics does not notice)."""
+    seen = set()
+    for line in page.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        series = line.rsplit(" ", 1)[0]
+        assert series not in seen, f"duplicate series {series!r}"
+        seen.add(series)
+
+
+FORGED = b"x\nhn.forged: 999 reads, 0 writes\n\x1b]0;pwned\x07\x1b[2J"
+
+
+def _send_hostile_names(address: str) -> None:
+    for coll in (b"good", b"bad\xff", b"bad\xfe", FORGED, b"dup\x01", b"dup\x02"):
+        for i in range(3):
+            filt = _bson_doc(_bson_string(b"k", b"v%d" % i))
+            _send(address, _op_msg(_bson_doc(_bson_string(b"find", coll) + b"\x03filter\x00" + filt +
+                                             _bson_string(b"$db", b"hn"))))
+    _send(address, _op_msg(_bson_doc(b"\x10cmd\nFORGED LINE\r\x1b[31m\x00" + struct.pack("<i", 1) +
+                                     _bson_string(b"$db", b"hn"))))
+
+
+def test_hostile_names_stay_distinct_and_on_their_own_line(ferretdb, proxy, shardscope_binary):
+    px = proxy(ferretdb.uri, admin=True)
+    # `stats --watch` shows the interval's operations: the names are sent while it watches.
+    watch = subprocess.Popen([str(shardscope_binary), "stats", "--admin", px.admin_url, "--watch", "1", "--count", "1",
+                              "--top", "1000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(0.2)
+    _send_hostile_names(px.address)
+    watched, watch_err = watch.communicate(timeout=60)
+    assert watch.returncode == 0, watch_err
+
+    # The export keeps every namespace, each under its own name (bad\xff and bad\xfe apart).
+    sketches = json.loads(_fetch(px.admin_url, "/evaluate/sketches", 64 * MIB).decode("utf-8"))
+    names = [n["ns"] for n in sketches["namespaces"]]
+    assert "hn.good" in names
+    bad = [n for n in names if n.startswith("hn.bad\ufffd#")]
+    assert len(bad) == 2, names
+    assert "skippedNamespaces" not in sketches
+
+    _assert_unique_series(_fetch(px.admin_url, "/metrics", 64 * MIB).decode("utf-8"))
+
+    def plain_text(out: bytes, what: str) -> None:
+        out.decode("utf-8")  # strict
+        assert b"\x1b" not in out, what
+        assert b"\nhn.forged" not in out and b"\nFORGED LINE" not in out, what
+
+    plain_text(_fetch(px.admin_url, "/evaluate?format=text", 64 * MIB), "/evaluate?format=text")
+    once = subprocess.run([str(shardscope_binary), "stats", "--admin", px.admin_url, "--once", "--top", "1000"],
+                          capture_output=True, timeout=60)
+    assert once.returncode == 0, once.stderr
+    plain_text(once.stdout, "stats --once")
+    assert b"x\\nhn.forged" in once.stdout  # shown, escaped
+    merged = subprocess.run([str(shardscope_binary), "evaluate", "--from", px.admin_url], capture_output=True, timeout=60)
+    assert merged.returncode == 0, merged.stderr
+    plain_text(merged.stdout, "evaluate --from")
+    plain_text(watched, "stats --watch")
+    assert b"x\\nhn.forged" in watched
+    assert "hn.bad\ufffd#".encode() in merged.stdout

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/bounded_name.h"
 #include "common/utf8.h"
 
 namespace shardscope::stats {
@@ -23,17 +24,24 @@ TEST(PrometheusWriter, EscapesOrReplacesEveryByteAClientCanSend) {
   // Valid UTF-8 stays as it is, 2-, 3- and 4-byte sequences alike.
   EXPECT_EQ(escaped("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"), "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80");
   const std::string fffd = "\xEF\xBF\xBD";
+  // A value that lost bytes ends with the hash of what it was (common::appendNameHash).
+  auto lost = [](std::string_view raw, const std::string& shown) {
+    std::string h;
+    common::appendNameHash(raw, h);
+    return shown + h;
+  };
   // Bytes FF FE, a NUL, CR, ESC and DEL.
-  EXPECT_EQ(escaped(std::string("db\xFF\xFE", 4)), "db" + fffd + fffd);
-  EXPECT_EQ(escaped(std::string("a\0b\rc\x1B\x7F", 7)), "a" + fffd + "b" + fffd + "c" + fffd + fffd);
+  EXPECT_EQ(escaped(std::string("db\xFF\xFE", 4)), lost(std::string("db\xFF\xFE", 4), "db" + fffd + fffd));
+  EXPECT_EQ(escaped(std::string("a\0b\rc\x1B\x7F", 7)),
+            lost(std::string("a\0b\rc\x1B\x7F", 7), "a" + fffd + "b" + fffd + "c" + fffd + fffd));
   // What a lax decoder lets through and Go's strict one (promtool, Prometheus) refuses: overlong
   // forms, UTF-16 surrogates, code points past U+10FFFF, truncated and stray continuation bytes.
-  EXPECT_EQ(escaped("\xC0\x80"), fffd + fffd);
-  EXPECT_EQ(escaped("\xE0\x80\xAF"), fffd + fffd + fffd);
-  EXPECT_EQ(escaped("\xED\xA0\x80"), fffd + fffd + fffd);
-  EXPECT_EQ(escaped("\xF4\x90\x80\x80"), fffd + fffd + fffd + fffd);
-  EXPECT_EQ(escaped("x\xE2\x82"), "x" + fffd + fffd);
-  EXPECT_EQ(escaped("\x80y"), fffd + "y");
+  EXPECT_EQ(escaped("\xC0\x80"), lost("\xC0\x80", fffd + fffd));
+  EXPECT_EQ(escaped("\xE0\x80\xAF"), lost("\xE0\x80\xAF", fffd + fffd + fffd));
+  EXPECT_EQ(escaped("\xED\xA0\x80"), lost("\xED\xA0\x80", fffd + fffd + fffd));
+  EXPECT_EQ(escaped("\xF4\x90\x80\x80"), lost("\xF4\x90\x80\x80", fffd + fffd + fffd + fffd));
+  EXPECT_EQ(escaped("x\xE2\x82"), lost("x\xE2\x82", "x" + fffd + fffd));
+  EXPECT_EQ(escaped("\x80y"), lost("\x80y", fffd + "y"));
 }
 
 // Reads `out` as the text format reads a label value: escapes are \\, \" and \n only, no raw quote.

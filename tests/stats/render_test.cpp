@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "common/name_text.h"
 #include "stats/registry.h"
 
 namespace shardscope::stats {
@@ -115,7 +116,9 @@ TEST(RenderJson, EscapesAndInvalidUtf8) {
   Snapshot snap = sampleSnapshot();
   snap.shapes[0].ns = std::string("we\"ird\n\xff", 8);
   Json j(renderJson(snap, {}));
-  EXPECT_EQ(j.str("shapes.0.ns"), "we\"ird\n\xef\xbf\xbd");
+  // Not UTF-8: U+FFFD and the hash of the raw name (common::utf8Name), as the export and /metrics.
+  EXPECT_EQ(j.str("shapes.0.ns"), "we\"ird\n\xef\xbf\xbd" + common::utf8Name(snap.shapes[0].ns).substr(10));
+  EXPECT_EQ(common::utf8Name(snap.shapes[0].ns).substr(10, 1), "#");
 }
 
 // Parses "name{labels} value" lines into name{labels} -> value.

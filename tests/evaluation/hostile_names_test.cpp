@@ -1,0 +1,127 @@
+// Names a client chooses (namespaces, field names) with bytes that are not UTF-8, quotes, control
+// characters: the sketch export stays whole, a field name stays one field of a candidate key, and
+// the text report shows each name on its own line, as valid UTF-8.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "common/name_text.h"
+#include "common/utf8.h"
+#include "evaluation/analysis.h"
+#include "evaluation/evaluator.h"
+#include "routing/shard_key_pattern.h"
+#include "tests/evaluation/scenario_support.h"
+
+namespace shardscope::evaluation {
+namespace {
+
+using testing::findPath;
+using testing::OwnedCommand;
+
+// find {<field>: "v<i>"} on db.coll, `n` times.
+void observeFinds(Observer& obs, const std::string& db, const std::string& coll, const std::string& field, int n = 3) {
+  for (int i = 0; i < n; ++i) {
+    bson_t* cmd = bson_new();
+    bson_append_utf8(cmd, "find", -1, coll.data(), static_cast<int>(coll.size()));
+    bson_t filter;
+    bson_append_document_begin(cmd, "filter", -1, &filter);
+    const std::string v = "v" + std::to_string(i);
+    bson_append_utf8(&filter, field.c_str(), -1, v.c_str(), -1);
+    bson_append_document_end(cmd, &filter);
+    OwnedCommand c(cmd, db, coll);
+    obs.observe(c.view(), c.ns());
+  }
+}
+
+std::set<std::string> exportedNamespaces(const std::string& json) {
+  bson_error_t err;
+  bson_t* doc = bson_new_from_json(reinterpret_cast<const uint8_t*>(json.data()), static_cast<ssize_t>(json.size()), &err);
+  EXPECT_NE(doc, nullptr) << err.message;
+  std::set<std::string> out;
+  for (int i = 0; doc; ++i) {
+    bson_iter_t it;
+    if (!findPath(&it, doc, "namespaces." + std::to_string(i) + ".ns")) break;
+    out.insert(bson_iter_utf8(&it, nullptr));
+  }
+  if (doc) bson_destroy(doc);
+  return out;
+}
+
+TEST(HostileNames, SketchExportKeepsEveryNamespaceDistinctAndValid) {
+  Evaluator ev(EvaluationOptions{});
+  auto obs = ev.newObserver();
+  observeFinds(*obs, "shop", "good", "k");
+  observeFinds(*obs, "shop", "bad\xff", "k");
+  observeFinds(*obs, "shop", "bad\xfe", "k");
+  observeFinds(*obs, "shop", "fields", "f\xff");
+  const std::string json = ev.exportSketches();
+  ASSERT_TRUE(common::isValidUtf8(json));
+  const auto names = exportedNamespaces(json);
+  EXPECT_EQ(names.size(), 4u) << json.substr(0, 400);
+  EXPECT_TRUE(names.count("shop.good"));
+  EXPECT_TRUE(names.count(common::utf8Name("shop.bad\xff")));
+  EXPECT_NE(common::utf8Name("shop.bad\xff"), common::utf8Name("shop.bad\xfe"));
+  EXPECT_EQ(json.find("skippedNamespaces"), std::string::npos);
+  std::string error;
+  EXPECT_FALSE(Evaluator::mergeAndEvaluate({json}, false, error).empty()) << error;
+}
+
+// Each candidate key's field names, as the /evaluate JSON lists them.
+std::set<std::string> candidateFields(const std::string& json) {
+  bson_error_t err;
+  bson_t* doc = bson_new_from_json(reinterpret_cast<const uint8_t*>(json.data()), static_cast<ssize_t>(json.size()), &err);
+  EXPECT_NE(doc, nullptr) << err.message;
+  std::set<std::string> out;
+  for (int i = 0; doc; ++i) {
+    bson_iter_t it, key;
+    if (!findPath(&it, doc, "namespaces.0.candidates." + std::to_string(i) + ".key")) break;
+    if (!BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &key)) continue;
+    while (bson_iter_next(&key)) out.insert(bson_iter_key(&key));
+  }
+  if (doc) bson_destroy(doc);
+  return out;
+}
+
+TEST(HostileNames, AFieldNameStaysOneFieldOfACandidate) {
+  for (const std::string field : {R"(inj": "hashed", "owner)", R"(a"b)", R"(esc\u0041pe)"}) {
+    Evaluator ev(EvaluationOptions{});
+    auto obs = ev.newObserver();
+    observeFinds(*obs, "cidb", "c", field, 20);
+    const auto fields = candidateFields(ev.renderJson());
+    EXPECT_TRUE(fields.count(field)) << field;
+    for (const auto& f : fields) EXPECT_TRUE(f == "_id" || f == field) << field << " gave " << f;
+  }
+}
+
+TEST(HostileNames, KeyLabelsQuoteNamesThatWouldReadAsSeveralFields) {
+  std::string error;
+  auto two = routing::ShardKeyPattern::fromJson(R"({"a": 1, "b": 1})", error);
+  auto one = routing::ShardKeyPattern::fromJson(R"({"a: 1, b": 1})", error);
+  ASSERT_TRUE(two && one) << error;
+  EXPECT_EQ(keyLabel(*two), "{a: 1, b: 1}");  // ordinary names as before
+  EXPECT_EQ(keyLabel(*one), R"({"a: 1, b": 1})");
+  auto quote = routing::ShardKeyPattern::fromJson(R"({"x\"y": "hashed"})", error);
+  ASSERT_TRUE(quote) << error;
+  EXPECT_EQ(keyLabel(*quote), R"({"x\"y": "hashed"})");
+}
+
+TEST(HostileNames, TextReportShowsNamesEscapedAndCutsWholeCharacters) {
+  Evaluator ev(EvaluationOptions{});
+  auto obs = ev.newObserver();
+  observeFinds(*obs, "txt", "x\nshop.forged: 999 reads\x1b]0;pwned\x07", "k");
+  observeFinds(*obs, "txt", "inv\xff\xfe", "k");
+  for (int shift = 1; shift <= 3; ++shift) {
+    std::string field(static_cast<size_t>(shift), 'x');
+    for (int i = 0; i < 40; ++i) field += "\xC3\xA9";  // é
+    observeFinds(*obs, "cut" + std::to_string(shift), "c", field);
+  }
+  const std::string text = ev.renderText();
+  EXPECT_TRUE(common::isValidUtf8(text));
+  EXPECT_EQ(text.find('\x1b'), std::string::npos);
+  EXPECT_EQ(text.find("\nshop.forged"), std::string::npos);
+  EXPECT_NE(text.find("txt.x\\nshop.forged: 999 reads\\x1b]0;pwned\\x07: "), std::string::npos) << text.substr(0, 2000);
+}
+
+}  // namespace
+}  // namespace shardscope::evaluation
