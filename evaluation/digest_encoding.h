@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string>
 
+#include "common/name_text.h"
+
 namespace shardscope::evaluation::digest_encoding {
 
 inline constexpr size_t kNoteBytes = 9;  // a field's hash (8) and whether its value is whole (1)
@@ -23,12 +25,7 @@ inline void put64(std::string& out, uint64_t v) {
 }
 
 // At most `max` bytes of `s`, cut before a UTF-8 sequence that would not fit whole (reads s[max]).
-inline size_t utf8Prefix(const char* s, size_t len, size_t max) {
-  if (len <= max) return len;
-  size_t n = max;
-  for (int back = 0; back < 3 && n > 0 && (static_cast<uint8_t>(s[n]) & 0xC0) == 0x80; ++back) --n;
-  return n;
-}
+inline size_t utf8Prefix(const char* s, size_t len, size_t max) { return common::utf8Prefix({s, len}, max).size(); }
 
 // A string value (length, bytes, NUL) of the first `max` bytes of `s`.
 inline void putStringPrefix(std::string& out, const char* s, size_t len, size_t max) {
