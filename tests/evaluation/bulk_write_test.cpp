@@ -18,20 +18,20 @@ namespace {
 
 using testing::OwnedCommand;
 
-bson_t* parse(const std::string& json) {
+bson_t* bulkJson(const std::string& json) {
   bson_error_t error;
   bson_t* b = bson_new_from_json(reinterpret_cast<const uint8_t*>(json.data()), static_cast<ssize_t>(json.size()), &error);
   EXPECT_TRUE(b) << error.message << " in " << json;
   return b;
 }
 
-std::string order(int i) {
+std::string bulkOrder(int i) {
   return R"({"_id": )" + std::to_string(i) + R"(, "customerId": "C)" + std::to_string(1000 + i % 37) +
          R"(", "orderDate": {"$date": )" + std::to_string(1700000000000LL + i * 1000LL) + "}}";
 }
 
 // The evaluation's JSON with its clock readings left out.
-std::string evaluationOf(const std::function<void(Observer&)>& traffic) {
+std::string bulkEvaluationOf(const std::function<void(Observer&)>& traffic) {
   EvaluationOptions o;
   o.flush_every_ms = 3'600'000;
   Evaluator ev(o);
@@ -45,8 +45,8 @@ std::string evaluationOf(const std::function<void(Observer&)>& traffic) {
 TEST(BulkWriteEvaluation, IsTheEvaluationOfTheCommandsItsOpsStandFor) {
   std::string ops, docs;
   for (int i = 0; i < 300; ++i) {
-    ops += (i ? ", " : "") + std::string(R"({"insert": 1, "document": )") + order(i) + "}";
-    docs += (i ? ", " : "") + order(i);
+    ops += (i ? ", " : "") + std::string(R"({"insert": 1, "document": )") + bulkOrder(i) + "}";
+    docs += (i ? ", " : "") + bulkOrder(i);
   }
   ops += R"(, {"update": 1, "filter": {"customerId": "C1003"}, "updateMods": {"$set": {"status": "paid"}}})";
   ops += R"(, {"update": 1, "filter": {"status": "new"}, "updateMods": {"$set": {"status": "old"}}, "multi": true, "upsert": false})";
@@ -57,13 +57,13 @@ TEST(BulkWriteEvaluation, IsTheEvaluationOfTheCommandsItsOpsStandFor) {
   const std::string bulk = R"({"bulkWrite": 1, "ops": [)" + ops +
                            R"(], "nsInfo": [{"ns": "shop.items"}, {"ns": "shop.orders"}], "$db": "admin"})";
 
-  const std::string viaBulkWrite = evaluationOf([&](Observer& obs) {
-    OwnedCommand c(parse(bulk), "admin", "");
+  const std::string viaBulkWrite = bulkEvaluationOf([&](Observer& obs) {
+    OwnedCommand c(bulkJson(bulk), "admin", "");
     std::string ns;
     ASSERT_EQ(common::commandNamespace(c.view(), ns), "shop.orders");  // its first op's
     obs.observe(c.view(), ns);
   });
-  const std::string viaCommands = evaluationOf([&](Observer& obs) {
+  const std::string viaCommands = bulkEvaluationOf([&](Observer& obs) {
     for (const auto& [json, coll] : std::vector<std::pair<std::string, std::string>>{
              {R"({"insert": "orders", "documents": [)" + docs + R"(], "$db": "shop"})", "orders"},
              {R"({"update": "orders", "updates": [{"q": {"customerId": "C1003"}, "u": {"$set": {"status": "paid"}}, "multi": false}], "$db": "shop"})", "orders"},
@@ -71,7 +71,7 @@ TEST(BulkWriteEvaluation, IsTheEvaluationOfTheCommandsItsOpsStandFor) {
              {R"({"delete": "orders", "deletes": [{"q": {"customerId": "C1004"}, "limit": 0}], "$db": "shop"})", "orders"},
              {R"({"delete": "orders", "deletes": [{"q": {"_id": 7}, "limit": 1}], "$db": "shop"})", "orders"},
              {R"({"insert": "items", "documents": [{"_id": 1, "sku": "A"}], "$db": "shop"})", "items"}}) {
-      OwnedCommand c(parse(json), "shop", coll);
+      OwnedCommand c(bulkJson(json), "shop", coll);
       obs.observe(c.view(), c.ns());
     }
   });
@@ -82,7 +82,7 @@ TEST(BulkWriteEvaluation, IsTheEvaluationOfTheCommandsItsOpsStandFor) {
 
 TEST(BulkWriteEvaluation, NamespaceIsTheFirstOpsOrNoneWhenItHasNone) {
   auto nsOf = [](const std::string& json) {
-    OwnedCommand c(parse(json), "admin", "");
+    OwnedCommand c(bulkJson(json), "admin", "");
     std::string ns;
     return std::string(common::commandNamespace(c.view(), ns));
   };
