@@ -13,13 +13,20 @@
 
 namespace shardscope::common {
 
-// The nsInfo index of a bulkWrite op ({insert|update|delete: index, ...}), -1 when it has none.
-inline int64_t bulkWriteOpIndex(const bson_t& op) {
+// A bulkWrite op ({insert|update|delete: nsInfo index, ...}) as its first element says: `kind` is
+// 'i', 'u' or 'd' (0 for any other name), `index` the nsInfo index (-1 when it is not a number).
+struct BulkWriteOp {
+  char kind = 0;
+  int64_t index = -1;
+};
+inline BulkWriteOp readBulkWriteOp(const bson_t& op) {
+  BulkWriteOp out;
   bson_iter_t it;
-  if (!bson_iter_init(&it, &op) || !bson_iter_next(&it) || !BSON_ITER_HOLDS_NUMBER(&it)) return -1;
+  if (!bson_iter_init(&it, &op) || !bson_iter_next(&it)) return out;
   const std::string_view kind = bson_iter_key(&it);
-  if (kind != "insert" && kind != "update" && kind != "delete") return -1;
-  return bson_iter_as_int64(&it);
+  if (kind == "insert" || kind == "update" || kind == "delete") out.kind = kind[0];
+  if (BSON_ITER_HOLDS_NUMBER(&it)) out.index = bson_iter_as_int64(&it);
+  return out;
 }
 
 // nsInfo[index].ns into `buffer`; empty when there is no such entry.
@@ -44,7 +51,8 @@ inline std::string_view commandNamespace(const protocol::CommandView& cmd, std::
   if (cmd.traits.kind != protocol::CommandKind::BulkWrite) return cmd.ns(buffer);
   int64_t index = -1;
   forEachStatement(cmd, "ops", [&](const bson_t& op) {
-    index = bulkWriteOpIndex(op);
+    const BulkWriteOp first = readBulkWriteOp(op);
+    index = first.kind ? first.index : -1;
     return false;
   });
   return bulkWriteNamespace(cmd, index, buffer);

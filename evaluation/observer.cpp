@@ -570,14 +570,10 @@ void Observer::Impl::observeBulkWrite(const protocol::CommandView& view, int64_t
   });
   common::forEachStatement(view, "ops", [&](const bson_t& op) {
     if (!admitStatement(now)) return false;
-    const int64_t index = common::bulkWriteOpIndex(op);
-    if (index < 0 || static_cast<uint64_t>(index) >= bulk_namespaces.size()) return true;  // mongos refuses it
+    const auto [kind, index] = common::readBulkWriteOp(op);
+    if (!kind || index < 0 || static_cast<uint64_t>(index) >= bulk_namespaces.size()) return true;  // mongos refuses it
     const std::string_view ns = bulk_namespaces[static_cast<size_t>(index)];
     if (ns.empty() || ns.size() > kMaxNamespaceBytes) return true;
-    bson_iter_t it;
-    bson_iter_init(&it, &op);
-    bson_iter_next(&it);
-    const char kind = bson_iter_key(&it)[0];
     if (kind == 'i') {
       bson_t doc;
       if (common::subDocument(op, "document", doc)) commit(ns, bytesOf(doc), DocOrigin::Insert, now);
@@ -585,6 +581,9 @@ void Observer::Impl::observeBulkWrite(const protocol::CommandView& view, int64_t
     }
     bson_t statement = BSON_INITIALIZER;  // inline storage: no allocation for a small filter
     bool multi = false;
+    bson_iter_t it;
+    bson_iter_init(&it, &op);
+    bson_iter_next(&it);  // past the op's kind
     while (bson_iter_next(&it)) {
       const std::string_view key = bson_iter_key(&it);
       if (key == "filter") bson_append_iter(&statement, "q", 1, &it);

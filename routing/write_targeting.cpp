@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "common/command_fields.h"
+#include "common/command_namespace.h"
 #include "routing/filter_bounds.h"
 #include "routing/recycling_allocator.h"
 #include "routing/write_statement.h"
@@ -372,10 +373,8 @@ void targetBulkWrite(const RoutingTable& table, const protocol::CommandView& cmd
   bool first = true, any_sharded = false, any_unsharded = false;
   ok = ok && !budget.exhausted() && common::forEachStatement(cmd, "ops", [&](const bson_t& op) {
     if (!budget.take(StatementBudget::kPerStatement)) return false;
-    bson_iter_t it;
-    if (!bson_iter_init(&it, &op) || !bson_iter_next(&it)) return true;
-    const char* kind = bson_iter_key(&it);
-    int64_t index = BSON_ITER_HOLDS_NUMBER(&it) ? bson_iter_as_int64(&it) : -1;
+    if (bson_empty(&op)) return true;
+    const auto [kind, index] = common::readBulkWriteOp(op);
     if (index < 0 || static_cast<size_t>(index) >= namespaces.size()) {  // mongos fails the whole command
       fold.add(Targeting::Unclassified, {}, "bulkWrite op without a valid nsInfo index", true);
       any_sharded = true;  // reported as the refusal it is, not as unsharded
@@ -389,12 +388,12 @@ void targetBulkWrite(const RoutingTable& table, const protocol::CommandView& cmd
     }
     any_sharded = true;
     bson_t doc;
-    if (std::strcmp(kind, "insert") == 0) {
+    if (kind == 'i') {
       if (common::subDocument(op, "document", doc)) foldInsertDocument(*coll, doc, fold, first);
-    } else if (std::strcmp(kind, "update") == 0 || std::strcmp(kind, "delete") == 0) {
+    } else if (kind == 'u' || kind == 'd') {
       const WriteStatement s = readWriteStatement(op, "filter", "updateMods");
       const bool simple = s.has_collation ? s.simple_collation : coll->simple_default_collation;
-      const bool is_delete = kind[0] == 'd';
+      const bool is_delete = kind == 'd';
       const bool upsert = !is_delete && s.upsert;
       if (s.multi) {
         foldMultiWrite(*coll, s.filter, upsert, simple, opts, fold, first, budget);
