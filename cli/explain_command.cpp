@@ -57,9 +57,7 @@ int explainWithRule(const routing::RoutingTable& table, const std::string& comma
   if (!protocol::decodeOpMsg(message, msg).ok() || !protocol::buildCommandView(msg, view).ok())
     return fail("--rewrite-rule needs a command with $db");
   std::string ns;
-  const routing::CollectionRouting* collection = table.collection(view.ns(ns));
-  auto plan = rewrite::planLookupRewrite(index, view, routing::TargetOptions{}.analysis_budget,
-                                         !collection || collection->simple_default_collation);
+  auto plan = rewrite::planLookupRewrite(index, view, routing::TargetOptions{}.analysis_budget, table.collection(view.ns(ns)));
   if (plan.kind != rewrite::RewriteKind::None) {
     bson_t rewritten;
     bson_init_static(&rewritten, plan.body.data(), plan.body.size());

@@ -22,9 +22,8 @@ std::span<const uint8_t> bytesOf(const bson_t& b) { return {bson_get_data(&b), b
 std::span<const uint8_t> Pipeline::applyLookupRule(PendingOp& op, std::span<const uint8_t> message, std::string_view ns) {
   rewrite::LookupIndex& index = *op.lookup;
   const auto* table = env_.routingTable();
-  const routing::CollectionRouting* collection = table ? table->collection(ns) : nullptr;
   auto plan = rewrite::planLookupRewrite(index, view_, routing::TargetOptions{}.analysis_budget,
-                                         !collection || collection->simple_default_collation);
+                                         table ? table->collection(ns) : nullptr);
   // After planning: an update that changes an added field is planned with the mapping that still
   // finds its document, then that mapping is forgotten until the reply confirms the change.
   if (auto learning = rewrite::planReplyLearning(index, view_); !learning.empty())

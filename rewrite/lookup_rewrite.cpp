@@ -6,6 +6,7 @@
 
 #include "common/command_fields.h"
 #include "rewrite/lookup_refusals.h"
+#include "routing/routing_table.h"
 
 namespace shardscope::rewrite {
 namespace {
@@ -337,7 +338,7 @@ bool rewriteWriteStatement(LookupIndex& index, const protocol::CommandView& view
 }  // namespace
 
 RewritePlan planLookupRewrite(LookupIndex& index, const protocol::CommandView& view, size_t analysisBudget,
-                              bool simpleDefaultCollation) {
+                              const routing::CollectionRouting* collection) {
   RewritePlan plan;
   bool ok = false;
   using protocol::CommandKind;
@@ -366,7 +367,7 @@ RewritePlan planLookupRewrite(LookupIndex& index, const protocol::CommandView& v
   // Checked once the command is known to concern the rule, so unrelated traffic is not counted.
   // A retryable write is confirmed by a targeted read before it is sent (it cannot be re-run).
   plan.confirm = ok && plan.kind == RewriteKind::Write && view.hasTxnNumber && !plan.confirm_filter.empty();
-  if (ok && plan.skipped.empty()) plan.skipped = refusalForCommand(view, plan.confirm, simpleDefaultCollation);
+  if (ok && plan.skipped.empty()) plan.skipped = refusalForCommand(view, plan.confirm, !collection || collection->simple_default_collation);
   if (!ok || !plan.skipped.empty()) {
     plan.kind = RewriteKind::None;
     plan.body.clear();

@@ -47,11 +47,11 @@ constexpr size_t kRewriteUnitsPerValue = 8;
 
 // `analysisBudget`: the units this request may spend on the rewrite. Past it the command is not
 // rewritten (`over_budget`, skipped with kRewriteOverBudget) and no further value is looked at.
-// `simpleDefaultCollation`: false when the collection's default collation (from the routing table)
-// is not simple; a command that does not name a collation is then not rewritten.
+// `collection`: the namespace's routing (null when the table does not list it); when its default
+// collation is not simple, a command that does not name a collation is not rewritten.
 RewritePlan planLookupRewrite(LookupIndex& index, const protocol::CommandView& view,
                               size_t analysisBudget = routing::TargetOptions{}.analysis_budget,
-                              bool simpleDefaultCollation = true);
+                              const routing::CollectionRouting* collection = nullptr);
 
 constexpr std::string_view kRewriteOverBudget =
     "too many lookup values to map (over the per-request analysis budget): sent as written";
