@@ -15,6 +15,11 @@ static_assert(kLongNamePrefixBytes + kHashMark.size() + 1 + 16 <= kMaxKeptNameBy
 }  // namespace
 
 std::string_view boundedName(std::string_view name, std::string& storage) {
+  if (name == kOtherName || name == kUnparsedName) {
+    storage.assign(name);
+    appendNameHash(name, storage);
+    return storage;
+  }
   if (name.size() <= kMaxKeptNameBytes) return name;
   storage.assign(utf8Prefix(name, kLongNamePrefixBytes)).append(kHashMark);
   appendNameHash(name, storage);

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <initializer_list>
 
+#include "common/bounded_name.h"
 #include "protocol/command_kind.h"
 #include "protocol/op_msg.h"
 
@@ -17,8 +18,8 @@ namespace {
 constexpr int kMaxDepth = 16;
 constexpr size_t kMaxShapeBytes = 4096;
 constexpr size_t kMaxSortedKeys = 32;
-// A field name or path longer than this is cut (and marked "...") in the shape.
-constexpr size_t kMaxNameBytes = 128;
+// A field name or path longer than this is shown bounded (common/bounded_name.h) in the shape.
+constexpr size_t kMaxNameBytes = kMaxKeptNameBytes;
 // Written in place of the rest of a document or array once the shape is over kMaxShapeBytes: the
 // shape stays valid JSON, and the work stops instead of walking a 48 MB filter to the end.
 constexpr std::string_view kCutValue = "\"<...>\"";
@@ -82,10 +83,12 @@ void appendJsonString(std::string_view s, std::string& out) {
   out.push_back('"');
 }
 
+// A longer name is shown as boundedName shows it (its first bytes, "...#" and the hash of the
+// whole name), so two long names that share their first bytes still make two shapes.
 void appendName(std::string_view s, std::string& out) {
   if (s.size() <= kMaxNameBytes) return appendJsonString(s, out);
-  appendJsonString(s.substr(0, kMaxNameBytes), out);
-  out.insert(out.size() - 1, "...");
+  std::string storage;
+  appendJsonString(boundedName(s, storage), out);
 }
 
 // Bytes a JSON string holds as they are: printable ASCII but the quote and the backslash.
@@ -566,11 +569,12 @@ void shapeOf(protocol::CommandKind kind, const bson_t& body, const protocol::Com
       setNoShape(out);
       return;
     }
-    std::string_view innerName = keyOf(first);
+    std::string storage;
+    std::string_view innerName = boundedName(keyOf(first), storage);  // client-chosen: bounded
     out.append(innerName.data(), innerName.size());
     out.push_back(' ');
     size_t before = out.size();
-    shapeOf(protocol::classifyCommand(innerName).kind, inner, nullptr, out);  // the wrapped command
+    shapeOf(protocol::classifyCommand(keyOf(first)).kind, inner, nullptr, out);  // the wrapped command
     if (out.size() == before) out.append(kNoShape);
   } else {
     setNoShape(out);

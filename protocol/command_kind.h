@@ -40,7 +40,8 @@ struct CommandTraits {
   CommandKind kind = CommandKind::Other;
   MirrorClass mirror = MirrorClass::Other;
   bool never_compressed = false;  // travels uncompressed on every hop (handshake, credentials)
-  bool carries_secrets = false;   // credentials in the body: never captured
+  bool carries_secrets = false;   // credentials in the body or its reply (also a hello with
+                                  // speculativeAuthenticate): neither is ever captured
   bool never_faulted = false;     // handshake and authentication: fault injection skips them
   bool reads = false;             // find, aggregate, count, distinct: a filter that targeting reads
   bool writes = false;            // insert, update, delete, findAndModify, bulkWrite

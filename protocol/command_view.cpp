@@ -12,9 +12,21 @@ std::string_view utf8Value(const BsonElement& e) {
   return {reinterpret_cast<const char*>(e.value + 4), e.value_len - 5};
 }
 
+// The first key of an embedded document's bytes (empty when it has none or is cut short).
+std::string_view firstKeyOf(const BsonElement& e) {
+  if (e.value_len < 7) return {};  // length, type, a key's NUL, the terminator
+  const auto* key = reinterpret_cast<const char*>(e.value + 5);
+  const void* end = std::memchr(key, 0, e.value_len - 5);
+  return end ? std::string_view(key, static_cast<const char*>(end) - key) : std::string_view{};
+}
+
 // The command name: its traits, the collection it names, a getMore's cursor id.
 void readFirstElement(const BsonElement& e, CommandView& out) {
   out.setName(e.key);  // the one classification of this request
+  // An explain of a command carrying credentials (createUser's pwd) carries them too.
+  if (out.traits.kind == CommandKind::Explain && e.type == BSON_TYPE_DOCUMENT &&
+      classifyCommand(firstKeyOf(e)).carries_secrets)
+    out.traits.carries_secrets = true;
   if (e.type == BSON_TYPE_UTF8 && !out.traits.first_value_not_collection) out.collection = utf8Value(e);
   if (out.traits.kind == CommandKind::GetMore && e.type == BSON_TYPE_INT64) out.cursorId = asInt64(e.type, e.value);
 }
@@ -40,6 +52,11 @@ void readOtherElement(const BsonElement& e, CommandView& out) {
       break;
     case 16:
       if (key == "startTransaction") out.inTransaction = true;
+      break;
+    case 23:
+      // A hello that starts authentication carries the first SCRAM or X.509 message (the user
+      // name), and its reply the server's (salt, nonce): credentials, like saslStart's.
+      if (key == "speculativeAuthenticate" && out.traits.kind == CommandKind::Hello) out.traits.carries_secrets = true;
       break;
     default: break;
   }

@@ -167,10 +167,29 @@ class Redactor {
   uint64_t salt_;
 };
 
-// Per command, the fields holding user values; within write statements, the statement fields.
-bool isValueField(std::string_view command, std::string_view key) {
-  return equalsAny(key, {"filter", "query", "q", "u", "update", "documents", "updates", "deletes", "pipeline", "let",
-                         "min", "max", "arrayFilters"});
+// Top-level fields whose every value is user data (a `comment` too: clients put anything there).
+bool holdsValues(std::string_view key) {
+  return equalsAny(key, {"filter", "query", "update", "let", "min", "max", "arrayFilters", "comment"});
+}
+// The fields of a write statement (update, delete, bulkWrite op, index spec) that hold user data;
+// the others (multi, upsert, limit, hint, the op's nsInfo index, an index's key) are options.
+bool statementHoldsValues(std::string_view key) {
+  return equalsAny(key, {"q", "u", "c", "arrayFilters", "filter", "document", "updateMods",
+                         "partialFilterExpression"});
+}
+// Top-level arrays of statements: each is redacted field by field as above.
+bool holdsStatements(std::string_view key) {
+  return equalsAny(key, {"updates", "deletes", "documents", "ops", "indexes"});
+}
+// In a stage or projection spec, keys whose string value names a collection, a field or an output,
+// not a value: kept, as namespaces and field names are.
+bool namesSomething(std::string_view key) {
+  return equalsAny(key, {"from", "as", "coll", "db", "into", "on", "localField", "foreignField", "connectFromField",
+                         "connectToField", "depthField", "includeArrayIndex", "path"});
+}
+// Stages whose argument is structure only (counts, sort directions, a name): kept whole.
+bool structuralStage(std::string_view stage) {
+  return equalsAny(stage, {"$limit", "$skip", "$sample", "$sort", "$count", "$out", "$unwind", "$sortByCount"});
 }
 
 }  // namespace
@@ -218,15 +237,15 @@ void buildForeignCommand(const protocol::CommandView& view, const ForeignOptions
 
 namespace {
 
-// An update/delete statement: only q, u and arrayFilters hold values (multi, upsert, limit stay).
-void redactStatement(Redactor& r, std::string_view command, const bson_t& doc, const char* key, int keyLen,
-                     bool allValues, bson_t* out) {
+// A write statement: only the fields statementHoldsValues names hold values (`allValues`: an
+// inserted document, every field of it).
+void redactStatement(Redactor& r, const bson_t& doc, const char* key, int keyLen, bool allValues, bson_t* out) {
   bson_iter_t di;
   bson_t sub;
   bson_append_document_begin(out, key, keyLen, &sub);
   if (bson_iter_init(&di, &doc))
     while (bson_iter_next(&di)) {
-      if (allValues || isValueField(command, bson_iter_key(&di))) r.value(di, bson_iter_key(&di), -1, &sub);
+      if (allValues || statementHoldsValues(bson_iter_key(&di))) r.value(di, bson_iter_key(&di), -1, &sub);
       else bson_append_iter(&sub, bson_iter_key(&di), -1, &di);
     }
   bson_append_document_end(out, &sub);
@@ -234,7 +253,7 @@ void redactStatement(Redactor& r, std::string_view command, const bson_t& doc, c
 
 // The documents of an array field or of a document sequence, statement by statement.
 template <typename ForEach>
-void redactStatements(Redactor& r, std::string_view command, std::string_view field, ForEach&& forEach, bson_t* out) {
+void redactStatements(Redactor& r, std::string_view field, ForEach&& forEach, bson_t* out) {
   bson_t arr;
   std::string id(field);
   bson_append_array_begin(out, id.c_str(), static_cast<int>(id.size()), &arr);
@@ -244,7 +263,7 @@ void redactStatements(Redactor& r, std::string_view command, std::string_view fi
     char key[16];
     const char* k;
     size_t kl = bson_uint32_to_string(i++, &k, key, sizeof key);
-    redactStatement(r, command, doc, k, static_cast<int>(kl), allValues, &arr);
+    redactStatement(r, doc, k, static_cast<int>(kl), allValues, &arr);
   });
   bson_append_array_end(out, &arr);
 }
@@ -263,7 +282,53 @@ void forEachArrayDocument(const bson_iter_t& it, F&& f) {
   }
 }
 
-// Pipelines: only $match stages hold filter values; stage specs ("$field" paths, limits) stay.
+void redactPipeline(Redactor& r, const bson_iter_t& it, bson_t* out);
+
+// A stage's or a projection's spec: its structure is kept (keys, "$field" paths and "$$variables",
+// booleans, null, the numbers -1, 0 and 1 of inclusion flags and directions, the names of
+// namesSomething); every other value (a literal in $addFields, $set, $project, $group, a
+// $lookup's `let`, ...) becomes a pseudonym. `$match` and nested pipelines are redacted as such.
+void redactSpec(Redactor& r, const bson_iter_t& it, const char* key, int keyLen, bson_t* out) {
+  const std::string_view k(key, keyLen < 0 ? std::strlen(key) : static_cast<size_t>(keyLen));
+  if (structuralStage(k)) return (void)bson_append_iter(out, key, keyLen, &it);  // a stage of a $facet
+  switch (bson_iter_type(&it)) {
+    case BSON_TYPE_DOCUMENT:
+    case BSON_TYPE_ARRAY: {
+      if (k == "$match" || k == "restrictSearchWithMatch") return r.value(it, key, keyLen, out);
+      if (k == "pipeline" && BSON_ITER_HOLDS_ARRAY(&it)) return redactPipeline(r, it, out);
+      bson_iter_t child;
+      bson_t sub;
+      const bool array = BSON_ITER_HOLDS_ARRAY(&it);
+      if (array) bson_append_array_begin(out, key, keyLen, &sub);
+      else bson_append_document_begin(out, key, keyLen, &sub);
+      if (bson_iter_recurse(&it, &child))
+        while (bson_iter_next(&child))
+          redactSpec(r, child, bson_iter_key(&child), static_cast<int>(bson_iter_key_len(&child)), &sub);
+      if (array) bson_append_array_end(out, &sub);
+      else bson_append_document_end(out, &sub);
+      return;
+    }
+    case BSON_TYPE_UTF8: {
+      uint32_t len = 0;
+      const char* s = bson_iter_utf8(&it, &len);
+      if ((len > 0 && s[0] == '$') || namesSomething(k)) return (void)bson_append_iter(out, key, keyLen, &it);
+      break;
+    }
+    case BSON_TYPE_INT32:
+    case BSON_TYPE_INT64:
+    case BSON_TYPE_DOUBLE: {
+      const double v = bson_iter_as_double(&it);
+      if (v == -1 || v == 0 || v == 1) return (void)bson_append_iter(out, key, keyLen, &it);
+      break;
+    }
+    default: break;
+  }
+  r.value(it, key, keyLen, out);
+}
+
+// Pipelines: $match stages hold filter values, structural stages ($limit, $sort, ...) are kept,
+// every other stage is redacted as a spec (so values in nested pipelines, $facet, $lookup and
+// $unionWith are hidden too).
 void redactPipeline(Redactor& r, const bson_iter_t& it, bson_t* out) {
   bson_t arr;
   bson_append_array_begin(out, bson_iter_key(&it), -1, &arr);
@@ -279,12 +344,50 @@ void redactPipeline(Redactor& r, const bson_iter_t& it, bson_t* out) {
       bson_t sub;
       bson_append_document_begin(&arr, k, static_cast<int>(kl), &sub);
       while (bson_iter_next(&stage)) {
-        if (std::string_view(bson_iter_key(&stage)) == "$match") r.value(stage, bson_iter_key(&stage), -1, &sub);
-        else bson_append_iter(&sub, bson_iter_key(&stage), -1, &stage);
+        const std::string_view name = bson_iter_key(&stage);
+        if (name == "$match") r.value(stage, bson_iter_key(&stage), -1, &sub);
+        else if (structuralStage(name)) bson_append_iter(&sub, bson_iter_key(&stage), -1, &stage);
+        else redactSpec(r, stage, bson_iter_key(&stage), -1, &sub);
       }
       bson_append_document_end(&arr, &sub);
     }
   bson_append_array_end(out, &arr);
+}
+
+// A command body's fields (its name's value kept: a collection name or a flag); `explain`'s inner
+// command is redacted as a command of its own.
+void redactBody(Redactor& r, const bson_iter_t& body, bson_t* out) {
+  bson_iter_t it = body;
+  bool first = true;
+  while (bson_iter_next(&it)) {
+    std::string_view k = bson_iter_key(&it);
+    if (first && k == "explain" && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+      first = false;
+      bson_iter_t inner;
+      bson_t sub;
+      bson_append_document_begin(out, bson_iter_key(&it), -1, &sub);
+      if (bson_iter_recurse(&it, &inner)) redactBody(r, inner, &sub);
+      bson_append_document_end(out, &sub);
+      continue;
+    }
+    if (first) {
+      first = false;
+      bson_append_iter(out, bson_iter_key(&it), -1, &it);
+      continue;
+    }
+    if (isPerClusterCommandField(k) || isSessionField(k)) continue;
+    if (holdsStatements(k) && BSON_ITER_HOLDS_ARRAY(&it)) {
+      redactStatements(r, k, [&](auto&& f) { forEachArrayDocument(it, f); }, out);
+    } else if (k == "pipeline" && BSON_ITER_HOLDS_ARRAY(&it)) {
+      redactPipeline(r, it, out);
+    } else if (holdsValues(k)) {
+      r.value(it, bson_iter_key(&it), -1, out);
+    } else if (k == "projection" || k == "fields") {
+      redactSpec(r, it, bson_iter_key(&it), -1, out);
+    } else {
+      bson_append_iter(out, bson_iter_key(&it), -1, &it);
+    }
+  }
 }
 
 }  // namespace
@@ -293,28 +396,9 @@ void redactCommand(const protocol::CommandView& view, uint64_t salt, bson_t* out
   Redactor r(salt);
   bson_iter_t it;
   if (!bson_iter_init(&it, &view.body)) return;
-  bool first = true;
-  while (bson_iter_next(&it)) {
-    std::string_view k = bson_iter_key(&it);
-    if (first) {
-      // The command name's value is a collection name or a flag: kept (namespaces are not redacted).
-      first = false;
-      bson_append_iter(out, bson_iter_key(&it), -1, &it);
-      continue;
-    }
-    if (isPerClusterCommandField(k) || isSessionField(k)) continue;
-    if ((k == "updates" || k == "deletes" || k == "documents") && BSON_ITER_HOLDS_ARRAY(&it)) {
-      redactStatements(r, view.name, k, [&](auto&& f) { forEachArrayDocument(it, f); }, out);
-    } else if (k == "pipeline" && BSON_ITER_HOLDS_ARRAY(&it)) {
-      redactPipeline(r, it, out);
-    } else if (isValueField(view.name, k) && (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it))) {
-      r.document(it, out);
-    } else {
-      bson_append_iter(out, bson_iter_key(&it), -1, &it);
-    }
-  }
+  redactBody(r, it, out);
   for (const auto& seq : view.sequences) {
-    redactStatements(r, view.name, seq.identifier, [&](auto&& f) {
+    redactStatements(r, seq.identifier, [&](auto&& f) {
       protocol::forEachDocument(seq.documents, [&](std::span<const uint8_t> bytes) {
         bson_t doc;
         if (bson_init_static(&doc, bytes.data(), bytes.size())) f(doc);

@@ -31,9 +31,11 @@ struct ForeignOptions {
 void buildForeignCommand(const protocol::CommandView& view, const ForeignOptions& options, bson_t* out);
 
 // Values of a command replaced by salted, type-preserving pseudonyms: equal values stay equal
-// within one capture (so cardinality and frequency survive), nothing else about them does. Only
-// the value-bearing parts (filters, documents, updates, pipelines) are touched; options such as
-// sort directions, limits and flags are kept. Sequences are folded into the body.
+// within one capture (so cardinality and frequency survive), nothing else about them does. The
+// value-bearing parts are touched: filters, documents, updates (and their constants), bulkWrite
+// ops, comments, `let`, index partial filters, every literal of a pipeline stage or projection
+// (nested pipelines included) and whatever an explain wraps; options such as sort directions,
+// limits, flags, field paths and names are kept. Sequences are folded into the body.
 void redactCommand(const protocol::CommandView& view, uint64_t salt, bson_t* out);
 
 }  // namespace shardscope::shadow

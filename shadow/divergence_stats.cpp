@@ -13,7 +13,7 @@
 namespace shardscope::shadow {
 namespace {
 
-constexpr std::string_view kOther = "<other>";
+constexpr std::string_view kOther = common::kOtherName;
 constexpr uint64_t kOtherHash = 0;
 
 std::vector<const ShapeDivergence*> ranked(const std::vector<ShapeDivergence>& rows) {

@@ -359,7 +359,11 @@ std::unique_ptr<Mirror::Job> Mirror::makeJob(uint64_t connectionId, int32_t requ
     bson_free(s);
   }
   bson_destroy(&cmd);
-  job->bytes = job->command.size() + job->command_json.size();
+  // Everything the job holds counts, the names too: the command carries no $db (libmongoc adds its
+  // own), so a 16 MB database name was held beside a few-byte command and a stalled shadow kept up
+  // to queue_size of them, past mirror.queue_bytes.
+  job->bytes = job->command.size() + job->command_json.size() + job->db.size() + job->collection.size() +
+               job->name.size() + job->killed.size() * sizeof(int64_t);
   return job;
 }
 

@@ -44,7 +44,8 @@ struct MirrorOptions {
   double sample_rate = 1.0;             // share of eligible operations mirrored, 0..1
   std::vector<std::string> namespaces;  // "db.coll" or "db.*"; empty = every namespace
   uint32_t queue_size = 1000;           // requests waiting for the shadow; beyond: dropped
-  uint64_t queue_bytes = 64 << 20;      // their commands' bytes (incl. those on the shadow now); beyond: dropped
+  uint64_t queue_bytes = 64 << 20;      // bytes their jobs hold (commands, names; incl. those on the shadow now);
+                                        // beyond: dropped
   uint32_t workers = 2;                 // shadow connections (a client connection sticks to one)
   uint32_t timeout_ms = 5000;           // socket/server-selection timeout unless the URI sets one
   std::string routing_file;             // the shadow's routing (e.g. the resharded layout)

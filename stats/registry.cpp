@@ -12,8 +12,8 @@
 namespace shardscope::stats {
 namespace {
 
-constexpr std::string_view kOther = "<other>";
-constexpr std::string_view kUnparsed = "<unparsed>";
+constexpr std::string_view kOther = common::kOtherName;
+constexpr std::string_view kUnparsed = common::kUnparsedName;
 constexpr size_t kMaxCommands = 256;         // command names are client-chosen: bounded too
 constexpr size_t kMaxOtherBuckets = 1024;    // per (namespace, command) past the shape caps
 constexpr size_t kLocalCacheEntries = 4096;  // a tally's hash -> slot cache
@@ -176,7 +176,9 @@ OpHandle Recorder::onRequest(const protocol::CommandView& view, std::string_view
 
 OpHandle Recorder::onUnparsed(uint32_t bytesIn) {
   bump(registry_.process_.unparsed_messages);
-  static const uint64_t hash = shapeId(kUnparsed, kUnparsed, common::kNoShape);
+  // Its id is of a shape text no request's shape can be ("-" is every unknown command's), so a
+  // client command named <unparsed> is not counted here (its names are kept apart by boundedName).
+  static const uint64_t hash = shapeId(kUnparsed, kUnparsed, kUnparsed);
   routing::TargetResult target;  // Unclassified, no shards
   OpHandle h = record(hash, kUnparsed, kUnparsed, common::kNoShape, target, bytesIn, nullptr);
   std::lock_guard lock(mutex_);

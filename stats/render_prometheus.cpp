@@ -6,6 +6,7 @@
 #include <set>
 #include <tuple>
 
+#include "common/bounded_name.h"
 #include "stats/prometheus_writer.h"
 #include "stats/render.h"
 
@@ -14,7 +15,7 @@ namespace {
 
 constexpr std::string_view kTargetingNames[kTargetingCount] = {"single",    "multi",         "broadcast",
                                                                "unsharded", "no_collection", "unclassified"};
-constexpr std::string_view kOther = "<other>";
+constexpr std::string_view kOther = common::kOtherName;
 
 using PairLabels = std::pair<std::string_view, std::string_view>;  // (ns, command)
 

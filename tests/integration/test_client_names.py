@@ -244,3 +244,35 @@ def test_hostile_names_stay_distinct_and_on_their_own_line(ferretdb, proxy, shar
     plain_text(watched, "stats --watch")
     assert b"x\\nhn.forged" in watched
     assert "hn.bad\ufffd#".encode() in merged.stdout
+
+
+def test_names_like_the_overflow_bucket_and_long_field_names_stay_apart(ferretdb, proxy):
+    """A database and a command named "<other>" were counted as the overflow series of /metrics
+    (ns="<other>", command="<other>", which the pairs past the top 200 are summed into), and their
+    namespace as the overflow namespace (every shape an `other` bucket). Field names longer than
+    128 bytes were cut without a hash, so finds on distinct long fields were one query shape."""
+    px = proxy(ferretdb.uri, admin=True)
+    for _ in range(3):
+        ping_like = b"\x10<other>\x00" + struct.pack("<i", 1) + _bson_string(b"$db", b"<other>")
+        _send(px.address, _op_msg(_bson_doc(ping_like)))
+    prefix = b"f" * 200
+    for suffix in (b"A", b"B", b"C"):
+        filt = _bson_doc(b"\x10" + prefix + suffix + b"\x00" + struct.pack("<i", 1))
+        _send(px.address, _op_msg(_bson_doc(_bson_string(b"find", b"longfields") + b"\x03filter\x00" + filt +
+                                            _bson_string(b"$db", b"hn"))))
+
+    stats = json.loads(_fetch(px.admin_url, "/stats", 64 * MIB))
+    rows = stats["shapes"]
+    long_fields = [r for r in rows if r["ns"] == "hn.longfields"]
+    assert len(long_fields) == 3, [r["shape"] for r in long_fields]
+    assert all(len(r["shape"]) < 200 for r in long_fields), "bounded in bytes"
+    theirs = [r for r in rows if r["ns"].startswith("<other>")]
+    assert len(theirs) == 1 and theirs[0]["count"] == 3, theirs
+    assert theirs[0]["ns"] != "<other>" and theirs[0]["command"] != "<other>" and not theirs[0]["other"], theirs
+
+    page = _fetch(px.admin_url, "/metrics", 64 * MIB)
+    _promtool_check(page)
+    _assert_unique_series(page.decode("utf-8"))
+    samples = [line for line in page.decode("utf-8").splitlines() if not line.startswith("#")]
+    assert not [line for line in samples if 'ns="<other>"' in line], "no overflow yet: no series is the bucket's"
+    assert [line for line in samples if 'ns="<other>#' in line], "the client's own series, under its own name"

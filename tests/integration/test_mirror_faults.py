@@ -99,3 +99,25 @@ def test_stalled_shadow_holds_at_most_queue_bytes_of_large_commands(ferretdb, pr
     assert 0 < m["queue"]["bytes"] <= 3 << 20, m["queue"]
     assert m["counters"]["droppedQueueFull"] >= 10 - 3, m["counters"]
     assert px.alive()
+
+
+def test_stalled_shadow_counts_long_names_against_queue_bytes(ferretdb, proxy, wire_peer):
+    # The job for the shadow holds the database name beside the command (which carries no $db): a
+    # find on a 1 MB database name was counted as its few-byte command, so ten of them (10 MB) were
+    # all held for a stalled shadow under a 3 MB mirror.queue_bytes. Now the names count too.
+    from wire_peer import RawClient, encode_op_msg
+
+    peer = wire_peer()
+    peer.add_fault("stop_reading", command="find", count=1000)
+    px = proxy(ferretdb.uri, *mirror_args(peer.uri, timeout_ms=60000), "--mirror.queue_bytes", str(3 << 20),
+               admin=True)
+    with RawClient.for_address(px.address, timeout=30) as rc:
+        rc.send(encode_op_msg({"find": "c", "filter": {}, "$db": "shop"}))  # the shadow stalls on this one
+        rc.recv_message(timeout=30)
+        for i in range(10):
+            rc.send(encode_op_msg({"find": "c", "filter": {}, "$db": f"d{i}" + "n" * (1 << 20)}))
+            rc.recv_message(timeout=30)  # the primary answers (an error for such a name): untouched
+    m = mirror_stats(px.admin_url)
+    assert m["queue"]["bytes"] <= 3 << 20, m["queue"]
+    assert m["counters"]["droppedQueueFull"] >= 10 - 3, m["counters"]
+    assert px.alive()

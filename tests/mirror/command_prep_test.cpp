@@ -118,5 +118,67 @@ TEST(CommandPrep, RedactionKeepsPipelineStructure) {
   EXPECT_NE(r.find(R"("_id" : "$cust")"), std::string::npos) << r;
 }
 
+// Values beyond filters, documents and $match stages: a bulkWrite's ops (in the body or as a
+// sequence), an explain's wrapped command, comments, update constants, index partial filters,
+// literals of any stage (nested pipelines, $facet, $lookup, $unionWith, $merge's let) and of a
+// projection. Each held its value raw in a redacted capture before.
+TEST(CommandPrep, RedactionHidesValuesWhereverACommandCarriesThem) {
+  const std::vector<View> commands = [] {
+    std::vector<View> v;
+    v.reserve(16);  // a View holds views into its own bytes: built in place, never moved
+    v.emplace_back(R"({"bulkWrite": 1, "ops": [{"insert": 0, "document": {"e": "SECRET_bulk_doc"}},
+        {"update": 0, "filter": {"e": "SECRET_bulk_filter"}, "updateMods": {"$set": {"e": "SECRET_bulk_mods"}}},
+        {"delete": 0, "filter": {"e": "SECRET_bulk_delete"}, "multi": false}],
+        "nsInfo": [{"ns": "d.people"}], "$db": "admin"})");
+    v.emplace_back(R"({"bulkWrite": 1, "nsInfo": [{"ns": "d.people"}], "$db": "admin"})",
+                   std::vector<testing::Sequence>{{"ops", {R"({"update": 0, "filter": {"e": 1},
+                       "updateMods": {"e": "SECRET_seq_replacement"}, "upsert": true})"}}});
+    v.emplace_back(R"({"explain": {"find": "people", "filter": {"e": "SECRET_explain"}}, "verbosity": "queryPlanner",
+        "$db": "d"})");
+    v.emplace_back(R"({"find": "people", "filter": {}, "comment": "SECRET_comment", "$db": "d"})");
+    v.emplace_back(R"({"update": "people", "updates": [{"q": {}, "u": [{"$set": {"x": "$$v"}}],
+        "c": {"v": "SECRET_constants"}}], "$db": "d"})");
+    v.emplace_back(R"({"createIndexes": "people", "indexes": [{"key": {"e": 1}, "name": "e_1",
+        "partialFilterExpression": {"e": "SECRET_partial"}}], "$db": "d"})");
+    v.emplace_back(R"({"aggregate": "people", "pipeline": [
+        {"$lookup": {"from": "x", "as": "y", "pipeline": [{"$match": {"e": "SECRET_lookup"}}]}},
+        {"$facet": {"f": [{"$match": {"e": "SECRET_facet"}}, {"$limit": 3}]}},
+        {"$unionWith": {"coll": "z", "pipeline": [{"$match": {"e": "SECRET_union"}}]}},
+        {"$addFields": {"k": "SECRET_addfields", "m": {"$literal": "SECRET_literal"}}},
+        {"$project": {"e": 1, "tag": {"$concat": ["$e", "SECRET_concat"]}}},
+        {"$merge": {"into": "out", "on": "_id", "let": {"v": "SECRET_merge_let"}}}], "cursor": {}, "$db": "d"})");
+    v.emplace_back(
+        R"({"find": "people", "filter": {}, "projection": {"e": {"$eq": "SECRET_projection"}}, "$db": "d"})");
+    v.emplace_back(R"({"findAndModify": "people", "query": {"e": 1}, "fields": {"e": {"$eq": "SECRET_fields"}},
+        "update": {"$set": {"e": "SECRET_fam"}}, "$db": "d"})");
+    return v;
+  }();
+  for (const auto& command : commands) {
+    const std::string r = redacted(command);
+    EXPECT_EQ(r.find("SECRET_"), std::string::npos) << r;
+  }
+  // What is structure stays: names, field paths, stage order, limits, flags, directions.
+  const std::string bulk = redacted(commands[0]);
+  EXPECT_NE(bulk.find(R"("nsInfo" : [ { "ns" : "d.people" } ])"), std::string::npos) << bulk;
+  EXPECT_NE(bulk.find(R"("multi" : false)"), std::string::npos) << bulk;
+  EXPECT_NE(bulk.find(R"("updateMods" : { "$set" : { "e" : "~)"), std::string::npos) << bulk;
+  const std::string agg = redacted(commands[6]);
+  EXPECT_NE(agg.find(R"("from" : "x", "as" : "y")"), std::string::npos) << agg;
+  EXPECT_NE(agg.find(R"({ "$limit" : 3 })"), std::string::npos) << agg;
+  EXPECT_NE(agg.find(R"("$concat" : [ "$e", "~)"), std::string::npos) << agg;
+  EXPECT_NE(agg.find(R"("$project" : { "e" : 1,)"), std::string::npos) << agg;
+  EXPECT_NE(agg.find(R"("into" : "out", "on" : "_id")"), std::string::npos) << agg;
+  const std::string explain = redacted(commands[2]);
+  EXPECT_NE(explain.find(R"("explain" : { "find" : "people", "filter" : { "e" : "~)"), std::string::npos) << explain;
+  EXPECT_NE(explain.find(R"("verbosity" : "queryPlanner")"), std::string::npos) << explain;
+  // Equal values stay equal across the places they appear (cardinality survives).
+  View a(R"({"find": "people", "filter": {"e": "same"}, "$db": "d"})");
+  View b(R"({"explain": {"find": "people", "filter": {"e": "same"}}, "$db": "d"})");
+  const std::string ra = redacted(a), rb = redacted(b);
+  const auto at = ra.find("\"e\" : \"~");
+  ASSERT_NE(at, std::string::npos) << ra;
+  EXPECT_NE(rb.find(ra.substr(at, 24)), std::string::npos) << ra << " / " << rb;
+}
+
 }  // namespace
 }  // namespace shardscope::shadow

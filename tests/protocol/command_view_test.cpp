@@ -125,6 +125,42 @@ TEST(CommandView, LegacyQueryUnwrapsDollarQuery) {
   EXPECT_FALSE(buildCommandViewFromQuery("shop.orders", q.query, view).ok());
 }
 
+// A hello starting authentication holds the first SCRAM message (the user name), and its reply the
+// server's salt and nonce: it carries secrets like saslStart, however it arrives (OP_MSG, read
+// while decoding or after, or the legacy OP_QUERY); a plain hello and another command's field of
+// that name do not.
+TEST(CommandView, HelloStartingAuthenticationCarriesSecrets) {
+  const std::string start = R"({"saslStart": 1, "mechanism": "SCRAM-SHA-256",
+      "payload": {"$binary": {"base64": "bixuPXU=", "subType": "00"}}, "db": "admin"})";
+  auto carries = [](const std::string& body) {
+    auto bytes = testing::opMsg(body);
+    OpMsg plain_msg, scanned_msg;
+    CommandView plain, scanned;
+    EXPECT_TRUE(decodeOpMsg(bytes, plain_msg).ok());
+    EXPECT_TRUE(buildCommandView(plain_msg, plain).ok());
+    CommandViewScan scan(scanned);
+    EXPECT_TRUE(decodeOpMsg(bytes, scanned_msg, {}, &scan).ok());
+    EXPECT_TRUE(buildCommandView(scanned_msg, scanned, &scan).ok());
+    EXPECT_EQ(plain.traits.carries_secrets, scanned.traits.carries_secrets) << body;
+    return plain.traits.carries_secrets;
+  };
+  EXPECT_TRUE(carries(R"({"hello": 1, "speculativeAuthenticate": )" + start + R"(, "$db": "admin"})"));
+  EXPECT_TRUE(carries(R"({"isMaster": 1, "speculativeAuthenticate": )" + start + R"(, "$db": "admin"})"));
+  EXPECT_FALSE(carries(R"({"hello": 1, "$db": "admin"})"));
+  EXPECT_FALSE(carries(R"({"find": "c", "speculativeAuthenticate": 1, "$db": "d"})"));
+  // An explain wrapping one (the server refuses it, but the capture saw its pwd first).
+  EXPECT_TRUE(carries(R"({"explain": {"createUser": "u", "pwd": "p", "roles": []}, "$db": "admin"})"));
+  EXPECT_FALSE(carries(R"({"explain": {"find": "c"}, "$db": "d"})"));
+  EXPECT_FALSE(carries(R"({"explain": {}, "$db": "d"})"));
+  auto legacy = testing::opQuery("admin.$cmd", R"({"isMaster": 1, "speculativeAuthenticate": )" + start + "}");
+  OpQuery q;
+  ASSERT_TRUE(decodeOpQuery(legacy, q).ok());
+  CommandView view;
+  ASSERT_TRUE(buildCommandViewFromQuery(q.fullCollectionName, q.query, view).ok());
+  EXPECT_TRUE(view.traits.carries_secrets);
+  EXPECT_EQ(view.traits.kind, CommandKind::Hello) << "still the handshake";
+}
+
 TEST(Hello, CompressionListIsReplacedOrRemoved) {
   testing::Doc hello(R"({"hello": 1, "compression": ["snappy", "zstd", "lz4"], "client": {"a": 1}})");
   auto offered = readCompressionList(hello.get());

@@ -154,5 +154,37 @@ TEST(RenderPrometheus, PairsPastTheTopAreSummedAsOther) {
       << page;
 }
 
+// A database and a command a client calls "<other>" are its own names, not the overflow bucket:
+// before, its operations were counted under ns="<other>", command="<other>" in /metrics, the series
+// the pairs past the top are summed into, and the namespace took every shape as an `other` bucket.
+TEST(Registry, ClientNamesEqualToTheBucketsNamesStayApart) {
+  EXPECT_EQ(common::boundedName("<other>").rfind("<other>#", 0), 0u) << common::boundedName("<other>");
+  EXPECT_NE(common::boundedName("<other>"), "<other>");
+  EXPECT_NE(common::boundedName("<unparsed>"), "<unparsed>");
+  EXPECT_EQ(common::boundedName("<other>x"), "<other>x") << "only the buckets' exact names are reserved";
+
+  StatsOptions options;
+  options.prometheus_top_pairs = 2;
+  Registry registry(options);
+  auto rec = registry.newRecorder();
+  RawCommand theirs("<other>", "", "<other>");  // {"<other>": "", $db: "<other>"}: ns and command "<other>"
+  for (int i = 0; i < 5; ++i) rec->onRequest(theirs.view, "", unsharded(), 1);
+  RawCommand find("find", "c", "db");
+  for (int i = 0; i < 3; ++i) rec->onRequest(find.view, find.ns(), unsharded(), 1);
+  RawCommand rare("count", "c", "db");  // third pair: past the top 2, summed as <other>
+  rec->onRequest(rare.view, rare.ns(), unsharded(), 1);
+
+  Snapshot snap = registry.snapshot();
+  for (const auto& s : snap.shapes) {
+    EXPECT_FALSE(s.other) << s.ns << " " << s.command << ": the client's namespace is not the overflow namespace";
+    EXPECT_NE(s.ns, "<other>");
+    EXPECT_NE(s.command, "<other>");
+  }
+  const std::string page = registry.renderPrometheus({});
+  EXPECT_NE(page.find("shardscope_ops_total{ns=\"<other>\",command=\"<other>\",targeting=\"unsharded\"} 1\n"),
+            std::string::npos)
+      << "only the pair past the top is summed as <other>\n" << page;
+}
+
 }  // namespace
 }  // namespace shardscope::stats

@@ -8,6 +8,7 @@
 
 #include "protocol/command_view.h"
 #include "protocol/op_msg.h"
+#include "common/bounded_name.h"
 #include "common/query_shape.h"
 #include "tests/support/guarded_bytes.h"
 
@@ -64,14 +65,40 @@ TEST(QueryShapeLimits, WideOrAndLongPipelineAreCut) {
   bson_destroy(&pipeline);
 }
 
-TEST(QueryShapeLimits, LongFieldNamesAreCut) {
-  std::string name(1'000'000, 'k');
-  bson_t filter = BSON_INITIALIZER;
-  BSON_APPEND_INT32(&filter, name.c_str(), 1);
-  std::string shape;
-  common::appendFilterShape(filter, shape);
-  EXPECT_EQ(shape, "{\"" + std::string(128, 'k') + "...\":\"<number>\"}");
-  bson_destroy(&filter);
+// A long field name is shown as every kept name is (common/bounded_name.h): its first bytes and the
+// hash of the whole, so two long names that share their first 128 bytes make two shapes (before,
+// both were cut to the same 128 bytes and "...": one shape, their counts merged).
+TEST(QueryShapeLimits, LongFieldNamesAreBoundedAndStayDistinct) {
+  auto shapeOfField = [](const std::string& name) {
+    bson_t filter = BSON_INITIALIZER;
+    BSON_APPEND_INT32(&filter, name.c_str(), 1);
+    std::string shape;
+    common::appendFilterShape(filter, shape);
+    bson_destroy(&filter);
+    return shape;
+  };
+  const std::string a = std::string(1'000'000, 'k') + "a", b = std::string(1'000'000, 'k') + "b";
+  EXPECT_EQ(shapeOfField(a), "{\"" + common::boundedName(a) + "\":\"<number>\"}");
+  EXPECT_LE(shapeOfField(a).size(), common::kMaxKeptNameBytes + 16);
+  EXPECT_NE(shapeOfField(a), shapeOfField(b));
+  EXPECT_EQ(shapeOfField(a), shapeOfField(a));
+  // The same in a sort spec, a projection's field path and a distinct's key.
+  const std::string pa = "$" + a.substr(0, 300), pb = "$" + b.substr(0, 299) + "b";
+  bson_t pipeA = BSON_INITIALIZER, pipeB = BSON_INITIALIZER;
+  for (auto [pipe, path] : {std::pair{&pipeA, &pa}, std::pair{&pipeB, &pb}}) {
+    bson_t stage, group;
+    BSON_APPEND_DOCUMENT_BEGIN(pipe, "0", &stage);
+    BSON_APPEND_DOCUMENT_BEGIN(&stage, "$group", &group);
+    BSON_APPEND_UTF8(&group, "_id", path->c_str());
+    bson_append_document_end(&stage, &group);
+    bson_append_document_end(pipe, &stage);
+  }
+  std::string shapeA, shapeB;
+  common::appendPipelineShape(pipeA, shapeA);
+  common::appendPipelineShape(pipeB, shapeB);
+  EXPECT_NE(shapeA, shapeB);
+  bson_destroy(&pipeA);
+  bson_destroy(&pipeB);
 }
 
 TEST(QueryShapeLimits, BatchedWriteIsShapedByItsFirstStatementOnly) {

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <initializer_list>
 
+#include "common/bounded_name.h"
 #include "protocol/command_kind.h"
 #include "protocol/op_msg.h"
 
@@ -29,7 +30,7 @@ namespace {
 constexpr int kMaxDepth = 16;
 constexpr size_t kMaxShapeBytes = 4096;
 constexpr size_t kMaxSortedKeys = 32;
-// A field name or path longer than this is cut (and marked "...") in the shape.
+// A field name or path longer than this is shown bounded (common/bounded_name.h) in the shape.
 constexpr size_t kMaxNameBytes = 128;
 // Written in place of the rest of a document or array once the shape is over kMaxShapeBytes: the
 // shape stays valid JSON, and the work stops instead of walking a 48 MB filter to the end.
@@ -88,8 +89,7 @@ void appendJsonString(std::string_view s, std::string& out) {
 
 void appendName(std::string_view s, std::string& out) {
   if (s.size() <= kMaxNameBytes) return appendJsonString(s, out);
-  appendJsonString(s.substr(0, kMaxNameBytes), out);
-  out.insert(out.size() - 1, "...");
+  appendJsonString(common::boundedName(s), out);  // issue 28 follow-up: long names keep a hash
 }
 
 std::string_view placeholder(bson_type_t type) {
@@ -473,7 +473,7 @@ void shapeOf(protocol::CommandKind kind, const bson_t& body, const protocol::Com
       return;
     }
     std::string_view innerName = keyOf(first);
-    out.append(innerName.data(), innerName.size());
+    out.append(common::boundedName(innerName));
     out.push_back(' ');
     size_t before = out.size();
     shapeOf(protocol::classifyCommand(innerName).kind, inner, nullptr, out);  // the wrapped command
