@@ -147,6 +147,34 @@ def test_killed_upstream_shows_on_page_cli_and_metrics(ferretdb, proxy, shardsco
     assert m[f'shardscope_upstream_up{{address="{address}"}}'] == 0
 
 
+def test_page_shows_no_stale_health_when_the_sidecar_stops_answering(ferretdb, proxy):
+    """The page shows health only as fresh as its last /stats: once the sidecar stops answering, the
+    last "UP" must not stay on screen (the mongos may be down by now, and nothing would say so)."""
+    p = proxy(ferretdb.uri, "--routing", str(ROUTING_FILE), admin=True)
+    with pymongo.MongoClient(p.uri, serverSelectionTimeoutMS=20000) as client:
+        seed_orders(client)
+    b = Browser()
+    state = """(() => { const e = document.getElementById('banner'); const s = getComputedStyle(e);
+        return {banner: e.dataset.state, display: s.display, text: e.textContent, body: document.body.dataset.health,
+                tile: document.getElementById('health-value').textContent, cls: document.getElementById('health-card').className,
+                ops: document.getElementById('total-ops').textContent}; })()"""
+    try:
+        b.open(p.admin_url + "/")
+        b.wait_for("document.body.getAttribute('data-loaded') === 'true'")
+        before = b.evaluate(state)
+        assert before["tile"] == "UP" and before["banner"] == "ok" and before["display"] == "none", before
+        p.kill()
+        b.wait_for("document.getElementById('banner').dataset.state !== 'ok'", timeout=30)
+        after = b.evaluate(state)
+    finally:
+        b.close()
+    assert after["banner"] == "stale" and after["display"] == "block" and after["body"] == "stale", after
+    assert after["tile"] == "NO DATA" and "health-up" not in after["cls"], after
+    assert "does not answer" in after["text"] and "upstream health unknown" in after["text"], after
+    assert after["ops"] == before["ops"]  # the figures stay, said to be from the last answer
+    assert "every figure below is from" in after["text"], after
+
+
 # ---------------------------------------------------------------- 2-5. the same figures on every surface
 
 def busy_load(client: pymongo.MongoClient) -> None:
