@@ -519,7 +519,7 @@ function render(s, hist, chunks, evaluation) {
   hostsLegend.replaceChildren();
   for (const c of HOSTS)
     hostsLegend.append(el("span", {"data-hosts": c, "data-count": String(h[c])},
-                          c + " " + fmtInt(h[c]) + (c in t.hostsTargetedShare ? " (" + fmtPct(t.hostsTargetedShare[c]) + ")" : "")));
+                          c + " " + fmtInt(h[c]) + (t.hostsTargetedShare[c] != null ? " (" + fmtPct(t.hostsTargetedShare[c]) + ")" : "")));
   setText("total-errors", fmtInt(t.errors));
   const failed = (s.process.upstreamConnectFailures || 0) + (s.process.upstreamErrors || 0);
   setText("errors-sub", "replies with errors since reset \u00b7 " + fmtInt(failed) + " failed upstream connections since start");

@@ -44,12 +44,16 @@ void writeHosts(common::JsonWriter& w, const std::array<uint64_t, kHostsTargeted
   for (size_t i = 0; i < kHostsTargetedCount; ++i) w.field(kHostsTargetedNames[i], counts[i]);
   w.endObject();
   // Both shares have the same denominator, named here: operations on sharded collections.
+  // Without an operation on a sharded collection a share is unknown: null, as the page and the CLI
+  // show "-" and the recording rule's 0/0 has no value (0% would claim no operation was targeted).
+  const bool known = shardedOps(counts) > 0;
+  auto share = [&](std::string_view name, double v) { known ? w.field(name, v) : w.key(name).null(); };
   w.field("shardedOps", shardedOps(counts));
-  w.field("targetedShare", targetedShare(counts));
-  w.field("allShardsShare", allShardsShare(counts));
+  share("targetedShare", targetedShare(counts));
+  share("allShardsShare", allShardsShare(counts));
   w.key("hostsTargetedShare").beginObject();  // each count class of the sharded operations
   for (auto h : {HostsTargeted::OneShard, HostsTargeted::ManyShards, HostsTargeted::AllShards})
-    w.field(kHostsTargetedNames[static_cast<size_t>(h)], shareOfSharded(counts, h));
+    share(kHostsTargetedNames[static_cast<size_t>(h)], shareOfSharded(counts, h));
   w.endObject();
 }
 
