@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime
 import json
 import random
+import re
 import subprocess
 import time
 import urllib.error
@@ -358,6 +359,11 @@ def test_fleet_with_uneven_traffic_ranks_keys_one_sidecar_never_proposed(proxy, 
             bound = max(_mixed_share(mine, c["key"]), _mixed_share(merged, c["key"]))
             assert abs(m["targetedShare"] - c["targetedShare"]) <= bound + 1e-9, (coll, c["key"], m["targetedShare"], c["targetedShare"])
     assert _ns(local, "one_uneven.users")["verdict"]["key"] == {"email": 1}
+    # The shape table's share names its denominator (not /stats's "of all operations"): 300 of the
+    # 330 reads, the 600 inserts not counted.
+    text = _get(one.admin_url + "/evaluate?format=text")
+    assert "share of reads and writes (not inserts)" in text, text
+    assert re.search(r'find \{"email":"<string>"\}\s+90\.9%', text), text
 
     # The published documents hold what each sidecar proposed itself: {email: 1} stays not evaluable
     # there, so no key is recommended on the evidence left (never {_id: "hashed"} at 9% targeted).
