@@ -395,8 +395,7 @@ function renderShapes(s) {
     // A rewritten shape: how the client wrote it -> how it ran, and the share of its operations rescued.
     if (sh.rewrite && sh.rewrite.applied) {
       const before = dominant(sh.rewrite.targetingBefore) || "?";
-      const rescued = Math.max(0, sh.rewrite.applied - sh.rewrite.fallbacks);
-      const share = sh.count ? rescued / sh.count : 0;
+      const rescued = sh.rewrite.rescued, share = sh.rewrite.rescuedShare;  // /stats's, of the shape's operations
       tr.setAttribute("data-rewrite-before", before);
       tr.setAttribute("data-rewrite-after", sh["class"]);
       tr.setAttribute("data-rescued", share.toFixed(4));

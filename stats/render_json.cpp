@@ -118,7 +118,12 @@ void writeShape(common::JsonWriter& w, const ShapeSnapshot& s, bool recordValues
     w.key("rewrite").beginObject().field("applied", c.rewrites);
     w.key("targetingBefore");
     writeTargeting(w, c.beforeRewrite);
-    w.field("fallbacks", c.rewriteFallbacks).endObject();
+    w.field("fallbacks", c.rewriteFallbacks);
+    // Rescued: rewritten and kept (not re-run as written), of every operation of the shape, the
+    // 'N% rescued' the page shows (lookups the rewrite could not map stay in the denominator).
+    const uint64_t rescued = c.rewrites > c.rewriteFallbacks ? c.rewrites - c.rewriteFallbacks : 0;
+    w.field("rescued", rescued).field("rescuedShare", c.count ? static_cast<double>(rescued) / static_cast<double>(c.count) : 0.0);
+    w.endObject();
   }
   // Upsert statements whose filter does not pin the full current shard key (refused before 7.1,
   // two-phase broadcast after).

@@ -175,6 +175,33 @@ def test_page_shows_no_stale_health_when_the_sidecar_stops_answering(ferretdb, p
     assert "every figure below is from" in after["text"], after
 
 
+def test_rescued_share_is_one_figure_with_unmapped_lookups_in_it(ferretdb, proxy):
+    """'Rescued' on the page (per shape), in /stats (per shape and per rule) and on the demo's final
+    screen is one figure: lookups the rewrite could not map (no mapping known) stay broadcast and
+    stay in the denominator; the demo's screen no longer says 100% rescued when a third stayed."""
+    p = proxy(ferretdb.uri, "--routing", str(ROUTING_FILE), "--rewrite-rule", "shop.orders: orderId -> customerId", admin=True)
+    with pymongo.MongoClient(p.uri, serverSelectionTimeoutMS=20000) as client:
+        seed_orders(client)
+        for i in range(40):  # mapped: learned from the seed's inserts
+            client.shop.orders.find_one({"orderId": f"O{i:05d}"})
+        for i in range(20):  # never seen: no mapping, sent as written (broadcast)
+            client.shop.orders.find_one({"orderId": f"NEW{i:05d}"})
+    stats = get_stats(p.admin_url)
+    shape = next(s for s in stats["shapes"] if s["shape"] == '{"orderId":"<string>"}')
+    assert (shape["count"], shape["rewrite"]["applied"], shape["rewrite"]["rescued"]) == (60, 40, 40), shape
+    assert shape["rewrite"]["rescuedShare"] == pytest.approx(40 / 60, rel=1e-5)
+    rule = stats["rewrite"][0]
+    assert (rule["lookups"], rule["rescued"]) == (60, 40) and rule["rescuedShare"] == pytest.approx(40 / 60, rel=1e-5), rule
+    dom = page_dom(p.admin_url)
+    row = next(r for r in rows(dom, "shape") if r["data-shape-id"] == shape["id"])
+    assert float(row["data-rescued"]) == pytest.approx(40 / 60, abs=1e-4) and "66.7% rescued" in row["text"], row
+    summary = subprocess.run(["python3", str(REPO_ROOT / "workload" / "demo_summary.py")], input=json.dumps(stats),
+                             capture_output=True, text=True, check=True).stdout
+    assert "40 of the 60 orderId lookups rescued (66.7%" in summary, summary
+    assert "not rewritten, sent as written: {'no mapping known for the lookup value': 20}" in summary, summary
+    assert "100.0%" not in summary, summary
+
+
 # ---------------------------------------------------------------- 2-5. the same figures on every surface
 
 def busy_load(client: pymongo.MongoClient) -> None:
