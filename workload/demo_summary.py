@@ -41,9 +41,10 @@ def main():
               f"{rule['lookupField']} values ({m['learned']} learning events)")
         print(f"  before: broadcast {before.get('broadcast', 0)}, single {before.get('single', 0)}"
               f"   after: broadcast {after.get('broadcast', 0)}, single {after.get('single', 0)}"
-              f"   -> {rule['rescued']} of the {rule['lookups']} {rule['lookupField']} lookups rescued"
-              f" ({pct(rule['rescued'], rule['lookups']).strip()}; /stats rescuedShare, as the dashboard shows it)")
-        stayed = {k: v for k, v in rule["skipped"].items() if v}
+              + (f"   -> {rule['rescued']} of the {rule['lookups']} {rule['lookupField']} lookups rescued"
+                 f" ({pct(rule['rescued'], rule['lookups']).strip()}; /stats rescuedShare, as the dashboard shows it)"
+                 if "rescued" in rule else ""))  # a sidecar older than the figure: nothing claimed
+        stayed = {k: v for k, v in rule.get("skipped", {}).items() if v}
         if stayed:
             print(f"  not rewritten, sent as written: {stayed}")
         falls = {k: v for k, v in rule["fallbacks"].items() if v}
