@@ -41,11 +41,15 @@ main { padding:18px 22px; display:grid; grid-template-columns:minmax(0,1fr); gap
 .card.health-degraded .value, .card.health-starting .value { color:var(--multi); }
 .card.health-down { border-color:var(--broadcast); background:#3a1417; }
 .card.health-down .value { color:var(--broadcast); }
+.card.health-stale { border-color:var(--broadcast); }
+.card.health-stale .value { color:var(--dim); }
 #banner { display:none; padding:12px 22px; font-size:16px; font-weight:700; color:#fff; }
 #banner[data-state="down"] { display:block; background:#b62324; }
 #banner[data-state="degraded"] { display:block; background:#7d5a00; }
+#banner[data-state="stale"] { display:block; background:#5a2d82; }
 #banner .detail { display:block; font-size:12px; font-weight:400; margin-top:2px; }
 body[data-health="down"] main { outline:4px solid #b62324; outline-offset:-4px; }
+body[data-health="stale"] main { opacity:.55; }
 .note { color:var(--dim); font-size:11px; margin:2px 0 8px; }
 .est { color:var(--multi); }
 .card.hot .value { color:var(--broadcast); }
@@ -391,8 +395,7 @@ function renderShapes(s) {
     // A rewritten shape: how the client wrote it -> how it ran, and the share of its operations rescued.
     if (sh.rewrite && sh.rewrite.applied) {
       const before = dominant(sh.rewrite.targetingBefore) || "?";
-      const rescued = Math.max(0, sh.rewrite.applied - sh.rewrite.fallbacks);
-      const share = sh.count ? rescued / sh.count : 0;
+      const rescued = sh.rewrite.rescued, share = sh.rewrite.rescuedShare;  // /stats's, of the shape's operations
       tr.setAttribute("data-rewrite-before", before);
       tr.setAttribute("data-rewrite-after", sh["class"]);
       tr.setAttribute("data-rescued", share.toFixed(4));
@@ -515,7 +518,7 @@ function render(s, hist, chunks, evaluation) {
   hostsLegend.replaceChildren();
   for (const c of HOSTS)
     hostsLegend.append(el("span", {"data-hosts": c, "data-count": String(h[c])},
-                          c + " " + fmtInt(h[c]) + (c in t.hostsTargetedShare ? " (" + fmtPct(t.hostsTargetedShare[c]) + ")" : "")));
+                          c + " " + fmtInt(h[c]) + (t.hostsTargetedShare[c] != null ? " (" + fmtPct(t.hostsTargetedShare[c]) + ")" : "")));
   setText("total-errors", fmtInt(t.errors));
   const failed = (s.process.upstreamConnectFailures || 0) + (s.process.upstreamErrors || 0);
   setText("errors-sub", "replies with errors since reset \u00b7 " + fmtInt(failed) + " failed upstream connections since start");
@@ -546,16 +549,46 @@ function render(s, hist, chunks, evaluation) {
   renderChunks(chunks, s, hot, hotNs, chunkTraffic(evaluation), evaluation !== null);
 }
 
+// The page's figures and health are only as fresh as the last /stats it read: when the sidecar does
+// not answer, nothing may keep showing the last "UP" (the mongos may have gone down since).
+let lastUpdate = null;
+function renderStale(reason) {
+  const card = document.getElementById("health-card");
+  card.className = "card health-stale";
+  card.setAttribute("data-state", "stale");
+  setText("health-value", "NO DATA");
+  const since = lastUpdate ? "since " + lastUpdate.toLocaleTimeString() : "yet";
+  setText("health-sub", "the sidecar has not answered " + since);
+  document.body.setAttribute("data-health", "stale");
+  document.getElementById("banner").setAttribute("data-state", "stale");
+  setText("banner-text", "NO DATA: this sidecar's admin endpoint does not answer (" + reason + "); upstream health unknown");
+  setText("banner-detail", lastUpdate ? "every figure below is from " + lastUpdate.toLocaleTimeString() + ", the last answer"
+                                      : "no figure has been read yet");
+}
+
+// /stats carries the health and the totals: without it the page is stale. /history, /chunks and
+// /evaluate only fill their own panels, so one of them failing does not hold back the rest.
 async function refresh() {
   const status = document.getElementById("status");
+  const parts = await Promise.allSettled([getJson("stats"), getJson("history"), getJson("chunks"), getJson("evaluate")]);
+  const auth = parts.find((p) => p.status === "rejected" && p.reason.auth);
   try {
-    const [s, hist, chunks, evaluation] = await Promise.all([getJson("stats"), getJson("history"), getJson("chunks"), getJson("evaluate")]);
-    render(s, hist, chunks, evaluation);
+    if (auth) throw auth.reason;
+    if (parts[0].status === "rejected") throw parts[0].reason;
+    const value = (p) => p.status === "fulfilled" ? p.value : null;
+    render(parts[0].value, value(parts[1]), value(parts[2]), value(parts[3]));
     document.getElementById("auth").style.display = "none";
-    status.className = ""; status.textContent = "updated " + new Date().toLocaleTimeString();
+    lastUpdate = new Date();
+    const missing = [];
+    ["/history", "/chunks", "/evaluate"].forEach((path, i) => {
+      if (parts[i + 1].status === "rejected") missing.push(path + " (" + parts[i + 1].reason.message + ")");
+    });
+    status.className = missing.length ? "err" : "";
+    status.textContent = "updated " + lastUpdate.toLocaleTimeString() + (missing.length ? "; not refreshed: " + missing.join(", ") : "");
     document.body.setAttribute("data-loaded", "true");
   } catch (e) {
     if (e.auth) document.getElementById("auth").style.display = "flex";
+    else renderStale(e.message);
     status.className = "err"; status.textContent = e.auth ? "token required" : "refresh failed: " + e.message;
   }
 }

@@ -15,6 +15,7 @@
 #include <bson/bson.h>
 
 #include "evaluation/evaluator.h"
+#include "evaluation/requested_keys.h"
 #include "evaluation/value_codec.h"
 #include "cluster/sketch_publisher.h"
 
@@ -50,6 +51,29 @@ struct EvaluateArgs {
 int fail(const std::string& message) {
   std::fprintf(stderr, "shardscope evaluate: %s\n", message.c_str());
   return 1;
+}
+
+// Sidecars propose candidate keys from their own traffic, so a fleet with uneven traffic ranks keys
+// some sidecar exported no facts for (not evaluable, and no recommendation can rest on them). Live
+// sidecars are asked once more, for those keys' facts; the answers replace their first exports
+// (sketches[i] is endpoints[i]'s). Saved files and published documents cannot be asked.
+void askForLackingFacts(const std::vector<AdminUrl>& endpoints, const AdminAuth& auth, std::vector<std::string>& sketches) {
+  if (endpoints.empty()) return;
+  const auto lacking = evaluation::Evaluator::keysLackingFacts(sketches);
+  if (lacking.empty()) return;
+  const std::string keys = evaluation::encodeRequestedKeys(lacking);
+  constexpr size_t kMaxQuery = 7 * 1024;  // the admin endpoint reads 8 KiB of request head
+  if (keys.size() > kMaxQuery) {
+    std::fprintf(stderr, "shardscope evaluate: note: the keys some sidecar lacks facts for are too many to ask for; they stay not evaluable\n");
+    return;
+  }
+  for (size_t i = 0; i < endpoints.size(); ++i) {
+    const AdminUrl& url = endpoints[i];
+    const std::string path = url.path.empty() || url.path == "/" ? "/evaluate/sketches" : url.path;
+    const std::string target = path + (path.find('?') == std::string::npos ? "?" : "&") + "keys=" + keys;
+    std::string body, error;
+    if (adminGet(url, target, auth, body, error) == 200) sketches[i] = std::move(body);
+  }
 }
 
 int runEvaluate(const CLI::App& cmd, const EvaluateArgs& args) {
@@ -93,6 +117,7 @@ int runEvaluate(const CLI::App& cmd, const EvaluateArgs& args) {
     std::fprintf(stderr, "shardscope evaluate: merging %zu live sidecar(s) from %s: %s\n", ids.size(),
                  args.collection.c_str(), list.c_str());
   }
+  askForLackingFacts(endpoints, auth, sketches);
   size_t hashesOnly = 0;
   std::map<int32_t, size_t> byValueHashes;  // exports per kind of long-value hash
   for (const auto& s : sketches) {

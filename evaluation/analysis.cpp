@@ -253,10 +253,50 @@ void evaluateCandidates(const NamespaceState& st, const AnalysisOptions& nsopt, 
   }
 }
 
+// The most a key could target, from what every export carries (each shape's count and the fields
+// its filters pin or bound), for a key whose routing facts some export lacks: a shape can only be
+// targeted when its filters name the key's leading field by equality, by a range when that field is
+// not hashed, or by the lookup field when the rewrite adds the leading field.
+double targetedShareBound(const NamespaceState& st, const CandidateResult& c, const rewrite::LookupRule* rule) {
+  const double all = static_cast<double>(st.reads + st.writes + st.other_shape_ops);
+  if (all <= 0) return 0;
+  const auto& lead = c.pattern.field(0);
+  const bool rewritten = rule && std::find(rule->add_fields.begin(), rule->add_fields.end(), lead.path) != rule->add_fields.end();
+  auto names = [](const std::vector<std::string>& v, const std::string& f) { return std::find(v.begin(), v.end(), f) != v.end(); };
+  double bound = 0;
+  for (const auto& [h, s] : st.shapes) {
+    const FieldRoles roles = shapeRoles(s);
+    if (names(roles.eq, lead.path) || (!lead.hashed && names(roles.range, lead.path)) ||
+        (rewritten && names(roles.eq, rule->lookup_field)))
+      bound += static_cast<double>(s.count);
+  }
+  return std::min(1.0, bound / all);
+}
+
+// A recommendation stands only if no key the exports could not evaluate might rank above it: one
+// that might pass where the leader fails, or target more than the leader does. Otherwise the
+// ranking would rest on missing evidence (a sidecar whose traffic never proposed the key), and
+// nothing is recommended; the reason names the key and what it could reach.
+std::string unrankedRival(const NamespaceState& st, const NamespaceReport& r, const rewrite::LookupRule* rule) {
+  const CandidateResult& leader = r.candidates[0];
+  const double leader_score = leader.targeted_after_rewrite - leader.refused_share_of_all;
+  for (const auto& c : r.candidates) {
+    if (c.evaluable) continue;
+    const double bound = targetedShareBound(st, c, rule);
+    if (!leader.passes() && bound > 0)
+      return c.label + " might pass every property where " + leader.label + " fails, and its leading field is named by " +
+             percentText(bound) + " of reads and writes, but it is not evaluable, because " + c.not_evaluable;
+    if (bound > leader_score + 0.005)
+      return c.label + " could target up to " + percentText(bound) + " of reads and writes (its leading field is named there), more than the " +
+             percentText(leader_score) + " of " + leader.label + ", but it is not evaluable, because " + c.not_evaluable;
+  }
+  return {};
+}
+
 // Ranking: pass every property (the three, mutability, upsert targeting, arrays), then the share
 // of traffic targeted (after the lookup rewrite, when one is in force), less the writes MongoDB
 // refuses before 7.1 and runs as two-phase broadcasts after; then the recommendation.
-void rankCandidates(const NamespaceState& st, NamespaceReport& r) {
+void rankCandidates(const NamespaceState& st, NamespaceReport& r, const rewrite::LookupRule* rule) {
   auto card = [](const CandidateResult& c) { return c.cardinality; };
   auto score = [](const CandidateResult& c) { return c.targeted_after_rewrite - c.refused_share_of_all; };
   std::stable_sort(r.candidates.begin(), r.candidates.end(), [&](const CandidateResult& a, const CandidateResult& b) {
@@ -274,6 +314,8 @@ void rankCandidates(const NamespaceState& st, NamespaceReport& r) {
   if (!r.candidates.empty() && !r.candidates[0].evaluable && (st.reads + st.writes + st.inserts) > 0) {
     r.no_recommendation = "no candidate key can be evaluated from the exports merged: " + r.candidates[0].not_evaluable;
   } else if (!r.candidates.empty() && (st.reads + st.writes + st.inserts) > 0) {
+    r.no_recommendation = unrankedRival(st, r, rule);
+    if (!r.no_recommendation.empty()) return;
     r.recommended = 0;
     r.recommended_passes = r.candidates[0].passes();
   }
@@ -320,7 +362,7 @@ NamespaceReport analyzeNamespace(const NamespaceState& st, const AnalysisOptions
   std::sort(r.shapes.begin(), r.shapes.end(), [](const ShapeOutcome& a, const ShapeOutcome& b) {
     return a.count != b.count ? a.count > b.count : a.shape < b.shape;
   });
-  rankCandidates(st, r);
+  rankCandidates(st, r, nsopt.lookup_rule);
   return r;
 }
 

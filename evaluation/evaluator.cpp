@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "evaluation/analysis.h"
 #include "evaluation/apply_queue.h"
@@ -185,7 +186,8 @@ std::string lookupRuleSpec(const rewrite::LookupRule& rule) {
 // candidates, then those proposed from more of its shapes, so that a fleet whose most frequent
 // shapes differ a little from this sidecar's still finds each ranked key's facts here.
 void appendKeyFacts(bson_t* item, const NamespaceState& st, const EvaluationOptions& options,
-                    const routing::ShardKeyPattern* current, const rewrite::LookupRule* rule) {
+                    const routing::ShardKeyPattern* current, const rewrite::LookupRule* rule,
+                    const std::vector<std::string>* extra) {
   std::vector<std::string> conf;
   for (const auto& [ns, key] : options.configured_candidates)
     if (ns == st.ns()) conf.push_back(key);
@@ -193,6 +195,14 @@ void appendKeyFacts(bson_t* item, const NamespaceState& st, const EvaluationOpti
   for (size_t shapes : {kRankedShapes, 2 * kRankedShapes})
     for (const auto& [key, sources] : candidateKeys(st, current, conf, shapes, kExportedCandidates))
       if (keys.size() < kExportedCandidates && std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+  // Keys a fleet asked for, canonicalised (a key that does not parse is left out below).
+  const size_t own = keys.size();
+  for (size_t i = 0; extra && i < extra->size(); ++i) {
+    std::string error;
+    auto pattern = routing::ShardKeyPattern::fromJson((*extra)[i], error);
+    if (!pattern || keys.size() >= own + kExportedCandidates) continue;
+    if (std::find(keys.begin(), keys.end(), pattern->toJson()) == keys.end()) keys.push_back(pattern->toJson());
+  }
   const uint32_t shards = std::max<uint32_t>(1, options.simulated_shards);
   bson_t arr, doc;
   bson_append_array_begin(item, "keyFacts", -1, &arr);
@@ -280,7 +290,7 @@ void appendSkipped(bson_t* doc, const std::vector<std::pair<std::string, std::st
 
 }  // namespace
 
-std::string Evaluator::exportSketches() const {
+std::string Evaluator::exportSketches(const KeysByNamespace& extra_keys) const {
   auto states = snapshot();
   std::shared_ptr<const routing::RoutingTable> table;
   std::vector<rewrite::LookupRule> rules;
@@ -319,7 +329,9 @@ std::string Evaluator::exportSketches() const {
     for (const auto& r : rules)
       if (r.ns == states[i].first) rule = &r;
     if (rule) bson_append_utf8(&item, "lookupRule", -1, lookupRuleSpec(*rule).c_str(), -1);
-    appendKeyFacts(&item, *states[i].second, options_, table ? table->shardKey(states[i].first) : nullptr, rule);
+    auto extra = extra_keys.find(states[i].first);
+    appendKeyFacts(&item, *states[i].second, options_, table ? table->shardKey(states[i].first) : nullptr, rule,
+                   extra == extra_keys.end() ? nullptr : &extra->second);
     // One namespace the JSON conversion would refuse must not empty the whole export: it is left
     // out, and said so below.
     bson_error_t invalid;
@@ -340,12 +352,19 @@ std::string Evaluator::exportSketches() const {
   return out;
 }
 
-std::string Evaluator::mergeAndEvaluate(const std::vector<std::string>& sketchJsons, bool text, std::string& error) {
+namespace {
+
+// Sketch exports merged into one state per namespace, with what the analysis needs beside them.
+struct MergedExports {
   std::vector<std::pair<std::string, std::unique_ptr<NamespaceState>>> states;
   std::map<std::string, std::string> current;
   std::vector<std::pair<std::string, std::string>> configured;
   std::vector<rewrite::LookupRule> rules;
   EvaluationOptions opts;
+};
+
+bool mergeExports(const std::vector<std::string>& sketchJsons, MergedExports& m, std::string& error) {
+  auto& [states, current, configured, rules, opts] = m;
   bool first = true;
   for (size_t s = 0; s < sketchJsons.size(); ++s) {
     bson_error_t berr;
@@ -353,7 +372,7 @@ std::string Evaluator::mergeAndEvaluate(const std::vector<std::string>& sketchJs
                                      static_cast<ssize_t>(sketchJsons[s].size()), &berr);
     if (!doc) {
       error = "input " + std::to_string(s + 1) + ": not JSON: " + berr.message;
-      return {};
+      return false;
     }
     bson_iter_t it;
     uint32_t shards = bson_iter_init_find(&it, doc, "simulatedShards") ? bson_iter_as_int64(&it) : 0;
@@ -361,7 +380,7 @@ std::string Evaluator::mergeAndEvaluate(const std::vector<std::string>& sketchJs
     if (shards == 0) {
       error = "input " + std::to_string(s + 1) + ": no simulatedShards (not a /evaluate/sketches export)";
       bson_destroy(doc);
-      return {};
+      return false;
     }
     if (first) {
       opts.simulated_shards = shards;
@@ -371,7 +390,7 @@ std::string Evaluator::mergeAndEvaluate(const std::vector<std::string>& sketchJs
       error = "input " + std::to_string(s + 1) + ": taken for " + std::to_string(shards) + " simulated shards, the first for " +
               std::to_string(opts.simulated_shards);
       bson_destroy(doc);
-      return {};
+      return false;
     }
     bson_iter_t arr;
     if (bson_iter_init_find(&it, doc, "namespaces") && BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &arr)) {
@@ -405,16 +424,46 @@ std::string Evaluator::mergeAndEvaluate(const std::vector<std::string>& sketchJs
         if (!pos->second->mergeBson(nsdoc, merr)) {
           error = "input " + std::to_string(s + 1) + ": " + merr;
           bson_destroy(doc);
-          return {};
+          return false;
         }
       }
     }
     bson_destroy(doc);
   }
-  AnalysisOptions analysis = analysisFrom(opts);
-  analysis.lookup_rules = std::move(rules);
-  auto reports = analyzeAll(states, analysis, nullptr, configured, current);
+  return true;
+}
+
+}  // namespace
+
+std::string Evaluator::mergeAndEvaluate(const std::vector<std::string>& sketchJsons, bool text, std::string& error) {
+  MergedExports m;
+  if (!mergeExports(sketchJsons, m, error)) return {};
+  AnalysisOptions analysis = analysisFrom(m.opts);
+  analysis.lookup_rules = std::move(m.rules);
+  auto reports = analyzeAll(m.states, analysis, nullptr, m.configured, m.current);
   return text ? renderReportsText(reports) : renderReportsJson(reports);
+}
+
+Evaluator::KeysByNamespace Evaluator::keysLackingFacts(const std::vector<std::string>& sketchJsons) {
+  KeysByNamespace out;
+  MergedExports m;
+  std::string error;
+  if (!mergeExports(sketchJsons, m, error)) return out;
+  const AnalysisOptions analysis = analysisFrom(m.opts);
+  for (const auto& [ns, st] : m.states) {
+    if (st->fact_exports == 0) continue;
+    std::vector<std::string> conf;
+    for (const auto& [cns, key] : m.configured)
+      if (cns == ns) conf.push_back(key);
+    std::optional<routing::ShardKeyPattern> current;
+    std::string perr;
+    if (auto it = m.current.find(ns); it != m.current.end()) current = routing::ShardKeyPattern::fromJson(it->second, perr);
+    for (const auto& [key, sources] : candidateKeys(*st, current ? &*current : nullptr, conf, kRankedShapes, analysis.max_candidates)) {
+      const KeyFacts* k = st->importedFacts(key);
+      if (!k || k->exports < st->fact_exports) out[ns].push_back(key);
+    }
+  }
+  return out;
 }
 
 void Evaluator::reset() {

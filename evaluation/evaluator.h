@@ -69,7 +69,13 @@ class Evaluator {
 
   std::string renderJson() const;
   std::string renderText() const;
-  std::string exportSketches() const;
+  // `extra_keys` (ns -> canonical key JSON): keys a fleet ranks that this sidecar's own traffic did
+  // not propose; their facts are exported too (at most kExportedCandidates more per namespace).
+  using KeysByNamespace = std::map<std::string, std::vector<std::string>>;
+  std::string exportSketches(const KeysByNamespace& extra_keys = {}) const;
+  // The candidate keys of the merged exports whose facts some export lacks: what `shardscope
+  // evaluate` asks each live sidecar for before it merges again (empty: nothing missing).
+  static KeysByNamespace keysLackingFacts(const std::vector<std::string>& sketchJsons);
   // Merges sketch exports of several sidecars (all taken with the same simulated shard count) and
   // evaluates the union. Empty result and `error` set when an input does not parse.
   static std::string mergeAndEvaluate(const std::vector<std::string>& sketchJsons, bool text, std::string& error);

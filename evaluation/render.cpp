@@ -340,8 +340,8 @@ std::string renderReportsText(const std::vector<NamespaceReport>& reports) {
          " upserts updated an existing document; " + num(static_cast<double>(r.replacements)) +
          " replacements); simulated cluster of " + std::to_string(r.shards) + " shards.\n\n";
     double all = static_cast<double>(r.reads + r.writes + r.other_shape_ops);
-    t += "Query shape                                                        share\n";
-    t += "-------------------------------------------------------------------------\n";
+    t += "Query shape                                 share of reads and writes (not inserts)\n";
+    t += "-------------------------------------------------------------------------------\n";
     for (const auto& s : r.shapes) {
       std::string l = shapeLabel(s);
       l = common::truncateUtf8(l, 64, "...");

@@ -1,6 +1,7 @@
 #include "features/evaluation_feature.h"
 
 #include "common/json_writer.h"
+#include "evaluation/requested_keys.h"
 #include "evaluation/sketch_redaction.h"
 #include "pipeline/evaluation_observer.h"
 #include "routing/key_candidate.h"
@@ -100,8 +101,17 @@ void EvaluationFeature::extendAdmin(admin::AdminExtension& ext) {
                             }
                             return jsonResponse(evaluator->renderJson());
                           }});
-    ext.routes.push_back({"/evaluate/sketches", "GET, HEAD", [evaluator, values = allow_values_](std::string_view) {
-                            std::string sketches = evaluator->exportSketches();
+    ext.routes.push_back({"/evaluate/sketches", "GET, HEAD", [evaluator, values = allow_values_](std::string_view query) {
+                            // keys=: the keys a fleet ranks that this sidecar's traffic did not propose.
+                            evaluation::RequestedKeys keys;
+                            const std::string_view hex = admin::queryParam(query, "keys");
+                            if (!hex.empty() && !evaluation::decodeRequestedKeys(hex, keys)) {
+                              admin::AdminResponse r;
+                              r.status = 400;
+                              r.body = "keys must be hex of a JSON object {namespace: [key JSON, ...]}\n";
+                              return r;
+                            }
+                            std::string sketches = evaluator->exportSketches(keys);
                             return jsonResponse(values ? sketches : evaluation::sketchesWithoutValues(sketches));
                           }});
     ext.routes.push_back({"/evaluate/reset", "POST", [evaluator](std::string_view) {

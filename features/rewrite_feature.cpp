@@ -29,6 +29,14 @@ std::string renderRewrite(const proxy::ProxyContext& ctx) {
     for (const auto& f : rule.add_fields) w.value(std::string_view(f));
     w.endArray();
     w.field("applied", st.applied());
+    // Every lookup the rule saw (rewritten or skipped, e.g. no mapping known) and those rescued
+    // (rewritten and kept): one share for every surface, the skipped ones in its denominator.
+    uint64_t skipped = 0, fellBack = 0;
+    for (const auto& [why, n] : st.skipped()) skipped += n;
+    for (auto c : kCauses) fellBack += st.fallbacks(c);
+    const uint64_t lookups = st.applied() + skipped, rescued = st.applied() > fellBack ? st.applied() - fellBack : 0;
+    w.field("lookups", lookups).field("rescued", rescued);
+    lookups ? w.field("rescuedShare", static_cast<double>(rescued) / static_cast<double>(lookups)) : w.key("rescuedShare").null();
     w.key("targetingBefore").beginObject();
     for (auto t : kClasses) w.field(routing::targetingName(t), st.before(t));
     w.endObject().key("targetingAfter").beginObject();

@@ -39,17 +39,23 @@ void writeTargeting(common::JsonWriter& w, const std::array<uint64_t, kTargeting
 }
 
 // MongoDB's count-based classes (stats/hosts_targeted.h) and the one targeted share derived from them.
-void writeHosts(common::JsonWriter& w, const std::array<uint64_t, kHostsTargetedCount>& counts) {
+// `unknownAsNull`: the totals' shares are null without a sharded operation (below); a shape's stay
+// 0, as its broadcastShare next to them, which the page and the CLI show in its row.
+void writeHosts(common::JsonWriter& w, const std::array<uint64_t, kHostsTargetedCount>& counts, bool unknownAsNull) {
   w.key("hostsTargeted").beginObject();
   for (size_t i = 0; i < kHostsTargetedCount; ++i) w.field(kHostsTargetedNames[i], counts[i]);
   w.endObject();
   // Both shares have the same denominator, named here: operations on sharded collections.
+  // Without an operation on a sharded collection a share is unknown: null, as the page and the CLI
+  // show "-" and the recording rule's 0/0 has no value (0% would claim no operation was targeted).
+  const bool known = !unknownAsNull || shardedOps(counts) > 0;
+  auto share = [&](std::string_view name, double v) { known ? w.field(name, v) : w.key(name).null(); };
   w.field("shardedOps", shardedOps(counts));
-  w.field("targetedShare", targetedShare(counts));
-  w.field("allShardsShare", allShardsShare(counts));
+  share("targetedShare", targetedShare(counts));
+  share("allShardsShare", allShardsShare(counts));
   w.key("hostsTargetedShare").beginObject();  // each count class of the sharded operations
   for (auto h : {HostsTargeted::OneShard, HostsTargeted::ManyShards, HostsTargeted::AllShards})
-    w.field(kHostsTargetedNames[static_cast<size_t>(h)], shareOfSharded(counts, h));
+    share(kHostsTargetedNames[static_cast<size_t>(h)], shareOfSharded(counts, h));
   w.endObject();
 }
 
@@ -105,14 +111,19 @@ void writeShape(common::JsonWriter& w, const ShapeSnapshot& s, bool recordValues
   // "Broadcast" means what mongos counts (allShards: every chunk owner reached), one number for
   // every surface; the reason class above says why, not how far the operation reached.
   w.field("broadcastShare", allShardsShare(c.byHosts));
-  writeHosts(w, c.byHosts);
+  writeHosts(w, c.byHosts, false);
   w.key("shardsTouched");
   writeFanout(w, c.fanout);
   if (c.rewrites) {
     w.key("rewrite").beginObject().field("applied", c.rewrites);
     w.key("targetingBefore");
     writeTargeting(w, c.beforeRewrite);
-    w.field("fallbacks", c.rewriteFallbacks).endObject();
+    w.field("fallbacks", c.rewriteFallbacks);
+    // Rescued: rewritten and kept (not re-run as written), of every operation of the shape, the
+    // 'N% rescued' the page shows (lookups the rewrite could not map stay in the denominator).
+    const uint64_t rescued = c.rewrites > c.rewriteFallbacks ? c.rewrites - c.rewriteFallbacks : 0;
+    w.field("rescued", rescued).field("rescuedShare", c.count ? static_cast<double>(rescued) / static_cast<double>(c.count) : 0.0);
+    w.endObject();
   }
   // Upsert statements whose filter does not pin the full current shard key (refused before 7.1,
   // two-phase broadcast after).
@@ -148,7 +159,7 @@ void writeTotals(common::JsonWriter& w, const ConnectionTotals& t) {
   for (size_t i = 0; i < kTargetingCount; ++i)
     w.field(kTargetingNames[i], t.ops ? static_cast<double>(t.byTargeting[i]) / static_cast<double>(t.ops) : 0.0);
   w.endObject();
-  writeHosts(w, t.byHosts);
+  writeHosts(w, t.byHosts, true);
 }
 
 }  // namespace

@@ -225,8 +225,12 @@ std::string renderPrometheus(const Snapshot& snap, const std::vector<std::string
   w.family(Metric::hosts_targeted_total);
   for (size_t h = 0; h < kHostsTargetedCount; ++h)
     w.sample(Metric::hosts_targeted_total, {kHostsTargetedNames[h]}, snap.totals.byHosts[h]);
-  w.single(Metric::targeted_share, targetedShare(snap.totals.byHosts));
-  w.single(Metric::all_shards_share, allShardsShare(snap.totals.byHosts));
+  // No operation on a sharded collection yet: the shares are unknown and have no sample (as the
+  // recording rule's 0/0 has none), never a 0 an alert on "targeted share below X" would fire on.
+  w.family(Metric::targeted_share);
+  if (shardedOps(snap.totals.byHosts) > 0) w.sample(Metric::targeted_share, {}, targetedShare(snap.totals.byHosts));
+  w.family(Metric::all_shards_share);
+  if (shardedOps(snap.totals.byHosts) > 0) w.sample(Metric::all_shards_share, {}, allShardsShare(snap.totals.byHosts));
 
   w.single(Metric::replies_total, snap.totals.replies);
   w.single(Metric::reply_errors_total, snap.totals.errors);

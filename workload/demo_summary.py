@@ -33,7 +33,6 @@ def main():
           f" (oneShard)  broadcast {pct(t['hostsTargeted']['allShards'], t.get('shardedOps', 0)).strip()} (allShards)")
     for rule in s.get("rewrite", []):
         before, after = rule["targetingBefore"], rule["targetingAfter"]
-        seen = sum(before.values())
         m = rule["mapping"]
         # `size` is what the map holds (one entry per distinct lookup value); `learned` counts every
         # learning event (each insert or reply that taught or confirmed a mapping), so they differ.
@@ -42,8 +41,12 @@ def main():
               f"{rule['lookupField']} values ({m['learned']} learning events)")
         print(f"  before: broadcast {before.get('broadcast', 0)}, single {before.get('single', 0)}"
               f"   after: broadcast {after.get('broadcast', 0)}, single {after.get('single', 0)}"
-              f"   -> {pct(before.get('broadcast', 0) - after.get('broadcast', 0), seen).strip()} of these lookups"
-              f" rescued from a broadcast")
+              + (f"   -> {rule['rescued']} of the {rule['lookups']} {rule['lookupField']} lookups rescued"
+                 f" ({pct(rule['rescued'], rule['lookups']).strip()}; /stats rescuedShare, as the dashboard shows it)"
+                 if "rescued" in rule else ""))  # a sidecar older than the figure: nothing claimed
+        stayed = {k: v for k, v in rule.get("skipped", {}).items() if v}
+        if stayed:
+            print(f"  not rewritten, sent as written: {stayed}")
         falls = {k: v for k, v in rule["fallbacks"].items() if v}
         if falls:
             print(f"  fallbacks (re-run as written): {falls}")

@@ -18,8 +18,10 @@ from __future__ import annotations
 import datetime
 import json
 import random
+import re
 import subprocess
 import time
+import urllib.error
 import urllib.request
 
 import pymongo
@@ -308,3 +310,76 @@ def _test_for(name, workload, coll, expected):
 
 for _w in WORKLOADS:
     globals()[f"test_fleet_verdict_equals_one_proxy_{_w[0]}"] = _test_for(*_w)
+
+
+# ---- uneven traffic: each sidecar proposes candidate keys from its own traffic ----
+
+def _uneven(clients: list, db: str, rng: random.Random) -> None:
+    # User profiles: the application's sidecar inserts them and looks them up by email (91% of
+    # reads); an admin tool behind another sidecar reads 30 by ObjectId _id; a third sidecar alone
+    # sees an audit namespace. Guidance: the key that targets the common query, {email: 1} (random,
+    # one value per user), and not {_id: "hashed"}, which targets the admin tool's 9% only.
+    docs = [{"_id": bson_oid(), "email": f"{rng.randrange(10**9):09d}@example.com"} for _ in range(600)]
+    app, admin_tool, auditor = (clients[i % len(clients)][db] for i in range(3))
+    for i in range(0, 600, 50):
+        app.users.insert_many(docs[i:i + 50])
+    for _ in range(300):
+        app.users.find_one({"email": rng.choice(docs)["email"]})
+    for _ in range(30):
+        admin_tool.users.find_one({"_id": rng.choice(docs)["_id"]})
+    auditor.audit.insert_many([{"actor": f"actor-{rng.randrange(10**6):06d}", "at": _ts(i)} for i in range(300)])
+    for _ in range(50):
+        list(auditor.audit.find({"actor": f"actor-{rng.randrange(10**6):06d}"}))
+
+
+def test_fleet_with_uneven_traffic_ranks_keys_one_sidecar_never_proposed(proxy, ferretdb, shardscope_binary):
+    """A sidecar computes facts for the keys its own traffic proposes: the admin tool's sidecar never
+    saw an email lookup. The fleet verdict asks each live sidecar for the keys it lacks and equals one
+    proxy's; published documents cannot be asked, and then nothing is recommended on missing facts
+    (before: {_id: "hashed"} recommended with {email: 1} "not evaluable")."""
+    one = proxy(ferretdb.uri, admin=True)
+    collection = "shardscope.sketches_uneven"
+    fleet = [proxy(ferretdb.uri, "--evaluation.publish.interval_ms", "2000", "--evaluation.publish.collection", collection,
+                   "--evaluation.publish.id", f"uneven-{i}", admin=True) for i in range(3)]
+    for uris, db in (([one.uri], "one_uneven"), ([p.uri for p in fleet], "fleet_uneven")):
+        clients = [pymongo.MongoClient(u, serverSelectionTimeoutMS=20000) for u in uris]
+        clients[0].drop_database(db)
+        _uneven(clients, db, random.Random(26))
+        for c in clients:
+            c.close()
+    local = json.loads(_get(one.admin_url + "/evaluate"))
+    by_url = json.loads(_cli(shardscope_binary, *sum((["--from", p.admin_url] for p in fleet), []), "--json").stdout)
+    for coll in ("users", "audit"):
+        mine, merged = _ns(local, f"one_uneven.{coll}"), _ns(by_url, f"fleet_uneven.{coll}")
+        _check_known(mine, "one proxy")
+        _check_known(merged, f"--from x3 {coll}")
+        assert merged["verdict"]["key"] == mine["verdict"]["key"], (coll, merged["verdict"]["text"], mine["verdict"]["text"])
+        for c in mine["candidates"]:
+            m = next(x for x in merged["candidates"] if x["key"] == c["key"])
+            bound = max(_mixed_share(mine, c["key"]), _mixed_share(merged, c["key"]))
+            assert abs(m["targetedShare"] - c["targetedShare"]) <= bound + 1e-9, (coll, c["key"], m["targetedShare"], c["targetedShare"])
+    assert _ns(local, "one_uneven.users")["verdict"]["key"] == {"email": 1}
+    # The shape table's share names its denominator (not /stats's "of all operations"): 300 of the
+    # 330 reads, the 600 inserts not counted.
+    text = _get(one.admin_url + "/evaluate?format=text")
+    assert "share of reads and writes (not inserts)" in text, text
+    assert re.search(r'find \{"email":"<string>"\}\s+90\.9%', text), text
+
+    # The published documents hold what each sidecar proposed itself: {email: 1} stays not evaluable
+    # there, so no key is recommended on the evidence left (never {_id: "hashed"} at 9% targeted).
+    base = max(json.loads(_get(p.admin_url + "/stats"))["evaluationPublish"]["published"] for p in fleet)
+    _wait_published(fleet, base + 2)
+    users = _ns(json.loads(_cli(shardscope_binary, "--from-collection", ferretdb.uri, "--collection", collection, "--json").stdout),
+                "fleet_uneven.users")
+    assert users["verdict"]["key"] is None, users["verdict"]["text"]
+    assert "{email: 1} could target up to 90.9%" in users["verdict"]["text"], users["verdict"]["text"]
+    assert "not evaluable, because" in users["verdict"]["text"], users["verdict"]["text"]
+
+
+def test_sketches_refuse_a_keys_request_that_does_not_decode(proxy, ferretdb):
+    p = proxy(ferretdb.uri, admin=True)
+    for bad in ("zz", "7b", "5b5d", "7b2261223a317d"):  # not hex, not JSON, an array, {"a": 1}
+        with pytest.raises(urllib.error.HTTPError) as e:
+            _get(p.admin_url + "/evaluate/sketches?keys=" + bad)
+        assert e.value.code == 400, bad
+    assert json.loads(_get(p.admin_url + "/evaluate/sketches?keys=" + "{}".encode().hex()))["namespaces"] == []

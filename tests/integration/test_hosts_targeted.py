@@ -139,3 +139,25 @@ def test_watch_prints_the_intervals_targeted_share_by_the_same_definition(shards
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, r.stderr
     assert "targeted 60.0%" in r.stdout.splitlines()[0], r.stdout  # 120 / (120 + 80): unsharded outside
+
+
+def test_no_share_is_claimed_without_operations_on_sharded_collections(ferretdb, proxy, shardscope_binary):
+    """Only an unsharded collection's traffic: every surface says the share is unknown (the page and
+    the CLI "-", /stats null, /metrics no sample), none of them 0%."""
+    p = proxy(ferretdb.uri, "--routing", str(ROUTING_FILE), admin=True)
+    with pymongo.MongoClient(p.uri, serverSelectionTimeoutMS=20000) as client:
+        client.shop.carts.insert_one({"x": 1})
+        client.shop.carts.find_one({"x": 1})
+    totals = get_stats(p.admin_url)["totals"]
+    assert totals["hostsTargeted"]["unsharded"] == 2 and totals["shardedOps"] == 0, totals
+    assert totals["targetedShare"] is None and totals["allShardsShare"] is None, totals
+    assert set(totals["hostsTargetedShare"].values()) == {None}, totals
+    text = http_request(p.admin_url, path="/metrics")[2].decode()
+    samples = [l for l in text.splitlines() if l.startswith(("shardscope_targeted_share", "shardscope_all_shards_share"))]
+    assert samples == [], samples
+    once = subprocess.run([str(shardscope_binary), "stats", "--admin", p.admin_url, "--once"], capture_output=True, text=True, check=True).stdout
+    assert "of 0 ops on sharded collections: targeted - (oneShard)  broadcast - (allShards" in once, once
+    dom = dump_dom(p.admin_url + "/")
+    for element_id in ("targeted-share", "broadcast-share"):
+        assert re.search(r'id="%s"[^>]*>-<' % element_id, dom), element_id
+    assert 'data-hosts="oneShard" data-count="0">oneShard 0<' in dom

@@ -147,6 +147,61 @@ def test_killed_upstream_shows_on_page_cli_and_metrics(ferretdb, proxy, shardsco
     assert m[f'shardscope_upstream_up{{address="{address}"}}'] == 0
 
 
+def test_page_shows_no_stale_health_when_the_sidecar_stops_answering(ferretdb, proxy):
+    """The page shows health only as fresh as its last /stats: once the sidecar stops answering, the
+    last "UP" must not stay on screen (the mongos may be down by now, and nothing would say so)."""
+    p = proxy(ferretdb.uri, "--routing", str(ROUTING_FILE), admin=True)
+    with pymongo.MongoClient(p.uri, serverSelectionTimeoutMS=20000) as client:
+        seed_orders(client)
+    b = Browser()
+    state = """(() => { const e = document.getElementById('banner'); const s = getComputedStyle(e);
+        return {banner: e.dataset.state, display: s.display, text: e.textContent, body: document.body.dataset.health,
+                tile: document.getElementById('health-value').textContent, cls: document.getElementById('health-card').className,
+                ops: document.getElementById('total-ops').textContent}; })()"""
+    try:
+        b.open(p.admin_url + "/")
+        b.wait_for("document.body.getAttribute('data-loaded') === 'true'")
+        before = b.evaluate(state)
+        assert before["tile"] == "UP" and before["banner"] == "ok" and before["display"] == "none", before
+        p.kill()
+        b.wait_for("document.getElementById('banner').dataset.state !== 'ok'", timeout=30)
+        after = b.evaluate(state)
+    finally:
+        b.close()
+    assert after["banner"] == "stale" and after["display"] == "block" and after["body"] == "stale", after
+    assert after["tile"] == "NO DATA" and "health-up" not in after["cls"], after
+    assert "does not answer" in after["text"] and "upstream health unknown" in after["text"], after
+    assert after["ops"] == before["ops"]  # the figures stay, said to be from the last answer
+    assert "every figure below is from" in after["text"], after
+
+
+def test_rescued_share_is_one_figure_with_unmapped_lookups_in_it(ferretdb, proxy):
+    """'Rescued' on the page (per shape), in /stats (per shape and per rule) and on the demo's final
+    screen is one figure: lookups the rewrite could not map (no mapping known) stay broadcast and
+    stay in the denominator; the demo's screen no longer says 100% rescued when a third stayed."""
+    p = proxy(ferretdb.uri, "--routing", str(ROUTING_FILE), "--rewrite-rule", "shop.orders: orderId -> customerId", admin=True)
+    with pymongo.MongoClient(p.uri, serverSelectionTimeoutMS=20000) as client:
+        seed_orders(client)
+        for i in range(40):  # mapped: learned from the seed's inserts
+            client.shop.orders.find_one({"orderId": f"O{i:05d}"})
+        for i in range(20):  # never seen: no mapping, sent as written (broadcast)
+            client.shop.orders.find_one({"orderId": f"NEW{i:05d}"})
+    stats = get_stats(p.admin_url)
+    shape = next(s for s in stats["shapes"] if s["shape"] == '{"orderId":"<string>"}')
+    assert (shape["count"], shape["rewrite"]["applied"], shape["rewrite"]["rescued"]) == (60, 40, 40), shape
+    assert shape["rewrite"]["rescuedShare"] == pytest.approx(40 / 60, rel=1e-5)
+    rule = stats["rewrite"][0]
+    assert (rule["lookups"], rule["rescued"]) == (60, 40) and rule["rescuedShare"] == pytest.approx(40 / 60, rel=1e-5), rule
+    dom = page_dom(p.admin_url)
+    row = next(r for r in rows(dom, "shape") if r["data-shape-id"] == shape["id"])
+    assert float(row["data-rescued"]) == pytest.approx(40 / 60, abs=1e-4) and "66.7% rescued" in row["text"], row
+    summary = subprocess.run(["python3", str(REPO_ROOT / "workload" / "demo_summary.py")], input=json.dumps(stats),
+                             capture_output=True, text=True, check=True).stdout
+    assert "40 of the 60 orderId lookups rescued (66.7%" in summary, summary
+    assert "not rewritten, sent as written: {'no mapping known for the lookup value': 20}" in summary, summary
+    assert "100.0%" not in summary, summary
+
+
 # ---------------------------------------------------------------- 2-5. the same figures on every surface
 
 def busy_load(client: pymongo.MongoClient) -> None:

@@ -99,6 +99,25 @@ TEST(HostsTargeted, RegistryCountsBothClassesAndOneTargetedShare) {
   EXPECT_NE(metrics.find("shardscope_targeted_share 0.75\n"), std::string::npos);
 }
 
+// With no operation on a sharded collection a share is unknown: null in /stats and no sample in
+// /metrics (as the recording rule's 0/0), not a 0 that says nothing was targeted.
+TEST(HostsTargeted, NoShardedOperationsMeansNoShareAnywhere) {
+  Engine e;
+  Registry registry;
+  auto rec = registry.newRecorder();
+  TestCommand unsharded(R"({"find": "carts", "filter": {"x": 1}, "$db": "shop"})");
+  for (int i = 0; i < 4; ++i) rec->onRequest(unsharded.view, "shop.carts", e.target(unsharded), 10);
+  Snapshot snap = registry.snapshot();
+  std::string json = renderJson(snap, {});
+  EXPECT_NE(json.find(R"("shardedOps":0,"targetedShare":null,"allShardsShare":null,"hostsTargetedShare":{"oneShard":null,"manyShards":null,"allShards":null})"),
+            std::string::npos)
+      << json;
+  std::string metrics = renderPrometheus(snap, {});
+  EXPECT_NE(metrics.find("# TYPE shardscope_targeted_share gauge\n"), std::string::npos) << metrics;
+  EXPECT_EQ(metrics.find("\nshardscope_targeted_share "), std::string::npos) << metrics;
+  EXPECT_EQ(metrics.find("\nshardscope_all_shards_share "), std::string::npos) << metrics;
+}
+
 TEST(ProcessMetrics, PresentAndPlausible) {
   Registry registry;
   std::string metrics = registry.renderPrometheus({});
