@@ -187,15 +187,21 @@ bool subDocumentAt(const bson_t& doc, const char* key, bson_t& out) {
 
 // A reply's list of per-statement entries ({index, ...}: update's `upserted`, `writeErrors`), read
 // in statement order alongside the held items (ascending indexes): `has(i)` moves past entries
-// below i and says whether one names i. `count`: the entries; `next`: the lowest index (INT64_MAX
-// for none). No allocation: an iterator over the reply's bytes.
+// below i and says whether one names i (mongos and mongod list them by index). `count`: the
+// entries; `next`: the lowest index (INT64_MAX for none). No allocation: an iterator over the
+// reply's bytes.
 struct StatementIndexes {
   explicit StatementIndexes(const protocol::ElementView& list) : list_(list) {
-    restart();
     bson_iter_t it;
     if (list_.children(it))
-      while (bson_iter_next(&it)) ++count;
-    next = current_;
+      while (bson_iter_next(&it)) {
+        ++count;
+        bson_t entry;
+        bson_iter_t idx;
+        if (documentAt(it, entry) && bson_iter_init_find(&idx, &entry, "index") && BSON_ITER_HOLDS_NUMBER(&idx))
+          next = std::min(next, bson_iter_as_int64(&idx));
+      }
+    restart();
   }
   void restart() {
     present_ = list_.children(it_);
@@ -581,7 +587,10 @@ void Observer::Impl::observeWrites(const protocol::CommandView& view, std::strin
   uint32_t index = 0;
   bool truncated = false;
   forEachStatement(view, body[0], field, [&](const bson_t& st) {
-    if (!admitStatement(now)) return !(truncated = true);
+    if (!admitStatement(now)) {
+      truncated = true;
+      return false;
+    }
     observeWriteStatement(ns, view.name, update, st, index == 0 ? &request : nullptr, held, index);
     ++index;
     return true;
@@ -712,7 +721,7 @@ void Observer::Impl::settle(const PendingWrite& p, const protocol::ReplyFacts& r
   // only the statements that ran without error created or replaced anything. Both lists are in
   // statement order, as the items are.
   StatementIndexes upserted(reply.upserted), errors(reply.write_errors);
-  const int64_t first_error = errors.next;  // the lowest index: the server lists them in order
+  const int64_t first_error = errors.next;
   auto ran = [&](uint32_t index) {
     if (p.ordered && index > first_error) return false;
     return !errors.has(index);
