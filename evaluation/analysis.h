@@ -65,6 +65,8 @@ struct CandidateResult {
   double single_writes_without_key = 0, multi_writes_without_key = 0, shard_key_updates = 0;
   double upserts_without_key = 0;             // of writes: upserts whose filter does not pin the full key
   double upserts_without_key_of_upserts = 0;  // the same, of upserts
+  double multi_upserts_without_key = 0;       // of writes: those of them that are updateMany upserts (refused
+                                              // by every release: two-phase covers single-document writes)
   double refused_before_71 = 0;               // of writes (see ShapeOutcome)
   double refused_share_of_all = 0;            // the same, of reads and writes
   uint64_t reads_sampled = 0, writes_sampled = 0;

@@ -187,6 +187,7 @@ ShapeJudgement judgeShape(uint64_t h, const ShapeState& s, const ShapeRouting& r
 struct TrafficTotals {
   double reads = 0, writes = 0, rs = 0, rm = 0, rsc = 0, ws = 0, wm = 0, wsc = 0, rshards = 0, tshards = 0, tcount = 0;
   double single_wo = 0, multi_wo = 0, key_upd = 0, upserts_wo = 0, refused71 = 0, upserts = 0, scatter_after = 0;
+  double multi_upserts_wo = 0;
 
   void add(const ShapeState& s, const ShapeJudgement& j, const ShapeRouting& r, uint32_t N, CandidateResult& c) {
     const ShapeOutcome& o = j.o;
@@ -212,6 +213,7 @@ struct TrafficTotals {
       if (o.key_update) key_upd += w;
       if (s.upsert) upserts += w;
       if (s.upsert && j.without_key_as_run) upserts_wo += w;
+      if (s.upsert && s.multi && j.without_key_as_run) multi_upserts_wo += w;
       if (o.refused_before_71) refused71 += w;
     }
   }
@@ -230,6 +232,7 @@ struct TrafficTotals {
       c.multi_writes_without_key = multi_wo / writes;
       c.shard_key_updates = key_upd / writes;
       c.upserts_without_key = upserts_wo / writes;
+      c.multi_upserts_without_key = multi_upserts_wo / writes;
       c.refused_before_71 = refused71 / writes;
     }
     if (upserts > 0) c.upserts_without_key_of_upserts = upserts_wo / upserts;

@@ -40,6 +40,10 @@ std::string writeSafetySentence(const CandidateResult& c) {
     t += " " + pct(c.upserts_without_key) + " of writes are upserts whose filter does not pin the full key" + as_run + " (" +
          pct(c.upserts_without_key_of_upserts) +
          " of upserts): refused before 7.1 (\"Failed to target upsert by query\"), a two-phase broadcast after" +
+         (c.multi_upserts_without_key > 0
+              ? ", except the updateMany upserts among them (" + pct(c.multi_upserts_without_key) +
+                    " of writes), refused by every release (two-phase covers single-document writes only)"
+              : std::string()) +
          std::string(c.pass_upserts ? "." : "; upsert targeting fails.");
   if (c.refused_before_71 > 0)
     t += " " + pct(c.refused_before_71) +

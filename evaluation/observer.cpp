@@ -9,6 +9,7 @@
 // request is not copied and the request is counted in "truncatedRequests". A cap rather than
 // weighted sampling: the sketches (reservoirs, distinct counts, min/max) take one event at a time
 // and weights would change every one of them, while a request past the cap is refused by mongod.
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstring>
@@ -184,6 +185,60 @@ bool subDocumentAt(const bson_t& doc, const char* key, bson_t& out) {
   return bson_iter_init_find(&it, &doc, key) && documentAt(it, out);
 }
 
+// A reply's list of per-statement entries ({index, ...}: update's `upserted`, `writeErrors`), read
+// in statement order alongside the held items (ascending indexes): `has(i)` moves past entries
+// below i and says whether one names i (mongos and mongod list them by index). `count`: the
+// entries; `next`: the lowest index (INT64_MAX for none). No allocation: an iterator over the
+// reply's bytes.
+struct StatementIndexes {
+  explicit StatementIndexes(const protocol::ElementView& list) : list_(list) {
+    bson_iter_t it;
+    if (list_.children(it))
+      while (bson_iter_next(&it)) {
+        ++count;
+        bson_t entry;
+        bson_iter_t idx;
+        if (documentAt(it, entry) && bson_iter_init_find(&idx, &entry, "index") && BSON_ITER_HOLDS_NUMBER(&idx))
+          next = std::min(next, bson_iter_as_int64(&idx));
+      }
+    restart();
+  }
+  void restart() {
+    present_ = list_.children(it_);
+    advance();
+  }
+  bool has(uint32_t index, bson_iter_t* id = nullptr) {
+    while (current_ < index) advance();
+    if (current_ != index) return false;
+    id_found = false;
+    if (id) {
+      bson_t entry;
+      id_found = documentAt(entry_, entry) && bson_iter_init_find(id, &entry, "_id");
+    }
+    return true;
+  }
+  uint32_t count = 0;
+  int64_t next = INT64_MAX;
+  bool id_found = false;
+
+ private:
+  void advance() {
+    current_ = INT64_MAX;
+    while (present_ && bson_iter_next(&it_)) {
+      bson_t entry;
+      bson_iter_t idx;
+      if (!documentAt(it_, entry) || !bson_iter_init_find(&idx, &entry, "index") || !BSON_ITER_HOLDS_NUMBER(&idx)) continue;
+      entry_ = it_;
+      current_ = bson_iter_as_int64(&idx);
+      return;
+    }
+  }
+  const protocol::ElementView& list_;
+  bson_iter_t it_{}, entry_{};
+  bool present_ = false;
+  int64_t current_ = INT64_MAX;
+};
+
 }  // namespace
 
 struct Observer::Impl {
@@ -244,6 +299,13 @@ struct Observer::Impl {
     bool find_and_modify = false;
     std::string docs;
     std::vector<PendingDoc> items;
+    // What settling an update needs to tell which statements ran and matched (settle()): the
+    // batch's `ordered`, its statements (all observed, none past the statement cap), whether any
+    // is multi:true (it may match many documents), and whether every upsert and replacement
+    // statement is held in `items` (none left out for size).
+    bool ordered = true;
+    uint32_t statements = 0;
+    bool any_multi = false, complete = true;
   };
   static constexpr size_t kHeldWrites = 16;
   // Made by the first acknowledged update or findAndModify (most connections never write so; the
@@ -275,6 +337,10 @@ struct Observer::Impl {
     p.find_and_modify = fam;
     p.docs.clear();
     p.items.clear();
+    p.ordered = true;
+    p.statements = 0;
+    p.any_multi = false;
+    p.complete = true;
     ticket = {static_cast<uint32_t>(at), p.token};
     return p;
   }
@@ -285,7 +351,10 @@ struct Observer::Impl {
     if (!upsert && !replacement) return;
     const size_t value = u->next_off - u->d1;
     const size_t size = 4 + (filter ? 3 + filter->len : 0) + 3 + value + 1;
-    if (p.docs.size() + size > EventBatch::kKeepBytes) return;
+    if (p.docs.size() + size > EventBatch::kKeepBytes) {
+      p.complete = false;
+      return;
+    }
     const size_t at = p.docs.size();
     const uint32_t len = BSON_UINT32_TO_LE(static_cast<uint32_t>(size));
     p.docs.append(reinterpret_cast<const char*>(&len), 4);
@@ -510,18 +579,27 @@ void Observer::Impl::observeWrites(const protocol::CommandView& view, std::strin
                                    int64_t now) {
   const bool update = view.traits.kind == protocol::CommandKind::Update;
   const std::string_view field = update ? "updates" : "deletes";
-  std::array<RawElement, 2> body;  // the statements and writeConcern, in one walk over the body
-  findFields(view.body, std::array<std::string_view, 2>{field, "writeConcern"}, body);
+  std::array<RawElement, 3> body;  // the statements, writeConcern and ordered, in one walk over the body
+  findFields(view.body, std::array<std::string_view, 3>{field, "writeConcern", "ordered"}, body);
   bson_t wc;
   PendingWrite* held =
       update && acknowledged(documentAt(view.body, body[1], wc) ? &wc : nullptr) ? &holdWrite(ns, false) : nullptr;
   uint32_t index = 0;
+  bool truncated = false;
   forEachStatement(view, body[0], field, [&](const bson_t& st) {
-    if (!admitStatement(now)) return false;
+    if (!admitStatement(now)) {
+      truncated = true;
+      return false;
+    }
     observeWriteStatement(ns, view.name, update, st, index == 0 ? &request : nullptr, held, index);
     ++index;
     return true;
   });
+  if (held) {
+    held->ordered = asBool(view.body, body[2], true);
+    held->statements = index;
+    held->complete = held->complete && !truncated;
+  }
 }
 
 // One update or delete statement ({q, u, multi, upsert} / {q, limit}); `request`: its shape when it
@@ -535,6 +613,7 @@ void Observer::Impl::observeWriteStatement(std::string_view ns, std::string_view
   bool has = documentAt(st, at[kQ], q);
   bool multi = update ? asBool(st, at[kMulti], false) : deleteLimit(st, at[kLimit]) == protocol::DeleteLimit::All;
   bool upsert = update && asBool(st, at[kUpsert], false);
+  if (held && multi) held->any_multi = true;
   if (request) {
     shape = *request;
   } else {
@@ -638,27 +717,47 @@ void Observer::Impl::settle(const PendingWrite& p, const protocol::ReplyFacts& r
     return;
   }
   if (!reply.has_n_modified) return;  // not an update's counts (an error without them): nothing is known
-  bson_iter_t arr;
-  const bool listed = reply.upserted.children(arr);
-  const bool matched_any = reply.has_n && reply.n > 0;
-  size_t next = 0;  // `upserted` is in statement order, as the items are
-  uint64_t inserted_mask = 0;  // of the first 64 items
-  while (listed && bson_iter_next(&arr)) {
-    bson_t entry;
-    if (!documentAt(arr, entry)) continue;
-    bson_iter_t idx, id;
-    if (!bson_iter_init_find(&idx, &entry, "index") || !BSON_ITER_HOLDS_NUMBER(&idx)) continue;
-    const auto index = static_cast<uint32_t>(bson_iter_as_int64(&idx));
-    while (next < p.items.size() && p.items[next].index < index) ++next;
-    if (next == p.items.size() || p.items[next].index != index || !p.items[next].upsert) continue;
-    commitUpserted(p, p.items[next], bson_iter_init_find(&id, &entry, "_id") ? &id : nullptr, now);
-    if (next < 64) inserted_mask |= uint64_t{1} << next;
+  // A statement listed in writeErrors did nothing, and an ordered batch stops at its first error:
+  // only the statements that ran without error created or replaced anything. Both lists are in
+  // statement order, as the items are.
+  StatementIndexes upserted(reply.upserted), errors(reply.write_errors);
+  const int64_t first_error = errors.next;
+  auto ran = [&](uint32_t index) {
+    if (p.ordered && index > first_error) return false;
+    return !errors.has(index);
+  };
+  // n counts matched documents and upserted ones. An upsert that ran and did not insert matched;
+  // each statement of a batch without multi:true matches at most one document. A replacement that
+  // is not an upsert replaced a document only when that is proven: every statement that ran and is
+  // not an upsert matched (n less the upserts' share equals their number).
+  uint32_t ran_ok = 0, upserts_ran = 0, upserts_matched = 0;
+  upserted.restart();
+  errors.restart();
+  for (const PendingDoc& d : p.items) {
+    if (!d.upsert || !ran(d.index)) continue;
+    ++upserts_ran;
+    if (!upserted.has(d.index)) ++upserts_matched;
   }
-  for (size_t i = 0; i < p.items.size(); ++i) {
-    const PendingDoc& d = p.items[i];
-    if (i < 64 && (inserted_mask >> i & 1)) continue;
-    if (d.upsert && i < 64) commit(p.ns, {}, DocOrigin::UpsertMatched, now);
-    if (d.replacement && matched_any) commitReplaced(p, d, now);
+  if (p.ordered) {
+    ran_ok = first_error == INT64_MAX ? p.statements : static_cast<uint32_t>(std::min<int64_t>(first_error, p.statements));
+  } else {
+    ran_ok = p.statements - std::min(p.statements, errors.count);
+  }
+  const int64_t matched = (reply.has_n ? reply.n : 0) - static_cast<int64_t>(upserted.count);
+  const uint32_t others_ran = ran_ok > upserts_ran ? ran_ok - upserts_ran : 0;
+  const bool replacements_matched = p.complete && !p.any_multi && others_ran > 0 &&
+                                    matched - static_cast<int64_t>(upserts_matched) == static_cast<int64_t>(others_ran);
+  upserted.restart();
+  errors.restart();
+  for (const PendingDoc& d : p.items) {
+    if (!ran(d.index)) continue;
+    bson_iter_t id;
+    if (upserted.has(d.index, &id)) {
+      if (d.upsert) commitUpserted(p, d, upserted.id_found ? &id : nullptr, now);
+      continue;
+    }
+    if (d.upsert) commit(p.ns, {}, DocOrigin::UpsertMatched, now);
+    if (d.replacement && (d.upsert || replacements_matched)) commitReplaced(p, d, now);
   }
 }
 

@@ -63,7 +63,9 @@ std::span<const uint8_t> Pipeline::applyLookupRule(PendingOp& op, std::span<cons
 
 void Pipeline::noteUnplannedWrites() {
   const auto kind = view_.traits.kind;  // classified when the view was built
-  if (kind != protocol::CommandKind::BulkWrite && kind != protocol::CommandKind::Aggregate) return;
+  if (kind != protocol::CommandKind::BulkWrite && kind != protocol::CommandKind::Aggregate &&
+      view_.name != "renameCollection" && view_.name != "mapReduce" && view_.name != "mapreduce")
+    return;
   for (const auto& target : rewrite::unplannedWriteTargets(view_, kind))
     if (auto index = env_.lookupRule(target)) index->unsettleAll();
 }

@@ -45,6 +45,26 @@ std::vector<std::string> unplannedWriteTargets(const protocol::CommandView& view
         if (bson_iter_init_find(&arg, &stage, name))
           if (std::string target = stageTarget(arg, view.db); !target.empty()) out.push_back(std::move(target));
     }
+  } else if (view.name == "renameCollection") {
+    // {renameCollection: "db.from", to: "db.to", dropTarget}: the target's documents are replaced
+    // by others the sidecar never saw ($out is this rename of a temporary collection).
+    if (bson_iter_init_find(&it, &view.body, "to") && BSON_ITER_HOLDS_UTF8(&it)) out.push_back(utf8(it));
+  } else if (view.name == "mapReduce" || view.name == "mapreduce") {
+    // out: "c" (replace) or {replace | merge | reduce: "c", db: "d"}; {inline: 1} writes nothing.
+    bson_iter_t spec;
+    if (!bson_iter_init_find(&it, &view.body, "out")) return out;
+    if (BSON_ITER_HOLDS_UTF8(&it)) {
+      out.push_back(std::string(view.db) + "." + utf8(it));
+    } else if (common::documentOrArray(it, list) && bson_iter_init(&spec, &list)) {
+      std::string db(view.db), coll;
+      while (bson_iter_next(&spec)) {
+        const std::string_view key = bson_iter_key(&spec);
+        if (!BSON_ITER_HOLDS_UTF8(&spec)) continue;
+        if (key == "db") db = utf8(spec);
+        else if (key == "replace" || key == "merge" || key == "reduce") coll = utf8(spec);
+      }
+      if (!coll.empty()) out.push_back(db + "." + coll);
+    }
   } else if (kind == protocol::CommandKind::BulkWrite) {
     auto add = [&](const bson_t& info) {
       bson_iter_t ns;

@@ -321,6 +321,10 @@ TargetResult targetImpl(const RoutingTable& table, const CommandView& cmd, const
     targetDelete(*coll, cmd, opts, out);
   } else if (kind == CommandKind::FindAndModify) {
     targetFindAndModify(*coll, cmd, opts, out);
+  } else if (name == "mapReduce" || name == "mapreduce") {
+    // mongos runs it as an aggregation (cluster_map_reduce_agg.cpp, translateFromMR) whose leading
+    // $match is the command's `query`: targeted by it as aggregate is by its $match.
+    targetRead(*coll, cmd, "query", opts, out);
   } else if (cmd.traits.collection_wide) {
     out.targeting = Targeting::Broadcast;
     out.shards = coll->chunks.owningShards();

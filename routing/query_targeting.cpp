@@ -53,6 +53,14 @@ bool hasExactId(const bson_t& filter, bool default_collation, size_t max_element
          EqualityStatus::Full;
 }
 
+bool exactIdValue(const bson_t& filter, bson_value_t& out, size_t max_elements) {
+  KeyPoint key;
+  // Collation aside: mongos copies the value whatever the collation, and judges the key it completes.
+  if (extractEqualityKey(idPattern(), filter, true, key, nullptr, max_elements) != EqualityStatus::Full) return false;
+  out = key.fields[0].value;
+  return true;
+}
+
 void targetFilter(const CollectionRouting& coll, const bson_t& filter, bool simple_collation,
                   const TargetOptions& options, FilterTarget& out, std::string* detail) {
   out.shards.reset();

@@ -59,6 +59,11 @@ void targetAllChunkOwners(const CollectionRouting& coll, std::string_view reason
 // then does not count a collatable _id (string, symbol, document, array) as exact.
 bool hasExactId(const bson_t& filter, bool default_collation = true, size_t max_elements = 50000);
 
+// The value an exact _id equality of the filter pins ({_id: v}, {_id: {$eq: v}}, ...), as mongos'
+// virtual {_id: 1} key extracts it, whatever the collation; false when there is none. A view into
+// `filter`. mongos copies it into a replacement without an _id before targeting the replacement.
+bool exactIdValue(const bson_t& filter, bson_value_t& out, size_t max_elements = 50000);
+
 // JSON of a key span under the pattern's field names (explain detail).
 std::string keyToJson(const ShardKeyPattern& pattern, std::span<const Bound> key);
 

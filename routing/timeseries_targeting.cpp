@@ -136,7 +136,9 @@ void targetViewFilter(const CollectionRouting& buckets, const bson_t& filter, bo
   bson_destroy(&translated);
 }
 
-void insertKey(const CollectionRouting& buckets, const bson_t& doc, ShardSet& shards) {
+// False when the measurement has no UTC datetime in its time field: mongos cannot build its bucket
+// key and fails the write (extractBucketsShardKeyFromTimeseriesDoc, error 5743702).
+bool insertKey(const CollectionRouting& buckets, const bson_t& doc, ShardSet& shards) {
   // The bucket a measurement lands in: meta = its metaField, control.min.<time> = its time rounded
   // down to the bucket rounding (a minute for seconds granularity, an hour for minutes, a day for hours).
   const CollectionKind& k = buckets.kind;
@@ -146,7 +148,11 @@ void insertKey(const CollectionRouting& buckets, const bson_t& doc, ShardSet& sh
   bson_iter_t it;
   if (!k.meta_field.empty() && bson_iter_init_find(&it, &doc, k.meta_field.c_str()))
     bson_append_value(&bucket, "meta", -1, bson_iter_value(&it));
-  if (bson_iter_init_find(&it, &doc, k.time_field.c_str()) && BSON_ITER_HOLDS_DATE_TIME(&it)) {
+  if (!bson_iter_init_find(&it, &doc, k.time_field.c_str()) || !BSON_ITER_HOLDS_DATE_TIME(&it)) {
+    bson_destroy(&bucket);
+    return false;
+  }
+  {
     int64_t t = bson_iter_date_time(&it);
     int64_t floor = t - ((t % rounding_ms) + rounding_ms) % rounding_ms;
     bson_t control, min;
@@ -162,6 +168,7 @@ void insertKey(const CollectionRouting& buckets, const bson_t& doc, ShardSet& sh
   else
     shards |= buckets.chunks.owningShards();
   bson_destroy(&bucket);
+  return true;
 }
 
 }  // namespace
@@ -199,10 +206,18 @@ void targetTimeseries(const CollectionRouting& buckets, const protocol::CommandV
   }
   if (kind == CommandKind::Insert) {
     ShardSet shards;
+    bool timed = true;
     bool ok = common::forEachStatement(cmd, "documents", [&](const bson_t& doc) {
-      insertKey(buckets, doc, shards);
-      return true;
+      timed = insertKey(buckets, doc, shards);
+      return timed;
     });
+    if (!timed) {
+      out.targeting = Targeting::Unclassified;
+      out.refused = true;
+      out.reason = "time-series insert: a measurement without a UTC datetime in its time field cannot be put in a "
+                   "bucket (mongos fails it: 5743702)";
+      return;
+    }
     out.shards = shards;
     out.targeting = !ok || shards.none() ? Targeting::Unclassified
                     : isSingleShard(shards) ? Targeting::Single

@@ -62,11 +62,12 @@ constexpr VersionedReason kUpdateNoKey{
     "single-document update without the shard key or an exact _id: two-phase broadcast (mongos 7.1+)",
     "single-document update without the shard key or an exact _id: two-phase broadcast on 7.1+ (mongos version "
     "unknown, 7.1+ rules assumed; refused before 7.1 with InvalidOptions)"};
-constexpr VersionedReason kMultiUpsertNoKey{
-    "multi upsert without full shard-key equality: refused by mongos before 7.1",
-    "multi upsert without full shard-key equality (mongos 7.1+)",
-    "multi upsert without full shard-key equality: refused before 7.1 (mongos version unknown, 7.1+ rules "
-    "assumed)"};
+// updateMany with upsert: every release targets it by the query's shard key alone (7.1's two-phase
+// protocol covers only single-document writes): mongos' targetUpdate calls targetByShardKey for
+// `(!updateOneWithoutShardKey || multi) && upsert`, ShardKeyNotFound when the key is not pinned.
+constexpr std::string_view kMultiUpsertNoKey =
+    "multi upsert without full shard-key equality: refused by mongos on every release ('Failed to target upsert by "
+    "query': two-phase writes (7.1+) cover single-document writes only)";
 constexpr VersionedReason kFindAndModifyOneShard{
     "findAndModify without shard-key equality: refused by mongos before 7.1",
     "findAndModify on one shard without shard-key equality (mongos 7.1+)",
@@ -79,6 +80,54 @@ constexpr VersionedReason kFindAndModifyNoKey{
     "refused before 7.1)"};
 
 bool refusedByVersion(const MongosVersion& v) { return v.known() && !v.atLeast(7, 1); }
+
+// A replacement's shard key as mongos' getUpdateExprForTargeting builds it, and where it goes:
+// the replacement's own fields (missing ones null) and, when the key has _id and the replacement
+// none, the _id of the filter's exact _id equality (else MissingId). Under a non-simple collation a
+// collatable value (string, symbol, document) or a hashed field cannot name one chunk (mongos'
+// findIntersectingChunk: "Cannot target single shard due to collation of key"): `collation_blocks`.
+struct ReplacementTarget {
+  KeyExtractStatus status = KeyExtractStatus::Ok;
+  bool collation_blocks = false;
+  size_t shard = 0;
+};
+
+bool keyCollates(const ShardKeyPattern& pattern, const KeyPoint& key) {
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    const Bound& b = key.fields[i];
+    const bson_type_t t = b.value.value_type;
+    if (pattern.field(i).hashed || (b.edge == 0 && (t == BSON_TYPE_UTF8 || t == BSON_TYPE_SYMBOL ||
+                                                      t == BSON_TYPE_DOCUMENT || t == BSON_TYPE_ARRAY)))
+      return true;
+  }
+  return false;
+}
+
+ReplacementTarget targetReplacement(const CollectionRouting& coll, const bson_t& replacement, const bson_t& filter,
+                                    bool simple_collation, StatementBudget& budget) {
+  ReplacementTarget out;
+  KeyPoint key;
+  auto place = [&](const bson_t& doc) {  // the key's bounds view `doc`: used while it lives
+    out.status = coll.key.extractFromDocument(doc, key);
+    if (out.status != KeyExtractStatus::Ok) return;
+    out.collation_blocks = !simple_collation && keyCollates(coll.key, key);
+    if (!out.collation_blocks) out.shard = coll.chunks.shardForKey(key.span());
+  };
+  place(replacement);
+  bson_value_t id;
+  if (out.status != KeyExtractStatus::MissingId || budget.exhausted() || !exactIdValue(filter, id, budget.left()))
+    return out;
+  bson_t with_id;  // the replacement with the filter's _id, as mongos adds it (rare: no allocation kept)
+  bson_copy_to(&replacement, &with_id);
+  bson_append_value(&with_id, "_id", 3, &id);
+  place(with_id);
+  bson_destroy(&with_id);
+  return out;
+}
+
+constexpr std::string_view kReplacementCollation =
+    "Failed to target update by replacement document: Cannot target single shard due to collation of key (a string "
+    "or hashed shard key field under a non-simple collation; ShardKeyNotFound)";
 
 // One single-document write (update multi:false, delete limit:1, bulkWrite equivalents).
 // `default_collation`: the statement's collation is the collection default (see hasExactId).
@@ -109,11 +158,15 @@ void foldSingleDocWrite(const CollectionRouting& coll, const bson_t& filter, con
   // A replacement is targeted by the key of the replacement document before 7.1, and on 7.1+ when
   // the filter has an exact _id (otherwise 7.1+ runs it two-phase).
   if (replacement && (!v.twoPhaseWrites() || exact_id)) {
-    KeyPoint key;
-    switch (coll.key.extractFromDocument(*replacement, key)) {
+    const ReplacementTarget rt = targetReplacement(coll, *replacement, filter, simple_collation, budget);
+    switch (rt.status) {
       case KeyExtractStatus::Ok: {
+        if (rt.collation_blocks) {
+          fold.add(Targeting::Unclassified, {}, kReplacementCollation, true);
+          return;
+        }
         ShardSet s;
-        s.set(coll.chunks.shardForKey(key.span()));
+        s.set(rt.shard);
         fold.add(Targeting::Single, s,
                  "replacement targeted by the shard key of the replacement document (before 7.1, or with an exact "
                  "_id)");
@@ -146,16 +199,40 @@ void foldMultiWrite(const CollectionRouting& coll, const bson_t& filter, bool up
   if (ft.refused) return fold.add(ft.targeting, ft.shards, ft.reason, true);  // mongos cannot parse the filter
   if (upsert && !ft.full_key) {
     fold.countUntargetableUpsert();
-    const MongosVersion& v = opts.mongos_version;
-    fold.add(ft.targeting, ft.shards, kMultiUpsertNoKey.pick(v), refusedByVersion(v));
+    fold.add(ft.targeting, ft.shards, kMultiUpsertNoKey, true);
   } else {
     fold.add(ft.targeting, ft.shards, ft.reason);
   }
 }
 
-void foldInsertDocument(const CollectionRouting& coll, const bson_t& doc, WriteFold& fold, bool first) {
+// `adds_id`: mongos gives a document without _id a new ObjectId before targeting it (the insert
+// command's parse, BatchedCommandRequest::cloneInsertWithIds), so a key with _id still places it:
+// by an ObjectId of now, as mongos' own (for a hashed _id, a shard as random as mongos' choice).
+// A bulkWrite insert is left to targetInsert's own check ("Document is missing _id field, which is
+// part of the shard key pattern").
+void foldInsertDocument(const CollectionRouting& coll, const bson_t& doc, WriteFold& fold, bool first, bool adds_id) {
   KeyPoint key;
-  switch (coll.key.extractFromDocument(doc, key)) {
+  KeyExtractStatus st = coll.key.extractFromDocument(doc, key);
+  if (st == KeyExtractStatus::MissingId && adds_id) {
+    bson_t with_id;  // the document as mongos targets it (rare: drivers add the _id themselves)
+    bson_oid_t oid;
+    bson_oid_init(&oid, nullptr);
+    bson_init(&with_id);
+    BSON_APPEND_OID(&with_id, "_id", &oid);
+    bson_concat(&with_id, &doc);
+    st = coll.key.extractFromDocument(with_id, key);
+    if (st == KeyExtractStatus::Ok) {
+      if (first) fold.setFirstKey(coll.key, key);
+      ShardSet s;
+      s.set(coll.chunks.shardForKey(key.span()));
+      fold.add(Targeting::Single, s,
+               "insert targeted by each document's shard key (missing fields count as null; a document without "
+               "_id by the new ObjectId mongos gives it)");
+    }
+    bson_destroy(&with_id);
+    if (st == KeyExtractStatus::Ok) return;
+  }
+  switch (st) {
     case KeyExtractStatus::ArrayValue:
       fold.add(Targeting::Unclassified, {}, "Shard key cannot contain array values or array descendants", true);
       return;
@@ -236,7 +313,7 @@ InsertFold::InsertFold(const CollectionRouting& coll, const TargetOptions& opts)
 
 bool InsertFold::add(const bson_t& doc) {
   if (!budget_.take(StatementBudget::kPerStatement)) return false;
-  foldInsertDocument(coll_, doc, fold_, first_);
+  foldInsertDocument(coll_, doc, fold_, first_, true);
   first_ = false;
   return true;
 }
@@ -389,7 +466,7 @@ void targetBulkWrite(const RoutingTable& table, const protocol::CommandView& cmd
     any_sharded = true;
     bson_t doc;
     if (kind == 'i') {
-      if (common::subDocument(op, "document", doc)) foldInsertDocument(*coll, doc, fold, first);
+      if (common::subDocument(op, "document", doc)) foldInsertDocument(*coll, doc, fold, first, false);
     } else if (kind == 'u' || kind == 'd') {
       const WriteStatement s = readWriteStatement(op, "filter", "updateMods");
       const bool simple = s.has_collation ? s.simple_collation : coll->simple_default_collation;

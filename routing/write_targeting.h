@@ -61,6 +61,7 @@ class StatementBudget {
     return o;
   }
   bool exhausted() const { return exhausted_; }
+  size_t left() const { return left_; }
   // Adds the conservative answer for the statements that were not analysed.
   void finish(const CollectionRouting& coll, WriteFold& fold) const {
     if (exhausted_) fold.add(Targeting::Broadcast, coll.chunks.owningShards(), kStatementsOverBudget);

@@ -118,6 +118,23 @@ TEST(DefenceSentences, WriteSafetyStatesTheSharesTheRankingUsed) {
   EXPECT_NE(insertsOnlyNote(c).find("50.0% of writes change a key field by update"), std::string::npos);
 }
 
+// An updateMany upsert without the full key is refused by every release (mongos targets it by the
+// query's key alone; the 7.1 two-phase protocol covers single-document writes): the sentence says
+// so instead of promising a two-phase broadcast after 7.1.
+TEST(DefenceSentences, UpdateManyUpsertsAreRefusedOnEveryRelease) {
+  CandidateResult c = candidate(R"({"customerId": 1})");
+  c.upserts_without_key = 0.2;
+  c.upserts_without_key_of_upserts = 1;
+  std::string single = writeSafetySentence(c);
+  EXPECT_NE(single.find("a two-phase broadcast after."), std::string::npos) << single;
+  EXPECT_EQ(single.find("every release"), std::string::npos) << single;
+  c.multi_upserts_without_key = 0.05;
+  std::string t = writeSafetySentence(c);
+  EXPECT_NE(t.find("except the updateMany upserts among them (5.0% of writes), refused by every release"),
+            std::string::npos)
+      << t;
+}
+
 // Through the engine: updates by orderId, rewritten to carry customerId, reach one shard of
 // {customerId: 1, orderDate: 1}, as explain shows them, so they are not "refused before 7.1"; and
 // the rescued lookups are not accepted as broadcast.

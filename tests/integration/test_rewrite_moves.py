@@ -206,3 +206,23 @@ def test_a_write_the_sidecar_does_not_plan_unsettles_every_order(proxy):
         assert rewrite_page(p)["events"]["all values unsettled by a change that names no lookup value"] == 1
     finally:
         peer.stop()
+
+
+def test_a_rename_onto_the_rules_collection_unsettles_every_order(sides):
+    """renameCollection swaps another collection's documents in under the rule's name (the usual
+    way to publish a rebuilt collection): main kept X -> cust-0001 from the documents it replaced
+    and answered 1 of X's 2 lines. (FerretDB has no dropTarget: the old collection is dropped first.)"""
+    through, direct, p = sides
+    through.insert_many([{"_id": 1, "orderId": "X", "line": 0, "customerId": "cust-0001"},
+                         {"_id": 2, "orderId": "Y", "line": 0, "customerId": "cust-0002"}])
+    assert ids(through.find({"orderId": "X"})) == [1]  # learned, and rewritten
+    staging = through.database.staging
+    staging.insert_many([{"_id": 1, "orderId": "X", "line": 0, "customerId": "cust-0001"},
+                         {"_id": 3, "orderId": "X", "line": 1, "customerId": "cust-0003"},
+                         {"_id": 2, "orderId": "Y", "line": 0, "customerId": "cust-0002"}])
+    through.drop()
+    through.database.client.admin.command("renameCollection", "shop.staging", to="shop.orders")
+    for value in "XY":
+        assert through.find_one({"orderId": value}) is not None
+        assert_same_answers(through, direct, value)  # main: X answered [1] of [1, 3]
+    assert rewrite_page(p)["events"]["all values unsettled by a change that names no lookup value"] == 1

@@ -85,6 +85,23 @@ TEST_P(CollectionKinds, Target) {
 
 INSTANTIATE_TEST_SUITE_P(Kinds, CollectionKinds, ::testing::ValuesIn(kKindCases), testing::caseName<KindCase>);
 
+// A measurement whose time field is missing or not a UTC datetime has no bucket: mongos fails the
+// insert (extractBucketsShardKeyFromTimeseriesDoc, 5743702) rather than placing it anywhere.
+TEST(CollectionKindsTimeseriesInsert, MeasurementWithoutADateIsRefused) {
+  auto table = loadData("collection_kinds.json");
+  for (const char* doc : {R"({"tags": {"sensor": "s5"}, "temp": 1})", R"({"tags": {"sensor": "s5"}, "ts": "2024-06-01"})",
+                          R"({"tags": {"sensor": "s5"}, "ts": 1717236000000})"}) {
+    TestCommand cmd(std::string(R"({"insert": "weather", "documents": [)") + doc + R"(], "$db": "metrics"})");
+    const TargetResult r = target(*table, cmd.view, nullptr, {});
+    EXPECT_TRUE(r.refused) << doc << " | " << r.reason;
+    EXPECT_NE(std::string(r.reason).find("5743702"), std::string::npos) << r.reason;
+  }
+  // One such measurement among good ones fails the request as well.
+  TestCommand mixed(R"({"insert": "weather", "documents": [{"tags": {"sensor": "s5"}, "ts": )" DATE("2024-06-01T10:00:00Z") R"(},
+      {"tags": {"sensor": "s5"}}], "$db": "metrics"})");
+  EXPECT_TRUE(target(*table, mixed.view, nullptr, {}).refused);
+}
+
 TEST(CollectionKindsExplain, UnsplittableNamesItsShard) {
   auto table = loadData("collection_kinds.json");
   ExplainOutput out = explainCommand(*table, R"({"find": "moved", "filter": {}, "$db": "app"})");
