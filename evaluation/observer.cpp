@@ -291,12 +291,16 @@ struct Observer::Impl {
   struct PendingDoc {
     uint32_t index = 0;  // the statement's position in the request
     size_t offset = 0, size = 0;
+    size_t ns_offset = 0, ns_size = 0;  // a bulkWrite op's namespace, in `docs` (else the write's)
     bool upsert = false, replacement = false;
   };
+  // What the reply that settles a held write says, and where: an update's `upserted` [{index, _id}],
+  // findAndModify's lastErrorObject, or a bulkWrite's per-op results in its cursor.
+  enum class SettledBy : uint8_t { UpdateReply, FindAndModifyReply, BulkWriteResults };
   struct PendingWrite {
     uint64_t token = 0;  // 0: free
     std::string ns;
-    bool find_and_modify = false;
+    SettledBy settled_by = SettledBy::UpdateReply;
     std::string docs;
     std::vector<PendingDoc> items;
     // What settling an update needs to tell which statements ran and matched (settle()): the
@@ -320,7 +324,7 @@ struct Observer::Impl {
   uint64_t next_token = 0;
   ReplyTicket ticket;  // of the request being observed
 
-  PendingWrite& holdWrite(std::string_view ns, bool fam) {
+  PendingWrite& holdWrite(std::string_view ns, SettledBy settled_by) {
     if (!held) held = std::make_unique<Held>();
     auto& writes = held->writes;
     size_t at = 0;
@@ -334,7 +338,7 @@ struct Observer::Impl {
     PendingWrite& p = writes[at];
     p.token = ++next_token;
     p.ns.assign(ns);
-    p.find_and_modify = fam;
+    p.settled_by = settled_by;
     p.docs.clear();
     p.items.clear();
     p.ordered = true;
@@ -346,15 +350,18 @@ struct Observer::Impl {
   }
 
   // `replacement`: UpsertDocumentBuilder::isReplacement(*u); nothing is held unless it or `upsert`.
+  // `ns`: the statement's own namespace when it is not the write's (a bulkWrite op's).
   void holdDocument(PendingWrite& p, uint32_t index, const bson_t* filter, const bson_iter_t* u, bool upsert,
-                    bool replacement) {
+                    bool replacement, std::string_view ns = {}) {
     if (!upsert && !replacement) return;
     const size_t value = u->next_off - u->d1;
     const size_t size = 4 + (filter ? 3 + filter->len : 0) + 3 + value + 1;
-    if (p.docs.size() + size > EventBatch::kKeepBytes) {
+    if (p.docs.size() + ns.size() + size > EventBatch::kKeepBytes) {
       p.complete = false;
       return;
     }
+    const size_t ns_at = p.docs.size();
+    p.docs.append(ns);
     const size_t at = p.docs.size();
     const uint32_t len = BSON_UINT32_TO_LE(static_cast<uint32_t>(size));
     p.docs.append(reinterpret_cast<const char*>(&len), 4);
@@ -367,7 +374,10 @@ struct Observer::Impl {
     p.docs.append("u", 2);
     p.docs.append(reinterpret_cast<const char*>(u->raw + u->d1), value);
     p.docs.push_back('\0');
-    p.items.push_back({index, at, size, upsert, replacement});
+    p.items.push_back({index, at, size, ns_at, ns.size(), upsert, replacement});
+  }
+  static std::string_view nsOf(const PendingWrite& p, const PendingDoc& d) {
+    return d.ns_size ? std::string_view(p.docs).substr(d.ns_offset, d.ns_size) : std::string_view(p.ns);
   }
   // The document a held statement creates, into `built`; false when it does not parse.
   bool documentOf(const PendingWrite& p, const PendingDoc& d) {
@@ -380,7 +390,7 @@ struct Observer::Impl {
     return held->builder.build(has_q ? &q : nullptr, &u, held->built);
   }
   void commitReplaced(const PendingWrite& p, const PendingDoc& d, int64_t now) {
-    if (documentOf(p, d)) commit(p.ns, held->built, DocOrigin::Replaced, now);
+    if (documentOf(p, d)) commit(nsOf(p, d), held->built, DocOrigin::Replaced, now);
   }
   // A document that came into being: copied when small, else its digest (never a copy of a large
   // document: what the evaluation reads of it is bounded, whatever its size).
@@ -440,9 +450,10 @@ struct Observer::Impl {
       UpsertDocumentBuilder::withId(doc, *id, held->with_id);
       doc = held->with_id;
     }
-    commit(p.ns, doc, DocOrigin::Upserted, now);
+    commit(nsOf(p, d), doc, DocOrigin::Upserted, now);
   }
   void settle(const PendingWrite& p, const protocol::ReplyFacts& reply, int64_t now);
+  void settleBulkWrite(const PendingWrite& p, const protocol::ReplyFacts& reply, int64_t now);
 
   bool sampleFilter(uint64_t hash) {
     SeenShape& seen = shape_seen[(hash ^ (hash >> 29)) % kSeenShapes];
@@ -583,7 +594,8 @@ void Observer::Impl::observeWrites(const protocol::CommandView& view, std::strin
   findFields(view.body, std::array<std::string_view, 3>{field, "writeConcern", "ordered"}, body);
   bson_t wc;
   PendingWrite* held =
-      update && acknowledged(documentAt(view.body, body[1], wc) ? &wc : nullptr) ? &holdWrite(ns, false) : nullptr;
+      update && acknowledged(documentAt(view.body, body[1], wc) ? &wc : nullptr) ? &holdWrite(ns, SettledBy::UpdateReply)
+                                                                                 : nullptr;
   uint32_t index = 0;
   bool truncated = false;
   forEachStatement(view, body[0], field, [&](const bson_t& st) {
@@ -625,7 +637,8 @@ void Observer::Impl::observeWriteStatement(std::string_view ns, std::string_view
   if (update && at[kU].found()) {
     bson_iter_t u;
     if (held && (upsert || isReplacement(st, at[kU])) && iteratorAt(st, at[kU], u))
-      holdDocument(*held, index, has ? &q : nullptr, &u, upsert, UpsertDocumentBuilder::isReplacement(u));
+      holdDocument(*held, index, has ? &q : nullptr, &u, upsert, UpsertDocumentBuilder::isReplacement(u),
+                   held->settled_by == SettledBy::BulkWriteResults ? ns : std::string_view());
     appendModifiedPaths(st, at[kU], *tb->batch);
   }
   addOp(ns, update ? OpKind::Update : OpKind::Delete, multi, sampleFilter(shape.id), has ? &q : nullptr,
@@ -635,8 +648,9 @@ void Observer::Impl::observeWriteStatement(std::string_view ns, std::string_view
 // bulkWrite (mongos 8.0, run on admin): each op under the namespace it writes (nsInfo[its index]),
 // as the command it stands for would be: an insert's document as an insert's, an update or a delete
 // as that command's statement ({q: filter, u: updateMods, multi, upsert} / {q: filter, limit}),
-// under the shape such a command would have. Upserted documents are not evaluated (the reply's
-// per-op results are not read).
+// under the shape such a command would have. An update op that may create a document (an upsert, a
+// replacement) is held until the reply's per-op results say whether it did (settleBulkWrite); with
+// `errorsOnly` the reply lists no successes, so nothing is held.
 void Observer::Impl::observeBulkWrite(const protocol::CommandView& view, int64_t now) {
   bulk_namespaces.clear();
   common::forEachStatement(view, "nsInfo", [&](const bson_t& info) {
@@ -647,8 +661,13 @@ void Observer::Impl::observeBulkWrite(const protocol::CommandView& view, int64_t
     bulk_namespaces.emplace_back(ns, len);
     return true;
   });
+  PendingWrite* pending = acknowledged(view.body) && !common::boolField(view.body, "errorsOnly", false)
+                              ? &holdWrite({}, SettledBy::BulkWriteResults)
+                              : nullptr;
+  uint32_t position = 0;  // the op's index in `ops`: its result's `idx`
   common::forEachStatement(view, "ops", [&](const bson_t& op) {
     if (!admitStatement(now)) return false;
+    const uint32_t op_index = position++;
     const auto [kind, index] = common::readBulkWriteOp(op);
     if (!kind || index < 0 || static_cast<uint64_t>(index) >= bulk_namespaces.size()) return true;  // mongos refuses it
     const std::string_view ns = bulk_namespaces[static_cast<size_t>(index)];
@@ -672,7 +691,8 @@ void Observer::Impl::observeBulkWrite(const protocol::CommandView& view, int64_t
     }
     if (kind == 'u') BSON_APPEND_BOOL(&statement, "multi", multi);
     else BSON_APPEND_INT32(&statement, "limit", multi ? 0 : 1);
-    observeWriteStatement(ns, kind == 'u' ? "update" : "delete", kind == 'u', statement, nullptr, nullptr, 0);
+    observeWriteStatement(ns, kind == 'u' ? "update" : "delete", kind == 'u', statement, nullptr,
+                          kind == 'u' ? pending : nullptr, op_index);
     bson_destroy(&statement);
     return true;
   });
@@ -688,7 +708,8 @@ void Observer::Impl::observeFindAndModify(const protocol::CommandView& view, std
   bson_iter_t u;
   if (bson_iter_init_find(&u, &view.body, "update")) {
     if (acknowledged(view.body))
-      holdDocument(holdWrite(ns, true), 0, has ? &q : nullptr, &u, upsert, UpsertDocumentBuilder::isReplacement(u));
+      holdDocument(holdWrite(ns, SettledBy::FindAndModifyReply), 0, has ? &q : nullptr, &u, upsert,
+                   UpsertDocumentBuilder::isReplacement(u));
     appendModifiedPaths(u, *tb->batch);
   }
   ByteRange modified_names = tb->batch->since(modified);
@@ -704,14 +725,15 @@ void Observer::Impl::observeFindAndModify(const protocol::CommandView& view, std
 // _id) or `updatedExisting`. A replacement that matched replaced a document. Read from the
 // reply's facts (the element views they hand out), never from the reply itself.
 void Observer::Impl::settle(const PendingWrite& p, const protocol::ReplyFacts& reply, int64_t now) {
-  if (p.find_and_modify) {
+  if (p.settled_by == SettledBy::BulkWriteResults) return settleBulkWrite(p, reply, now);
+  if (p.settled_by == SettledBy::FindAndModifyReply) {
     if (p.items.empty() || !reply.last_error_object.present) return;
     const PendingDoc& d = p.items.front();
     bson_iter_t id, existing;
     if (reply.lastError("upserted", id)) {
       if (d.upsert) commitUpserted(p, d, &id, now);
     } else if (reply.lastError("updatedExisting", existing) && bson_iter_as_bool(&existing)) {
-      if (d.upsert) commit(p.ns, {}, DocOrigin::UpsertMatched, now);
+      if (d.upsert) commit(nsOf(p, d), {}, DocOrigin::UpsertMatched, now);
       if (d.replacement) commitReplaced(p, d, now);
     }
     return;
@@ -756,8 +778,35 @@ void Observer::Impl::settle(const PendingWrite& p, const protocol::ReplyFacts& r
       if (d.upsert) commitUpserted(p, d, upserted.id_found ? &id : nullptr, now);
       continue;
     }
-    if (d.upsert) commit(p.ns, {}, DocOrigin::UpsertMatched, now);
+    if (d.upsert) commit(nsOf(p, d), {}, DocOrigin::UpsertMatched, now);
     if (d.replacement && (d.upsert || replacements_matched)) commitReplaced(p, d, now);
+  }
+}
+
+// A bulkWrite's reply lists one result per op in its cursor ({ok, idx, n, nModified, upserted: {_id}}),
+// so each op is settled by its own result: what it inserted, matched or replaced. An op whose result
+// is not in the first batch (a longer cursor, read by getMores this write is not matched to) or that
+// failed (ok: 0) created nothing the evaluation knows of.
+void Observer::Impl::settleBulkWrite(const PendingWrite& p, const protocol::ReplyFacts& reply, int64_t now) {
+  bson_iter_t results;
+  if (!reply.first_batch || !reply.batch.children(results)) return;
+  while (bson_iter_next(&results)) {
+    bson_t result;
+    bson_iter_t ok, idx, n, upserted, id;
+    if (!documentAt(results, result) || !bson_iter_init_find(&ok, &result, "ok") || bson_iter_as_double(&ok) != 1 ||
+        !bson_iter_init_find(&idx, &result, "idx") || !BSON_ITER_HOLDS_NUMBER(&idx))
+      continue;
+    const int64_t index = bson_iter_as_int64(&idx);
+    auto d = std::lower_bound(p.items.begin(), p.items.end(), index,
+                              [](const PendingDoc& item, int64_t i) { return int64_t{item.index} < i; });
+    if (d == p.items.end() || d->index != index) continue;
+    if (d->upsert && bson_iter_init_find(&upserted, &result, "upserted") && BSON_ITER_HOLDS_DOCUMENT(&upserted) &&
+        bson_iter_recurse(&upserted, &id) && bson_iter_find(&id, "_id")) {
+      commitUpserted(p, *d, &id, now);
+    } else if (bson_iter_init_find(&n, &result, "n") && BSON_ITER_HOLDS_NUMBER(&n) && bson_iter_as_int64(&n) > 0) {
+      if (d->upsert) commit(nsOf(p, *d), {}, DocOrigin::UpsertMatched, now);
+      if (d->replacement) commitReplaced(p, *d, now);
+    }
   }
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/command_namespace.h"
+#include "protocol/reply_facts.h"
 #include "tests/evaluation/scenario_support.h"
 
 namespace shardscope::evaluation {
@@ -77,6 +78,64 @@ TEST(BulkWriteEvaluation, IsTheEvaluationOfTheCommandsItsOpsStandFor) {
   });
   EXPECT_NE(viaBulkWrite.find("\"shop.orders\""), std::string::npos) << viaBulkWrite;
   EXPECT_NE(viaBulkWrite.find("\"shop.items\""), std::string::npos) << viaBulkWrite;
+  EXPECT_EQ(viaBulkWrite, viaCommands);
+}
+
+// Sends `json` (and its reply, when given) through the observer as the proxy does.
+void bulkSend(Observer& obs, const std::string& json, const std::string& db, const std::string& coll,
+              const std::string& reply) {
+  OwnedCommand c(bulkJson(json), db, coll);
+  std::string ns;
+  const ReplyTicket ticket = obs.observe(c.view(), common::commandNamespace(c.view(), ns));
+  if (reply.empty()) return;
+  bson_t* r = bulkJson(reply);
+  obs.onReply(ticket, protocol::readReplyFacts(r));
+  bson_destroy(r);
+}
+
+// An update op that may create a document (an upsert, a replacement) is settled by its result in
+// the reply's cursor, as the update command it stands for is by that command's reply: what it
+// inserted (with the _id the server gave), matched or replaced, under its own namespace. A failed op
+// (ok: 0) created nothing. Before, a bulkWrite's upserts were never evaluated.
+TEST(BulkWriteEvaluation, UpsertsAreSettledByTheirOpsResults) {
+  const std::string bulk = R"({"bulkWrite": 1, "ops": [
+      {"update": 1, "filter": {"sensor": "s1", "hour": 1}, "updateMods": {"$inc": {"n": 1}}, "upsert": true},
+      {"update": 1, "filter": {"sensor": "s2", "hour": 1}, "updateMods": {"$inc": {"n": 1}}, "upsert": true},
+      {"insert": 0, "document": {"_id": 4, "sku": "A", "qty": 1}},
+      {"update": 0, "filter": {"_id": 5}, "updateMods": {"_id": 5, "sku": "B", "qty": 3}},
+      {"update": 1, "filter": {"sensor": "s3", "hour": 2}, "updateMods": {"$inc": {"n": 1}}, "upsert": true},
+      {"update": 1, "filter": {"sensor": "s4", "hour": 2}, "updateMods": {"$inc": {"n": 1}}, "upsert": true}],
+    "nsInfo": [{"ns": "shop.items"}, {"ns": "iot.buckets"}], "ordered": false, "$db": "admin"})";
+  const std::string reply = R"({"ok": 1, "nErrors": 1, "nInserted": 1, "nUpserted": 2, "nMatched": 2, "nModified": 2,
+    "nDeleted": 0, "cursor": {"id": 0, "ns": "admin.$cmd.bulkWrite", "firstBatch": [
+      {"ok": 1, "idx": 0, "n": 1, "nModified": 0, "upserted": {"_id": 101}},
+      {"ok": 1, "idx": 1, "n": 1, "nModified": 1},
+      {"ok": 1, "idx": 2, "n": 1},
+      {"ok": 1, "idx": 3, "n": 1, "nModified": 1},
+      {"ok": 0, "idx": 4, "code": 11000, "codeName": "DuplicateKey", "errmsg": "dup"},
+      {"ok": 1, "idx": 5, "n": 1, "nModified": 0, "upserted": {"_id": 102}}]}})";
+  const std::string viaBulkWrite =
+      bulkEvaluationOf([&](Observer& obs) { bulkSend(obs, bulk, "admin", "", reply); });
+
+  auto update = [](const std::string& coll, const std::string& statement) {
+    return R"({"update": ")" + coll + R"(", "updates": [)" + statement + R"(], "$db": ")" +
+           (coll == "items" ? "shop" : "iot") + "\"}";
+  };
+  const std::string viaCommands = bulkEvaluationOf([&](Observer& obs) {
+    bulkSend(obs, update("buckets", R"({"q": {"sensor": "s1", "hour": 1}, "u": {"$inc": {"n": 1}}, "upsert": true, "multi": false})"),
+             "iot", "buckets", R"({"n": 1, "nModified": 0, "upserted": [{"index": 0, "_id": 101}], "ok": 1})");
+    bulkSend(obs, update("buckets", R"({"q": {"sensor": "s2", "hour": 1}, "u": {"$inc": {"n": 1}}, "upsert": true, "multi": false})"),
+             "iot", "buckets", R"({"n": 1, "nModified": 1, "ok": 1})");
+    bulkSend(obs, R"({"insert": "items", "documents": [{"_id": 4, "sku": "A", "qty": 1}], "$db": "shop"})", "shop", "items", "");
+    bulkSend(obs, update("items", R"({"q": {"_id": 5}, "u": {"_id": 5, "sku": "B", "qty": 3}, "multi": false})"), "shop",
+             "items", R"({"n": 1, "nModified": 1, "ok": 1})");
+    bulkSend(obs, update("buckets", R"({"q": {"sensor": "s3", "hour": 2}, "u": {"$inc": {"n": 1}}, "upsert": true, "multi": false})"),
+             "iot", "buckets", R"({"n": 0, "nModified": 0, "writeErrors": [{"index": 0, "code": 11000, "errmsg": "dup"}], "ok": 1})");
+    bulkSend(obs, update("buckets", R"({"q": {"sensor": "s4", "hour": 2}, "u": {"$inc": {"n": 1}}, "upsert": true, "multi": false})"),
+             "iot", "buckets", R"({"n": 1, "nModified": 0, "upserted": [{"index": 0, "_id": 102}], "ok": 1})");
+  });
+  for (const char* expected : {R"("upserted":2)", R"("upsertsMatched":1)", R"("replacements":1)"})
+    EXPECT_NE(viaBulkWrite.find(expected), std::string::npos) << expected << " in " << viaBulkWrite;
   EXPECT_EQ(viaBulkWrite, viaCommands);
 }
 
