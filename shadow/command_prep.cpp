@@ -89,6 +89,21 @@ void foldSequences(const protocol::CommandView& view, bson_t* out) {
 
 // ---- redaction ------------------------------------------------------------------------------
 
+// The document or array at `it`, appended under `key` with each child written by
+// each(child, childKey, childKeyLen, &sub): the one walk the redactions share.
+template <typename Each>
+void appendEachChild(const bson_iter_t& it, const char* key, int keyLen, bson_t* out, Each&& each) {
+  bson_iter_t child;
+  bson_t sub;
+  const bool array = BSON_ITER_HOLDS_ARRAY(&it);
+  if (array) bson_append_array_begin(out, key, keyLen, &sub);
+  else bson_append_document_begin(out, key, keyLen, &sub);
+  if (bson_iter_recurse(&it, &child))
+    while (bson_iter_next(&child)) each(child, bson_iter_key(&child), static_cast<int>(bson_iter_key_len(&child)), &sub);
+  if (array) bson_append_array_end(out, &sub);
+  else bson_append_document_end(out, &sub);
+}
+
 class Redactor {
  public:
   explicit Redactor(uint64_t salt) : salt_(salt) {}
@@ -96,18 +111,10 @@ class Redactor {
   void value(const bson_iter_t& it, const char* key, int keyLen, bson_t* out) {
     switch (bson_iter_type(&it)) {
       case BSON_TYPE_DOCUMENT:
-      case BSON_TYPE_ARRAY: {
-        bson_iter_t child;
-        bson_t sub;
-        const bool array = BSON_ITER_HOLDS_ARRAY(&it);
-        if (array) bson_append_array_begin(out, key, keyLen, &sub);
-        else bson_append_document_begin(out, key, keyLen, &sub);
-        if (bson_iter_recurse(&it, &child))
-          while (bson_iter_next(&child)) value(child, bson_iter_key(&child), static_cast<int>(bson_iter_key_len(&child)), &sub);
-        if (array) bson_append_array_end(out, &sub);
-        else bson_append_document_end(out, &sub);
-        return;
-      }
+      case BSON_TYPE_ARRAY:
+        return appendEachChild(it, key, keyLen, out, [this](const bson_iter_t& c, const char* k, int n, bson_t* sub) {
+          value(c, k, n, sub);
+        });
       case BSON_TYPE_BOOL:
       case BSON_TYPE_NULL:
       case BSON_TYPE_UNDEFINED:
@@ -296,17 +303,9 @@ void redactSpec(Redactor& r, const bson_iter_t& it, const char* key, int keyLen,
     case BSON_TYPE_ARRAY: {
       if (k == "$match" || k == "restrictSearchWithMatch") return r.value(it, key, keyLen, out);
       if (k == "pipeline" && BSON_ITER_HOLDS_ARRAY(&it)) return redactPipeline(r, it, out);
-      bson_iter_t child;
-      bson_t sub;
-      const bool array = BSON_ITER_HOLDS_ARRAY(&it);
-      if (array) bson_append_array_begin(out, key, keyLen, &sub);
-      else bson_append_document_begin(out, key, keyLen, &sub);
-      if (bson_iter_recurse(&it, &child))
-        while (bson_iter_next(&child))
-          redactSpec(r, child, bson_iter_key(&child), static_cast<int>(bson_iter_key_len(&child)), &sub);
-      if (array) bson_append_array_end(out, &sub);
-      else bson_append_document_end(out, &sub);
-      return;
+      return appendEachChild(it, key, keyLen, out, [&r](const bson_iter_t& c, const char* ck, int n, bson_t* sub) {
+        redactSpec(r, c, ck, n, sub);
+      });
     }
     case BSON_TYPE_UTF8: {
       uint32_t len = 0;

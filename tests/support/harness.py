@@ -364,6 +364,16 @@ class Proxy:
     def stderr_text(self) -> str:
         return self.process.stderr_text() if self.process else ""
 
+    def stderr_has(self, text: str, timeout: float = 10.0) -> bool:
+        """Whether `text` is in the log within `timeout`: a connection's end is logged just after its
+        socket closes, so a client that saw the close may look before the line is written."""
+        deadline = time.monotonic() + timeout
+        while text not in self.stderr_text():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
     def stop(self, timeout: float = 15.0) -> int | None:
         """SIGTERM (drain) and wait; returns the exit code (None if never started)."""
         return self.process.stop(timeout=timeout) if self.process else None
