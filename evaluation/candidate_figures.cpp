@@ -140,6 +140,30 @@ struct ShapeJudgement {
   bool without_key_as_run = false;  // a write that, as run, does not target one shard
 };
 
+// Whether a write shape's update may change a key field's value. `modified`: the paths it sets, or
+// "" for a replacement or pipeline, which may set any field; a replacement then lists the top-level
+// fields it carries as "$name". MongoDB counts a shard-key update only when the value changes
+// (analyzeShardKey's percentageOfShardKeyUpdates, from the sampled pre/post-image diffs); the proxy
+// sees no pre-image, so a replacement carrying every key field (a whole-document save) is taken to
+// keep the value, as is one pinned by the full key; one that drops a key field changes it.
+bool changesKeyField(const std::vector<std::string>& modified, const routing::ShardKeyPattern& key, bool pins_full_key) {
+  bool replacement = false;
+  for (const auto& m : modified) replacement = replacement || m.empty();
+  for (const auto& kf : key.fields()) {
+    const std::string_view top = std::string_view(kf.path).substr(0, kf.path.find('.'));
+    bool carried = false;
+    for (const auto& m : modified) {
+      if (!m.empty() && m[0] == '$') {
+        carried = carried || std::string_view(m).substr(1) == top;
+      } else if (!m.empty() && (m == kf.path || kf.path.rfind(m + ".", 0) == 0 || m.rfind(kf.path + ".", 0) == 0)) {
+        return true;
+      }
+    }
+    if (replacement && !pins_full_key && !carried) return true;
+  }
+  return false;
+}
+
 ShapeJudgement judgeShape(uint64_t h, const ShapeState& s, const ShapeRouting& r, const AnalysisOptions& opt,
                           uint32_t N, const CandidateResult& c) {
   ShapeJudgement j;
@@ -172,14 +196,7 @@ ShapeJudgement judgeShape(uint64_t h, const ShapeState& s, const ShapeRouting& r
   // An upsert needs the full key; another single-document write one shard or an exact _id.
   const uint64_t no_target = opt.lookup_rule && r.after_used ? r.after_no_target : r.no_target;
   o.refused_before_71 = single_doc && (s.upsert ? j.without_key_as_run : r.used == 0 || no_target * 2 > r.used);
-  for (const auto& m : s.modified) {
-    for (const auto& kf : c.pattern.fields()) {
-      // A replacement or pipeline ("") may set any field; one that pins the full key is taken to
-      // keep its value (the replacement carries the key it was found by).
-      if (m.empty() ? o.single < 0.5 : m == kf.path || kf.path.rfind(m + ".", 0) == 0 || m.rfind(kf.path + ".", 0) == 0)
-        o.key_update = true;
-    }
-  }
+  o.key_update = changesKeyField(s.modified, c.pattern, o.single >= 0.5);
   return j;
 }
 

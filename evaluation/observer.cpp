@@ -90,14 +90,31 @@ void forEachStatement(const protocol::CommandView& cmd, const RawElement& in_bod
   }
 }
 
-// The paths an update's `u` sets (at most 32), or "" when it may change anything.
+// A replacement document: "" (it may change any field), then "$name" for each top-level field it
+// carries (at most 64), so that mutability can tell a whole-document save that carries the key
+// field (an ORM's save(): it keeps its value, as far as the proxy can know) from one that drops it.
+void appendReplacementFields(const bson_iter_t& u, EventBatch& batch) {
+  batch.appendName("");
+  bson_iter_t fields;
+  if (!bson_iter_recurse(&u, &fields)) return;
+  std::string name;
+  for (int n = 0; bson_iter_next(&fields) && n < 64; ++n) {
+    name.assign("$").append(bson_iter_key(&fields), bson_iter_key_len(&fields));
+    batch.appendName(name);
+  }
+}
+
+// The paths an update's `u` sets (at most 32), or "" when it may change anything (a replacement:
+// with the fields it carries, appendReplacementFields).
 void appendModifiedPaths(const bson_iter_t& u, EventBatch& batch) {
   if (!BSON_ITER_HOLDS_DOCUMENT(&u)) return batch.appendName("");  // pipeline update
   bson_iter_t ops;
   bson_iter_recurse(&u, &ops);
   int n = 0;
+  bool any = false;
   while (bson_iter_next(&ops)) {
-    if (bson_iter_key(&ops)[0] != '$') return batch.appendName("");  // replacement document
+    any = true;
+    if (bson_iter_key(&ops)[0] != '$') return appendReplacementFields(u, batch);
     if (!BSON_ITER_HOLDS_DOCUMENT(&ops)) continue;
     // Applies only when the upsert inserts: it sets the new document's key, never changes one.
     if (std::string_view(bson_iter_key(&ops)) == "$setOnInsert") continue;
@@ -105,6 +122,7 @@ void appendModifiedPaths(const bson_iter_t& u, EventBatch& batch) {
     bson_iter_recurse(&ops, &fields);
     for (; bson_iter_next(&fields) && n < 32; ++n) batch.appendName(bson_iter_key(&fields));
   }
+  if (!any) appendReplacementFields(u, batch);  // {}: a replacement by an empty document
 }
 
 // The same from `u`, an element of the statement `st`, read from its bytes (libbson's walk above
@@ -132,10 +150,14 @@ void appendModifiedPaths(const bson_t& st, const RawElement& u, EventBatch& batc
     });
     return fields_walked;
   }) && fields_walked;
-  if (replacement) return batch.appendName("");
-  if (walked) return;
-  batch.truncate(mark);
   bson_iter_t it;
+  if (walked && !replacement && n > 0) return;
+  if (walked && !replacement) {  // only operators without fields, or {} (a replacement)
+    bool any = false;
+    forEachElement(ops, ops_len, [&](const RawElement&) { return !(any = true); });
+    if (any) return;
+  }
+  batch.truncate(mark);
   if (iteratorAt(st, u, it)) appendModifiedPaths(it, batch);
 }
 

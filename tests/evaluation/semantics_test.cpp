@@ -179,6 +179,54 @@ TEST(EvaluationSemantics, FindAndModifyUpsertsAndReplacements) {
   bson_destroy(doc);
 }
 
+// Documents saved whole by _id, as ORMs do (Spring Data's save(): replaceOne({_id}, doc)), read
+// by tenant. A replacement that carries the key field is not a shard-key update: analyzeShardKey
+// counts only writes that change the value, and a save carries the value the document had. One
+// that drops a key field does change it (to missing), and an empty replacement drops every one.
+TEST(EvaluationSemantics, WholeDocumentSavesKeepTheKeyTheyCarry) {
+  EvaluationOptions opts;
+  opts.configured_candidates = {{"app.accounts", R"({"tenantId": 1, "accountId": 1})"},
+                                {"app.accounts", R"({"region": 1})"},
+                                {"app.accounts", R"({"profile.tier": 1})"}};
+  Evaluator ev(opts);
+  auto obs = ev.newObserver();
+  auto account = [](int i) {
+    return R"("tenantId": "t)" + std::to_string(i % 40) + R"(", "accountId": "a)" + std::to_string(i) + "\"";
+  };
+  std::string docs;
+  for (int i = 0; i < 800; ++i)
+    docs += (i ? "," : "") + std::string(R"({"_id": )") + std::to_string(i) + ", " + account(i) +
+            R"(, "region": "r1", "profile": {"tier": 1}})";
+  send(*obs, "app", "accounts", R"({"insert": "accounts", "documents": [)" + docs + "]}", "");
+  for (int i = 0; i < 400; ++i) {
+    // The save: every field but region (this application never writes it back: it drops it).
+    send(*obs, "app", "accounts",
+         R"({"update": "accounts", "updates": [{"q": {"_id": )" + std::to_string(i) + R"(}, "u": {)" + account(i) +
+             R"(, "profile": {"tier": 2}, "v": 1}}]})",
+         R"({"n": 1, "nModified": 1, "ok": 1})");
+    send(*obs, "app", "accounts", R"({"find": "accounts", "filter": {)" + account(i) + "}}", "");
+  }
+  bson_t* doc = parse(ev.renderJson());
+  const std::string tenant = R"({ "tenantId" : 1, "accountId" : 1 })";
+  EXPECT_EQ(candidate(doc, tenant, "writeDistribution.percentageOfShardKeyUpdates"), 0);
+  EXPECT_EQ(candidate(doc, tenant, "shardscope.mutability.pass"), 1);
+  EXPECT_NEAR(candidate(doc, R"({ "region" : 1 })", "writeDistribution.percentageOfShardKeyUpdates"), 100, 0.1);
+  // The tier inside the replaced profile may differ: not known, taken as kept like a top-level field.
+  EXPECT_EQ(candidate(doc, R"({ "profile.tier" : 1 })", "writeDistribution.percentageOfShardKeyUpdates"), 0);
+  EXPECT_EQ(verdict(doc), tenant);
+  bson_destroy(doc);
+
+  // An empty replacement leaves no key field.
+  Evaluator empty(opts);
+  auto obs2 = empty.newObserver();
+  send(*obs2, "app", "accounts", R"({"insert": "accounts", "documents": [)" + docs + "]}", "");
+  send(*obs2, "app", "accounts", R"({"update": "accounts", "updates": [{"q": {"_id": 1}, "u": {}}]})",
+       R"({"n": 1, "nModified": 1, "ok": 1})");
+  bson_t* doc2 = parse(empty.renderJson());
+  EXPECT_NEAR(candidate(doc2, tenant, "writeDistribution.percentageOfShardKeyUpdates"), 100, 0.1);
+  bson_destroy(doc2);
+}
+
 // One update command with several upsert statements (a driver's bulk): the reply's `upserted`
 // names the statements that inserted by index; the others matched.
 TEST(EvaluationSemantics, BulkUpsertsMatchedByIndex) {
