@@ -57,6 +57,11 @@ class EventBatch {
     bytes_.append(name);
     bytes_.push_back('\0');
   }
+  // `prefix` then `name` as one name (a replacement's carried field, "$name"), with no copy between.
+  void appendName(char prefix, std::string_view name) {
+    bytes_.push_back(prefix);
+    appendName(name);
+  }
   ByteRange since(size_t mark) const { return {mark, bytes_.size() - mark}; }
   // Drops what was appended since mark() (a walk that starts over).
   void truncate(size_t mark) { bytes_.resize(mark); }

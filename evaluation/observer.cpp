@@ -97,11 +97,8 @@ void appendReplacementFields(const bson_iter_t& u, EventBatch& batch) {
   batch.appendName("");
   bson_iter_t fields;
   if (!bson_iter_recurse(&u, &fields)) return;
-  std::string name;
-  for (int n = 0; bson_iter_next(&fields) && n < 64; ++n) {
-    name.assign("$").append(bson_iter_key(&fields), bson_iter_key_len(&fields));
-    batch.appendName(name);
-  }
+  for (int n = 0; bson_iter_next(&fields) && n < 64; ++n)
+    batch.appendName('$', {bson_iter_key(&fields), bson_iter_key_len(&fields)});
 }
 
 // The paths an update's `u` sets (at most 32), or "" when it may change anything (a replacement:
