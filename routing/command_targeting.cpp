@@ -6,6 +6,7 @@
 
 #include "protocol/command_kind.h"
 #include "common/command_fields.h"
+#include "routing/projections_passed.h"
 #include "routing/targeting.h"
 #include "routing/timeseries_targeting.h"
 #include "routing/write_targeting.h"
@@ -82,7 +83,8 @@ void allShards(const RoutingTable& table, TargetResult& out) {
 }
 
 // aggregate: the leading $match (consecutive $match stages, across $sort, are combined by the
-// optimiser), $geoNear's query, or every chunk-owning shard.
+// optimiser; across $project/$unset/$addFields/$set, the filters those leave alone move ahead:
+// projections_passed.h), $geoNear's query, or every chunk-owning shard.
 void targetAggregate(const RoutingTable& table, const CollectionRouting& coll, const CommandView& cmd,
                      const TargetOptions& opts, TargetResult& out) {
   bson_iter_t it, stages;
@@ -100,6 +102,7 @@ void targetAggregate(const RoutingTable& table, const CollectionRouting& coll, c
   constexpr int kMaxCombinedMatches = 64;
   int n_match = 0;
   bool geo = false;
+  ProjectionsPassed passed;  // projection stages a later $match's filters may move before
   const char* first_stage = nullptr;
   while (bson_iter_next(&stages)) {
     bson_iter_t stage;
@@ -113,14 +116,34 @@ void targetAggregate(const RoutingTable& table, const CollectionRouting& coll, c
       bson_iter_document(&stage, &len, &data);
       char key[16];
       const char* k;
-      bson_uint32_to_string(n_match++, &k, key, sizeof key);
       bson_t sub;
       if (!bson_init_static(&sub, data, len)) break;  // unterminated sub-document: stop at the last good stage
-      bson_append_document(&and_array, k, -1, &sub);
+      if (passed.empty()) {
+        bson_uint32_to_string(n_match++, &k, key, sizeof key);
+        bson_append_document(&and_array, k, -1, &sub);
+        continue;
+      }
+      // After projection stages only the filters on paths they pass through move ahead, each
+      // alone; an operator ($or, $expr, ...) may read any field and stays behind.
+      bson_iter_t filter;
+      if (!bson_iter_init(&filter, &sub)) break;
+      while (n_match < kMaxCombinedMatches && bson_iter_next(&filter)) {
+        const char* path = bson_iter_key(&filter);
+        if (path[0] == '$' || !passed.preserves(path)) continue;
+        bson_uint32_to_string(n_match++, &k, key, sizeof key);
+        bson_t one;
+        bson_append_document_begin(&and_array, k, -1, &one);
+        bson_append_iter(&one, path, -1, &filter);
+        bson_append_document_end(&and_array, &one);
+      }
       continue;
     }
     if (std::strcmp(name, "$sort") == 0) continue;
-    if (n_match == 0 && std::strcmp(name, "$geoNear") == 0 && BSON_ITER_HOLDS_DOCUMENT(&stage)) {
+    if (ProjectionsPassed::isProjectionStage(name)) {
+      if (passed.add(name, stage)) continue;
+      break;
+    }
+    if (n_match == 0 && passed.empty() && std::strcmp(name, "$geoNear") == 0 && BSON_ITER_HOLDS_DOCUMENT(&stage)) {
       bson_iter_t q;
       if (bson_iter_recurse(&stage, &q) && bson_iter_find(&q, "query") && BSON_ITER_HOLDS_DOCUMENT(&q)) {
         uint32_t len;

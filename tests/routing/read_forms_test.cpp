@@ -2,6 +2,10 @@
 // - an $eq whose operand is a sub-document is the same equality as the literal sub-document, so
 //   with a dotted key 'x.y' {x: {$eq: {y: v}}} pins v exactly as {x: {y: v}} does
 //   (mongo-semantics.md B step 2: the key path is read inside an equality on its prefix);
+// - an aggregate's $match that follows $project/$unset/$addFields/$set is moved before that stage
+//   for every filter that does not read a field the stage computes or removes ("($project or
+//   $unset or $addFields or $set) + $match Sequence Optimization", MongoDB manual, Aggregation
+//   Pipeline Optimization), so mongos targets by it.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -13,6 +17,8 @@
 namespace shardscope::routing {
 namespace {
 
+using testing::kAllOrders;
+using testing::kOrders;
 
 constexpr const char* kDottedKeyFile = "dotted_key_3shards.json";  // app.profiles {"x.y": 1}: <0, [0,100), >=100
 const std::set<std::string> kAllDottedKeyShards = {"shard0", "shard1", "shard2"};
@@ -25,6 +31,9 @@ struct ReadFormCase {
   std::set<std::string> shards;
   const char* reason_contains;
 };
+
+#define READ_FORMS_AGG(stages) R"({"aggregate": "orders", "pipeline": [)" stages R"(], "cursor": {}, "$db": "shop"})"
+#define READ_FORMS_MATCH_C3000 R"({"$match": {"customerId": "C3000"}})"
 
 const ReadFormCase kReadFormCases[] = {
     // Dotted key: the sub-document operand of $eq (and of its one-element $in / $all forms).
@@ -50,6 +59,54 @@ const ReadFormCase kReadFormCases[] = {
      R"({"find": "profiles", "filter": {"x": {"$gt": {"y": 5}}}, "$db": "app"})", Targeting::Broadcast,
      kAllDottedKeyShards, "prefix"},
 
+    // $match after a projection stage that leaves the key alone moves before it.
+    {"$set of another field", kOrders, READ_FORMS_AGG(R"({"$set": {"total": 1}}, )" READ_FORMS_MATCH_C3000),
+     Targeting::Single, {"shardD"}, "bounds select one shard"},
+    {"$addFields of another field, then $sort", kOrders,
+     READ_FORMS_AGG(R"({"$addFields": {"total": "$qty"}}, {"$sort": {"total": 1}}, )" READ_FORMS_MATCH_C3000),
+     Targeting::Single, {"shardD"}, "bounds select one shard"},
+    {"$unset of another field", kOrders, READ_FORMS_AGG(R"({"$unset": ["notes", "total"]}, )" READ_FORMS_MATCH_C3000),
+     Targeting::Single, {"shardD"}, "bounds select one shard"},
+    {"$project keeping the key", kOrders,
+     READ_FORMS_AGG(R"({"$project": {"customerId": 1, "qty": 1}}, )" READ_FORMS_MATCH_C3000), Targeting::Single,
+     {"shardD"}, "bounds select one shard"},
+    {"$project excluding another field", kOrders,
+     READ_FORMS_AGG(R"({"$project": {"notes": 0}}, )" READ_FORMS_MATCH_C3000), Targeting::Single, {"shardD"},
+     "bounds select one shard"},
+    {"only the filters on untouched fields move", kOrders,
+     READ_FORMS_AGG(R"({"$set": {"total": 1}}, {"$match": {"customerId": "C3000", "total": {"$gt": 2}}})"),
+     Targeting::Single, {"shardD"}, "bounds select one shard"},
+    {"$set of the key field: the $match stays behind", kOrders,
+     READ_FORMS_AGG(R"({"$set": {"customerId": "C0001"}}, )" READ_FORMS_MATCH_C3000), Targeting::Broadcast, kAllOrders,
+     "pipeline does not start with $match"},
+    {"$set of a path inside the key field", kOrders,
+     READ_FORMS_AGG(R"({"$set": {"customerId.x": 1}}, )" READ_FORMS_MATCH_C3000), Targeting::Broadcast, kAllOrders,
+     "pipeline does not start with $match"},
+    {"$unset of the key field", kOrders, READ_FORMS_AGG(R"({"$unset": "customerId"}, )" READ_FORMS_MATCH_C3000),
+     Targeting::Broadcast, kAllOrders, "pipeline does not start with $match"},
+    {"$project without the key field removes it", kOrders,
+     READ_FORMS_AGG(R"({"$project": {"qty": 1}}, )" READ_FORMS_MATCH_C3000), Targeting::Broadcast, kAllOrders,
+     "pipeline does not start with $match"},
+    {"$project computing the key field", kOrders,
+     READ_FORMS_AGG(R"({"$project": {"customerId": "$other"}}, )" READ_FORMS_MATCH_C3000), Targeting::Broadcast,
+     kAllOrders, "pipeline does not start with $match"},
+    {"$project excluding the key field", kOrders,
+     READ_FORMS_AGG(R"({"$project": {"customerId": 0}}, )" READ_FORMS_MATCH_C3000), Targeting::Broadcast, kAllOrders,
+     "pipeline does not start with $match"},
+    {"$project with a sub-projection on the key's parent", kOrders,
+     READ_FORMS_AGG(R"({"$project": {"customerId": {"$toUpper": "$customerId"}}}, )" READ_FORMS_MATCH_C3000),
+     Targeting::Broadcast, kAllOrders, "pipeline does not start with $match"},
+    {"$expr after $set may read the computed field: stays behind", kOrders,
+     READ_FORMS_AGG(R"({"$set": {"total": 1}}, {"$match": {"$expr": {"$eq": ["$customerId", "C3000"]}}})"),
+     Targeting::Broadcast, kAllOrders, "pipeline does not start with $match"},
+    {"$limit stops the move", kOrders, READ_FORMS_AGG(R"({"$limit": 5}, )" READ_FORMS_MATCH_C3000),
+     Targeting::Broadcast, kAllOrders, "pipeline does not start with $match"},
+    {"$group stops the move", kOrders,
+     READ_FORMS_AGG(R"({"$group": {"_id": "$customerId"}}, {"$match": {"customerId": "C3000"}})"),
+     Targeting::Broadcast, kAllOrders, "pipeline does not start with $match"},
+    {"a leading $match and a moved one are both used", kOrders,
+     READ_FORMS_AGG(R"({"$match": {"customerId": {"$in": ["C3000", "C0001"]}}}, {"$set": {"total": 1}}, )" READ_FORMS_MATCH_C3000),
+     Targeting::Single, {"shardD"}, "bounds select one shard"},
 };
 
 class ReadForms : public ::testing::TestWithParam<ReadFormCase> {};
