@@ -5,7 +5,8 @@
 // - an aggregate's $match that follows $project/$unset/$addFields/$set is moved before that stage
 //   for every filter that does not read a field the stage computes or removes ("($project or
 //   $unset or $addFields or $set) + $match Sequence Optimization", MongoDB manual, Aggregation
-//   Pipeline Optimization), so mongos targets by it.
+//   Pipeline Optimization), so mongos targets by it; a time-series view's pipeline likewise (its
+//   leading $match, across $sort too, was only read when it was the first stage).
 #include <gtest/gtest.h>
 
 #include <set>
@@ -22,6 +23,8 @@ using testing::kOrders;
 
 constexpr const char* kDottedKeyFile = "dotted_key_3shards.json";  // app.profiles {"x.y": 1}: <0, [0,100), >=100
 const std::set<std::string> kAllDottedKeyShards = {"shard0", "shard1", "shard2"};
+constexpr const char* kKindsFile = "collection_kinds.json";  // metrics.weather: time-series, meta "tags", time "ts"
+const std::set<std::string> kAllKindsShards = {"shard0", "shard1", "shard2"};
 
 struct ReadFormCase {
   const char* name;
@@ -104,6 +107,19 @@ const ReadFormCase kReadFormCases[] = {
     {"$group stops the move", kOrders,
      READ_FORMS_AGG(R"({"$group": {"_id": "$customerId"}}, {"$match": {"customerId": "C3000"}})"),
      Targeting::Broadcast, kAllOrders, "pipeline does not start with $match"},
+    // A time-series view's pipeline is optimised the same way before its $match becomes the bucket filter.
+    {"time-series: $match after $sort", kKindsFile,
+     R"({"aggregate": "weather", "pipeline": [{"$sort": {"ts": 1}}, {"$match": {"tags.sensor": "s1"}}], "cursor": {}, "$db": "metrics"})",
+     Targeting::Single, {"shard0"}, "time-series view"},
+    {"time-series: $match after $set of a measurement", kKindsFile,
+     R"({"aggregate": "weather", "pipeline": [{"$set": {"f": 1}}, {"$match": {"tags.sensor": "s1"}}], "cursor": {}, "$db": "metrics"})",
+     Targeting::Single, {"shard0"}, "time-series view"},
+    {"time-series: two $match stages are combined", kKindsFile,
+     R"({"aggregate": "weather", "pipeline": [{"$match": {"tags.sensor": "s5"}}, {"$match": {"ts": {"$gte": {"$date": "2024-02-01T00:00:00Z"}}}}], "cursor": {}, "$db": "metrics"})",
+     Targeting::Single, {"shard2"}, "time-series view"},
+    {"time-series: $set of the meta field keeps the $match behind", kKindsFile,
+     R"({"aggregate": "weather", "pipeline": [{"$set": {"tags": 1}}, {"$match": {"tags.sensor": "s1"}}], "cursor": {}, "$db": "metrics"})",
+     Targeting::Broadcast, kAllKindsShards, "time-series view"},
     {"a leading $match and a moved one are both used", kOrders,
      READ_FORMS_AGG(R"({"$match": {"customerId": {"$in": ["C3000", "C0001"]}}}, {"$set": {"total": 1}}, )" READ_FORMS_MATCH_C3000),
      Targeting::Single, {"shardD"}, "bounds select one shard"},
