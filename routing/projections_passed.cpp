@@ -65,7 +65,7 @@ bool ProjectionsPassed::add(const char* name, const bson_iter_t& spec_it) {
   bson_iter_t fields;
   if (!initSpec(s.data, s.len, fields)) return false;
   size_t n = 0;
-  bool inclusion = false, id_excluded = false;
+  bool inclusion = false, id_excluded = false, excludes_other = false;
   while (bson_iter_next(&fields)) {
     if (++n > kMaxSpecFields) return false;
     const char* key = bson_iter_key(&fields);
@@ -81,7 +81,11 @@ bool ProjectionsPassed::add(const char* name, const bson_iter_t& spec_it) {
       continue;
     }
     if (v != ProjectValue::Exclude) inclusion = true;
+    else excludes_other = true;
   }
+  // An empty $project, or one that both includes and excludes fields other than _id, is an error
+  // on the server: nothing to follow.
+  if (std::strcmp(name, "$project") == 0 && (n == 0 || (inclusion && excludes_other))) return false;
   if (unset) {
     s.kind = Kind::Unset;
   } else if (std::strcmp(name, "$project") != 0) {
