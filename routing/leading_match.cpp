@@ -16,6 +16,8 @@ LeadingMatch collectLeadingMatch(const bson_iter_t& pipeline, bson_t* out) {
   // shards (correct, conservative) and keeps a pipeline of 600,000 stages from being copied whole.
   constexpr int kMaxCombinedMatches = 64;
   ProjectionsPassed passed;  // projection stages a later $match's filters may move before
+  constexpr int kMaxExaminedFilters = 256;
+  int examined = 0;
   while (bson_iter_next(&stages)) {
     bson_iter_t stage;
     if (!BSON_ITER_HOLDS_DOCUMENT(&stages) || !bson_iter_recurse(&stages, &stage) || !bson_iter_next(&stage)) break;
@@ -40,6 +42,8 @@ LeadingMatch collectLeadingMatch(const bson_iter_t& pipeline, bson_t* out) {
       bson_iter_t filter;
       if (!bson_iter_init(&filter, &sub)) break;
       while (lead.n_match < kMaxCombinedMatches && bson_iter_next(&filter)) {
+        // Each filter is checked against every projection passed: a bounded number of them is read.
+        if (++examined > kMaxExaminedFilters) break;
         const char* path = bson_iter_key(&filter);
         if (path[0] == '$' || !passed.preserves(path)) continue;
         bson_uint32_to_string(lead.n_match++, &k, key, sizeof key);

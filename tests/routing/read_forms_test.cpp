@@ -144,5 +144,23 @@ TEST_P(ReadForms, TargetAsMongosDoes) {
 
 INSTANTIATE_TEST_SUITE_P(Reads, ReadForms, ::testing::ValuesIn(kReadFormCases), testing::caseName<ReadFormCase>);
 
+// A $match after projections is read filter by filter against every projection passed: only the
+// first few hundred filters are read, so a wide $match costs a bounded amount and a key filter
+// beyond them is not used (every shard: a superset, never a wrong shard).
+TEST(ReadFormsBudget, WideMatchAfterProjectionsIsReadOnlyInPart) {
+  auto table = testing::loadData(kOrders);
+  ASSERT_TRUE(table);
+  std::string filters;
+  for (int i = 0; i < 1000; ++i) filters += "\"f" + std::to_string(i) + "\": 1, ";
+  testing::TestCommand late(R"({"aggregate": "orders", "pipeline": [{"$set": {"t": 1}}, {"$match": {)" + filters +
+                            R"("customerId": "C3000"}}], "cursor": {}, "$db": "shop"})");
+  TargetResult r = target(*table, late.view, nullptr, false);
+  EXPECT_EQ(targetingName(r.targeting), "broadcast") << r.reason;
+  testing::TestCommand early(R"({"aggregate": "orders", "pipeline": [{"$set": {"t": 1}}, {"$match": {"customerId": "C3000", )" +
+                             filters + R"("z": 1}}], "cursor": {}, "$db": "shop"})");
+  r = target(*table, early.view, nullptr, false);
+  EXPECT_EQ(targetingName(r.targeting), "single") << r.reason;
+}
+
 }  // namespace
 }  // namespace shardscope::routing
