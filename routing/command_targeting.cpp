@@ -58,25 +58,6 @@ void targetRead(const CollectionRouting& coll, const CommandView& cmd, const cha
   fromFilterTarget(ft, coll, opts.explain, out);
 }
 
-// A per-thread document for combining the leading $match stages: bson_reinit keeps the buffer a
-// long $match made it grow to, so only the first such pipeline on a thread allocates. A buffer
-// grown by an unusually large pipeline is given back rather than kept for the thread's life.
-bson_t& reusedMatchDocument() {
-  constexpr uint32_t kLargestKept = 64 * 1024;
-  struct Reused {
-    bson_t doc = BSON_INITIALIZER;
-    ~Reused() { bson_destroy(&doc); }
-  };
-  thread_local Reused reused;
-  if (reused.doc.len > kLargestKept) {
-    bson_destroy(&reused.doc);
-    bson_init(&reused.doc);
-  } else {
-    bson_reinit(&reused.doc);
-  }
-  return reused.doc;
-}
-
 void allShards(const RoutingTable& table, TargetResult& out) {
   out.shards.reset();
   for (size_t i = 0; i < table.shardCount(); ++i) out.shards.set(i);
@@ -92,7 +73,7 @@ void targetAggregate(const RoutingTable& table, const CollectionRouting& coll, c
     out.reason = "aggregate without a pipeline array";
     return;
   }
-  bson_t& matches = reusedMatchDocument();  // {$and: [...]} of the leading $match stages
+  bson_t& matches = reusedLeadingMatchDocument();  // {$and: [...]} of the leading $match stages
   const LeadingMatch lead = collectLeadingMatch(stages, &matches);
   if (lead.first_stage && isEveryShardStage(lead.first_stage)) {
     allShards(table, out);

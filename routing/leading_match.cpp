@@ -7,6 +7,25 @@
 
 namespace shardscope::routing {
 
+// A per-thread document for combining the leading $match stages: bson_reinit keeps the buffer a
+// long $match made it grow to, so only the first such pipeline on a thread allocates. A buffer
+// grown by an unusually large pipeline is given back rather than kept for the thread's life.
+bson_t& reusedLeadingMatchDocument() {
+  constexpr uint32_t kLargestKept = 64 * 1024;
+  struct Reused {
+    bson_t doc = BSON_INITIALIZER;
+    ~Reused() { bson_destroy(&doc); }
+  };
+  thread_local Reused reused;
+  if (reused.doc.len > kLargestKept) {
+    bson_destroy(&reused.doc);
+    bson_init(&reused.doc);
+  } else {
+    bson_reinit(&reused.doc);
+  }
+  return reused.doc;
+}
+
 LeadingMatch collectLeadingMatch(const bson_iter_t& pipeline, bson_t* out) {
   LeadingMatch lead;
   bson_iter_t stages = pipeline;
@@ -33,6 +52,7 @@ LeadingMatch collectLeadingMatch(const bson_iter_t& pipeline, bson_t* out) {
       bson_t sub;
       if (!bson_init_static(&sub, data, len)) break;  // unterminated sub-document: stop at the last good stage
       if (passed.empty()) {
+        if (lead.n_match == 0) lead.first_whole = {data, len};
         bson_uint32_to_string(lead.n_match++, &k, key, sizeof key);
         bson_append_document(&and_array, k, -1, &sub);
         continue;
@@ -77,6 +97,23 @@ LeadingMatch collectLeadingMatch(const bson_iter_t& pipeline, bson_t* out) {
   }
   bson_append_array_end(out, &and_array);
   return lead;
+}
+
+}  // namespace shardscope::routing
+
+namespace shardscope::routing {
+
+bool aggregateFilter(const bson_t& body, bson_t& filter) {
+  bson_iter_t it, stages;
+  if (!bson_iter_init_find(&it, &body, "pipeline") || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &stages))
+    return false;
+  bson_t& combined = reusedLeadingMatchDocument();
+  const LeadingMatch lead = collectLeadingMatch(stages, &combined);
+  if (lead.n_match == 0) return false;
+  // One whole $match: the command's own document, as written.
+  if (lead.n_match == 1 && lead.first_whole.data && !lead.geo)
+    return bson_init_static(&filter, lead.first_whole.data, lead.first_whole.len);
+  return bson_init_static(&filter, bson_get_data(&combined), combined.len);
 }
 
 }  // namespace shardscope::routing
