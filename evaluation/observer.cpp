@@ -30,6 +30,7 @@
 #include "common/light_mutex.h"
 #include "common/query_shape.h"
 #include "protocol/reply_facts.h"
+#include "routing/leading_match.h"
 
 namespace shardscope::evaluation {
 
@@ -175,15 +176,11 @@ bool isReplacement(const bson_t& st, const RawElement& u) {
   return !any || !dollar;
 }
 
-// The filter of count (query), distinct (query) and aggregate (its leading $match).
+// The filter of count (query), distinct (query) and aggregate (its leading $match as mongos targets
+// by it: routing/leading_match.h, the same reading as the proxy's own targeting).
 bool readFilter(const protocol::CommandView& view, OpKind kind, bson_t& filter) {
   if (kind != OpKind::Aggregate) return common::subDocument(view.body, "query", filter);
-  bson_iter_t it, arr;
-  if (!bson_iter_init_find(&it, &view.body, "pipeline") || !BSON_ITER_HOLDS_ARRAY(&it) || !bson_iter_recurse(&it, &arr) ||
-      !bson_iter_next(&arr))
-    return false;
-  bson_t stage;
-  return documentAt(arr, stage) && common::subDocument(stage, "$match", filter);
+  return routing::aggregateFilter(view.body, filter);
 }
 
 // False for an unacknowledged write ({w: 0}): no reply will say what it did. `wc`: the body's

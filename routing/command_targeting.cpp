@@ -6,6 +6,7 @@
 
 #include "protocol/command_kind.h"
 #include "common/command_fields.h"
+#include "routing/leading_match.h"
 #include "routing/targeting.h"
 #include "routing/timeseries_targeting.h"
 #include "routing/write_targeting.h"
@@ -57,32 +58,12 @@ void targetRead(const CollectionRouting& coll, const CommandView& cmd, const cha
   fromFilterTarget(ft, coll, opts.explain, out);
 }
 
-// A per-thread document for combining the leading $match stages: bson_reinit keeps the buffer a
-// long $match made it grow to, so only the first such pipeline on a thread allocates. A buffer
-// grown by an unusually large pipeline is given back rather than kept for the thread's life.
-bson_t& reusedMatchDocument() {
-  constexpr uint32_t kLargestKept = 64 * 1024;
-  struct Reused {
-    bson_t doc = BSON_INITIALIZER;
-    ~Reused() { bson_destroy(&doc); }
-  };
-  thread_local Reused reused;
-  if (reused.doc.len > kLargestKept) {
-    bson_destroy(&reused.doc);
-    bson_init(&reused.doc);
-  } else {
-    bson_reinit(&reused.doc);
-  }
-  return reused.doc;
-}
-
 void allShards(const RoutingTable& table, TargetResult& out) {
   out.shards.reset();
   for (size_t i = 0; i < table.shardCount(); ++i) out.shards.set(i);
 }
 
-// aggregate: the leading $match (consecutive $match stages, across $sort, are combined by the
-// optimiser), $geoNear's query, or every chunk-owning shard.
+// aggregate: the leading $match (leading_match.h), $geoNear's query, or every chunk-owning shard.
 void targetAggregate(const RoutingTable& table, const CollectionRouting& coll, const CommandView& cmd,
                      const TargetOptions& opts, TargetResult& out) {
   bson_iter_t it, stages;
@@ -92,52 +73,9 @@ void targetAggregate(const RoutingTable& table, const CollectionRouting& coll, c
     out.reason = "aggregate without a pipeline array";
     return;
   }
-  bson_t& matches = reusedMatchDocument();  // {$and: [...]} of the leading $match stages
-  bson_t and_array;
-  bson_append_array_begin(&matches, "$and", 4, &and_array);
-  // The leading $match stages are ANDed: analysing only the first few gives a superset of the
-  // shards (correct, conservative) and keeps a pipeline of 600,000 stages from being copied whole.
-  constexpr int kMaxCombinedMatches = 64;
-  int n_match = 0;
-  bool geo = false;
-  const char* first_stage = nullptr;
-  while (bson_iter_next(&stages)) {
-    bson_iter_t stage;
-    if (!BSON_ITER_HOLDS_DOCUMENT(&stages) || !bson_iter_recurse(&stages, &stage) || !bson_iter_next(&stage)) break;
-    const char* name = bson_iter_key(&stage);
-    if (!first_stage) first_stage = name;
-    if (std::strcmp(name, "$match") == 0 && BSON_ITER_HOLDS_DOCUMENT(&stage)) {
-      if (n_match == kMaxCombinedMatches) break;
-      uint32_t len;
-      const uint8_t* data;
-      bson_iter_document(&stage, &len, &data);
-      char key[16];
-      const char* k;
-      bson_uint32_to_string(n_match++, &k, key, sizeof key);
-      bson_t sub;
-      if (!bson_init_static(&sub, data, len)) break;  // unterminated sub-document: stop at the last good stage
-      bson_append_document(&and_array, k, -1, &sub);
-      continue;
-    }
-    if (std::strcmp(name, "$sort") == 0) continue;
-    if (n_match == 0 && std::strcmp(name, "$geoNear") == 0 && BSON_ITER_HOLDS_DOCUMENT(&stage)) {
-      bson_iter_t q;
-      if (bson_iter_recurse(&stage, &q) && bson_iter_find(&q, "query") && BSON_ITER_HOLDS_DOCUMENT(&q)) {
-        uint32_t len;
-        const uint8_t* data;
-        bson_iter_document(&q, &len, &data);
-        bson_t sub;
-        if (bson_init_static(&sub, data, len)) {
-          bson_append_document(&and_array, "0", 1, &sub);
-          n_match = 1;
-        }
-      }
-      geo = true;
-    }
-    break;
-  }
-  bson_append_array_end(&matches, &and_array);
-  if (first_stage && isEveryShardStage(first_stage)) {
+  bson_t& matches = reusedLeadingMatchDocument();  // {$and: [...]} of the leading $match stages
+  const LeadingMatch lead = collectLeadingMatch(stages, &matches);
+  if (lead.first_stage && isEveryShardStage(lead.first_stage)) {
     allShards(table, out);
     out.targeting = Targeting::Broadcast;
     out.reason = "$changeStream/$currentOp-style stage: runs on every shard";
@@ -146,8 +84,8 @@ void targetAggregate(const RoutingTable& table, const CollectionRouting& coll, c
   FilterTarget ft;
   targetFilter(coll, matches, simpleCollationFor(coll, cmd), opts, ft, opts.explain ? &out.detail : nullptr);
   fromFilterTarget(ft, coll, opts.explain, out);
-  if (n_match == 0 && ft.targeting == Targeting::Broadcast) out.reason = "pipeline does not start with $match: broadcast";
-  if (geo && ft.targeting == Targeting::Broadcast && n_match == 0)
+  if (lead.n_match == 0 && ft.targeting == Targeting::Broadcast) out.reason = "pipeline does not start with $match: broadcast";
+  if (lead.geo && ft.targeting == Targeting::Broadcast && lead.n_match == 0)
     out.reason = "$geoNear without a shard-key query: broadcast";
 }
 

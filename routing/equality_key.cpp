@@ -1,5 +1,5 @@
 // Equality extraction follows mongo-semantics.md B step 2: {f: v}, {f: {$eq: v}}, nested $and,
-// and with a dotted key 'a.b' also {a: {b: v}} (but not {a: {b: {$eq: v}}}). The forms the server's
+// and with a dotted key 'a.b' also {a: {b: v}} and {a: {$eq: {b: v}}} (but not {a: {b: {$eq: v}}}). The forms the server's
 // parser and optimiser turn into those are read too: a one-element $in, $all (an $and of equalities),
 // a one-branch $or or $and. $alwaysFalse in the conjunction folds it to false: no fast path.
 #include "routing/equality_key.h"
@@ -45,19 +45,33 @@ bool oneBranch(const bson_iter_t& it) {
   return !bson_iter_next(&arr);
 }
 
-void offerOperators(bson_iter_t& it, Found& f) {
+void offerNested(const bson_iter_t& it, std::string_view rest, Found& f);
+
+// The operand(s) an operator object on the key path (rest empty) or on a prefix of it (rest: the
+// remaining path) pins: {a: {$eq: {b: v}}} is the same equality as {a: {b: v}}, so with the key
+// 'a.b' it pins v just as the literal form does.
+void offerOperand(const bson_iter_t& operand, std::string_view rest, Found& f) {
+  if (rest.empty()) {
+    bson_iter_t copy = operand;
+    f.offer(*bson_iter_value(&copy));
+  } else if (bson_iter_type(&operand) == BSON_TYPE_DOCUMENT) {
+    offerNested(operand, rest, f);
+  }
+}
+
+void offerOperators(bson_iter_t& it, Found& f, std::string_view rest = {}) {
   bson_iter_t ops;
   if (!bson_iter_recurse(&it, &ops)) return;
   while (bson_iter_next(&ops)) {
     const char* op = bson_iter_key(&ops);
     if (std::strcmp(op, "$eq") == 0) {
-      f.offer(*bson_iter_value(&ops));
+      offerOperand(ops, rest, f);
     } else if (std::strcmp(op, "$in") == 0 && bson_iter_type(&ops) == BSON_TYPE_ARRAY) {
       // A one-element $in is rewritten to an equality by the server's optimiser.
       bson_iter_t elems;
       if (!bson_iter_recurse(&ops, &elems) || !bson_iter_next(&elems)) continue;
-      bson_value_t only = *bson_iter_value(&elems);
-      if (!bson_iter_next(&elems) && only.value_type != BSON_TYPE_REGEX) f.offer(only);
+      bson_iter_t only = elems;
+      if (!bson_iter_next(&elems) && bson_iter_type(&only) != BSON_TYPE_REGEX) offerOperand(only, rest, f);
     } else if (std::strcmp(op, "$all") == 0 && bson_iter_type(&ops) == BSON_TYPE_ARRAY) {
       // {f: {$all: [v]}} is parsed as {f: v}; several values are an $and of equalities.
       bson_iter_t elems;
@@ -69,15 +83,14 @@ void offerOperators(bson_iter_t& it, Found& f) {
         }
         --f.budget;
         if (isOperatorObject(elems)) continue;  // {$elemMatch: ...}: never pins a scalar key
-        const bson_value_t& v = *bson_iter_value(&elems);
-        if (v.value_type != BSON_TYPE_REGEX) f.offer(v);
+        if (bson_iter_type(&elems) != BSON_TYPE_REGEX) offerOperand(elems, rest, f);
       }
     }
   }
 }
 
 // {a: {b: v}} against the remaining path "b": literal nested values only.
-void offerNested(bson_iter_t& it, std::string_view rest, Found& f) {
+void offerNested(const bson_iter_t& it, std::string_view rest, Found& f) {
   bson_iter_t cur;
   if (!bson_iter_recurse(&it, &cur)) return;
   while (true) {
@@ -146,8 +159,12 @@ void scan(const bson_iter_t& start, std::string_view path, Found& f, int depth) 
     }
     size_t klen = std::strlen(key);
     if (klen < path.size() && path[klen] == '.' && std::memcmp(key, path.data(), klen) == 0 &&
-        bson_iter_type(&it) == BSON_TYPE_DOCUMENT && !isOperatorObject(it)) {
-      offerNested(it, path.substr(klen + 1), f);
+        bson_iter_type(&it) == BSON_TYPE_DOCUMENT) {
+      if (isOperatorObject(it)) {
+        offerOperators(it, f, path.substr(klen + 1));
+      } else {
+        offerNested(it, path.substr(klen + 1), f);
+      }
     }
   }
 }

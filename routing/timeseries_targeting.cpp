@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/command_fields.h"
+#include "routing/leading_match.h"
 
 namespace shardscope::routing {
 namespace {
@@ -195,13 +196,15 @@ void targetTimeseries(const CollectionRouting& buckets, const protocol::CommandV
     return classify(ft, out);
   }
   if (kind == CommandKind::Aggregate) {
-    bson_iter_t it, stages, stage;
-    bson_init(&filter);
+    // The view's leading $match as the optimiser leaves it (across $sort and projections), in
+    // view space; $geoNear's query is not translated (every shard owning buckets, as before).
+    bson_iter_t it, stages;
+    bson_t leading = BSON_INITIALIZER;
     if (bson_iter_init_find(&it, &cmd.body, "pipeline") && BSON_ITER_HOLDS_ARRAY(&it) &&
-        bson_iter_recurse(&it, &stages) && bson_iter_next(&stages) && BSON_ITER_HOLDS_DOCUMENT(&stages) && bson_iter_recurse(&stages, &stage) &&
-        bson_iter_next(&stage) && std::strcmp(bson_iter_key(&stage), "$match") == 0)
-      common::documentOrArray(stage, filter);
-    targetViewFilter(buckets, filter, simple, opts, ft, detail);
+        bson_iter_recurse(&it, &stages) && collectLeadingMatch(stages, &leading).geo)
+      bson_reinit(&leading);
+    targetViewFilter(buckets, leading, simple, opts, ft, detail);
+    bson_destroy(&leading);
     return classify(ft, out);
   }
   if (kind == CommandKind::Insert) {

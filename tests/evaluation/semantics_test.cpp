@@ -396,6 +396,31 @@ TEST(EvaluationSemantics, SequentialStringIdsAreMonotonic) {
   bson_destroy(doc);
 }
 
+// An aggregate's reads are classified by the $match mongos targets by after the optimiser's moves
+// (across $sort, and ahead of a $set that leaves the key alone), as the proxy's own targeting does;
+// the evaluation read only a first-stage $match and counted these as scatter-gather.
+TEST(EvaluationSemantics, AggregateReadsUseTheOptimisedLeadingMatch) {
+  Evaluator ev(EvaluationOptions{});
+  auto obs = ev.newObserver();
+  std::string docs;
+  for (int i = 0; i < 2000; ++i) {
+    char b[32];
+    std::snprintf(b, sizeof b, "ORD-%07d", (i * 7919) % 100000);
+    docs += std::string(docs.empty() ? "" : ",") + R"({"orderId": ")" + b + R"(", "n": 1})";
+  }
+  send(*obs, "shop", "orders", R"({"insert": "orders", "documents": [)" + docs + "]}", "");
+  const char* const leads[] = {R"({"$sort": {"n": 1}}, )", R"({"$set": {"total": 1}}, )"};
+  for (int i = 0; i < 200; ++i)
+    send(*obs, "shop", "orders",
+         std::string(R"({"aggregate": "orders", "pipeline": [)") + leads[i % 2] + R"({"$match": {"orderId": "ORD-00)" +
+             std::to_string(10000 + i) + R"("}}], "cursor": {}})",
+         "");
+  bson_t* doc = parse(ev.renderJson());
+  EXPECT_NEAR(candidate(doc, R"({ "orderId" : 1 })", "readDistribution.percentageOfScatterGatherReads"), 0, 0.1);
+  EXPECT_NEAR(candidate(doc, R"({ "orderId" : "hashed" })", "readDistribution.percentageOfSingleShardReads"), 100, 0.1);
+  bson_destroy(doc);
+}
+
 // $setOnInsert of a key field is not a key update; an upsert whose filter lacks part of the key
 // is (refused before 7.1) and fails upsert targeting, which takes part in the ranking.
 TEST(EvaluationSemantics, SetOnInsertIsNotAKeyUpdateAndUpsertsMustPinTheKey) {

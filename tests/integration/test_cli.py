@@ -189,6 +189,24 @@ def test_explain_takes_the_command_as_mongosh_writes_it(shardscope_binary):
     assert "EXPECTED" not in err, err
 
 
+
+def test_explain_targets_an_aggregate_by_the_match_the_optimiser_moves_ahead(shardscope_binary):
+    """A $match after $set/$project that leaves the shard key alone is moved before it (MongoDB manual,
+    Aggregation Pipeline Optimization), so mongos targets by it; the proxy broadcast such pipelines."""
+    def explain(pipeline: str) -> dict:
+        r = run(shardscope_binary, "explain", "--routing", ROUTING_FILE, "--command",
+                '{"aggregate": "orders", "pipeline": ' + pipeline + ', "cursor": {}, "$db": "shop"}')
+        assert r.returncode == 0, r.stdout + r.stderr
+        return json.loads(r.stdout)
+
+    leading = explain('[{"$match": {"customerId": "C0042"}}]')
+    assert leading["targeting"] == "single", leading
+    for before in ('{"$set": {"total": 1}}', '{"$project": {"customerId": 1, "total": 1}}', '{"$unset": "notes"}'):
+        moved = explain('[' + before + ', {"$match": {"customerId": "C0042"}}]')
+        assert (moved["targeting"], moved["shards"]) == (leading["targeting"], leading["shards"]), (before, moved)
+    stays = explain('[{"$set": {"customerId": "x"}}, {"$match": {"customerId": "C0042"}}]')
+    assert stays["targeting"] == "broadcast", stays
+
 def test_explain_with_a_rule_prints_json_for_mongosh_input_rewritten_or_not(shardscope_binary, tmp_path):
     """The skipped case echoed the mongosh text as "command"; and a limit that is not a number deletes
     every match (the server reads it as 0), so that delete is not rewritten."""
