@@ -5,7 +5,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cstring>
 #include <stdexcept>
 #include <utility>
 
@@ -41,18 +40,15 @@ void releaseIfLarge(Buffer& b, size_t kept) {
 
 // The longest wait the request itself grants the server: maxAwaitTimeMS (an awaitable hello or
 // awaitData getMore), maxTimeMS. Non-numeric or negative values grant none (the server refuses them).
-uint32_t declaredWaitMs(const bson_t& body) {
-  int64_t longest = 0;
-  bson_iter_t it;
-  if (!bson_iter_init(&it, &body)) return 0;
-  while (bson_iter_next(&it)) {
-    const char* key = bson_iter_key(&it);
-    if (std::strcmp(key, "maxAwaitTimeMS") != 0 && std::strcmp(key, "maxTimeMS") != 0) continue;
-    if (!BSON_ITER_HOLDS_NUMBER(&it)) continue;
+uint32_t declaredWaitMs(const protocol::CommandView& view) {
+  double longest = 0;
+  for (const char* key : {"maxAwaitTimeMS", "maxTimeMS"}) {
+    bson_iter_t it;
+    if (!common::findBodyField(view, key, it) || !BSON_ITER_HOLDS_NUMBER(&it)) continue;
     const double v = BSON_ITER_HOLDS_DOUBLE(&it) ? bson_iter_double(&it) : static_cast<double>(bson_iter_as_int64(&it));
-    if (v > static_cast<double>(longest)) longest = v >= static_cast<double>(UINT32_MAX) ? UINT32_MAX : static_cast<int64_t>(v);
+    if (v > longest) longest = v;  // NaN never is
   }
-  return static_cast<uint32_t>(longest);
+  return longest >= static_cast<double>(UINT32_MAX) ? UINT32_MAX : static_cast<uint32_t>(longest);
 }
 
 uint64_t nanosSince(Pipeline::Clock::time_point start) {
@@ -430,7 +426,7 @@ bool Pipeline::registerRequest(PendingOp& op, const protocol::CommandView& view,
     bson_iter_t it;
     op.long_poll = bson_iter_init_find(&it, &view.body, "maxAwaitTimeMS");
   }
-  op.declared_wait_ms = declaredWaitMs(view.body);
+  op.declared_wait_ms = declaredWaitMs(view);
   op.reply_compressor = clientCompressor;
   if (op.rewrite) op.lookup->stats().onRewrite(op.rewrite->before, target.targeting);
 
