@@ -69,11 +69,11 @@ struct PendingOp {
   bool first_hello = false;    // the reply carries the compression negotiation
   bool never_compress = false; // hello / auth replies travel uncompressed
   bool long_poll = false;      // a streaming hello (maxAwaitTimeMS): a monitor waiting, not work in flight
-  // The wait the client itself allowed the server (maxAwaitTimeMS, maxTimeMS): the proxy's request
-  // deadline comes on top of it, so an awaitable hello or an awaitData getMore is not cut short.
-  uint32_t declared_wait_ms = 0;
   bool discard_reply = false;  // a proxy-issued killCursors: nobody waits for its reply
   bool injected_fault = false; // answered by the sidecar itself (fault injection)
+  // The wait the client itself allowed the server (maxAwaitTimeMS, maxTimeMS, wtimeout): the request
+  // deadline comes on top of it, so an awaitable hello or an awaitData getMore is not cut short.
+  uint32_t declared_wait_ms = 0;
   std::optional<protocol::Compressor> reply_compressor;  // the client wrote compressed: answer in kind
   std::shared_ptr<rewrite::LookupIndex> lookup;  // the namespace has a lookup rule: learn from the reply
   std::shared_ptr<RewriteState> rewrite;   // set when this request was rewritten

@@ -38,16 +38,23 @@ void releaseIfLarge(Buffer& b, size_t kept) {
   if (b.capacity() > kept) Buffer().swap(b);
 }
 
+// A numeric wait in milliseconds, or 0 (non-numeric, negative or NaN: the server refuses those).
+double waitMsOf(const bson_iter_t& it) {
+  if (!BSON_ITER_HOLDS_NUMBER(&it)) return 0;
+  const double v = BSON_ITER_HOLDS_DOUBLE(&it) ? bson_iter_double(&it) : static_cast<double>(bson_iter_as_int64(&it));
+  return v > 0 ? v : 0;
+}
+
 // The longest wait the request itself grants the server: maxAwaitTimeMS (an awaitable hello or
-// awaitData getMore), maxTimeMS. Non-numeric or negative values grant none (the server refuses them).
+// awaitData getMore), maxTimeMS, a write concern's wtimeout (waiting for replication).
 uint32_t declaredWaitMs(const protocol::CommandView& view) {
   double longest = 0;
-  for (const char* key : {"maxAwaitTimeMS", "maxTimeMS"}) {
-    bson_iter_t it;
-    if (!common::findBodyField(view, key, it) || !BSON_ITER_HOLDS_NUMBER(&it)) continue;
-    const double v = BSON_ITER_HOLDS_DOUBLE(&it) ? bson_iter_double(&it) : static_cast<double>(bson_iter_as_int64(&it));
-    if (v > longest) longest = v;  // NaN never is
-  }
+  bson_iter_t it;
+  for (const char* key : {"maxAwaitTimeMS", "maxTimeMS"})
+    if (common::findBodyField(view, key, it)) longest = std::max(longest, waitMsOf(it));
+  bson_t concern;
+  if (common::subDocument(view, "writeConcern", concern) && bson_iter_init_find(&it, &concern, "wtimeout"))
+    longest = std::max(longest, waitMsOf(it));
   return longest >= static_cast<double>(UINT32_MAX) ? UINT32_MAX : static_cast<uint32_t>(longest);
 }
 

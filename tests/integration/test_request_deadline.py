@@ -1,9 +1,10 @@
 """timeouts.request_ms: a deadline for upstream work, never for waits the client itself asked for.
 
 A driver's monitor sits in an awaitable hello for maxAwaitTimeMS (10 s by default), a tailable
-awaitData getMore and any command with maxTimeMS may legitimately take that long, and an exhaust
-stream answers one request for as long as batches keep coming. Cutting those short closes the
-connection under the driver, which then marks the server Unknown and clears its pool.
+awaitData getMore, any command with maxTimeMS and a write with a wtimeout may legitimately take
+that long, and an exhaust stream answers one request for as long as batches keep coming. Cutting
+those short closes the connection under the driver, which then marks the server Unknown and
+clears its pool.
 """
 from __future__ import annotations
 
@@ -57,6 +58,18 @@ def test_command_with_max_time_ms_longer_than_the_deadline_is_answered(wire_peer
     with RawClient.for_address(px.address, timeout=15) as rc:
         rc.hello()
         reply = rc.command({"count": "c", "maxTimeMS": DEADLINE_MS * 5}, db="d")
+        assert reply.reply_doc["ok"] == 1
+
+
+def test_write_with_wtimeout_longer_than_the_deadline_is_answered(wire_peer, proxy):
+    # Waiting for replication up to wtimeout is the server doing what the write asked.
+    peer = wire_peer()
+    px = _deadline_proxy(proxy, peer)
+    peer.add_fault("delay", "insert", seconds=DEADLINE_MS / 1000 * 2)
+    with RawClient.for_address(px.address, timeout=15) as rc:
+        rc.hello()
+        reply = rc.command({"insert": "c", "documents": [{"_id": 1}],
+                            "writeConcern": {"w": "majority", "wtimeout": DEADLINE_MS * 5}}, db="d")
         assert reply.reply_doc["ok"] == 1
 
 

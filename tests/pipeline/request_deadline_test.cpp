@@ -1,6 +1,6 @@
 // The request deadline (timeouts.request_ms) as the pending list computes it: the wait a request
-// itself grants the server (maxAwaitTimeMS, maxTimeMS) comes on top, and each batch of an exhaust
-// stream restarts the clock for the next one.
+// itself grants the server (maxAwaitTimeMS, maxTimeMS, writeConcern.wtimeout) comes on top, and
+// each batch of an exhaust stream restarts the clock for the next one.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -49,13 +49,17 @@ TEST(RequestDeadline, DeclaredWaitComesOnTop) {
             milliseconds(5000) + kDeadlineRequestMs - milliseconds(50));
   EXPECT_GE(deadlineAfterSending(R"({"getMore": {"$numberLong": "9"}, "collection": "c", "maxTimeMS": 2500.5, "$db": "d"})"),
             milliseconds(2500) + kDeadlineRequestMs - milliseconds(50));
+  EXPECT_GE(deadlineAfterSending(R"({"insert": "c", "documents": [{"a": 1}], "writeConcern": {"w": "majority",
+            "wtimeout": 4000}, "$db": "d"})"),
+            milliseconds(4000) + kDeadlineRequestMs - milliseconds(50));
 }
 
 TEST(RequestDeadline, MeaninglessWaitsGrantNothing) {
   for (const char* json : {R"({"find": "c", "maxTimeMS": "5000", "$db": "d"})",
                            R"({"find": "c", "maxTimeMS": -5000, "$db": "d"})",
                            R"({"find": "c", "maxTimeMS": {"$numberDouble": "NaN"}, "$db": "d"})",
-                           R"({"find": "c", "filter": {"maxTimeMS": 5000}, "$db": "d"})"})
+                           R"({"find": "c", "filter": {"maxTimeMS": 5000}, "$db": "d"})",
+                           R"({"insert": "c", "documents": [{"wtimeout": 5000}], "writeConcern": {"w": 1}, "$db": "d"})"})
     EXPECT_LE(deadlineAfterSending(json), kDeadlineRequestMs) << json;
 }
 
