@@ -27,7 +27,7 @@ struct Timeouts {
   uint32_t connect_ms = 5000;        // upstream TCP + TLS connect
   uint32_t frame_read_ms = 30000;    // a started message must arrive whole within this (slow clients)
   uint32_t idle_ms = 0;              // close a connection idle this long (0 = never, like mongos)
-  uint32_t request_ms = 0;           // wait for an upstream reply (0 = no limit: awaitable hello waits)
+  uint32_t request_ms = 0;           // wait for an upstream reply, beyond the wait the request grants (0 = no limit)
   uint32_t drain_ms = 10000;         // on SIGTERM, time given to in-flight requests
   bool operator==(const Timeouts&) const = default;
 };

@@ -182,7 +182,7 @@ const std::vector<KeySpec>& keyTable() {
       {"timeouts.connect_ms", timeout(&Timeouts::connect_ms), "5000", "upstream TCP + TLS connect, and the client TLS handshake"},
       {"timeouts.frame_read_ms", timeout(&Timeouts::frame_read_ms), "30000", "a started message must arrive whole within this (slow clients)"},
       {"timeouts.idle_ms", timeout(&Timeouts::idle_ms), "0", "close connections idle this long (0 = never, like mongos)"},
-      {"timeouts.request_ms", timeout(&Timeouts::request_ms), "0", "upstream reply deadline (0 = none: awaitable hello waits legitimately)"},
+      {"timeouts.request_ms", timeout(&Timeouts::request_ms), "0", "upstream reply deadline, on top of the maxAwaitTimeMS / maxTimeMS the request grants (0 = none)"},
       {"timeouts.drain_ms", timeout(&Timeouts::drain_ms), "10000", "on SIGTERM, time given to in-flight requests"},
       {"compression.client", compressors(&Config::client_compressors), "zstd,snappy,zlib", "compressors accepted from applications"},
       {"compression.upstream", compressors(&Config::upstream_compressors), "(none)", "compressors offered to mongos"},

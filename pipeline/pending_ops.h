@@ -71,6 +71,9 @@ struct PendingOp {
   bool long_poll = false;      // a streaming hello (maxAwaitTimeMS): a monitor waiting, not work in flight
   bool discard_reply = false;  // a proxy-issued killCursors: nobody waits for its reply
   bool injected_fault = false; // answered by the sidecar itself (fault injection)
+  // The wait the client itself allowed the server (maxAwaitTimeMS, maxTimeMS, wtimeout): the request
+  // deadline comes on top of it, so an awaitable hello or an awaitData getMore is not cut short.
+  uint32_t declared_wait_ms = 0;
   std::optional<protocol::Compressor> reply_compressor;  // the client wrote compressed: answer in kind
   std::shared_ptr<rewrite::LookupIndex> lookup;  // the namespace has a lookup rule: learn from the reply
   std::shared_ptr<RewriteState> rewrite;   // set when this request was rewritten
@@ -129,6 +132,7 @@ class PendingOps {
     if (moreToCome) {  // the stream goes on: the op stays, and its copy answers this reply
       op.emplace(ops_[i]);
       ops_[i].request_id = replyId;
+      ops_[i].start = std::chrono::steady_clock::now();  // the next reply is due from now, not from the request
       return op;
     }
     // Moved out, not copied: a copy would bump every shared_ptr's count (atomics) per reply.
@@ -147,10 +151,13 @@ class PendingOps {
     return true;
   }
   size_t size() const { return ops_.size(); }
-  std::optional<std::chrono::steady_clock::time_point> oldestStart() const {
+  // When the first op overdue under a `request` deadline is (each op's own declared wait added).
+  std::optional<std::chrono::steady_clock::time_point> earliestDeadline(std::chrono::milliseconds request) const {
     std::optional<std::chrono::steady_clock::time_point> t;
-    for (const auto& op : ops_)
-      if (!t || op.start < *t) t = op.start;
+    for (const auto& op : ops_) {
+      const auto due = op.start + request + std::chrono::milliseconds(op.declared_wait_ms);
+      if (!t || due < *t) t = due;
+    }
     return t;
   }
 

@@ -38,6 +38,26 @@ void releaseIfLarge(Buffer& b, size_t kept) {
   if (b.capacity() > kept) Buffer().swap(b);
 }
 
+// A numeric wait in milliseconds, or 0 (non-numeric, negative or NaN: the server refuses those).
+double waitMsOf(const bson_iter_t& it) {
+  if (!BSON_ITER_HOLDS_NUMBER(&it)) return 0;
+  const double v = BSON_ITER_HOLDS_DOUBLE(&it) ? bson_iter_double(&it) : static_cast<double>(bson_iter_as_int64(&it));
+  return v > 0 ? v : 0;
+}
+
+// The longest wait the request itself grants the server: maxAwaitTimeMS (an awaitable hello or
+// awaitData getMore), maxTimeMS, a write concern's wtimeout (waiting for replication).
+uint32_t declaredWaitMs(const protocol::CommandView& view) {
+  double longest = 0;
+  bson_iter_t it;
+  for (const char* key : {"maxAwaitTimeMS", "maxTimeMS"})
+    if (common::findBodyField(view, key, it)) longest = std::max(longest, waitMsOf(it));
+  bson_t concern;
+  if (common::subDocument(view, "writeConcern", concern) && bson_iter_init_find(&it, &concern, "wtimeout"))
+    longest = std::max(longest, waitMsOf(it));
+  return longest >= static_cast<double>(UINT32_MAX) ? UINT32_MAX : static_cast<uint32_t>(longest);
+}
+
 uint64_t nanosSince(Pipeline::Clock::time_point start) {
   return static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(Pipeline::Clock::now() - start).count());
@@ -413,6 +433,7 @@ bool Pipeline::registerRequest(PendingOp& op, const protocol::CommandView& view,
     bson_iter_t it;
     op.long_poll = bson_iter_init_find(&it, &view.body, "maxAwaitTimeMS");
   }
+  op.declared_wait_ms = declaredWaitMs(view);
   op.reply_compressor = clientCompressor;
   if (op.rewrite) op.lookup->stats().onRewrite(op.rewrite->before, target.targeting);
 

@@ -739,7 +739,7 @@ Session::Clock::time_point Session::nextDeadline() const {
   const auto& t = ctx_.config.timeouts;
   if (t.idle_ms) next = std::min(next, last_activity_ + std::chrono::milliseconds(t.idle_ms));
   if (t.request_ms)
-    if (auto oldest = pipeline_.pending().oldestStart()) next = std::min(next, *oldest + std::chrono::milliseconds(t.request_ms));
+    if (auto due = pipeline_.pending().earliestDeadline(std::chrono::milliseconds(t.request_ms))) next = std::min(next, *due);
   return next;
 }
 
@@ -777,8 +777,8 @@ void Session::onWatchdog(boost::system::error_code ec) {
   } else if (t.idle_ms && pipeline_.pending().empty() && !client_in_.hasPartial() &&
              now - last_activity_ >= std::chrono::milliseconds(t.idle_ms)) {
     timeout = "idle timeout";
-  } else if (auto oldest = pipeline_.pending().oldestStart();
-             t.request_ms && oldest && now - *oldest >= std::chrono::milliseconds(t.request_ms)) {
+  } else if (auto due = pipeline_.pending().earliestDeadline(std::chrono::milliseconds(t.request_ms));
+             t.request_ms && due && now >= *due) {
     spdlog::warn("conn={} closing: upstream did not answer within {} ms", id_, t.request_ms);
     timeout = "request timeout";
   }

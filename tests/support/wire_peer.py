@@ -363,11 +363,12 @@ class WirePeer:
     def __init__(self, compressors: tuple[str, ...] | list[str] = ("zstd", "snappy", "zlib"),
                  host: str = "127.0.0.1", port: int = 0, max_wire_version: int = 21,
                  compress_replies: str = "as-request", default_batch_size: int = 101, exhaust: bool = True,
-                 reply_checksum: bool = False):
+                 reply_checksum: bool = False, exhaust_pause: float = 0.0):
         """compress_replies: 'as-request' (mongod's behaviour), 'never', or 'always'
         (every non-handshake reply with the first negotiated compressor).
         exhaust: answer a getMore sent with exhaustAllowed by streaming all remaining batches
         with moreToCome (like mongod 4.2+).
+        exhaust_pause: seconds between two streamed batches (a slow stream, each batch sent on its own).
         reply_checksum: OP_MSG replies to requests that carried a CRC-32C carry one too (mongod and
         mongos exchange checksums on non-TLS connections; pymongo rejects checksummed replies)."""
         self.supported = list(compressors)
@@ -377,6 +378,7 @@ class WirePeer:
         self.compress_replies = compress_replies
         self.default_batch_size = default_batch_size
         self.exhaust = exhaust
+        self.exhaust_pause = exhaust_pause
         self.reply_checksum = reply_checksum
         self.exhaust_replies = 0
         self.frames: list[RecordedFrame] = []
@@ -593,10 +595,19 @@ class WirePeer:
         while True:
             more = doc.get("ok") == 1 and int(doc["cursor"]["id"]) != 0
             data, rid = frame(doc, response_to, FLAG_MORE_TO_COME if more else 0)
-            out += data
             self.exhaust_replies += 1
-            if not more:
-                return out
+            if self.exhaust_pause:  # a slow stream: each batch goes out by itself, a pause apart
+                if response_to != msg.request_id:
+                    time.sleep(self.exhaust_pause)
+                with self._lock:
+                    self.sent.append((conn.id, data))
+                conn.sock.sendall(data)
+                if not more:
+                    return None  # all sent here: the caller sends nothing more
+            else:
+                out += data
+                if not more:
+                    return out
             response_to = rid
             doc = self._handle(conn, m.body, m.sequences)
 
