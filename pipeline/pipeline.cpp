@@ -433,7 +433,7 @@ bool Pipeline::registerRequest(PendingOp& op, const protocol::CommandView& view,
     bson_iter_t it;
     op.long_poll = bson_iter_init_find(&it, &view.body, "maxAwaitTimeMS");
   }
-  op.declared_wait_ms = declaredWaitMs(view);
+  if (settings_.request_deadline) op.declared_wait_ms = declaredWaitMs(view);
   op.reply_compressor = clientCompressor;
   if (op.rewrite) op.lookup->stats().onRewrite(op.rewrite->before, target.targeting);
 

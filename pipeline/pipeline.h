@@ -39,6 +39,7 @@ struct Settings {
   size_t large_message_bytes = size_t{1} << 20;  // inflating more asks Environment::admitLarge
   size_t kept_buffer_bytes = size_t{1} << 20;    // scratch buffers above this are released after use
   bool report_stale_routing = false;  // someone refreshes routing on a stale-routing error (discovery is on)
+  bool request_deadline = false;  // timeouts.request_ms is set: a request's declared wait is read (off: not)
 };
 
 // What the session does with one client message: send `to_upstream` upstream and `to_client` to

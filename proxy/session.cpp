@@ -31,6 +31,7 @@ pipeline::Settings pipelineSettings(ProxyContext& ctx, uint64_t id) {
   s.large_message_bytes = kLargeMessageBytes;
   s.kept_buffer_bytes = kKeptBufferBytes;
   s.report_stale_routing = static_cast<bool>(ctx.on_stale_config);  // set before the first session (discovery)
+  s.request_deadline = ctx.config.timeouts.request_ms != 0;  // a restart changes it, never a reload
   return s;
 }
 

@@ -28,7 +28,9 @@ std::vector<uint8_t> deadlineReplyWithFlags(const std::string& json, int32_t res
 milliseconds deadlineAfterSending(const std::string& json) {
   FakeEnvironment env;
   routing::CursorShards cursors;
-  Connection conn(env, &cursors);
+  Settings s = Connection::settings(&cursors);
+  s.request_deadline = true;  // as the session sets it when timeouts.request_ms is
+  Connection conn(env, s);
   auto frame = request(json, 5);
   const auto sent = DeadlineClock::now();
   conn.send(frame);
