@@ -114,12 +114,12 @@ inline std::vector<uint8_t> request(const std::string& json, int32_t requestId, 
   return shardscope::testing::opMsg(json, {}, flags, requestId);
 }
 
-// An OP_MSG reply answering `responseTo`.
-inline std::vector<uint8_t> reply(const std::string& json, int32_t responseTo, int32_t requestId = 1000) {
+// An OP_MSG reply answering `responseTo`, with `flags` (moreToCome: one batch of an exhaust stream).
+inline std::vector<uint8_t> reply(const std::string& json, int32_t responseTo, int32_t requestId = 1000, uint32_t flags = 0) {
   Doc body(json);
   auto bytes = body.bytes();
   std::vector<uint8_t> out;
-  protocol::encodeOpMsg({0, requestId, responseTo, 0}, 0, bytes, {}, out);
+  protocol::encodeOpMsg({0, requestId, responseTo, 0}, flags, bytes, {}, out);
   return out;
 }
 

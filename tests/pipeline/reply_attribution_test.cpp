@@ -36,14 +36,6 @@ struct SlotProbe : Observer {
   std::vector<Seen> seen;
 };
 
-std::vector<uint8_t> replyWithFlags(const std::string& json, int32_t responseTo, int32_t requestId, uint32_t flags) {
-  shardscope::testing::Doc body(json);
-  auto bytes = body.bytes();
-  std::vector<uint8_t> out;
-  protocol::encodeOpMsg({0, requestId, responseTo, 0}, flags, bytes, {}, out);
-  return out;
-}
-
 std::string upsert(const std::string& key) {
   return R"({"update": "kv", "updates": [{"q": {"k": ")" + key + R"("}, "u": {"$set": {"v": 1}}, "upsert": true}], "$db": "app"})";
 }
@@ -114,9 +106,9 @@ TEST(ReplyAttribution, ExhaustStreamAndAWriteInterleaved) {
   f.send(R"({"getMore": {"$numberLong": "77"}, "collection": "kv", "$db": "app"})", 22, protocol::kExhaustAllowed);
   // The exhaust stream: two moreToCome batches (each answering the previous reply's id), then
   // the write's reply, then the stream's last batch.
-  f.answer(replyWithFlags(R"({"cursor": {"id": {"$numberLong": "77"}, "ns": "app.kv", "nextBatch": [{"k": "x"}]}, "ok": 1})",
+  f.answer(reply(R"({"cursor": {"id": {"$numberLong": "77"}, "ns": "app.kv", "nextBatch": [{"k": "x"}]}, "ok": 1})",
                           22, 500, protocol::kMoreToCome));
-  f.answer(replyWithFlags(R"({"cursor": {"id": {"$numberLong": "77"}, "ns": "app.kv", "nextBatch": [{"k": "y"}]}, "ok": 1})",
+  f.answer(reply(R"({"cursor": {"id": {"$numberLong": "77"}, "ns": "app.kv", "nextBatch": [{"k": "y"}]}, "ok": 1})",
                           500, 501, protocol::kMoreToCome));
   f.answer(reply(R"({"n": 1, "nModified": 0, "upserted": [{"index": 0, "_id": 5}], "ok": 1})", 21, 502));
   f.answer(reply(R"({"cursor": {"id": {"$numberLong": "0"}, "ns": "app.kv", "nextBatch": []}, "ok": 1})", 501, 503));

@@ -16,14 +16,6 @@ using std::chrono::milliseconds;
 
 constexpr milliseconds kDeadlineRequestMs{1000};
 
-std::vector<uint8_t> deadlineReplyWithFlags(const std::string& json, int32_t responseTo, int32_t requestId, uint32_t flags) {
-  shardscope::testing::Doc body(json);
-  auto bytes = body.bytes();
-  std::vector<uint8_t> out;
-  protocol::encodeOpMsg({0, requestId, responseTo, 0}, flags, bytes, {}, out);
-  return out;
-}
-
 // How far past `sent` the connection's request deadline lies, for one request on a fresh connection.
 milliseconds deadlineAfterSending(const std::string& json) {
   FakeEnvironment env;
@@ -78,7 +70,7 @@ TEST(RequestDeadline, EachExhaustBatchRestartsTheClock) {
   conn.send(getMore);
   const auto first = *conn.pipeline.pending().earliestDeadline(kDeadlineRequestMs);
   std::this_thread::sleep_for(milliseconds(30));
-  auto batch = deadlineReplyWithFlags(cursorReply(42, "nextBatch", R"({"_id": 1})"), 5, 900, protocol::kMoreToCome);
+  auto batch = reply(cursorReply(42, "nextBatch", R"({"_id": 1})"), 5, 900, protocol::kMoreToCome);
   const auto received = DeadlineClock::now();
   conn.receive(batch);
   ASSERT_EQ(conn.pipeline.pending().size(), 1u);  // the stream goes on
