@@ -2,6 +2,7 @@
 
 #include "common/json_writer.h"
 #include "rewrite/lookup_guard.h"
+#include "rewrite/lookup_rewrite.h"
 #include "stats/prometheus_writer.h"
 
 namespace shardscope::features {
@@ -30,9 +31,11 @@ std::string renderRewrite(const proxy::ProxyContext& ctx) {
     w.endArray();
     w.field("applied", st.applied());
     // Every lookup the rule saw (rewritten or skipped, e.g. no mapping known) and those rescued
-    // (rewritten and kept): one share for every surface, the skipped ones in its denominator.
+    // (rewritten and kept): one share for every surface, the skipped ones in its denominator, but
+    // not the commands that already name an added field (targeted without the rewrite).
     uint64_t skipped = 0, fellBack = 0;
-    for (const auto& [why, n] : st.skipped()) skipped += n;
+    for (const auto& [why, n] : st.skipped())
+      if (why != rewrite::kAlreadyConstrained) skipped += n;
     for (auto c : kCauses) fellBack += st.fallbacks(c);
     const uint64_t lookups = st.applied() + skipped, rescued = st.applied() > fellBack ? st.applied() - fellBack : 0;
     w.field("lookups", lookups).field("rescued", rescued);

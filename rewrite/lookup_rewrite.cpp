@@ -92,7 +92,7 @@ bool collectLookupValues(LookupIndex& index, const bson_t& filter, bool allowIn,
   while (bson_iter_next(&it)) {
     std::string_view key = bson_iter_key(&it);
     if (namesAddedField(key, rule)) {
-      why = "the filter already constrains an added field";
+      why = kAlreadyConstrained;
       return false;
     }
     if (key != rule.lookup_field) continue;

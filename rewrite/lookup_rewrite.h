@@ -15,6 +15,11 @@
 
 namespace shardscope::rewrite {
 
+// Why a command is left as written when its filter already names an added field (customerId): it
+// is targeted by that field already (or is no lookup at all), so it is no lookup the rewrite could
+// rescue, and it stays out of the rule's "lookups" (the rescued share's denominator).
+inline constexpr std::string_view kAlreadyConstrained = "the filter already constrains an added field";
+
 enum class RewriteKind : uint8_t { None, Read, Write };
 
 struct RewritePlan {
