@@ -244,7 +244,8 @@ std::vector<NamespaceReport> analyzeAll(const std::vector<std::pair<std::string,
 
 }  // namespace
 
-std::string Evaluator::renderJson() const {
+// This process's namespaces analysed now, under the routing table and lookup rules in force.
+std::vector<NamespaceReport> Evaluator::analyzeNow() const {
   auto states = snapshot();
   std::shared_ptr<const routing::RoutingTable> table;
   AnalysisOptions opt = analysisFrom(options_);
@@ -253,21 +254,15 @@ std::string Evaluator::renderJson() const {
     table = table_;
     opt.lookup_rules = lookup_rules_;
   }
-  ObservationCounters counters{droppedEvents(), truncatedRequests()};
-  return renderReportsJson(analyzeAll(states, opt, table.get(), options_.configured_candidates, {}), &counters);
+  return analyzeAll(states, opt, table.get(), options_.configured_candidates, {});
 }
 
-std::string Evaluator::renderText() const {
-  auto states = snapshot();
-  std::shared_ptr<const routing::RoutingTable> table;
-  AnalysisOptions opt = analysisFrom(options_);
-  {
-    std::lock_guard lock(mutex_);
-    table = table_;
-    opt.lookup_rules = lookup_rules_;
-  }
-  return renderReportsText(analyzeAll(states, opt, table.get(), options_.configured_candidates, {}));
+std::string Evaluator::renderJson() const {
+  ObservationCounters counters{droppedEvents(), truncatedRequests()};
+  return renderReportsJson(analyzeNow(), &counters);
 }
+
+std::string Evaluator::renderText() const { return renderReportsText(analyzeNow()); }
 
 namespace {
 

@@ -49,6 +49,7 @@ class EventBatch;
 class NamespaceState;
 struct MemoryBudget;
 class Observer;
+struct NamespaceReport;
 
 class Evaluator {
  public:
@@ -107,6 +108,7 @@ class Evaluator {
   struct Slot;
   void flushObservers() const;  // every thread's batch applied
   std::vector<std::pair<std::string, std::unique_ptr<NamespaceState>>> snapshot() const;
+  std::vector<NamespaceReport> analyzeNow() const;
 
   EvaluationOptions options_;
   std::unique_ptr<MemoryBudget> budget_;  // before namespaces_: outlives the states charging it

@@ -194,19 +194,16 @@ void CaptureWriter::onReply(uint64_t connectionId, int32_t responseTo, std::span
 }
 
 void CaptureWriter::onConnectionOpen(uint64_t connectionId) {
-  shadow::Record r;
-  r.type = shadow::RecordType::ConnectionOpen;
-  r.connection_id = connectionId;
-  r.time_ns = nowNs();
-  r.sequence = next_sequence_.fetch_add(1, std::memory_order_relaxed);
-  std::vector<uint8_t> out;
-  shadow::encodeRecord(r, out);
-  enqueue(std::move(out));
+  writeConnectionEvent(shadow::RecordType::ConnectionOpen, connectionId);
 }
 
 void CaptureWriter::onConnectionClose(uint64_t connectionId) {
+  writeConnectionEvent(shadow::RecordType::ConnectionClose, connectionId);
+}
+
+void CaptureWriter::writeConnectionEvent(shadow::RecordType type, uint64_t connectionId) {
   shadow::Record r;
-  r.type = shadow::RecordType::ConnectionClose;
+  r.type = type;
   r.connection_id = connectionId;
   r.time_ns = nowNs();
   r.sequence = next_sequence_.fetch_add(1, std::memory_order_relaxed);

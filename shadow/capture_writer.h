@@ -64,6 +64,8 @@ class CaptureWriter {
   explicit CaptureWriter(const CaptureOptions& options);
   bool openSegment(std::string& error);
   void enqueue(std::vector<uint8_t>&& record);
+  // A connection opening or closing: a record with no payload.
+  void writeConnectionEvent(shadow::RecordType type, uint64_t connectionId);
   void run();
   void writeRecord(const std::vector<uint8_t>& record);
   uint64_t nowNs() const;
