@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "evaluation/evaluator.h"
@@ -174,6 +175,21 @@ TEST_P(InsertOutcomes, AStreamedInsertIsSettledByItsReply) {
   EXPECT_EQ(f.distinct_k, 4);
   EXPECT_EQ(f.refused, 3);
   EXPECT_EQ(f.unproven, 0);
+}
+
+TEST_P(InsertOutcomes, AReplyOnAnotherThreadSettlesAfterItsDocuments) {
+  // A session's strand may run its reply on another proxy thread: the documents sit in the first
+  // thread's batch, the settle goes to the second's. The first is handed over before the settle
+  // is queued, so the worker never sees a settle before the documents it settles.
+  const ReplyTicket t = observeInsertBody(obs, insertOfDocuments(0, 6, R"(, "ordered": false)"));
+  std::thread([&] {
+    replyTo(obs, t, insertReplyWithErrors(5, {4}));
+    obs.releaseIdle();  // hands this thread's batch (the settle) to the worker at once
+  }).join();
+  const InsertFigures f = figures();
+  EXPECT_EQ(f.inserts, 5);
+  EXPECT_EQ(f.refused, 1);
+  EXPECT_EQ(ev.heldInsertBytes(), 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(InBatchOrHeld, InsertOutcomes, ::testing::Values(64u, 2u));
