@@ -173,6 +173,8 @@ std::string percentText(double share);
 struct ObservationCounters {
   uint64_t dropped_events = 0;      // the worker's queue was full
   uint64_t truncated_requests = 0;  // statements past the per-request cap were not observed
+  uint64_t refused_inserts = 0;     // inserted documents the reply said were not created
+  uint64_t unproven_inserts = 0;    // counted as sent: no reply proved them (w:0, closed, over the bound)
 };
 std::string renderReportsJson(const std::vector<NamespaceReport>& reports, const ObservationCounters* counters = nullptr);
 std::string renderReportsText(const std::vector<NamespaceReport>& reports);

@@ -9,6 +9,7 @@
 #include "evaluation/document_digest.h"
 #include "evaluation/event_batch.h"
 #include "evaluation/export_bson.h"
+#include "evaluation/held_inserts.h"
 #include "evaluation/key_facts_from_samples.h"
 #include "evaluation/namespace_state.h"
 #include "evaluation/thread_batch.h"
@@ -49,6 +50,7 @@ AnalysisOptions analysisFrom(const EvaluationOptions& o) {
 Evaluator::Evaluator(EvaluationOptions options)
     : options_(std::move(options)), budget_(std::make_unique<MemoryBudget>()) {
   budget_->limit = options_.max_memory_bytes;
+  held_inserts_ = std::make_unique<HeldInserts>(options_.max_held_insert_bytes);
   queue_ = std::make_unique<ApplyQueue>([this](const EventBatch& b) { apply(b); }, options_.max_queued_bytes);
 }
 Evaluator::~Evaluator() {
@@ -69,6 +71,7 @@ Observer Evaluator::observer() { return Observer(*this, options_.flush_every_ops
 
 void Evaluator::handOver(ThreadBatch& tb, int64_t now) const {
   if (tb.batch) queue_->submit(tb.batch);
+  ++tb.generation;
   tb.known_sorts.fill({});
   tb.repeats = 0;
   tb.last_flush_us = now;
@@ -104,45 +107,74 @@ void Evaluator::setLookupRuleSpecs(const std::vector<std::string>& specs) {
 }
 
 void Evaluator::apply(const EventBatch& batch) {
+  // The namespace's slot, locked: the lock is kept while the next events are of the same namespace.
   Slot* slot = nullptr;
   std::string_view slot_ns;
   std::unique_lock<std::mutex> held;
-  for (const BufferedEvent& e : batch.events) {
-    std::string_view ns = batch.view(e.ns);
-    if (!slot || ns != slot_ns) {
-      if (held.owns_lock()) held.unlock();
-      slot = nullptr;
-      {
-        std::lock_guard lock(mutex_);
-        auto it = namespaces_.find(ns);
-        if (it == namespaces_.end()) {
-          if (namespaces_.size() >= options_.max_namespaces) {
-            ++dropped_;
-            continue;
-          }
-          auto s = std::make_unique<Slot>();
-          s->state = std::make_unique<NamespaceState>(std::string(ns), limitsFrom(options_, budget_.get()));
-          it = namespaces_.emplace(std::string(ns), std::move(s)).first;
+  auto slotOf = [&](std::string_view ns) -> Slot* {
+    if (slot && ns == slot_ns) return slot;
+    if (held.owns_lock()) held.unlock();
+    slot = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      auto it = namespaces_.find(ns);
+      if (it == namespaces_.end()) {
+        if (namespaces_.size() >= options_.max_namespaces) {
+          ++dropped_;
+          return nullptr;
         }
-        slot = it->second.get();
-        slot_ns = it->first;
+        auto s = std::make_unique<Slot>();
+        s->state = std::make_unique<NamespaceState>(std::string(ns), limitsFrom(options_, budget_.get()));
+        it = namespaces_.emplace(std::string(ns), std::move(s)).first;
       }
-      held = std::unique_lock<std::mutex>(slot->mutex);
+      slot = it->second.get();
+      slot_ns = it->first;
     }
-    if (e.insert && e.origin == DocOrigin::UpsertMatched) {
-      ++slot->state->upserts_matched;
-    } else if (e.insert && e.digest) {
-      DigestView digest;
-      if (readDigest(batch.view(e.doc), digest)) slot->state->applyDigest(digest, e.time_us, e.origin);
-    } else if (e.insert) {
-      std::string_view bytes = batch.view(e.doc);
+    held = std::unique_lock<std::mutex>(slot->mutex);
+    return slot;
+  };
+  auto applyDocument = [&](std::string_view ns, std::string_view bytes, bool digest, int64_t time_us, DocOrigin origin) {
+    Slot* s = slotOf(ns);
+    if (!s) return;
+    if (origin == DocOrigin::UpsertMatched) {
+      ++s->state->upserts_matched;
+    } else if (digest) {
+      DigestView view;
+      if (readDigest(bytes, view)) s->state->applyDigest(view, time_us, origin);
+    } else {
       bson_t doc;
       if (bson_init_static(&doc, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()))
-        slot->state->applyInsert(doc, e.time_us, e.origin);
-    } else {
-      slot->state->applyOp(batch.op(e));
+        s->state->applyInsert(doc, time_us, origin);
+    }
+  };
+  // A held document applied without its reply's proof.
+  auto asSent = [&](const HeldInserts::Doc& d) {
+    applyDocument(d.ns, d.doc, d.digest, d.time_us, DocOrigin::Insert);
+    countUnprovenInserts(1);
+  };
+  for (const BufferedEvent& e : batch.events) {
+    if (e.settle) {
+      auto [created, refused] =
+          held_inserts_->settle(e.ticket, e.statement, batch.view(e.doc), e.unproven, [&](const HeldInserts::Doc& d) {
+            applyDocument(d.ns, d.doc, d.digest, d.time_us, DocOrigin::Insert);
+          });
+      if (e.unproven) countUnprovenInserts(created);
+      countRefusedInserts(refused);
+    } else if (e.insert && e.refused) {
+      continue;  // counted by the observer that settled it
+    } else if (e.insert && e.ticket) {
+      held_inserts_->hold(batch, e, asSent);
+    } else if (e.insert) {
+      applyDocument(batch.view(e.ns), batch.view(e.doc), e.digest, e.time_us, e.origin);
+    } else if (Slot* s = slotOf(batch.view(e.ns))) {
+      s->state->applyOp(batch.op(e));
     }
   }
+}
+
+size_t Evaluator::heldInsertBytes() const {
+  auto applying = queue_->exclusive();
+  return held_inserts_->bytes();
 }
 
 size_t Evaluator::chargedBytes() const { return budget_->used.load(); }
@@ -258,7 +290,7 @@ std::vector<NamespaceReport> Evaluator::analyzeNow() const {
 }
 
 std::string Evaluator::renderJson() const {
-  ObservationCounters counters{droppedEvents(), truncatedRequests()};
+  ObservationCounters counters{droppedEvents(), truncatedRequests(), refusedInserts(), unprovenInserts()};
   return renderReportsJson(analyzeNow(), &counters);
 }
 
@@ -466,6 +498,7 @@ void Evaluator::reset() {
   auto applying = queue_->exclusive();  // the worker holds no namespace while they are cleared
   std::lock_guard lock(mutex_);
   namespaces_.clear();
+  held_inserts_->clear();
   dropped_ = 0;
 }
 

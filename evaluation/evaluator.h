@@ -42,10 +42,14 @@ struct EvaluationOptions {
   size_t max_memory_bytes = size_t{256} << 20;
   // Batches waiting for the evaluation worker, in bytes: past it a batch is dropped and counted.
   size_t max_queued_bytes = size_t{64} << 20;
+  // Inserted documents (or their digests) the worker holds until their reply proves them
+  // (held_inserts.h): past it the oldest are applied as sent and counted in "unprovenInserts".
+  size_t max_held_insert_bytes = size_t{16} << 20;
 };
 
 class ApplyQueue;
 class EventBatch;
+class HeldInserts;
 class NamespaceState;
 struct MemoryBudget;
 class Observer;
@@ -97,6 +101,16 @@ class Evaluator {
   // Submits every thread's buffered events (renders, flushes, the evaluator's end).
   void handOverThreadBatches() const;
   void countTruncatedRequest() { truncated_requests_.fetch_add(1, std::memory_order_relaxed); }
+  // Inserted documents the reply said were not created (not counted), and those counted with no
+  // reply to prove them (w:0, a connection closed first, over max_held_insert_bytes).
+  void countRefusedInserts(uint64_t n) { refused_inserts_.fetch_add(n, std::memory_order_relaxed); }
+  void countUnprovenInserts(uint64_t n) { unproven_inserts_.fetch_add(n, std::memory_order_relaxed); }
+  uint64_t refusedInserts() const { return refused_inserts_.load(std::memory_order_relaxed); }
+  uint64_t unprovenInserts() const { return unproven_inserts_.load(std::memory_order_relaxed); }
+  // Inserted documents the worker holds for their reply (tests).
+  size_t heldInsertBytes() const;
+  // A number no other observer of this evaluator starts its insert tickets from.
+  uint64_t ticketBase() { return ticket_bases_.fetch_add(1, std::memory_order_relaxed) << 32; }
   // Also counts dropped events in `counter` (the process counter evaluation_dropped_events).
   void countDroppedEventsIn(std::atomic<uint64_t>* counter);
   uint64_t droppedEvents() const;
@@ -119,6 +133,9 @@ class Evaluator {
   std::vector<rewrite::LookupRule> lookup_rules_;
   uint64_t dropped_ = 0;
   std::atomic<uint64_t> truncated_requests_{0};
+  std::atomic<uint64_t> refused_inserts_{0}, unproven_inserts_{0};
+  std::atomic<uint64_t> ticket_bases_{1};
+  std::unique_ptr<HeldInserts> held_inserts_;  // the worker's (apply), under the queue's lock
   std::unique_ptr<ApplyQueue> queue_;  // last: its worker stops before the state it applies to goes
 };
 
@@ -128,6 +145,7 @@ class Evaluator {
 // replies come in. token 0: nothing held.
 struct ReplyTicket {
   uint32_t index = 0;
+  bool insert = false;  // an insert's documents wait for the reply (else an update's held write)
   uint64_t token = 0;
 };
 
@@ -168,8 +186,16 @@ class Observer {
   void releaseIdle();
   // Finds counted in an earlier event of their batch instead of queued again (tests).
   uint64_t repeatsCounted() const;
+  // Every request's reply will come to onReply (the proxy's pipeline): an acknowledged insert's
+  // documents then count only once the reply proves them. Without it (replay, tests that feed
+  // requests alone) inserts count as sent.
+  void expectReplies();
+  // The connection closed: inserts still waiting for their reply are counted as sent (unproven),
+  // a streamed insert that never arrived whole as nothing. The destructor does it too.
+  void close();
 
  private:
+  void settleInsert(ReplyTicket ticket, const protocol::ReplyFacts& reply);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -35,6 +35,15 @@ struct BufferedEvent {
   // How many operations it stands for: an unsampled find repeating one of this batch's is counted
   // here instead of queued again (see Observer::Impl::observeRead).
   uint32_t count = 1;
+  // Inserts the reply must prove (docs/evaluation.md "Where it comes from"). An inserted document
+  // with a `ticket` waits for its request's reply: the observer settles it in place while it is
+  // still in its thread's batch (clears the ticket, or sets `refused`); once handed over, the worker
+  // holds it aside (held_inserts.h) until a `settle` event of the same ticket, queued after it.
+  uint64_t ticket = 0;
+  uint32_t statement = 0;  // insert: its index in the request; settle: statements from it on created nothing
+  bool refused = false;    // insert: the reply says it created nothing (not applied, counted)
+  bool settle = false;     // settles `ticket`: `doc` lists the failed statements (uint32 each)
+  bool unproven = false;   // settle: no reply will prove it (w:0, closed, given up): applied as sent
 };
 
 class EventBatch {
@@ -62,6 +71,7 @@ class EventBatch {
     bytes_.push_back(prefix);
     appendName(name);
   }
+  void appendBytes(std::string_view bytes) { bytes_.append(bytes); }
   ByteRange since(size_t mark) const { return {mark, bytes_.size() - mark}; }
   // Drops what was appended since mark() (a walk that starts over).
   void truncate(size_t mark) { bytes_.resize(mark); }

@@ -15,6 +15,8 @@
 #include <cstring>
 #include <ctime>
 #include <mutex>
+#include <optional>
+#include <utility>
 
 #include "evaluation/document_digest.h"
 #include "evaluation/document_digest_stream.h"
@@ -268,7 +270,7 @@ struct Observer::Impl {
   // Locks the calling thread's batch and points `tb` at it, for the scope (after `mutex`).
   class BatchScope {
    public:
-    explicit BatchScope(Impl& m) : m_(m), lock_((m.tb = &m.evaluator.threadBatch())->mutex) {
+    explicit BatchScope(Impl& m) : m_(m), lock_((m.tb = &m.currentBatch())->mutex) {
       if (m.tb->last_flush_us == 0) m.tb->last_flush_us = nowMicros();
     }
     ~BatchScope() { m_.tb = nullptr; }
@@ -279,6 +281,156 @@ struct Observer::Impl {
     Impl& m_;
     std::lock_guard<common::LightMutex> lock_;
   };
+  // The calling thread's batch. Inserts waiting for their reply (OpenInsert) must reach the worker
+  // before the settle event their reply queues: when this connection's thread changed (a strand
+  // moves between threads) since such a document went into another thread's batch still unsent,
+  // that batch is handed over first (before this thread's is locked: one batch lock at a time).
+  ThreadBatch& currentBatch() {
+    ThreadBatch& here = evaluator.threadBatch();
+    if (unsent_tb && unsent_tb != &here) {
+      std::lock_guard lock(unsent_tb->mutex);
+      if (unsent_tb->generation == unsent_generation) evaluator.handOver(*unsent_tb, nowMicros());
+      unsent_tb = nullptr;
+    }
+    return here;
+  }
+  ThreadBatch* unsent_tb = nullptr;  // where the last unsettled inserted document went, and when
+  uint64_t unsent_generation = 0;
+
+  // Inserts whose documents count only once their reply proves them (expectReplies): one per
+  // request in flight, named by its ticket, which the documents' events carry (BufferedEvent).
+  // When the reply comes while they are all still in the thread's batch they are settled there
+  // (the common case: nothing queued, nothing held); else the worker holds them and a settle
+  // event follows them. A few entries, made by the first such insert; when all are taken the
+  // oldest is given up (counted as sent).
+  struct OpenInsert {
+    uint64_t ticket = 0;  // 0: free
+    ThreadBatch* tb = nullptr;  // where its first document went, that batch's generation then, and
+    uint64_t generation = 0;    // the document's position in it (all later ones come after it)
+    size_t first_event = 0;
+    bool any = false;  // a document was observed
+    bool ordered = true;
+  };
+  static constexpr size_t kOpenInserts = 16;
+  std::unique_ptr<std::array<OpenInsert, kOpenInserts>> open_inserts;
+  bool replies_follow = false;
+  uint64_t ticket_base = 0, next_insert = 0;
+  static constexpr size_t kNone = SIZE_MAX;
+  size_t stamping = kNone;       // the open insert whose documents are being observed
+  size_t streamed_open = kNone;  // a streamed insert's, opened by its first document, claimed by observe()
+
+  size_t openInsert() {
+    if (!open_inserts) open_inserts = std::make_unique<std::array<OpenInsert, kOpenInserts>>();
+    auto& all = *open_inserts;
+    size_t at = 0;
+    for (size_t i = 0; i < kOpenInserts; ++i) {
+      if (all[i].ticket == 0) {
+        at = i;
+        break;
+      }
+      if (all[i].ticket < all[at].ticket) at = i;
+    }
+    if (all[at].ticket) settleInsert(at, Proof::asSent());  // all taken: the oldest is given up
+    if (ticket_base == 0) ticket_base = evaluator.ticketBase();
+    all[at] = {};
+    all[at].ticket = ticket_base | (++next_insert & 0xffffffffu);
+    if (all[at].ticket == ticket_base) all[at].ticket = ticket_base | (++next_insert & 0xffffffffu);  // never 0 below
+    return at;
+  }
+  // Stamps an inserted document's event with the open insert being observed (insertEvent).
+  void stamp(BufferedEvent& e) {
+    OpenInsert& o = (*open_inserts)[stamping];
+    if (!o.any) {
+      o.any = true;
+      o.tb = tb;
+      o.generation = tb->generation;
+      o.first_event = tb->batch->events.size() - 1;
+    }
+    e.ticket = o.ticket;
+    e.statement = statements - 1;  // admitted in order: the document's index in its request
+    unsent_tb = tb;
+    unsent_generation = tb->generation;
+  }
+  // What a reply proves of an insert's documents: those of statements below `cutoff` not listed
+  // in writeErrors were created; `unproven`: nothing can be known, all count as sent.
+  struct Proof {
+    uint32_t cutoff = UINT32_MAX;
+    const protocol::ElementView* errors = nullptr;  // writeErrors, for an unordered insert
+    bool unproven = false;
+    static Proof asSent() { return {UINT32_MAX, nullptr, true}; }
+    static Proof nothing() { return {0, nullptr, false}; }
+  };
+  static Proof proofOf(const protocol::ReplyFacts& reply, bool ordered) {
+    if (!reply.parsed) return Proof::asSent();  // fire-and-forget, or a reply that did not parse
+    if (reply.has_ok && !reply.ok) return Proof::nothing();  // the command failed: no document was inserted
+    if (reply.write_error_count == 0) return {};
+    if (!ordered) return {UINT32_MAX, &reply.write_errors, false};
+    StatementIndexes errors(reply.write_errors);  // an ordered insert stops at its first error
+    return {static_cast<uint32_t>(std::clamp<int64_t>(errors.next, 0, UINT32_MAX)), nullptr, false};
+  }
+  // Settles the open insert `at` (its thread's batch locked: tb): in place while its documents are
+  // all in the batch, else by a settle event the worker applies after them.
+  void settleInsert(size_t at, const Proof& proof) {
+    OpenInsert& o = (*open_inserts)[at];
+    const uint64_t ticket = o.ticket;
+    o.ticket = 0;
+    if (at == streamed_open) streamed_open = kNone;
+    if (!o.any) return;
+    EventBatch& batch = *tb->batch;
+    if (o.tb == tb && o.generation == tb->generation) {
+      std::optional<StatementIndexes> errors;
+      if (proof.errors) errors.emplace(*proof.errors);
+      uint64_t refused = 0, unproven = 0;
+      for (size_t i = o.first_event; i < batch.events.size(); ++i) {
+        BufferedEvent& e = batch.events[i];
+        if (!e.insert || e.ticket != ticket) continue;
+        e.ticket = 0;
+        const bool ran = e.statement < proof.cutoff && !(errors && errors->has(e.statement));
+        e.refused = !ran;
+        refused += !ran;
+        unproven += proof.unproven;
+      }
+      if (refused) evaluator.countRefusedInserts(refused);
+      if (unproven) evaluator.countUnprovenInserts(unproven);
+      return;
+    }
+    // Its documents reached the worker (held_inserts.h): they wait for this.
+    const size_t mark = batch.mark();
+    if (proof.errors) {
+      bson_iter_t it;
+      if (proof.errors->children(it))
+        while (bson_iter_next(&it)) {
+          bson_t entry;
+          bson_iter_t idx;
+          if (!documentAt(it, entry) || !bson_iter_init_find(&idx, &entry, "index") || !BSON_ITER_HOLDS_NUMBER(&idx))
+            continue;
+          const int64_t index = bson_iter_as_int64(&idx);
+          if (index < 0 || index >= UINT32_MAX) continue;
+          const uint32_t le = BSON_UINT32_TO_LE(static_cast<uint32_t>(index));
+          batch.appendBytes({reinterpret_cast<const char*>(&le), 4});
+        }
+    }
+    const ByteRange failed = batch.since(mark);
+    BufferedEvent& e = batch.events.emplace_back();
+    e.settle = true;
+    e.ticket = ticket;
+    e.statement = proof.cutoff;
+    e.unproven = proof.unproven;
+    e.doc = failed;
+  }
+  // A streamed insert's documents that no request claimed (the connection closed, or the next
+  // request came, before the message was whole): the server never had it, nothing was created.
+  void refuseUnclaimedStream() {
+    if (streamed_open != kNone) settleInsert(streamed_open, Proof::nothing());
+  }
+  // Every open insert, the connection closing (its batch locked): counted as sent.
+  void settleAllOpen() {
+    refuseUnclaimedStream();
+    if (!open_inserts) return;
+    for (size_t i = 0; i < kOpenInserts; ++i)
+      if ((*open_inserts)[i].ticket) settleInsert(i, Proof::asSent());
+  }
+
   uint32_t statements = 0;  // of the current request, observed so far
   // Local sampling of filters per shape: a small direct-mapped table (no allocation, no hashing
   // per op beyond the shape id). Two shapes sharing a slot restart each other's count, which only
@@ -361,7 +513,7 @@ struct Observer::Impl {
     p.statements = 0;
     p.any_multi = false;
     p.complete = true;
-    ticket = {static_cast<uint32_t>(at), p.token};
+    ticket = {static_cast<uint32_t>(at), false, p.token};
     return p;
   }
 
@@ -439,6 +591,7 @@ struct Observer::Impl {
     e.insert = true;
     e.origin = origin;
     e.time_us = now;
+    if (stamping != kNone && origin == DocOrigin::Insert) stamp(e);
     return e;
   }
   // A streamed insert's next document, within its request's statement limit: `commitIt(now)`.
@@ -448,9 +601,15 @@ struct Observer::Impl {
     std::lock_guard lock(mutex);
     BatchScope scope(*this);
     const int64_t now = nowMicros();
-    if (first) statements = 0;  // a new request: its own statement limit
+    if (first) {
+      statements = 0;  // a new request: its own statement limit
+      refuseUnclaimedStream();
+      if (replies_follow) streamed_open = openInsert();  // observe() claims it with the request
+    }
     if (!admitStatement(now)) return;
+    stamping = streamed_open;
     commitIt(now);
+    stamping = kNone;
     handOverWhenDue(now);
   }
   // The document coming in pieces (beginInsertedPieces): made per such document, gone after it.
@@ -558,14 +717,36 @@ struct Observer::Impl {
   void observeFindAndModify(const protocol::CommandView& view, std::string_view ns, common::Shape request);
 };
 
+// An insert's documents, counted once the reply proves them when replies follow (expectReplies)
+// and the insert is acknowledged; a w:0 insert's, with no reply to prove them, count as sent.
+// A streamed insert's documents came before it (observeStreamed): it claims their ticket.
 void Observer::Impl::observeInsert(const protocol::CommandView& view, std::string_view ns, int64_t now) {
-  std::array<RawElement, 1> body;
-  findFields(view.body, std::array<std::string_view, 1>{"documents"}, body);
+  std::array<RawElement, 3> body;
+  findFields(view.body, std::array<std::string_view, 3>{"documents", "writeConcern", "ordered"}, body);
+  bson_t wc;
+  const bool proven = replies_follow && !view.moreToCome && acknowledged(documentAt(view.body, body[1], wc) ? &wc : nullptr);
+  const bool ordered = asBool(view.body, body[2], true);
+  size_t open = kNone;
+  uint32_t documents = 0;
   forEachStatement(view, body[0], "documents", [&](const bson_t& doc) {
     if (!admitStatement(now)) return false;
+    if (documents++ == 0) {
+      refuseUnclaimedStream();  // this insert came whole: no earlier stream is its
+      if (proven) open = openInsert();
+    }
+    stamping = open;
     commit(ns, bytesOf(doc), DocOrigin::Insert, now);
+    stamping = kNone;
     return true;
   });
+  if (documents == 0 && streamed_open != kNone) open = std::exchange(streamed_open, kNone);
+  if (open == kNone) {
+    if (replies_follow && !proven && documents) evaluator.countUnprovenInserts(documents);
+    return;
+  }
+  (*open_inserts)[open].ordered = ordered;
+  if (!proven) return settleInsert(open, Proof::asSent());
+  ticket = {static_cast<uint32_t>(open), true, (*open_inserts)[open].ticket};
 }
 
 void Observer::Impl::observeRead(const protocol::CommandView& view, std::string_view ns, common::Shape request) {
@@ -827,6 +1008,7 @@ void Observer::Impl::settleBulkWrite(const PendingWrite& p, const protocol::Repl
 }
 
 void Observer::onReply(ReplyTicket ticket, const protocol::ReplyFacts& reply) {
+  if (ticket.insert) return settleInsert(ticket, reply);
   if (ticket.token == 0 || ticket.index >= Impl::kHeldWrites) return;
   Impl& m = *impl_;
   std::lock_guard lock(m.mutex);
@@ -841,11 +1023,34 @@ void Observer::onReply(ReplyTicket ticket, const protocol::ReplyFacts& reply) {
     m.handOver(now);
 }
 
+void Observer::settleInsert(ReplyTicket ticket, const protocol::ReplyFacts& reply) {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);
+  if (!m.open_inserts || ticket.index >= Impl::kOpenInserts) return;
+  Impl::OpenInsert& o = (*m.open_inserts)[ticket.index];
+  if (o.ticket != ticket.token || ticket.token == 0) return;  // given up for a newer insert
+  Impl::BatchScope scope(m);
+  m.settleInsert(ticket.index, Impl::proofOf(reply, o.ordered));
+  m.handOverWhenDue(nowMicros());
+}
+
+void Observer::expectReplies() { impl_->replies_follow = true; }
+
+void Observer::close() {
+  if (!impl_) return;
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);
+  if (m.streamed_open == Impl::kNone && !m.open_inserts) return;
+  Impl::BatchScope scope(m);
+  m.settleAllOpen();
+  m.open_inserts.reset();
+}
+
 Observer::Observer(Evaluator& evaluator, uint32_t flush_every_ops, uint32_t flush_every_ms)
     : impl_(std::make_unique<Impl>(evaluator, flush_every_ops, flush_every_ms)) {}
 
 // What it buffered is in its thread's batch, which goes on with the thread's other connections.
-Observer::~Observer() = default;
+Observer::~Observer() { close(); }
 
 uint64_t Observer::repeatsCounted() const {
   std::lock_guard lock(impl_->mutex);
@@ -885,6 +1090,11 @@ void Observer::releaseIdle() {
     for (const auto& w : m.held->writes) taken |= w.token != 0;
     if (!taken) m.held.reset();
   }
+  if (m.open_inserts && m.streamed_open == Impl::kNone) {
+    bool taken = false;
+    for (const auto& o : *m.open_inserts) taken |= o.ticket != 0;
+    if (!taken) m.open_inserts.reset();
+  }
   std::string().swap(m.statement_shape);
 }
 
@@ -917,6 +1127,7 @@ ReplyTicket Observer::observe(const protocol::CommandView& view, std::string_vie
     m.own_shapes->reset();
     shapes = m.own_shapes.get();
   }
+  if (kind != CommandKind::Insert) m.refuseUnclaimedStream();
   if (kind == CommandKind::Insert) m.observeInsert(view, ns, now);
   else if (kind == CommandKind::BulkWrite) m.observeBulkWrite(view, now);
   else if (kind == CommandKind::Update || kind == CommandKind::Delete) m.observeWrites(view, ns, shapes->get(view, ns), now);
@@ -927,7 +1138,7 @@ ReplyTicket Observer::observe(const protocol::CommandView& view, std::string_vie
   if (m.statement_shape.capacity() > 4096) std::string().swap(m.statement_shape);
   // A held write that may create nothing (no upsert, no replacement) waits for no reply.
   ReplyTicket ticket = m.ticket;
-  if (ticket.token && m.held->writes[ticket.index].items.empty()) {
+  if (ticket.token && !ticket.insert && m.held->writes[ticket.index].items.empty()) {
     m.held->writes[ticket.index].token = 0;
     ticket = {};
   }

@@ -325,6 +325,8 @@ std::string renderReportsJson(const std::vector<NamespaceReport>& reports, const
   if (counters) {
     w.key("droppedEvents").value(counters->dropped_events);
     w.key("truncatedRequests").value(counters->truncated_requests);
+    w.key("refusedInserts").value(counters->refused_inserts);
+    w.key("unprovenInserts").value(counters->unproven_inserts);
   }
   w.endObject();
   return out;

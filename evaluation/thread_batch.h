@@ -30,6 +30,9 @@ struct ThreadBatch {
   std::array<KnownSort, kKnownSorts> known_sorts{};
   uint32_t repeats = 0;       // operations of this batch counted in an earlier event, not queued again
   int64_t last_flush_us = 0;  // 0: none yet (the first operation sets it)
+  // Hand-overs so far: an observer that left unsettled inserts here (see BufferedEvent::ticket)
+  // knows from it whether they are still in `batch` (settled in place) or with the worker.
+  uint64_t generation = 0;
 };
 
 }  // namespace shardscope::evaluation

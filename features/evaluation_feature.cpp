@@ -14,10 +14,16 @@ namespace {
 // pointer to follow per operation).
 class EvaluationConnection final : public pipeline::Observer {
  public:
-  explicit EvaluationConnection(evaluation::Evaluator& evaluator) : observer_(evaluator.observer()), adapter_(observer_) {}
+  // Every request's reply comes back through the pipeline: inserts count once it proves them.
+  explicit EvaluationConnection(evaluation::Evaluator& evaluator) : observer_(evaluator.observer()), adapter_(observer_) {
+    observer_.expectReplies();
+  }
   void onRequest(const pipeline::Operation& op) override { adapter_.onRequest(op); }
   void onReply(const pipeline::PendingOp& op, const pipeline::Reply& reply) override { adapter_.onReply(op, reply); }
-  void onClose() override { adapter_.onClose(); }
+  void onClose() override {
+    adapter_.onClose();
+    observer_.close();  // inserts still waiting for a reply count as sent
+  }
   void onIdle() override { observer_.releaseIdle(); }
   bool needsReplyDocuments() const override { return adapter_.needsReplyDocuments(); }
   bool takesStreamedDocuments() const override { return adapter_.takesStreamedDocuments(); }
