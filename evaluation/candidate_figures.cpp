@@ -117,11 +117,33 @@ void measureMonotonicity(const AnalysisOptions& opt, const FieldState* lf, const
   c.suffix_monotonic = k.suffix_monotonic;
 }
 
+// A compound key whose largest prefix value would be a jumbo risk alone and whose suffix rises
+// within that value (a time after an entity id): each prefix value's new documents land in one
+// chunk, at the top of its range, on the shard where its prefix alone puts them; the suffix makes
+// the value's chunk splittable, it does not spread the value's inserts. Its inserts per shard are
+// then the prefix's (over every insert) and judged as the prefix's are, so a key that only adds
+// splittability never ranks below its prefix on inserts. The full key's balancer view would
+// instead turn on where a chunk bound happens to fall inside that value's range. Not for a prefix
+// with too few values to pass cardinality alone: its few insertion points stay judged on the full
+// key (a hot shard there fails frequency).
+bool insertsFollowPrefix(const AnalysisOptions& opt, uint32_t N, const FieldState* lf, const CandidateResult& c) {
+  return c.pattern.size() > 1 && lf && c.suffix_monotonic && c.prefix_top_share >= opt.jumbo_warn_share &&
+         c.prefix_cardinality >= static_cast<double>(opt.min_distinct_per_shard) * N;
+}
+
 // The simulated cluster: inserts per shard, and the busiest over the quietest.
-void simulateInserts(uint32_t N, const KeyFacts& k, CandidateResult& c) {
+void simulateInserts(const AnalysisOptions& opt, uint32_t N, const FieldState* lf, const KeyFacts& k, CandidateResult& c) {
   std::vector<double> per(N, 0);
-  for (size_t i = 0; i < k.shard_inserts.size() && i < N; ++i) per[i] = k.shard_inserts[i];
   c.split_on = k.split_on;
+  if (insertsFollowPrefix(opt, N, lf, c)) {
+    const auto& lead = c.pattern.field(0);
+    const auto& src = lead.hashed ? lf->hashed_shard_inserts : lf->ranged_shard_inserts;
+    for (size_t i = 0; i < src.size() && i < N; ++i) per[i] = src[i];
+    c.split_on = (lead.hashed ? "hashed " : "") + lead.path + ", as " + c.pattern.field(1).path +
+                 " rises within each " + lead.path + " value: its new documents land in one chunk";
+  } else {
+    for (size_t i = 0; i < k.shard_inserts.size() && i < N; ++i) per[i] = k.shard_inserts[i];
+  }
   double sim_total = 0;
   for (double v : per) sim_total += v;
   c.simulated_inserts = static_cast<uint64_t>(std::llround(sim_total));
@@ -356,7 +378,7 @@ void evaluateCandidate(const NamespaceState& st, const AnalysisOptions& opt, Can
   measureCardinality(lf, k, c);
   measureFrequency(opt, lf, k, c);
   measureMonotonicity(opt, lf, k, c);
-  simulateInserts(N, k, c);
+  simulateInserts(opt, N, lf, k, c);
   routeShapes(st, opt, N, k, c);
   judgeProperties(opt, N, c);
 }
