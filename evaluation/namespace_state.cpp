@@ -363,11 +363,13 @@ void NamespaceState::applyOp(const OpRecord& op) {
     s.kind = op.kind;
     s.multi = op.multi;
     s.upsert = op.upsert;
+    s.modified_lists[s.modified_lists_kept++] = std::hash<std::string_view>{}(op.modified);
     s.samples.reserve(limits_.samples_per_shape);
     it = shapes.emplace(op.shape_hash, std::move(s)).first;
   }
   ShapeState& s = it->second;
   s.count += op.count;
+  if (!op.modified.empty()) mergeModified(s, op.modified);
   if (op.filter.empty()) return;
   ++s.offered;
   if (op.filter.size() > kMaxSampledFilterBytes) return;  // counted in the shape, not kept
@@ -387,6 +389,28 @@ void NamespaceState::applyOp(const OpRecord& op) {
   }
   assignSample(*slot, op.filter);  // reuses the replaced sample's memory unless it was much larger
   charge_.settle(std::max(need, before), heapBytes(*slot));
+}
+
+bool takesModifiedName(const ShapeState& s, std::string_view name) {
+  name = name.substr(0, kMaxFieldNameBytes);
+  return s.modified.size() < kMaxShapeModifiedNames && std::find(s.modified.begin(), s.modified.end(), name) == s.modified.end();
+}
+
+// A later statement's modified names join the shape's (a replacement of the same shape may write
+// a new value where the first kept it; an update's cut shape text may hide other paths). A name
+// list already merged is recognised by its hash: the usual statement costs one hash, no walk.
+void NamespaceState::mergeModified(ShapeState& s, std::string_view names) {
+  const uint64_t h = std::hash<std::string_view>{}(names);
+  for (uint8_t i = 0; i < s.modified_lists_kept; ++i)
+    if (s.modified_lists[i] == h) return;
+  for (size_t start = 0, end; (end = names.find('\0', start)) != std::string_view::npos; start = end + 1) {
+    const std::string_view name = names.substr(start, std::min(end - start, kMaxFieldNameBytes));
+    if (!takesModifiedName(s, name)) continue;
+    std::string kept(name);
+    if (!charge_.take(sizeof(std::string) + heapBytes(kept))) return void(++dropped_for_memory);
+    s.modified.push_back(std::move(kept));
+  }
+  if (s.modified_lists_kept < s.modified_lists.size()) s.modified_lists[s.modified_lists_kept++] = h;
 }
 
 size_t NamespaceState::memoryBytes() const {

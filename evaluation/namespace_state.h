@@ -5,6 +5,7 @@
 #include <bson/bson.h>
 
 #include <atomic>
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -139,6 +140,13 @@ struct FieldState {
 
 constexpr double kShardCountDecay = 0.97;
 
+constexpr size_t kMaxShapeModifiedNames = 128;
+
+struct ShapeState;
+// Whether `name` (cut to kMaxFieldNameBytes) would be a new entry of the shape's `modified`, and
+// there is room for one (statements of one shape, a fleet's shapes: one union, one rule).
+bool takesModifiedName(const ShapeState& s, std::string_view name);
+
 struct ShapeState {
   std::string shape;
   OpKind kind = OpKind::Find;
@@ -147,7 +155,14 @@ struct ShapeState {
   uint64_t count = 0;
   uint64_t offered = 0;
   std::vector<std::string> samples;   // filter BSON bytes
-  std::vector<std::string> modified;  // update paths ($set etc.), or "" for a replacement
+  // Update paths ($set etc.), or "" for a replacement (then "$name" per field it carries): the
+  // union over the shape's statements (a later one may change a key field the first left alone),
+  // at most kMaxShapeModifiedNames.
+  std::vector<std::string> modified;
+  // Hashes of the name lists already merged into `modified` (the statements of a shape mostly
+  // repeat one list: it is then not walked again), at most kModifiedListsKept.
+  std::array<uint64_t, 8> modified_lists{};
+  uint8_t modified_lists_kept = 0;
   std::vector<std::string> sort;      // sort fields (find, findAndModify)
   // Fields the shape's filters pin by equality / bound by a range, as exported by sidecars whose
   // sampled filters stayed with them (candidate keys are proposed from them).
@@ -241,6 +256,7 @@ class NamespaceState {
   void observeField(FieldState& f, const bson_value_t& v, uint64_t hash, bool whole = true);
   void observePath(std::string_view path, const bson_iter_t& it, size_t position, const uint64_t* hash = nullptr,
                    bool whole = true);
+  void mergeModified(ShapeState& s, std::string_view names);
   void countInsert(uint64_t bytes, DocOrigin origin);
   void finishInsert(int64_t time_us, const bson_t* doc, std::string_view projection);
   uint64_t nextRandom() { return mix64(rng_++); }

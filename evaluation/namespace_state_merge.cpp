@@ -146,6 +146,8 @@ void NamespaceState::merge(const NamespaceState& o) {
     s.offered += os.offered;
     for (const auto& f : os.samples)
       if (s.samples.size() < limits_.samples_per_shape) s.samples.push_back(f);
+    for (const auto& m : os.modified)
+      if (takesModifiedName(s, m)) s.modified.push_back(m.substr(0, kMaxFieldNameBytes));
     for (const auto& e : os.eq_fields)
       if (std::find(s.eq_fields.begin(), s.eq_fields.end(), e) == s.eq_fields.end()) s.eq_fields.push_back(e);
     for (const auto& e : os.range_fields)
