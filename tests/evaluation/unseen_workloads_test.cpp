@@ -391,5 +391,61 @@ TEST(UnseenWorkloads, DailyCounterUpsertsTakeUserThenDay) {
   EXPECT_EQ(r.verdict(), R"({ "userId" : 1, "day" : 1 })");
 }
 
+// Tasks reassigned often: reads by assignee (50%) and by project (30%); updates by _id that change
+// the assignee (20%). Expert: not the assignee (every reassignment would move the document); the
+// project, which no write changes.
+TEST(UnseenWorkloads, ReassignedTasksAvoidTheMutableField) {
+  Evaluator ev(EvaluationOptions{});
+  auto obs = ev.newObserver();
+  std::mt19937_64 rng(31);
+  std::vector<std::string> docs;
+  std::vector<int> proj(8000);
+  for (int n = 0; n < 8000; ++n) {
+    proj[n] = static_cast<int>(rng() % 500);
+    docs.push_back("{\"_id\": " + unseenOid(n) + ", \"projectId\": \"" + unseenId("P", proj[n]) + "\", \"assignee\": \"" +
+                   unseenId("A", rng() % 300) + "\", \"status\": \"open\"}");
+  }
+  unseenInsert(*obs, "pm", "tasks", docs);
+  for (int i = 0; i < 4000; ++i) {
+    const int k = static_cast<int>(rng() % 10);
+    if (k < 5)
+      unseenSend(*obs, "pm", "tasks", R"({"find": "tasks", "filter": {"assignee": ")" + unseenId("A", rng() % 300) + R"("}})");
+    else if (k < 8)
+      unseenSend(*obs, "pm", "tasks", R"({"find": "tasks", "filter": {"projectId": ")" + unseenId("P", rng() % 500) + R"("}})");
+    else
+      unseenSend(*obs, "pm", "tasks",
+                 R"({"update": "tasks", "updates": [{"q": {"_id": )" + unseenOid(rng() % 8000) + R"(}, "u": {"$set": {"assignee": ")" +
+                     unseenId("A", rng() % 300) + R"("}}}]})",
+                 R"({"n": 1, "nModified": 1, "ok": 1})");
+  }
+  UnseenReport r(ev);
+  EXPECT_EQ(r.verdict(), R"({ "projectId" : 1 })");
+  EXPECT_EQ(r.figure(R"({ "assignee" : 1 })", "shardscope.mutability.pass"), 0);
+}
+
+// A low-cardinality prefix with a rising suffix: orders {status (5 values), createdAt} read by
+// status and time range. Every status' new orders land in one chunk: 5 insertion points for 4
+// shards. Expert: not {status: 1, createdAt: 1}; such a key stays judged on the full key's cluster
+// (its prefix alone fails cardinality), where the hot shard fails it.
+TEST(UnseenWorkloads, LowCardinalityPrefixWithRisingSuffixStaysFailed) {
+  Evaluator ev(EvaluationOptions{});
+  auto obs = ev.newObserver();
+  std::mt19937_64 rng(32);
+  const char* st[] = {"new", "paid", "shipped", "done", "void"};
+  std::vector<std::string> docs;
+  const int64_t epoch = 1767225600000LL;
+  for (int n = 0; n < 10000; ++n)
+    docs.push_back("{\"_id\": " + unseenOid(n) + ", \"status\": \"" + st[rng() % 5] + "\", \"createdAt\": " + unseenDate(epoch + n * 100) + "}");
+  unseenInsert(*obs, "shop", "orders2", docs);
+  for (int i = 0; i < 2000; ++i) {
+    const int64_t from = epoch + static_cast<int64_t>(rng() % 1000000);
+    unseenSend(*obs, "shop", "orders2",
+               R"({"find": "orders2", "filter": {"status": ")" + std::string(st[rng() % 5]) + R"(", "createdAt": {"$gte": )" +
+                   unseenDate(from) + R"(, "$lt": )" + unseenDate(from + 60000) + "}}}");
+  }
+  UnseenReport r(ev);
+  EXPECT_EQ(r.figure(R"({ "status" : 1, "createdAt" : 1 })", "frequency.pass"), 0);
+  EXPECT_EQ(r.verdict(), R"({ "_id" : "hashed" })");
+}
 }  // namespace
 }  // namespace shardscope::evaluation
