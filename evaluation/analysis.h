@@ -95,6 +95,9 @@ struct CandidateResult {
   // by a range only (a range on a hashed field broadcasts).
   double lead_eq_share = 0, lead_range_share = 0;
   std::string split_on;    // what the simulated cluster's chunks split on
+  // A compound key shown with its prefix's inserts per shard: its largest prefix value's suffix
+  // rises, so each prefix value's new documents land in one chunk (candidate_figures.cpp).
+  bool inserts_follow_prefix = false;
   std::string frequency_reason;  // why frequency fails, from the numbers shown
   bool monotonic = false;
   std::string leading_type;  // "ObjectId", "date", "number", "string", "mixed"

@@ -135,7 +135,8 @@ bool insertsFollowPrefix(const AnalysisOptions& opt, uint32_t N, const FieldStat
 void simulateInserts(const AnalysisOptions& opt, uint32_t N, const FieldState* lf, const KeyFacts& k, CandidateResult& c) {
   std::vector<double> per(N, 0);
   c.split_on = k.split_on;
-  if (insertsFollowPrefix(opt, N, lf, c)) {
+  c.inserts_follow_prefix = insertsFollowPrefix(opt, N, lf, c);
+  if (c.inserts_follow_prefix) {
     const auto& lead = c.pattern.field(0);
     const auto& src = lead.hashed ? lf->hashed_shard_inserts : lf->ranged_shard_inserts;
     for (size_t i = 0; i < src.size() && i < N; ++i) per[i] = src[i];

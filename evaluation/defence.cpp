@@ -51,8 +51,13 @@ std::string monotonicityPart(const NamespaceReport& r, const CandidateResult& c)
     t += "It is not monotonic: the leading field is hashed, so consecutive values land on unrelated chunks";
   else
     t += "It is not monotonic: " + pct(c.new_extreme_share) + " of inserts set a new maximum or minimum, so new documents spread";
+  std::string uneven = ", uneven: I accept that as a warning";
+  if (c.inserts_follow_prefix)  // say where the unevenness comes from, and that the prefix alone has it too
+    uneven = ", uneven: the top " + leadName(c) + " value's new documents (" + pct(c.prefix_top_share) +
+             " of inserts) all land in the chunk at the top of its " + pathName(c, 1) + " range, on one shard, as they would with " +
+             leadName(c) + " alone as the key; I accept that as a warning";
   t += "; on " + std::to_string(r.shards) + " simulated shards the busiest takes " + pct(maxShare(c)) + " of inserts (" +
-       ratioText(c) + (hasWarning(c, "imbalance") ? ", uneven: I accept that as a warning" : "") + "). ";
+       ratioText(c) + (hasWarning(c, "imbalance") ? uneven : "") + "). ";
   return t;
 }
 

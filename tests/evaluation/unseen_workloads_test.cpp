@@ -139,6 +139,8 @@ TEST(UnseenWorkloads, ChatWithBusyRoomsTakesTheCompoundKey) {
   EXPECT_EQ(r.verdict(), kChatCompound) << r.text;
   EXPECT_EQ(r.figure(kChatPrefix, "simulatedCluster.jumboRisk"), 1);
   EXPECT_EQ(r.figure(kChatCompound, "frequency.pass"), 1);
+  // The defence says where its uneven inserts come from: the busy room, as under the prefix alone.
+  EXPECT_NE(r.text.find("as they would with roomId alone as the key"), std::string::npos) << r.text;
 }
 
 // The same rooms, even traffic: both keys pass; the compound one is taken for its splittability.
