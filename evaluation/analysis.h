@@ -42,6 +42,7 @@ struct ShapeOutcome {
   bool sampled = false;
   bool without_key = false;  // a write that does not pin the full key
   bool key_update = false;   // an update that modifies a key field
+  double key_update_share = 0;  // of the shape's statements, those that do
   bool upsert = false;
   bool refused_before_71 = false;      // single-document write reaching neither one shard nor an exact _id
                                        // (an upsert: not pinning the full key), as the rewrite sends it

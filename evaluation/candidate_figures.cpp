@@ -163,28 +163,36 @@ struct ShapeJudgement {
   bool without_key_as_run = false;  // a write that, as run, does not target one shard
 };
 
-// Whether a write shape's update may change a key field's value. `modified`: the paths it sets, or
-// "" for a replacement or pipeline, which may set any field; a replacement then lists the top-level
-// fields it carries as "$name". MongoDB counts a shard-key update only when the value changes
+// The share of a write shape's statements whose update may change a key field's value.
+// `s.modified`: the paths its statements set, or "" for a replacement or pipeline, which may set
+// any field; a replacement then lists the top-level fields it carries as "$name", and a field its
+// filter pins but it writes with another value by name, like a path it sets (observer); each with
+// the statements that named it. MongoDB counts a shard-key update only when the value changes
 // (analyzeShardKey's percentageOfShardKeyUpdates, from the sampled pre/post-image diffs); the proxy
 // sees no pre-image, so a replacement carrying every key field (a whole-document save) is taken to
 // keep the value, as is one pinned by the full key; one that drops a key field changes it.
-bool changesKeyField(const std::vector<std::string>& modified, const routing::ShardKeyPattern& key, bool pins_full_key) {
-  bool replacement = false;
-  for (const auto& m : modified) replacement = replacement || m.empty();
+double keyUpdateShare(const ShapeState& s, const routing::ShardKeyPattern& key, bool pins_full_key) {
+  if (s.count == 0) return 0;
+  auto counted = [&](size_t i) { return i < s.modified_counts.size() ? static_cast<double>(s.modified_counts[i]) : 0.0; };
+  double replaced = 0;  // statements that replace the document (or run a pipeline)
+  for (size_t i = 0; i < s.modified.size(); ++i)
+    if (s.modified[i].empty()) replaced += counted(i);
+  double share = 0;
   for (const auto& kf : key.fields()) {
     const std::string_view top = std::string_view(kf.path).substr(0, kf.path.find('.'));
-    bool carried = false;
-    for (const auto& m : modified) {
+    double carried = 0, changed = 0;
+    for (size_t i = 0; i < s.modified.size(); ++i) {
+      const std::string& m = s.modified[i];
       if (!m.empty() && m[0] == '$') {
-        carried = carried || std::string_view(m).substr(1) == top;
+        if (std::string_view(m).substr(1) == top) carried += counted(i);
       } else if (!m.empty() && (m == kf.path || kf.path.rfind(m + ".", 0) == 0 || m.rfind(kf.path + ".", 0) == 0)) {
-        return true;
+        changed = std::max(changed, counted(i));
       }
     }
-    if (replacement && !pins_full_key && !carried) return true;
+    if (!pins_full_key) changed = std::max(changed, replaced - carried);  // replacements that drop the field
+    share = std::max(share, changed / static_cast<double>(s.count));
   }
-  return false;
+  return std::min(1.0, share);
 }
 
 ShapeJudgement judgeShape(uint64_t h, const ShapeState& s, const ShapeRouting& r, const AnalysisOptions& opt,
@@ -219,7 +227,8 @@ ShapeJudgement judgeShape(uint64_t h, const ShapeState& s, const ShapeRouting& r
   // An upsert needs the full key; another single-document write one shard or an exact _id.
   const uint64_t no_target = opt.lookup_rule && r.after_used ? r.after_no_target : r.no_target;
   o.refused_before_71 = single_doc && (s.upsert ? j.without_key_as_run : r.used == 0 || no_target * 2 > r.used);
-  o.key_update = changesKeyField(s.modified, c.pattern, o.single >= 0.5);
+  o.key_update_share = keyUpdateShare(s, c.pattern, o.single >= 0.5);
+  o.key_update = o.key_update_share > 0;
   return j;
 }
 
@@ -250,7 +259,7 @@ struct TrafficTotals {
       writes += w;
       ws += w * o.single, wm += w * o.multi, wsc += w * o.scatter;
       if (o.without_key) (s.multi ? multi_wo : single_wo) += w;
-      if (o.key_update) key_upd += w;
+      key_upd += w * o.key_update_share;
       if (s.upsert) upserts += w;
       if (s.upsert && j.without_key_as_run) upserts_wo += w;
       if (s.upsert && s.multi && j.without_key_as_run) multi_upserts_wo += w;
