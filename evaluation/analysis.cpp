@@ -293,24 +293,32 @@ std::string unrankedRival(const NamespaceState& st, const NamespaceReport& r, co
   return {};
 }
 
+}  // namespace
+
+RankStep rankedBefore(const CandidateResult& a, const CandidateResult& b) {
+  auto step = [](bool a_first, RankStep s) { return a_first ? s : RankStep::None; };
+  auto card = [](const CandidateResult& c) { return c.cardinality; };
+  auto score = [](const CandidateResult& c) { return c.targeted_after_rewrite - c.refused_share_of_all; };
+  if (a.evaluable != b.evaluable) return step(a.evaluable, RankStep::Evaluable);
+  if (!a.evaluable) return RankStep::None;
+  if (a.passes() != b.passes()) return step(a.passes(), RankStep::Passes);
+  if (!a.passes() && a.failures.size() != b.failures.size()) return step(a.failures.size() < b.failures.size(), RankStep::Failures);
+  if (std::fabs(score(a) - score(b)) > 0.005) return step(score(a) > score(b), RankStep::Score);
+  if (a.warnings.size() != b.warnings.size()) return step(a.warnings.size() < b.warnings.size(), RankStep::Warnings);
+  if (a.hashed_prefix != b.hashed_prefix) return step(!a.hashed_prefix, RankStep::Locality);  // keep locality unless hashing buys something
+  if (std::fabs(card(a) - card(b)) > 0.1 * std::max(card(a), card(b))) return step(card(a) > card(b), RankStep::Cardinality);
+  if (std::fabs(a.single_overall - b.single_overall) > 0.005) return step(a.single_overall > b.single_overall, RankStep::SingleShard);
+  return step(a.pattern.size() < b.pattern.size(), RankStep::KeyLength);
+}
+
+namespace {
+
 // Ranking: pass every property (the three, mutability, upsert targeting, arrays), then the share
 // of traffic targeted (after the lookup rewrite, when one is in force), less the writes MongoDB
 // refuses before 7.1 and runs as two-phase broadcasts after; then the recommendation.
 void rankCandidates(const NamespaceState& st, NamespaceReport& r, const rewrite::LookupRule* rule) {
-  auto card = [](const CandidateResult& c) { return c.cardinality; };
-  auto score = [](const CandidateResult& c) { return c.targeted_after_rewrite - c.refused_share_of_all; };
-  std::stable_sort(r.candidates.begin(), r.candidates.end(), [&](const CandidateResult& a, const CandidateResult& b) {
-    if (a.evaluable != b.evaluable) return a.evaluable;
-    if (!a.evaluable) return false;
-    if (a.passes() != b.passes()) return a.passes();
-    if (!a.passes() && a.failures.size() != b.failures.size()) return a.failures.size() < b.failures.size();
-    if (std::fabs(score(a) - score(b)) > 0.005) return score(a) > score(b);
-    if (a.warnings.size() != b.warnings.size()) return a.warnings.size() < b.warnings.size();
-    if (a.hashed_prefix != b.hashed_prefix) return !a.hashed_prefix;  // keep locality unless hashing buys something
-    if (std::fabs(card(a) - card(b)) > 0.1 * std::max(card(a), card(b))) return card(a) > card(b);
-    if (std::fabs(a.single_overall - b.single_overall) > 0.005) return a.single_overall > b.single_overall;
-    return a.pattern.size() < b.pattern.size();
-  });
+  std::stable_sort(r.candidates.begin(), r.candidates.end(),
+                   [](const CandidateResult& a, const CandidateResult& b) { return rankedBefore(a, b) != RankStep::None; });
   if (!r.candidates.empty() && !r.candidates[0].evaluable && (st.reads + st.writes + st.inserts) > 0) {
     r.no_recommendation = "no candidate key can be evaluated from the exports merged: " + r.candidates[0].not_evaluable;
   } else if (!r.candidates.empty() && (st.reads + st.writes + st.inserts) > 0) {

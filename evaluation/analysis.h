@@ -42,6 +42,7 @@ struct ShapeOutcome {
   bool sampled = false;
   bool without_key = false;  // a write that does not pin the full key
   bool key_update = false;   // an update that modifies a key field
+  double key_update_share = 0;  // of the shape's statements, those that do
   bool upsert = false;
   bool refused_before_71 = false;      // single-document write reaching neither one shard nor an exact _id
                                        // (an upsert: not pinning the full key), as the rewrite sends it
@@ -95,6 +96,9 @@ struct CandidateResult {
   // by a range only (a range on a hashed field broadcasts).
   double lead_eq_share = 0, lead_range_share = 0;
   std::string split_on;    // what the simulated cluster's chunks split on
+  // A compound key shown with its prefix's inserts per shard: its largest prefix value's suffix
+  // rises, so each prefix value's new documents land in one chunk (candidate_figures.cpp).
+  bool inserts_follow_prefix = false;
   std::string frequency_reason;  // why frequency fails, from the numbers shown
   bool monotonic = false;
   std::string leading_type;  // "ObjectId", "date", "number", "string", "mixed"
@@ -165,6 +169,11 @@ NamespaceReport analyzeNamespace(const NamespaceState& state, const AnalysisOpti
 
 // {customerId: 1, orderDate: 1} from a pattern.
 std::string keyLabel(const routing::ShardKeyPattern& p);
+
+// The ranking's steps, in order: the step at which `a` ranks before `b`, or None when it does not
+// (the sort and the defence's "loses on" read the same rule).
+enum class RankStep { None, Evaluable, Passes, Failures, Score, Warnings, Locality, Cardinality, SingleShard, KeyLength };
+RankStep rankedBefore(const CandidateResult& a, const CandidateResult& b);
 
 // A share as the reports print it: "12.3%", two decimals below 0.1% so a small share does not read 0.0%.
 std::string percentText(double share);

@@ -117,11 +117,34 @@ void measureMonotonicity(const AnalysisOptions& opt, const FieldState* lf, const
   c.suffix_monotonic = k.suffix_monotonic;
 }
 
+// A compound key whose largest prefix value would be a jumbo risk alone and whose suffix rises
+// within that value (a time after an entity id): each prefix value's new documents land in one
+// chunk, at the top of its range, on the shard where its prefix alone puts them; the suffix makes
+// the value's chunk splittable, it does not spread the value's inserts. Its inserts per shard are
+// then the prefix's (over every insert) and judged as the prefix's are, so a key that only adds
+// splittability never ranks below its prefix on inserts. The full key's balancer view would
+// instead turn on where a chunk bound happens to fall inside that value's range. Not for a prefix
+// with too few values to pass cardinality alone: its few insertion points stay judged on the full
+// key (a hot shard there fails frequency).
+bool insertsFollowPrefix(const AnalysisOptions& opt, uint32_t N, const FieldState* lf, const CandidateResult& c) {
+  return c.pattern.size() > 1 && lf && c.suffix_monotonic && c.prefix_top_share >= opt.jumbo_warn_share &&
+         c.prefix_cardinality >= static_cast<double>(opt.min_distinct_per_shard) * N;
+}
+
 // The simulated cluster: inserts per shard, and the busiest over the quietest.
-void simulateInserts(uint32_t N, const KeyFacts& k, CandidateResult& c) {
+void simulateInserts(const AnalysisOptions& opt, uint32_t N, const FieldState* lf, const KeyFacts& k, CandidateResult& c) {
   std::vector<double> per(N, 0);
-  for (size_t i = 0; i < k.shard_inserts.size() && i < N; ++i) per[i] = k.shard_inserts[i];
   c.split_on = k.split_on;
+  c.inserts_follow_prefix = insertsFollowPrefix(opt, N, lf, c);
+  if (c.inserts_follow_prefix) {
+    const auto& lead = c.pattern.field(0);
+    const auto& src = lead.hashed ? lf->hashed_shard_inserts : lf->ranged_shard_inserts;
+    for (size_t i = 0; i < src.size() && i < N; ++i) per[i] = src[i];
+    c.split_on = (lead.hashed ? "hashed " : "") + lead.path + ", as " + c.pattern.field(1).path +
+                 " rises within each " + lead.path + " value: its new documents land in one chunk";
+  } else {
+    for (size_t i = 0; i < k.shard_inserts.size() && i < N; ++i) per[i] = k.shard_inserts[i];
+  }
   double sim_total = 0;
   for (double v : per) sim_total += v;
   c.simulated_inserts = static_cast<uint64_t>(std::llround(sim_total));
@@ -140,28 +163,36 @@ struct ShapeJudgement {
   bool without_key_as_run = false;  // a write that, as run, does not target one shard
 };
 
-// Whether a write shape's update may change a key field's value. `modified`: the paths it sets, or
-// "" for a replacement or pipeline, which may set any field; a replacement then lists the top-level
-// fields it carries as "$name". MongoDB counts a shard-key update only when the value changes
+// The share of a write shape's statements whose update may change a key field's value.
+// `s.modified`: the paths its statements set, or "" for a replacement or pipeline, which may set
+// any field; a replacement then lists the top-level fields it carries as "$name", and a field its
+// filter pins but it writes with another value by name, like a path it sets (observer); each with
+// the statements that named it. MongoDB counts a shard-key update only when the value changes
 // (analyzeShardKey's percentageOfShardKeyUpdates, from the sampled pre/post-image diffs); the proxy
 // sees no pre-image, so a replacement carrying every key field (a whole-document save) is taken to
 // keep the value, as is one pinned by the full key; one that drops a key field changes it.
-bool changesKeyField(const std::vector<std::string>& modified, const routing::ShardKeyPattern& key, bool pins_full_key) {
-  bool replacement = false;
-  for (const auto& m : modified) replacement = replacement || m.empty();
+double keyUpdateShare(const ShapeState& s, const routing::ShardKeyPattern& key, bool pins_full_key) {
+  if (s.count == 0) return 0;
+  auto counted = [&](size_t i) { return i < s.modified_counts.size() ? static_cast<double>(s.modified_counts[i]) : 0.0; };
+  double replaced = 0;  // statements that replace the document (or run a pipeline)
+  for (size_t i = 0; i < s.modified.size(); ++i)
+    if (s.modified[i].empty()) replaced += counted(i);
+  double share = 0;
   for (const auto& kf : key.fields()) {
     const std::string_view top = std::string_view(kf.path).substr(0, kf.path.find('.'));
-    bool carried = false;
-    for (const auto& m : modified) {
+    double carried = 0, changed = 0;
+    for (size_t i = 0; i < s.modified.size(); ++i) {
+      const std::string& m = s.modified[i];
       if (!m.empty() && m[0] == '$') {
-        carried = carried || std::string_view(m).substr(1) == top;
+        if (std::string_view(m).substr(1) == top) carried += counted(i);
       } else if (!m.empty() && (m == kf.path || kf.path.rfind(m + ".", 0) == 0 || m.rfind(kf.path + ".", 0) == 0)) {
-        return true;
+        changed = std::max(changed, counted(i));
       }
     }
-    if (replacement && !pins_full_key && !carried) return true;
+    if (!pins_full_key) changed = std::max(changed, replaced - carried);  // replacements that drop the field
+    share = std::max(share, changed / static_cast<double>(s.count));
   }
-  return false;
+  return std::min(1.0, share);
 }
 
 ShapeJudgement judgeShape(uint64_t h, const ShapeState& s, const ShapeRouting& r, const AnalysisOptions& opt,
@@ -196,7 +227,8 @@ ShapeJudgement judgeShape(uint64_t h, const ShapeState& s, const ShapeRouting& r
   // An upsert needs the full key; another single-document write one shard or an exact _id.
   const uint64_t no_target = opt.lookup_rule && r.after_used ? r.after_no_target : r.no_target;
   o.refused_before_71 = single_doc && (s.upsert ? j.without_key_as_run : r.used == 0 || no_target * 2 > r.used);
-  o.key_update = changesKeyField(s.modified, c.pattern, o.single >= 0.5);
+  o.key_update_share = keyUpdateShare(s, c.pattern, o.single >= 0.5);
+  o.key_update = o.key_update_share > 0;
   return j;
 }
 
@@ -227,7 +259,7 @@ struct TrafficTotals {
       writes += w;
       ws += w * o.single, wm += w * o.multi, wsc += w * o.scatter;
       if (o.without_key) (s.multi ? multi_wo : single_wo) += w;
-      if (o.key_update) key_upd += w;
+      key_upd += w * o.key_update_share;
       if (s.upsert) upserts += w;
       if (s.upsert && j.without_key_as_run) upserts_wo += w;
       if (s.upsert && s.multi && j.without_key_as_run) multi_upserts_wo += w;
@@ -356,7 +388,7 @@ void evaluateCandidate(const NamespaceState& st, const AnalysisOptions& opt, Can
   measureCardinality(lf, k, c);
   measureFrequency(opt, lf, k, c);
   measureMonotonicity(opt, lf, k, c);
-  simulateInserts(N, k, c);
+  simulateInserts(opt, N, lf, k, c);
   routeShapes(st, opt, N, k, c);
   judgeProperties(opt, N, c);
 }

@@ -1,5 +1,6 @@
 #include "evaluation/defence.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "evaluation/defence_sentences.h"
@@ -50,8 +51,13 @@ std::string monotonicityPart(const NamespaceReport& r, const CandidateResult& c)
     t += "It is not monotonic: the leading field is hashed, so consecutive values land on unrelated chunks";
   else
     t += "It is not monotonic: " + pct(c.new_extreme_share) + " of inserts set a new maximum or minimum, so new documents spread";
+  std::string uneven = ", uneven: I accept that as a warning";
+  if (c.inserts_follow_prefix)  // say where the unevenness comes from, and that the prefix alone has it too
+    uneven = ", uneven: the top " + leadName(c) + " value's new documents (" + pct(c.prefix_top_share) +
+             " of inserts) all land in the chunk at the top of its " + pathName(c, 1) + " range, on one shard, as they would with " +
+             leadName(c) + " alone as the key; I accept that as a warning";
   t += "; on " + std::to_string(r.shards) + " simulated shards the busiest takes " + pct(maxShare(c)) + " of inserts (" +
-       ratioText(c) + (hasWarning(c, "imbalance") ? ", uneven: I accept that as a warning" : "") + "). ";
+       ratioText(c) + (hasWarning(c, "imbalance") ? uneven : "") + "). ";
   return t;
 }
 
@@ -76,6 +82,32 @@ std::string routingPart(const NamespaceReport& r, const CandidateResult& c) {
   return t;
 }
 
+// What the runner-up, targeting as much as the choice, loses on: the ranking's own deciding step
+// (analysis.h), so the reason given is the one that ranked it second ("" when none applies).
+std::string tieLostOn(const CandidateResult& c, const CandidateResult& ru) {
+  switch (rankedBefore(c, ru)) {
+    case RankStep::Score:
+      return c.refused_share_of_all < ru.refused_share_of_all
+                 ? "its single-document writes that MongoDB refuses before 7.1 (" + pct(ru.refused_share_of_all) +
+                       " of reads and writes; two-phase broadcasts after)"
+                 : "the share it targets after the lookup rewrite (" + pct(ru.targeted_after_rewrite) + " against " +
+                       pct(c.targeted_after_rewrite) + ")";
+    case RankStep::Warnings: {
+      for (const auto& w : ru.warnings)
+        if (std::find(c.warnings.begin(), c.warnings.end(), w) == c.warnings.end())
+          return w == "jumbo" ? "jumbo risk" : "insert balance";
+      return "its warnings";
+    }
+    case RankStep::Locality: return "locality (a hashed prefix turns ranges on it into broadcasts)";
+    case RankStep::Cardinality: return "splittability (lower cardinality)";
+    case RankStep::SingleShard:
+      return "single-shard routing (" + pct(ru.single_overall) + " of reads and writes pin every field of it, against " +
+             pct(c.single_overall) + ")";
+    case RankStep::KeyLength: return "length (a key with fewer fields when nothing else differs)";
+    default: return "";
+  }
+}
+
 // The runner-up and what it loses on ("" when there is no evaluable one).
 std::string runnerUpPart(const NamespaceReport& r, const CandidateResult& c) {
   if (r.candidates.size() <= 1 || !r.candidates[1].evaluable) return "";
@@ -84,11 +116,10 @@ std::string runnerUpPart(const NamespaceReport& r, const CandidateResult& c) {
   if (!ru.failures.empty()) t += ", fails " + ru.failures[0];
   if (!ru.warnings.empty()) t += ", warning: " + ru.warnings[0];
   t += ")";
-  if (std::fabs(ru.targeted - c.targeted) <= 0.005 && ru.passes())
-    t += ": it targets as much, and loses on " +
-         std::string(ru.warnings.size() > c.warnings.size() ? (ru.warnings[0] == "jumbo" ? "jumbo risk" : "insert balance")
-                     : ru.hashed_prefix != c.hashed_prefix ? "locality (a hashed prefix turns ranges on it into broadcasts)"
-                                                           : "splittability (lower cardinality)");
+  if (std::fabs(ru.targeted - c.targeted) <= 0.005 && ru.passes()) {
+    const std::string loses = tieLostOn(c, ru);
+    if (!loses.empty()) t += ": it targets as much, and loses on " + loses;
+  }
   return t + ". ";
 }
 

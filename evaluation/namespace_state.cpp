@@ -351,10 +351,9 @@ void NamespaceState::applyOp(const OpRecord& op) {
   if (it == shapes.end()) {
     ShapeState s;
     s.shape = std::string(op.shape.substr(0, kMaxShapeTextBytes));
-    s.modified = splitNames(op.modified);
     s.sort = splitNames(op.sort);
-    const size_t bytes = sizeof(std::pair<const uint64_t, ShapeState>) + 32 + heapBytes(s.shape) + stringsBytes(s.modified) +
-                         stringsBytes(s.sort) + limits_.samples_per_shape * sizeof(std::string);
+    const size_t bytes = sizeof(std::pair<const uint64_t, ShapeState>) + 32 + heapBytes(s.shape) + stringsBytes(s.sort) +
+                         limits_.samples_per_shape * sizeof(std::string);
     if (shapes.size() >= limits_.max_shapes || !charge_.take(bytes)) {
       if (shapes.size() < limits_.max_shapes) dropped_for_memory += op.count;
       other_shape_ops += op.count;
@@ -368,6 +367,7 @@ void NamespaceState::applyOp(const OpRecord& op) {
   }
   ShapeState& s = it->second;
   s.count += op.count;
+  if (!op.modified.empty()) mergeModified(s, op.modified, op.count);
   if (op.filter.empty()) return;
   ++s.offered;
   if (op.filter.size() > kMaxSampledFilterBytes) return;  // counted in the shape, not kept
@@ -387,6 +387,44 @@ void NamespaceState::applyOp(const OpRecord& op) {
   }
   assignSample(*slot, op.filter);  // reuses the replaced sample's memory unless it was much larger
   charge_.settle(std::max(need, before), heapBytes(*slot));
+}
+
+size_t modifiedIndex(const ShapeState& s, std::string_view name, bool& room) {
+  name = name.substr(0, kMaxFieldNameBytes);
+  room = s.modified.size() < kMaxShapeModifiedNames;
+  return static_cast<size_t>(std::find(s.modified.begin(), s.modified.end(), name) - s.modified.begin());
+}
+
+// A statement's modified names join the shape's, each counted (a replacement of the same shape may
+// write a new value where the first kept it; an update's cut shape text may hide other paths). A
+// name list seen before is recognised by its hash and counted by its bits, without a walk.
+void NamespaceState::mergeModified(ShapeState& s, std::string_view names, uint64_t count) {
+  auto countBits = [&](const ShapeState::NameList& l) {
+    for (size_t w = 0; w < l.names.size(); ++w)
+      for (uint64_t bits = l.names[w]; bits; bits &= bits - 1) s.modified_counts[w * 64 + std::countr_zero(bits)] += count;
+  };
+  const uint64_t h = std::hash<std::string_view>{}(names);
+  for (uint8_t i = 0; i < s.modified_lists_kept; ++i)
+    if (s.modified_lists[i].hash == h) return countBits(s.modified_lists[i]);
+  ShapeState::NameList list{h, {}};
+  for (size_t start = 0, end; (end = names.find('\0', start)) != std::string_view::npos; start = end + 1) {
+    const std::string_view name = names.substr(start, std::min(end - start, kMaxFieldNameBytes));
+    bool room = false;
+    const size_t i = modifiedIndex(s, name, room);
+    if (i == s.modified.size()) {
+      if (!room) continue;
+      std::string kept(name);
+      if (!charge_.take(sizeof(std::string) + sizeof(uint64_t) + heapBytes(kept))) {
+        ++dropped_for_memory;
+        continue;
+      }
+      s.modified.push_back(std::move(kept));
+      s.modified_counts.push_back(0);
+    }
+    list.names[i / 64] |= uint64_t{1} << (i % 64);
+  }
+  countBits(list);
+  if (s.modified_lists_kept < s.modified_lists.size()) s.modified_lists[s.modified_lists_kept++] = list;
 }
 
 size_t NamespaceState::memoryBytes() const {
@@ -412,7 +450,7 @@ size_t NamespaceState::memoryBytes() const {
   n += shapes.bucket_count() * sizeof(void*);
   for (const auto& [h, s] : shapes) {
     n += sizeof(std::pair<const uint64_t, ShapeState>) + kNode + heapBytes(s.shape);
-    n += stringsBytes(s.samples) + stringsBytes(s.modified) + stringsBytes(s.sort);
+    n += stringsBytes(s.samples) + stringsBytes(s.modified) + vectorBytes(s.modified_counts) + stringsBytes(s.sort);
   }
   return n;
 }

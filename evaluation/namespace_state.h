@@ -5,6 +5,7 @@
 #include <bson/bson.h>
 
 #include <atomic>
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -139,6 +140,14 @@ struct FieldState {
 
 constexpr double kShardCountDecay = 0.97;
 
+constexpr size_t kMaxShapeModifiedNames = 128;
+
+struct ShapeState;
+// The index of `name` (cut to kMaxFieldNameBytes) in the shape's `modified`, its size when it is
+// not there; `room`: whether a new one would fit (statements of one shape, a fleet's shapes: one
+// union, one rule).
+size_t modifiedIndex(const ShapeState& s, std::string_view name, bool& room);
+
 struct ShapeState {
   std::string shape;
   OpKind kind = OpKind::Find;
@@ -147,7 +156,20 @@ struct ShapeState {
   uint64_t count = 0;
   uint64_t offered = 0;
   std::vector<std::string> samples;   // filter BSON bytes
-  std::vector<std::string> modified;  // update paths ($set etc.), or "" for a replacement
+  // Update paths ($set etc.), or "" for a replacement (then "$name" per field it carries): the
+  // union over the shape's statements (a later one may change a key field the first left alone),
+  // at most kMaxShapeModifiedNames; `modified_counts[i]`: the statements whose list named
+  // modified[i], so a key update is counted for the statements that make it, not the whole shape.
+  std::vector<std::string> modified;
+  std::vector<uint64_t> modified_counts;
+  // The name lists already seen (the statements of a shape mostly repeat one list): its hash and
+  // which of `modified` it names (bit i: modified[i]), so a repeat costs one hash and no walk.
+  struct NameList {
+    uint64_t hash = 0;
+    std::array<uint64_t, 2> names{};
+  };
+  std::array<NameList, 8> modified_lists{};
+  uint8_t modified_lists_kept = 0;
   std::vector<std::string> sort;      // sort fields (find, findAndModify)
   // Fields the shape's filters pin by equality / bound by a range, as exported by sidecars whose
   // sampled filters stayed with them (candidate keys are proposed from them).
@@ -241,6 +263,7 @@ class NamespaceState {
   void observeField(FieldState& f, const bson_value_t& v, uint64_t hash, bool whole = true);
   void observePath(std::string_view path, const bson_iter_t& it, size_t position, const uint64_t* hash = nullptr,
                    bool whole = true);
+  void mergeModified(ShapeState& s, std::string_view names, uint64_t count);
   void countInsert(uint64_t bytes, DocOrigin origin);
   void finishInsert(int64_t time_us, const bson_t* doc, std::string_view projection);
   uint64_t nextRandom() { return mix64(rng_++); }

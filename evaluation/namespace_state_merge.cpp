@@ -77,6 +77,7 @@ void NamespaceState::toBson(bson_t* out) const {
     }
     bson_append_array_end(&item, &sa);
     appendStrings(&item, "modified", s.modified);
+    appendCounts(&item, "modifiedCounts", std::vector<double>(s.modified_counts.begin(), s.modified_counts.end()));
     appendStrings(&item, "sort", s.sort);
     FieldRoles roles = shapeRoles(s);
     appendStrings(&item, "eq", roles.eq);
@@ -146,6 +147,16 @@ void NamespaceState::merge(const NamespaceState& o) {
     s.offered += os.offered;
     for (const auto& f : os.samples)
       if (s.samples.size() < limits_.samples_per_shape) s.samples.push_back(f);
+    for (size_t j = 0; j < os.modified.size(); ++j) {
+      bool room = false;
+      const size_t i = modifiedIndex(s, os.modified[j], room);
+      if (i == s.modified.size()) {
+        if (!room) continue;
+        s.modified.push_back(os.modified[j].substr(0, kMaxFieldNameBytes));
+        s.modified_counts.push_back(0);
+      }
+      s.modified_counts[i] += j < os.modified_counts.size() ? os.modified_counts[j] : 0;
+    }
     for (const auto& e : os.eq_fields)
       if (std::find(s.eq_fields.begin(), s.eq_fields.end(), e) == s.eq_fields.end()) s.eq_fields.push_back(e);
     for (const auto& e : os.range_fields)
@@ -204,6 +215,11 @@ bool NamespaceState::mergeBson(const bson_t& doc, std::string& error) {
     s.samples = getStrings(sd, "samples");
     if (s.samples.size() > limits_.samples_per_shape) s.samples.resize(limits_.samples_per_shape);
     s.modified = getStrings(sd, "modified");
+    // Per name, the statements that named it; an export without them (an older sidecar) knew the
+    // first statement's names only: taken as every statement's, as that sidecar judged them.
+    const std::vector<double> counts = getCounts(sd, "modifiedCounts");
+    for (size_t j = 0; j < s.modified.size(); ++j)
+      s.modified_counts.push_back(j < counts.size() && counts.size() == s.modified.size() ? static_cast<uint64_t>(counts[j]) : s.count);
     s.sort = getStrings(sd, "sort");
     s.eq_fields = getStrings(sd, "eq");
     s.range_fields = getStrings(sd, "range");

@@ -24,6 +24,7 @@
 #include "evaluation/event_batch.h"
 #include "evaluation/field_limits.h"
 #include "evaluation/raw_fields.h"
+#include "evaluation/replaced_key_fields.h"
 #include "evaluation/thread_batch.h"
 #include "evaluation/upsert_document.h"
 #include "common/coarse_clock.h"
@@ -833,10 +834,12 @@ void Observer::Impl::observeWriteStatement(std::string_view ns, std::string_view
   size_t modified = tb->batch->mark();
   if (update && at[kU].found()) {
     bson_iter_t u;
-    if (held && (upsert || isReplacement(st, at[kU])) && iteratorAt(st, at[kU], u))
+    const bool replacement = isReplacement(st, at[kU]);
+    if (held && (upsert || replacement) && iteratorAt(st, at[kU], u))
       holdDocument(*held, index, has ? &q : nullptr, &u, upsert, UpsertDocumentBuilder::isReplacement(u),
                    held->settled_by == SettledBy::BulkWriteResults ? ns : std::string_view());
     appendModifiedPaths(st, at[kU], *tb->batch);
+    if (replacement && has && iteratorAt(st, at[kU], u)) appendReplacedPinnedFields(q, u, *tb->batch);
   }
   addOp(ns, update ? OpKind::Update : OpKind::Delete, multi, sampleFilter(shape.id), has ? &q : nullptr,
         tb->batch->since(modified), {}, upsert);
@@ -908,6 +911,7 @@ void Observer::Impl::observeFindAndModify(const protocol::CommandView& view, std
       holdDocument(holdWrite(ns, SettledBy::FindAndModifyReply), 0, has ? &q : nullptr, &u, upsert,
                    UpsertDocumentBuilder::isReplacement(u));
     appendModifiedPaths(u, *tb->batch);
+    if (has && UpsertDocumentBuilder::isReplacement(u)) appendReplacedPinnedFields(q, u, *tb->batch);
   }
   ByteRange modified_names = tb->batch->since(modified);
   size_t sort = tb->batch->mark();

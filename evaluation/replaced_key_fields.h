@@ -1,0 +1,19 @@
+// A replacement that pins a field by equality in its filter and writes another value for it
+// changes that field: the field's name is recorded among the statement's modified paths, like a
+// `$set` path, so that mutability (candidate_figures.cpp) counts it as a shard-key update when the
+// field is in the key. Values are compared where they lie; none is kept.
+#pragma once
+#include <bson/bson.h>
+
+#include "evaluation/event_batch.h"
+
+namespace shardscope::evaluation {
+
+// `filter`: the statement's q (findAndModify's query); `replacement`: an iterator at its
+// replacement document. Appends the name of each field the filter pins by equality ({f: v} or
+// {f: {$eq: v}}, a dotted path as written) that the replacement holds with a different value (as
+// MongoDB compares them: 1 and 1.0 are equal). _id is left out (MongoDB refuses to change it). At
+// most 32 filter fields are compared.
+void appendReplacedPinnedFields(const bson_t& filter, const bson_iter_t& replacement, EventBatch& batch);
+
+}  // namespace shardscope::evaluation
