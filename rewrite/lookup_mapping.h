@@ -70,6 +70,10 @@ class LookupIndex {
   // Every document of `lookupValue` (a complete reply) carries `addedFields` (null: they disagree
   // or cannot be mapped, and the value becomes ambiguous).
   void learnComplete(const bson_iter_t& lookupValue, const bson_t* addedFields);
+  // Whether a document seen through the sidecar held the lookup field in an array (or reached
+  // it through one): such a document belongs to several orders, so a change of its added fields
+  // made through one order may split another that the change does not name.
+  bool lookupArraysSeen() const { return lookup_arrays_seen_.load(std::memory_order_relaxed); }
   void reset();  // an explicit reset: the store, ambiguity and unsettled values
   // The added-field values for one lookup value: a BSON document {customerId: X, ...}.
   bool valuesFor(const bson_iter_t& lookupValue, std::string& addDoc);
@@ -92,6 +96,7 @@ class LookupIndex {
   std::unordered_set<std::string> unsettled_;  // at most rule_.capacity keys
   std::atomic<size_t> unsettled_count_{0};     // its size: most lookups never take the lock
   std::atomic<bool> all_unsettled_{false};
+  mutable std::atomic<bool> lookup_arrays_seen_{false};  // set by extract(); a reset keeps it (the arrays stay)
 };
 
 // The canonical form of a flat document of added fields; empty when one cannot be mapped.
