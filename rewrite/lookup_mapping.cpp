@@ -180,9 +180,10 @@ void LookupIndex::unsettle(const bson_iter_t& lookupValue) {
   stats_.onEvent("unsettled by a change that may not cover every document");
 }
 
-void LookupIndex::unsettleAll() {
+void LookupIndex::unsettleAll(bool tell) {
   all_unsettled_.store(true, std::memory_order_relaxed);
   store_.forgetAll();
+  if (tell && on_unsettled_all) on_unsettled_all();
   stats_.onEvent("all values unsettled by a change that names no lookup value");
 }
 

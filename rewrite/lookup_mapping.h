@@ -32,6 +32,7 @@ class LookupIndex {
   std::function<void(const bson_iter_t& value, const bson_t* added)> on_learned_from_insert;
   std::function<void(const bson_iter_t& value)> on_ambiguous;
   std::function<void(const bson_iter_t& value)> on_dropped;
+  std::function<void()> on_unsettled_all;  // every value unsettled by a change through this sidecar
 
   explicit LookupIndex(LookupRule rule) : rule_(std::move(rule)), store_(rule_.capacity, rule_.max_bytes) {}
 
@@ -65,7 +66,8 @@ class LookupIndex {
   // document of that value may teach it again (learnComplete); single documents no longer can.
   void unsettle(const bson_iter_t& lookupValue);
   // The same for every lookup value: a change that cannot be attributed to the values it moves.
-  void unsettleAll();
+  // `tell`: false when another sidecar's marker (the shared collection) is what says so.
+  void unsettleAll(bool tell = true);
   bool unsettled(const std::string& key);
   // Every document of `lookupValue` (a complete reply) carries `addedFields` (null: they disagree
   // or cannot be mapped, and the value becomes ambiguous).
