@@ -22,11 +22,12 @@ std::span<const uint8_t> bytesOf(const bson_t& b) { return {bson_get_data(&b), b
 std::span<const uint8_t> Pipeline::applyLookupRule(PendingOp& op, std::span<const uint8_t> message, std::string_view ns) {
   rewrite::LookupIndex& index = *op.lookup;
   const auto* table = env_.routingTable();
-  auto plan = rewrite::planLookupRewrite(index, view_, routing::TargetOptions{}.analysis_budget,
-                                         table ? table->collection(ns) : nullptr);
+  const auto* collection = table ? table->collection(ns) : nullptr;
+  auto plan = rewrite::planLookupRewrite(index, view_, routing::TargetOptions{}.analysis_budget, collection);
   // After planning: an update that changes an added field is planned with the mapping that still
   // finds its document, then that mapping is forgotten until the reply confirms the change.
-  if (auto learning = rewrite::planReplyLearning(index, view_); !learning.empty())
+  if (auto learning = rewrite::planReplyLearning(index, view_, !collection || collection->simple_default_collation);
+      !learning.empty())
     op.learning = std::make_shared<rewrite::ReplyLearning>(std::move(learning));
   if (plan.kind == rewrite::RewriteKind::None) {
     if (!plan.skipped.empty()) index.stats().onSkipped(plan.skipped);
@@ -64,7 +65,8 @@ std::span<const uint8_t> Pipeline::applyLookupRule(PendingOp& op, std::span<cons
 void Pipeline::noteUnplannedWrites() {
   const auto kind = view_.traits.kind;  // classified when the view was built
   if (kind != protocol::CommandKind::BulkWrite && kind != protocol::CommandKind::Aggregate &&
-      view_.name != "renameCollection" && view_.name != "mapReduce" && view_.name != "mapreduce")
+      view_.name != "renameCollection" && view_.name != "mapReduce" && view_.name != "mapreduce" &&
+      view_.name != "create" && view_.name != "collMod" && view_.name != "cloneCollectionAsCapped")
     return;
   for (const auto& target : rewrite::unplannedWriteTargets(view_, kind))
     if (auto index = env_.lookupRule(target)) index->unsettleAll();

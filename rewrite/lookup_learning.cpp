@@ -35,9 +35,28 @@ bool pinnedValue(const bson_t& filter, const std::string& field, bson_iter_t& ou
   return !canonicalValueKey(op).empty();
 }
 
-bool namesField(std::string_view key, const std::string& field) {
+// An update path without its array positions ("order.0.id", "order.$.id", "order.$[].id" and
+// "order.$[x].id" all write "order.id" of some element).
+std::string withoutPositions(std::string_view key) {
+  std::string out;
+  while (!key.empty()) {
+    const size_t dot = key.find('.');
+    const std::string_view part = key.substr(0, dot);
+    const bool position = !part.empty() && (part.find_first_not_of("0123456789") == std::string_view::npos ||
+                                            part == "$" || (part.size() >= 3 && part.substr(0, 2) == "$[" && part.back() == ']'));
+    if (!position) out.append(out.empty() ? "" : ".").append(part);
+    key = dot == std::string_view::npos ? std::string_view() : key.substr(dot + 1);
+  }
+  return out;
+}
+
+bool namesFieldExactly(std::string_view key, const std::string& field) {
   return key == field || (key.size() > field.size() && key.substr(0, field.size()) == field && key[field.size()] == '.') ||
          (field.size() > key.size() && std::string_view(field).substr(0, key.size()) == key && field[key.size()] == '.');
+}
+
+bool namesField(std::string_view key, const std::string& field) {
+  return namesFieldExactly(key, field) || namesFieldExactly(withoutPositions(key), field);
 }
 
 // Does an update modifier (operators, replacement or pipeline) change an added field?
@@ -156,7 +175,7 @@ std::string lookupDoc(const bson_iter_t& value) {
 
 // One update statement {q, u, upsert, multi}: what its reply may confirm. Drops at once the
 // mappings it may make obsolete (so nothing is rewritten with them while it runs).
-void planChange(LookupIndex& index, const bson_t& statement, uint32_t at, ReplyLearning& r) {
+void planChange(LookupIndex& index, const bson_t& statement, uint32_t at, bool simpleCollation, ReplyLearning& r) {
   const auto& rule = index.rule();
   bson_iter_t q, u, lookup, to;
   bson_t filter;
@@ -170,8 +189,13 @@ void planChange(LookupIndex& index, const bson_t& statement, uint32_t at, ReplyL
   // A change of added fields or of the lookup field on documents the sidecar cannot name (no
   // lookup value pinned, a new lookup value it cannot follow, an upsert that may insert elsewhere):
   // any order may now be split, so nothing learned from one document can be trusted.
+  // A document whose lookup field is an array belongs to several orders: changing its added
+  // fields through one of them may split the others, which the statement does not name.
   if ((!pinned && (touches || order != LookupChange::None)) || order == LookupChange::Unknown ||
-      (upsert && order != LookupChange::None)) {
+      (upsert && order != LookupChange::None) || (touches && index.lookupArraysSeen()) ||
+      // Under a collation the filter's value also matches others ("abc" finds "ABC" documents):
+      // the change reaches orders it does not name.
+      ((touches || order != LookupChange::None) && !(bson_has_field(&statement, "collation") ? collationIsSimple(statement) : simpleCollation))) {
     index.unsettleAll();
     return;
   }
@@ -237,6 +261,10 @@ void applyChange(LookupIndex& index, const ReplyLearning::Change& c, bool upsert
     return;
   }
   if (matched == Matched::No) return;
+  if (c.touches && index.lookupArraysSeen()) {  // learned from this reply's own image: see planChange
+    index.unsettleAll();
+    return;
+  }
   if (!c.moved_to.empty()) {
     bson_t t, carried;
     bson_iter_t target;
@@ -273,8 +301,10 @@ std::vector<int64_t> errorIndexes(const protocol::ReplyFacts& reply) {
 
 }  // namespace
 
-ReplyLearning planReplyLearning(LookupIndex& index, const protocol::CommandView& view) {
+ReplyLearning planReplyLearning(LookupIndex& index, const protocol::CommandView& view, bool simpleDefaultCollation) {
   ReplyLearning r;
+  // The collation a statement without its own runs under: the command's, else the collection's.
+  const bool simpleCollation = bson_has_field(&view.body, "collation") ? collationIsSimple(view.body) : simpleDefaultCollation;
   const auto& rule = index.rule();
   std::vector<std::string> fields{rule.lookup_field};
   fields.insert(fields.end(), rule.add_fields.begin(), rule.add_fields.end());
@@ -298,7 +328,7 @@ ReplyLearning planReplyLearning(LookupIndex& index, const protocol::CommandView&
   } else if (kind == CommandKind::Update) {
     uint32_t at = 0;
     common::forEachStatement(view, "updates", [&](const bson_t& statement) {
-      planChange(index, statement, at++, r);
+      planChange(index, statement, at++, simpleCollation, r);
       return true;
     });
     r.statements = at;
@@ -311,7 +341,7 @@ ReplyLearning planReplyLearning(LookupIndex& index, const protocol::CommandView&
       bson_append_iter(&statement, "q", 1, &q);
       bson_append_iter(&statement, "u", 1, &u);
       BSON_APPEND_BOOL(&statement, "upsert", truthy(view.body, "upsert"));
-      planChange(index, statement, 0, r);
+      planChange(index, statement, 0, simpleCollation, r);
       bson_destroy(&statement);
     }
     const bool changes = std::any_of(r.changes.begin(), r.changes.end(),
@@ -371,6 +401,7 @@ size_t applyReplyLearning(LookupIndex& index, const ReplyLearning& learning, con
       const Matched matched = hasValue || (knownN && bson_iter_as_int64(&n) > 0) ? Matched::Yes
                               : knownN                                            ? Matched::No
                                                                                   : Matched::Maybe;
+      if (hasValue) index.extract(&doc);  // notes a lookup field held in an array before the change is judged
       for (const auto& c : learning.changes) applyChange(index, c, wasUpsert, matched);
       if (hasValue && learning.learn_value && index.learnFromDocument(&doc)) ++learned;
       break;

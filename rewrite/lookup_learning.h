@@ -48,7 +48,9 @@ struct ReplyLearning {
 
 // Decides what the reply may teach, and forgets at once the mappings an update is about to change
 // (so no command is rewritten with a value that may be obsolete by the time it runs).
-ReplyLearning planReplyLearning(LookupIndex& index, const protocol::CommandView& view);
+// `simpleDefaultCollation` false: the collection's default collation is not simple (a change
+// that names no collation of its own then reaches values equal under it).
+ReplyLearning planReplyLearning(LookupIndex& index, const protocol::CommandView& view, bool simpleDefaultCollation = true);
 // Applies it to the reply (a failed reply only unsettles what a change may have touched).
 // `originalReply`: the reply is to the command as the client wrote it (not a rewritten one), so a
 // complete reply may teach (complete_reply.h). Returns how many documents taught a mapping.

@@ -13,6 +13,7 @@
 
 #include "common/command_fields.h"
 #include "common/shell_json.h"
+#include "rewrite/path_values.h"
 
 namespace shardscope::rewrite {
 
@@ -52,10 +53,27 @@ const bson_t* LookupIndex::Compact::get() {
 
 LookupIndex::Compact LookupIndex::extract(const bson_t* doc) const {
   Compact c;
-  bson_iter_t it;
-  if (!bson_iter_init(&it, doc) || !bson_iter_find_descendant(&it, rule_.lookup_field.c_str(), &it)) return c;
   bson_t out = BSON_INITIALIZER;
-  bson_append_iter(&out, "l", 1, &it);
+  if (rule_.lookup_field.find('.') == std::string::npos) {
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, doc, rule_.lookup_field.c_str())) {
+      bson_destroy(&out);
+      return c;
+    }
+    if (BSON_ITER_HOLDS_ARRAY(&it)) lookup_arrays_seen_.store(true, std::memory_order_relaxed);
+    bson_append_iter(&out, "l", 1, &it);
+  } else {
+    // A dotted path may cross arrays ({order: [{id: X}]}): every value it reaches, as an array.
+    bson_t values;
+    bson_append_array_begin(&out, "l", 1, &values);
+    const PathValues reached = appendPathValues(*doc, rule_.lookup_field, values);
+    bson_append_array_end(&out, &values);
+    if (reached.crossed_array) lookup_arrays_seen_.store(true, std::memory_order_relaxed);
+    if (!reached.found) {
+      bson_destroy(&out);
+      return c;
+    }
+  }
   std::string value;
   if (addedValues(doc, value)) {
     bson_t v;
@@ -162,9 +180,10 @@ void LookupIndex::unsettle(const bson_iter_t& lookupValue) {
   stats_.onEvent("unsettled by a change that may not cover every document");
 }
 
-void LookupIndex::unsettleAll() {
+void LookupIndex::unsettleAll(bool tell) {
   all_unsettled_.store(true, std::memory_order_relaxed);
   store_.forgetAll();
+  if (tell && on_unsettled_all) on_unsettled_all();
   stats_.onEvent("all values unsettled by a change that names no lookup value");
 }
 

@@ -32,6 +32,7 @@ class LookupIndex {
   std::function<void(const bson_iter_t& value, const bson_t* added)> on_learned_from_insert;
   std::function<void(const bson_iter_t& value)> on_ambiguous;
   std::function<void(const bson_iter_t& value)> on_dropped;
+  std::function<void()> on_unsettled_all;  // every value unsettled by a change through this sidecar
 
   explicit LookupIndex(LookupRule rule) : rule_(std::move(rule)), store_(rule_.capacity, rule_.max_bytes) {}
 
@@ -65,11 +66,16 @@ class LookupIndex {
   // document of that value may teach it again (learnComplete); single documents no longer can.
   void unsettle(const bson_iter_t& lookupValue);
   // The same for every lookup value: a change that cannot be attributed to the values it moves.
-  void unsettleAll();
+  // `tell`: false when another sidecar's marker (the shared collection) is what says so.
+  void unsettleAll(bool tell = true);
   bool unsettled(const std::string& key);
   // Every document of `lookupValue` (a complete reply) carries `addedFields` (null: they disagree
   // or cannot be mapped, and the value becomes ambiguous).
   void learnComplete(const bson_iter_t& lookupValue, const bson_t* addedFields);
+  // Whether a document seen through the sidecar held the lookup field in an array (or reached
+  // it through one): such a document belongs to several orders, so a change of its added fields
+  // made through one order may split another that the change does not name.
+  bool lookupArraysSeen() const { return lookup_arrays_seen_.load(std::memory_order_relaxed); }
   void reset();  // an explicit reset: the store, ambiguity and unsettled values
   // The added-field values for one lookup value: a BSON document {customerId: X, ...}.
   bool valuesFor(const bson_iter_t& lookupValue, std::string& addDoc);
@@ -92,6 +98,7 @@ class LookupIndex {
   std::unordered_set<std::string> unsettled_;  // at most rule_.capacity keys
   std::atomic<size_t> unsettled_count_{0};     // its size: most lookups never take the lock
   std::atomic<bool> all_unsettled_{false};
+  mutable std::atomic<bool> lookup_arrays_seen_{false};  // set by extract(); a reset keeps it (the arrays stay)
 };
 
 // The canonical form of a flat document of added fields; empty when one cannot be mapped.

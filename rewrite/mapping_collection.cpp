@@ -19,6 +19,12 @@ int64_t nowMs() {
 constexpr auto kPollInterval = std::chrono::seconds(1);
 constexpr int64_t kClockSlackMs = 60'000;  // sidecars' clocks disagree a little
 
+// The _id of the marker "every value unsettled": a document, which is never a mapped value.
+const bson_t* kEveryValueMarker() {
+  static const bson_t* marker = BCON_NEW("shardscope", BCON_UTF8("every value unsettled"));
+  return marker;
+}
+
 bool isAmbiguous(const bson_t* doc) {
   bson_iter_t it;
   return bson_iter_init_find(&it, doc, "ambiguous") && bson_iter_as_bool(&it);
@@ -46,7 +52,17 @@ void MappingCollection::start() {
     task(Task::Kind::Publish, value, added);
   };
   index_.on_ambiguous = [task](const bson_iter_t& value) { task(Task::Kind::Ambiguous, value, nullptr); };
-  index_.on_dropped = [task](const bson_iter_t& value) { task(Task::Kind::Drop, value, nullptr); };
+  // A mapping a change through this sidecar made obsolete (a line moved, documents joined an
+  // order) is obsolete in every sidecar: deleting the shared copy would leave theirs in place, so
+  // it is published as a marker they poll, as a contradiction is.
+  index_.on_dropped = [task](const bson_iter_t& value) { task(Task::Kind::Ambiguous, value, nullptr); };
+  index_.on_unsettled_all = [task] {
+    bson_t marker = BSON_INITIALIZER;
+    BSON_APPEND_DOCUMENT(&marker, "v", kEveryValueMarker());
+    bson_iter_t v;
+    if (bson_iter_init_find(&v, &marker, "v")) task(Task::Kind::Ambiguous, v, nullptr);
+    bson_destroy(&marker);
+  };
   worker_ = std::thread([this] { run(); });
 }
 
@@ -60,6 +76,7 @@ void MappingCollection::stop() {
   index_.on_learned_from_insert = nullptr;
   index_.on_ambiguous = nullptr;
   index_.on_dropped = nullptr;
+  index_.on_unsettled_all = nullptr;
   wake_.notify_all();
   if (worker_.joinable()) worker_.join();
 }
@@ -182,12 +199,8 @@ bool MappingCollection::write(void* handle, Task::Kind kind, const bson_t& doc, 
     if (ok) ambiguous_.fetch_add(1, std::memory_order_relaxed);
     bson_destroy(&update);
     bson_destroy(&opts);
-  } else {  // Drop: an obsolete mapping; an ambiguous marker stays
-    bson_t ne;
-    bson_append_document_begin(&selector, "ambiguous", -1, &ne);
-    BSON_APPEND_BOOL(&ne, "$ne", true);
-    bson_append_document_end(&selector, &ne);
-    ok = mongoc_collection_delete_one(collection, &selector, nullptr, nullptr, &err);
+  } else {
+    ok = true;
   }
   bson_destroy(&selector);
   return ok;
@@ -206,7 +219,10 @@ bool MappingCollection::pollAmbiguous(void* handle, int64_t& sinceMs, bson_error
   const bson_t* found = nullptr;
   while (mongoc_cursor_next(cursor, &found)) {
     bson_iter_t id;
-    if (bson_iter_init_find(&id, found, "_id")) index_.markAmbiguous(id);
+    if (!bson_iter_init_find(&id, found, "_id")) continue;
+    // A document is never a mapped value: it is the marker of a change that could split any order.
+    if (BSON_ITER_HOLDS_DOCUMENT(&id)) index_.unsettleAll(false);
+    else index_.markAmbiguous(id);
   }
   bool ok = !mongoc_cursor_error(cursor, &err);
   mongoc_cursor_destroy(cursor);

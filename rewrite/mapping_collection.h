@@ -38,7 +38,7 @@ class MappingCollection {
 
  private:
   struct Task {
-    enum class Kind : uint8_t { Lookup, Publish, Ambiguous, Drop } kind = Kind::Lookup;
+    enum class Kind : uint8_t { Lookup, Publish, Ambiguous } kind = Kind::Lookup;
     std::string doc;  // {_id: value} plus, to publish, the added fields
   };
   void lookup(void* collection, const bson_t& doc);

@@ -49,6 +49,15 @@ std::vector<std::string> unplannedWriteTargets(const protocol::CommandView& view
     // {renameCollection: "db.from", to: "db.to", dropTarget}: the target's documents are replaced
     // by others the sidecar never saw ($out is this rename of a temporary collection).
     if (bson_iter_init_find(&it, &view.body, "to") && BSON_ITER_HOLDS_UTF8(&it)) out.push_back(utf8(it));
+  } else if (view.name == "create" || view.name == "collMod" || view.name == "cloneCollectionAsCapped") {
+    // A view created (or redefined) under the collection's name shows documents of another
+    // collection, whose writes are never planned against this rule; a capped clone is filled
+    // with documents the sidecar never saw.
+    const std::string name = view.name == "cloneCollectionAsCapped" ? "toCollection" : std::string(view.name);
+    const bool replaces = view.name == "cloneCollectionAsCapped" || bson_has_field(&view.body, "viewOn") ||
+                          bson_has_field(&view.body, "pipeline");
+    if (replaces && bson_iter_init_find(&it, &view.body, name.c_str()) && BSON_ITER_HOLDS_UTF8(&it))
+      out.push_back(std::string(view.db) + "." + utf8(it));
   } else if (view.name == "mapReduce" || view.name == "mapreduce") {
     // out: "c" (replace) or {replace | merge | reduce: "c", db: "d"}; {inline: 1} writes nothing.
     bson_iter_t spec;

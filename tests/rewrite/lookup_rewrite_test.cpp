@@ -311,6 +311,70 @@ TEST_F(LookupRewriteTest, AChangeThatMayNotCoverTheOrderOnlyUnsettlesIt) {
   EXPECT_FALSE(rewritesFind("O1"));
 }
 
+// Under a collation {orderId: "o1"} also matches "O1" documents: a change made under one
+// reaches orders the statement does not name, so nothing it touched can be trusted.
+TEST_F(LookupRewriteTest, AChangeUnderACollationUnsettlesEveryValue) {
+  Doc one(R"({"n": 1, "nModified": 1, "ok": 1})");
+  auto l = learning(R"({"update": "orders", "updates": [{"q": {"orderId": "o2"}, "u": {"$set": {"customerId": "C9"}},
+      "collation": {"locale": "en", "strength": 2}}], "$db": "shop"})");
+  applyReplyLearning(index_, l, protocol::readReplyFacts(one.get()));
+  EXPECT_FALSE(rewritesFind("O2"));  // main: O2 -> C2 kept while an "O2" document now has C9
+  index_.reset();
+  Doc a(R"({"orderId": "O2", "customerId": "C2"})");
+  index_.learnFromDocument(a.get());
+  learning(R"({"findAndModify": "orders", "query": {"orderId": "o2"}, "update": {"$set": {"orderId": "O1"}},
+      "collation": {"locale": "en", "strength": 2}, "$db": "shop"})");
+  EXPECT_FALSE(rewritesFind("O2"));
+  index_.reset();
+  index_.learnFromDocument(a.get());
+  // The collection's default collation counts when the statement names none; "simple" does not.
+  decode(R"({"update": "orders", "updates": [{"q": {"orderId": "o2"}, "u": {"$set": {"customerId": "C9"}}}], "$db": "shop"})");
+  planReplyLearning(index_, view_, false);
+  EXPECT_FALSE(rewritesFind("O2"));
+  index_.reset();
+  index_.learnFromDocument(a.get());
+  learning(R"({"update": "orders", "updates": [{"q": {"orderId": "o2"}, "u": {"$set": {"customerId": "C9"}},
+      "collation": {"locale": "simple"}}], "$db": "shop"})");
+  EXPECT_TRUE(rewritesFind("O2"));  // a change of o2 under the simple collation leaves O2 alone
+}
+
+// A dotted lookup field reached through an array ({order: [{id: X}]}), and updates that write it
+// through an array position ("order.0.id", "order.$[].id"): main saw neither.
+TEST(LookupPathThroughArrays, ValuesReachedThroughArraysAreLearnedAndPositionsAreChanges) {
+  LookupRule r;
+  std::string err;
+  ASSERT_TRUE(parseLookupRule("shop.lines: order.id -> customerId", r, err)) << err;
+  LookupIndex index(r);
+  Doc plain(R"({"order": {"id": "X"}, "customerId": "C1"})"), crossed(R"({"order": [{"id": "X"}, {"id": "Z"}], "customerId": "C2"})");
+  index.learnFromDocument(plain.get());
+  EXPECT_FALSE(index.lookupArraysSeen());
+  index.learnFromDocument(crossed.get());
+  EXPECT_TRUE(index.lookupArraysSeen());
+  Doc x(R"({"x": "X"})"), z(R"({"x": "Z"})");
+  bson_iter_t it;
+  std::string added;
+  ASSERT_TRUE(bson_iter_init_find(&it, x.get(), "x"));
+  EXPECT_FALSE(index.valuesFor(it, added));  // X seen with C1 and C2: ambiguous (main: X -> C1)
+  EXPECT_TRUE(index.store().isAmbiguous(canonicalValueKey(it)));
+  ASSERT_TRUE(bson_iter_init_find(&it, z.get(), "x"));
+  EXPECT_TRUE(index.valuesFor(it, added));  // Z reached only through the array: Z -> C2
+
+  for (const char* path : {"order.0.id", "order.$.id", "order.$[].id", "order.$[e].id"}) {
+    LookupIndex fresh(r);
+    fresh.learnFromDocument(plain.get());
+    const std::string json = std::string(R"({"update": "lines", "updates": [{"q": {"_id": 1}, "u": {"$set": {")") + path +
+                             R"(": "W"}}}], "$db": "shop"})";
+    const auto bytes = testing::opMsg(json, {}, 0);
+    protocol::OpMsg msg;
+    protocol::CommandView view;
+    ASSERT_TRUE(protocol::decodeOpMsg(bytes, msg).ok());
+    ASSERT_TRUE(protocol::buildCommandView(msg, view).ok());
+    planReplyLearning(fresh, view);
+    ASSERT_TRUE(bson_iter_init_find(&it, x.get(), "x"));
+    EXPECT_FALSE(fresh.valuesFor(it, added)) << path;  // the lookup field changed somewhere: every value unsettled
+  }
+}
+
 // Issue 27 item 2: a write that changes the lookup field moves documents to another order.
 TEST_F(LookupRewriteTest, AChangeOfOrderIdIsNoticedAtTheNewOrder) {
   Doc one(R"({"n": 1, "nModified": 1, "ok": 1})");

@@ -48,5 +48,18 @@ TEST(UnplannedWrites, StillAggregateOutAndMergeAndBulkWrite) {
   EXPECT_TRUE(targetsOf(R"({"find": "orders", "filter": {}, "$db": "shop"})").empty());
 }
 
+// A view created or redefined under the rule's name shows another collection's documents; a
+// capped clone is filled with documents the sidecar never saw. A plain create or collMod is not.
+TEST(UnplannedWrites, AViewOrACappedCloneUnderTheNameReplacesItsDocuments) {
+  EXPECT_EQ(targetsOf(R"({"create": "orders", "viewOn": "staging", "pipeline": [], "$db": "shop"})"),
+            Targets{"shop.orders"});
+  EXPECT_EQ(targetsOf(R"({"collMod": "orders", "viewOn": "staging", "pipeline": [], "$db": "shop"})"),
+            Targets{"shop.orders"});
+  EXPECT_EQ(targetsOf(R"({"cloneCollectionAsCapped": "staging", "toCollection": "orders", "size": 4096, "$db": "shop"})"),
+            Targets{"shop.orders"});
+  EXPECT_TRUE(targetsOf(R"({"create": "orders", "$db": "shop"})").empty());
+  EXPECT_TRUE(targetsOf(R"({"collMod": "orders", "validator": {}, "$db": "shop"})").empty());
+}
+
 }  // namespace unplanned_writes_test
 }  // namespace shardscope::rewrite
