@@ -684,7 +684,7 @@ void Pipeline::releaseLargeBuffers(bool fromClient) {
 }
 
 size_t Pipeline::largeBufferBytes() const {
-  if (!scratch_written_[0] && !scratch_written_[1]) return 0;  // each released since it was written
+  if (!scratch_written_[0] && !scratch_written_[1]) return rewrite_held_bytes_;  // each released since it was written
   return measureLargeBuffers();
 }
 
@@ -693,7 +693,7 @@ size_t Pipeline::measureLargeBuffers() const {
   return largeCapacity(request_plain_, kept) + largeCapacity(request_rewritten_, kept) +
          largeCapacity(request_wire_, kept) + largeCapacity(reply_plain_, kept) +
          largeCapacity(reply_rewritten_, kept) + largeCapacity(reply_wire_, kept) +
-         largeCapacity(rerun_message_, kept) + largeCapacity(rerun_wire_, kept);
+         largeCapacity(rerun_message_, kept) + largeCapacity(rerun_wire_, kept) + rewrite_held_bytes_;
 }
 
 }  // namespace shardscope::pipeline

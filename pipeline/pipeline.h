@@ -136,6 +136,8 @@ class Pipeline {
   // The same sum, measured whatever the pipeline believes was written (tests and fuzzing hold
   // largeBufferBytes to it).
   size_t measureLargeBuffers() const;
+  // What pending rewrites keep until their replies (part of both sums above).
+  size_t rewriteHeldBytes() const { return rewrite_held_bytes_; }
 
  private:
   RequestAction decideRequest(std::span<uint8_t> frame);
@@ -202,6 +204,8 @@ class Pipeline {
   Settings settings_;
   Environment& env_;
   stats::Recorder& recorder_;
+  // The copies pending rewrites keep (RewriteState::held): declared before pending_, which holds them.
+  size_t rewrite_held_bytes_ = 0;
   PendingOps pending_;
   // Per direction (requests, replies): whether a scratch buffer below may hold more than
   // kept_buffer_bytes. Most operations write none (noteScratch), and checking the buffers' sizes
