@@ -143,6 +143,33 @@ def test_a_message_past_the_buffer_budget_closes_only_its_connection(ferretdb, p
     assert px.alive()
 
 
+def test_stalled_clients_hold_the_budget_for_what_they_sent_not_what_they_declared(ferretdb, proxy):
+    # Each stalled client declares a 30 MB find, sends its first 20 KB and stops. Admitted at the
+    # declared size, two of them held 60 of the 64 MB budget until frame_read_ms, and every other
+    # client's large message was refused (its connection closed); admitted as bytes arrive, they
+    # hold a few MB, and the other client's 5 MB message passes.
+    px = proxy(ferretdb.uri, "--limits.max_buffered_bytes", "64000000", admin=True)
+    full = encode_op_msg({"find": "orders", "filter": {"pad": "s" * 30_000_000}, "$db": "shop"})
+    stalled = []
+    try:
+        for _ in range(3):
+            rc = RawClient.for_address(px.address, timeout=30)
+            rc.send(full[:20_000])
+            stalled.append(rc)
+        time.sleep(0.5)  # each one's first bytes are in, read and admitted
+        with RawClient.for_address(px.address, timeout=30) as rc:
+            for _ in range(3):
+                assert rc.command({"ping": 1, "pad": "p" * 5_000_000}).body["ok"] == 1.0
+        for rc in stalled:  # none of them was refused either: they hold what they sent
+            closed, _ = rc.drain(timeout=0.2)
+            assert not closed
+        assert "limits.max_buffered_bytes" not in px.stderr_text()
+    finally:
+        for rc in stalled:
+            rc.close()
+    assert px.alive()
+
+
 # ---- item 5: a lying compressed size costs O(compressed bytes) ---------------------------------
 
 def _lying_frames(declared: int) -> dict[str, bytes]:
