@@ -9,7 +9,7 @@
 // connection on it, so the input ends there); a message the pipeline passes on is a whole frame;
 // and after both directions' release no scratch buffer holds more than kept_buffer_bytes (the
 // release skips a direction that no message wrote: largeBufferBytes must agree with a measurement;
-// pending rewrites' copies are counted in both until their replies).
+// what requests in flight keep, pending rewrites' copies and a long pending list, is counted in both).
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -81,8 +81,9 @@ void checkWhole(std::span<const uint8_t> bytes) {
 void checkScratch(pipeline::Pipeline& p) {
   p.releaseLargeBuffers(true);
   p.releaseLargeBuffers(false);
-  // What is left is only what pending rewrites keep until their replies (charged, not scratch).
-  if (p.measureLargeBuffers() != p.rewriteHeldBytes() || p.largeBufferBytes() != p.rewriteHeldBytes()) __builtin_trap();
+  // What is left is only what requests in flight keep until their replies (charged, not scratch).
+  if (p.measureLargeBuffers() != p.heldForRepliesBytes() || p.largeBufferBytes() != p.heldForRepliesBytes())
+    __builtin_trap();
 }
 
 }  // namespace

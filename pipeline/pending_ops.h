@@ -184,6 +184,7 @@ class PendingOps {
     return true;
   }
   size_t size() const { return ops_.size(); }
+  size_t heldBytes() const { return ops_.capacity() * sizeof(PendingOp); }
   // When the first op overdue under a `request` deadline is (each op's own declared wait added).
   std::optional<std::chrono::steady_clock::time_point> earliestDeadline(std::chrono::milliseconds request) const {
     std::optional<std::chrono::steady_clock::time_point> t;

@@ -698,7 +698,10 @@ void Session::parkUntilReadable(ReadSide& side) {
     out.writer_retiring = true;
     out.wake().cancel();
   }
+  const size_t pipelineHeld = budget_share_.charged() ? pipeline_.largeBufferBytes() : 0;
   pipeline_.releaseIdle();  // either side may park last (a slow reply): both ask, it checks nothing is in flight
+  if (const size_t after = pipeline_.largeBufferBytes(); pipelineHeld > after)
+    budget_share_.giveBack(pipelineHeld - after);  // a long pending list, given back by the idle pipeline
   stream.waitReadable([self = shared_from_this(), &side](boost::system::error_code) { self->onReadable(side); });
   parked_memory::noteFreed(kLoopFrameBytes);  // as the loop ends
 }

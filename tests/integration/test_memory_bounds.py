@@ -170,6 +170,34 @@ def test_stalled_clients_hold_the_budget_for_what_they_sent_not_what_they_declar
     assert px.alive()
 
 
+def test_long_pipelines_toward_a_stalled_upstream_are_charged_to_the_budget(proxy, wire_peer):
+    # Each client pipelines 4,200 small finds toward an upstream that stopped reading: ~1.6 MiB of
+    # requests-in-flight state per connection, outside limits.max_buffered_bytes before (20 such
+    # connections: +33 MiB). Charged, past a 4 MB budget the connections are refused one by one;
+    # another client still gets its answers.
+    peer = wire_peer()
+    peer.add_fault("stop_reading", command="find", count=1000)
+    px = proxy(peer.uri, "--limits.max_buffered_bytes", "4000000", admin=True)
+    burst = b"".join(encode_op_msg({"find": "orders", "filter": {"a": i}, "$db": "shop"}, request_id=i + 1)
+                     for i in range(4200))
+    clients = []
+    try:
+        for _ in range(6):
+            rc = RawClient.for_address(px.address, timeout=10)
+            try:
+                rc.send(burst)
+            except OSError:
+                pass  # refused while we were still sending
+            clients.append(rc)
+        assert px.stderr_has("limits.max_buffered_bytes"), "six 1.6 MiB pending lists must not fit in 4 MB"
+        with RawClient.for_address(px.address, timeout=10) as rc:
+            assert rc.command({"ping": 1}).body["ok"] == 1.0
+    finally:
+        for rc in clients:
+            rc.close()
+    assert px.alive()
+
+
 # ---- item 5: a lying compressed size costs O(compressed bytes) ---------------------------------
 
 def _lying_frames(declared: int) -> dict[str, bytes]:
