@@ -26,6 +26,8 @@ void CommandSession::run(const std::string& db, const bson_t* command, CommandAn
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
   answer.answered = ok || err.domain == MONGOC_ERROR_SERVER || err.domain == MONGOC_ERROR_WRITE_CONCERN;
   answer.message = answer.answered ? std::string() : std::string(err.message);
+  answer.error_domain = answer.answered ? 0 : err.domain;
+  answer.error_code = answer.answered ? 0 : err.code;
   bson_destroy(&opts);
 }
 

@@ -17,7 +17,8 @@ namespace shardscope::cluster {
 struct CommandAnswer {
   bool answered = false;    // the server replied (ok, or a server or write-concern error): `reply` holds it
   bson_t reply;             // always initialised; freed with the answer
-  std::string message;      // !answered: why (network, timeout, server selection)
+  std::string message;      // !answered: why (network, timeout, server selection); may echo what a server said
+  uint32_t error_domain = 0, error_code = 0;  // !answered: libmongoc's bson_error_t domain and code
   uint64_t latency_ns = 0;  // the round trip as this thread saw it
   CommandAnswer() { bson_init(&reply); }
   ~CommandAnswer() { bson_destroy(&reply); }

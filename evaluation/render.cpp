@@ -77,7 +77,7 @@ std::string propertyLines(const NamespaceReport& r, const CandidateResult& c) {
          " of documents hold an array on a key path: MongoDB refuses to insert them under this key (\"Shard key cannot "
          "contain array values or array descendants\"). Fails.";
   t += "\n  Inserts      " + std::to_string(r.shards) + " simulated shards" +
-       (c.split_on.empty() ? "" : " (chunks split on " + c.split_on + ")") + ": " + sharesText(c) + " (" + ratioText(c) + ")" +
+       (c.split_on.empty() ? "" : " (chunks split on " + common::textName(c.split_on) + ")") + ": " + sharesText(c) + " (" + ratioText(c) + ")" +
        (hasWarning(c, "imbalance") ? "; uneven (warning)" : "") + ".\n";
   return t;
 }

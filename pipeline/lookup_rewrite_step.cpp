@@ -17,6 +17,16 @@ namespace {
 
 std::span<const uint8_t> bytesOf(const bson_t& b) { return {bson_get_data(&b), b.len}; }
 
+// What a rewrite's state will copy: the client's message, the plan's parts, and for a retryable
+// write the rewritten message too (about the message's size again).
+size_t rewriteCopyBytes(size_t messageBytes, const rewrite::RewritePlan& plan) {
+  size_t keys = 0;
+  for (const auto& k : plan.in_keys) keys += k.size();
+  const size_t planBytes = plan.body.size() + plan.sequence_docs.size() + plan.lookup_values.size() +
+                           plan.confirm_filter.size() + keys;
+  return messageBytes + planBytes + (plan.confirm ? messageBytes + plan.body.size() : 0);
+}
+
 }  // namespace
 
 std::span<const uint8_t> Pipeline::applyLookupRule(PendingOp& op, std::span<const uint8_t> message, std::string_view ns) {
@@ -34,6 +44,10 @@ std::span<const uint8_t> Pipeline::applyLookupRule(PendingOp& op, std::span<cons
     return message;
   }
 
+  // The state keeps copies until the reply (the original, the plan; a retryable write also its
+  // rewritten message): admitted against limits.max_buffered_bytes before they are made, so a
+  // client pipelining large rewritten requests is refused, not held unbounded.
+  env_.admitLarge(true, rewriteCopyBytes(message.size(), plan));
   auto state = std::make_shared<RewriteState>();
   state->command.assign(view_.name);
   state->db.assign(view_.db);
@@ -58,8 +72,10 @@ std::span<const uint8_t> Pipeline::applyLookupRule(PendingOp& op, std::span<cons
     throw std::logic_error("lookup rewrite produced an unreadable command");
   protocol::encodeOpMsg(rewritten.header, rewritten.flags, rewritten.body, rewritten.sequences, request_rewritten_);
   op.rewrite = std::move(state);
-  if (op.rewrite->plan.confirm) return sendConfirmingRead(op);
-  return request_rewritten_;
+  const std::span<const uint8_t> out =
+      op.rewrite->plan.confirm ? sendConfirmingRead(op) : std::span<const uint8_t>(request_rewritten_);
+  op.rewrite->held.hold(&rewrite_held_bytes_, op.rewrite->copiedBytes());
+  return out;
 }
 
 void Pipeline::noteUnplannedWrites() {

@@ -21,6 +21,30 @@
 
 namespace shardscope::pipeline {
 
+// Bytes a RewriteState holds, added to its pipeline's count (Pipeline::largeBufferBytes, so charged
+// to limits.max_buffered_bytes) for as long as the state lives: until the last reply that needs it.
+class HeldBytes {
+ public:
+  HeldBytes() = default;
+  HeldBytes(const HeldBytes&) = delete;
+  HeldBytes& operator=(const HeldBytes&) = delete;
+  ~HeldBytes() { end(); }
+  void hold(size_t* total, size_t bytes) {
+    end();
+    total_ = total;
+    bytes_ = bytes;
+    *total_ += bytes_;
+  }
+
+ private:
+  void end() {
+    if (total_) *total_ -= bytes_;
+    total_ = nullptr;
+  }
+  size_t* total_ = nullptr;
+  size_t bytes_ = 0;
+};
+
 // A command the lookup rule rewrote: what is needed to run the original instead if the reply
 // shows the mapping was stale. Allocated only for rewritten commands.
 struct RewriteState {
@@ -32,6 +56,15 @@ struct RewriteState {
   routing::TargetResult original_target;  // how the original runs if it must (stats of a fallback)
   std::vector<std::string> suspects;      // after a fallback: lookup keys the rewrite missed
   std::vector<uint8_t> rewritten;         // a retryable write's rewritten message, held until a read confirms it
+  HeldBytes held;                         // the copies above, counted by the pipeline while they live
+
+  // What the copies above hold (capacities: what the allocator gave them).
+  size_t copiedBytes() const {
+    size_t keys = 0;
+    for (const auto& k : plan.in_keys) keys += k.capacity();
+    return original.capacity() + rewritten.capacity() + plan.body.capacity() + plan.sequence_docs.capacity() +
+           plan.lookup_values.capacity() + plan.confirm_filter.capacity() + keys;
+  }
 };
 
 // What one observer keeps with an operation until its reply (fixed size, trivially copied: the
@@ -151,6 +184,7 @@ class PendingOps {
     return true;
   }
   size_t size() const { return ops_.size(); }
+  size_t heldBytes() const { return ops_.capacity() * sizeof(PendingOp); }
   // When the first op overdue under a `request` deadline is (each op's own declared wait added).
   std::optional<std::chrono::steady_clock::time_point> earliestDeadline(std::chrono::milliseconds request) const {
     std::optional<std::chrono::steady_clock::time_point> t;

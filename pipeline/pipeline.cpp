@@ -448,8 +448,14 @@ bool Pipeline::registerRequest(PendingOp& op, const protocol::CommandView& view,
     notifyReply(op, none);
     return false;
   }
-  if (!pending_.add(std::move(op))) throw ProtocolError("too many pipelined requests");
+  addPending(std::move(op));
   return true;
+}
+
+void Pipeline::addPending(PendingOp&& op) {
+  const size_t before = pendingListBytes();
+  if (!pending_.add(std::move(op))) throw ProtocolError("too many pipelined requests");
+  if (const size_t after = pendingListBytes(); after > before) env_.admitLarge(true, after - before);
 }
 
 void Pipeline::notifyReply(const PendingOp& op, const Reply& reply) {
@@ -684,7 +690,7 @@ void Pipeline::releaseLargeBuffers(bool fromClient) {
 }
 
 size_t Pipeline::largeBufferBytes() const {
-  if (!scratch_written_[0] && !scratch_written_[1]) return 0;  // each released since it was written
+  if (!scratch_written_[0] && !scratch_written_[1]) return heldForRepliesBytes();  // each released since it was written
   return measureLargeBuffers();
 }
 
@@ -693,7 +699,7 @@ size_t Pipeline::measureLargeBuffers() const {
   return largeCapacity(request_plain_, kept) + largeCapacity(request_rewritten_, kept) +
          largeCapacity(request_wire_, kept) + largeCapacity(reply_plain_, kept) +
          largeCapacity(reply_rewritten_, kept) + largeCapacity(reply_wire_, kept) +
-         largeCapacity(rerun_message_, kept) + largeCapacity(rerun_wire_, kept);
+         largeCapacity(rerun_message_, kept) + largeCapacity(rerun_wire_, kept) + heldForRepliesBytes();
 }
 
 }  // namespace shardscope::pipeline

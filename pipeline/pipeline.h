@@ -136,8 +136,21 @@ class Pipeline {
   // The same sum, measured whatever the pipeline believes was written (tests and fuzzing hold
   // largeBufferBytes to it).
   size_t measureLargeBuffers() const;
+  // What requests in flight keep until their replies (part of both sums above): pending rewrites'
+  // copies, and the pending list once it holds more than kUnchargedPendingBytes.
+  size_t heldForRepliesBytes() const { return rewrite_held_bytes_ + pendingListBytes(); }
+  // A few dozen requests in flight (drivers send one per connection at a time) are not worth an
+  // atomic each; a pipeline of thousands (up to PendingOps::kMaxClientRequests, ~1.6 MiB) is charged.
+  static constexpr size_t kUnchargedPendingBytes = 64 * 1024;
 
  private:
+  size_t pendingListBytes() const {
+    const size_t b = pending_.heldBytes();
+    return b > kUnchargedPendingBytes ? b : 0;
+  }
+  // Adds a request in flight; a pending list that grows past kUnchargedPendingBytes is admitted
+  // against limits.max_buffered_bytes first (refused: the connection closes).
+  void addPending(PendingOp&& op);
   RequestAction decideRequest(std::span<uint8_t> frame);
   ReplyAction decideReply(std::span<uint8_t> frame);
   // A message goes on as the very bytes that came (decoded in place, nothing answered, nothing
@@ -202,6 +215,8 @@ class Pipeline {
   Settings settings_;
   Environment& env_;
   stats::Recorder& recorder_;
+  // The copies pending rewrites keep (RewriteState::held): declared before pending_, which holds them.
+  size_t rewrite_held_bytes_ = 0;
   PendingOps pending_;
   // Per direction (requests, replies): whether a scratch buffer below may hold more than
   // kept_buffer_bytes. Most operations write none (noteScratch), and checking the buffers' sizes

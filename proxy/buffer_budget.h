@@ -2,6 +2,7 @@
 // a connection asks before it buffers a large message and is refused, alone, when the budget is
 // spent; what its large buffers hold is charged until they are released.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -88,6 +89,14 @@ class BudgetShare {
     if (target > charged_) budget_->add(target - charged_);
     else budget_->release(charged_ - target);
     charged_ = target;
+  }
+  // `bytes` the connection held and charged were freed outside a message (an idle connection's
+  // pending list): the charge drops by them (never below the grants).
+  void giveBack(size_t bytes) {
+    if (!budget_) return;
+    const size_t n = std::min(bytes, charged_ - std::min(charged_, grants_[0] + grants_[1]));
+    budget_->release(n);
+    charged_ -= n;
   }
   size_t granted(Direction d) const { return grants_[d]; }
   size_t charged() const { return charged_; }

@@ -158,6 +158,19 @@ void Session::admitLarge(BudgetShare::Direction d, size_t bytes) {
   throw ProtocolError("message refused: limits.max_buffered_bytes reached");
 }
 
+// Twice what arrived plus this: a step covers the huge pages the next reads touch (frame_buffer.cpp
+// advises 2 MiB pages), and a message is admitted in ~log2(size / step) steps.
+constexpr size_t kAdmitAheadBytes = size_t{4} << 20;
+
+size_t Session::admitArriving(size_t need, size_t arrived) {
+  const size_t granted = budget_share_.granted(BudgetShare::FromClient);
+  if (granted >= need) return need;
+  if (need > ctx_.buffer_budget.limit()) admitLarge(BudgetShare::FromClient, need);  // can never fit: refused
+  const size_t want = std::min(need, 2 * arrived + kAdmitAheadBytes);
+  if (want > granted) admitLarge(BudgetShare::FromClient, want - granted);
+  return std::max(want, granted);
+}
+
 namespace {
 
 template <typename Buffer>
@@ -218,9 +231,9 @@ awaitable<void> Session::clientToUpstream() {
         const bool large = need >= kLargeMessageBytes;
         const bool headOnly = large && client_in_.buffered().size() < pipeline::Pipeline::kStreamRequestPrefixBytes;
         if (large && !headOnly && (streamHead = streamsRequest(need)) != 0) break;
-        if (large && !headOnly && !budget_share_.granted(BudgetShare::FromClient))
-          admitLarge(BudgetShare::FromClient, need);
+        const size_t admitted = large && !headOnly ? admitArriving(need, client_in_.buffered().size()) : need;
         auto space = client_in_.writable(headOnly ? pipeline::Pipeline::kStreamRequestPrefixBytes : need);
+        if (admitted < need) space = space.first(std::min(space.size(), admitted - client_in_.buffered().size()));
         size_t n = client_.readNow(space);
         const bool waited = n == 0;
         if (waited) {
@@ -685,7 +698,10 @@ void Session::parkUntilReadable(ReadSide& side) {
     out.writer_retiring = true;
     out.wake().cancel();
   }
+  const size_t pipelineHeld = budget_share_.charged() ? pipeline_.largeBufferBytes() : 0;
   pipeline_.releaseIdle();  // either side may park last (a slow reply): both ask, it checks nothing is in flight
+  if (const size_t after = pipeline_.largeBufferBytes(); pipelineHeld > after)
+    budget_share_.giveBack(pipelineHeld - after);  // a long pending list, given back by the idle pipeline
   stream.waitReadable([self = shared_from_this(), &side](boost::system::error_code) { self->onReadable(side); });
   parked_memory::noteFreed(kLoopFrameBytes);  // as the loop ends
 }

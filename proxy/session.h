@@ -62,6 +62,12 @@ class Session : public std::enable_shared_from_this<Session> {
   // Memory bounds (limits.max_buffered_bytes): a large message is admitted before it is buffered
   // (refused: the connection closes), and once handled its large buffers are released.
   void admitLarge(BudgetShare::Direction d, size_t bytes);
+  // A large client message is admitted as its bytes arrive (`arrived` of `need`), a step ahead of
+  // them; returns how many of its bytes may be buffered now. A client that declares a large message
+  // and stops holds the budget for what it sent, not for what it declared (before, 23 stalled
+  // connections of ~17 KB each held a 1 GiB budget for frame_read_ms and every other large message
+  // was refused). A message larger than the whole budget is refused from its header.
+  size_t admitArriving(size_t need, size_t arrived);
   void releaseLargeBuffers(BudgetShare::Direction d);
   size_t largeBufferBytes() const;
 

@@ -1,5 +1,10 @@
 #include "shadow/cursor_reconciliation.h"
 
+#include <fmt/format.h>
+
+#include "common/name_text.h"
+#include "common/query_shape.h"
+
 namespace shardscope::shadow {
 namespace {
 
@@ -25,6 +30,14 @@ void remapGetMore(std::span<const uint8_t> bytes, int64_t shadowCursor, bson_t* 
 }
 
 }  // namespace
+
+std::string shadowErrorLogText(std::string_view command, uint64_t shapeHash, const ShadowAnswer& answer, bool withValues) {
+  std::string line = fmt::format("mirror: shadow error on {} (shape {}): ", common::textName(command), common::shapeIdHex(shapeHash));
+  if (answer.domain == 0 && answer.code == 0) line += "unreadable reply";
+  else line += fmt::format("client error domain {} code {}", answer.domain, answer.code);
+  if (withValues && !answer.message.empty()) line += ": " + common::textName(answer.message);
+  return line;
+}
 
 void ConnectionReconciler::killShadowCursor(const std::string& db, const std::string& collection, int64_t id) {
   if (!id) return;
@@ -95,7 +108,7 @@ void ConnectionReconciler::onRequest(MirroredRequest&& request) {
     p.error = r.error;
     p.shadow = r.summary;
     p.shadow_latency = r.latency_ns;
-    if (r.error) sink_.shadowError(request.shape_hash, request.name, r.message);
+    if (r.error) sink_.shadowError(request.shape_hash, request.name, r);
   }
   bson_destroy(&remapped);
   if (request.expects_reply) pending_[request.request_id] = std::move(p);

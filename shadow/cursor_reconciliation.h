@@ -25,8 +25,14 @@ struct ShadowAnswer {
   bool error = false;  // no usable server reply (network, timeout, no server, unreadable reply)
   ReplySummary summary;
   uint64_t latency_ns = 0;
-  std::string message;
+  std::string message;  // the client library's text: may echo what the shadow said (values of client documents)
+  uint32_t domain = 0, code = 0;  // the client library's error domain and code (0, 0: the reply was unreadable)
 };
+
+// The log line of a shadow error: the command (escaped: a client name), the shape id and the error's
+// domain and code. The client library's text only when the user opted in to values (mirror.record_values):
+// it may quote a shadow's errmsg, which echoes client values (a duplicate key's value).
+std::string shadowErrorLogText(std::string_view command, uint64_t shapeHash, const ShadowAnswer& answer, bool withValues);
 
 // Runs commands on the shadow cluster, in this client connection's session.
 class ShadowLink {
@@ -41,7 +47,7 @@ class ReconciliationSink {
   virtual ~ReconciliationSink() = default;
   virtual void compared(uint64_t shapeHash, const ReplySummary& primary, const ReplySummary& shadow,
                         uint64_t primaryLatencyNs, uint64_t shadowLatencyNs, const std::string& commandJson) = 0;
-  virtual void shadowError(uint64_t shapeHash, std::string_view command, const std::string& message) = 0;
+  virtual void shadowError(uint64_t shapeHash, std::string_view command, const ShadowAnswer& answer) = 0;
   virtual void cursorNotCompared() = 0;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "common/bounded_name.h"
 #include "common/coarse_clock.h"
@@ -15,6 +16,19 @@ namespace {
 
 constexpr std::string_view kOther = common::kOtherName;
 constexpr uint64_t kOtherHash = 0;
+
+// The row past max_shapes: shapes of every namespace, command and targeting.
+bool isOverflowRow(const ShapeDivergence& s) { return s.hash == kOtherHash && s.shape == kOther; }
+
+// Its targeting labels name no one targeting (they would follow the last operation, and the series
+// would change labels between scrapes).
+std::string_view primaryTargetingLabel(const ShapeDivergence& s) {
+  return isOverflowRow(s) ? kOther : routing::targetingName(s.primary_targeting);
+}
+std::string_view shadowTargetingLabel(const ShapeDivergence& s) {
+  if (isOverflowRow(s)) return kOther;
+  return s.shadow_targeting_known ? routing::targetingName(s.shadow_targeting) : std::string_view("unknown");
+}
 
 std::vector<const ShapeDivergence*> ranked(const std::vector<ShapeDivergence>& rows) {
   std::vector<const ShapeDivergence*> r;
@@ -74,6 +88,7 @@ void DivergenceTable::onMirrored(uint64_t hash, std::string_view ns, std::string
   }
   auto& s = shapes_[it->second];
   ++s.mirrored;
+  if (isOverflowRow(s)) return;  // many shapes' targetings: none of them is the row's
   s.primary_targeting = primary;
   s.shadow_targeting = shadow;
   s.shadow_targeting_known = shadowKnown;
@@ -122,8 +137,8 @@ void renderDivergenceJson(const std::vector<ShapeDivergence>& rows, size_t top, 
     w.field("ns", s->ns).field("command", s->command).key("shape").value(s->shape);
     w.field("shapeId", stats::shapeIdHex(s->hash));
     w.key("targeting").beginObject();
-    w.field("primary", routing::targetingName(s->primary_targeting));
-    if (s->shadow_targeting_known) w.field("shadow", routing::targetingName(s->shadow_targeting));
+    w.field("primary", primaryTargetingLabel(*s));
+    if (s->shadow_targeting_known || isOverflowRow(*s)) w.field("shadow", shadowTargetingLabel(*s));
     else w.key("shadow").null();
     w.endObject();
     w.field("mirrored", s->mirrored).field("compared", s->compared).field("divergent", s->divergent);
@@ -158,26 +173,32 @@ void renderDivergencePrometheus(const std::vector<ShapeDivergence>& rows, size_t
     std::string id;
   };
   std::vector<Listed> listed;
-  std::map<std::pair<std::string, std::string>, uint64_t> rest;
+  // The rest is summed per (ns, command) only for pairs a listed shape names, the others under one
+  // <other> pair: at most 2 * top + 1 series however many namespaces the table holds.
+  using Pair = std::pair<std::string_view, std::string_view>;
+  std::set<Pair> listedPairs;
+  std::map<Pair, uint64_t> rest;
   for (const ShapeDivergence* s : ranked(rows)) {
-    if (listed.size() >= top) rest[{s->ns, s->command}] += s->divergent;
-    else listed.push_back({s, stats::shapeIdHex(s->hash)});
+    if (listed.size() < top) {
+      listed.push_back({s, stats::shapeIdHex(s->hash)});
+      listedPairs.insert({s->ns, s->command});
+      continue;
+    }
+    const Pair pair{s->ns, s->command};
+    rest[listedPairs.count(pair) ? pair : Pair{kOther, kOther}] += s->divergent;
   }
-  auto shadowTargeting = [](const ShapeDivergence& s) {
-    return s.shadow_targeting_known ? routing::targetingName(s.shadow_targeting) : std::string_view("unknown");
-  };
   stats::PrometheusWriter w(out);
   w.family(Metric::mirror_shape_divergences_total);
   for (const auto& [s, id] : listed)
     w.sample(Metric::mirror_shape_divergences_total,
-             {s->ns, s->command, id, routing::targetingName(s->primary_targeting), shadowTargeting(*s)},
+             {s->ns, s->command, id, primaryTargetingLabel(*s), shadowTargetingLabel(*s)},
              static_cast<uint64_t>(s->divergent));
   // The rest rows carry only the leading labels (ns, command, shape_id="rest").
   for (const auto& [k, v] : rest) w.sample(Metric::mirror_shape_divergences_total, {k.first, k.second, "rest"}, v);
   w.family(Metric::mirror_shape_compared_total);
   for (const auto& [s, id] : listed)
     w.sample(Metric::mirror_shape_compared_total,
-             {s->ns, s->command, id, routing::targetingName(s->primary_targeting), shadowTargeting(*s)},
+             {s->ns, s->command, id, primaryTargetingLabel(*s), shadowTargetingLabel(*s)},
              static_cast<uint64_t>(s->compared));
 }
 

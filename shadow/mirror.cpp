@@ -93,7 +93,7 @@ struct Mirror::Job {
 struct Mirror::Worker {
   // The mirror's counters and divergence table, as the reconciliation reports to them.
   struct Sink final : shadow::ReconciliationSink {
-    Sink(Counters& c, shadow::DivergenceTable& t) : counters(c), table(t) {}
+    Sink(Counters& c, shadow::DivergenceTable& t, bool values) : counters(c), table(t), record_values(values) {}
     void compared(uint64_t shapeHash, const shadow::ReplySummary& p, const shadow::ReplySummary& s, uint64_t pl,
                   uint64_t sl, const std::string& json) override {
       uint32_t kinds = shadow::compareSummaries(p, s);
@@ -105,14 +105,16 @@ struct Mirror::Worker {
       }
       table.onCompared(shapeHash, p, s, pl, sl, json);
     }
-    void shadowError(uint64_t shapeHash, std::string_view command, const std::string& message) override {
+    void shadowError(uint64_t shapeHash, std::string_view command, const shadow::ShadowAnswer& answer) override {
       counters.shadow_errors++;
       table.onShadowError(shapeHash);
-      spdlog::debug("mirror: shadow error on {}: {}", command, message);
+      if (spdlog::should_log(spdlog::level::debug))
+        spdlog::debug("{}", shadow::shadowErrorLogText(command, shapeHash, answer, record_values));
     }
     void cursorNotCompared() override { counters.cursors_abandoned++; }
     Counters& counters;
     shadow::DivergenceTable& table;
+    bool record_values;  // mirror.record_values: the shadow's error text may be logged
   };
   // One client connection: its shadow session (so a cursor's getMores run in the session that
   // opened it; mongos refuses them otherwise) and its reconciliation state.
@@ -178,7 +180,7 @@ bool Mirror::start(std::string& error) {
     }
   }
   for (uint32_t i = 0; i < options_.workers; ++i) {
-    auto w = std::make_unique<Worker>(Worker::Sink(*counters_, table_));
+    auto w = std::make_unique<Worker>(Worker::Sink(*counters_, table_, options_.record_values));
     w->client = std::make_unique<cluster::PooledClient>(*pool_);
     Worker* raw = w.get();
     workers_.push_back(std::move(w));
@@ -453,6 +455,8 @@ shadow::ShadowAnswer Mirror::Worker::Conn::run(const std::string& db, const bson
   } else {
     r.error = true;
     r.message = answer.message;
+    r.domain = answer.error_domain;
+    r.code = answer.error_code;
   }
   return r;
 }

@@ -123,5 +123,32 @@ TEST(HostileNames, TextReportShowsNamesEscapedAndCutsWholeCharacters) {
   EXPECT_NE(text.find("txt.x\\nshop.forged: 999 reads\\x1b]0;pwned\\x07: "), std::string::npos) << text.substr(0, 2000);
 }
 
+// A candidate's field name reaches the text report in its lines too (the key, the field chunks
+// are split on): escaped there like a namespace, so a field name cannot forge a line or drive the terminal.
+TEST(HostileNames, TextReportEscapesFieldNamesInEveryLine) {
+  Evaluator ev(EvaluationOptions{});
+  auto obs = ev.newObserver();
+  const std::string field = "k\nFORGED line\x1b[2J\t";
+  observeFinds(*obs, "fld", "c", field, 20);
+  for (int i = 0; i < 200; ++i) {  // documents, so that chunks are split on the field
+    bson_t* cmd = bson_new();
+    BSON_APPEND_UTF8(cmd, "insert", "c");
+    bson_t docs, d;
+    bson_append_array_begin(cmd, "documents", -1, &docs);
+    bson_append_document_begin(&docs, "0", -1, &d);
+    BSON_APPEND_INT32(&d, field.c_str(), i);
+    bson_append_document_end(&docs, &d);
+    bson_append_array_end(cmd, &docs);
+    OwnedCommand c(cmd, "fld", "c");
+    obs->observe(c.view(), c.ns());
+  }
+  const std::string text = ev.renderText();
+  ASSERT_NE(text.find("chunks split on"), std::string::npos) << text.substr(0, 3000);
+  ASSERT_NE(text.find("FORGED line"), std::string::npos) << text.substr(0, 2000);
+  EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+  EXPECT_EQ(text.find("\nFORGED"), std::string::npos) << text;
+  EXPECT_EQ(text.find('\t'), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace shardscope::evaluation

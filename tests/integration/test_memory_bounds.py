@@ -143,6 +143,61 @@ def test_a_message_past_the_buffer_budget_closes_only_its_connection(ferretdb, p
     assert px.alive()
 
 
+def test_stalled_clients_hold_the_budget_for_what_they_sent_not_what_they_declared(ferretdb, proxy):
+    # Each stalled client declares a 30 MB find, sends its first 20 KB and stops. Admitted at the
+    # declared size, two of them held 60 of the 64 MB budget until frame_read_ms, and every other
+    # client's large message was refused (its connection closed); admitted as bytes arrive, they
+    # hold a few MB, and the other client's 5 MB message passes.
+    px = proxy(ferretdb.uri, "--limits.max_buffered_bytes", "64000000", admin=True)
+    full = encode_op_msg({"find": "orders", "filter": {"pad": "s" * 30_000_000}, "$db": "shop"})
+    stalled = []
+    try:
+        for _ in range(3):
+            rc = RawClient.for_address(px.address, timeout=30)
+            rc.send(full[:20_000])
+            stalled.append(rc)
+        time.sleep(0.5)  # each one's first bytes are in, read and admitted
+        with RawClient.for_address(px.address, timeout=30) as rc:
+            for _ in range(3):
+                assert rc.command({"ping": 1, "pad": "p" * 5_000_000}).body["ok"] == 1.0
+        for rc in stalled:  # none of them was refused either: they hold what they sent
+            closed, _ = rc.drain(timeout=0.2)
+            assert not closed
+        assert "limits.max_buffered_bytes" not in px.stderr_text()
+    finally:
+        for rc in stalled:
+            rc.close()
+    assert px.alive()
+
+
+def test_long_pipelines_toward_a_stalled_upstream_are_charged_to_the_budget(proxy, wire_peer):
+    # Each client pipelines 4,200 small finds toward an upstream that stopped reading: ~1.6 MiB of
+    # requests-in-flight state per connection, outside limits.max_buffered_bytes before (20 such
+    # connections: +33 MiB). Charged, past a 4 MB budget the connections are refused one by one;
+    # another client still gets its answers.
+    peer = wire_peer()
+    peer.add_fault("stop_reading", command="find", count=1000)
+    px = proxy(peer.uri, "--limits.max_buffered_bytes", "4000000", admin=True)
+    burst = b"".join(encode_op_msg({"find": "orders", "filter": {"a": i}, "$db": "shop"}, request_id=i + 1)
+                     for i in range(4200))
+    clients = []
+    try:
+        for _ in range(6):
+            rc = RawClient.for_address(px.address, timeout=10)
+            try:
+                rc.send(burst)
+            except OSError:
+                pass  # refused while we were still sending
+            clients.append(rc)
+        assert px.stderr_has("limits.max_buffered_bytes"), "six 1.6 MiB pending lists must not fit in 4 MB"
+        with RawClient.for_address(px.address, timeout=10) as rc:
+            assert rc.command({"ping": 1}).body["ok"] == 1.0
+    finally:
+        for rc in clients:
+            rc.close()
+    assert px.alive()
+
+
 # ---- item 5: a lying compressed size costs O(compressed bytes) ---------------------------------
 
 def _lying_frames(declared: int) -> dict[str, bytes]:

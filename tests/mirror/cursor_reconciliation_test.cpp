@@ -44,7 +44,7 @@ struct FakeSink : ReconciliationSink {
   void compared(uint64_t, const ReplySummary& p, const ReplySummary& s, uint64_t, uint64_t, const std::string&) override {
     compared_.push_back({p, s});
   }
-  void shadowError(uint64_t, std::string_view, const std::string&) override { ++errors; }
+  void shadowError(uint64_t, std::string_view, const ShadowAnswer&) override { ++errors; }
   void cursorNotCompared() override { ++notCompared; }
 };
 

@@ -51,5 +51,60 @@ TEST(DivergenceTable, ShapesBeyondTheCapGoToOther) {
   EXPECT_EQ(rows[2].mirrored, 3u);
 }
 
+// /metrics lists the top shapes; the rest is summed per (ns, command) only for pairs the listed
+// shapes name, everything else under one <other> row: as many namespaces as clients invent must not
+// make as many series (the table holds up to max_shapes of them).
+TEST(DivergenceTable, UnlistedShapesOfManyNamespacesMakeOneRestSeries) {
+  DivergenceTable t(1000, 1);
+  auto fewer = summary(R"({"cursor": {"id": 0, "firstBatch": []}, "ok": 1})");
+  auto one = summary(R"({"cursor": {"id": 0, "firstBatch": [{"a": 1}]}, "ok": 1})");
+  for (int i = 0; i < 500; ++i) {
+    const std::string ns = "db" + std::to_string(i) + ".c";
+    const uint64_t h = common::shapeId(ns, "find", "{}");
+    t.onMirrored(h, ns, "find", "{}", routing::Targeting::Unsharded, routing::Targeting::Unsharded, false);
+    t.onCompared(h, one, fewer, 1, 1, "");
+  }
+  std::string prom;
+  renderDivergencePrometheus(t.snapshot(), 10, prom);
+  size_t series = 0, rest = 0;
+  uint64_t restSum = 0;
+  for (size_t at = 0; (at = prom.find("shardscope_mirror_shape_divergences_total{", at)) != std::string::npos; ++at) {
+    ++series;
+    const size_t end = prom.find('\n', at);
+    const std::string line = prom.substr(at, end - at);
+    if (line.find(R"(shape_id="rest")") != std::string::npos) {
+      ++rest;
+      restSum += std::stoull(line.substr(line.rfind(' ') + 1));
+      EXPECT_NE(line.find(R"(ns="<other>",command="<other>")"), std::string::npos) << line;
+    }
+  }
+  EXPECT_EQ(series, 11u) << prom.substr(0, 2000);
+  EXPECT_EQ(rest, 1u);
+  EXPECT_EQ(restSum, 490u) << "every unlisted divergence is still counted";
+}
+
+// The overflow row gathers shapes of every targeting: its labels say so, and do not follow the
+// last operation's (a series whose labels flip between scrapes looks like a counter reset).
+TEST(DivergenceTable, TheOverflowRowsTargetingLabelsDoNotFollowTheLastOperation) {
+  DivergenceTable t(1, 1);
+  t.onMirrored(common::shapeId("d.c", "find", "a"), "d.c", "find", "a", routing::Targeting::Single,
+               routing::Targeting::Single, true);
+  t.onMirrored(common::shapeId("d.c", "find", "b"), "d.c", "find", "b", routing::Targeting::Broadcast,
+               routing::Targeting::Broadcast, true);
+  std::string first;
+  renderDivergencePrometheus(t.snapshot(), 10, first);
+  t.onMirrored(common::shapeId("d.c", "find", "c"), "d.c", "find", "c", routing::Targeting::Single,
+               routing::Targeting::Single, true);
+  std::string second;
+  renderDivergencePrometheus(t.snapshot(), 10, second);
+  auto otherLine = [](const std::string& prom) {
+    const size_t at = prom.find(R"(shardscope_mirror_shape_divergences_total{ns="<other>")");
+    return at == std::string::npos ? std::string() : prom.substr(at, prom.find('}', at) - at);
+  };
+  ASSERT_FALSE(otherLine(first).empty()) << first;
+  EXPECT_EQ(otherLine(first), otherLine(second));
+  EXPECT_NE(otherLine(first).find(R"(primary_targeting="<other>")"), std::string::npos) << otherLine(first);
+}
+
 }  // namespace
 }  // namespace shardscope::shadow
