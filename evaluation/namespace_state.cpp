@@ -368,6 +368,7 @@ void NamespaceState::applyOp(const OpRecord& op) {
   }
   ShapeState& s = it->second;
   s.count += op.count;
+  s.commands += op.commands;
   if (op.filter.empty()) return;
   ++s.offered;
   if (op.filter.size() > kMaxSampledFilterBytes) return;  // counted in the shape, not kept

@@ -1,0 +1,74 @@
+"""One shape id, two units, each under its own name on every surface (the surfaces3 probe):
+/stats' `count` counts commands, /evaluate's per-shape figures weigh statements. A batched update
+of two statements of one shape is 1 command and 2 statements; /evaluate's byShape, the fleet export
+`shardscope evaluate --from` merges and the text report show both, the commands equal to /stats'
+count under the same id. Through a real proxy to FerretDB, with pymongo.
+"""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import urllib.request
+
+import pymongo
+import pytest
+from pymongo import UpdateOne
+
+from stats_helpers import CUSTOMERS, ROUTING_FILE, get_stats, seed_orders
+
+pytestmark = pytest.mark.needs_proxy
+
+UPDATE_COMMANDS = 7
+
+
+def _get_text(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=30) as r:
+        return r.read().decode()
+
+
+def _evaluate_cli(binary, *args: str) -> str:
+    return subprocess.run([str(binary), "evaluate", *args], check=True, capture_output=True, text=True, timeout=120).stdout
+
+
+def _by_shape(report: dict, shape_id: str) -> list[dict]:
+    ns = next(n for n in report["namespaces"] if n["ns"] == "shop.orders")
+    return [s for c in ns["candidates"] if c.get("evaluable") for s in c["byShape"] if s["id"] == shape_id]
+
+
+def test_batched_update_shows_commands_equal_to_stats_count_on_every_surface(ferretdb, proxy, shardscope_binary):
+    p = proxy(ferretdb.uri, "--routing", str(ROUTING_FILE), "--evaluation.candidates", "shop.orders: {customerId: 1}",
+              admin=True)
+    with pymongo.MongoClient(p.uri, serverSelectionTimeoutMS=20000) as client:
+        seed_orders(client)
+        coll = client.shop.orders
+        for i in range(UPDATE_COMMANDS):  # one update command of two statements of the same shape
+            coll.bulk_write([UpdateOne({"orderId": f"O{i:05d}"}, {"$set": {"status": "paid"}}),
+                             UpdateOne({"orderId": f"O{i + 20:05d}"}, {"$set": {"status": "paid"}})])
+        for c in CUSTOMERS:
+            coll.find_one({"customerId": c})
+
+    stats = get_stats(p.admin_url)
+    row = next(s for s in stats["shapes"] if s["command"] == "update" and s["ns"] == "shop.orders")
+    assert row["count"] == UPDATE_COMMANDS, row
+
+    local = json.loads(_get_text(p.admin_url + "/evaluate"))
+    exported = json.loads(_evaluate_cli(shardscope_binary, "--from", p.admin_url, "--json"))
+    for what, report in (("/evaluate", local), ("evaluate --from", exported)):
+        shapes = _by_shape(report, row["id"])
+        assert shapes, (what, row["id"])
+        for s in shapes:
+            assert s["commands"] == row["count"], (what, s)
+            assert s["statements"] == s["count"] == 2 * UPDATE_COMMANDS, (what, s)
+        # A read is one statement per command: both units agree with /stats.
+        find = next(x for x in stats["shapes"] if x["command"] == "find" and x["shape"] == '{"customerId":"<string>"}')
+        for s in _by_shape(report, find["id"]):
+            assert s["commands"] == s["statements"] == find["count"], (what, s)
+
+    # The text report (the proxy's and the CLI's, one renderer) names both units and the id.
+    text = _evaluate_cli(shardscope_binary, "--from", p.admin_url)
+    assert text == _get_text(p.admin_url + "/evaluate?format=text")
+    assert re.search(r"share\*\s+commands\s+statements\s+shape id", text), text
+    line = next(l for l in text.splitlines() if l.rstrip().endswith(row["id"]))
+    assert line.split()[-3:] == [str(UPDATE_COMMANDS), str(2 * UPDATE_COMMANDS), row["id"]], line
+    assert "commands: as /stats counts them" in text, text
