@@ -8,6 +8,7 @@
 #include "common/query_shape.h"
 #include "stats/hotness.h"
 #include "stats/render.h"
+#include "stats/rescued_share.h"
 
 namespace shardscope::stats {
 namespace {
@@ -119,10 +120,9 @@ void writeShape(common::JsonWriter& w, const ShapeSnapshot& s, bool recordValues
     w.key("targetingBefore");
     writeTargeting(w, c.beforeRewrite);
     w.field("fallbacks", c.rewriteFallbacks);
-    // Rescued: rewritten and kept (not re-run as written), of every operation of the shape, the
-    // 'N% rescued' the page shows (lookups the rewrite could not map stay in the denominator).
-    const uint64_t rescued = c.rewrites > c.rewriteFallbacks ? c.rewrites - c.rewriteFallbacks : 0;
-    w.field("rescued", rescued).field("rescuedShare", c.count ? static_cast<double>(rescued) / static_cast<double>(c.count) : 0.0);
+    // Rescued, of every operation of the shape: the 'N% rescued' the page shows (lookups the
+    // rewrite could not map stay in the denominator).
+    writeRescued(w, rescuedShare(c.rewrites, c.rewriteFallbacks, c.count));
     w.endObject();
   }
   // Upsert statements whose filter does not pin the full current shard key (refused before 7.1,
