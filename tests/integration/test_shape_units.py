@@ -72,3 +72,34 @@ def test_batched_update_shows_commands_equal_to_stats_count_on_every_surface(fer
     line = next(l for l in text.splitlines() if l.rstrip().endswith(row["id"]))
     assert line.split()[-3:] == [str(UPDATE_COMMANDS), str(2 * UPDATE_COMMANDS), row["id"]], line
     assert "commands: as /stats counts them" in text, text
+
+
+def test_explain_names_the_shape_id_every_live_surface_files_the_command_under(ferretdb, proxy, shardscope_binary):
+    """`shardscope explain` showed no shape: nothing joined its answer to the /stats row, the
+    /metrics series or the /evaluate entry of the same command. It now prints the shape and the id,
+    the client's command's (a rewritten lookup is filed under what the client sent)."""
+    p = proxy(ferretdb.uri, "--routing", str(ROUTING_FILE), "--rewrite-rule", "shop.orders: orderId -> customerId",
+              admin=True)
+    with pymongo.MongoClient(p.uri, serverSelectionTimeoutMS=20000) as client:
+        seed_orders(client)
+        coll = client.shop.orders
+        list(coll.find({"status": "paid", "customerId": CUSTOMERS[0]}).sort("orderDate", -1))
+        coll.find_one({"orderId": "O00003"})  # rewritten: mapped from the seed's inserts
+        coll.update_one({"orderId": "O00004"}, {"$set": {"status": "paid"}})
+    stats = get_stats(p.admin_url)
+    with urllib.request.urlopen(p.admin_url + "/metrics", timeout=30) as r:
+        metrics = r.read().decode()
+    commands = [
+        ('{find: "orders", filter: {customerId: "C0100", status: "x"}, sort: {orderDate: -1}, $db: "shop"}', "find"),
+        ('{find: "orders", filter: {orderId: "O00003"}, limit: 1, singleBatch: true, $db: "shop"}', "find"),
+        ('{update: "orders", updates: [{q: {orderId: "O00004"}, u: {$set: {status: "y"}}}], $db: "shop"}', "update"),
+    ]
+    for command, name in commands:
+        for extra in ((), ("--rewrite-rule", "shop.orders: orderId -> customerId")):
+            out = subprocess.run([str(shardscope_binary), "explain", "--routing", str(ROUTING_FILE), "--command", command, *extra],
+                                 capture_output=True, text=True, timeout=60, check=True).stdout
+            explained = json.loads(out)
+            row = next((s for s in stats["shapes"] if s["id"] == explained["shapeId"]), None)
+            assert row is not None, (command, extra, explained, [(s["id"], s["shape"]) for s in stats["shapes"]])
+            assert (row["ns"], row["command"], row["shape"]) == ("shop.orders", name, explained["shape"]), (row, explained)
+            assert f'shape_id="{explained["shapeId"]}"' in metrics, explained
