@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -46,9 +47,12 @@ std::string fmtNs(double ns) {
   return buf;
 }
 
+// A share as the dashboard writes it (admin/dashboard_page.cpp fmtPct): two decimals below 0.1%, so
+// a rare class is not printed as 0.0% where the page says 0.05%; no number: "-".
 std::string fmtPct(double x) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * x);
+  if (!std::isfinite(x)) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, x > 0 && x < 0.001 ? "%.2f%%" : "%.1f%%", 100 * x);
   return buf;
 }
 

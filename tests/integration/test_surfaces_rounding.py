@@ -1,0 +1,60 @@
+"""The same figure prints the same digits on the page (a real Chromium) and in `shardscope stats
+--once` (the surfaces3 probe): both format /stats' one number, and they must round it alike.
+
+- An exact tie: 49 targeted of 400 sharded operations is 12.25%. JavaScript's toFixed rounds it up
+  (12.3%), the CLI's printf to the even digit (12.2%): the page and the CLI disagreed.
+- A share under 0.1%: the page printed two decimals (0.09%), the CLI one (0.1%).
+Through a real proxy to FerretDB with pymongo.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+
+import pymongo
+import pytest
+
+from stats_helpers import CUSTOMERS, ROUTING_FILE, chromium_binary, dump_dom, get_stats, http_request, seed_orders
+
+pytestmark = pytest.mark.needs_proxy
+
+
+def _printf_pct(x: float) -> str:
+    """A share as printf("%.1f%%") / ("%.2f%%" under 0.1%) writes it (Python rounds exact ties to even, as glibc)."""
+    return f"{100 * x:.2f}%" if 0 < x < 0.001 else f"{100 * x:.1f}%"
+
+
+def test_page_and_cli_print_the_same_digits_for_one_share(ferretdb, proxy, shardscope_binary):
+    if chromium_binary() is None:
+        pytest.fail("chromium not installed (Debian package chromium)")
+    p = proxy(ferretdb.uri, "--routing", str(ROUTING_FILE), admin=True)
+    with pymongo.MongoClient(p.uri, serverSelectionTimeoutMS=20000) as client:
+        seed_orders(client)
+        assert http_request(p.admin_url, "POST", "/stats/reset")[0] == 200
+        coll = client.shop.orders
+        for i in range(49):  # targeted: the shard-key prefix
+            coll.find_one({"customerId": CUSTOMERS[i % len(CUSTOMERS)]})
+        for _ in range(350):  # broadcast, and the aggregate below (351)
+            coll.find_one({"status": "none"})
+        for _ in range(700):  # no collection: more operations, so one of them is under 0.1%
+            client.admin.command("ping")
+        coll.count_documents({"region": "eu"})  # one operation of its own shape (an aggregate, broadcast)
+    stats = get_stats(p.admin_url)
+    t = stats["totals"]
+    assert (t["shardedOps"], t["hostsTargeted"]["oneShard"]) == (400, 49), t
+    rare = next(s for s in stats["shapes"] if s["command"] == "aggregate" and s["ns"] == "shop.orders")
+    assert rare["count"] == 1 and rare["share"] < 0.001, rare
+
+    dom = dump_dom(p.admin_url + "/")
+    assert 'data-loaded="true"' in dom
+    once = subprocess.run([str(shardscope_binary), "stats", "--admin", p.admin_url, "--once", "--top", "100"],
+                          capture_output=True, text=True, timeout=60, check=True).stdout
+    assert get_stats(p.admin_url)["totals"]["ops"] == t["ops"], "traffic changed under the comparison"
+
+    targeted = re.search(r'id="targeted-share"[^>]*>([^<]*)<', dom).group(1)
+    assert targeted == _printf_pct(t["targetedShare"]) == "12.2%", targeted
+    assert f"targeted {targeted} (oneShard)" in once, once
+    row = re.search(r'<tr class="shape"[^>]*data-shape-id="%s"[^>]*>(.*?)</tr>' % rare["id"], dom, re.S).group(1)
+    page_share = re.search(r'data-field="share"[^>]*>([^<]*)<', row).group(1)
+    cli_line = next(l for l in once.splitlines() if l.split()[:1] == ["1"] and "shop.orders aggregate" in l)
+    assert page_share == cli_line.split()[1] == _printf_pct(rare["share"]), (page_share, cli_line)
