@@ -192,10 +192,19 @@ int runStats(const CLI::App& cmd, StatsArgs& args) {
     return watchStats(watch, [&] { return fetchStats(args, "/stats"); });
   }
   const bool tty = isatty(STDOUT_FILENO);
+  bool answering = true;
   for (bool first = true;; first = false) {
     bson_t* doc = fetchStats(args, args.json ? "/stats" : "/stats?top=" + std::to_string(args.top));
     if (!doc) {
       if (args.once || args.json || first) return 1;
+      // The last table (its health line too) stays in view: say it is stale, as the page's
+      // NO DATA banner does, once per outage (the mongos may be down by now).
+      if (answering)
+        std::printf("\n!! health: NO DATA: %s does not answer; every figure above is from its last answer, "
+                    "upstream health unknown\n",
+                    args.url.text.c_str());
+      std::fflush(stdout);
+      answering = false;
     } else if (args.json) {
       bson_destroy(doc);
       return 0;
@@ -204,6 +213,7 @@ int runStats(const CLI::App& cmd, StatsArgs& args) {
       else if (!first) std::fputs("\n", stdout);
       printTable(doc, args);
       bson_destroy(doc);
+      answering = true;
       if (args.once) return 0;
     }
     std::this_thread::sleep_for(std::chrono::duration<double>(args.interval));
