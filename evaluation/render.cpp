@@ -63,10 +63,14 @@ std::string propertyLines(const NamespaceReport& r, const CandidateResult& c) {
           : c.leading_type == "date"   ? " (a date)."
                                        : ".");
   t += c.pass_monotonicity ? " Pass.\n" : " Fails.\n";
-  t += "  Routes       " + pct(c.targeted) + " of reads and writes targeted" + rewriteText(c) + ". Reads: " + pct(c.read_single) +
-       " single-shard, " + pct(c.read_multi) + " multi-shard, " + pct(c.read_scatter) +
-       " scatter-gather (analyzeShardKey's classes); targeted reads touch " + fixed(c.targeted_read_shards, 2) + " of " +
-       std::to_string(r.shards) + " simulated shards.";
+  if (r.reads + r.writes + r.other_shape_ops == 0)  // no share of nothing claimed as 0.0%
+    t += "  Routes       no read or write observed yet.";
+  else
+    t += "  Routes       " + pct(c.targeted) + " of reads and writes targeted" + rewriteText(c) + ".";
+  if (r.reads > 0)
+    t += " Reads: " + pct(c.read_single) + " single-shard, " + pct(c.read_multi) + " multi-shard, " + pct(c.read_scatter) +
+         " scatter-gather (analyzeShardKey's classes); targeted reads touch " + fixed(c.targeted_read_shards, 2) + " of " +
+         std::to_string(r.shards) + " simulated shards.";
   if (r.writes > 0)
     t += " Writes: " + pct(c.write_single) + " single-shard, " + pct(c.write_multi) + " multi-shard, " +
          pct(c.write_scatter) + " scatter-gather; single-document writes without the key " +
