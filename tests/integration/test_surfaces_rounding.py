@@ -8,12 +8,14 @@ Through a real proxy to FerretDB with pymongo.
 """
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 
 import pymongo
 import pytest
 
+from harness import REPO_ROOT
 from stats_helpers import CUSTOMERS, ROUTING_FILE, chromium_binary, dump_dom, get_stats, http_request, seed_orders
 
 pytestmark = pytest.mark.needs_proxy
@@ -58,3 +60,34 @@ def test_page_and_cli_print_the_same_digits_for_one_share(ferretdb, proxy, shard
     page_share = re.search(r'data-field="share"[^>]*>([^<]*)<', row).group(1)
     cli_line = next(l for l in once.splitlines() if l.split()[:1] == ["1"] and "shop.orders aggregate" in l)
     assert page_share == cli_line.split()[1] == _printf_pct(rare["share"]), (page_share, cli_line)
+
+
+def test_demo_screen_prints_the_shares_stats_computed(ferretdb, proxy, shardscope_binary):
+    """The demo's last screen (workload/demo_summary.py) recomputed the targeted share from the counts
+    as 100 * n / d: 23 of 80 is 28.75 there (28.8%) but 28.749999999999996 as 100 times /stats' share
+    (28.7% on the page and in the CLI). It now prints /stats' own figures, as the page does."""
+    if chromium_binary() is None:
+        pytest.fail("chromium not installed (Debian package chromium)")
+    p = proxy(ferretdb.uri, "--routing", str(ROUTING_FILE), admin=True)
+    with pymongo.MongoClient(p.uri, serverSelectionTimeoutMS=20000) as client:
+        seed_orders(client)
+        assert http_request(p.admin_url, "POST", "/stats/reset")[0] == 200
+        coll = client.shop.orders
+        for i in range(23):
+            coll.find_one({"customerId": CUSTOMERS[i % len(CUSTOMERS)]})
+        for _ in range(57):
+            coll.find_one({"status": "none"})
+    stats = get_stats(p.admin_url)
+    assert (stats["totals"]["shardedOps"], stats["totals"]["hostsTargeted"]["oneShard"]) == (80, 23), stats["totals"]
+    summary = subprocess.run(["python3", str(REPO_ROOT / "workload" / "demo_summary.py")], input=json.dumps(stats),
+                             capture_output=True, text=True, check=True).stdout
+    dom = dump_dom(p.admin_url + "/")
+    once = subprocess.run([str(shardscope_binary), "stats", "--admin", p.admin_url, "--once"],
+                          capture_output=True, text=True, timeout=60, check=True).stdout
+    targeted = re.search(r'id="targeted-share"[^>]*>([^<]*)<', dom).group(1)
+    broadcast = re.search(r'id="broadcast-share"[^>]*>([^<]*)<', dom).group(1)
+    assert f"targeted {targeted} (oneShard)  broadcast {broadcast} (allShards" in once, once
+    assert f"targeted {targeted} (oneShard)  broadcast {broadcast} (allShards)" in summary, (targeted, summary)
+    for shard in stats["shards"]:  # per shard: the CLI's figure and the screen's
+        line = next(l for l in summary.splitlines() if l.split()[:1] == [shard["name"]])
+        assert f"  {shard['name']} {shard['ops']} ({line.split()[2]})" in once, (line, once)
