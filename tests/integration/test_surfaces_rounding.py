@@ -91,3 +91,34 @@ def test_demo_screen_prints_the_shares_stats_computed(ferretdb, proxy, shardscop
     for shard in stats["shards"]:  # per shard: the CLI's figure and the screen's
         line = next(l for l in summary.splitlines() if l.split()[:1] == [shard["name"]])
         assert f"  {shard['name']} {shard['ops']} ({line.split()[2]})" in once, (line, once)
+
+
+def test_stats_and_metrics_carry_one_share_to_the_same_printed_digit(ferretdb, proxy, shardscope_binary):
+    """/stats wrote shares with 6 significant digits, /metrics with every digit: 836 targeted of 1003
+    is 0.8334995..., 83.3% from /metrics (a Grafana panel at one decimal) but 0.8335 in /stats, 83.4% on
+    the page and in the CLI. /stats now writes the double exactly as /metrics does."""
+    if chromium_binary() is None:
+        pytest.fail("chromium not installed (Debian package chromium)")
+    p = proxy(ferretdb.uri, "--routing", str(ROUTING_FILE), admin=True)
+    with pymongo.MongoClient(p.uri, serverSelectionTimeoutMS=20000) as client:
+        seed_orders(client)
+        assert http_request(p.admin_url, "POST", "/stats/reset")[0] == 200
+        coll = client.shop.orders
+        for i in range(836):
+            coll.find_one({"customerId": CUSTOMERS[i % len(CUSTOMERS)]})
+        for _ in range(167):
+            coll.find_one({"status": "none"})
+    stats = get_stats(p.admin_url)
+    t = stats["totals"]
+    assert (t["shardedOps"], t["hostsTargeted"]["oneShard"]) == (1003, 836), t
+    status, _, body = http_request(p.admin_url, path="/metrics")
+    assert status == 200
+    scraped = float(re.search(r"^shardscope_targeted_share (\S+)$", body.decode(), re.M).group(1))
+    assert t["targetedShare"] == scraped == 836 / 1003, (t["targetedShare"], scraped)
+    dom = dump_dom(p.admin_url + "/")
+    once = subprocess.run([str(shardscope_binary), "stats", "--admin", p.admin_url, "--once"],
+                          capture_output=True, text=True, timeout=60, check=True).stdout
+    targeted = re.search(r'id="targeted-share"[^>]*>([^<]*)<', dom).group(1)
+    assert targeted == _printf_pct(scraped) == "83.3%", targeted
+    assert f"targeted {targeted} (oneShard)" in once, once
+

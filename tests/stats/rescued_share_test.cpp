@@ -19,7 +19,7 @@ std::string rescuedJsonOf(uint64_t rewritten, uint64_t fell_back, uint64_t looku
 }
 
 TEST(RescuedShare, RewrittenAndKeptOfTheLookups) {
-  EXPECT_EQ(rescuedJsonOf(40, 0, 60), R"({"rescued":40,"rescuedShare":0.666667})");
+  EXPECT_EQ(rescuedJsonOf(40, 0, 60), R"({"rescued":40,"rescuedShare":0.6666666666666666})");
   EXPECT_EQ(rescuedJsonOf(40, 10, 60), R"({"rescued":30,"rescuedShare":0.5})");
   EXPECT_EQ(rescuedJsonOf(3, 5, 8), R"({"rescued":0,"rescuedShare":0})");  // more fallbacks than rewrites: none
   EXPECT_EQ(rescuedJsonOf(0, 0, 0), R"({"rescued":0,"rescuedShare":null})");  // unknown, not 0%
