@@ -144,7 +144,7 @@ void printTable(const bson_t* stats, const StatsArgs& args) {
     char line[512];
     int n = std::snprintf(line, sizeof line, "%10.0f %7s %-13s %6s %-10s %9s %8s %8s %6.0f  %-28s ", s.num("count"),
                           ops > 0 ? fmtPct(s.num("share")).c_str() : "-", s.str("class").c_str(),
-                          fmtPct(s.num("broadcastShare")).c_str(), s.str("countClass").c_str(), fanout, fmtNs(s.num("latency.p50Ns")).c_str(),
+                          s.isNull("broadcastShare") ? "-" : fmtPct(s.num("broadcastShare")).c_str(), s.str("countClass").c_str(), fanout, fmtNs(s.num("latency.p50Ns")).c_str(),
                           fmtNs(s.num("latency.p99Ns")).c_str(), s.num("errors.total"), where.c_str());
     size_t room = width > static_cast<size_t>(n) + 8 ? width - static_cast<size_t>(n) : 8;
     const std::string shape = common::truncateUtf8(common::textName(s.str("shape")), room, "~");

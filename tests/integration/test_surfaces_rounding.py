@@ -122,3 +122,29 @@ def test_stats_and_metrics_carry_one_share_to_the_same_printed_digit(ferretdb, p
     assert targeted == _printf_pct(scraped) == "83.3%", targeted
     assert f"targeted {targeted} (oneShard)" in once, once
 
+
+def test_a_shape_without_sharded_operations_shows_no_broadcast_share(ferretdb, proxy, shardscope_binary):
+    """A shape that never reached a sharded collection (ping, an unsharded namespace) was "0.0%"
+    broadcast on the page and in the CLI: 0 of 0, an unknown shown as a figure. /stats writes null
+    (as the totals' shares without a sharded operation), the page and the CLI show "-"."""
+    if chromium_binary() is None:
+        pytest.fail("chromium not installed (Debian package chromium)")
+    p = proxy(ferretdb.uri, "--routing", str(ROUTING_FILE), admin=True)
+    with pymongo.MongoClient(p.uri, serverSelectionTimeoutMS=20000) as client:
+        seed_orders(client)
+        client.shop.other.insert_one({"x": 1})  # not in the routing file: unsharded
+        client.shop.other.find_one({"x": 1})
+    stats = get_stats(p.admin_url)
+    unsharded = next(s for s in stats["shapes"] if s["ns"] == "shop.other" and s["command"] == "find")
+    sharded = next(s for s in stats["shapes"] if s["ns"] == "shop.orders" and s["command"] == "insert")
+    assert unsharded["shardedOps"] == 0 and unsharded["broadcastShare"] is None, unsharded
+    assert unsharded["targetedShare"] is None and unsharded["allShardsShare"] is None, unsharded
+    assert sharded["shardedOps"] > 0 and sharded["broadcastShare"] == 1, sharded
+    dom = dump_dom(p.admin_url + "/")
+    once = subprocess.run([str(shardscope_binary), "stats", "--admin", p.admin_url, "--once", "--top", "100"],
+                          capture_output=True, text=True, timeout=60, check=True).stdout
+    for shape, shown in ((unsharded, "-"), (sharded, "100.0%")):
+        row = re.search(r'<tr class="shape"[^>]*data-shape-id="%s"[^>]*>(.*?)</tr>' % shape["id"], dom, re.S).group(1)
+        assert re.search(r'data-field="broadcast"[^>]*>([^<]*)<', row).group(1) == shown, (shape, row)
+        line = next(l for l in once.splitlines() if f"{shape['ns']} {shape['command']}" in l)
+        assert line.split()[3] == shown, (shape, line)
