@@ -13,6 +13,7 @@ import urllib.request
 
 import pymongo
 import pytest
+from bson.son import SON
 from pymongo import UpdateOne
 
 from stats_helpers import CUSTOMERS, ROUTING_FILE, get_stats, seed_orders
@@ -103,3 +104,27 @@ def test_explain_names_the_shape_id_every_live_surface_files_the_command_under(f
             assert row is not None, (command, extra, explained, [(s["id"], s["shape"]) for s in stats["shapes"]])
             assert (row["ns"], row["command"], row["shape"]) == ("shop.orders", name, explained["shape"]), (row, explained)
             assert f'shape_id="{explained["shapeId"]}"' in metrics, explained
+
+
+def test_a_legacy_spelling_is_the_same_shape_under_the_same_id(ferretdb, proxy, shardscope_binary):
+    """The server accepts "findandmodify" for findAndModify (the legacy shell sends it): /stats filed
+    the same shape twice, under two ids, and /evaluate listed two findAndModify rows of one shape
+    text with different ids. One command, one shape, one id, one row, whichever spelling."""
+    p = proxy(ferretdb.uri, "--routing", str(ROUTING_FILE), "--evaluation.candidates", "shop.orders: {customerId: 1}",
+              admin=True)
+    with pymongo.MongoClient(p.uri, serverSelectionTimeoutMS=20000) as client:
+        seed_orders(client)
+        for name in ("findAndModify", "findandmodify"):
+            for i in range(3):
+                client.shop.command(SON([(name, "orders"), ("query", {"orderId": f"O{i:05d}"}),
+                                         ("update", {"$set": {"status": "x"}})]))
+    rows = [s for s in get_stats(p.admin_url)["shapes"] if s["ns"] == "shop.orders" and s["command"].lower() == "findandmodify"]
+    assert [(r["command"], r["count"]) for r in rows] == [("findAndModify", 6)], rows
+    ns = next(n for n in json.loads(_get_text(p.admin_url + "/evaluate"))["namespaces"] if n["ns"] == "shop.orders")
+    fam = [s for s in ns["candidates"][0]["byShape"] if s["command"] == "findAndModify"]
+    assert [(s["id"], s["commands"]) for s in fam] == [(rows[0]["id"], 6)], fam
+    explained = json.loads(subprocess.run(
+        [str(shardscope_binary), "explain", "--routing", str(ROUTING_FILE), "--command",
+         '{findandmodify: "orders", query: {orderId: "O1"}, update: {$set: {status: "y"}}, $db: "shop"}'],
+        capture_output=True, text=True, timeout=60, check=True).stdout)
+    assert explained["shapeId"] == rows[0]["id"], explained
