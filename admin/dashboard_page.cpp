@@ -172,8 +172,23 @@ function svgEl(tag, attrs) {
   return e;
 }
 function fmtInt(n) { return Number(n).toLocaleString("en-US"); }
-function fmtPct(x) { return (100 * x).toFixed(x > 0 && x < 0.001 ? 2 : 1) + "%"; }
-function fmtRate(x) { return x >= 100 ? x.toFixed(0) : x.toFixed(1); }
+// x to d decimals as the CLI's printf writes it: toFixed rounds an exact tie (12.25 to 1 decimal)
+// up, printf to the even digit, so the page and `shardscope stats` printed different digits for one
+// figure. A tie is exactly when x * 2^(d+1) is an odd integer (x = m / 2^(d+1), m odd).
+function fixed(x, d) {
+  const m = Math.abs(x) * 2 ** (d + 1);
+  if (!Number.isInteger(m) || m % 2 !== 1 || m * 5 ** d > Number.MAX_SAFE_INTEGER) return x.toFixed(d);
+  let n = (m * 5 ** d - 1) / 2;  // the lower candidate, in units of 10^-d
+  if (n % 2 === 1) n += 1;
+  return (Math.sign(x) * n / 10 ** d).toFixed(d);
+}
+// A share as every surface prints it (cli/stats_command.cpp fmtPct): two decimals below 0.1% so a
+// rare class is not shown as 0.0%; no number (null, NaN): "-", never "0.0%".
+function fmtPct(x) {
+  if (typeof x !== "number" || !isFinite(x)) return "-";
+  return fixed(100 * x, x > 0 && x < 0.001 ? 2 : 1) + "%";
+}
+function fmtRate(x) { return x >= 100 ? fixed(x, 0) : fixed(x, 1); }
 function fmtNs(ns) {
   if (!ns) return "-";
   if (ns < 1e3) return ns + " ns";
@@ -291,7 +306,7 @@ function renderHot(hotness) {
     return null;
   }
   const n = judged[0];
-  const ratio = n.ratio === null ? "\u221e" : n.ratio.toFixed(2);
+  const ratio = n.ratio === null ? "\u221e" : fixed(n.ratio, 2);
   setText("hot-ratio", ratio + "\u00d7" + (n.hot ? " " + n.hottest : ""));
   setText("hot-sub", (n.hot ? "HOT: " : "balanced: ") + n.ns + " \u00b7 targeted ops since reset \u00b7 threshold " + hotness.threshold);
   card.setAttribute("data-ratio", n.ratio === null ? "inf" : n.ratio.toFixed(3));
@@ -398,7 +413,7 @@ function renderShapes(s) {
       const rescued = sh.rewrite.rescued, share = sh.rewrite.rescuedShare;  // /stats's, of the shape's operations
       tr.setAttribute("data-rewrite-before", before);
       tr.setAttribute("data-rewrite-after", sh["class"]);
-      tr.setAttribute("data-rescued", share.toFixed(4));
+      tr.setAttribute("data-rescued", share == null ? "" : share.toFixed(4));
       classCell.append(el("br"), el("span", {class: "rewrite", title: fmtInt(rescued) + " of " + fmtInt(sh.count) + " operations rewritten to the shard key; " +
                                               fmtInt(sh.rewrite.fallbacks) + " fell back to the original"},
                               "rewritten: " + before + " \u2192 " + sh["class"] + ", " + fmtPct(share) + " rescued"));

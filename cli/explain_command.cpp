@@ -78,6 +78,9 @@ int explainWithRule(const routing::RoutingTable& table, const std::string& comma
     common::JsonWriter::appendString(plan.skipped, extra);
   }
   extra += ", \"before\" : " + before.json + ", \"command\" : " + rewrittenJson + " } }";
+  // The shape and id are the command's as the client sent it: /stats files a rewritten command there.
+  if (!out.shape_fields.empty() && !before.shape_fields.empty())
+    out.json.replace(out.json.rfind(out.shape_fields), out.shape_fields.size(), before.shape_fields);
   auto close = out.json.find_last_of('}');
   out.json.replace(close, std::string::npos, extra);
   std::puts(out.json.c_str());

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -46,9 +47,12 @@ std::string fmtNs(double ns) {
   return buf;
 }
 
+// A share as the dashboard writes it (admin/dashboard_page.cpp fmtPct): two decimals below 0.1%, so
+// a rare class is not printed as 0.0% where the page says 0.05%; no number: "-".
 std::string fmtPct(double x) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * x);
+  if (!std::isfinite(x)) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, x > 0 && x < 0.001 ? "%.2f%%" : "%.1f%%", 100 * x);
   return buf;
 }
 
@@ -140,7 +144,7 @@ void printTable(const bson_t* stats, const StatsArgs& args) {
     char line[512];
     int n = std::snprintf(line, sizeof line, "%10.0f %7s %-13s %6s %-10s %9s %8s %8s %6.0f  %-28s ", s.num("count"),
                           ops > 0 ? fmtPct(s.num("share")).c_str() : "-", s.str("class").c_str(),
-                          fmtPct(s.num("broadcastShare")).c_str(), s.str("countClass").c_str(), fanout, fmtNs(s.num("latency.p50Ns")).c_str(),
+                          s.isNull("broadcastShare") ? "-" : fmtPct(s.num("broadcastShare")).c_str(), s.str("countClass").c_str(), fanout, fmtNs(s.num("latency.p50Ns")).c_str(),
                           fmtNs(s.num("latency.p99Ns")).c_str(), s.num("errors.total"), where.c_str());
     size_t room = width > static_cast<size_t>(n) + 8 ? width - static_cast<size_t>(n) : 8;
     const std::string shape = common::truncateUtf8(common::textName(s.str("shape")), room, "~");
@@ -188,10 +192,19 @@ int runStats(const CLI::App& cmd, StatsArgs& args) {
     return watchStats(watch, [&] { return fetchStats(args, "/stats"); });
   }
   const bool tty = isatty(STDOUT_FILENO);
+  bool answering = true;
   for (bool first = true;; first = false) {
     bson_t* doc = fetchStats(args, args.json ? "/stats" : "/stats?top=" + std::to_string(args.top));
     if (!doc) {
       if (args.once || args.json || first) return 1;
+      // The last table (its health line too) stays in view: say it is stale, as the page's
+      // NO DATA banner does, once per outage (the mongos may be down by now).
+      if (answering)
+        std::printf("\n!! health: NO DATA: %s does not answer; every figure above is from its last answer, "
+                    "upstream health unknown\n",
+                    args.url.text.c_str());
+      std::fflush(stdout);
+      answering = false;
     } else if (args.json) {
       bson_destroy(doc);
       return 0;
@@ -200,6 +213,7 @@ int runStats(const CLI::App& cmd, StatsArgs& args) {
       else if (!first) std::fputs("\n", stdout);
       printTable(doc, args);
       bson_destroy(doc);
+      answering = true;
       if (args.once) return 0;
     }
     std::this_thread::sleep_for(std::chrono::duration<double>(args.interval));

@@ -808,7 +808,7 @@ void ShapeCache::compute(const protocol::CommandView& view, std::string_view ns)
   shapeOf(view.traits.kind, view.body, &view, text_, memoised ? &unread : nullptr);
   if (text_.empty()) setNoShape(text_);
   shown_ = text_;
-  id_ = shapeId(idNs, view.name, text_);
+  id_ = shapeId(idNs, view.filedName(), text_);
   // Remembered from a cache's second command on: one made for a single command (a caller without
   // the request's cache) allocates nothing more.
   if (!memoised || unread.overflow || clock_ == 1) return;

@@ -43,8 +43,8 @@ void computeShape(const protocol::CommandView& view, std::string& out);
 void computeStatementShape(protocol::CommandKind kind, const bson_t& statement, std::string& out);
 
 // The one shape id, shown by /stats, /evaluate, /mirror, capture files and /metrics (shape_id):
-// the namespace (its database when the command names no collection), the command as sent and
-// the shape text. shapeIdHex is how every surface writes it (16 hex digits).
+// the namespace (its database when the command names no collection), the command as filed
+// (CommandView::filedName: as sent, a legacy spelling as the name it stands for) and the shape text. shapeIdHex is how every surface writes it (16 hex digits).
 uint64_t shapeId(std::string_view ns, std::string_view command, std::string_view shape);
 std::string shapeIdHex(uint64_t id);
 

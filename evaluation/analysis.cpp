@@ -362,9 +362,11 @@ NamespaceReport analyzeNamespace(const NamespaceState& st, const AnalysisOptions
   // Shapes, without targeting, by count.
   for (const auto& [h, s] : st.shapes) {
     ShapeOutcome o;
+    o.id = h;
     o.shape = s.shape;
     o.kind = s.kind;
     o.count = s.count;
+    o.commands = s.commands;
     r.shapes.push_back(std::move(o));
   }
   std::sort(r.shapes.begin(), r.shapes.end(), [](const ShapeOutcome& a, const ShapeOutcome& b) {

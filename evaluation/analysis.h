@@ -35,7 +35,8 @@ struct ShapeOutcome {
   uint64_t id = 0;  // common::shapeId: the same id as in /stats, /mirror, captures and /metrics
   std::string shape;
   OpKind kind = OpKind::Find;
-  uint64_t count = 0;
+  uint64_t count = 0;     // statements (ShapeState::count)
+  uint64_t commands = 0;  // commands: /stats' count under the same id (ShapeState::commands)
   double single = 0, multi = 0, scatter = 0;  // fractions of this shape's sampled statements
   double shards = 0;                          // mean shards touched on the simulated cluster
   double targeted_shards = 0;                 // mean over the statements that are not scatter-gather

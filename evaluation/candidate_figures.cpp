@@ -203,6 +203,7 @@ ShapeJudgement judgeShape(uint64_t h, const ShapeState& s, const ShapeRouting& r
   o.shape = s.shape;
   o.kind = s.kind;
   o.count = s.count;
+  o.commands = s.commands;
   const double used = static_cast<double>(r.used);
   if (r.targeted) o.targeted_shards = static_cast<double>(r.targeted_shards) / static_cast<double>(r.targeted);
   if (r.used == 0) {  // no sample: an unfiltered or unsampled op counts as scatter-gather

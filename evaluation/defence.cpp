@@ -51,6 +51,8 @@ std::string monotonicityPart(const NamespaceReport& r, const CandidateResult& c)
     t += "It is not monotonic: the leading field is hashed, so consecutive values land on unrelated chunks";
   else
     t += "It is not monotonic: " + pct(c.new_extreme_share) + " of inserts set a new maximum or minimum, so new documents spread";
+  if (c.simulated_inserts == 0)  // no busiest shard yet: not "takes 0.0%"
+    return t + "; on " + std::to_string(r.shards) + " simulated shards the inserts are " + ratioText(c) + ". ";
   std::string uneven = ", uneven: I accept that as a warning";
   if (c.inserts_follow_prefix)  // say where the unevenness comes from, and that the prefix alone has it too
     uneven = ", uneven: the top " + leadName(c) + " value's new documents (" + pct(c.prefix_top_share) +
@@ -70,6 +72,7 @@ std::string routingPart(const NamespaceReport& r, const CandidateResult& c) {
       break;
     }
   double all = static_cast<double>(r.reads + r.writes + r.other_shape_ops);
+  if (all == 0) return "No read or write was observed yet, so what it would target is not known.";
   std::string t = "And it targets " + pct(c.targeted) + " of reads and writes" + rewriteText(c);
   if (dominant && all > 0)
     t += ", including " + shapeLabel(*dominant) + " (" + pct(dominant->count / all) + " of traffic, " +
@@ -112,7 +115,7 @@ std::string tieLostOn(const CandidateResult& c, const CandidateResult& ru) {
 std::string runnerUpPart(const NamespaceReport& r, const CandidateResult& c) {
   if (r.candidates.size() <= 1 || !r.candidates[1].evaluable) return "";
   const CandidateResult& ru = r.candidates[1];
-  std::string t = "The runner-up is " + ru.label + " (" + pct(ru.targeted) + " targeted";
+  std::string t = "The runner-up is " + ru.label + " (" + targetedText(r, ru) + " targeted";
   if (!ru.failures.empty()) t += ", fails " + ru.failures[0];
   if (!ru.warnings.empty()) t += ", warning: " + ru.warnings[0];
   t += ")";
@@ -126,7 +129,7 @@ std::string runnerUpPart(const NamespaceReport& r, const CandidateResult& c) {
 // One rejected candidate's line: its share targeted and each failure and warning with its figure.
 std::string rejectedLine(const NamespaceReport& r, const CandidateResult& o) {
   if (!o.evaluable) return "  " + o.label + ": not evaluable, because " + o.not_evaluable + ".\n";
-  std::string t = "  " + o.label + ": " + pct(o.targeted) + " targeted";
+  std::string t = "  " + o.label + ": " + targetedText(r, o) + " targeted";
   if (!o.failures.empty()) {
     t += "; fails";
     for (const auto& f : o.failures) t += " " + f;
@@ -134,7 +137,8 @@ std::string rejectedLine(const NamespaceReport& r, const CandidateResult& o) {
   if (o.monotonic)
     t += " (" + pct(o.new_extreme_share) + " of inserts are a new extreme" +
          (o.leading_type == "ObjectId" ? ", ObjectId" : o.leading_type == "date" ? ", a date" : "") + "; " +
-         std::to_string(r.shards) + " simulated shards: the busiest takes " + pct(maxShare(o)) + " of inserts)";
+         std::to_string(r.shards) + " simulated shards: " +
+         (o.simulated_inserts ? "the busiest takes " + pct(maxShare(o)) + " of inserts)" : ratioText(o) + ")");
   if (!o.pass_cardinality) t += " (cardinality: ~" + num(o.cardinality) + " values)";
   if (!o.pass_frequency) t += " (frequency: " + o.frequency_reason + ")";
   if (!o.pass_mutability) t += " (mutability: " + pct(o.shard_key_updates) + " of writes change the key's value)";

@@ -30,6 +30,9 @@ struct BufferedEvent {
   OpKind kind = OpKind::Find;
   bool multi = false;
   bool upsert = false;
+  // The command's first statement, under the command's own shape id: what /stats counts once per
+  // command (a batch's later statements are statements only).
+  bool opens_command = false;
   uint64_t shape_hash = 0;
   ByteRange shape, filter, modified, sort;
   // How many operations it stands for: an unsampled find repeating one of this batch's is counted
@@ -91,7 +94,8 @@ class EventBatch {
   }
 
   OpRecord op(const BufferedEvent& e) const {
-    return {e.kind, e.multi, e.upsert, e.shape_hash, view(e.shape), view(e.filter), view(e.modified), view(e.sort), e.count};
+    return {e.kind, e.multi, e.upsert, e.shape_hash, view(e.shape), view(e.filter), view(e.modified), view(e.sort), e.count,
+            e.opens_command ? e.count : 0};
   }
 
   // Keeps the memory for the next batch, unless one unusual request (a huge insert) grew it.

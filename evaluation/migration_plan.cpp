@@ -119,6 +119,7 @@ MigrationPlan planMigration(const NamespaceState& st, const NamespaceReport& r, 
   p.ns = r.ns;
   p.key_json = w.key_json;
   p.targeted_share_after = w.targeted;
+  p.targeted_known = r.reads + r.writes + r.other_shape_ops > 0;
   p.targeted_share_now = now ? now->targeted : -1;
 
   // What the observation says about volume and rate.
@@ -241,7 +242,7 @@ void writeMigrationPlanJson(common::JsonWriter& w, const MigrationPlan& p) {
   w.key("requirements").beginArray();
   for (const auto& s : p.requirements) w.value(s);
   w.endArray();
-  w.key("targetedShareAfter").value(p.targeted_share_after);
+  if (p.targeted_known) w.key("targetedShareAfter").value(p.targeted_share_after); else w.key("targetedShareAfter").null();
   if (p.targeted_share_now >= 0) w.key("targetedShareNow").value(p.targeted_share_now); else w.key("targetedShareNow").null();
   w.endObject();
 }
@@ -262,6 +263,7 @@ std::string migrationPlanText(const MigrationPlan& p) {
     t += "  split:    " + p.presplit_note + "\n";
   }
   for (const auto& r : p.requirements) t += "  check:    " + r + "\n";
+  if (!p.targeted_known) return t + "  expected: no read or write observed yet: the share targeted is not known\n";
   t += "  expected: " + pct(p.targeted_share_after) + " of reads and writes targeted" +
        (p.targeted_share_now >= 0 ? " (now " + pct(p.targeted_share_now) + ")" : "") + "\n";
   return t;

@@ -40,6 +40,7 @@ struct MigrationPlan {
   std::vector<std::string> requirements;  // what to check before running the command
 
   double targeted_share_after = 0;   // the winner's targeted share of the observed reads and writes
+  bool targeted_known = false;       // any read or write observed (else the share above is unknown)
   double targeted_share_now = -1;    // the current key's (-1: the collection is not sharded)
 };
 

@@ -367,6 +367,7 @@ void NamespaceState::applyOp(const OpRecord& op) {
   }
   ShapeState& s = it->second;
   s.count += op.count;
+  s.commands += op.commands;
   if (!op.modified.empty()) mergeModified(s, op.modified, op.count);
   if (op.filter.empty()) return;
   ++s.offered;

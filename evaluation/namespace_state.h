@@ -153,7 +153,8 @@ struct ShapeState {
   OpKind kind = OpKind::Find;
   bool multi = false;
   bool upsert = false;
-  uint64_t count = 0;
+  uint64_t count = 0;     // statements of this shape (a batched write counts each of its statements)
+  uint64_t commands = 0;  // commands it opened: /stats' count under the same id
   uint64_t offered = 0;
   std::vector<std::string> samples;   // filter BSON bytes
   // Update paths ($set etc.), or "" for a replacement (then "$name" per field it carries): the
@@ -194,6 +195,7 @@ struct OpRecord {
   std::string_view modified;  // field names, each followed by a NUL ("" for a replacement)
   std::string_view sort;      // sort fields, likewise
   uint32_t count = 1;         // operations it stands for (an unsampled one only may stand for more)
+  uint32_t commands = 0;      // of them, commands it is the first statement of (ShapeState::commands)
 };
 
 struct DigestView;

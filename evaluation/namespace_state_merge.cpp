@@ -66,6 +66,7 @@ void NamespaceState::toBson(bson_t* out) const {
     bson_append_bool(&item, "multi", -1, s.multi);
     bson_append_bool(&item, "upsert", -1, s.upsert);
     bson_append_int64(&item, "count", -1, static_cast<int64_t>(s.count));
+    bson_append_int64(&item, "commands", -1, static_cast<int64_t>(s.commands));
     bson_append_int64(&item, "offered", -1, static_cast<int64_t>(s.offered));
     bson_t sa;
     bson_append_array_begin(&item, "samples", -1, &sa);
@@ -144,6 +145,7 @@ void NamespaceState::merge(const NamespaceState& o) {
     }
     ShapeState& s = it->second;
     s.count += os.count;
+    s.commands += os.commands;
     s.offered += os.offered;
     for (const auto& f : os.samples)
       if (s.samples.size() < limits_.samples_per_shape) s.samples.push_back(f);
@@ -211,6 +213,7 @@ bool NamespaceState::mergeBson(const bson_t& doc, std::string& error) {
     s.multi = bson_iter_init_find(&it, &sd, "multi") && bson_iter_as_bool(&it);
     s.upsert = bson_iter_init_find(&it, &sd, "upsert") && bson_iter_as_bool(&it);
     s.count = getInt(sd, "count");
+    s.commands = getInt(sd, "commands");
     s.offered = getInt(sd, "offered");
     s.samples = getStrings(sd, "samples");
     if (s.samples.size() > limits_.samples_per_shape) s.samples.resize(limits_.samples_per_shape);

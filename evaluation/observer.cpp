@@ -668,13 +668,15 @@ struct Observer::Impl {
 
   // An operation whose shape text is in `shape`; `modified` and `sort` are already in the batch.
   // `sampled`: sampleFilter's answer for it (the filter is copied only then); `copied`: where this
-  // batch already holds the same shape text, if known.
+  // batch already holds the same shape text, if known; `opens_command`: it is the command's first
+  // statement, under the command's shape (false for a batch's later statements and bulkWrite ops).
   void addOp(std::string_view ns, OpKind kind, bool multi, bool sampled, const bson_t* filter, ByteRange modified,
-             ByteRange sort, bool upsert = false, const ByteRange* copied = nullptr) {
+             ByteRange sort, bool upsert, const ByteRange* copied, bool opens_command) {
     BufferedEvent& e = newEvent(ns);
     e.kind = kind;
     e.multi = multi;
     e.upsert = upsert;
+    e.opens_command = opens_command;
     e.shape_hash = shape.id;
     // A filter too large to be kept is not copied either (the namespace would not sample it).
     if (sampled && (!filter || filter->len <= kMaxSampledFilterBytes))
@@ -779,7 +781,8 @@ void Observer::Impl::observeRead(const protocol::CommandView& view, std::string_
     has_filter = readFilter(view, kind, filter);
   }
   if (known) sort_names = known->sort;
-  addOp(ns, kind, false, sampled, has_filter ? &filter : nullptr, {}, sort_names, false, known ? &known->shape : nullptr);
+  addOp(ns, kind, false, sampled, has_filter ? &filter : nullptr, {}, sort_names, false, known ? &known->shape : nullptr,
+        true);
   if (kind == OpKind::Find && !known) rememberSort(tb->batch->events.back());
   else if (known && !sampled) known->repeat = unsampledIndex(tb->batch->events.back());
 }
@@ -842,7 +845,7 @@ void Observer::Impl::observeWriteStatement(std::string_view ns, std::string_view
     if (replacement && has && iteratorAt(st, at[kU], u)) appendReplacedPinnedFields(q, u, *tb->batch);
   }
   addOp(ns, update ? OpKind::Update : OpKind::Delete, multi, sampleFilter(shape.id), has ? &q : nullptr,
-        tb->batch->since(modified), {}, upsert);
+        tb->batch->since(modified), {}, upsert, nullptr, request != nullptr);
 }
 
 // bulkWrite (mongos 8.0, run on admin): each op under the namespace it writes (nsInfo[its index]),
@@ -918,7 +921,8 @@ void Observer::Impl::observeFindAndModify(const protocol::CommandView& view, std
   appendSortFields(view.body, "sort", *tb->batch);
   ByteRange sort_names = tb->batch->since(sort);
   shape = request;  // " upsert" is part of it (common/query_shape.h)
-  addOp(ns, OpKind::FindAndModify, false, sampleFilter(shape.id), has ? &q : nullptr, modified_names, sort_names, upsert);
+  addOp(ns, OpKind::FindAndModify, false, sampleFilter(shape.id), has ? &q : nullptr, modified_names, sort_names, upsert,
+        nullptr, true);
 }
 
 // Commits what the reply says the held write created: update replies list the statements that

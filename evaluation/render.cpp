@@ -63,10 +63,14 @@ std::string propertyLines(const NamespaceReport& r, const CandidateResult& c) {
           : c.leading_type == "date"   ? " (a date)."
                                        : ".");
   t += c.pass_monotonicity ? " Pass.\n" : " Fails.\n";
-  t += "  Routes       " + pct(c.targeted) + " of reads and writes targeted" + rewriteText(c) + ". Reads: " + pct(c.read_single) +
-       " single-shard, " + pct(c.read_multi) + " multi-shard, " + pct(c.read_scatter) +
-       " scatter-gather (analyzeShardKey's classes); targeted reads touch " + fixed(c.targeted_read_shards, 2) + " of " +
-       std::to_string(r.shards) + " simulated shards.";
+  if (r.reads + r.writes + r.other_shape_ops == 0)  // no share of nothing claimed as 0.0%
+    t += "  Routes       no read or write observed yet.";
+  else
+    t += "  Routes       " + pct(c.targeted) + " of reads and writes targeted" + rewriteText(c) + ".";
+  if (r.reads > 0)
+    t += " Reads: " + pct(c.read_single) + " single-shard, " + pct(c.read_multi) + " multi-shard, " + pct(c.read_scatter) +
+         " scatter-gather (analyzeShardKey's classes); targeted reads touch " + fixed(c.targeted_read_shards, 2) + " of " +
+         std::to_string(r.shards) + " simulated shards.";
   if (r.writes > 0)
     t += " Writes: " + pct(c.write_single) + " single-shard, " + pct(c.write_multi) + " multi-shard, " +
          pct(c.write_scatter) + " scatter-gather; single-document writes without the key " +
@@ -217,6 +221,10 @@ void writeCandidate(common::JsonWriter& w, const NamespaceReport& r, const Candi
     w.key("id").value(common::shapeIdHex(s.id));
     w.key("shape").value(s.shape);
     w.key("command").value(opKindName(s.kind));
+    // Two units under one id: commands (what /stats counts) and statements (what the shares weigh;
+    // `count` is kept for readers of schema 1 and equals `statements`).
+    w.key("commands").value(s.commands);
+    w.key("statements").value(s.count);
     w.key("count").value(s.count);
     w.key("single").value(s.single);
     w.key("multi").value(s.multi);
@@ -332,6 +340,28 @@ std::string renderReportsJson(const std::vector<NamespaceReport>& reports, const
   return out;
 }
 
+namespace {
+
+std::string rightAligned(std::string s, size_t width) { return std::string(width > s.size() ? width - s.size() : 0, ' ') + s; }
+
+// The shapes' table: a share of statements, then both counts under their own names (a batched
+// write's statements each count; /stats counts its command once) and the id every surface shows.
+std::string shapeTable(const std::vector<ShapeOutcome>& shapes, double all) {
+  std::string t = "Query shape                                                        share*   commands  statements  shape id\n";
+  t += "-------------------------------------------------------------------------------------------------------------\n";
+  for (const auto& s : shapes) {
+    std::string l = common::truncateUtf8(shapeLabel(s), 64, "...");
+    l.resize(std::max<size_t>(l.size(), 66), ' ');
+    t += l + " " + rightAligned(pct(all > 0 ? s.count / all : 0), 6) + " " +
+         rightAligned(num(static_cast<double>(s.commands)), 10) + " " + rightAligned(num(static_cast<double>(s.count)), 11) +
+         "  " + common::shapeIdHex(s.id) + "\n";
+  }
+  t += "* share of reads and writes (not inserts), in statements; commands: as /stats counts them under the same id\n";
+  return t;
+}
+
+}  // namespace
+
 std::string renderReportsText(const std::vector<NamespaceReport>& reports) {
   std::string t;
   if (reports.empty()) return "No namespaces observed yet.\n";
@@ -342,14 +372,7 @@ std::string renderReportsText(const std::vector<NamespaceReport>& reports) {
          " upserts updated an existing document; " + num(static_cast<double>(r.replacements)) +
          " replacements); simulated cluster of " + std::to_string(r.shards) + " shards.\n\n";
     double all = static_cast<double>(r.reads + r.writes + r.other_shape_ops);
-    t += "Query shape                                 share of reads and writes (not inserts)\n";
-    t += "-------------------------------------------------------------------------------\n";
-    for (const auto& s : r.shapes) {
-      std::string l = shapeLabel(s);
-      l = common::truncateUtf8(l, 64, "...");
-      l.resize(std::max<size_t>(l.size(), 66), ' ');
-      t += l + " " + pct(all > 0 ? s.count / all : 0) + "\n";
-    }
+    t += shapeTable(r.shapes, all);
     t += "\nCandidates, ranked:\n";
     for (size_t i = 0; i < r.candidates.size(); ++i) {
       const auto& c = r.candidates[i];

@@ -54,6 +54,10 @@ std::string sharesText(const CandidateResult& c) {
   return s;
 }
 
+std::string targetedText(const NamespaceReport& r, const CandidateResult& c) {
+  return r.reads + r.writes + r.other_shape_ops > 0 ? pct(c.targeted) : "-";
+}
+
 double maxShare(const CandidateResult& c) {
   double m = 0;
   for (double v : c.shard_insert_share) m = std::max(m, v);

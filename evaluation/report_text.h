@@ -18,6 +18,9 @@ double maxShare(const CandidateResult& c);         // the busiest simulated shar
 std::string pathName(const CandidateResult& c, size_t i);
 std::string leadName(const CandidateResult& c);    // the key's leading field, as pathName
 bool hasWarning(const CandidateResult& c, const char* warning);
+// The candidate's share targeted, "-" when no read or write was observed (a share of nothing is
+// unknown, not 0.0%), as every text line quotes it.
+std::string targetedText(const NamespaceReport& r, const CandidateResult& c);
 // " as sent, 80.0% after the lookup rewrite (it rescues find {orderId: 1})" when a rewrite is in force.
 std::string rewriteText(const CandidateResult& c);
 

@@ -21,7 +21,7 @@ constexpr Keep kField[] = {{"path", nullptr},    {"count", nullptr},   {"hll", n
                            {"other", nullptr},   {"missing", nullptr}, {"ranged", nullptr},  {"hashed", nullptr},
                            {"arrays", nullptr},  {nullptr, nullptr}};  // no "distinct", "max", "min"
 constexpr Keep kShape[] = {{"h", nullptr},     {"shape", nullptr},   {"kind", nullptr},
-                           {"multi", nullptr}, {"count", nullptr},   {"offered", nullptr},
+                           {"multi", nullptr}, {"count", nullptr},   {"commands", nullptr}, {"offered", nullptr},
                            {"modified", nullptr}, {"modifiedCounts", nullptr}, {"sort", nullptr}, {"upsert", nullptr},
                            {"eq", nullptr},    {"range", nullptr},   {nullptr, nullptr}};  // no "samples"
 constexpr Keep kNamespace[] = {{"ns", nullptr},           {"shards", nullptr},        {"inserts", nullptr},

@@ -4,6 +4,7 @@
 #include "rewrite/lookup_guard.h"
 #include "rewrite/lookup_rewrite.h"
 #include "stats/prometheus_writer.h"
+#include "stats/rescued_share.h"
 
 namespace shardscope::features {
 namespace {
@@ -37,9 +38,9 @@ std::string renderRewrite(const proxy::ProxyContext& ctx) {
     for (const auto& [why, n] : st.skipped())
       if (why != rewrite::kAlreadyConstrained) skipped += n;
     for (auto c : kCauses) fellBack += st.fallbacks(c);
-    const uint64_t lookups = st.applied() + skipped, rescued = st.applied() > fellBack ? st.applied() - fellBack : 0;
-    w.field("lookups", lookups).field("rescued", rescued);
-    lookups ? w.field("rescuedShare", static_cast<double>(rescued) / static_cast<double>(lookups)) : w.key("rescuedShare").null();
+    const uint64_t lookups = st.applied() + skipped;
+    w.field("lookups", lookups);
+    stats::writeRescued(w, stats::rescuedShare(st.applied(), fellBack, lookups));
     w.key("targetingBefore").beginObject();
     for (auto t : kClasses) w.field(routing::targetingName(t), st.before(t));
     w.endObject().key("targetingAfter").beginObject();

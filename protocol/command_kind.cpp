@@ -28,6 +28,10 @@ constexpr CommandTraits kSecret{.never_compressed = true, .carries_secrets = tru
 constexpr CommandTraits kRead(K kind) { return {.kind = kind, .mirror = M::Read, .reads = true}; }
 constexpr CommandTraits kWrite(K kind) { return {.kind = kind, .mirror = M::Write, .writes = true}; }
 constexpr CommandTraits kCursor(K kind) { return {.kind = kind, .mirror = M::Cursor, .continues_cursor = true}; }
+constexpr CommandTraits kSpelledAs(CommandTraits t, LegacySpelling s) {
+  t.spelling = s;
+  return t;
+}
 constexpr CommandTraits kDdl{.mirror = M::Write, .ddl = true};
 constexpr CommandTraits kDdlEveryShard{.mirror = M::Write, .ddl = true, .collection_wide = true};
 constexpr CommandTraits kEveryShard{.collection_wide = true};
@@ -43,7 +47,7 @@ constexpr CommandTraits with(CommandTraits t, bool never_faulted, bool first_val
 constexpr std::array kTable = {
     Entry{"hello", kHello},
     Entry{"isMaster", kHello},
-    Entry{"ismaster", kHello},
+    Entry{"ismaster", kSpelledAs(kHello, LegacySpelling::IsMaster)},
     Entry{"saslStart", with(kAuth, true, true)},
     Entry{"saslContinue", with(kAuth, true, false)},
     Entry{"authenticate", with(kAuth, true, true)},
@@ -62,7 +66,7 @@ constexpr std::array kTable = {
     Entry{"update", kWrite(K::Update)},
     Entry{"delete", kWrite(K::Delete)},
     Entry{"findAndModify", kWrite(K::FindAndModify)},
-    Entry{"findandmodify", kWrite(K::FindAndModify)},
+    Entry{"findandmodify", kSpelledAs(kWrite(K::FindAndModify), LegacySpelling::FindAndModify)},
     Entry{"bulkWrite", kWrite(K::BulkWrite)},
     Entry{"getMore", kCursor(K::GetMore)},
     Entry{"killCursors", kCursor(K::KillCursors)},
@@ -155,6 +159,15 @@ CommandTraits classifyCommandByScan(std::string_view name) {
         strncasecmp(e.name.data(), name.data(), name.size()) == 0)
       return CommandTraits{.carries_secrets = true};
   return {};
+}
+
+std::string_view filedName(const CommandTraits& traits, std::string_view name) {
+  switch (traits.spelling) {
+    case LegacySpelling::IsMaster: return "isMaster";
+    case LegacySpelling::FindAndModify: return "findAndModify";
+    case LegacySpelling::None: break;
+  }
+  return name;
 }
 
 std::string_view commandKindName(CommandKind kind) {

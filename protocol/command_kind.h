@@ -36,6 +36,8 @@ enum class MirrorClass : uint8_t {
   Transaction,  // commitTransaction, abortTransaction
 };
 
+enum class LegacySpelling : uint8_t { None, IsMaster, FindAndModify };
+
 struct CommandTraits {
   CommandKind kind = CommandKind::Other;
   MirrorClass mirror = MirrorClass::Other;
@@ -49,7 +51,15 @@ struct CommandTraits {
   bool ddl = false;               // changes the catalog (create, drop, createIndexes, ...)
   bool collection_wide = false;   // runs on every shard owning the collection's chunks
   bool first_value_not_collection = false;  // its first value is a string that names no collection
+  // A legacy spelling the server accepts ("ismaster", "findandmodify"): which name it stands for
+  // (filedName), under which statistics and shape ids file it: one shape, one id, one row whichever
+  // spelling a client sends. One byte: every session holds a CommandView of 256 bytes.
+  LegacySpelling spelling = LegacySpelling::None;
 };
+
+// The name statistics and shape ids file a command under: `name` as sent, or the name a legacy
+// spelling stands for.
+std::string_view filedName(const CommandTraits& traits, std::string_view name);
 
 // Exact match, as the server matches names (plus its two legacy lower-case spellings). A name
 // that only differs in case from a credential-carrying command still says carries_secrets.

@@ -21,6 +21,8 @@ struct CommandView {
   bson_t body;                  // static bson over the message buffer (never destroyed/owned)
   std::string_view name;        // first key of the body, as sent (e.g. "find", "isMaster")
   CommandTraits traits;         // `name` classified once, when the view is built (command_kind.h)
+  // The name statistics and shape ids file it under: `name`, or the one a legacy spelling stands for.
+  std::string_view filedName() const { return protocol::filedName(traits, name); }
   std::string_view db;          // "$db" (OP_MSG) or the db part of "db.$cmd" (OP_QUERY)
   std::string_view collection;  // empty when the command names no collection
   std::span<const DocumentSequence> sequences;  // OP_MSG kind-1 sections

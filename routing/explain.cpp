@@ -8,6 +8,7 @@
 
 #include "common/command_fields.h"
 #include "common/command_namespace.h"
+#include "common/query_shape.h"
 #include "common/shell_json.h"
 #include "protocol/request_rules.h"
 #include "routing/targeting.h"
@@ -25,7 +26,7 @@ std::string render(const bson_t* doc) {
 ExplainOutput error(const std::string& message) {
   bson_t doc = BSON_INITIALIZER;
   BSON_APPEND_UTF8(&doc, "error", message.c_str());
-  ExplainOutput out{false, render(&doc)};
+  ExplainOutput out{false, render(&doc), {}};
   bson_destroy(&doc);
   return out;
 }
@@ -196,12 +197,23 @@ ExplainOutput explainCommand(const RoutingTable& table, std::string_view command
   std::string stage(mongosStage(cmd, r));
   if (!stage.empty()) BSON_APPEND_UTF8(&out, "stage", stage.c_str());
   if (verbose && !r.detail.empty()) BSON_APPEND_UTF8(&out, "detail", r.detail.c_str());
-  ExplainOutput result{true, render(&out)};
+  // Last, after the contract's fields: the shape and id the proxy files the command under, from the
+  // namespace the pipeline derives.
+  std::string id_ns;
+  common::ShapeCache shapes;
+  const common::Shape shape = shapes.get(cmd, common::commandNamespace(cmd, id_ns));
+  bson_append_utf8(&out, "shape", -1, shape.text.data(), static_cast<int>(shape.text.size()));
+  BSON_APPEND_UTF8(&out, "shapeId", common::shapeIdHex(shape.id).c_str());
+  ExplainOutput result{true, render(&out), {}};
   bson_destroy(&out);
   // Strings in the output escape their quotes, so this placeholder occurs exactly once.
   const std::string placeholder = "\"shardKey\" : null";
   size_t at = result.json.find(placeholder);
   if (at != std::string::npos) result.json.replace(at, placeholder.size(), "\"shardKey\" : " + key_json);
+  // The last "shape" key: the shape's own text escapes its quotes and has no spaces, a shard key
+  // field named "shape" comes before it.
+  const size_t from = result.json.rfind("\"shape\" : "), to = result.json.rfind(" }");
+  if (from != std::string::npos && to != std::string::npos && from < to) result.shape_fields = result.json.substr(from, to - from);
   return result;
 }
 
@@ -244,7 +256,7 @@ ExplainOutput explainRange(const RoutingTable& table, std::string_view range_jso
   BSON_APPEND_UTF8(&out, "reason",
                    shards.none() ? "min is above max: no chunk intersects the range"
                                  : "shards owning chunks that intersect the inclusive range [min, max]");
-  ExplainOutput result{true, render(&out)};
+  ExplainOutput result{true, render(&out), {}};
   bson_destroy(&out);
   return result;
 }

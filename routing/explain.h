@@ -12,9 +12,14 @@ namespace shardscope::routing {
 struct ExplainOutput {
   bool ok = false;   // false: `json` is {"error": "..."} and the process exits non-zero
   std::string json;  // one relaxed Extended JSON object
+  // `"shape" : "...", "shapeId" : "..."` exactly as `json` holds it: the query shape and id /stats,
+  // /metrics and /evaluate file the command under (common/query_shape.h).
+  // Last in `json`, so the contract's fields keep their places.
+  std::string shape_fields;
 };
 
-// {"ns", "targeting", "shards", "shardKey", "reason"} (+ "detail" when verbose). The command is typed
+// {"ns", "targeting", "shards", "shardKey", "reason"} (+ "stage" where mongos's explain
+// shows one, "detail" when verbose), then "shape", "shapeId". The command is typed
 // as JSON, Extended JSON or mongosh syntax; one the proxy would refuse (no $db: 40571) is an error,
 // as it is live. `version` picks the mongos release whose rules apply
 // (unknown: the newest, said so in the reason); a write that release refuses is an error.

@@ -161,8 +161,8 @@ OpHandle Recorder::onRequest(const protocol::CommandView& view, std::string_view
   if (target.over_budget) bump(registry_.process_.analysis_over_budget);
   std::string& scratch = registry_.threadTally().lookup_.shape_scratch;
   common::computeShape(view, scratch);
-  uint64_t hash = shapeId(ns, view.name, scratch);
-  return record(hash, ns, view.name, scratch, target, bytesIn,
+  uint64_t hash = shapeId(ns, view.filedName(), scratch);
+  return record(hash, ns, view.filedName(), scratch, target, bytesIn,
                 registry_.options_.record_values ? &view.body : nullptr);
 }
 
@@ -170,7 +170,7 @@ OpHandle Recorder::onRequest(const protocol::CommandView& view, std::string_view
                              const routing::TargetResult& target, uint32_t bytesIn) {
   if (ns.empty()) ns = view.db;
   if (target.over_budget) bump(registry_.process_.analysis_over_budget);
-  return record(shape.id, ns, view.name, shape.text, target, bytesIn,
+  return record(shape.id, ns, view.filedName(), shape.text, target, bytesIn,
                 registry_.options_.record_values ? &view.body : nullptr);
 }
 

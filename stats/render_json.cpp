@@ -8,6 +8,7 @@
 #include "common/query_shape.h"
 #include "stats/hotness.h"
 #include "stats/render.h"
+#include "stats/rescued_share.h"
 
 namespace shardscope::stats {
 namespace {
@@ -38,17 +39,16 @@ void writeTargeting(common::JsonWriter& w, const std::array<uint64_t, kTargeting
   w.endObject();
 }
 
-// MongoDB's count-based classes (stats/hosts_targeted.h) and the one targeted share derived from them.
-// `unknownAsNull`: the totals' shares are null without a sharded operation (below); a shape's stay
-// 0, as its broadcastShare next to them, which the page and the CLI show in its row.
-void writeHosts(common::JsonWriter& w, const std::array<uint64_t, kHostsTargetedCount>& counts, bool unknownAsNull) {
+// MongoDB's count-based classes (stats/hosts_targeted.h) and the one targeted share derived from them,
+// for the totals and for each shape alike.
+void writeHosts(common::JsonWriter& w, const std::array<uint64_t, kHostsTargetedCount>& counts) {
   w.key("hostsTargeted").beginObject();
   for (size_t i = 0; i < kHostsTargetedCount; ++i) w.field(kHostsTargetedNames[i], counts[i]);
   w.endObject();
   // Both shares have the same denominator, named here: operations on sharded collections.
   // Without an operation on a sharded collection a share is unknown: null, as the page and the CLI
   // show "-" and the recording rule's 0/0 has no value (0% would claim no operation was targeted).
-  const bool known = !unknownAsNull || shardedOps(counts) > 0;
+  const bool known = shardedOps(counts) > 0;
   auto share = [&](std::string_view name, double v) { known ? w.field(name, v) : w.key(name).null(); };
   w.field("shardedOps", shardedOps(counts));
   share("targetedShare", targetedShare(counts));
@@ -110,8 +110,11 @@ void writeShape(common::JsonWriter& w, const ShapeSnapshot& s, bool recordValues
   writeTargeting(w, c.byTargeting);
   // "Broadcast" means what mongos counts (allShards: every chunk owner reached), one number for
   // every surface; the reason class above says why, not how far the operation reached.
-  w.field("broadcastShare", allShardsShare(c.byHosts));
-  writeHosts(w, c.byHosts, false);
+  // A shape with no operation on a sharded collection (hello, an unsharded namespace) has no such
+  // share: null, shown "-" on the page and in the CLI, never "0.0% broadcast".
+  if (shardedOps(c.byHosts) > 0) w.field("broadcastShare", allShardsShare(c.byHosts));
+  else w.key("broadcastShare").null();
+  writeHosts(w, c.byHosts);
   w.key("shardsTouched");
   writeFanout(w, c.fanout);
   if (c.rewrites) {
@@ -119,10 +122,9 @@ void writeShape(common::JsonWriter& w, const ShapeSnapshot& s, bool recordValues
     w.key("targetingBefore");
     writeTargeting(w, c.beforeRewrite);
     w.field("fallbacks", c.rewriteFallbacks);
-    // Rescued: rewritten and kept (not re-run as written), of every operation of the shape, the
-    // 'N% rescued' the page shows (lookups the rewrite could not map stay in the denominator).
-    const uint64_t rescued = c.rewrites > c.rewriteFallbacks ? c.rewrites - c.rewriteFallbacks : 0;
-    w.field("rescued", rescued).field("rescuedShare", c.count ? static_cast<double>(rescued) / static_cast<double>(c.count) : 0.0);
+    // Rescued, of every operation of the shape: the 'N% rescued' the page shows (lookups the
+    // rewrite could not map stay in the denominator).
+    writeRescued(w, rescuedShare(c.rewrites, c.rewriteFallbacks, c.count));
     w.endObject();
   }
   // Upsert statements whose filter does not pin the full current shard key (refused before 7.1,
@@ -159,7 +161,7 @@ void writeTotals(common::JsonWriter& w, const ConnectionTotals& t) {
   for (size_t i = 0; i < kTargetingCount; ++i)
     w.field(kTargetingNames[i], t.ops ? static_cast<double>(t.byTargeting[i]) / static_cast<double>(t.ops) : 0.0);
   w.endObject();
-  writeHosts(w, t.byHosts, true);
+  writeHosts(w, t.byHosts);
 }
 
 }  // namespace

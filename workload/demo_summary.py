@@ -6,18 +6,21 @@ figures as the dashboard and `shardscope stats`), and for every lookup rewrite r
 import json
 import sys
 
-def pct(n, d):
-    return f"{100.0 * n / d:5.1f}%" if d else "    -"
+def share(x):
+    """A /stats share as the dashboard and `shardscope stats` print it: one decimal, two under 0.1%,
+    "-" for no number (null: no denominator). Never recomputed here from the counts."""
+    if not isinstance(x, (int, float)):
+        return "    -"
+    return f"{100 * x:5.2f}%" if 0 < x < 0.001 else f"{100 * x:5.1f}%"
 
 
 def main():
     s = json.load(sys.stdin)
     shards = s.get("shards", [])
-    total = sum(x["ops"] for x in shards)
     print("operations per shard (a broadcast counts once per shard):")
     for x in shards:
         bar = "#" * round(40 * x["ops"] / max(1, max(y["ops"] for y in shards)))
-        print(f"  {x['name']:<8} {x['ops']:>7} {pct(x['ops'], total)}  {bar}")
+        print(f"  {x['name']:<8} {x['ops']:>7} {share(x.get('share'))}  {bar}")
     # The figures /stats computed (docs/stats-schema.md, "One meaning per figure"), as the dashboard and
     # `shardscope stats` show them: hotness on targeted operations per namespace, shares of the
     # operations on sharded collections.
@@ -29,8 +32,8 @@ def main():
         print(f"  {n['ns']}: busiest/least busy chunk owner = {ratio} on targeted operations -> {verdict}"
               f" (threshold {s['hotness']['threshold']}, seed 002)")
     t = s["totals"]
-    print(f"of {t.get('shardedOps', 0)} operations on sharded collections: targeted {pct(t['hostsTargeted']['oneShard'], t.get('shardedOps', 0)).strip()}"
-          f" (oneShard)  broadcast {pct(t['hostsTargeted']['allShards'], t.get('shardedOps', 0)).strip()} (allShards)")
+    print(f"of {t.get('shardedOps', 0)} operations on sharded collections: targeted {share(t.get('targetedShare')).strip()}"
+          f" (oneShard)  broadcast {share(t.get('allShardsShare')).strip()} (allShards)")
     for rule in s.get("rewrite", []):
         before, after = rule["targetingBefore"], rule["targetingAfter"]
         m = rule["mapping"]
@@ -42,7 +45,7 @@ def main():
         print(f"  before: broadcast {before.get('broadcast', 0)}, single {before.get('single', 0)}"
               f"   after: broadcast {after.get('broadcast', 0)}, single {after.get('single', 0)}"
               + (f"   -> {rule['rescued']} of the {rule['lookups']} {rule['lookupField']} lookups rescued"
-                 f" ({pct(rule['rescued'], rule['lookups']).strip()}; /stats rescuedShare, as the dashboard shows it)"
+                 f" ({share(rule.get('rescuedShare')).strip()}; /stats rescuedShare, as the dashboard shows it)"
                  if "rescued" in rule else ""))  # a sidecar older than the figure: nothing claimed
         stayed = {k: v for k, v in rule.get("skipped", {}).items() if v}
         if stayed:

@@ -495,7 +495,8 @@ def test_explain_mongos_version_picks_the_write_rule(shardscope_binary):
     new = run(shardscope_binary, "explain", "--routing", ROUTING_FILE, "--command", DELETE_ONE, "--mongos-version", "7.1")
     assert new.returncode == 0, new.stdout
     doc = json.loads(new.stdout)
-    assert set(doc) == {"ns", "targeting", "shards", "shardKey", "reason", "stage"}  # the contract's fields, plus the additive stage
+    # the contract's fields, plus the additive stage and the shape the live surfaces file it under
+    assert set(doc) == {"ns", "targeting", "shards", "shardKey", "reason", "stage", "shape", "shapeId"}
     assert doc["targeting"] == "broadcast" and "two-phase broadcast (mongos 7.1+)" in doc["reason"]
     unknown = run(shardscope_binary, "explain", "--routing", ROUTING_FILE, "--command", DELETE_ONE)
     assert "mongos version unknown, 7.1+ rules assumed" in json.loads(unknown.stdout)["reason"]

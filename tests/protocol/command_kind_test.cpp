@@ -84,7 +84,8 @@ bool sameTraits(const CommandTraits& a, const CommandTraits& b) {
   return a.kind == b.kind && a.mirror == b.mirror && a.never_compressed == b.never_compressed &&
          a.carries_secrets == b.carries_secrets && a.never_faulted == b.never_faulted && a.reads == b.reads &&
          a.writes == b.writes && a.continues_cursor == b.continues_cursor && a.ddl == b.ddl &&
-         a.collection_wide == b.collection_wide && a.first_value_not_collection == b.first_value_not_collection;
+         a.collection_wide == b.collection_wide && a.first_value_not_collection == b.first_value_not_collection &&
+         a.spelling == b.spelling;
 }
 
 void expectAsTheScan(std::string_view name) {

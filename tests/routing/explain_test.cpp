@@ -17,8 +17,13 @@ TEST(Explain, SingleWithShardKey) {
   auto t = testing::loadData("orders_6shards.json");
   auto out = explainCommand(*t, R"({"find": "orders", "filter": {"customerId": "C0001", "orderDate": {"$date": "2024-03-01T00:00:00Z"}}, "$db": "shop"})");
   ASSERT_TRUE(out.ok) << out.json;
-  EXPECT_EQ(out.json,
-            R"({ "ns" : "shop.orders", "targeting" : "single", "shards" : [ "shardA" ], "shardKey" : { "customerId" : "C0001", "orderDate" : { "$date" : "2024-03-01T00:00:00Z" } }, "reason" : "equality on the full shard key", "stage" : "SINGLE_SHARD" })");
+  // The contract's fields first, as DESIGN.md gives them; the shape and its id come after them.
+  const std::string contract =
+      R"({ "ns" : "shop.orders", "targeting" : "single", "shards" : [ "shardA" ], "shardKey" : { "customerId" : "C0001", "orderDate" : { "$date" : "2024-03-01T00:00:00Z" } }, "reason" : "equality on the full shard key", "stage" : "SINGLE_SHARD", )";
+  EXPECT_EQ(out.json.substr(0, contract.size()), contract);
+  EXPECT_EQ(out.json.substr(contract.size()), out.shape_fields + " }");
+  EXPECT_EQ(out.shape_fields.rfind(R"("shape" : "{\"customerId\":\"<string>\",\"orderDate\":\"<date>\"}", "shapeId" : ")", 0), 0u)
+      << out.shape_fields;
 }
 
 // The stage mongos's explain would show, added after the existing fields.
