@@ -169,6 +169,7 @@ AdminResponse AdminServer::Impl::route(std::string_view method, std::string_view
   }
   if (path == "/stats/reset") {
     registry.reset();
+    for (const auto& reset : extension.on_stats_reset) reset();
     AdminResponse r = text(200, "{\"reset\":true}\n");
     r.contentType = kJson;
     return r;
@@ -471,6 +472,7 @@ void AdminServer::extend(AdminExtension extension) {
   for (auto& r : extension.routes) impl_->extension.routes.push_back(std::move(r));
   for (auto& s : extension.stats_sections) impl_->extension.stats_sections.push_back(std::move(s));
   for (auto& m : extension.metrics) impl_->extension.metrics.push_back(std::move(m));
+  for (auto& r : extension.on_stats_reset) impl_->extension.on_stats_reset.push_back(std::move(r));
   if (extension.readiness_detail) impl_->extension.readiness_detail = std::move(extension.readiness_detail);
   if (extension.chunk_owners) impl_->extension.chunk_owners = std::move(extension.chunk_owners);
 }

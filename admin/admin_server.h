@@ -54,6 +54,9 @@ struct AdminExtension {
   std::vector<Route> routes;
   std::vector<std::pair<std::string, std::function<std::string()>>> stats_sections;  // key -> JSON value
   std::vector<std::function<void(std::string&)>> metrics;  // append Prometheus text
+  // Counters a stats section carries beside the registry's: zeroed with them by POST /stats/reset,
+  // so every figure on /stats covers the same period.
+  std::vector<std::function<void()>> on_stats_reset;
   std::function<std::string()> readiness_detail;  // a line after "ready"/"not ready" on /readyz
   // The shards owning chunks of each sharded namespace: whom /stats "hotness" judges.
   std::function<stats::ChunkOwners()> chunk_owners;

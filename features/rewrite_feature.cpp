@@ -124,6 +124,12 @@ void RewriteFeature::extendAdmin(admin::AdminExtension& ext) {
                           return admin::jsonResponse("{\"reset\":true}\n");
                         }});
   ext.stats_sections.emplace_back("rewrite", [&ctx] { return renderRewrite(ctx); });
+  // The rules' counters restart with the shapes' (their per-shape 'rescued' is the registry's);
+  // the mappings stay.
+  ext.on_stats_reset.push_back([&ctx] {
+    if (auto set = ctx.lookups.get())
+      for (const auto& e : set->entries) e.index->stats().reset();
+  });
   ext.metrics.push_back([&ctx](std::string& out) { appendRewriteMetrics(ctx, out); });
 }
 

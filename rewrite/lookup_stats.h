@@ -62,6 +62,20 @@ class LookupStats {
     return events_;
   }
 
+  // Zeroes every counter (POST /stats/reset); the rule's mappings are not kept here.
+  void reset() {
+    applied_.store(0, std::memory_order_relaxed);
+    for (auto& c : before_) c.store(0, std::memory_order_relaxed);
+    for (auto& c : after_) c.store(0, std::memory_order_relaxed);
+    for (auto& c : fallbacks_) c.store(0, std::memory_order_relaxed);
+    for (auto& c : rerun_) c.store(0, std::memory_order_relaxed);
+    rerun_found_.store(0, std::memory_order_relaxed);
+    rerun_empty_.store(0, std::memory_order_relaxed);
+    std::lock_guard lock(mutex_);
+    skipped_.clear();
+    events_.clear();
+  }
+
   uint64_t applied() const { return applied_.load(); }
   uint64_t before(routing::Targeting t) const { return before_[static_cast<size_t>(t)].load(); }
   uint64_t after(routing::Targeting t) const { return after_[static_cast<size_t>(t)].load(); }

@@ -207,6 +207,28 @@ def test_rescued_share_is_one_figure_with_unmapped_lookups_in_it(ferretdb, proxy
     assert "100.0%" not in summary, summary
 
 
+def test_rescued_share_restarts_with_the_shapes_on_stats_reset(ferretdb, proxy):
+    """POST /stats/reset zeroes the rule's figure with the shapes': the page's per-shape 'rescued' and
+    the demo screen's per-rule one cover the same period (the rule kept counting before), and the
+    mappings stay (the lookups after the reset are still rescued)."""
+    p = proxy(ferretdb.uri, "--routing", str(ROUTING_FILE), "--rewrite-rule", "shop.orders: orderId -> customerId", admin=True)
+    with pymongo.MongoClient(p.uri, serverSelectionTimeoutMS=20000) as client:
+        seed_orders(client)
+        for i in range(30):
+            client.shop.orders.find_one({"orderId": f"O{i:05d}"})
+        assert http_request(p.admin_url, "POST", "/stats/reset")[0] == 200
+        for i in range(10):  # mapped before the reset: still rescued
+            client.shop.orders.find_one({"orderId": f"O{i:05d}"})
+        for i in range(5):  # never seen: no mapping
+            client.shop.orders.find_one({"orderId": f"NEW{i:05d}"})
+    stats = get_stats(p.admin_url)
+    shape = next(s for s in stats["shapes"] if s["shape"] == '{"orderId":"<string>"}')
+    assert (shape["count"], shape["rewrite"]["rescued"]) == (15, 10), shape
+    rule = stats["rewrite"][0]
+    assert (rule["lookups"], rule["rescued"]) == (15, 10), rule
+    assert rule["rescuedShare"] == pytest.approx(shape["rewrite"]["rescuedShare"], rel=1e-9)
+
+
 # ---------------------------------------------------------------- 2-5. the same figures on every surface
 
 def busy_load(client: pymongo.MongoClient) -> None:
