@@ -17,24 +17,17 @@ using testing::findPath;
 using testing::OwnedCommand;
 using testing::reportNumber;
 
-bson_t* replacedKeyJson(const std::string& json) {
-  bson_error_t err;
-  bson_t* b = bson_new_from_json(reinterpret_cast<const uint8_t*>(json.data()), static_cast<ssize_t>(json.size()), &err);
-  EXPECT_NE(b, nullptr) << err.message << " in " << json.substr(0, 200);
-  return b;
-}
-
 void replacedKeySend(Observer& obs, const std::string& body, const std::string& reply) {
-  OwnedCommand c(replacedKeyJson(body), "app", "accounts");
+  OwnedCommand c(testing::bsonFromJson(body), "app", "accounts");
   const ReplyTicket ticket = obs.observe(c.view(), c.ns());
-  bson_t* r = replacedKeyJson(reply);
+  bson_t* r = testing::bsonFromJson(reply);
   obs.onReply(ticket, protocol::readReplyFacts(r));
   bson_destroy(r);
 }
 
 // percentageOfShardKeyUpdates of a configured candidate.
 double replacedKeyUpdates(const Evaluator& ev, const std::string& key) {
-  bson_t* doc = replacedKeyJson(ev.renderJson());
+  bson_t* doc = testing::bsonFromJson(ev.renderJson());
   double out = NAN;
   for (int i = 0; i < 32; ++i) {
     bson_iter_t it;
@@ -129,7 +122,7 @@ TEST(ReplacementKeyChange, LaterStatementsOfAShapeCount) {
   std::string error;
   const std::string merged = Evaluator::mergeAndEvaluate({keeps.exportSketches(), moves.exportSketches()}, false, error);
   ASSERT_TRUE(error.empty()) << error;
-  bson_t* doc = replacedKeyJson(merged);
+  bson_t* doc = testing::bsonFromJson(merged);
   bool found = false;
   for (int i = 0; i < 32 && !found; ++i) {
     bson_iter_t it;

@@ -2,6 +2,7 @@
 // telemetry) generated with the same distributions as workload/*.py, fed as CommandViews.
 #pragma once
 #include <bson/bson.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
@@ -42,6 +43,14 @@ class OwnedCommand {
 };
 
 // Report readers shared by the evaluation tests.
+
+// A document from (extended) JSON; a parse error fails the test with the text (nullptr back).
+inline bson_t* bsonFromJson(const std::string& json) {
+  bson_error_t err;
+  bson_t* b = bson_new_from_json(reinterpret_cast<const uint8_t*>(json.data()), static_cast<ssize_t>(json.size()), &err);
+  EXPECT_NE(b, nullptr) << err.message << " in " << json.substr(0, 200);
+  return b;
+}
 
 // The field at a dotted path of `doc` (e.g. "namespaces.0.verdict.key").
 inline bool findPath(bson_iter_t* it, const bson_t* doc, const std::string& path) {

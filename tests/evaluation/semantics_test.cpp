@@ -24,13 +24,6 @@ using testing::findPath;
 using testing::OwnedCommand;
 using testing::reportNumber;
 
-bson_t* fromJson(const std::string& json) {
-  bson_error_t err;
-  bson_t* b = bson_new_from_json(reinterpret_cast<const uint8_t*>(json.data()), static_cast<ssize_t>(json.size()), &err);
-  EXPECT_NE(b, nullptr) << err.message << " in " << json;
-  return b;
-}
-
 std::string dateJson(int64_t ms) { return "{\"$date\": {\"$numberLong\": \"" + std::to_string(ms) + "\"}}"; }
 
 std::string oidJson(uint64_t n) {
@@ -43,16 +36,16 @@ std::string oidJson(uint64_t n) {
 // Sends a command (JSON body) through the observer as a client would, and then its reply (JSON,
 // or "" for no reply), as the proxy does.
 void send(Observer& obs, const std::string& db, const std::string& coll, const std::string& body, const std::string& reply) {
-  OwnedCommand c(fromJson(body), db, coll);
+  OwnedCommand c(testing::bsonFromJson(body), db, coll);
   const ReplyTicket ticket = obs.observe(c.view(), c.ns());
   if (!reply.empty()) {
-    bson_t* r = fromJson(reply);
+    bson_t* r = testing::bsonFromJson(reply);
     obs.onReply(ticket, protocol::readReplyFacts(r));
     bson_destroy(r);
   }
 }
 
-bson_t* parse(const std::string& json) { return fromJson(json); }
+bson_t* parse(const std::string& json) { return testing::bsonFromJson(json); }
 
 // The candidate (by key, relaxed JSON) of namespace 0, or -1.
 int candidateIndex(const bson_t* doc, const std::string& key) {

@@ -22,13 +22,6 @@ using testing::findPath;
 using testing::OwnedCommand;
 using testing::reportNumber;
 
-bson_t* unseenFromJson(const std::string& json) {
-  bson_error_t err;
-  bson_t* b = bson_new_from_json(reinterpret_cast<const uint8_t*>(json.data()), static_cast<ssize_t>(json.size()), &err);
-  EXPECT_NE(b, nullptr) << err.message << " in " << json.substr(0, 200);
-  return b;
-}
-
 std::string unseenDate(int64_t ms) { return "{\"$date\": {\"$numberLong\": \"" + std::to_string(ms) + "\"}}"; }
 
 std::string unseenOid(uint64_t n) {
@@ -41,10 +34,10 @@ std::string unseenOid(uint64_t n) {
 // A command (JSON body) through the observer as a client sends it, then its reply ("" for none).
 void unseenSend(Observer& obs, const std::string& db, const std::string& coll, const std::string& body,
                 const std::string& reply = "") {
-  OwnedCommand c(unseenFromJson(body), db, coll);
+  OwnedCommand c(testing::bsonFromJson(body), db, coll);
   const ReplyTicket ticket = obs.observe(c.view(), c.ns());
   if (!reply.empty()) {
-    bson_t* r = unseenFromJson(reply);
+    bson_t* r = testing::bsonFromJson(reply);
     obs.onReply(ticket, protocol::readReplyFacts(r));
     bson_destroy(r);
   }
@@ -54,7 +47,7 @@ void unseenSend(Observer& obs, const std::string& db, const std::string& coll, c
 struct UnseenReport {
   bson_t* doc = nullptr;
   std::string text;
-  explicit UnseenReport(const Evaluator& ev) : doc(unseenFromJson(ev.renderJson())), text(ev.renderText()) {
+  explicit UnseenReport(const Evaluator& ev) : doc(testing::bsonFromJson(ev.renderJson())), text(ev.renderText()) {
     if (std::getenv("SHARDSCOPE_SHOW_EVALUATION")) std::cout << text;
   }
   ~UnseenReport() { bson_destroy(doc); }
