@@ -20,7 +20,8 @@
 namespace {
 
 using namespace shardscope::evaluation;
-using testing::OwnedCommand;
+namespace scenario = shardscope::evaluation::testing;
+using scenario::OwnedCommand;
 namespace protocol = shardscope::protocol;
 namespace routing = shardscope::routing;
 using shardscope::testing::AllocationWindow;
@@ -112,16 +113,16 @@ void runObserve(benchmark::State& state, const Recorded& r) {
 }
 
 void BM_ObserveOrderService(benchmark::State& state) {
-  static Recorded r = record([](auto&& sink) { testing::generateOrderService(testing::OrderServiceOptions{}, sink); });
+  static Recorded r = record([](auto&& sink) { scenario::generateOrderService(scenario::OrderServiceOptions{}, sink); });
   runObserve(state, r);
 }
 BENCHMARK(BM_ObserveOrderService)->Unit(benchmark::kMillisecond);
 
 void BM_ObserveTelemetry(benchmark::State& state) {
   static Recorded r = record([](auto&& sink) {
-    testing::TelemetryOptions o;
+    scenario::TelemetryOptions o;
     o.seconds = 10;
-    testing::generateTelemetry(o, sink);
+    scenario::generateTelemetry(o, sink);
   });
   runObserve(state, r);
 }
@@ -130,9 +131,9 @@ BENCHMARK(BM_ObserveTelemetry)->Unit(benchmark::kMillisecond);
 void BM_ObserveFindOnly(benchmark::State& state) {
   // The order service's reads alone (orders = 0 would divide by zero in the generator).
   static Recorded r = record([](auto&& sink) {
-    testing::OrderServiceOptions o;
+    scenario::OrderServiceOptions o;
     o.update_share = 0;
-    testing::generateOrderService(o, [&](OwnedCommand& c) {
+    scenario::generateOrderService(o, [&](OwnedCommand& c) {
       if (c.view().traits.kind != protocol::CommandKind::Insert) sink(c);
     });
   });
@@ -184,7 +185,7 @@ BENCHMARK(BM_ObserveBucketUpserts)->Unit(benchmark::kMillisecond);
 void BM_RenderOrderService(benchmark::State& state) {
   Evaluator ev(EvaluationOptions{});
   auto obs = ev.newObserver();
-  testing::generateOrderService(testing::OrderServiceOptions{}, [&](OwnedCommand& c) { obs->observe(c.view(), c.ns()); });
+  scenario::generateOrderService(scenario::OrderServiceOptions{}, [&](OwnedCommand& c) { obs->observe(c.view(), c.ns()); });
   for (auto _ : state) benchmark::DoNotOptimize(ev.renderJson());
 }
 BENCHMARK(BM_RenderOrderService)->Unit(benchmark::kMillisecond);
