@@ -2,7 +2,6 @@
 
 #include "evaluation/long_value_hash_xxh3.h"
 
-#include <cstring>
 
 namespace shardscope::evaluation {
 
@@ -43,14 +42,5 @@ std::span<const LongValueHashImpl> longValueHashImpls() { return {available().im
 const LongValueHashImpl& longValueHashInUse() { return inUse(); }
 
 uint64_t longValueHash(const void* bytes, size_t n, uint64_t seed) { return inUse().hash(bytes, n, seed); }
-
-// Cleared first: XXH3's reset keeps the secret it derived for the state's previous seed, and this
-// state may share its bytes with other data (ValueHashStream's union) or hold another build's.
-void LongValueHashStream::reset(uint64_t seed) {
-  std::memset(state_, 0, sizeof state_);
-  inUse().reset(state_, seed);
-}
-void LongValueHashStream::update(const void* bytes, size_t n) { inUse().update(state_, bytes, n); }
-uint64_t LongValueHashStream::digest() const { return inUse().digest(state_); }
 
 }  // namespace shardscope::evaluation

@@ -1,5 +1,5 @@
-// The hash of values of 1 KiB or more: XXH3-64 (xxHash 0.8, BSD-2-Clause, compiled in from the
-// header of Debian's libxxhash-dev). XXH3's result is defined by the algorithm, not by the vector
+// The hash of the samples of values of 1 KiB or more (long_value_sample.h): XXH3-64 (xxHash 0.8,
+// BSD-2-Clause, compiled in from the header of Debian's libxxhash-dev). XXH3's result is defined by the algorithm, not by the vector
 // width it runs at, so the AVX2 build (used where the CPU has AVX2) and the baseline build (elsewhere)
 // agree bit for bit, and sidecars on different machines merge their sketches. Issue 29: the four
 // scalar lanes before it hashed 16 MB in ~1.0 ms on one core; XXH3 with AVX2 takes ~0.4 ms.
@@ -14,17 +14,6 @@ uint64_t longValueHash(const void* bytes, size_t n, uint64_t seed);
 
 // The bytes and alignment of a hash state in pieces (an XXH3_state_t; checked where it is used).
 inline constexpr size_t kLongValueHashStateBytes = 576, kLongValueHashStateAlign = 64;
-
-// longValueHash of bytes that pass in pieces: reset(seed), update with each piece, digest().
-class LongValueHashStream {
- public:
-  void reset(uint64_t seed);
-  void update(const void* bytes, size_t n);
-  uint64_t digest() const;
-
- private:
-  alignas(kLongValueHashStateAlign) unsigned char state_[kLongValueHashStateBytes];
-};
 
 // One built implementation of the same function.
 struct LongValueHashImpl {

@@ -6,7 +6,7 @@
 
 #include "common/bson_order.h"
 #include "common/query_shape.h"
-#include "evaluation/long_value_hash.h"
+#include "evaluation/long_value_sample.h"
 
 namespace shardscope::evaluation {
 
@@ -221,21 +221,19 @@ uint64_t combineHash(uint64_t seed, uint64_t h) {
 
 namespace {
 
-// Values of 1 KiB or more (never a shard-key value before MongoDB 4.4, and never a useful one) are
-// hashed with XXH3 (long_value_hash.h): the single chain's multiply-shift-xor per 8 bytes is a
-// latency chain of ~6 cycles, and a 16 MB field or an insertMany of 16 KB documents spent most of
-// the evaluation's cycles in it (issues 19, 29). Every byte still counts, and equal values hash
-// equally. Exports say which hashes they hold (kValueHashesVersion).
-constexpr size_t kLongValueBytes = 1024;
-
 uint64_t typeSeed(bson_type_t type) {
   return static_cast<uint64_t>(common::canonicalType(type) + 2) * 0x100000001B3ull;
 }
 
-// valueHash's hash of `n` bytes.
+// valueHash's hash of `n` bytes. A value of 1 KiB or more (never a useful shard-key value) is
+// identified by its length and its sample (long_value_sample.h), hashed with XXH3: the evaluation's
+// work per document is bounded by its field count, not its bytes (issue 29).
 uint64_t hashValueBytes(const void* p, size_t n, uint64_t seed) {
-  if (n >= kLongValueBytes) return longValueHash(p, n, seed);
-  return common::hashBytes(std::string_view(static_cast<const char*>(p), n), seed);
+  if (n < kLongValueBytes) return common::hashBytes(std::string_view(static_cast<const char*>(p), n), seed);
+  LongValueSample sample;
+  sample.start(n);
+  sample.take(p, 0, n);
+  return sample.hash(seed);
 }
 
 }  // namespace
@@ -300,19 +298,23 @@ uint64_t valueHash(const bson_value_t& v) {
 void ValueHashStream::begin(bson_type_t type, size_t n, bson_subtype_t subtype) {
   type_ = type, subtype_ = subtype, seed_ = typeSeed(type);
   n_ = n, fed_ = 0, held_len_ = 0;
-  if (n_ >= kHeld) long_.reset(seed_);
+  if (n_ >= kHeld) long_.start(n_);
 }
 
 void ValueHashStream::feed(const void* bytes, size_t len) {
   len = std::min(len, n_ - fed_);
+  if (n_ >= kHeld) {
+    long_.take(bytes, fed_, len);
+    fed_ += len;
+    return;
+  }
   fed_ += len;
-  if (n_ >= kHeld) return long_.update(bytes, len);
   std::memcpy(held_ + held_len_, bytes, len);  // a short value is held whole, hashed at the end as valueHash hashes it
   held_len_ += len;
 }
 
 uint64_t ValueHashStream::finish() const {
-  const uint64_t h = n_ < kHeld ? common::hashBytes(std::string_view(held_, held_len_), seed_) : long_.digest();
+  const uint64_t h = n_ < kHeld ? common::hashBytes(std::string_view(held_, held_len_), seed_) : long_.hash(seed_);
   switch (type_) {  // as valueHash combines them
     case BSON_TYPE_DOCUMENT:
     case BSON_TYPE_ARRAY: return combineHash(hashValueBytes(&type_, sizeof type_, seed_), h);

@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "common/bson_order.h"
-#include "evaluation/long_value_hash.h"
+#include "evaluation/long_value_sample.h"
 
 namespace shardscope::evaluation {
 
@@ -37,11 +37,11 @@ bool decodeValue(std::string_view encoded, bson_value_t& out);
 // Equal values (in BSON comparison terms: 1 == 1.0 == 1L) hash equally; stable across processes of
 // one kValueHashesVersion.
 uint64_t valueHash(const bson_value_t& v);
-// Which valueHash an export's sketches hold ("valueHashes" in /evaluate/sketches): 3 = values of
-// 1 KiB or more hashed with XXH3 (long_value_hash.h); 2 = in four scalar lanes; an export without
-// the field is older (such values hashed in one chain below 64 KiB). The same long value gives a
-// different hash in each, so a merge across them counts it more than once.
-inline constexpr int32_t kValueHashesVersion = 3;
+// Which valueHash an export's sketches hold ("valueHashes" in /evaluate/sketches): 4 = values of
+// 1 KiB or more by their sample (long_value_sample.h); 3 = every byte of them with XXH3; 2 = in four
+// scalar lanes; an export without the field is older (such values hashed in one chain below 64 KiB).
+// The same long value gives a different hash in each, so a merge across them counts it more than once.
+inline constexpr int32_t kValueHashesVersion = 4;
 uint64_t combineHash(uint64_t seed, uint64_t h);
 
 // valueHash of a value whose bytes pass in pieces, for the types whose length is known before their
@@ -50,7 +50,7 @@ uint64_t combineHash(uint64_t seed, uint64_t h);
 // (after subtype 2's inner length), a document's or array's whole bytes, and for the types valueHash
 // hashes through encodeValue (code, code with scope, DBPointer, ...) the encoded {"": value}.
 // finish() after exactly `n` bytes is valueHash of the value. Up to 1 KiB is held (a short value is
-// hashed whole, as valueHash does); a longer one runs through XXH3's stream as it arrives.
+// hashed whole, as valueHash does); of a longer one, only its sample's windows are kept as it passes.
 class ValueHashStream {
  public:
   void begin(bson_type_t type, size_t n, bson_subtype_t subtype = BSON_SUBTYPE_BINARY);
@@ -59,7 +59,7 @@ class ValueHashStream {
   uint64_t finish() const;
 
  private:
-  static constexpr size_t kHeld = 1024;  // valueHash's kLongValueBytes
+  static constexpr size_t kHeld = kLongValueBytes;
   bson_type_t type_ = BSON_TYPE_EOD;
   bson_subtype_t subtype_ = BSON_SUBTYPE_BINARY;
   uint64_t seed_ = 0;
@@ -67,7 +67,7 @@ class ValueHashStream {
   size_t held_len_ = 0;
   union {
     char held_[kHeld];           // a short value whole
-    LongValueHashStream long_;  // a long one's hash so far
+    LongValueSample long_;      // a long one's sample so far
   };
 };
 

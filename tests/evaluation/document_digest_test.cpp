@@ -152,14 +152,15 @@ uint64_t stringHash(const std::string& s) {
   return valueHash(v);
 }
 
-TEST(DocumentDigest, LongValuesHashEveryByte) {
-  // Values from 1 KiB are hashed with XXH3 (the digest hashes a 16 MB field on the session's
-  // thread): equal values still hash equally and a change anywhere changes the hash.
+TEST(DocumentDigest, LongValuesHashTheirLengthAndSample) {
+  // Values from 1 KiB are hashed by their length and sample (long_value_sample_test.cpp: which
+  // bytes): equal values still hash equally, and a change of length, of the first or of the last
+  // bytes changes the hash.
   for (size_t size : {size_t{1024}, size_t{1024 + 31}, size_t{16000}, size_t{65536}, size_t{1} << 20}) {
     const std::string base(size, 'q');
     EXPECT_EQ(stringHash(base), stringHash(std::string(size, 'q')));
     EXPECT_NE(stringHash(base), stringHash(base + "q"));
-    for (size_t at : {size_t{0}, size_t{8}, size_t{16}, size_t{24}, size / 2, size - 1}) {
+    for (size_t at : {size_t{0}, size_t{8}, size_t{16}, size_t{24}, size - 1}) {
       std::string changed = base;
       changed[at] = 'r';
       EXPECT_NE(stringHash(changed), stringHash(base)) << size << " at " << at;

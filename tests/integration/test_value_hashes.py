@@ -1,11 +1,10 @@
 """Exports say which value hashes they hold, and the fleet merge says when it mixes two kinds.
 
-Values of 1 KiB or more are hashed with XXH3 (issue 29: before it, four scalar lanes, and before
-those a single chain, took most of an insertMany's evaluation cycles), so the same long value hashes
-differently in sidecars before that change. Through pymongo and the proxy to FerretDB: the export
-carries "valueHashes": 3, and `shardscope evaluate` over it and an export of an older kind (the
-four lanes' "valueHashes": 2, or no field at all) notes the mixture, while a merge of exports of one
-kind does not.
+Values of 1 KiB or more are hashed by their length and a sample of their bytes (issue 29; before,
+every byte with XXH3: "valueHashes": 3, four scalar lanes: 2, a single chain: no field), so the same
+long value hashes differently in sidecars before that change. Through pymongo and the proxy to
+FerretDB: the export carries "valueHashes": 4, and `shardscope evaluate` over it and an export of an
+older kind notes the mixture, while a merge of exports of one kind does not.
 """
 from __future__ import annotations
 
@@ -38,13 +37,13 @@ def test_export_names_its_value_hashes_and_a_mixed_merge_says_so(proxy, ferretdb
     px = proxy(ferretdb.uri, admin=True)
     client = pymongo.MongoClient(px.uri)
     coll = client.shop.notes
-    # 300 distinct 2,000-byte values (hashed with XXH3) beside a short key field.
+    # 300 distinct 2,000-byte values (hashed by their sample) beside a short key field.
     coll.insert_many([{"customerId": i % 40, "blob": f"{i:06d}" + "x" * 1994} for i in range(300)])
     client.close()
     assert wait_for(lambda: _inserts(_sketches(px.admin_url), "shop.notes") == 300, timeout=10), \
         "the evaluation did not count the 300 inserts"
     export = _sketches(px.admin_url)
-    assert export["valueHashes"] == {"$numberInt": "3"}  # canonical Extended JSON, as every count
+    assert export["valueHashes"] == {"$numberInt": "4"}  # canonical Extended JSON, as every count
 
     current = tmp_path / "current.json"
     current.write_text(json.dumps(export))
@@ -52,7 +51,7 @@ def test_export_names_its_value_hashes_and_a_mixed_merge_says_so(proxy, ferretdb
     del older["valueHashes"]
     older_file = tmp_path / "older.json"
     older_file.write_text(json.dumps(older))
-    lanes = dict(export, valueHashes={"$numberInt": "2"})  # a sidecar of the four lanes' version
+    lanes = dict(export, valueHashes={"$numberInt": "3"})  # a sidecar hashing every byte (XXH3)
     lanes_file = tmp_path / "lanes.json"
     lanes_file.write_text(json.dumps(lanes))
 
