@@ -10,22 +10,12 @@
 namespace shardscope::pipeline::testing {
 namespace {
 
-class PendingBytesBudgetEnvironment : public FakeEnvironment {
- public:
-  size_t admitted = 0;
-  size_t limit = SIZE_MAX;
-  void admitLarge(bool, size_t bytes) override {
-    if (bytes > limit - admitted) throw ProtocolError("message refused: limits.max_buffered_bytes reached");
-    admitted += bytes;
-  }
-};
-
 std::vector<uint8_t> pendingListFind(int32_t id) {
   return request(R"({"find": "orders", "filter": {"customerId": "C0100"}, "$db": "shop"})", id);
 }
 
 TEST(PendingListBytes, ManyRequestsInFlightAreChargedUntilTheConnectionIsIdle) {
-  PendingBytesBudgetEnvironment env;
+  BudgetedEnvironment env;
   Connection conn(env, Settings{});
   constexpr int32_t kInFlight = 2000;
   for (int32_t id = 1; id <= kInFlight; ++id) {
@@ -49,7 +39,7 @@ TEST(PendingListBytes, ManyRequestsInFlightAreChargedUntilTheConnectionIsIdle) {
 }
 
 TEST(PendingListBytes, APipelinePastTheBudgetIsRefused) {
-  PendingBytesBudgetEnvironment env;
+  BudgetedEnvironment env;
   env.limit = 256 * 1024;
   Connection conn(env, Settings{});
   EXPECT_THROW(
@@ -64,7 +54,7 @@ TEST(PendingListBytes, APipelinePastTheBudgetIsRefused) {
 }
 
 TEST(PendingListBytes, AFewRequestsInFlightChargeNothing) {
-  PendingBytesBudgetEnvironment env;
+  BudgetedEnvironment env;
   Connection conn(env, Settings{});
   for (int32_t id = 1; id <= 8; ++id) {
     auto find = pendingListFind(id);

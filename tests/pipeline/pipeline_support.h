@@ -40,6 +40,18 @@ class FakeEnvironment : public Environment {
   std::vector<std::string> stale_namespaces;
 };
 
+// An environment whose budget (limits.max_buffered_bytes) admits at most `limit` bytes, throwing
+// past it as the session does.
+class BudgetedEnvironment : public FakeEnvironment {
+ public:
+  size_t admitted = 0;
+  size_t limit = SIZE_MAX;
+  void admitLarge(bool, size_t bytes) override {
+    if (bytes > limit - admitted) throw ProtocolError("message refused: limits.max_buffered_bytes reached");
+    admitted += bytes;
+  }
+};
+
 // The rule "shop.orders: orderId -> customerId", knowing the orders in `knownJson` (documents).
 inline std::shared_ptr<rewrite::LookupIndex> orderRule(std::initializer_list<const char*> knownJson = {}) {
   rewrite::LookupRule rule;

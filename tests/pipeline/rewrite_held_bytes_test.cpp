@@ -13,17 +13,6 @@
 namespace shardscope::pipeline::testing {
 namespace {
 
-// An environment whose budget admits at most `limit` bytes (throws as the session does past it).
-class HeldBytesBudgetEnvironment : public FakeEnvironment {
- public:
-  size_t admitted = 0;
-  size_t limit = SIZE_MAX;
-  void admitLarge(bool, size_t bytes) override {
-    if (bytes > limit - admitted) throw ProtocolError("message refused: limits.max_buffered_bytes reached");
-    admitted += bytes;
-  }
-};
-
 class RewriteHeldBytes : public ::testing::Test {
  protected:
   RewriteHeldBytes() {
@@ -42,7 +31,7 @@ class RewriteHeldBytes : public ::testing::Test {
                    id);
   }
 
-  HeldBytesBudgetEnvironment env;
+  BudgetedEnvironment env;
   routing::CursorShards cursors;
 };
 
