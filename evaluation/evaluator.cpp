@@ -15,6 +15,7 @@
 #include "evaluation/thread_batch.h"
 #include "evaluation/value_codec.h"
 #include "common/command_fields.h"
+#include "common/name_text.h"
 
 namespace shardscope::evaluation {
 
@@ -438,7 +439,18 @@ bool mergeExports(const std::vector<std::string>& sketchJsons, MergedExports& m,
         bson_iter_t f;
         if (!bson_iter_init_find(&f, &nsdoc, "ns") || !BSON_ITER_HOLDS_UTF8(&f)) continue;
         std::string ns = bson_iter_utf8(&f, nullptr);
-        if (bson_iter_init_find(&f, &nsdoc, "currentKey") && BSON_ITER_HOLDS_UTF8(&f)) current[ns] = bson_iter_utf8(&f, nullptr);
+        if (bson_iter_init_find(&f, &nsdoc, "currentKey") && BSON_ITER_HOLDS_UTF8(&f)) {
+          // One verdict needs one current key: sidecars on different routing tables (a reload or
+          // discovery not yet everywhere) would make it depend on the inputs' order.
+          const std::string key = bson_iter_utf8(&f, nullptr);
+          if (auto [at, added] = current.emplace(ns, key); !added && at->second != key) {
+            error = "input " + std::to_string(s + 1) + ": " + common::textName(ns) + " is sharded on " + key +
+                    " there but on " + at->second + " in an earlier input: the sidecars' routing tables differ "
+                    "(a reload or discovery not yet everywhere); merge sidecars on one routing table";
+            bson_destroy(doc);
+            return false;
+          }
+        }
         if (bson_iter_init_find(&f, &nsdoc, "lookupRule") && BSON_ITER_HOLDS_UTF8(&f)) {
           rewrite::LookupRule rule;
           std::string rerr;
