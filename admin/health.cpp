@@ -6,7 +6,8 @@
 namespace shardscope::admin {
 
 Health judgeHealth(const std::vector<proxy::MongosPool::HostView>& hosts, const std::string& discoveryLine,
-                   bool discoveryOn, bool discoveryRefreshed, bool discoveryFailing) {
+                   bool discoveryOn, bool discoveryRefreshed, bool discoveryFailing,
+                   const proxy::ReloadStatus::View& reload) {
   using State = proxy::MongosPool::State;
   Health h;
   ComponentHealth up;
@@ -39,6 +40,16 @@ Health judgeHealth(const std::vector<proxy::MongosPool::HostView>& hosts, const 
     d.healthy = d.state == "ok";
     d.detail = discoveryLine;
     h.components.push_back(d);
+  }
+  if (reload.reloads + reload.refused > 0) {
+    ComponentHealth r;
+    r.component = "reload";
+    r.state = reload.last_refused ? "failed" : "ok";
+    r.healthy = !reload.last_refused;
+    r.detail = reload.last_refused
+                   ? "the reload at " + reload.last_at + " was refused, the config before it stays in force: " + reload.last_error
+                   : "the reload at " + reload.last_at + " was applied";
+    h.components.push_back(r);
   }
   h.state = "ok";
   for (const auto& c : h.components) {
@@ -75,7 +86,8 @@ namespace {
 Health current(proxy::ProxyContext& ctx) {
   const bool on = ctx.config.discovery;
   return judgeHealth(ctx.mongos->snapshot(), on ? ctx.discovery_status.readinessLine() : std::string(), on,
-                     on && ctx.discovery_status.refreshes() > 0, on && !ctx.discovery_status.lastError().empty());
+                     on && ctx.discovery_status.refreshes() > 0, on && !ctx.discovery_status.lastError().empty(),
+                     ctx.reload_status.view());
 }
 }  // namespace
 

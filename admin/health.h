@@ -1,7 +1,7 @@
 // Whether the proxy can do its job, judged once for every surface: /stats "health", the dashboard's
 // banner and tile, `shardscope stats` and shardscope_healthy / shardscope_upstreams_up in /metrics.
-// Components: the upstream (is any mongos reachable?) and routing discovery (when on: did its last
-// refresh succeed?). A down mongos must be impossible to miss, so the state is one word a page can
+// Components: the upstream (is any mongos reachable?), routing discovery (when on: did its last
+// refresh succeed?) and live reload (once tried: was the last one applied?). A down mongos must be impossible to miss, so the state is one word a page can
 // colour and an alert can match, with the reason next to it.
 #pragma once
 #include <string>
@@ -10,11 +10,12 @@
 #include "admin/admin_server.h"
 #include "proxy/mongos_pool.h"
 #include "proxy/proxy_context.h"
+#include "proxy/reload_status.h"
 
 namespace shardscope::admin {
 
 struct ComponentHealth {
-  std::string component;  // "upstream", "discovery"
+  std::string component;  // "upstream", "discovery", "reload"
   // upstream: "up" (every mongos up), "degraded" (some down, one up), "down" (none reachable),
   // "starting" (none tried yet); discovery: "ok", "failing", "starting" (no refresh yet).
   std::string state;
@@ -28,9 +29,11 @@ struct Health {
   std::vector<ComponentHealth> components;
 };
 
-// discoveryOn false: discovery is off (no such component).
+// discoveryOn false: discovery is off (no such component). `reload`: the last live reload's outcome;
+// a "reload" component once one was tried ("ok" applied, "failed" refused: the config before it runs).
 Health judgeHealth(const std::vector<proxy::MongosPool::HostView>& hosts, const std::string& discoveryLine,
-                   bool discoveryOn, bool discoveryRefreshed, bool discoveryFailing);
+                   bool discoveryOn, bool discoveryRefreshed, bool discoveryFailing,
+                   const proxy::ReloadStatus::View& reload = {});
 std::string renderHealthJson(const Health& h);
 void appendHealthMetrics(std::string& out, const Health& h);
 

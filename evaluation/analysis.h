@@ -186,7 +186,10 @@ struct ObservationCounters {
   uint64_t refused_inserts = 0;     // inserted documents the reply said were not created
   uint64_t unproven_inserts = 0;    // counted as sent: no reply proved them (w:0, closed, over the bound)
 };
-std::string renderReportsJson(const std::vector<NamespaceReport>& reports, const ObservationCounters* counters = nullptr);
-std::string renderReportsText(const std::vector<NamespaceReport>& reports);
+// `since_ms`: unix ms the observation began (the sidecar's start or POST /evaluate/reset; a fleet
+// merge: the earliest sidecar's), stated as "observedSince" / the text's first line; 0: not known.
+std::string renderReportsJson(const std::vector<NamespaceReport>& reports, const ObservationCounters* counters = nullptr,
+                              int64_t since_ms = 0);
+std::string renderReportsText(const std::vector<NamespaceReport>& reports, int64_t since_ms = 0);
 
 }  // namespace shardscope::evaluation

@@ -15,6 +15,7 @@
 #include "evaluation/thread_batch.h"
 #include "evaluation/value_codec.h"
 #include "common/command_fields.h"
+#include "common/name_text.h"
 
 namespace shardscope::evaluation {
 
@@ -47,11 +48,18 @@ AnalysisOptions analysisFrom(const EvaluationOptions& o) {
 
 }  // namespace
 
+namespace {
+int64_t unixMsNow() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
 Evaluator::Evaluator(EvaluationOptions options)
     : options_(std::move(options)), budget_(std::make_unique<MemoryBudget>()) {
   budget_->limit = options_.max_memory_bytes;
   held_inserts_ = std::make_unique<HeldInserts>(options_.max_held_insert_bytes);
   queue_ = std::make_unique<ApplyQueue>([this](const EventBatch& b) { apply(b); }, options_.max_queued_bytes);
+  since_ms_ = unixMsNow();
 }
 Evaluator::~Evaluator() {
   handOverThreadBatches();
@@ -291,10 +299,10 @@ std::vector<NamespaceReport> Evaluator::analyzeNow() const {
 
 std::string Evaluator::renderJson() const {
   ObservationCounters counters{droppedEvents(), truncatedRequests(), refusedInserts(), unprovenInserts()};
-  return renderReportsJson(analyzeNow(), &counters);
+  return renderReportsJson(analyzeNow(), &counters, since_ms_);
 }
 
-std::string Evaluator::renderText() const { return renderReportsText(analyzeNow()); }
+std::string Evaluator::renderText() const { return renderReportsText(analyzeNow(), since_ms_); }
 
 namespace {
 
@@ -331,6 +339,7 @@ std::string Evaluator::exportSketches(const KeysByNamespace& extra_keys) const {
   bson_append_int32(&doc, "valueHashes", -1, kValueHashesVersion);
   bson_append_int32(&doc, "simulatedShards", -1, static_cast<int32_t>(options_.simulated_shards));
   bson_append_int32(&doc, "sampleSize", -1, static_cast<int32_t>(options_.sample_size));
+  bson_append_int64(&doc, "observedSinceMs", -1, since_ms_);
   bson_append_array_begin(&doc, "namespaces", -1, &arr);
   char idx[16];
   const char* k;
@@ -388,10 +397,11 @@ struct MergedExports {
   std::vector<std::pair<std::string, std::string>> configured;
   std::vector<rewrite::LookupRule> rules;
   EvaluationOptions opts;
+  int64_t since_ms = 0;  // the earliest observedSinceMs of the exports (0: none said)
 };
 
 bool mergeExports(const std::vector<std::string>& sketchJsons, MergedExports& m, std::string& error) {
-  auto& [states, current, configured, rules, opts] = m;
+  auto& [states, current, configured, rules, opts, since_ms] = m;
   bool first = true;
   for (size_t s = 0; s < sketchJsons.size(); ++s) {
     bson_error_t berr;
@@ -404,6 +414,8 @@ bool mergeExports(const std::vector<std::string>& sketchJsons, MergedExports& m,
     bson_iter_t it;
     uint32_t shards = bson_iter_init_find(&it, doc, "simulatedShards") ? bson_iter_as_int64(&it) : 0;
     uint32_t sample = bson_iter_init_find(&it, doc, "sampleSize") ? bson_iter_as_int64(&it) : 4096;
+    if (bson_iter_init_find(&it, doc, "observedSinceMs") && BSON_ITER_HOLDS_NUMBER(&it))
+      if (const int64_t since = bson_iter_as_int64(&it); since > 0 && (since_ms == 0 || since < since_ms)) since_ms = since;
     if (shards == 0) {
       error = "input " + std::to_string(s + 1) + ": no simulatedShards (not a /evaluate/sketches export)";
       bson_destroy(doc);
@@ -427,7 +439,18 @@ bool mergeExports(const std::vector<std::string>& sketchJsons, MergedExports& m,
         bson_iter_t f;
         if (!bson_iter_init_find(&f, &nsdoc, "ns") || !BSON_ITER_HOLDS_UTF8(&f)) continue;
         std::string ns = bson_iter_utf8(&f, nullptr);
-        if (bson_iter_init_find(&f, &nsdoc, "currentKey") && BSON_ITER_HOLDS_UTF8(&f)) current[ns] = bson_iter_utf8(&f, nullptr);
+        if (bson_iter_init_find(&f, &nsdoc, "currentKey") && BSON_ITER_HOLDS_UTF8(&f)) {
+          // One verdict needs one current key: sidecars on different routing tables (a reload or
+          // discovery not yet everywhere) would make it depend on the inputs' order.
+          const std::string key = bson_iter_utf8(&f, nullptr);
+          if (auto [at, added] = current.emplace(ns, key); !added && at->second != key) {
+            error = "input " + std::to_string(s + 1) + ": " + common::textName(ns) + " is sharded on " + key +
+                    " there but on " + at->second + " in an earlier input: the sidecars' routing tables differ "
+                    "(a reload or discovery not yet everywhere); merge sidecars on one routing table";
+            bson_destroy(doc);
+            return false;
+          }
+        }
         if (bson_iter_init_find(&f, &nsdoc, "lookupRule") && BSON_ITER_HOLDS_UTF8(&f)) {
           rewrite::LookupRule rule;
           std::string rerr;
@@ -468,7 +491,7 @@ std::string Evaluator::mergeAndEvaluate(const std::vector<std::string>& sketchJs
   AnalysisOptions analysis = analysisFrom(m.opts);
   analysis.lookup_rules = std::move(m.rules);
   auto reports = analyzeAll(m.states, analysis, nullptr, m.configured, m.current);
-  return text ? renderReportsText(reports) : renderReportsJson(reports);
+  return text ? renderReportsText(reports, m.since_ms) : renderReportsJson(reports, nullptr, m.since_ms);
 }
 
 Evaluator::KeysByNamespace Evaluator::keysLackingFacts(const std::vector<std::string>& sketchJsons) {
@@ -500,6 +523,7 @@ void Evaluator::reset() {
   namespaces_.clear();
   held_inserts_->clear();
   dropped_ = 0;
+  since_ms_ = unixMsNow();
 }
 
 }  // namespace shardscope::evaluation

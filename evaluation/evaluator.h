@@ -133,6 +133,9 @@ class Evaluator {
   std::vector<rewrite::LookupRule> lookup_rules_;
   uint64_t dropped_ = 0;
   std::atomic<uint64_t> truncated_requests_{0};
+  // Unix ms the namespaces' data began (construction or reset()): /evaluate, its text and its
+  // export state it, so its period is never mistaken for /stats' (since its own resetAt).
+  std::atomic<int64_t> since_ms_{0};
   std::atomic<uint64_t> refused_inserts_{0}, unproven_inserts_{0};
   std::atomic<uint64_t> ticket_bases_{1};
   std::unique_ptr<HeldInserts> held_inserts_;  // the worker's (apply), under the queue's lock

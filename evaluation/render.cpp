@@ -274,10 +274,13 @@ void writeCandidate(common::JsonWriter& w, const NamespaceReport& r, const Candi
 
 }  // namespace
 
-std::string renderReportsJson(const std::vector<NamespaceReport>& reports, const ObservationCounters* counters) {
+std::string renderReportsJson(const std::vector<NamespaceReport>& reports, const ObservationCounters* counters,
+                              int64_t since_ms) {
   std::string out;
   common::JsonWriter w(out);
   w.beginObject();
+  // The period every figure below covers: /stats counts since its own resetAt.
+  if (since_ms > 0) w.key("observedSince").value(common::isoTime(since_ms));
   w.key("namespaces").beginArray();
   for (const auto& r : reports) {
     w.beginObject();
@@ -362,9 +365,12 @@ std::string shapeTable(const std::vector<ShapeOutcome>& shapes, double all) {
 
 }  // namespace
 
-std::string renderReportsText(const std::vector<NamespaceReport>& reports) {
+std::string renderReportsText(const std::vector<NamespaceReport>& reports, int64_t since_ms) {
   std::string t;
-  if (reports.empty()) return "No namespaces observed yet.\n";
+  if (since_ms > 0)
+    t += "Observed since " + common::isoTime(since_ms) +
+         " (the sidecar's start or POST /evaluate/reset; /stats counts since its own resetAt).\n\n";
+  if (reports.empty()) return t + "No namespaces observed yet.\n";
   for (const auto& r : reports) {
     t += common::textName(r.ns) + ": " + num(static_cast<double>(r.reads)) + " reads, " + num(static_cast<double>(r.writes)) +
          " writes (update/delete/findAndModify), " + num(static_cast<double>(r.inserts)) + " inserts observed (" +

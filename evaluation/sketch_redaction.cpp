@@ -36,6 +36,7 @@ constexpr Keep kExport[] = {{"version", nullptr},
                             {"valueHashes", nullptr},
                             {"simulatedShards", nullptr},
                             {"sampleSize", nullptr},
+                            {"observedSinceMs", nullptr},
                             {"namespaces", kNamespace},
                             {nullptr, nullptr}};
 

@@ -82,12 +82,11 @@ std::string redactUri(const std::string& uri) {
 
 bool Reloader::reload(std::string& error) {
   std::lock_guard lock(mutex_);
-  last_at_ = nowIso();
+  const std::string at = nowIso();
   auto loaded = config::loadConfig(args_, environ_);
   auto refuse = [&](const std::string& why) {
     error = why;
-    last_error_ = why;
-    ++refused_;
+    ctx_.reload_status.onRefused(at, why);
     spdlog::error("reload refused, the running config stays in force: {}", why);
     return false;
   };
@@ -125,8 +124,7 @@ bool Reloader::reload(std::string& error) {
     spdlog::warn("reload: '{}' changed but needs a restart; the running value stays", key);
   // Record the reloaded keys in the effective config.
   adoptReloadable(ctx_.config, next);
-  last_error_.clear();
-  ++reloads_;
+  ctx_.reload_status.onApplied(at);
   spdlog::info("config reloaded ({} rewrite rule(s), routing {}, fault injection {})", next.rewrite_rules.size(),
                next.routing_file.empty() ? "unchanged" : next.routing_file, next.fault.enabled() ? "on" : "off");
   return true;
@@ -167,8 +165,9 @@ std::string Reloader::renderJson() const {
   w.field("error_percent", c.fault.error_percent).endObject();
   w.field("log_level", std::string_view(c.log_level));
   w.endObject();
-  w.key("reload").beginObject().field("reloads", reloads_).field("refused", refused_);
-  w.field("lastAt", std::string_view(last_at_)).field("lastError", std::string_view(last_error_));
+  const auto status = ctx_.reload_status.view();
+  w.key("reload").beginObject().field("reloads", status.reloads).field("refused", status.refused);
+  w.field("lastAt", std::string_view(status.last_at)).field("lastError", std::string_view(status.last_error));
   w.key("restartRequired").beginArray();
   for (const auto& k : restart_required_) w.value(std::string_view(k));
   w.endArray().endObject().endObject();

@@ -39,8 +39,6 @@ class Reloader {
   std::vector<std::string> args_;
   char** environ_;
   mutable std::mutex mutex_;
-  uint64_t reloads_ = 0, refused_ = 0;
-  std::string last_at_, last_error_;
   std::vector<std::string> restart_required_;
   std::atomic<uint32_t> connection_cap_{0};  // 0 until the listener started
 };

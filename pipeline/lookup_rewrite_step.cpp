@@ -122,6 +122,12 @@ std::span<const uint8_t> Pipeline::afterConfirmingRead(const PendingOp& read, co
   auto& stats = client->lookup->stats();
   if (rewrite::confirmsMapping(reply)) {
     stats.onEvent("retryable write: confirmed, sent rewritten");
+    // What went first was the read: the observers learn that the rewritten write goes now.
+    Reply superseded;
+    superseded.kind = Reply::Kind::Superseded;
+    superseded.rerun = &state.rewritten_target;
+    superseded.fallback = false;
+    notifyReply(*client, superseded);
     rerun_message_ = std::move(state.rewritten);
   } else {
     // Nothing confirmed the mapping: the client's write goes as written, for the first time (its

@@ -57,14 +57,18 @@ struct Reply {
   enum class Kind : uint8_t {
     Answer,      // upstream's reply (or the sidecar's own, for an injected fault)
     NoReply,     // fire-and-forget (moreToCome): nothing will come
-    Superseded,  // a rewritten command's reply, dropped: the original runs instead (`rerun`)
+    Superseded,  // what went first was a step the client never sees (a rewritten attempt, a
+                 // retryable write's confirming read): another message goes for it (`rerun`)
   };
   Kind kind = Kind::Answer;
   std::span<const uint8_t> message;  // uncompressed (the capture writes it as it is)
   const protocol::ReplyFacts* facts = &kNoReplyFacts;  // never null; parsed=false: no readable document
   uint32_t wire_bytes = 0;           // as received
   uint64_t latency_ns = 0;
-  const routing::TargetResult* rerun = nullptr;  // Superseded: how the original is targeted
+  // Superseded: how the message that goes next is targeted: the original after a fallback
+  // (`fallback`), or the rewritten write a confirming read proved right.
+  const routing::TargetResult* rerun = nullptr;
+  bool fallback = true;
 };
 
 }  // namespace shardscope::pipeline

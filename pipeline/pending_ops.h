@@ -54,6 +54,7 @@ struct RewriteState {
   std::vector<uint8_t> original;  // the client's message, uncompressed, as it arrived
   routing::Targeting before = routing::Targeting::Unclassified;
   routing::TargetResult original_target;  // how the original runs if it must (stats of a fallback)
+  routing::TargetResult rewritten_target; // a retryable write's rewritten write, sent once a read confirms it
   std::vector<std::string> suspects;      // after a fallback: lookup keys the rewrite missed
   std::vector<uint8_t> rewritten;         // a retryable write's rewritten message, held until a read confirms it
   HeldBytes held;                         // the copies above, counted by the pipeline while they live

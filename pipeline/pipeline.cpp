@@ -436,6 +436,7 @@ bool Pipeline::registerRequest(PendingOp& op, const protocol::CommandView& view,
   if (settings_.request_deadline) op.declared_wait_ms = declaredWaitMs(view);
   op.reply_compressor = clientCompressor;
   if (op.rewrite) op.lookup->stats().onRewrite(op.rewrite->before, target.targeting);
+  if (op.rewrite && op.rewrite->plan.confirm) op.rewrite->rewritten_target = target;  // sent after its read
 
   shape_.reset();
   Operation operation{view, routed, ns, traits, target, message, handshake, op, shape_, &killed};

@@ -20,6 +20,7 @@
 #include "proxy/fault_injector.h"
 #include "proxy/mongos_pool.h"
 #include "proxy/readiness_grace.h"
+#include "proxy/reload_status.h"
 #include "proxy/routing_state.h"
 #include "proxy/srv_rescan.h"
 #include "proxy/upstream_target.h"
@@ -63,6 +64,7 @@ struct ProxyContext {
   std::function<void(uint64_t connection_id)> on_session_ended;
   std::function<void(std::string_view ns)> on_stale_config;  // asks discovery to refresh ns ("" = all); may be empty
   cluster::DiscoveryStatus discovery_status;             // routing discovery's last outcome (/stats, /metrics, /readyz)
+  ReloadStatus reload_status;                   // the last live reload's outcome (/config, health on every surface)
   ReadinessGrace upstream_grace;                // readiness.upstream_grace_ms
   Published<const rewrite::LookupSet> lookups;  // lookup-rewrite rules (empty set when none)
   // Open cursors' shard sets, for every connection: a driver continues a cursor on any pooled

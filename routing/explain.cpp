@@ -10,6 +10,8 @@
 #include "common/command_namespace.h"
 #include "common/query_shape.h"
 #include "common/shell_json.h"
+#include "protocol/command_view.h"
+#include "protocol/op_msg.h"
 #include "protocol/request_rules.h"
 #include "routing/targeting.h"
 
@@ -23,9 +25,13 @@ std::string render(const bson_t* doc) {
   return out;
 }
 
-ExplainOutput error(const std::string& message) {
+ExplainOutput error(const std::string& message, const common::Shape* shape = nullptr) {
   bson_t doc = BSON_INITIALIZER;
   BSON_APPEND_UTF8(&doc, "error", message.c_str());
+  if (shape) {  // a command the proxy forwards but explain cannot target (a getMore of an unseen cursor)
+    bson_append_utf8(&doc, "shape", -1, shape->text.data(), static_cast<int>(shape->text.size()));
+    BSON_APPEND_UTF8(&doc, "shapeId", common::shapeIdHex(shape->id).c_str());
+  }
   ExplainOutput out{false, render(&doc), {}};
   bson_destroy(&doc);
   return out;
@@ -161,23 +167,25 @@ ExplainOutput explainCommand(const RoutingTable& table, std::string_view command
   std::string why;
   if (!parseJson(command_json, cmd_doc, why)) return error("--command: " + why);
   if (std::string refused = refusedAsTheProxyDoes(*cmd_doc.doc); !refused.empty()) return error("--command: " + refused);
+  // The view the proxy builds for the same body (a getMore's `collection`, the command's traits):
+  // explain targets and shapes exactly what the pipeline would.
   protocol::CommandView cmd;
-  bson_init_static(&cmd.body, bson_get_data(cmd_doc.doc), cmd_doc.doc->len);
-  bson_iter_t it;
-  if (!bson_iter_init(&it, &cmd.body) || !bson_iter_next(&it)) return error("--command is an empty document");
-  cmd.setName(bson_iter_key(&it));
-  if (BSON_ITER_HOLDS_UTF8(&it)) cmd.collection = bson_iter_utf8(&it, nullptr);
-  if (cmd.traits.kind == protocol::CommandKind::GetMore && BSON_ITER_HOLDS_NUMBER(&it)) cmd.cursorId = bson_iter_as_int64(&it);
-  std::string db;
-  if (bson_iter_init_find(&it, &cmd.body, "$db") && BSON_ITER_HOLDS_UTF8(&it)) db = bson_iter_utf8(&it, nullptr);
-  cmd.db = db;
+  protocol::OpMsg msg;
+  msg.body = {bson_get_data(cmd_doc.doc), cmd_doc.doc->len};
+  if (const auto built = protocol::buildCommandView(msg, cmd); !built.ok())
+    return error("--command: " + std::string(built.error));
 
   TargetOptions options;
   options.explain = true;
   options.mongos_version = version;
   TargetResult r = target(table, cmd, nullptr, options);
   if (r.refused) return error(std::string(r.reason));
-  if (r.targeting == Targeting::Unclassified) return error("cannot classify: " + std::string(r.reason));
+  // The shape and id the proxy files the command under, from the namespace the pipeline derives:
+  // named even when explain cannot target it, as the proxy still forwards and files it.
+  std::string id_ns;
+  common::ShapeCache shapes;
+  const common::Shape shape = shapes.get(cmd, common::commandNamespace(cmd, id_ns));
+  if (r.targeting == Targeting::Unclassified) return error("cannot classify: " + std::string(r.reason), &shape);
 
   bson_t out = BSON_INITIALIZER;
   std::string ns = namespaceOf(cmd);
@@ -197,11 +205,7 @@ ExplainOutput explainCommand(const RoutingTable& table, std::string_view command
   std::string stage(mongosStage(cmd, r));
   if (!stage.empty()) BSON_APPEND_UTF8(&out, "stage", stage.c_str());
   if (verbose && !r.detail.empty()) BSON_APPEND_UTF8(&out, "detail", r.detail.c_str());
-  // Last, after the contract's fields: the shape and id the proxy files the command under, from the
-  // namespace the pipeline derives.
-  std::string id_ns;
-  common::ShapeCache shapes;
-  const common::Shape shape = shapes.get(cmd, common::commandNamespace(cmd, id_ns));
+  // Last, after the contract's fields: the shape and id.
   bson_append_utf8(&out, "shape", -1, shape.text.data(), static_cast<int>(shape.text.size()));
   BSON_APPEND_UTF8(&out, "shapeId", common::shapeIdHex(shape.id).c_str());
   ExplainOutput result{true, render(&out), {}};

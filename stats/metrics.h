@@ -68,7 +68,8 @@ namespace shardscope::stats {
   GAUGE(upstreams_up, "mongos hosts the proxy can connect to; 0: every client operation fails.")                \
   GAUGE(healthy,                                                                                                \
         "1 when the component works, 0 when not: upstream (a mongos is reachable), discovery (the last "       \
-        "routing refresh succeeded; only with routing.discovery). /stats \"health\" says why.",                \
+        "routing refresh succeeded; only with routing.discovery), reload (the last live reload was applied; "   \
+        "once one was tried). /stats \"health\" says why.",                                                     \
         "component")                                                                                            \
   /* Routing discovery (cluster/discovery_status.cpp) */                                                        \
   COUNTER(routing_refreshes_total, "Routing discovery reads of config.* (successful or not).")                 \

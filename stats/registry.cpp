@@ -167,11 +167,11 @@ OpHandle Recorder::onRequest(const protocol::CommandView& view, std::string_view
 }
 
 OpHandle Recorder::onRequest(const protocol::CommandView& view, std::string_view ns, common::Shape shape,
-                             const routing::TargetResult& target, uint32_t bytesIn) {
+                             const routing::TargetResult& target, uint32_t bytesIn, FirstSent sent) {
   if (ns.empty()) ns = view.db;
   if (target.over_budget) bump(registry_.process_.analysis_over_budget);
   return record(shape.id, ns, view.filedName(), shape.text, target, bytesIn,
-                registry_.options_.record_values ? &view.body : nullptr);
+                registry_.options_.record_values ? &view.body : nullptr, sent);
 }
 
 OpHandle Recorder::onUnparsed(uint32_t bytesIn) {
@@ -187,7 +187,8 @@ OpHandle Recorder::onUnparsed(uint32_t bytesIn) {
 }
 
 OpHandle Recorder::record(uint64_t hash, std::string_view ns, std::string_view command, std::string_view shape,
-                          const routing::TargetResult& target, uint32_t bytesIn, const bson_t* sampleSource) {
+                          const routing::TargetResult& target, uint32_t bytesIn, const bson_t* sampleSource,
+                          FirstSent sent) {
   Tally& tally = registry_.threadTally();
   uint32_t slot;
   Tally::Lookup& cache = tally.lookup_;
@@ -203,7 +204,7 @@ OpHandle Recorder::record(uint64_t hash, std::string_view ns, std::string_view c
     if (auto s = cache.slot_by_shape.find(shapeId); s != cache.slot_by_shape.end()) {
       slot = s->second;
     } else if (tally.slots_.size() >= registry_.options_.max_shapes_per_tally) {
-      registry_.recordShared(shapeId, target, bytesIn, common::coarseRealtimeMs());
+      registry_.recordShared(shapeId, target, bytesIn, common::coarseRealtimeMs(), sent == FirstSent::Command);
       countRequest(target, static_cast<size_t>(hostsTargeted(target, static_cast<uint32_t>(routing::shardCount(target.shards)))),
                    bytesIn);
       return {nullptr, shapeId, true};
@@ -240,7 +241,7 @@ OpHandle Recorder::record(uint64_t hash, std::string_view ns, std::string_view c
     hosts = static_cast<size_t>(hostsTargeted(target, shardCount));
     applyRequest(s.counters, target, shardCount, bytesIn, now);
     if (sampleSource) s.sample = std::move(sample);
-    write = s.write;
+    write = s.write && sent == FirstSent::Command;  // a confirming read writes nothing
     if (shardCount && s.localNs)
       addNsShards(tally.ns_shards_[s.nsIndex], target, tally.shard_ids_.get(), hosts, write, reached);
     else if (shardCount) sharedNs = s.nsIndex;
@@ -273,10 +274,11 @@ void Recorder::onReply(OpHandle h, const protocol::ReplyFacts& reply, uint32_t b
   if (r.error) ++totals_.errors;
 }
 
-void Recorder::onRewrite(OpHandle h, routing::Targeting before) {
+void Recorder::onRewrite(OpHandle h, routing::Targeting before, bool confirmed_first) {
   if (!h.valid()) return;
-  auto update = [before](ShapeCounters& c) {
+  auto update = [before, confirmed_first](ShapeCounters& c) {
     ++c.rewrites;
+    if (confirmed_first) ++c.confirmingReads;
     ++c.beforeRewrite[static_cast<size_t>(before)];
   };
   if (h.shared) return registry_.updateShared(h.slot, update);
@@ -284,40 +286,44 @@ void Recorder::onRewrite(OpHandle h, routing::Targeting before) {
   if (h.slot < h.tally->slots_.size()) update(h.tally->slots_[h.slot]->counters);
 }
 
-void Recorder::onRewriteFallback(OpHandle h, const routing::TargetResult& rerun) {
+void Recorder::onAlsoSent(OpHandle h, const routing::TargetResult& sent, bool fallback) {
   if (!h.valid()) return;
-  auto update = [&rerun](ShapeCounters& c, uint32_t shardCount) {
-    ++c.rewriteFallbacks;
-    ++c.byTargeting[static_cast<size_t>(rerun.targeting)];
-    if (!rerun.reason.empty()) c.reasons[static_cast<size_t>(rerun.targeting)] = rerun.reason;
-    ++c.byHosts[static_cast<size_t>(hostsTargeted(rerun, shardCount))];
+  auto update = [&sent, fallback](ShapeCounters& c, uint32_t shardCount) {
+    if (fallback) ++c.rewriteFallbacks;
+    ++c.byTargeting[static_cast<size_t>(sent.targeting)];
+    if (!sent.reason.empty()) c.reasons[static_cast<size_t>(sent.targeting)] = sent.reason;
+    ++c.byHosts[static_cast<size_t>(hostsTargeted(sent, shardCount))];
     c.fanout.record(shardCount);
   };
-  if (h.shared)
-    return registry_.updateShared(h.slot, [&](ShapeCounters& c) { update(c, static_cast<uint32_t>(routing::shardCount(rerun.shards))); });
-  Tally& tally = *h.tally;
-  if (&tally == &registry_.threadTally()) refreshShardIds(tally);  // the owner; a reply elsewhere uses its map
   size_t hosts;
-  uint32_t sharedNs = UINT32_MAX;
-  bool write = false;
-  {
-    std::lock_guard lock(tally.mutex_);
-    uint32_t shardCount = addShardOps(tally.shard_ops_, rerun, tally.shard_ids_.get());
-    hosts = static_cast<size_t>(hostsTargeted(rerun, shardCount));
-    if (h.slot < tally.slots_.size()) {
-      Tally::Slot& s = *tally.slots_[h.slot];
-      update(s.counters, shardCount);
-      write = s.write;
-      if (shardCount && s.localNs) addNsShards(tally.ns_shards_[s.nsIndex], rerun, tally.shard_ids_.get(), hosts, write);
-      else if (shardCount) sharedNs = s.nsIndex;
+  if (h.shared) {
+    // In the registry's shared table: its shard and namespace counts, as recordShared counts them.
+    const auto shardCount = static_cast<uint32_t>(routing::shardCount(sent.shards));
+    hosts = static_cast<size_t>(hostsTargeted(sent, shardCount));
+    registry_.updateShared(h.slot, [&](ShapeCounters& c) { update(c, shardCount); });
+    registry_.addSentShared(h.slot, sent, hosts);
+  } else {
+    Tally& tally = *h.tally;
+    if (&tally == &registry_.threadTally()) refreshShardIds(tally);  // the owner; a reply elsewhere uses its map
+    uint32_t sharedNs = UINT32_MAX;
+    bool write = false;
+    {
+      std::lock_guard lock(tally.mutex_);
+      uint32_t shardCount = addShardOps(tally.shard_ops_, sent, tally.shard_ids_.get());
+      hosts = static_cast<size_t>(hostsTargeted(sent, shardCount));
+      if (h.slot < tally.slots_.size()) {
+        Tally::Slot& s = *tally.slots_[h.slot];
+        update(s.counters, shardCount);
+        write = s.write;
+        if (shardCount && s.localNs) addNsShards(tally.ns_shards_[s.nsIndex], sent, tally.shard_ids_.get(), hosts, write);
+        else if (shardCount) sharedNs = s.nsIndex;
+      }
     }
+    if (sharedNs != UINT32_MAX) registry_.addNsShardsShared(sharedNs, sent, hosts, write);
   }
-  {
-    std::lock_guard lock(mutex_);
-    ++totals_.byTargeting[static_cast<size_t>(rerun.targeting)];
-    ++totals_.byHosts[hosts];
-  }
-  if (sharedNs != UINT32_MAX) registry_.addNsShardsShared(sharedNs, rerun, hosts, write);
+  std::lock_guard lock(mutex_);
+  ++totals_.byTargeting[static_cast<size_t>(sent.targeting)];
+  ++totals_.byHosts[hosts];
 }
 
 void Recorder::refreshShardIds(Tally& tally) {
@@ -429,7 +435,7 @@ uint32_t Registry::internLocked(uint64_t hash, std::string_view ns, std::string_
 }
 
 void Registry::recordShared(uint32_t shapeId, const routing::TargetResult& target, uint32_t bytesIn,
-                            int64_t nowMs) {
+                            int64_t nowMs, bool asWrite) {
   std::lock_guard lock(mutex_);
   uint32_t shardCount = addShardOps(shared_shard_ops_, target, shard_ids_.get());
   applyRequest(shared_shapes_[shapeId], target, shardCount, bytesIn, nowMs);
@@ -437,7 +443,15 @@ void Registry::recordShared(uint32_t shapeId, const routing::TargetResult& targe
   const ShapeInfo& info = shapes_[shapeId];
   if (info.nsIndex >= shared_ns_shards_.size()) shared_ns_shards_.resize(info.nsIndex + 1);
   addNsShards(shared_ns_shards_[info.nsIndex], target, shard_ids_.get(),
-              static_cast<size_t>(hostsTargeted(target, shardCount)), isWrite(info.command));
+              static_cast<size_t>(hostsTargeted(target, shardCount)), asWrite && isWrite(info.command));
+}
+
+void Registry::addSentShared(uint32_t shapeId, const routing::TargetResult& sent, size_t hosts) {
+  std::lock_guard lock(mutex_);
+  if (addShardOps(shared_shard_ops_, sent, shard_ids_.get()) == 0) return;
+  const ShapeInfo& info = shapes_[shapeId];
+  if (info.nsIndex >= shared_ns_shards_.size()) shared_ns_shards_.resize(info.nsIndex + 1);
+  addNsShards(shared_ns_shards_[info.nsIndex], sent, shard_ids_.get(), hosts, isWrite(info.command));
 }
 
 uint32_t Registry::namespaceOf(uint32_t shapeId) const {

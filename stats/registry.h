@@ -56,6 +56,10 @@ class Tally;
 
 // Returned by onRequest and handed back to onReply: small and trivially copyable. It names the
 // tally the request was counted in, so a reply handled on another thread counts in the same slot.
+// What a request sent upstream first: the command itself, or, for a retryable write the lookup
+// rewrite holds (docs/rewrite.md), the proxy's confirming read of one shard (a read, not a write).
+enum class FirstSent : uint8_t { Command, ConfirmingRead };
+
 struct OpHandle {
   static constexpr uint32_t kNone = UINT32_MAX;
   Tally* tally = nullptr;  // null when `shared`
@@ -130,8 +134,11 @@ class Recorder {
                      uint32_t bytesIn);
   // The same with the shape and its id already computed (common::ShapeCache): the request
   // pipeline computes them once for every feature.
+  // `sent`: what went upstream first under this request (a retryable write the lookup rewrite
+  // holds sends the proxy's confirming read, counted here as the read it is; onAlsoSent counts the
+  // write once it goes).
   OpHandle onRequest(const protocol::CommandView& view, std::string_view ns, common::Shape shape,
-                     const routing::TargetResult& target, uint32_t bytesIn);
+                     const routing::TargetResult& target, uint32_t bytesIn, FirstSent sent = FirstSent::Command);
   // Latency, bytes out and errors (ok:0 code, writeErrors codes, writeConcernError) of the reply.
   // `reply`: the reply's facts, read once by the pipeline (protocol/reply_facts.h).
   void onReply(OpHandle h, const protocol::ReplyFacts& reply, uint32_t bytesOut, uint64_t latencyNs);
@@ -139,10 +146,13 @@ class Recorder {
   OpHandle onUnparsed(uint32_t bytesIn);
   // A lookup rule rewrote the command (targeted as `before` when written by the client), or the
   // rewrite fell back to the original.
-  void onRewrite(OpHandle h, routing::Targeting before);
-  // The rewrite fell back: the original ran too, targeted as `rerun` (counted under its class and
-  // fan-out next to the rewritten attempt, so the shape shows what actually ran).
-  void onRewriteFallback(OpHandle h, const routing::TargetResult& rerun);
+  // `confirmed_first`: a retryable write whose confirming read went first (FirstSent::ConfirmingRead).
+  void onRewrite(OpHandle h, routing::Targeting before, bool confirmed_first = false);
+  // After the rewritten attempt (or the confirming read) the request sent another message, targeted
+  // as `sent`: the original after a fallback (`fallback`), or a retryable write once its read
+  // confirmed the mapping. Counted under its class and fan-out next to what went first, so the
+  // shape shows what actually ran.
+  void onAlsoSent(OpHandle h, const routing::TargetResult& sent, bool fallback);
   void onConnectionOpen();
   void onConnectionClose();
   void onDecodeError();
@@ -157,7 +167,8 @@ class Recorder {
   // Picks up the shard-position -> shard-id map after a routing table change (the tally's owner).
   void refreshShardIds(Tally& tally);
   OpHandle record(uint64_t hash, std::string_view ns, std::string_view command, std::string_view shape,
-                  const routing::TargetResult& target, uint32_t bytesIn, const bson_t* sampleSource);
+                  const routing::TargetResult& target, uint32_t bytesIn, const bson_t* sampleSource,
+                  FirstSent sent = FirstSent::Command);
   void countRequest(const routing::TargetResult& target, size_t hosts, uint32_t bytesIn);
 
   Registry& registry_;
@@ -223,7 +234,10 @@ class Registry {
   uint32_t internLocked(uint64_t hash, std::string_view ns, std::string_view command, std::string_view shape);
   // The namespace's index in the catalog (added if new; "<other>" past max_namespaces).
   uint32_t namespaceIndexLocked(std::string_view ns);
-  void recordShared(uint32_t shapeId, const routing::TargetResult& target, uint32_t bytesIn, int64_t nowMs);
+  void recordShared(uint32_t shapeId, const routing::TargetResult& target, uint32_t bytesIn, int64_t nowMs,
+                    bool asWrite);
+  // A shared-table request's later message (Recorder::onAlsoSent): its shard and namespace counts.
+  void addSentShared(uint32_t shapeId, const routing::TargetResult& sent, size_t hosts);
   uint32_t namespaceOf(uint32_t shapeId) const;
   // Per-(namespace, shard) counts of a session past its kLocalNamespaces.
   void addNsShardsShared(uint32_t nsIndex, const routing::TargetResult& target, size_t hosts, bool write);

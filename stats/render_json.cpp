@@ -122,6 +122,8 @@ void writeShape(common::JsonWriter& w, const ShapeSnapshot& s, bool recordValues
     w.key("targetingBefore");
     writeTargeting(w, c.beforeRewrite);
     w.field("fallbacks", c.rewriteFallbacks);
+    // Retryable writes: the confirming read each sent first is one of the operations counted above.
+    w.field("confirmingReads", c.confirmingReads);
     // Rescued, of every operation of the shape: the 'N% rescued' the page shows (lookups the
     // rewrite could not map stay in the denominator).
     writeRescued(w, rescuedShare(c.rewrites, c.rewriteFallbacks, c.count));

@@ -71,6 +71,9 @@ struct ShapeCounters {
   uint64_t rewrites = 0;
   std::array<uint64_t, kTargetingCount> beforeRewrite{};
   uint64_t rewriteFallbacks = 0;
+  // Retryable writes the rewrite held: the proxy's confirming read went first (one shard, counted
+  // in byTargeting as the read it was), then the rewritten write or, unconfirmed, the original.
+  uint64_t confirmingReads = 0;
 
   ShapeCounters& operator+=(const ShapeCounters& o) {
     count += o.count;
@@ -80,6 +83,7 @@ struct ShapeCounters {
     rewrites += o.rewrites;
     for (size_t i = 0; i < kTargetingCount; ++i) beforeRewrite[i] += o.beforeRewrite[i];
     rewriteFallbacks += o.rewriteFallbacks;
+    confirmingReads += o.confirmingReads;
     for (size_t i = 0; i < kTargetingCount; ++i) byTargeting[i] += o.byTargeting[i];
     for (size_t i = 0; i < kHostsTargetedCount; ++i) byHosts[i] += o.byHosts[i];
     fanout += o.fanout;

@@ -42,7 +42,7 @@ std::string bulkEvaluationOf(const std::function<void(Observer&)>& traffic) {
   traffic(*obs);
   obs->flush();
   static const std::regex clock(
-      R"re("seconds":[0-9.e+-]+|[0-9]{16}|"(writesPerSecond|insertedBytesPerSecond)":[0-9.e+-]+|"commands":[0-9]+)re");
+      R"re("seconds":[0-9.e+-]+|[0-9]{16}|"(writesPerSecond|insertedBytesPerSecond)":[0-9.e+-]+|"commands":[0-9]+|"observedSince":"[^"]*")re");
   return std::regex_replace(ev.renderJson(), clock, "_");
 }
 

@@ -216,9 +216,11 @@ Evaluations evaluate(bool lossy, uint32_t flush_every_ops, size_t connections = 
   auto timeless = [](const std::string& s) {
     static const std::regex seconds(R"("seconds":[0-9.e+-]+)"), micros("[0-9]{16}"),
         rates(R"re("(writesPerSecond|insertedBytesPerSecond)":[0-9.e+-]+)re"),
-        rate_line(R"re(observed: [^"\n]*|write rate unknown \(observed for under a second\))re");
+        rate_line(R"re(observed: [^"\n]*|write rate unknown \(observed for under a second\))re"),
+        since(R"re("observedSince":"[^"]*"|"observedSinceMs" : \{ "\$numberLong" : "[0-9]+" \}|"observedSinceMs" : [0-9]+|Observed since [^ ]*)re");
     std::string out = std::regex_replace(std::regex_replace(s, seconds, "\"seconds\":_"), micros, "_");
     out = std::regex_replace(out, rates, "\"$1\":_");
+    out = std::regex_replace(out, since, "_since_");  // when each evaluator began observing
     return std::regex_replace(out, rate_line, "_rate_");
   };
   return {timeless(ev.exportSketches()), timeless(ev.renderJson()), timeless(ev.renderText()), repeats};
