@@ -23,6 +23,7 @@
 #include "evaluation/evaluator.h"
 #include "evaluation/event_batch.h"
 #include "evaluation/field_limits.h"
+#include "evaluation/pipeline_paths.h"
 #include "evaluation/raw_fields.h"
 #include "evaluation/replaced_key_fields.h"
 #include "evaluation/thread_batch.h"
@@ -106,9 +107,12 @@ void appendReplacementFields(const bson_iter_t& u, EventBatch& batch) {
 }
 
 // The paths an update's `u` sets (at most 32), or "" when it may change anything (a replacement:
-// with the fields it carries, appendReplacementFields).
-void appendModifiedPaths(const bson_iter_t& u, EventBatch& batch) {
-  if (!BSON_ITER_HOLDS_DOCUMENT(&u)) return batch.appendName("");  // pipeline update
+// with the fields it carries, appendReplacementFields). A pipeline names the paths its $set and
+// $unset stages name (pipeline_paths.h). `$rename` changes its destination as well as its source;
+// a `$set` of the value `filter` pins for that path changes nothing (setKeepsPinnedValue).
+void appendModifiedPaths(const bson_iter_t& u, const bson_t* filter, EventBatch& batch) {
+  if (BSON_ITER_HOLDS_ARRAY(&u)) return appendPipelinePaths(u, batch);
+  if (!BSON_ITER_HOLDS_DOCUMENT(&u)) return batch.appendName("");
   bson_iter_t ops;
   bson_iter_recurse(&u, &ops);
   int n = 0;
@@ -117,18 +121,36 @@ void appendModifiedPaths(const bson_iter_t& u, EventBatch& batch) {
     any = true;
     if (bson_iter_key(&ops)[0] != '$') return appendReplacementFields(u, batch);
     if (!BSON_ITER_HOLDS_DOCUMENT(&ops)) continue;
+    const std::string_view op = bson_iter_key(&ops);
     // Applies only when the upsert inserts: it sets the new document's key, never changes one.
-    if (std::string_view(bson_iter_key(&ops)) == "$setOnInsert") continue;
+    if (op == "$setOnInsert") continue;
+    const bool set = op == "$set" && filter, rename = op == "$rename";
+    uint32_t set_len = 0;
+    const uint8_t* set_doc = nullptr;
+    if (set) bson_iter_document(&ops, &set_len, &set_doc);
     bson_iter_t fields;
     bson_iter_recurse(&ops, &fields);
-    for (; bson_iter_next(&fields) && n < 32; ++n) batch.appendName(bson_iter_key(&fields));
+    while (bson_iter_next(&fields) && n < 32) {
+      const std::string_view path(bson_iter_key(&fields), bson_iter_key_len(&fields));
+      if (set && setKeepsPinnedValue(*filter, path, set_doc, set_len)) continue;
+      batch.appendName(path);
+      ++n;
+      if (rename && BSON_ITER_HOLDS_UTF8(&fields) && n < 32) {
+        uint32_t len = 0;
+        const char* to = bson_iter_utf8(&fields, &len);
+        batch.appendName({to, len});
+        ++n;
+      }
+    }
   }
   if (!any) appendReplacementFields(u, batch);  // {}: a replacement by an empty document
 }
 
 // The same from `u`, an element of the statement `st`, read from its bytes (libbson's walk above
 // when a rare type is met on the way).
-void appendModifiedPaths(const bson_t& st, const RawElement& u, EventBatch& batch) {
+void appendModifiedPaths(const bson_t& st, const RawElement& u, const bson_t* filter, EventBatch& batch) {
+  bson_iter_t it;
+  if (u.type == BSON_TYPE_ARRAY && iteratorAt(st, u, it)) return appendPipelinePaths(it, batch);
   if (u.type != BSON_TYPE_DOCUMENT) return batch.appendName("");
   const uint8_t *ops, *fields;
   uint32_t ops_len, fields_len;
@@ -143,15 +165,24 @@ void appendModifiedPaths(const bson_t& st, const RawElement& u, EventBatch& batc
       return false;
     }
     if (op.type != BSON_TYPE_DOCUMENT || key == "$setOnInsert" || !subBytes(ops, op, fields, fields_len)) return true;
+    const bool set = key == "$set" && filter, rename = key == "$rename";
     fields_walked = forEachElement(fields, fields_len, [&](const RawElement& f) {
       if (n >= 32) return false;
-      batch.appendName({reinterpret_cast<const char*>(fields) + f.offset + 1, f.key_len});
+      const std::string_view path(reinterpret_cast<const char*>(fields) + f.offset + 1, f.key_len);
+      if (set && setKeepsPinnedValue(*filter, path, fields, fields_len)) return true;
+      batch.appendName(path);
       ++n;
+      if (rename && f.type == BSON_TYPE_UTF8 && n < 32) {  // {$rename: {from: "to"}}: "to" changes too
+        const uint32_t len = raw_detail::load32(fields + f.value);
+        if (len >= 1 && f.value + 4 + len <= f.end) {
+          batch.appendName({reinterpret_cast<const char*>(fields) + f.value + 4, len - 1});
+          ++n;
+        }
+      }
       return true;
     });
     return fields_walked;
   }) && fields_walked;
-  bson_iter_t it;
   if (walked && !replacement && n > 0) return;
   if (walked && !replacement) {  // only operators without fields, or {} (a replacement)
     bool any = false;
@@ -159,7 +190,7 @@ void appendModifiedPaths(const bson_t& st, const RawElement& u, EventBatch& batc
     if (any) return;
   }
   batch.truncate(mark);
-  if (iteratorAt(st, u, it)) appendModifiedPaths(it, batch);
+  if (iteratorAt(st, u, it)) appendModifiedPaths(it, filter, batch);
 }
 
 // UpsertDocumentBuilder::isReplacement of `u`, an element of the statement `st`, from its bytes:
@@ -841,7 +872,7 @@ void Observer::Impl::observeWriteStatement(std::string_view ns, std::string_view
     if (held && (upsert || replacement) && iteratorAt(st, at[kU], u))
       holdDocument(*held, index, has ? &q : nullptr, &u, upsert, UpsertDocumentBuilder::isReplacement(u),
                    held->settled_by == SettledBy::BulkWriteResults ? ns : std::string_view());
-    appendModifiedPaths(st, at[kU], *tb->batch);
+    appendModifiedPaths(st, at[kU], has ? &q : nullptr, *tb->batch);
     if (replacement && has && iteratorAt(st, at[kU], u)) appendReplacedPinnedFields(q, u, *tb->batch);
   }
   addOp(ns, update ? OpKind::Update : OpKind::Delete, multi, sampleFilter(shape.id), has ? &q : nullptr,
@@ -913,7 +944,7 @@ void Observer::Impl::observeFindAndModify(const protocol::CommandView& view, std
     if (acknowledged(view.body))
       holdDocument(holdWrite(ns, SettledBy::FindAndModifyReply), 0, has ? &q : nullptr, &u, upsert,
                    UpsertDocumentBuilder::isReplacement(u));
-    appendModifiedPaths(u, *tb->batch);
+    appendModifiedPaths(u, has ? &q : nullptr, *tb->batch);
     if (has && UpsertDocumentBuilder::isReplacement(u)) appendReplacedPinnedFields(q, u, *tb->batch);
   }
   ByteRange modified_names = tb->batch->since(modified);

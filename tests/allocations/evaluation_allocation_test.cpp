@@ -129,7 +129,7 @@ std::unique_ptr<Request> otherCommand(std::mt19937_64& rng) {
   char json[512];
   unsigned c = static_cast<unsigned>(rng() % 10000), n = static_cast<unsigned>(rng() % 100000);
   const char* ns_db = rng() % 2 ? "shop" : "crm";
-  switch (rng() % 8) {
+  switch (rng() % 9) {
     case 0: std::snprintf(json, sizeof json, R"({"count": "orders", "query": {"customerId": "C%04u"}, "$db": "%s"})", c, ns_db); break;
     case 1: std::snprintf(json, sizeof json, R"({"distinct": "orders", "key": "status", "query": {"customerId": "C%04u"}, "$db": "%s"})", c, ns_db); break;
     case 2:
@@ -142,6 +142,9 @@ std::unique_ptr<Request> otherCommand(std::mt19937_64& rng) {
     case 5: std::snprintf(json, sizeof json, R"({"find": "orders", "filter": {"customerId": "C%04u", "total": {"$gte": %u}}, "sort": {"orderDate": -1}, "$db": "%s"})", c, n % 500, ns_db); break;
     case 6:
       std::snprintf(json, sizeof json, R"({"insert": "orders", "documents": [{"orderId": "O%08u", "customerId": "C%04u", "n": %u}, {"orderId": "P%08u", "customerId": "C%04u", "tags": [1, 2]}], "$db": "%s"})", n, c, n, n, c, ns_db);
+      break;
+    case 7:  // a $set of the pinned value (compared where it lies), a $rename, a pipeline of $set/$unset
+      std::snprintf(json, sizeof json, R"({"update": "orders", "updates": [{"q": {"customerId": "C%04u", "orderId": "O%08u"}, "u": {"$set": {"customerId": "C%04u", "n": %u}, "$rename": {"old": "status"}}}, {"q": {"orderId": "O%08u"}, "u": [{"$set": {"n": %u}}, {"$unset": ["a", "b"]}]}], "$db": "%s"})", c, n, c, n, n, n, ns_db);
       break;
     default:
       std::snprintf(json, sizeof json, R"({"update": "orders", "updates": [{"q": {"customerId": "C%04u"}, "u": {"customerId": "C%04u", "n": %u}}, {"q": {"status": "new"}, "u": [{"$set": {"n": %u}}], "multi": true}], "$db": "%s"})", c, c, n, n, ns_db);
