@@ -189,7 +189,15 @@ Upsert upsertWithReply(std::mt19937_64& rng) {
   char json[768], reply[256];
   unsigned s = static_cast<unsigned>(rng() % 5000), b = static_cast<unsigned>(rng() % 100000);
   bool inserted = rng() % 4 == 0;
-  switch (rng() % 3) {
+  switch (rng() % 4) {
+    case 3:  // an update pipeline: its literal $set fields and $unset stages build the new document
+      std::snprintf(json, sizeof json,
+                    R"({"update": "buckets", "updates": [{"q": {"sensorId": "s%05u", "bucketStart": %u}, "u": [{"$set": {"meta.kind": "t", "count": {"$add": [{"$ifNull": ["$count", 0]}, 1]}, "v": %u}}, {"$unset": ["tmp", "meta.old"]}], "upsert": true}], "$db": "iot"})",
+                    s, b, b);
+      std::snprintf(reply, sizeof reply, inserted ? R"({"n": 1, "nModified": 0, "upserted": [{"index": 0, "_id": %u}], "ok": 1})"
+                                                  : R"({"n": 1, "nModified": 1, "ok": 1, "x": %u})",
+                    b);
+      break;
     case 0:
       std::snprintf(json, sizeof json,
                     R"({"update": "buckets", "updates": [{"q": {"sensorId": "s%05u", "bucketStart": %u, "loc.site": "x%u"}, "u": {"$push": {"r": 1}, "$inc": {"count": 1}, "$setOnInsert": {"created": %u, "meta.kind": "t"}}, "upsert": true}], "$db": "iot"})",
