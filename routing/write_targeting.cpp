@@ -426,7 +426,9 @@ void targetFindAndModify(const CollectionRouting& coll, const protocol::CommandV
   targetFilter(coll, q, effectiveSimpleCollation(coll, cmd.body), opts, ft, opts.explain ? &out.detail : nullptr);
   WriteFold fold(opts.explain);
   fold.setFirstKey(coll.key, ft);
-  if (!ft.full_key && !ft.refused && common::boolField(cmd.body, "upsert", false)) fold.countUntargetableUpsert();
+  // A remove never upserts (MongoDB refuses upsert with remove): no upsert to count.
+  const bool upsert = common::boolField(cmd.body, "upsert", false) && !common::boolField(cmd.body, "remove", false);
+  if (!ft.full_key && !ft.refused && upsert) fold.countUntargetableUpsert();
   if (ft.refused) {
     fold.add(ft.targeting, ft.shards, ft.reason, true);  // mongos cannot parse the filter
   } else if (ft.full_key) {
