@@ -200,7 +200,8 @@ TEST(MultiReplacement, RefusedWhateverTheFilter) {
     EXPECT_EQ(shards(pipeline), std::set<std::string>{"sB"}) << v.str() << " | " << pipeline.reason;
     EXPECT_FALSE(ops.refused || pipeline.refused) << v.str();
   }
-  // One such statement refuses the whole batch, as the first statement's class would not say.
+  // A batch with one such statement is reported refused (the fold keeps its worst statement), not by
+  // its first statement's class.
   TargetResult batch = at(R"({"update": "k", "updates": [{"q": {"k": 5}, "u": {"$set": {"y": 1}}},
       {"q": {"k": 6}, "u": {"k": 6}, "multi": true}], "$db": "t"})", {8, 0});
   EXPECT_TRUE(batch.refused) << batch.reason;
