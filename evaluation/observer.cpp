@@ -26,6 +26,7 @@
 #include "evaluation/pipeline_paths.h"
 #include "evaluation/raw_fields.h"
 #include "evaluation/replaced_key_fields.h"
+#include "evaluation/retried_writes.h"
 #include "evaluation/thread_batch.h"
 #include "evaluation/upsert_document.h"
 #include "common/coarse_clock.h"
@@ -342,6 +343,7 @@ struct Observer::Impl {
     size_t first_event = 0;
     bool any = false;  // a document was observed
     bool ordered = true;
+    uint64_t retry_key = 0;  // a retryable insert's (RetriedWrites::keyOf): counted once over its retries
   };
   static constexpr size_t kOpenInserts = 16;
   std::unique_ptr<std::array<OpenInsert, kOpenInserts>> open_inserts;
@@ -402,12 +404,17 @@ struct Observer::Impl {
   }
   // Settles the open insert `at` (its thread's batch locked: tb): in place while its documents are
   // all in the batch, else by a settle event the worker applies after them.
-  void settleInsert(size_t at, const Proof& proof) {
+  void settleInsert(size_t at, const Proof& settled) {
     OpenInsert& o = (*open_inserts)[at];
     const uint64_t ticket = o.ticket;
     o.ticket = 0;
     if (at == streamed_open) streamed_open = kNone;
     if (!o.any) return;
+    // A retry of a retryable insert an earlier attempt already counted: the server answers it with
+    // that attempt's result, and its documents are not counted again.
+    const bool counts = settled.unproven || settled.cutoff > 0;
+    const bool retried = o.retry_key && counts && !evaluator.retriedWrites().firstSettle(o.retry_key);
+    const Proof proof = retried ? Proof::nothing() : settled;
     EventBatch& batch = *tb->batch;
     if (o.tb == tb && o.generation == tb->generation) {
       std::optional<StatementIndexes> errors;
@@ -422,7 +429,8 @@ struct Observer::Impl {
         refused += !ran;
         unproven += proof.unproven;
       }
-      if (refused) evaluator.countRefusedInserts(refused);
+      if (refused && retried) evaluator.countRetriedInserts(refused);
+      else if (refused) evaluator.countRefusedInserts(refused);
       if (unproven) evaluator.countUnprovenInserts(unproven);
       return;
     }
@@ -448,6 +456,7 @@ struct Observer::Impl {
     e.ticket = ticket;
     e.statement = proof.cutoff;
     e.unproven = proof.unproven;
+    e.retried = retried;
     e.doc = failed;
   }
   // A streamed insert's documents that no request claimed (the connection closed, or the next
@@ -510,6 +519,7 @@ struct Observer::Impl {
     bool ordered = true;
     uint32_t statements = 0;
     bool any_multi = false, complete = true;
+    uint64_t retry_key = 0;  // a retryable write's (RetriedWrites::keyOf): settled once over its retries
   };
   static constexpr size_t kHeldWrites = 16;
   // Made by the first acknowledged update or findAndModify (most connections never write so; the
@@ -523,6 +533,7 @@ struct Observer::Impl {
   std::unique_ptr<Held> held;
   uint64_t next_token = 0;
   ReplyTicket ticket;  // of the request being observed
+  uint64_t retry_key = 0;  // of the request being observed (RetriedWrites::keyOf), for what it holds
 
   PendingWrite& holdWrite(std::string_view ns, SettledBy settled_by) {
     if (!held) held = std::make_unique<Held>();
@@ -545,6 +556,7 @@ struct Observer::Impl {
     p.statements = 0;
     p.any_multi = false;
     p.complete = true;
+    p.retry_key = retry_key;
     ticket = {static_cast<uint32_t>(at), false, p.token};
     return p;
   }
@@ -779,6 +791,7 @@ void Observer::Impl::observeInsert(const protocol::CommandView& view, std::strin
     return;
   }
   (*open_inserts)[open].ordered = ordered;
+  (*open_inserts)[open].retry_key = retry_key;
   if (!proven) return settleInsert(open, Proof::asSent());
   ticket = {static_cast<uint32_t>(open), true, (*open_inserts)[open].ticket};
 }
@@ -1056,7 +1069,12 @@ void Observer::onReply(ReplyTicket ticket, const protocol::ReplyFacts& reply) {
   if (p.token != ticket.token) return;  // given up for a newer write
   Impl::BatchScope scope(m);  // the thread's handling the reply
   const int64_t now = nowMicros();
-  if (reply.parsed) m.settle(p, reply, now);
+  // A retry of a retryable write whose earlier attempt's reply was settled: the server answers it
+  // with that result (the same `upserted`), which is not counted twice. A failed attempt settles
+  // nothing and leaves its retry to count.
+  const bool failed = reply.has_ok && !reply.ok;
+  const bool retried = p.retry_key && reply.parsed && !failed && !m.evaluator.retriedWrites().firstSettle(p.retry_key);
+  if (reply.parsed && !retried) m.settle(p, reply, now);
   p.token = 0;
   if (m.tb->batch->events.size() + m.tb->repeats >= m.flush_ops || m.tb->batch->bytes() > EventBatch::kKeepBytes)
     m.handOver(now);
@@ -1154,6 +1172,7 @@ ReplyTicket Observer::observe(const protocol::CommandView& view, std::string_vie
   std::lock_guard lock(m.mutex);
   Impl::BatchScope scope(m);  // uncontended except while a render flushes the thread's batch
   m.ticket = {};
+  m.retry_key = view.hasTxnNumber ? RetriedWrites::keyOf(view) : 0;
   // Inserts and writes stamp the documents they commit; the other kinds only check the batch's age.
   const bool stamps = kind == CommandKind::Insert || kind == CommandKind::Update || kind == CommandKind::Delete ||
                       kind == CommandKind::BulkWrite;

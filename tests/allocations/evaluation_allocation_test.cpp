@@ -269,12 +269,18 @@ TEST(EvaluationAllocations, UpsertsAndRepliesAllocateNothingOnceWarm) {
 // place or by a settle event after a hand-over, reuse memory (one insert in four has a duplicate
 // key: its writeErrors drop a document).
 Upsert insertWithReply(std::mt19937_64& rng) {
-  char json[512], reply[256];
+  char json[768], reply[256];
   const unsigned o = static_cast<unsigned>(rng() % 1'000'000), c = static_cast<unsigned>(rng() % 5000);
   const bool duplicate = rng() % 4 == 0, ordered = rng() % 2 == 0;
+  // Half of the others are retryable writes (lsid + txnNumber): run() sends each twice, a retry.
+  char session[160] = "";
+  if (!duplicate && rng() % 2 == 0)
+    std::snprintf(session, sizeof session,
+                  R"(, "lsid": {"id": {"$binary": {"base64": "AAECAwQFBgcICQoLDA0ODw==", "subType": "04"}}}, "txnNumber": {"$numberLong": "%llu"})",
+                  static_cast<unsigned long long>(rng() % 1'000'000'000));
   std::snprintf(json, sizeof json,
-                R"({"insert": "orders", "documents": [{"orderId": "O%07u", "customerId": "C%04u"}, {"orderId": "P%07u", "customerId": "C%04u"}, {"orderId": "Q%07u", "customerId": "C%04u"}], "ordered": %s, "$db": "shop"})",
-                o, c, o, c, o, c, ordered ? "true" : "false");
+                R"({"insert": "orders", "documents": [{"orderId": "O%07u", "customerId": "C%04u"}, {"orderId": "P%07u", "customerId": "C%04u"}, {"orderId": "Q%07u", "customerId": "C%04u"}], "ordered": %s%s, "$db": "shop"})",
+                o, c, o, c, o, c, ordered ? "true" : "false", session);
   std::snprintf(reply, sizeof reply,
                 duplicate ? R"({"n": 2, "writeErrors": [{"index": 1, "code": 11000, "errmsg": "E11000 dup %u"}], "ok": 1})"
                           : R"({"n": 3, "ok": 1, "x": %u})",
@@ -325,6 +331,7 @@ TEST(EvaluationAllocations, InsertsSettledByTheirRepliesAllocateNothingOnceWarm)
   // Each duplicate's reply refused its second document, or (ordered) its second and third.
   EXPECT_GT(static_cast<double>(evaluator.refusedInserts()), refused_before + 2 * 2'000 / 8);
   EXPECT_EQ(evaluator.unprovenInserts(), 0u);
+  EXPECT_GT(evaluator.retriedInserts(), 3u * 2'000 / 8);  // the retryable ones' second sending, not counted twice
   for (auto& u : inserts) bson_destroy(u.reply);
 }
 
