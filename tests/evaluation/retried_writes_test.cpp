@@ -81,7 +81,7 @@ EvaluationOptions retryOptions() {
 }
 
 // flush_every_ops 64: settled in the thread's batch; 1: handed over first (held by the worker).
-class RetriedWrites : public ::testing::TestWithParam<uint32_t> {
+class RetriedWriteOutcomes : public ::testing::TestWithParam<uint32_t> {
  protected:
   Evaluator ev{retryOptions()};
   std::unique_ptr<Observer> first = std::make_unique<Observer>(ev, GetParam(), 3'600'000);
@@ -97,7 +97,7 @@ class RetriedWrites : public ::testing::TestWithParam<uint32_t> {
   }
 };
 
-TEST_P(RetriedWrites, ARetriedInsertCountsOnce) {
+TEST_P(RetriedWriteOutcomes, ARetriedInsertCountsOnce) {
   retryReply(*first, retrySend(*first, retryInsert(1, 5)), R"({"n": 1, "ok": 1})");
   retryReply(second, retrySend(second, retryInsert(1, 5)), R"({"n": 1, "ok": 1})");  // the stored result
   retryReply(second, retrySend(second, retryInsert(2, 6)), R"({"n": 1, "ok": 1})");  // the next write
@@ -107,7 +107,7 @@ TEST_P(RetriedWrites, ARetriedInsertCountsOnce) {
   EXPECT_EQ(f.refused, 0);
 }
 
-TEST_P(RetriedWrites, AnUnansweredAttemptAndItsRetryCountOnce) {
+TEST_P(RetriedWriteOutcomes, AnUnansweredAttemptAndItsRetryCountOnce) {
   retrySend(*first, retryInsert(1, 5));
   first->close();  // the connection dropped before the reply: counted as sent
   first.reset();
@@ -118,7 +118,7 @@ TEST_P(RetriedWrites, AnUnansweredAttemptAndItsRetryCountOnce) {
   EXPECT_EQ(f.retried, 1);
 }
 
-TEST_P(RetriedWrites, AFailedAttemptLeavesItsRetryToCount) {
+TEST_P(RetriedWriteOutcomes, AFailedAttemptLeavesItsRetryToCount) {
   retryReply(*first, retrySend(*first, retryInsert(1, 5)),
              R"({"ok": 0, "code": 10107, "errmsg": "not primary", "errorLabels": ["RetryableWriteError"]})");
   retryReply(second, retrySend(second, retryInsert(1, 5)), R"({"n": 1, "ok": 1})");
@@ -128,7 +128,7 @@ TEST_P(RetriedWrites, AFailedAttemptLeavesItsRetryToCount) {
   EXPECT_EQ(f.refused, 1);
 }
 
-TEST_P(RetriedWrites, StatementsOfOneTransactionShareItsNumberAndAllCount) {
+TEST_P(RetriedWriteOutcomes, StatementsOfOneTransactionShareItsNumberAndAllCount) {
   const char* txn = R"(, "autocommit": false)";
   retryReply(*first, retrySend(*first, retryInsert(1, 7, R"(, "startTransaction": true, "autocommit": false)")),
              R"({"n": 1, "ok": 1})");
@@ -138,7 +138,7 @@ TEST_P(RetriedWrites, StatementsOfOneTransactionShareItsNumberAndAllCount) {
   EXPECT_EQ(f.retried, 0);
 }
 
-TEST_P(RetriedWrites, ARetriedUpsertCountsOnce) {
+TEST_P(RetriedWriteOutcomes, ARetriedUpsertCountsOnce) {
   const std::string upsert = std::string(R"({"update": "kv", "updates": [{"q": {"k": "u1"}, "u": {"$set": {"v": 1}},
       "upsert": true}], )") + kRetrySession + R"(, "txnNumber": {"$numberLong": "9"}, "$db": "app"})";
   const char* inserted = R"({"n": 1, "nModified": 0, "upserted": [{"index": 0, "_id": 77}], "ok": 1})";
@@ -148,7 +148,7 @@ TEST_P(RetriedWrites, ARetriedUpsertCountsOnce) {
   EXPECT_EQ(f.upserted, 1);  // main: 2
 }
 
-INSTANTIATE_TEST_SUITE_P(SettledInPlaceOrHeld, RetriedWrites, ::testing::Values(64u, 1u));
+INSTANTIATE_TEST_SUITE_P(SettledInPlaceOrHeld, RetriedWriteOutcomes, ::testing::Values(64u, 1u));
 
 }  // namespace retried_writes_test
 }  // namespace shardscope::evaluation
