@@ -193,8 +193,8 @@ void foldSingleDocWrite(const CollectionRouting& coll, const bson_t& filter, con
 // A replacement document cannot update many documents: mongos refuses the statement before it
 // targets it, whatever its filter (mongo-semantics.md B "Writes"; SERVER-11645).
 constexpr std::string_view kMultiReplacement =
-    "replacement-style update with multi:true: refused on every release ('Replacement-style updates cannot be "
-    "{multi:true}'; a replacement updates one document)";
+    "replacement-style update with multi:true: refused on every release (a replacement updates one document: "
+    "'multi update is not supported for replacement-style update')";
 
 // `replacement`: the update is a replacement document (refused with multi, kMultiReplacement).
 void foldMultiWrite(const CollectionRouting& coll, const bson_t& filter, bool upsert, bool replacement,
