@@ -185,6 +185,7 @@ struct ObservationCounters {
   uint64_t truncated_requests = 0;  // statements past the per-request cap were not observed
   uint64_t refused_inserts = 0;     // inserted documents the reply said were not created
   uint64_t unproven_inserts = 0;    // counted as sent: no reply proved them (w:0, closed, over the bound)
+  uint64_t retried_inserts = 0;     // a retried retryable insert's documents, counted by an earlier attempt
 };
 // `since_ms`: unix ms the observation began (the sidecar's start or POST /evaluate/reset; a fleet
 // merge: the earliest sidecar's), stated as "observedSince" / the text's first line; 0: not known.

@@ -167,7 +167,8 @@ void Evaluator::apply(const EventBatch& batch) {
             applyDocument(d.ns, d.doc, d.digest, d.time_us, DocOrigin::Insert);
           });
       if (e.unproven) countUnprovenInserts(created);
-      countRefusedInserts(refused);
+      if (e.retried) countRetriedInserts(refused);
+      else countRefusedInserts(refused);
     } else if (e.insert && e.refused) {
       continue;  // counted by the observer that settled it
     } else if (e.insert && e.ticket) {
@@ -298,7 +299,7 @@ std::vector<NamespaceReport> Evaluator::analyzeNow() const {
 }
 
 std::string Evaluator::renderJson() const {
-  ObservationCounters counters{droppedEvents(), truncatedRequests(), refusedInserts(), unprovenInserts()};
+  ObservationCounters counters{droppedEvents(), truncatedRequests(), refusedInserts(), unprovenInserts(), retriedInserts()};
   return renderReportsJson(analyzeNow(), &counters, since_ms_);
 }
 

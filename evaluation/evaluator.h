@@ -16,6 +16,7 @@
 
 #include "common/per_thread.h"
 #include "common/query_shape.h"
+#include "evaluation/retried_writes.h"
 #include "evaluation/thread_batch.h"
 #include "protocol/command_view.h"
 #include "protocol/reply_facts.h"
@@ -105,7 +106,12 @@ class Evaluator {
   // reply to prove them (w:0, a connection closed first, over max_held_insert_bytes).
   void countRefusedInserts(uint64_t n) { refused_inserts_.fetch_add(n, std::memory_order_relaxed); }
   void countUnprovenInserts(uint64_t n) { unproven_inserts_.fetch_add(n, std::memory_order_relaxed); }
+  // Inserted documents of a retried retryable write already counted by an earlier attempt.
+  void countRetriedInserts(uint64_t n) { retried_inserts_.fetch_add(n, std::memory_order_relaxed); }
   uint64_t refusedInserts() const { return refused_inserts_.load(std::memory_order_relaxed); }
+  uint64_t retriedInserts() const { return retried_inserts_.load(std::memory_order_relaxed); }
+  // The retryable writes whose documents were counted (retried_writes.h), process-wide.
+  RetriedWrites& retriedWrites() { return retried_writes_; }
   uint64_t unprovenInserts() const { return unproven_inserts_.load(std::memory_order_relaxed); }
   // Inserted documents the worker holds for their reply (tests).
   size_t heldInsertBytes() const;
@@ -136,7 +142,8 @@ class Evaluator {
   // Unix ms the namespaces' data began (construction or reset()): /evaluate, its text and its
   // export state it, so its period is never mistaken for /stats' (since its own resetAt).
   std::atomic<int64_t> since_ms_{0};
-  std::atomic<uint64_t> refused_inserts_{0}, unproven_inserts_{0};
+  std::atomic<uint64_t> refused_inserts_{0}, unproven_inserts_{0}, retried_inserts_{0};
+  RetriedWrites retried_writes_;
   std::atomic<uint64_t> ticket_bases_{1};
   std::unique_ptr<HeldInserts> held_inserts_;  // the worker's (apply), under the queue's lock
   std::unique_ptr<ApplyQueue> queue_;  // last: its worker stops before the state it applies to goes

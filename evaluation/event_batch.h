@@ -47,6 +47,7 @@ struct BufferedEvent {
   bool refused = false;    // insert: the reply says it created nothing (not applied, counted)
   bool settle = false;     // settles `ticket`: `doc` lists the failed statements (uint32 each)
   bool unproven = false;   // settle: no reply will prove it (w:0, closed, given up): applied as sent
+  bool retried = false;    // settle: a retry of a retryable insert already counted: none applied (retriedInserts)
 };
 
 class EventBatch {

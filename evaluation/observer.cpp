@@ -23,8 +23,10 @@
 #include "evaluation/evaluator.h"
 #include "evaluation/event_batch.h"
 #include "evaluation/field_limits.h"
+#include "evaluation/pipeline_paths.h"
 #include "evaluation/raw_fields.h"
 #include "evaluation/replaced_key_fields.h"
+#include "evaluation/retried_writes.h"
 #include "evaluation/thread_batch.h"
 #include "evaluation/upsert_document.h"
 #include "common/coarse_clock.h"
@@ -106,9 +108,12 @@ void appendReplacementFields(const bson_iter_t& u, EventBatch& batch) {
 }
 
 // The paths an update's `u` sets (at most 32), or "" when it may change anything (a replacement:
-// with the fields it carries, appendReplacementFields).
-void appendModifiedPaths(const bson_iter_t& u, EventBatch& batch) {
-  if (!BSON_ITER_HOLDS_DOCUMENT(&u)) return batch.appendName("");  // pipeline update
+// with the fields it carries, appendReplacementFields). A pipeline names the paths its $set and
+// $unset stages name (pipeline_paths.h). `$rename` changes its destination as well as its source;
+// a `$set` of the value `filter` pins for that path changes nothing (setKeepsPinnedValue).
+void appendModifiedPaths(const bson_iter_t& u, const bson_t* filter, EventBatch& batch) {
+  if (BSON_ITER_HOLDS_ARRAY(&u)) return appendPipelinePaths(u, batch);
+  if (!BSON_ITER_HOLDS_DOCUMENT(&u)) return batch.appendName("");
   bson_iter_t ops;
   bson_iter_recurse(&u, &ops);
   int n = 0;
@@ -117,18 +122,36 @@ void appendModifiedPaths(const bson_iter_t& u, EventBatch& batch) {
     any = true;
     if (bson_iter_key(&ops)[0] != '$') return appendReplacementFields(u, batch);
     if (!BSON_ITER_HOLDS_DOCUMENT(&ops)) continue;
+    const std::string_view op = bson_iter_key(&ops);
     // Applies only when the upsert inserts: it sets the new document's key, never changes one.
-    if (std::string_view(bson_iter_key(&ops)) == "$setOnInsert") continue;
+    if (op == "$setOnInsert") continue;
+    const bool set = op == "$set" && filter, rename = op == "$rename";
+    uint32_t set_len = 0;
+    const uint8_t* set_doc = nullptr;
+    if (set) bson_iter_document(&ops, &set_len, &set_doc);
     bson_iter_t fields;
     bson_iter_recurse(&ops, &fields);
-    for (; bson_iter_next(&fields) && n < 32; ++n) batch.appendName(bson_iter_key(&fields));
+    while (bson_iter_next(&fields) && n < 32) {
+      const std::string_view path(bson_iter_key(&fields), bson_iter_key_len(&fields));
+      if (set && setKeepsPinnedValue(*filter, path, set_doc, set_len)) continue;
+      batch.appendName(path);
+      ++n;
+      if (rename && BSON_ITER_HOLDS_UTF8(&fields) && n < 32) {
+        uint32_t len = 0;
+        const char* to = bson_iter_utf8(&fields, &len);
+        batch.appendName({to, len});
+        ++n;
+      }
+    }
   }
   if (!any) appendReplacementFields(u, batch);  // {}: a replacement by an empty document
 }
 
 // The same from `u`, an element of the statement `st`, read from its bytes (libbson's walk above
 // when a rare type is met on the way).
-void appendModifiedPaths(const bson_t& st, const RawElement& u, EventBatch& batch) {
+void appendModifiedPaths(const bson_t& st, const RawElement& u, const bson_t* filter, EventBatch& batch) {
+  bson_iter_t it;
+  if (u.type == BSON_TYPE_ARRAY && iteratorAt(st, u, it)) return appendPipelinePaths(it, batch);
   if (u.type != BSON_TYPE_DOCUMENT) return batch.appendName("");
   const uint8_t *ops, *fields;
   uint32_t ops_len, fields_len;
@@ -143,15 +166,24 @@ void appendModifiedPaths(const bson_t& st, const RawElement& u, EventBatch& batc
       return false;
     }
     if (op.type != BSON_TYPE_DOCUMENT || key == "$setOnInsert" || !subBytes(ops, op, fields, fields_len)) return true;
+    const bool set = key == "$set" && filter, rename = key == "$rename";
     fields_walked = forEachElement(fields, fields_len, [&](const RawElement& f) {
       if (n >= 32) return false;
-      batch.appendName({reinterpret_cast<const char*>(fields) + f.offset + 1, f.key_len});
+      const std::string_view path(reinterpret_cast<const char*>(fields) + f.offset + 1, f.key_len);
+      if (set && setKeepsPinnedValue(*filter, path, fields, fields_len)) return true;
+      batch.appendName(path);
       ++n;
+      if (rename && f.type == BSON_TYPE_UTF8 && n < 32) {  // {$rename: {from: "to"}}: "to" changes too
+        const uint32_t len = raw_detail::load32(fields + f.value);
+        if (len >= 1 && f.value + 4 + len <= f.end) {
+          batch.appendName({reinterpret_cast<const char*>(fields) + f.value + 4, len - 1});
+          ++n;
+        }
+      }
       return true;
     });
     return fields_walked;
   }) && fields_walked;
-  bson_iter_t it;
   if (walked && !replacement && n > 0) return;
   if (walked && !replacement) {  // only operators without fields, or {} (a replacement)
     bool any = false;
@@ -159,7 +191,7 @@ void appendModifiedPaths(const bson_t& st, const RawElement& u, EventBatch& batc
     if (any) return;
   }
   batch.truncate(mark);
-  if (iteratorAt(st, u, it)) appendModifiedPaths(it, batch);
+  if (iteratorAt(st, u, it)) appendModifiedPaths(it, filter, batch);
 }
 
 // UpsertDocumentBuilder::isReplacement of `u`, an element of the statement `st`, from its bytes:
@@ -311,6 +343,7 @@ struct Observer::Impl {
     size_t first_event = 0;
     bool any = false;  // a document was observed
     bool ordered = true;
+    uint64_t retry_key = 0;  // a retryable insert's (RetriedWrites::keyOf): counted once over its retries
   };
   static constexpr size_t kOpenInserts = 16;
   std::unique_ptr<std::array<OpenInsert, kOpenInserts>> open_inserts;
@@ -371,12 +404,17 @@ struct Observer::Impl {
   }
   // Settles the open insert `at` (its thread's batch locked: tb): in place while its documents are
   // all in the batch, else by a settle event the worker applies after them.
-  void settleInsert(size_t at, const Proof& proof) {
+  void settleInsert(size_t at, const Proof& settled) {
     OpenInsert& o = (*open_inserts)[at];
     const uint64_t ticket = o.ticket;
     o.ticket = 0;
     if (at == streamed_open) streamed_open = kNone;
     if (!o.any) return;
+    // A retry of a retryable insert an earlier attempt already counted: the server answers it with
+    // that attempt's result, and its documents are not counted again.
+    const bool counts = settled.unproven || settled.cutoff > 0;
+    const bool retried = o.retry_key && counts && !evaluator.retriedWrites().firstSettle(o.retry_key);
+    const Proof proof = retried ? Proof::nothing() : settled;
     EventBatch& batch = *tb->batch;
     if (o.tb == tb && o.generation == tb->generation) {
       std::optional<StatementIndexes> errors;
@@ -391,7 +429,8 @@ struct Observer::Impl {
         refused += !ran;
         unproven += proof.unproven;
       }
-      if (refused) evaluator.countRefusedInserts(refused);
+      if (refused && retried) evaluator.countRetriedInserts(refused);
+      else if (refused) evaluator.countRefusedInserts(refused);
       if (unproven) evaluator.countUnprovenInserts(unproven);
       return;
     }
@@ -417,6 +456,7 @@ struct Observer::Impl {
     e.ticket = ticket;
     e.statement = proof.cutoff;
     e.unproven = proof.unproven;
+    e.retried = retried;
     e.doc = failed;
   }
   // A streamed insert's documents that no request claimed (the connection closed, or the next
@@ -479,6 +519,7 @@ struct Observer::Impl {
     bool ordered = true;
     uint32_t statements = 0;
     bool any_multi = false, complete = true;
+    uint64_t retry_key = 0;  // a retryable write's (RetriedWrites::keyOf): settled once over its retries
   };
   static constexpr size_t kHeldWrites = 16;
   // Made by the first acknowledged update or findAndModify (most connections never write so; the
@@ -492,6 +533,7 @@ struct Observer::Impl {
   std::unique_ptr<Held> held;
   uint64_t next_token = 0;
   ReplyTicket ticket;  // of the request being observed
+  uint64_t retry_key = 0;  // of the request being observed (RetriedWrites::keyOf), for what it holds
 
   PendingWrite& holdWrite(std::string_view ns, SettledBy settled_by) {
     if (!held) held = std::make_unique<Held>();
@@ -514,6 +556,7 @@ struct Observer::Impl {
     p.statements = 0;
     p.any_multi = false;
     p.complete = true;
+    p.retry_key = retry_key;
     ticket = {static_cast<uint32_t>(at), false, p.token};
     return p;
   }
@@ -748,6 +791,7 @@ void Observer::Impl::observeInsert(const protocol::CommandView& view, std::strin
     return;
   }
   (*open_inserts)[open].ordered = ordered;
+  (*open_inserts)[open].retry_key = retry_key;
   if (!proven) return settleInsert(open, Proof::asSent());
   ticket = {static_cast<uint32_t>(open), true, (*open_inserts)[open].ticket};
 }
@@ -841,7 +885,7 @@ void Observer::Impl::observeWriteStatement(std::string_view ns, std::string_view
     if (held && (upsert || replacement) && iteratorAt(st, at[kU], u))
       holdDocument(*held, index, has ? &q : nullptr, &u, upsert, UpsertDocumentBuilder::isReplacement(u),
                    held->settled_by == SettledBy::BulkWriteResults ? ns : std::string_view());
-    appendModifiedPaths(st, at[kU], *tb->batch);
+    appendModifiedPaths(st, at[kU], has ? &q : nullptr, *tb->batch);
     if (replacement && has && iteratorAt(st, at[kU], u)) appendReplacedPinnedFields(q, u, *tb->batch);
   }
   addOp(ns, update ? OpKind::Update : OpKind::Delete, multi, sampleFilter(shape.id), has ? &q : nullptr,
@@ -913,7 +957,7 @@ void Observer::Impl::observeFindAndModify(const protocol::CommandView& view, std
     if (acknowledged(view.body))
       holdDocument(holdWrite(ns, SettledBy::FindAndModifyReply), 0, has ? &q : nullptr, &u, upsert,
                    UpsertDocumentBuilder::isReplacement(u));
-    appendModifiedPaths(u, *tb->batch);
+    appendModifiedPaths(u, has ? &q : nullptr, *tb->batch);
     if (has && UpsertDocumentBuilder::isReplacement(u)) appendReplacedPinnedFields(q, u, *tb->batch);
   }
   ByteRange modified_names = tb->batch->since(modified);
@@ -1025,7 +1069,12 @@ void Observer::onReply(ReplyTicket ticket, const protocol::ReplyFacts& reply) {
   if (p.token != ticket.token) return;  // given up for a newer write
   Impl::BatchScope scope(m);  // the thread's handling the reply
   const int64_t now = nowMicros();
-  if (reply.parsed) m.settle(p, reply, now);
+  // A retry of a retryable write whose earlier attempt's reply was settled: the server answers it
+  // with that result (the same `upserted`), which is not counted twice. A failed attempt settles
+  // nothing and leaves its retry to count.
+  const bool failed = reply.has_ok && !reply.ok;
+  const bool retried = p.retry_key && reply.parsed && !failed && !m.evaluator.retriedWrites().firstSettle(p.retry_key);
+  if (reply.parsed && !retried) m.settle(p, reply, now);
   p.token = 0;
   if (m.tb->batch->events.size() + m.tb->repeats >= m.flush_ops || m.tb->batch->bytes() > EventBatch::kKeepBytes)
     m.handOver(now);
@@ -1123,6 +1172,7 @@ ReplyTicket Observer::observe(const protocol::CommandView& view, std::string_vie
   std::lock_guard lock(m.mutex);
   Impl::BatchScope scope(m);  // uncontended except while a render flushes the thread's batch
   m.ticket = {};
+  m.retry_key = view.hasTxnNumber ? RetriedWrites::keyOf(view) : 0;
   // Inserts and writes stamp the documents they commit; the other kinds only check the batch's age.
   const bool stamps = kind == CommandKind::Insert || kind == CommandKind::Update || kind == CommandKind::Delete ||
                       kind == CommandKind::BulkWrite;

@@ -338,6 +338,7 @@ std::string renderReportsJson(const std::vector<NamespaceReport>& reports, const
     w.key("truncatedRequests").value(counters->truncated_requests);
     w.key("refusedInserts").value(counters->refused_inserts);
     w.key("unprovenInserts").value(counters->unproven_inserts);
+    w.key("retriedInserts").value(counters->retried_inserts);
   }
   w.endObject();
   return out;

@@ -5,6 +5,7 @@
 
 #include "common/bson_order.h"
 #include "common/command_fields.h"
+#include "evaluation/raw_fields.h"
 
 namespace shardscope::evaluation {
 
@@ -40,6 +41,24 @@ void appendReplacedPinnedFields(const bson_t& filter, const bson_iter_t& replace
     if (common::compareValues(*bson_iter_value(&pinned), *bson_iter_value(&held)) != 0)
       batch.appendName({name, bson_iter_key_len(&f)});
   }
+}
+
+bool setKeepsPinnedValue(const bson_t& filter, std::string_view path, const uint8_t* set_doc, uint32_t set_len) {
+  if (path.empty() || path[0] == '$') return false;
+  const uint8_t* data = bson_get_data(&filter);
+  bool named = false;
+  forEachElement(data, filter.len, [&](const RawElement& e) {
+    named = e.key_len == path.size() && std::memcmp(data + e.offset + 1, path.data(), path.size()) == 0;
+    return !named;
+  });
+  if (!named) return false;  // the common case: the filter does not name what the update sets
+  const int len = static_cast<int>(path.size());
+  bson_t set;
+  bson_iter_t f, pinned, written;
+  if (!bson_iter_init_find_w_len(&f, &filter, path.data(), len) || !pinnedValue(f, pinned)) return false;
+  if (!bson_init_static(&set, set_doc, set_len) || !bson_iter_init_find_w_len(&written, &set, path.data(), len))
+    return false;
+  return common::compareValues(*bson_iter_value(&pinned), *bson_iter_value(&written)) == 0;
 }
 
 }  // namespace shardscope::evaluation

@@ -5,6 +5,9 @@
 #pragma once
 #include <bson/bson.h>
 
+#include <cstdint>
+#include <string_view>
+
 #include "evaluation/event_batch.h"
 
 namespace shardscope::evaluation {
@@ -15,5 +18,12 @@ namespace shardscope::evaluation {
 // MongoDB compares them: 1 and 1.0 are equal). _id is left out (MongoDB refuses to change it). At
 // most 32 filter fields are compared.
 void appendReplacedPinnedFields(const bson_t& filter, const bson_iter_t& replacement, EventBatch& batch);
+
+// Whether `$set: {path: v}` (`path` a field of the $set document `set_doc`, `set_len` bytes) writes
+// the value the filter pins for the same path ({path: v} or {path: {$eq: v}}, compared as MongoDB
+// compares values): it changes nothing, so it is no update of that field (an ORM setting every
+// field, the key included, to the values it read). One walk over the filter's bytes; libbson only
+// when the filter names the path.
+bool setKeepsPinnedValue(const bson_t& filter, std::string_view path, const uint8_t* set_doc, uint32_t set_len);
 
 }  // namespace shardscope::evaluation

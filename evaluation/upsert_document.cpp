@@ -78,6 +78,71 @@ void UpsertDocumentBuilder::collectOperator(const bson_iter_t& fields) {
   while (bson_iter_next(&f)) add({bson_iter_key(&f), bson_iter_key_len(&f)}, f);
 }
 
+namespace {
+
+// A literal of an aggregation expression: a scalar, a string that is not a field path or variable
+// ("$x", "$$NOW"), or {$literal: v}; false for expressions (operators, field paths, objects and
+// arrays, which are evaluated) whose value the proxy cannot know.
+bool literalValue(const bson_iter_t& value, bson_iter_t& out) {
+  out = value;
+  if (BSON_ITER_HOLDS_UTF8(&value)) return bson_iter_utf8(&value, nullptr)[0] != '$';
+  if (BSON_ITER_HOLDS_ARRAY(&value)) return false;
+  if (!BSON_ITER_HOLDS_DOCUMENT(&value)) return true;
+  bson_iter_t sub;
+  if (!bson_iter_recurse(&value, &sub) || !bson_iter_next(&sub) || std::strcmp(bson_iter_key(&sub), "$literal") != 0)
+    return false;
+  out = sub;
+  return !bson_iter_next(&sub);
+}
+
+}  // namespace
+
+// A pipeline's $unset stage ("path" or ["path", ...]): drops what was set at or below each path.
+// False when it does not read as one.
+bool UpsertDocumentBuilder::unsetPaths(const bson_iter_t& stage) {
+  auto drop = [&](const bson_iter_t& it) {
+    if (!BSON_ITER_HOLDS_UTF8(&it)) return false;
+    uint32_t len = 0;
+    const char* text = bson_iter_utf8(&it, &len);  // sets len: read it after
+    const std::string_view path(text, len);
+    std::erase_if(entries_, [&](const Entry& e) {
+      return e.path.substr(0, path.size()) == path && (e.path.size() == path.size() || e.path[path.size()] == '.');
+    });
+    return true;
+  };
+  if (!BSON_ITER_HOLDS_ARRAY(&stage)) return drop(stage);
+  bson_iter_t paths;
+  if (!bson_iter_recurse(&stage, &paths)) return false;
+  while (bson_iter_next(&paths))
+    if (!drop(paths)) return false;
+  return true;
+}
+
+// An update pipeline applied to the filter's document: its $set/$addFields stages set the fields they
+// give a literal value (later ones winning), its $unset stages drop theirs; a field computed from an
+// expression, and every stage from the first of another kind ($project, $replaceWith, ...) on, are
+// not known.
+void UpsertDocumentBuilder::collectPipeline(const bson_iter_t& pipeline) {
+  bson_iter_t stages;
+  if (!bson_iter_recurse(&pipeline, &stages)) return;
+  while (bson_iter_next(&stages)) {
+    bson_iter_t stage, fields;
+    if (!BSON_ITER_HOLDS_DOCUMENT(&stages) || !bson_iter_recurse(&stages, &stage) || !bson_iter_next(&stage)) return;
+    const std::string_view name = bson_iter_key(&stage);
+    if (name == "$unset") {
+      if (!unsetPaths(stage)) return;
+      continue;
+    }
+    if ((name != "$set" && name != "$addFields") || !BSON_ITER_HOLDS_DOCUMENT(&stage) ||
+        !bson_iter_recurse(&stage, &fields))
+      return;
+    while (bson_iter_next(&fields)) {
+      bson_iter_t literal;
+      if (literalValue(fields, literal)) add({bson_iter_key(&fields), bson_iter_key_len(&fields)}, literal);
+    }
+  }
+}
+
 // Writes the elements of groups_[depth] (entries sharing their first `depth` components).
 void UpsertDocumentBuilder::write(size_t depth, const std::vector<size_t>& members, std::string& out) {
   for (size_t i = 0; i < members.size(); ++i) {
@@ -136,6 +201,7 @@ bool UpsertDocumentBuilder::build(const bson_t* filter, const bson_iter_t* u, st
     return true;
   }
   if (filter) collectFilter(*filter, 0);
+  if (u && BSON_ITER_HOLDS_ARRAY(u)) collectPipeline(*u);
   if (u && BSON_ITER_HOLDS_DOCUMENT(u)) {
     bson_iter_t ops;
     bson_iter_recurse(u, &ops);

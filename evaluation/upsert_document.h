@@ -1,7 +1,8 @@
 // The document an upsert creates when it matches nothing, built as the server builds it: the
 // filter's equality fields (top level and inside $and), then the update's $setOnInsert, $set and
 // the other operators that set a value on a new document ($inc, $min, $max), each later one
-// winning on the same path; dotted paths become nested documents. A replacement upsert creates
+// winning on the same path; dotted paths become nested documents. An update pipeline's
+// $set/$addFields stages set the fields they give a literal value, its $unset stages drop theirs. A replacement upsert creates
 // the replacement, with the filter's _id when the replacement has none. Without a `_id` the
 // server adds one: the reply's `upserted` carries it (see withId).
 #pragma once
@@ -33,6 +34,8 @@ class UpsertDocumentBuilder {
   };
   void collectFilter(const bson_t& filter, int depth);
   void collectOperator(const bson_iter_t& fields);
+  void collectPipeline(const bson_iter_t& pipeline);
+  bool unsetPaths(const bson_iter_t& stage);
   void add(std::string_view path, const bson_iter_t& value);
   void write(size_t depth, const std::vector<size_t>& members, std::string& out);
 

@@ -7,6 +7,7 @@
 #include "protocol/command_kind.h"
 #include "common/command_fields.h"
 #include "routing/leading_match.h"
+#include "routing/out_stage.h"
 #include "routing/targeting.h"
 #include "routing/timeseries_targeting.h"
 #include "routing/write_targeting.h"
@@ -87,6 +88,22 @@ void targetAggregate(const RoutingTable& table, const CollectionRouting& coll, c
   if (lead.n_match == 0 && ft.targeting == Targeting::Broadcast) out.reason = "pipeline does not start with $match: broadcast";
   if (lead.geo && ft.targeting == Targeting::Broadcast && lead.n_match == 0)
     out.reason = "$geoNear without a shard-key query: broadcast";
+}
+
+// An aggregate whose $out writes a sharded collection (out_stage.h): mongos refuses it, whatever its
+// own collection and $match. An unsplittable (tracked, unsharded) output is allowed.
+bool refuseOutIntoSharded(const RoutingTable& table, const CommandView& cmd, TargetResult& out) {
+  thread_local std::string out_ns;
+  bson_iter_t it;
+  if (!bson_iter_init_find(&it, &cmd.body, "pipeline")) return false;
+  const std::string_view ns = outStageNamespace(it, cmd.db, out_ns);
+  const CollectionRouting* written = ns.empty() ? nullptr : table.collection(ns);
+  if (!written || written->kind.unsplittable) return false;
+  out.targeting = Targeting::Unclassified;
+  out.refused = true;
+  out.reason = "$out into a sharded collection: refused by mongos (a sharded collection cannot be the output of "
+               "$out; $merge writes to one)";
+  return true;
 }
 
 void targetCursor(const CommandView& cmd, const CursorShards* cursors, const TargetOptions& opts, TargetResult& out) {
@@ -223,6 +240,7 @@ TargetResult targetImpl(const RoutingTable& table, const CommandView& cmd, const
     out.reason = "command names no collection";
     return out;
   }
+  if (kind == CommandKind::Aggregate && refuseOutIntoSharded(table, cmd, out)) return out;
   thread_local std::string ns_buffer;
   // The pipeline's namespace when it has one (the same "db.collection"): not joined again.
   const std::string_view ns = !opts.ns.empty() && depth == 0 ? opts.ns : common::joinNamespace(cmd.db, coll_name, ns_buffer);

@@ -190,8 +190,20 @@ void foldSingleDocWrite(const CollectionRouting& coll, const bson_t& filter, con
   fold.add(ft.targeting, ft.shards, r.pick(v), refusedByVersion(v));
 }
 
-void foldMultiWrite(const CollectionRouting& coll, const bson_t& filter, bool upsert, bool simple_collation,
-                    const TargetOptions& opts, WriteFold& fold, bool first, StatementBudget& budget) {
+// A replacement document cannot update many documents: mongos refuses the statement before it
+// targets it, whatever its filter (mongo-semantics.md B "Writes"; SERVER-11645).
+constexpr std::string_view kMultiReplacement =
+    "replacement-style update with multi:true: refused on every release (a replacement updates one document: "
+    "'multi update is not supported for replacement-style update')";
+
+// `replacement`: the update is a replacement document (refused with multi, kMultiReplacement).
+void foldMultiWrite(const CollectionRouting& coll, const bson_t& filter, bool upsert, bool replacement,
+                    bool simple_collation, const TargetOptions& opts, WriteFold& fold, bool first,
+                    StatementBudget& budget) {
+  if (replacement) {
+    if (first) fold.setFirstKey(coll.key, FilterTarget{});
+    return fold.add(Targeting::Unclassified, {}, kMultiReplacement, true);
+  }
   FilterTarget ft;
   targetFilter(coll, filter, simple_collation, budget.optionsFor(opts), ft, nullptr);
   budget.take(ft.spent);
@@ -352,7 +364,7 @@ void targetUpdate(const CollectionRouting& coll, const protocol::CommandView& cm
     const WriteStatement s = readWriteStatement(stmt, "q", "u");
     const bool simple = s.has_collation ? s.simple_collation : coll.simple_default_collation;
     if (s.multi) {
-      foldMultiWrite(coll, s.filter, s.upsert, simple, opts, fold, first, budget);
+      foldMultiWrite(coll, s.filter, s.upsert, s.replacement, simple, opts, fold, first, budget);
     } else {
       foldSingleDocWrite(coll, s.filter, s.replacement ? &s.mods : nullptr, s.upsert, simple,
                          statementHasDefaultCollation(coll, s), opts, fold, first,
@@ -387,7 +399,7 @@ void targetDelete(const CollectionRouting& coll, const protocol::CommandView& cm
                            : "delete statement without a limit (a required field: FailedToParse)",
                true);
     } else if (limit == protocol::DeleteLimit::All) {
-      foldMultiWrite(coll, s.filter, false, simple, opts, fold, first, budget);
+      foldMultiWrite(coll, s.filter, false, false, simple, opts, fold, first, budget);
     } else {
       foldSingleDocWrite(coll, s.filter, nullptr, false, simple,
                          statementHasDefaultCollation(coll, s), opts, fold, first,
@@ -414,7 +426,9 @@ void targetFindAndModify(const CollectionRouting& coll, const protocol::CommandV
   targetFilter(coll, q, effectiveSimpleCollation(coll, cmd.body), opts, ft, opts.explain ? &out.detail : nullptr);
   WriteFold fold(opts.explain);
   fold.setFirstKey(coll.key, ft);
-  if (!ft.full_key && !ft.refused && common::boolField(cmd.body, "upsert", false)) fold.countUntargetableUpsert();
+  // A remove never upserts (MongoDB refuses upsert with remove): no upsert to count.
+  const bool upsert = common::boolField(cmd.body, "upsert", false) && !common::boolField(cmd.body, "remove", false);
+  if (!ft.full_key && !ft.refused && upsert) fold.countUntargetableUpsert();
   if (ft.refused) {
     fold.add(ft.targeting, ft.shards, ft.reason, true);  // mongos cannot parse the filter
   } else if (ft.full_key) {
@@ -473,7 +487,7 @@ void targetBulkWrite(const RoutingTable& table, const protocol::CommandView& cmd
       const bool is_delete = kind == 'd';
       const bool upsert = !is_delete && s.upsert;
       if (s.multi) {
-        foldMultiWrite(*coll, s.filter, upsert, simple, opts, fold, first, budget);
+        foldMultiWrite(*coll, s.filter, upsert, !is_delete && s.replacement, simple, opts, fold, first, budget);
       } else {
         foldSingleDocWrite(*coll, s.filter, !is_delete && s.replacement ? &s.mods : nullptr, upsert, simple,
                            statementHasDefaultCollation(*coll, s), opts, fold, first,

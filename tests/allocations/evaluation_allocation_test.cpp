@@ -129,7 +129,7 @@ std::unique_ptr<Request> otherCommand(std::mt19937_64& rng) {
   char json[512];
   unsigned c = static_cast<unsigned>(rng() % 10000), n = static_cast<unsigned>(rng() % 100000);
   const char* ns_db = rng() % 2 ? "shop" : "crm";
-  switch (rng() % 8) {
+  switch (rng() % 9) {
     case 0: std::snprintf(json, sizeof json, R"({"count": "orders", "query": {"customerId": "C%04u"}, "$db": "%s"})", c, ns_db); break;
     case 1: std::snprintf(json, sizeof json, R"({"distinct": "orders", "key": "status", "query": {"customerId": "C%04u"}, "$db": "%s"})", c, ns_db); break;
     case 2:
@@ -142,6 +142,9 @@ std::unique_ptr<Request> otherCommand(std::mt19937_64& rng) {
     case 5: std::snprintf(json, sizeof json, R"({"find": "orders", "filter": {"customerId": "C%04u", "total": {"$gte": %u}}, "sort": {"orderDate": -1}, "$db": "%s"})", c, n % 500, ns_db); break;
     case 6:
       std::snprintf(json, sizeof json, R"({"insert": "orders", "documents": [{"orderId": "O%08u", "customerId": "C%04u", "n": %u}, {"orderId": "P%08u", "customerId": "C%04u", "tags": [1, 2]}], "$db": "%s"})", n, c, n, n, c, ns_db);
+      break;
+    case 7:  // a $set of the pinned value (compared where it lies), a $rename, a pipeline of $set/$unset
+      std::snprintf(json, sizeof json, R"({"update": "orders", "updates": [{"q": {"customerId": "C%04u", "orderId": "O%08u"}, "u": {"$set": {"customerId": "C%04u", "n": %u}, "$rename": {"old": "status"}}}, {"q": {"orderId": "O%08u"}, "u": [{"$set": {"n": %u}}, {"$unset": ["a", "b"]}]}], "$db": "%s"})", c, n, c, n, n, n, ns_db);
       break;
     default:
       std::snprintf(json, sizeof json, R"({"update": "orders", "updates": [{"q": {"customerId": "C%04u"}, "u": {"customerId": "C%04u", "n": %u}}, {"q": {"status": "new"}, "u": [{"$set": {"n": %u}}], "multi": true}], "$db": "%s"})", c, c, n, n, ns_db);
@@ -186,7 +189,15 @@ Upsert upsertWithReply(std::mt19937_64& rng) {
   char json[768], reply[256];
   unsigned s = static_cast<unsigned>(rng() % 5000), b = static_cast<unsigned>(rng() % 100000);
   bool inserted = rng() % 4 == 0;
-  switch (rng() % 3) {
+  switch (rng() % 4) {
+    case 3:  // an update pipeline: its literal $set fields and $unset stages build the new document
+      std::snprintf(json, sizeof json,
+                    R"({"update": "buckets", "updates": [{"q": {"sensorId": "s%05u", "bucketStart": %u}, "u": [{"$set": {"meta.kind": "t", "count": {"$add": [{"$ifNull": ["$count", 0]}, 1]}, "v": %u}}, {"$unset": ["tmp", "meta.old"]}], "upsert": true}], "$db": "iot"})",
+                    s, b, b);
+      std::snprintf(reply, sizeof reply, inserted ? R"({"n": 1, "nModified": 0, "upserted": [{"index": 0, "_id": %u}], "ok": 1})"
+                                                  : R"({"n": 1, "nModified": 1, "ok": 1, "x": %u})",
+                    b);
+      break;
     case 0:
       std::snprintf(json, sizeof json,
                     R"({"update": "buckets", "updates": [{"q": {"sensorId": "s%05u", "bucketStart": %u, "loc.site": "x%u"}, "u": {"$push": {"r": 1}, "$inc": {"count": 1}, "$setOnInsert": {"created": %u, "meta.kind": "t"}}, "upsert": true}], "$db": "iot"})",
@@ -258,12 +269,18 @@ TEST(EvaluationAllocations, UpsertsAndRepliesAllocateNothingOnceWarm) {
 // place or by a settle event after a hand-over, reuse memory (one insert in four has a duplicate
 // key: its writeErrors drop a document).
 Upsert insertWithReply(std::mt19937_64& rng) {
-  char json[512], reply[256];
+  char json[768], reply[256];
   const unsigned o = static_cast<unsigned>(rng() % 1'000'000), c = static_cast<unsigned>(rng() % 5000);
   const bool duplicate = rng() % 4 == 0, ordered = rng() % 2 == 0;
+  // Half of the others are retryable writes (lsid + txnNumber): run() sends each twice, a retry.
+  char session[160] = "";
+  if (!duplicate && rng() % 2 == 0)
+    std::snprintf(session, sizeof session,
+                  R"(, "lsid": {"id": {"$binary": {"base64": "AAECAwQFBgcICQoLDA0ODw==", "subType": "04"}}}, "txnNumber": {"$numberLong": "%llu"})",
+                  static_cast<unsigned long long>(rng() % 1'000'000'000));
   std::snprintf(json, sizeof json,
-                R"({"insert": "orders", "documents": [{"orderId": "O%07u", "customerId": "C%04u"}, {"orderId": "P%07u", "customerId": "C%04u"}, {"orderId": "Q%07u", "customerId": "C%04u"}], "ordered": %s, "$db": "shop"})",
-                o, c, o, c, o, c, ordered ? "true" : "false");
+                R"({"insert": "orders", "documents": [{"orderId": "O%07u", "customerId": "C%04u"}, {"orderId": "P%07u", "customerId": "C%04u"}, {"orderId": "Q%07u", "customerId": "C%04u"}], "ordered": %s%s, "$db": "shop"})",
+                o, c, o, c, o, c, ordered ? "true" : "false", session);
   std::snprintf(reply, sizeof reply,
                 duplicate ? R"({"n": 2, "writeErrors": [{"index": 1, "code": 11000, "errmsg": "E11000 dup %u"}], "ok": 1})"
                           : R"({"n": 3, "ok": 1, "x": %u})",
@@ -314,6 +331,7 @@ TEST(EvaluationAllocations, InsertsSettledByTheirRepliesAllocateNothingOnceWarm)
   // Each duplicate's reply refused its second document, or (ordered) its second and third.
   EXPECT_GT(static_cast<double>(evaluator.refusedInserts()), refused_before + 2 * 2'000 / 8);
   EXPECT_EQ(evaluator.unprovenInserts(), 0u);
+  EXPECT_GT(evaluator.retriedInserts(), 3u * 2'000 / 8);  // the retryable ones' second sending, not counted twice
   for (auto& u : inserts) bson_destroy(u.reply);
 }
 

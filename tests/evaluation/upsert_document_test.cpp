@@ -87,6 +87,24 @@ TEST(UpsertDocument, WithIdPutsTheServersIdFirst) {
   bson_destroy(doc);
 }
 
+// An update pipeline's upsert: the filter's equalities, then its $set/$addFields stages' literal
+// values and its $unset stages (a pipeline upsert keyed by an order that sets its customer must not
+// read as a customer-less, null-keyed document). Field paths, variables and expressions are not
+// known, nor anything from the first stage of another kind on.
+TEST(UpsertDocument, PipelineSetsItsLiteralFields) {
+  auto r = build(R"({"q": {"orderId": "O1"}, "u": [{"$set": {"customerId": "C7", "total": 5, "at": "$$NOW",
+                     "copy": "$orderId", "sum": {"$add": [1, 2]}, "tag": {"$literal": "$x"}}},
+                     {"$addFields": {"total": 6, "orderId": "O1"}}, {"$unset": ["tag", "x.y"]}, {"$set": {"late": 1}}]})");
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.json, R"({ "orderId" : "O1", "customerId" : "C7", "total" : 6, "late" : 1 })");
+  auto literal = build(R"({"q": {"orderId": "O3"}, "u": [{"$set": {"tag": {"$literal": "$x"}}}]})");
+  EXPECT_EQ(literal.json, R"({ "orderId" : "O3", "tag" : "$x" })");
+  // A pipeline of another stage first sets nothing known: the filter's fields only.
+  auto replaced = build(R"({"q": {"orderId": "O2"}, "u": [{"$replaceWith": {"customerId": "C8"}}, {"$set": {"a": 1}}]})");
+  ASSERT_TRUE(replaced.ok);
+  EXPECT_EQ(replaced.json, R"({ "orderId" : "O2" })");
+}
+
 // Client input: deep, empty, conflicting and numerous paths build a valid, bounded document.
 TEST(UpsertDocument, HostilePathsStayBounded) {
   std::string set;

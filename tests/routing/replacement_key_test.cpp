@@ -169,6 +169,52 @@ TEST(MultiUpsert, WithoutTheFullKeyIsRefusedOnEveryRelease) {
   EXPECT_TRUE(bulk.refused) << bulk.reason;
 }
 
+// ---------------------------------------------------------------- replacement with multi:true
+
+// A replacement-style update cannot be multi:true (mongos refuses it before targeting; FerretDB
+// answers FailedToParse "multi update is not supported for replacement-style update"): refused,
+// whatever the filter targets, and no shard is named. bulkWrite's op alike; a pipeline or an
+// operator update with multi:true stays targeted by its filter.
+TEST(MultiReplacement, RefusedWhateverTheFilter) {
+  for (MongosVersion v : kEveryVersion) {
+    for (const char* q : {R"("q": {"k": 5})", R"("q": {"x": 1})", R"("q": {})"}) {
+      for (const char* u : {R"("u": {"k": 5, "y": 1})", R"("u": {})"}) {
+        for (const char* upsert : {"false", "true"}) {
+          const std::string stmt = std::string(q) + ", " + u + R"(, "multi": true, "upsert": )" + upsert;
+          TargetResult r = at(updateOn("k", stmt), v);
+          EXPECT_TRUE(r.refused) << v.str() << " " << stmt << " | " << r.reason;
+          EXPECT_EQ(targetingName(r.targeting), "unclassified") << v.str() << " " << stmt;
+          EXPECT_TRUE(shards(r).empty()) << v.str() << " " << stmt;
+          EXPECT_NE(std::string(r.reason).find("multi:true"), std::string::npos) << r.reason;
+        }
+      }
+    }
+    // The same statement with multi:false is targeted by the replacement's key.
+    TargetResult one = at(updateOn("k", R"("q": {"k": 5}, "u": {"k": 5, "y": 1})"), v);
+    EXPECT_FALSE(one.refused) << v.str() << " | " << one.reason;
+    EXPECT_EQ(shards(one), std::set<std::string>{"sB"}) << v.str();
+    // Operators and pipelines may update many documents.
+    TargetResult ops = at(updateOn("k", R"("q": {"k": 5}, "u": {"$set": {"y": 1}}, "multi": true)"), v);
+    TargetResult pipeline = at(updateOn("k", R"("q": {"k": 5}, "u": [{"$set": {"y": 1}}], "multi": true)"), v);
+    EXPECT_EQ(shards(ops), std::set<std::string>{"sB"}) << v.str() << " | " << ops.reason;
+    EXPECT_EQ(shards(pipeline), std::set<std::string>{"sB"}) << v.str() << " | " << pipeline.reason;
+    EXPECT_FALSE(ops.refused || pipeline.refused) << v.str();
+  }
+  // A batch with one such statement is reported refused (the fold keeps its worst statement), not by
+  // its first statement's class.
+  TargetResult batch = at(R"({"update": "k", "updates": [{"q": {"k": 5}, "u": {"$set": {"y": 1}}},
+      {"q": {"k": 6}, "u": {"k": 6}, "multi": true}], "$db": "t"})", {8, 0});
+  EXPECT_TRUE(batch.refused) << batch.reason;
+  TargetResult bulk = at(R"({"bulkWrite": 1, "ops": [{"update": 0, "filter": {"k": 5}, "updateMods": {"k": 5, "y": 1},
+      "multi": true}], "nsInfo": [{"ns": "t.k"}], "$db": "admin"})",
+                         {8, 0});
+  EXPECT_TRUE(bulk.refused) << bulk.reason;
+  TargetResult bulk_delete = at(R"({"bulkWrite": 1, "ops": [{"delete": 0, "filter": {"k": 5}, "multi": true}],
+      "nsInfo": [{"ns": "t.k"}], "$db": "admin"})",
+                                {8, 0});
+  EXPECT_FALSE(bulk_delete.refused) << bulk_delete.reason;
+}
+
 // ---------------------------------------------------------------- mapReduce
 
 TEST(MapReduce, TargetedByItsQueryAsMongosAggregationIs) {

@@ -47,6 +47,11 @@ TEST(UntargetableUpserts, NotCountedWhenTheKeyIsPinnedOrNoUpsert) {
       "update": {"$set": {"s": 1}}, "upsert": true, "$db": "shop"})"),
             0u);
   EXPECT_EQ(untargetable(R"({"findAndModify": "orders", "query": {"status": "x"}, "remove": true, "$db": "shop"})"), 0u);
+  // A remove cannot upsert (MongoDB refuses upsert with remove: "Cannot specify both upsert=true and
+  // remove=true"): nothing to count.
+  EXPECT_EQ(untargetable(R"({"findAndModify": "orders", "query": {"status": "x"}, "remove": true, "upsert": true,
+      "$db": "shop"})"),
+            0u);
   // An unsharded collection has no key to miss.
   EXPECT_EQ(untargetable(R"({"update": "customers", "updates": [{"q": {"status": "x"}, "u": {"$set": {"s": 1}},
       "upsert": true}], "$db": "shop"})"),
