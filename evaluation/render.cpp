@@ -387,7 +387,8 @@ std::string renderReportsText(const std::vector<NamespaceReport>& reports) {
     t += "\n" + defence(r) + "\n";
     if (r.migration.present) t += "\n" + migrationPlanText(r.migration);
   }
-  return t;
+  // Key labels and query shapes hold client names as JSON, which leaves DEL and C1 controls raw.
+  return common::printableText(t);
 }
 
 }  // namespace shardscope::evaluation
