@@ -22,20 +22,54 @@ std::string_view utf8Name(std::string_view name, std::string& storage) {
   return storage;
 }
 
-std::string textName(std::string_view name) {
+namespace {
+
+// Control characters as escapes: C0 and DEL as \xNN (newline, CR and tab by name, a newline kept
+// when `keep_newlines`), and C1 (U+0080-U+009F, which some terminals obey as ESC sequences: U+009B
+// is CSI) as \u00NN. `utf8` is valid UTF-8.
+void appendPrintable(std::string_view utf8, bool keep_newlines, std::string& out) {
   static constexpr char kHex[] = "0123456789abcdef";
+  for (size_t i = 0; i < utf8.size(); ++i) {
+    const auto c = static_cast<unsigned char>(utf8[i]);
+    const auto next = i + 1 < utf8.size() ? static_cast<unsigned char>(utf8[i + 1]) : 0;
+    if (c == '\n' && keep_newlines) out.push_back('\n');
+    else if (c == '\n') out.append("\\n");
+    else if (c == '\r') out.append("\\r");
+    else if (c == '\t') out.append("\\t");
+    else if (c < 0x20 || c == 0x7F) out.append("\\x").append(1, kHex[c >> 4]).append(1, kHex[c & 15]);
+    else if (c != 0xC2 || next < 0x80 || next > 0x9F) out.push_back(static_cast<char>(c));
+    else {
+      out.append("\\u00").append(1, kHex[next >> 4]).append(1, kHex[next & 15]);
+      ++i;  // the C1 character's second byte
+    }
+  }
+}
+
+}  // namespace
+
+std::string textName(std::string_view name) {
   std::string storage;
   const std::string_view utf8 = utf8Name(name, storage);
   std::string out;
   out.reserve(utf8.size());
-  for (char ch : utf8) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '\n') out.append("\\n");
-    else if (c == '\r') out.append("\\r");
-    else if (c == '\t') out.append("\\t");
-    else if (c < 0x20 || c == 0x7F) out.append("\\x").append(1, kHex[c >> 4]).append(1, kHex[c & 15]);
-    else out.push_back(ch);
+  appendPrintable(utf8, false, out);
+  return out;
+}
+
+std::string printableText(std::string_view text) {
+  std::string storage;
+  std::string_view utf8 = text;
+  if (!isValidUtf8(text)) {  // our own text never is: U+FFFD per byte, no hash needed
+    for (size_t i = 0; i < text.size();) {
+      const size_t n = utf8SequenceLength(text, i);
+      storage.append(n ? text.substr(i, n) : std::string_view(kReplacementCharacter));
+      i += n ? n : 1;
+    }
+    utf8 = storage;
   }
+  std::string out;
+  out.reserve(utf8.size());
+  appendPrintable(utf8, true, out);
   return out;
 }
 

@@ -17,9 +17,14 @@ inline std::string utf8Name(std::string_view name) {
   return std::string(utf8Name(name, storage));
 }
 
-// utf8Name(name) with newline, CR and tab as \n, \r, \t and every other control character and DEL
-// as \xNN: one line of printable text. Ordinary names come back unchanged.
+// utf8Name(name) with newline, CR and tab as \n, \r, \t, every other C0 control character and DEL
+// as \xNN and C1 controls (U+0080-U+009F) as \u00NN: one line of printable text. Ordinary names
+// come back unchanged.
 std::string textName(std::string_view name);
+
+// A whole text report the same way, its newlines kept: the last pass of a text output that also
+// holds names inside JSON (key labels, query shapes), where DEL and C1 controls are not escaped.
+std::string printableText(std::string_view text);
 
 // The longest prefix of `s` of at most `max_bytes` that does not end inside a UTF-8 character.
 std::string_view utf8Prefix(std::string_view s, size_t max_bytes);

@@ -7,8 +7,9 @@
 namespace shardscope::config {
 
 // `text` with the password of every mongodb:// and mongodb+srv:// URI replaced by "***"
-// (user:***@host) and every registered secret replaced by "***". Text without either comes back
-// unchanged.
+// (user:***@host), so are the values of its secret options (tlsCertificateKeyFilePassword, its
+// ssl* alias, authMechanismProperties' AWS_SESSION_TOKEN), and every registered secret. Text
+// without any comes back unchanged. Every page that shows a configured URI (/config) uses it too.
 std::string redactSecrets(std::string_view text);
 
 // A secret that may show up outside a URI (the cluster password inside a driver error, say).

@@ -394,7 +394,8 @@ std::string renderReportsText(const std::vector<NamespaceReport>& reports, int64
     t += "\n" + defence(r) + "\n";
     if (r.migration.present) t += "\n" + migrationPlanText(r.migration);
   }
-  return t;
+  // Key labels and query shapes hold client names as JSON, which leaves DEL and C1 controls raw.
+  return common::printableText(t);
 }
 
 }  // namespace shardscope::evaluation

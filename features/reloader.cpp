@@ -6,6 +6,7 @@
 
 #include "common/json_writer.h"
 #include "config/loader.h"
+#include "config/redact.h"
 #include "proxy/proxy_setup.h"
 #include "routing/routing_file.h"
 
@@ -73,13 +74,6 @@ void Reloader::adoptReloadable(config::Config& to, const config::Config& from) c
   features_.adoptReloadable(to, from);
 }
 
-std::string redactUri(const std::string& uri) {
-  auto scheme = uri.find("://");
-  auto at = uri.find('@');
-  if (scheme == std::string::npos || at == std::string::npos || at < scheme) return uri;
-  return uri.substr(0, scheme + 3) + "***" + uri.substr(at);
-}
-
 bool Reloader::reload(std::string& error) {
   std::lock_guard lock(mutex_);
   const std::string at = nowIso();
@@ -136,7 +130,7 @@ std::string Reloader::renderJson() const {
   std::string out;
   common::JsonWriter w(out);
   w.beginObject().key("effective").beginObject();
-  w.field("listen", std::string_view(c.listen.str())).field("upstream", std::string_view(redactUri(c.upstream)));
+  w.field("listen", std::string_view(c.listen.str())).field("upstream", std::string_view(config::redactSecrets(c.upstream)));
   w.field("admin", std::string_view(c.admin.empty() ? "" : c.admin.str()));
   w.field("admin_token", c.admin_token_file.empty() ? std::string_view("none") : std::string_view("<redacted>"));
   // The cap in force (lowered at start to what the open-file limit allows), as the log says.
@@ -152,12 +146,12 @@ std::string Reloader::renderJson() const {
   w.field("client_tls", c.client_tls.enabled());
   w.key("routing").beginObject().field("file", std::string_view(c.routing_file)).field("discovery", c.discovery).endObject();
   w.key("rewrite_rules").beginArray();
-  for (const auto& r : c.rewrite_rules) w.value(std::string_view(r));
+  for (const auto& r : c.rewrite_rules) w.value(std::string_view(config::redactSecrets(r)));  // uri= may hold one
   w.endArray();
   w.key("stats").beginObject().field("enabled", c.stats_enabled).field("record_values", c.stats_record_values);
   w.field("max_shapes_per_namespace", c.stats_max_shapes_per_namespace).endObject();
   w.key("evaluation").beginObject().field("enabled", c.evaluation_enabled).field("simulated_shards", c.evaluation_simulated_shards).endObject();
-  w.key("mirror").beginObject().field("upstream", std::string_view(redactUri(c.mirror.upstream)));
+  w.key("mirror").beginObject().field("upstream", std::string_view(config::redactSecrets(c.mirror.upstream)));
   w.field("mode", std::string_view(c.mirror.mode)).field("sample_rate", c.mirror.sample_rate).endObject();
   w.key("capture").beginObject().field("file", std::string_view(c.capture.file)).field("mode", std::string_view(c.capture.mode)).endObject();
   w.key("fault").beginObject().field("enabled", c.fault.enabled()).field("delay_ms", c.fault.delay_ms);

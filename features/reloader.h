@@ -43,7 +43,4 @@ class Reloader {
   std::atomic<uint32_t> connection_cap_{0};  // 0 until the listener started
 };
 
-// "mongodb://user:secret@host/" -> "mongodb://***@host/".
-std::string redactUri(const std::string& uri);
-
 }  // namespace shardscope::features

@@ -5,6 +5,9 @@
 // original's reply tells whether the mapping was wrong.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "pipeline/pipeline.h"
 #include "rewrite/lookup_learning.h"
 #include "rewrite/lookup_rewrite.h"
@@ -84,8 +87,16 @@ void Pipeline::noteUnplannedWrites() {
       view_.name != "renameCollection" && view_.name != "mapReduce" && view_.name != "mapreduce" &&
       view_.name != "create" && view_.name != "collMod" && view_.name != "cloneCollectionAsCapped")
     return;
-  for (const auto& target : rewrite::unplannedWriteTargets(view_, kind))
-    if (auto index = env_.lookupRule(target)) index->unsettleAll();
+  // Each rule once per request: a bulkWrite's nsInfo (or a pipeline's $out stages) may name the
+  // same namespace hundreds of thousands of times, and every unsettleAll locks each stripe of the
+  // mapping, counts an event and queues a marker for the shared mapping collection.
+  std::vector<const rewrite::LookupIndex*> unsettled;
+  for (const auto& target : rewrite::unplannedWriteTargets(view_, kind)) {
+    auto index = env_.lookupRule(target);
+    if (!index || std::find(unsettled.begin(), unsettled.end(), index.get()) != unsettled.end()) continue;
+    index->unsettleAll();
+    unsettled.push_back(index.get());
+  }
 }
 
 std::span<const uint8_t> Pipeline::sendConfirmingRead(PendingOp& op) {

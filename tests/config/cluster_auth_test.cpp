@@ -79,6 +79,26 @@ TEST(Redact, UriPasswordsAnywhereInText) {
   EXPECT_EQ(redactSecrets("no uri here"), "no uri here");
 }
 
+TEST(Redact, PasswordsWithCharactersLibmongocTakesRaw) {
+  // libmongoc accepts quotes, '<' and '?' unescaped in a password (and refuses a raw '/').
+  EXPECT_EQ(redactSecrets("upstream mongodb://u:ab'cd@h:1/ next"), "upstream mongodb://u:***@h:1/ next");
+  EXPECT_EQ(redactSecrets("mongodb://u:a\"b<c>d`e@h/"), "mongodb://u:***@h/");
+  EXPECT_EQ(redactSecrets("got 'mongodb://u:ab?cd@h'"), "got 'mongodb://u:***@h'");
+}
+
+TEST(Redact, SecretUriOptions) {
+  EXPECT_EQ(redactSecrets("mongodb://h/?tls=true&tlsCertificateKeyFilePassword=KeyPw1&appName=x"),
+            "mongodb://h/?tls=true&tlsCertificateKeyFilePassword=***&appName=x");
+  EXPECT_EQ(redactSecrets("mongodb://u:p@h/?TLSCERTIFICATEKEYFILEPASSWORD=KeyPw1;sslClientCertificateKeyPassword=KeyPw2 b"),
+            "mongodb://u:***@h/?TLSCERTIFICATEKEYFILEPASSWORD=***;sslClientCertificateKeyPassword=*** b");
+  EXPECT_EQ(redactSecrets("mongodb://h/?authMechanism=MONGODB-AWS&authMechanismProperties=AWS_SESSION_TOKEN:Tok1,SERVICE_NAME:m"),
+            "mongodb://h/?authMechanism=MONGODB-AWS&authMechanismProperties=AWS_SESSION_TOKEN:***,SERVICE_NAME:m");
+  EXPECT_EQ(redactSecrets("mongodb://h/?authMechanismProperties=SERVICE_NAME%3Am,AWS_SESSION_TOKEN%3ATok1"),
+            "mongodb://h/?authMechanismProperties=SERVICE_NAME%3Am,AWS_SESSION_TOKEN%3A***");
+  EXPECT_EQ(redactSecrets("mongodb://h/?tlsCertificateKeyFilePassword="), "mongodb://h/?tlsCertificateKeyFilePassword=***");
+  EXPECT_EQ(redactSecrets("mongodb://h/?readPreference=nearest"), "mongodb://h/?readPreference=nearest");
+}
+
 TEST(Redact, RegisteredSecretsAnywhere) {
   registerSecret("Registered-Pw-31");
   registerSecret("ab");  // too short to mask without garbling the log

@@ -123,6 +123,18 @@ TEST(HostileNames, TextReportShowsNamesEscapedAndCutsWholeCharacters) {
   EXPECT_NE(text.find("txt.x\\nshop.forged: 999 reads\\x1b]0;pwned\\x07: "), std::string::npos) << text.substr(0, 2000);
 }
 
+// Field names reach the text report inside key labels and query shapes, written as JSON, which
+// leaves DEL and the C1 controls raw (U+009B is CSI to some terminals).
+TEST(HostileNames, TextReportEscapesDelAndC1ControlsInShapesAndKeys) {
+  Evaluator ev(EvaluationOptions{});
+  auto obs = ev.newObserver();
+  observeFinds(*obs, "c1", "c", "k\x7f\xC2\x9B" "2J", 20);
+  const std::string text = ev.renderText();
+  ASSERT_NE(text.find("k\\x7f\\u009b2J"), std::string::npos) << text.substr(0, 2000);
+  EXPECT_EQ(text.find('\x7f'), std::string::npos) << text.substr(0, 2000);
+  EXPECT_EQ(text.find("\xC2\x9B"), std::string::npos) << text.substr(0, 2000);
+}
+
 // A candidate's field name reaches the text report in its lines too (the key, the field chunks
 // are split on): escaped there like a namespace, so a field name cannot forge a line or drive the terminal.
 TEST(HostileNames, TextReportEscapesFieldNamesInEveryLine) {

@@ -87,6 +87,23 @@ def test_config_redacts_credentials(ferretdb, proxy):
     assert "s3cret" not in text and "***@" in text
 
 
+def test_config_and_log_redact_every_credential_a_uri_can_carry(ferretdb, proxy):
+    # A password with characters libmongoc takes raw, a key file's password and an AWS session
+    # token as URI options, and a rewrite rule's own uri=: none may reach /config or the log.
+    upstream = ferretdb.uri.replace("mongodb://", "mongodb://app:q'Pw1<x@").rstrip("/")
+    upstream += "/?tlsCertificateKeyFilePassword=KeyPw2&authMechanismProperties=AWS_SESSION_TOKEN:Tok3"
+    p = proxy(upstream, "--rewrite-rule",
+              f"shop.orders: orderId -> customerId collection=shop.map uri=mongodb://m:MapPw4@127.0.0.1:{ferretdb.port}/",
+              admin=True)
+    text = json.dumps(get(p, "/config"))
+    time.sleep(0.3)
+    log = p.stderr_text()
+    for secret in ("q'Pw1", "KeyPw2", "Tok3", "MapPw4"):
+        assert secret not in text, (secret, text)
+        assert secret not in log, (secret, log[:2000])
+    assert "tlsCertificateKeyFilePassword=***" in text and "AWS_SESSION_TOKEN:***" in text
+
+
 def test_fault_injection_fails_and_delays_a_share_of_operations(ferretdb, proxy):
     delay_ms = 30
     p = proxy(ferretdb.uri, "--fault.error_code", "91", "--fault.error_percent", "50",

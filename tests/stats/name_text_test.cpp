@@ -38,6 +38,13 @@ TEST(NameText, TextNamesAreOnePrintableLine) {
   EXPECT_EQ(common::textName("inv\xff"), "inv\xEF\xBF\xBD" + hashOf("inv\xff"));
 }
 
+TEST(NameText, C1ControlsAreEscapedToo) {
+  // U+009B is CSI: some terminals obey "\xC2\x9B" + "2J" as ESC [ 2 J.
+  EXPECT_EQ(common::textName("a\xC2\x9B" "2J\xC2\x85z\xC2\xA0"), "a\\u009b2J\\u0085z\xC2\xA0");
+  EXPECT_EQ(common::printableText("line 1 \x7f\xC2\x9B\nline 2\x1b\n"), "line 1 \\x7f\\u009b\nline 2\\x1b\n");
+  EXPECT_EQ(common::printableText("caf\xC3\xA9\n"), "caf\xC3\xA9\n");
+}
+
 TEST(NameText, TruncationNeverCutsACharacter) {
   EXPECT_EQ(common::truncateUtf8("short", 28, "~"), "short");
   for (size_t shift = 0; shift < 4; ++shift) {
