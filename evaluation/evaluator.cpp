@@ -524,6 +524,8 @@ void Evaluator::reset() {
   namespaces_.clear();
   held_inserts_->clear();
   dropped_ = 0;
+  // The top-level counts cover the period /evaluate states (observedSince), as its namespaces do.
+  for (auto* count : {&truncated_requests_, &refused_inserts_, &unproven_inserts_, &retried_inserts_}) count->store(0);
   since_ms_ = unixMsNow();
 }
 

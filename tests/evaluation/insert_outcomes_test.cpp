@@ -134,6 +134,15 @@ TEST_P(InsertOutcomes, ACommandErrorInsertsNothingAndSuccessInsertsAll) {
   EXPECT_EQ(f.refused, 6);
 }
 
+// /evaluate states the period it covers (observedSince): its top-level counts restart with it.
+TEST_P(InsertOutcomes, AResetRestartsTheRefusedAndUnprovenCounts) {
+  replyTo(obs, observeInsertBody(obs, insertOfDocuments(0, 6)), R"({"ok": 0, "code": 13, "errmsg": "unauthorized"})");
+  EXPECT_EQ(figures().refused, 6);
+  ev.reset();
+  replyTo(obs, observeInsertBody(obs, insertOfDocuments(100, 2)), R"({"ok": 0, "code": 13, "errmsg": "unauthorized"})");
+  EXPECT_EQ(figures().refused, 2);
+}
+
 TEST_P(InsertOutcomes, RepliesInAnotherOrderSettleTheirOwnInsert) {
   const ReplyTicket a = observeInsertBody(obs, insertOfDocuments(0, 6));
   const ReplyTicket b = observeInsertBody(obs, insertOfDocuments(100, 6, R"(, "ordered": false)"));
