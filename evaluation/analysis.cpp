@@ -149,7 +149,7 @@ std::vector<std::pair<std::string, std::vector<std::string>>> candidateKeys(cons
   std::sort(byCount.begin(), byCount.end(), [](const ShapeState* a, const ShapeState* b) {
     return a->count != b->count ? a->count > b->count : a->shape < b->shape;
   });
-  std::vector<std::pair<std::string, std::string>> singles, hashes, compounds, hcompounds, ranges;
+  std::vector<std::pair<std::string, std::string>> singles, hashes, compounds, hcompounds, ranges, hsuffixes;
   for (size_t i = 0; i < byCount.size() && i < max_shapes; ++i) {
     const ShapeState& s = *byCount[i];
     FieldRoles roles = shapeRoles(s);
@@ -164,6 +164,9 @@ std::vector<std::pair<std::string, std::vector<std::string>>> candidateKeys(cons
     for (const auto& e : roles.eq) {
       singles.push_back({patternJson({{e, false}}), "traffic"});
       hashes.push_back({patternJson({{e, true}}), "traffic"});
+      // A hashed _id after the equality field (MongoDB 4.4+): queries on the field still target its
+      // chunks, and a value too busy for one shard spreads its documents by their _id's hash.
+      if (e != "_id") hsuffixes.push_back({patternJson({{e, false}, {"_id", true}}), "traffic"});
       for (const auto& rf : rangeish) {
         if (rf == e) continue;
         compounds.push_back({patternJson({{e, false}, {rf, false}}), "traffic"});
@@ -173,7 +176,7 @@ std::vector<std::pair<std::string, std::vector<std::string>>> candidateKeys(cons
     for (const auto& rf : roles.range) ranges.push_back({patternJson({{rf, false}}), "traffic"});
   }
   // Interleave so the cap keeps the dominant shapes' variants first.
-  for (auto* group : {&singles, &compounds, &hashes, &hcompounds, &ranges})
+  for (auto* group : {&singles, &compounds, &hashes, &hcompounds, &ranges, &hsuffixes})
     for (auto& w : *group) wanted.push_back(w);
 
   std::vector<std::pair<std::string, std::vector<std::string>>> out;
@@ -306,6 +309,9 @@ RankStep rankedBefore(const CandidateResult& a, const CandidateResult& b) {
   if (std::fabs(score(a) - score(b)) > 0.005) return step(score(a) > score(b), RankStep::Score);
   if (a.warnings.size() != b.warnings.size()) return step(a.warnings.size() < b.warnings.size(), RankStep::Warnings);
   if (a.hashed_prefix != b.hashed_prefix) return step(!a.hashed_prefix, RankStep::Locality);  // keep locality unless hashing buys something
+  // Likewise a hashed suffix: it scatters a prefix value's documents, so a range or sort on the
+  // suffix reads every chunk of that value; only worth it when it wins on what ranks above.
+  if (a.pattern.hasHashedField() != b.pattern.hasHashedField()) return step(!a.pattern.hasHashedField(), RankStep::Locality);
   if (std::fabs(card(a) - card(b)) > 0.1 * std::max(card(a), card(b))) return step(card(a) > card(b), RankStep::Cardinality);
   if (std::fabs(a.single_overall - b.single_overall) > 0.005) return step(a.single_overall > b.single_overall, RankStep::SingleShard);
   return step(a.pattern.size() < b.pattern.size(), RankStep::KeyLength);

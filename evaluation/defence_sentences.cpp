@@ -85,11 +85,17 @@ std::string changeMindSentence(const NamespaceReport& r, const CandidateResult& 
     if (c.prefix_top_share < fair)
       return "if the top " + lead + " value grew from " + pct(c.prefix_top_share) + " to above " + pct(fair) +
              " of inserts (one shard's fair share), " +
-             (c.suffix_monotonic ? "the prefix would be too skewed even with the suffix, since that value's new documents go to the "
+             (c.pattern.field(1).hashed ? "its documents would spread over shards by the hash of their " + suffix +
+                                              " values: fine while those stay many. "
+              : c.suffix_monotonic ? "the prefix would be too skewed even with the suffix, since that value's new documents go to the "
                                    "chunk at the top of its " + suffix + " range; then a synthetic prefix. "
                                  : "its documents would have to spread over shards on their " + suffix +
                                        " values alone: fine while those stay many and do not grow with time, a synthetic prefix otherwise. ");
     // Already past the fair share: what holds it up is the suffix, so say what would break that.
+    if (c.pattern.field(1).hashed)  // a hashed suffix never grows with time
+      return "the top " + lead + " value already holds " + pct(c.prefix_top_share) + " of inserts, above one shard's fair share (" +
+             pct(fair) + "), and spreads only by the hash of its " + suffix + " values; if those became few (under " +
+             std::to_string(2 * r.shards) + "), frequency would fail. ";
     return "the top " + lead + " value already holds " + pct(c.prefix_top_share) + " of inserts, above one shard's fair share (" +
            pct(fair) + "), and spreads only on its " + suffix + " values; if those became few (under " +
            std::to_string(2 * r.shards) + ") or grew with time, frequency would fail; then a synthetic prefix. ";
