@@ -298,6 +298,24 @@ std::string unrankedRival(const NamespaceState& st, const NamespaceReport& r, co
 
 }  // namespace
 
+namespace {
+
+bool warns(const CandidateResult& c, const char* w) { return std::find(c.warnings.begin(), c.warnings.end(), w) != c.warnings.end(); }
+
+bool inForce(const CandidateResult& c) { return std::find(c.sources.begin(), c.sources.end(), "current") != c.sources.end(); }
+
+bool hashedSuffix(const CandidateResult& c) { return c.pattern.hasHashedField() && !c.hashed_prefix; }
+
+// A hashed non-prefix field (`{roomId: 1, _id: "hashed"}`) against a ranged key: it scatters each
+// prefix value's documents over its chunks (a query on the prefix reads them all, never one shard
+// by the full key), and buys one thing, even inserts. It ranks first, on warnings, only when the
+// ranged key's inserts are uneven and its own are not; otherwise the ranged key keeps locality.
+bool hashedSuffixRanksFirst(const CandidateResult& hashed, const CandidateResult& ranged) {
+  return warns(ranged, "imbalance") && !warns(hashed, "imbalance");
+}
+
+}  // namespace
+
 RankStep rankedBefore(const CandidateResult& a, const CandidateResult& b) {
   auto step = [](bool a_first, RankStep s) { return a_first ? s : RankStep::None; };
   auto card = [](const CandidateResult& c) { return c.cardinality; };
@@ -307,11 +325,15 @@ RankStep rankedBefore(const CandidateResult& a, const CandidateResult& b) {
   if (a.passes() != b.passes()) return step(a.passes(), RankStep::Passes);
   if (!a.passes() && a.failures.size() != b.failures.size()) return step(a.failures.size() < b.failures.size(), RankStep::Failures);
   if (std::fabs(score(a) - score(b)) > 0.005) return step(score(a) > score(b), RankStep::Score);
+  // The key in force keeps a tie that nothing above breaks: another key would buy nothing the
+  // figures show, and moving to it costs a reshardCollection (hours, the collection copied).
+  if (inForce(a) != inForce(b) && a.passes() && a.warnings.size() == b.warnings.size()) return step(inForce(a), RankStep::Current);
+  if (hashedSuffix(a) != hashedSuffix(b) && !a.hashed_prefix && !b.hashed_prefix) {
+    const bool buys = hashedSuffix(a) ? hashedSuffixRanksFirst(a, b) : hashedSuffixRanksFirst(b, a);
+    return step(hashedSuffix(a) == buys, buys ? RankStep::Warnings : RankStep::Locality);
+  }
   if (a.warnings.size() != b.warnings.size()) return step(a.warnings.size() < b.warnings.size(), RankStep::Warnings);
   if (a.hashed_prefix != b.hashed_prefix) return step(!a.hashed_prefix, RankStep::Locality);  // keep locality unless hashing buys something
-  // Likewise a hashed suffix: it scatters a prefix value's documents, so a range or sort on the
-  // suffix reads every chunk of that value; only worth it when it wins on what ranks above.
-  if (a.pattern.hasHashedField() != b.pattern.hasHashedField()) return step(!a.pattern.hasHashedField(), RankStep::Locality);
   if (std::fabs(card(a) - card(b)) > 0.1 * std::max(card(a), card(b))) return step(card(a) > card(b), RankStep::Cardinality);
   if (std::fabs(a.single_overall - b.single_overall) > 0.005) return step(a.single_overall > b.single_overall, RankStep::SingleShard);
   return step(a.pattern.size() < b.pattern.size(), RankStep::KeyLength);

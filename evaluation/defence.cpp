@@ -102,6 +102,9 @@ std::string tieLostOn(const CandidateResult& c, const CandidateResult& ru) {
                        " of reads and writes; two-phase broadcasts after)"
                  : "the share it targets after the lookup rewrite (" + pct(ru.targeted_after_rewrite) + " against " +
                        pct(c.targeted_after_rewrite) + ")";
+    case RankStep::Current:
+      return "not being the key in force (moving from " + c.label +
+             " to it would buy nothing these figures show and cost a reshardCollection)";
     case RankStep::Warnings: {
       for (const auto& w : ru.warnings)
         if (std::find(c.warnings.begin(), c.warnings.end(), w) == c.warnings.end())
