@@ -110,6 +110,11 @@ TEST(UnseenWorkloads, ChatWithEvenRoomsTakesTheCompoundKey) {
   EXPECT_EQ(r.verdict(), kChatCompound) << r.text;
   EXPECT_EQ(r.figure(kChatPrefix, "frequency.pass"), 1);
   EXPECT_EQ(r.figure(kChatCompound, "frequency.pass"), 1);
+  // 400 even rooms: each holds 0.25% of messages, the busiest at least that (1 / the distinct
+  // count), though no heavy-hitter counter can prove more than a sliver of it.
+  EXPECT_NEAR(r.figure(kChatPrefix, "frequency.topShare"), 0.0025, 0.0004);
+  EXPECT_NEAR(r.figure(kChatCompound, "frequency.prefixTopShare"), 0.0025, 0.0004);
+  EXPECT_NEAR(r.figure(kChatPrefix, "frequency.top5Share"), 0.0125, 0.002);
 }
 
 // One whale room (32% of messages, over a 4-shard cluster's fair share of 25%): {roomId: 1, ts: 1}
