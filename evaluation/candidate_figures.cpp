@@ -187,7 +187,8 @@ struct ShapeJudgement {
 // the statements that named it. MongoDB counts a shard-key update only when the value changes
 // (analyzeShardKey's percentageOfShardKeyUpdates, from the sampled pre/post-image diffs); the proxy
 // sees no pre-image, so a replacement carrying every key field (a whole-document save) is taken to
-// keep the value, as is one pinned by the full key; one that drops a key field changes it.
+// keep the value, as is one pinned by the full key (a pinned field it drops or rewrites is named by the
+// observer); one that drops a key field changes it.
 double keyUpdateShare(const ShapeState& s, const routing::ShardKeyPattern& key, bool pins_full_key) {
   if (s.count == 0) return 0;
   auto counted = [&](size_t i) { return i < s.modified_counts.size() ? static_cast<double>(s.modified_counts[i]) : 0.0; };
