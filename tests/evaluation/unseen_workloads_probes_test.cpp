@@ -252,5 +252,67 @@ TEST(UnseenWorkloadProbes, CurrentKeyAlreadyBestIsKept) {
   EXPECT_NE(r.text.find("Migration plan (keep)"), std::string::npos) << r.text;
 }
 
+// A SaaS whose largest tenant holds 40% of the records (4 shards: above the 25% fair share); reads
+// and updates by tenant and ObjectId _id, and a tenant's recent records. {tenantId: 1, _id: 1}
+// sends the big tenant's new records to the top of its _id range (one chunk: ObjectIds rise);
+// {tenantId: 1, _id: "hashed"} spreads them, still pins every point read and update whole (one
+// shard), and keeps a tenant's lists on its chunks. An expert takes the hashed suffix.
+TEST(UnseenWorkloadProbes, WhaleTenantTakesTenantThenHashedId) {
+  Evaluator ev(EvaluationOptions{});
+  auto obs = ev.newObserver();
+  std::mt19937_64 rng(49);
+  std::vector<std::string> docs;
+  std::vector<int> tenant_of;
+  for (int n = 0; n < 12000; ++n) {
+    tenant_of.push_back(rng() % 100 < 40 ? 0 : 1 + static_cast<int>(rng() % 400));
+    docs.push_back("{\"_id\": " + unseenOid(n) + ", \"tenantId\": \"" + unseenId("T", tenant_of.back()) + "\", \"createdAt\": " +
+                   unseenDate(kProbeEpoch + n * 1000) + "}");
+  }
+  unseenInsert(*obs, "saas", "items", docs);
+  for (int i = 0; i < 3000; ++i) {
+    const int n = static_cast<int>(rng() % 12000);
+    const std::string tenant = unseenId("T", tenant_of[n]);
+    if (i % 10 < 5)
+      unseenSend(*obs, "saas", "items", R"({"find": "items", "filter": {"tenantId": ")" + tenant + R"(", "_id": )" + unseenOid(n) + "}}");
+    else if (i % 10 < 8)
+      unseenSend(*obs, "saas", "items",
+                 R"({"find": "items", "filter": {"tenantId": ")" + tenant + R"("}, "sort": {"createdAt": -1}, "limit": 20})");
+    else
+      unseenSend(*obs, "saas", "items",
+                 R"({"update": "items", "updates": [{"q": {"tenantId": ")" + tenant + R"(", "_id": )" + unseenOid(n) +
+                     R"(}, "u": {"$set": {"title": "y"}}}]})",
+                 R"({"n": 1, "nModified": 1, "ok": 1})");
+  }
+  UnseenReport r(ev);
+  EXPECT_EQ(r.verdict(), R"({ "tenantId" : 1, "_id" : "hashed" })") << r.text;
+  EXPECT_EQ(r.figure(R"({ "tenantId" : 1, "_id" : 1 })", "frequency.pass"), 0);
+  EXPECT_NE(r.text.find("the hashed _id suffix spreads them"), std::string::npos) << r.text;
+}
+
+// A social feed: posts {authorId (a long tail, the top author 5%), createdAt (rising)} read by
+// author, latest first. The top author is far below a shard's fair share: {authorId: 1, createdAt:
+// 1} splits its range and keeps each author's latest posts together; nothing needs a hash.
+TEST(UnseenWorkloadProbes, FeedWithAModestTopAuthorKeepsAuthorThenTime) {
+  Evaluator ev(EvaluationOptions{});
+  auto obs = ev.newObserver();
+  std::mt19937_64 rng(50);
+  std::vector<std::string> docs;
+  for (int n = 0; n < 12000; ++n) {
+    const int author = rng() % 100 < 5 ? 0 : 1 + static_cast<int>(rng() % 3000);
+    docs.push_back("{\"_id\": " + unseenOid(n) + ", \"authorId\": \"" + unseenId("A", author) + "\", \"createdAt\": " +
+                   unseenDate(kProbeEpoch + n * 1000) + "}");
+  }
+  unseenInsert(*obs, "social", "posts", docs);
+  for (int i = 0; i < 3000; ++i) {
+    const int author = rng() % 100 < 5 ? 0 : 1 + static_cast<int>(rng() % 3000);
+    unseenSend(*obs, "social", "posts",
+               R"({"find": "posts", "filter": {"authorId": ")" + unseenId("A", author) + R"("}, "sort": {"createdAt": -1}, "limit": 20})");
+  }
+  UnseenReport r(ev);
+  EXPECT_EQ(r.verdict(), R"({ "authorId" : 1, "createdAt" : 1 })") << r.text;
+  // What would change the verdict names the key that would then be taken.
+  EXPECT_NE(r.text.find("range; then {authorId: 1, _id: \"hashed\"} (its hashed _id spreads"), std::string::npos) << r.text;
+}
+
 }  // namespace
 }  // namespace shardscope::evaluation
