@@ -314,5 +314,28 @@ TEST(UnseenWorkloadProbes, FeedWithAModestTopAuthorKeepsAuthorThenTime) {
   EXPECT_NE(r.text.find("range; then {authorId: 1, _id: \"hashed\"} (its hashed _id spreads"), std::string::npos) << r.text;
 }
 
+// An event log whose client leaves _id to the server (mongod adds an ObjectId; mongos targets such
+// an insert by an ObjectId of its own): only inserted, read by time range. As with client-made
+// ObjectIds, the expert spreads the inserts with {_id: "hashed"}; the _id the server gives each
+// document is unique, so it must not fail cardinality.
+TEST(UnseenWorkloadProbes, ServerMadeIdsStillTakeTheHashedId) {
+  Evaluator ev(EvaluationOptions{});
+  auto obs = ev.newObserver();
+  std::mt19937_64 rng(51);
+  std::vector<std::string> docs;
+  const char* types[] = {"click", "view", "buy", "login"};
+  for (int n = 0; n < 15000; ++n)
+    docs.push_back("{\"type\": \"" + std::string(types[rng() % 4]) + "\", \"ts\": " + unseenDate(kProbeEpoch + n * 10) + "}");
+  unseenInsert(*obs, "log", "events", docs);
+  for (int i = 0; i < 500; ++i) {
+    const int64_t from = kProbeEpoch + static_cast<int64_t>(rng() % 150000);
+    unseenSend(*obs, "log", "events",
+               R"({"find": "events", "filter": {"ts": {"$gte": )" + unseenDate(from) + R"(, "$lt": )" + unseenDate(from + 60000) + "}}}");
+  }
+  UnseenReport r(ev);
+  EXPECT_EQ(r.verdict(), R"({ "_id" : "hashed" })") << r.text;
+  EXPECT_EQ(r.figure(R"({ "_id" : "hashed" })", "cardinality.pass"), 1);
+}
+
 }  // namespace
 }  // namespace shardscope::evaluation
