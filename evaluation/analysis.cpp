@@ -149,7 +149,7 @@ std::vector<std::pair<std::string, std::vector<std::string>>> candidateKeys(cons
   std::sort(byCount.begin(), byCount.end(), [](const ShapeState* a, const ShapeState* b) {
     return a->count != b->count ? a->count > b->count : a->shape < b->shape;
   });
-  std::vector<std::pair<std::string, std::string>> singles, hashes, compounds, hcompounds, ranges;
+  std::vector<std::pair<std::string, std::string>> singles, hashes, compounds, hcompounds, ranges, hsuffixes;
   for (size_t i = 0; i < byCount.size() && i < max_shapes; ++i) {
     const ShapeState& s = *byCount[i];
     FieldRoles roles = shapeRoles(s);
@@ -164,6 +164,9 @@ std::vector<std::pair<std::string, std::vector<std::string>>> candidateKeys(cons
     for (const auto& e : roles.eq) {
       singles.push_back({patternJson({{e, false}}), "traffic"});
       hashes.push_back({patternJson({{e, true}}), "traffic"});
+      // A hashed _id after the equality field (MongoDB 4.4+): queries on the field still target its
+      // chunks, and a value too busy for one shard spreads its documents by their _id's hash.
+      if (e != "_id") hsuffixes.push_back({patternJson({{e, false}, {"_id", true}}), "traffic"});
       for (const auto& rf : rangeish) {
         if (rf == e) continue;
         compounds.push_back({patternJson({{e, false}, {rf, false}}), "traffic"});
@@ -173,7 +176,7 @@ std::vector<std::pair<std::string, std::vector<std::string>>> candidateKeys(cons
     for (const auto& rf : roles.range) ranges.push_back({patternJson({{rf, false}}), "traffic"});
   }
   // Interleave so the cap keeps the dominant shapes' variants first.
-  for (auto* group : {&singles, &compounds, &hashes, &hcompounds, &ranges})
+  for (auto* group : {&singles, &compounds, &hashes, &hcompounds, &ranges, &hsuffixes})
     for (auto& w : *group) wanted.push_back(w);
 
   std::vector<std::pair<std::string, std::vector<std::string>>> out;
@@ -295,6 +298,24 @@ std::string unrankedRival(const NamespaceState& st, const NamespaceReport& r, co
 
 }  // namespace
 
+namespace {
+
+bool warns(const CandidateResult& c, const char* w) { return std::find(c.warnings.begin(), c.warnings.end(), w) != c.warnings.end(); }
+
+bool inForce(const CandidateResult& c) { return std::find(c.sources.begin(), c.sources.end(), "current") != c.sources.end(); }
+
+bool hashedSuffix(const CandidateResult& c) { return c.pattern.hasHashedField() && !c.hashed_prefix; }
+
+// A hashed non-prefix field (`{roomId: 1, _id: "hashed"}`) against a ranged key: it scatters each
+// prefix value's documents over its chunks (a query on the prefix reads them all, never one shard
+// by the full key), and buys one thing, even inserts. It ranks first, on warnings, only when the
+// ranged key's inserts are uneven and its own are not; otherwise the ranged key keeps locality.
+bool hashedSuffixRanksFirst(const CandidateResult& hashed, const CandidateResult& ranged) {
+  return warns(ranged, "imbalance") && !warns(hashed, "imbalance");
+}
+
+}  // namespace
+
 RankStep rankedBefore(const CandidateResult& a, const CandidateResult& b) {
   auto step = [](bool a_first, RankStep s) { return a_first ? s : RankStep::None; };
   auto card = [](const CandidateResult& c) { return c.cardinality; };
@@ -304,6 +325,13 @@ RankStep rankedBefore(const CandidateResult& a, const CandidateResult& b) {
   if (a.passes() != b.passes()) return step(a.passes(), RankStep::Passes);
   if (!a.passes() && a.failures.size() != b.failures.size()) return step(a.failures.size() < b.failures.size(), RankStep::Failures);
   if (std::fabs(score(a) - score(b)) > 0.005) return step(score(a) > score(b), RankStep::Score);
+  // The key in force keeps a tie that nothing above breaks: another key would buy nothing the
+  // figures show, and moving to it costs a reshardCollection (hours, the collection copied).
+  if (inForce(a) != inForce(b) && a.passes() && a.warnings.size() == b.warnings.size()) return step(inForce(a), RankStep::Current);
+  if (hashedSuffix(a) != hashedSuffix(b) && !a.hashed_prefix && !b.hashed_prefix) {
+    const bool buys = hashedSuffix(a) ? hashedSuffixRanksFirst(a, b) : hashedSuffixRanksFirst(b, a);
+    return step(hashedSuffix(a) == buys, buys ? RankStep::Warnings : RankStep::Locality);
+  }
   if (a.warnings.size() != b.warnings.size()) return step(a.warnings.size() < b.warnings.size(), RankStep::Warnings);
   if (a.hashed_prefix != b.hashed_prefix) return step(!a.hashed_prefix, RankStep::Locality);  // keep locality unless hashing buys something
   if (std::fabs(card(a) - card(b)) > 0.1 * std::max(card(a), card(b))) return step(card(a) > card(b), RankStep::Cardinality);

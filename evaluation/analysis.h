@@ -173,7 +173,7 @@ std::string keyLabel(const routing::ShardKeyPattern& p);
 
 // The ranking's steps, in order: the step at which `a` ranks before `b`, or None when it does not
 // (the sort and the defence's "loses on" read the same rule).
-enum class RankStep { None, Evaluable, Passes, Failures, Score, Warnings, Locality, Cardinality, SingleShard, KeyLength };
+enum class RankStep { None, Evaluable, Passes, Failures, Score, Current, Warnings, Locality, Cardinality, SingleShard, KeyLength };
 RankStep rankedBefore(const CandidateResult& a, const CandidateResult& b);
 
 // A share as the reports print it: "12.3%", two decimals below 0.1% so a small share does not read 0.0%.

@@ -66,6 +66,22 @@ void measureCardinality(const FieldState* lf, const KeyFacts& k, CandidateResult
   }
 }
 
+// The most frequent of d values holds at least 1/d of the inserts, the five most frequent 5/d: a
+// floor under SpaceSaving's guaranteed counts (count - error), which prove only a sliver of a value's
+// share when no value stands out (400 even rooms: 0.25% each, 0.01% proven). d is taken at the
+// HyperLogLog's estimate plus three standard errors (4.8%), and at most the values counted, so the
+// floor stays below the truth (a unique field: one document). SpaceSaving's counts are exact below
+// 64 values, so the floor only matters above them.
+void floorBySpread(const FieldState& lf, CandidateResult& c) {
+  const double total = static_cast<double>(lf.freq.total());
+  const double distinct = std::min(total, std::ceil(lf.hll.estimate() * 1.048));
+  if (distinct < 1 || total == 0) return;
+  c.prefix_top_share = std::max(c.prefix_top_share, 1.0 / distinct);
+  if (c.pattern.size() > 1) return;
+  c.top_share = std::max(c.top_share, 1.0 / distinct);
+  c.top5_share = std::max(c.top5_share, std::min(1.0, 5.0 / distinct));
+}
+
 // Frequency: the leading field's heavy hitters (labels only with allow_values), the full key's
 // from the sample when the key is compound or its field is not sketched.
 void measureFrequency(const AnalysisOptions& opt, const FieldState* lf, const KeyFacts& k, CandidateResult& c) {
@@ -91,6 +107,7 @@ void measureFrequency(const AnalysisOptions& opt, const FieldState* lf, const Ke
     c.prefix_top_share = k.top_leads.front().second / n;
     c.prefix_top_label = hashLabel(k.top_leads.front().first);
   }
+  if (lf) floorBySpread(*lf, c);
   if ((c.pattern.size() > 1 || !lf) && n > 0) {
     double sum = 0;
     for (size_t i = 0; i < k.top_keys.size() && i < 5; ++i) {
@@ -170,7 +187,8 @@ struct ShapeJudgement {
 // the statements that named it. MongoDB counts a shard-key update only when the value changes
 // (analyzeShardKey's percentageOfShardKeyUpdates, from the sampled pre/post-image diffs); the proxy
 // sees no pre-image, so a replacement carrying every key field (a whole-document save) is taken to
-// keep the value, as is one pinned by the full key; one that drops a key field changes it.
+// keep the value, as is one pinned by the full key (a pinned field it drops or rewrites is named by the
+// observer); one that drops a key field changes it.
 double keyUpdateShare(const ShapeState& s, const routing::ShardKeyPattern& key, bool pins_full_key) {
   if (s.count == 0) return 0;
   auto counted = [&](size_t i) { return i < s.modified_counts.size() ? static_cast<double>(s.modified_counts[i]) : 0.0; };

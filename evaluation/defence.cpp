@@ -31,7 +31,14 @@ std::string frequencyPart(const CandidateResult& c) {
   std::string t;
   if (c.pattern.size() > 1 && !c.pattern.field(0).hashed && c.prefix_top_share > 0) {
     t += "Frequency: the top " + lead + " value holds " + pct(c.prefix_top_share) + " of inserts";
-    if (c.prefix_top_share >= 0.01)
+    if (c.prefix_top_share >= 0.01 && c.pattern.field(1).hashed)
+      t += ", which would be a jumbo-chunk risk on {" + lead + ": 1} alone (its chunk passes " + bytesText(128.0 * 1024 * 1024) +
+           " once the collection reaches " + bytesText(128.0 * 1024 * 1024 / c.prefix_top_share) + "), and the hashed " +
+           pathName(c, 1) + " suffix spreads them: that value's documents split by the hash of " + pathName(c, 1) +
+           " into chunks on several shards, so its new documents spread too, while a query on " + lead +
+           " alone still targets only that value's chunks (mongos routes an equality on the prefix of a compound hashed key, "
+           "MongoDB 4.4+), more than one shard for the busiest value";
+    else if (c.prefix_top_share >= 0.01)
       t += ", which would be a jumbo-chunk risk on {" + lead + ": 1} alone (its chunk passes " + bytesText(128.0 * 1024 * 1024) +
            " once the collection reaches " + bytesText(128.0 * 1024 * 1024 / c.prefix_top_share) + "), and the " +
            pathName(c, 1) + " suffix removes it because that value's documents split by " + pathName(c, 1) +
@@ -95,13 +102,20 @@ std::string tieLostOn(const CandidateResult& c, const CandidateResult& ru) {
                        " of reads and writes; two-phase broadcasts after)"
                  : "the share it targets after the lookup rewrite (" + pct(ru.targeted_after_rewrite) + " against " +
                        pct(c.targeted_after_rewrite) + ")";
+    case RankStep::Current:
+      return "not being the key in force (moving from " + c.label +
+             " to it would buy nothing these figures show and cost a reshardCollection)";
     case RankStep::Warnings: {
       for (const auto& w : ru.warnings)
         if (std::find(c.warnings.begin(), c.warnings.end(), w) == c.warnings.end())
           return w == "jumbo" ? "jumbo risk" : "insert balance";
       return "its warnings";
     }
-    case RankStep::Locality: return "locality (a hashed prefix turns ranges on it into broadcasts)";
+    case RankStep::Locality:
+      return ru.hashed_prefix ? "locality (a hashed prefix turns ranges on it into broadcasts)"
+                              : "locality (its hashed " + pathName(ru, static_cast<size_t>(ru.pattern.hashedField())) +
+                                    " scatters each " + leadName(ru) + " value's documents over its chunks, so a range or sort on "
+                                    "it reads them all)";
     case RankStep::Cardinality: return "splittability (lower cardinality)";
     case RankStep::SingleShard:
       return "single-shard routing (" + pct(ru.single_overall) + " of reads and writes pin every field of it, against " +

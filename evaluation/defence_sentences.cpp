@@ -82,17 +82,28 @@ std::string changeMindSentence(const NamespaceReport& r, const CandidateResult& 
   const std::string lead = leadName(c);
   if (c.pattern.size() > 1 && !c.pattern.field(0).hashed) {
     const std::string suffix = pathName(c, 1);
+    // What spreads a prefix value past one shard's share: a hashed _id after the prefix (a
+    // compound hashed key, 4.4+; the evaluation weighs it as a candidate), or a synthetic prefix.
+    const std::string remedy =
+        lead == "_id" ? "a synthetic prefix" : "{" + lead + ": 1, _id: \"hashed\"} (its hashed _id spreads that value's documents while queries on " +
+                                                   lead + " stay on its chunks) or a synthetic prefix";
     if (c.prefix_top_share < fair)
       return "if the top " + lead + " value grew from " + pct(c.prefix_top_share) + " to above " + pct(fair) +
              " of inserts (one shard's fair share), " +
-             (c.suffix_monotonic ? "the prefix would be too skewed even with the suffix, since that value's new documents go to the "
-                                   "chunk at the top of its " + suffix + " range; then a synthetic prefix. "
+             (c.pattern.field(1).hashed ? "its documents would spread over shards by the hash of their " + suffix +
+                                              " values: fine while those stay many. "
+              : c.suffix_monotonic ? "the prefix would be too skewed even with the suffix, since that value's new documents go to the "
+                                   "chunk at the top of its " + suffix + " range; then " + remedy + ". "
                                  : "its documents would have to spread over shards on their " + suffix +
-                                       " values alone: fine while those stay many and do not grow with time, a synthetic prefix otherwise. ");
+                                       " values alone: fine while those stay many and do not grow with time, " + remedy + " otherwise. ");
     // Already past the fair share: what holds it up is the suffix, so say what would break that.
+    if (c.pattern.field(1).hashed)  // a hashed suffix never grows with time
+      return "the top " + lead + " value already holds " + pct(c.prefix_top_share) + " of inserts, above one shard's fair share (" +
+             pct(fair) + "), and spreads only by the hash of its " + suffix + " values; if those became few (under " +
+             std::to_string(2 * r.shards) + "), frequency would fail. ";
     return "the top " + lead + " value already holds " + pct(c.prefix_top_share) + " of inserts, above one shard's fair share (" +
            pct(fair) + "), and spreads only on its " + suffix + " values; if those became few (under " +
-           std::to_string(2 * r.shards) + ") or grew with time, frequency would fail; then a synthetic prefix. ";
+           std::to_string(2 * r.shards) + ") or grew with time, frequency would fail; then " + remedy + ". ";
   }
   if (c.jumbo_risk && c.top_share < fair)
     return "if the top value kept growing past " + pct(fair) + " of inserts it would fail frequency outright. ";

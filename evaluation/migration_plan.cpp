@@ -198,6 +198,8 @@ MigrationPlan planMigration(const NamespaceState& st, const NamespaceReport& r, 
   } else if (p.action == "refineCollectionShardKey") {
     p.requirements.push_back("MongoDB 4.4 or later; the supporting index exists before the command");
   } else {
+    if (w.pattern.size() > 1 && w.pattern.hasHashedField())
+      p.requirements.push_back("MongoDB 4.4 or later: a compound shard key with a hashed field");
     p.requirements.push_back("the balancer then moves chunks between shards: allow for its traffic");
   }
   if (p.writes_per_second > 0) {

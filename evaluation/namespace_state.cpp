@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <random>
 
 #include "evaluation/document_digest.h"
 #include "evaluation/projection.h"
@@ -258,6 +259,7 @@ void NamespaceState::observeField(FieldState& f, const bson_value_t& v, uint64_t
 
 void NamespaceState::observePath(std::string_view path, const bson_iter_t& it, size_t position, const uint64_t* hash,
                                  bool whole) {
+  if (path == "_id") lacks_id_ = false;
   FieldState* f = nullptr;
   if (size_t i = fieldIndex(path, position); i != kUntracked) {
     f = &fields[i];
@@ -285,6 +287,28 @@ void NamespaceState::countInsert(uint64_t bytes, DocOrigin origin) {
     if (origin == DocOrigin::Upserted) ++upserted;
   }
   seen_.assign(fields.size(), 0);
+  lacks_id_ = origin == DocOrigin::Insert;  // an upsert's _id comes with its reply, a replacement keeps one
+}
+
+void NamespaceState::observeServerId(bson_oid_t& oid) {
+  // 5 bytes drawn once per process (sidecars make distinct ids), then a counter: unique, rising
+  // with arrival as the server's ObjectIds do, and the same for the same inserts (an export does
+  // not depend on when or how they were batched).
+  static const uint64_t self = std::random_device{}() * 0x9E3779B97F4A7C15ull;
+  const uint64_t count = server_ids_++;
+  for (int i = 0; i < 5; ++i) oid.bytes[i] = static_cast<uint8_t>(self >> (8 * i));
+  for (int i = 0; i < 7; ++i) oid.bytes[5 + i] = static_cast<uint8_t>(count >> (48 - 8 * i));
+  bson_value_t v;
+  v.value_type = BSON_TYPE_OID;
+  bson_oid_copy(&oid, &v.value.v_oid);
+  FieldState* f = nullptr;
+  if (size_t i = fieldIndex("_id", 0); i != kUntracked) {
+    f = &fields[i];
+    seen_[i] = 1;
+  } else if (fields.size() < limits_.max_fields) {
+    if ((f = trackField("_id"))) seen_.push_back(1);
+  }
+  if (f) observeField(*f, v, valueHash(v));
 }
 
 void NamespaceState::applyInsert(const bson_t& doc, int64_t time_us, DocOrigin origin) {
@@ -309,6 +333,9 @@ void NamespaceState::applyDigest(const DigestView& digest, int64_t time_us, DocO
 
 // The fields the document did not have, and the reservoir: `doc` projected, or its `projection`.
 void NamespaceState::finishInsert(int64_t time_us, const bson_t* doc, std::string_view projection) {
+  bson_oid_t server_id;
+  const bool made_id = lacks_id_;
+  if (made_id) observeServerId(server_id);
   for (size_t i = 0; i < fields.size(); ++i) {
     if (i < seen_.size() && seen_[i]) continue;
     ++fields[i].missing;
@@ -327,6 +354,13 @@ void NamespaceState::finishInsert(int64_t time_us, const bson_t* doc, std::strin
   if (slot < 0) return;
   if (doc) projectSmallFields(*doc, projected_);  // at most 2 KiB
   else projected_.assign(projection);
+  if (made_id && projected_.size() >= 5) {  // the sample holds the _id the server gave it, first as it would
+    char element[17] = {BSON_TYPE_OID, '_', 'i', 'd', '\0'};
+    std::memcpy(element + 5, server_id.bytes, 12);
+    projected_.insert(4, element, sizeof element);
+    const uint32_t len = static_cast<uint32_t>(projected_.size());
+    for (int i = 0; i < 4; ++i) projected_[i] = static_cast<char>(len >> (8 * i));  // little-endian
+  }
   const bool append = slot == static_cast<int64_t>(reservoir.size());
   const size_t extra = append ? sizeof(SampleDoc) : 0;
   const size_t before = append ? 0 : heapBytes(reservoir[slot].doc);

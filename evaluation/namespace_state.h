@@ -267,6 +267,9 @@ class NamespaceState {
                    bool whole = true);
   void mergeModified(ShapeState& s, std::string_view names, uint64_t count);
   void countInsert(uint64_t bytes, DocOrigin origin);
+  // An inserted document without _id gets an ObjectId from the server (mongod, or mongos to route
+  // it): observed as one made at its arrival, unique and rising, so _id keys see what is stored.
+  void observeServerId(bson_oid_t& oid);
   void finishInsert(int64_t time_us, const bson_t* doc, std::string_view projection);
   uint64_t nextRandom() { return mix64(rng_++); }
 
@@ -284,6 +287,8 @@ class NamespaceState {
   std::string encoded_;        // the current value, encoded
   DecodedValues split_order_;  // computeSplits
   std::string projected_;      // the current insert, projected for the reservoir
+  bool lacks_id_ = false;      // the current insert has no top-level _id (so far)
+  uint64_t server_ids_ = 0;    // ObjectIds made for such inserts (their counter)
   DocumentWalk walk_;          // the current insert's fields
   BudgetCharge charge_;
 };

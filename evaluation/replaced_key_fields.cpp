@@ -36,7 +36,10 @@ void appendReplacedPinnedFields(const bson_t& filter, const bson_iter_t& replace
     bson_iter_t pinned, doc, held;
     if (!pinnedValue(f, pinned) || !bson_iter_recurse(&replacement, &doc)) continue;
     const bool found = std::strchr(name, '.') ? bson_iter_find_descendant(&doc, name, &held) : bson_iter_find(&doc, name);
-    if (!found) continue;  // dropped: judged with the fields the replacement carries
+    if (!found) {  // dropped: the field goes from the pinned value to missing (null to mongos)
+      if (!BSON_ITER_HOLDS_NULL(&pinned)) batch.appendName({name, bson_iter_key_len(&f)});
+      continue;
+    }
     if (!std::strchr(name, '.')) held = doc;
     if (common::compareValues(*bson_iter_value(&pinned), *bson_iter_value(&held)) != 0)
       batch.appendName({name, bson_iter_key_len(&f)});

@@ -15,8 +15,9 @@ namespace shardscope::evaluation {
 // `filter`: the statement's q (findAndModify's query); `replacement`: an iterator at its
 // replacement document. Appends the name of each field the filter pins by equality ({f: v} or
 // {f: {$eq: v}}, a dotted path as written) that the replacement holds with a different value (as
-// MongoDB compares them: 1 and 1.0 are equal). _id is left out (MongoDB refuses to change it). At
-// most 32 filter fields are compared.
+// MongoDB compares them: 1 and 1.0 are equal) or drops (missing, unless the filter pinned null,
+// which a missing field matches). _id is left out (MongoDB refuses to change it, and a
+// replacement without it keeps it). At most 32 filter fields are compared.
 void appendReplacedPinnedFields(const bson_t& filter, const bson_iter_t& replacement, EventBatch& batch);
 
 // Whether `$set: {path: v}` (`path` a field of the $set document `set_doc`, `set_len` bytes) writes

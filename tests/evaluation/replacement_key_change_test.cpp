@@ -137,5 +137,25 @@ TEST(ReplacementKeyChange, LaterStatementsOfAShapeCount) {
   bson_destroy(doc);
 }
 
+// replaceOne({tenantId, accountId}, {accountId, ...}) drops the tenant the filter pins: the
+// document's key goes from the tenant to a missing field (null to mongos), a shard-key update
+// like writing another value. A replacement that drops a field the filter pins to null (a missing
+// field matches null) leaves it as it was.
+TEST(ReplacementKeyChange, ReplacementDroppingAPinnedKeyFieldChangesTheKey) {
+  Evaluator ev(replacedKeyOptions());
+  auto obs = ev.newObserver();
+  replacedKeyInsert(*obs);
+  for (int i = 0; i < 100; ++i) {
+    const bool drops = i % 4 == 0;  // one in four drops the tenant
+    const std::string kept = drops ? R"("accountId": "a)" + std::to_string(i) + "\"" : replacedKeyAccount(i, i % 40);
+    replacedKeySend(*obs,
+                    R"({"update": "accounts", "updates": [{"q": {)" + replacedKeyAccount(i, i % 40) + R"(, "score": null}, "u": {)" +
+                        kept + R"(, "profile": {"tier": 1}}}]})",
+                    R"({"n": 1, "nModified": 1, "ok": 1})");
+  }
+  EXPECT_NEAR(replacedKeyUpdates(ev, kReplacedKeyTenant), 25, 0.1);
+  EXPECT_EQ(replacedKeyUpdates(ev, R"({ "score" : 1 })"), 0);  // pinned to null, dropped: still null
+}
+
 }  // namespace
 }  // namespace shardscope::evaluation

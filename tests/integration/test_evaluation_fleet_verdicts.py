@@ -190,6 +190,41 @@ def catalog(t: Traffic, rng: random.Random) -> None:
             list(t.coll("products").find({"tags": "t3"}).limit(5))
 
 
+def whale_chat(t: Traffic, rng: random.Random) -> None:
+    # Chat messages, one room at 35% of them (above a 4-shard cluster's 25% fair share), read by
+    # room. Guidance: a compound hashed key (4.4+) with the hashed field after the room: a query on
+    # roomId targets that room's chunks, and the busy room's messages spread by the hash of _id;
+    # {roomId: 1, ts: 1} keeps the room's new messages in one chunk (ts rises), {_id: "hashed"}
+    # targets no read.
+    rooms = [f"room-{rng.randrange(10**6):06d}" for _ in range(80)]
+    docs = [{"roomId": rooms[0] if rng.random() < 0.35 else rng.choice(rooms[1:]), "ts": _ts(i), "text": "hi"} for i in range(1600)]
+    t.insert("messages", docs, batch=50)
+    for _ in range(160):
+        room = rng.choice(docs)["roomId"]
+        if rng.random() < 2 / 3:  # not by turn: every sidecar of the round robin sees both shapes
+            list(t.coll("messages").find({"roomId": room}).sort("ts", -1).limit(20))
+        else:
+            start = _ts(rng.randrange(1600))
+            list(t.coll("messages").find({"roomId": room, "ts": {"$gte": start, "$lt": start + datetime.timedelta(seconds=60)}}))
+
+
+def tiny_tenants(t: Traffic, rng: random.Random) -> None:
+    # Orders of many tiny tenants: half the reads by orderId alone, 30% a tenant's orders, 20% by
+    # tenant and order. Guidance: the key the common queries name, {orderId: 1} (random ids, 70% of
+    # reads), not the tenant (50%).
+    tenants = [f"t-{rng.randrange(10**7):07d}" for _ in range(400)]
+    docs = [{"tenantId": rng.choice(tenants), "orderId": f"{rng.randrange(16**12):012x}", "createdAt": _ts(i)} for i in range(900)]
+    t.insert("orders", docs)
+    for q in range(200):
+        d = rng.choice(docs)
+        if q % 10 < 5:
+            list(t.coll("orders").find({"orderId": d["orderId"]}))
+        elif q % 10 < 8:
+            list(t.coll("orders").find({"tenantId": d["tenantId"]}).sort("createdAt", -1).limit(10))
+        else:
+            list(t.coll("orders").find({"tenantId": d["tenantId"], "orderId": d["orderId"]}))
+
+
 # Facts the verdict rests on that only the sampled documents and filters hold: they must survive
 # the value-free export (checked on one proxy and on the merged fleet).
 def _facts(name: str, ns: dict) -> None:
@@ -205,6 +240,10 @@ def _facts(name: str, ns: dict) -> None:
     if name == "carts":
         assert cand({"_id": "hashed"})["shardscope"]["upsertTargeting"]["pass"] is False
         assert cand({"userId": 1})["shardscope"]["upsertTargeting"]["pass"] is True
+    if name == "whalechat":  # the room key with a rising suffix fails on the busy room; _id targets nothing
+        assert cand({"roomId": 1, "ts": 1})["frequency"]["pass"] is False
+        assert cand({"_id": "hashed"})["targetedShare"] == 0
+        assert cand({"roomId": 1, "_id": "hashed"})["targetedShare"] == 1
     if name == "iot":
         assert cand({"deviceId": 1})["cardinality"]["pass"] is False
         assert cand({"ts": 1})["monotonicity"]["pass"] is False
@@ -218,6 +257,8 @@ WORKLOADS = [
     ("tickets", tickets, "tickets", {"customerId": 1, "ticketId": 1}),
     ("carts", carts, "carts", {"userId": 1}),
     ("catalog", catalog, "products", {"sku": 1}),
+    ("whalechat", whale_chat, "messages", {"roomId": 1, "_id": "hashed"}),
+    ("tinytenants", tiny_tenants, "orders", {"orderId": 1}),
 ]
 
 
