@@ -135,6 +135,28 @@ bool LookupIndex::learnCompact(const bson_t* compact, bool confirmedInsert) {
   return clean && mapped;
 }
 
+void LookupIndex::refuteContradicted(const bson_t* compact) {
+  bson_iter_t l, v;
+  if (!compact || !bson_iter_init_find(&l, compact, "l")) return;
+  std::string canon;
+  bson_t added;
+  if (bson_iter_init_find(&v, compact, "v") && BSON_ITER_HOLDS_DOCUMENT(&v) && common::documentOrArray(v, added))
+    canon = canonicalValues(&added);
+  auto one = [&](const bson_iter_t& x) {
+    const std::string key = canonicalValueKey(x);
+    if (key.empty()) {
+      if (BSON_ITER_HOLDS_DECIMAL128(&x)) markAmbiguous(x);  // as learnOne: it may equal mapped numbers
+      return;
+    }
+    const bool refuted = canon.empty() ? store_.markAmbiguous(key) : store_.refute(key, canon);
+    if (refuted && on_ambiguous) on_ambiguous(x);
+  };
+  if (!BSON_ITER_HOLDS_ARRAY(&l)) return one(l);
+  bson_iter_t element;
+  if (bson_iter_recurse(&l, &element))
+    while (bson_iter_next(&element)) one(element);
+}
+
 void LookupIndex::forEachEqual(const bson_iter_t& lookupValue, const std::function<void(const bson_iter_t&, const std::string&)>& fn) {
   if (std::string key = canonicalValueKey(lookupValue); !key.empty()) return fn(lookupValue, key);
   bson_t neighbours = BSON_INITIALIZER;

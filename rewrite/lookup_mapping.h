@@ -56,6 +56,11 @@ class LookupIndex {
   Compact extract(const bson_t* doc) const;
   // `confirmedInsert`: an acknowledged insert, published to the shared collection.
   bool learnCompact(const bson_t* compact, bool confirmedInsert);
+  // The distrust a compact would teach, taught now, its trust left for later (a transaction's
+  // document, learned at commit): each of its lookup values held with other added values, or
+  // whose document has none that can be mapped, or a decimal, becomes ambiguous. Whether the
+  // transaction then commits unseen or not at all, no mapping it contradicts is believed meanwhile.
+  void refuteContradicted(const bson_t* compact);
   // A change made through the sidecar set the added fields of `lookupValue` to those in
   // `addedFields` (flat, null: to something not known): replaces or drops the mapping, no contradiction.
   void moved(const bson_iter_t& lookupValue, const bson_t* addedFields);
