@@ -167,6 +167,24 @@ TEST_F(LookupRewriteTest, NumbersThatCompareEqualShareAMapping) {
   EXPECT_EQ(plan(R"({"find": "orders", "filter": {"orderId": 5}, "$db": "shop"})").kind, RewriteKind::None);
 }
 
+// A symbol is compared as the string it spells: {orderId: "O1"} also finds a document whose
+// orderId is Symbol("O1"). Before, a symbol had no key: such a document of another customer was
+// never seen as a contradiction, and the rewritten lookup of "O1" answered only the string's.
+TEST_F(LookupRewriteTest, ASymbolIsTheStringItSpells) {
+  Doc symbolOrder(R"({"v": {"$symbol": "O1"}})"), stringOrder(R"({"v": "O1"})");
+  bson_iter_t s, t;
+  ASSERT_TRUE(bson_iter_init_find(&s, symbolOrder.get(), "v") && BSON_ITER_HOLDS_SYMBOL(&s));
+  ASSERT_TRUE(bson_iter_init_find(&t, stringOrder.get(), "v"));
+  EXPECT_EQ(canonicalValueKey(s), canonicalValueKey(t));
+
+  ASSERT_TRUE(rewritesFind("O1"));
+  Doc other(R"({"orderId": {"$symbol": "O1"}, "customerId": "C9"})");
+  index_.learnFromDocument(other.get());
+  EXPECT_FALSE(rewritesFind("O1")) << "two customers for one order: ambiguous";
+  // A symbol lookup value is the string's lookup: rewritten when the string's order is known.
+  EXPECT_EQ(plan(R"({"find": "orders", "filter": {"orderId": {"$symbol": "O2"}}, "$db": "shop"})").kind, RewriteKind::Read);
+}
+
 // Issue 27 item 1: equal numbers beyond 9.2e18 and at -2^63 were two keys (two mappings, each
 // rewriting to its own customer while the server finds both documents).
 TEST_F(LookupRewriteTest, EqualNumbersAcrossTheWholeRangeAreOneOrder) {
