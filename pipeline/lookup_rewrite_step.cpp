@@ -116,6 +116,7 @@ void Pipeline::learnInTransaction(const PendingOp& op, const protocol::ReplyFact
   if (!op.lookup) return;
   auto holder = transaction_lessons_.holder(learning.transaction, op.lookup);
   rewrite::applyReplyLearning(*op.lookup, learning, reply, !op.rewrite, nullptr, &holder);
+  holder.holdChanges(op.learning);  // their distrust acts again when the transaction ends
   // A statement that failed aborts its transaction on the server: nothing it held will commit.
   if (reply.error()) transaction_lessons_.drop(learning.transaction);
 }

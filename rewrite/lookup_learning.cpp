@@ -196,6 +196,7 @@ void planChange(LookupIndex& index, const bson_t& statement, uint32_t at, bool s
       // Under a collation the filter's value also matches others ("abc" finds "ABC" documents):
       // the change reaches orders it does not name.
       ((touches || order != LookupChange::None) && !(bson_has_field(&statement, "collation") ? collationIsSimple(statement) : simpleCollation))) {
+    r.unsettles_all = true;
     index.unsettleAll();
     return;
   }
@@ -373,6 +374,25 @@ ReplyLearning planReplyLearning(LookupIndex& index, const protocol::CommandView&
     r.from = ReplyLearning::From::Value;
   }
   return r;
+}
+
+void reapplyDistrust(LookupIndex& index, const ReplyLearning& learning) {
+  if (learning.unsettles_all) index.unsettleAll();
+  struct Discard final : LessonSink {
+    void hold(const bson_t*, bool) override {}
+  } discard;
+  Teacher teach{index, &discard};
+  // As a reply that cannot rule out a match: each change unsettles what it may have split.
+  for (const auto& c : learning.changes) applyChange(teach, c, false, Matched::Maybe);
+}
+
+size_t heldBytes(const ReplyLearning& learning) {
+  size_t bytes = sizeof(ReplyLearning) + learning.complete.capacity() + learning.transaction.capacity();
+  for (const auto& i : learning.inserts) bytes += sizeof(i) + i.capacity();
+  for (const auto& c : learning.changes)
+    bytes += sizeof(c) + c.lookup.capacity() + c.added.capacity() + c.before.capacity() + c.moved_to.capacity() +
+             c.moved_before.capacity() + c.moved_carries.capacity();
+  return bytes;
 }
 
 size_t applyReplyLearning(LookupIndex& index, const ReplyLearning& learning, const protocol::ReplyFacts& reply,

@@ -56,6 +56,7 @@ struct ReplyLearning {
   // an order (its snapshot may miss documents others insert before the commit).
   bool in_transaction = false;
   std::string transaction;
+  bool unsettles_all = false;  // the plan unsettled every value (a change it cannot attribute)
   // commitTransaction / abortTransaction: the reply applies or drops the transaction's lessons.
   enum class Ends : uint8_t { No, Commit, Abort };
   Ends ends = Ends::No;
@@ -73,6 +74,13 @@ ReplyLearning planReplyLearning(LookupIndex& index, const protocol::CommandView&
 // `complete` (optional) is set when a complete reply taught its values. `held` (optional): the
 // lessons that add trust go there instead of into the mapping (a transaction's statement); what
 // takes trust away still acts at once.
+// A committed transaction's changes take trust away again: a reply that settled an order between
+// the statement and the commit (a complete read, seeing the documents as they were before the
+// transaction) spoke for documents the commit has just changed. Learns nothing.
+void reapplyDistrust(LookupIndex& index, const ReplyLearning& learning);
+// What the copies `learning` holds weigh (a transaction keeps it until the commit).
+size_t heldBytes(const ReplyLearning& learning);
+
 size_t applyReplyLearning(LookupIndex& index, const ReplyLearning& learning, const protocol::ReplyFacts& reply,
                           bool originalReply = false, bool* complete = nullptr, LessonSink* held = nullptr);
 

@@ -48,12 +48,13 @@ class RewriteTransactionTest : public ::testing::Test {
     exchange(conn, std::string(R"({")") + command + R"(": 1, )" + txnFieldsOf(txn, false) + R"(, "$db": "admin"})", id, answer);
   }
   // Whether a plain find of `orderId` (no transaction) is rewritten, and with which customer.
-  std::optional<std::string> rewrittenCustomer(Connection& conn, const char* orderId, int32_t id) {
+  // `batch`: the documents the answer holds (the whole order when the find was not rewritten).
+  std::optional<std::string> rewrittenCustomer(Connection& conn, const char* orderId, int32_t id, const std::string& batch = "") {
     auto sent = request(std::string(R"({"find": "orders", "filter": {"orderId": ")") + orderId + R"("}, "$db": "shop"})", id);
     auto action = conn.send(sent);
     const std::string body = bodyJson(action.to_upstream);
     // Answer with the (empty) batch: a rewritten find then falls back; nothing else is asserted on it.
-    auto back = reply(cursorReply(0, "firstBatch", ""), id);
+    auto back = reply(cursorReply(0, "firstBatch", batch), id);
     conn.receive(back);
     const size_t at = body.find(R"("customerId" : ")");
     if (at == std::string::npos) return std::nullopt;
@@ -126,6 +127,26 @@ TEST_F(RewriteTransactionTest, AnAbortedChangeOfCustomerNeverSettlesTheOrder) {
   EXPECT_EQ(rewrittenCustomer(conn, "O1", 3), std::nullopt) << "unsettled at once, before the commit";
   endTransaction(conn, "abortTransaction", 1, 4);
   EXPECT_EQ(rewrittenCustomer(conn, "O1", 5), std::nullopt) << "the documents still carry C1";
+}
+
+// A complete read between a transaction's change and its commit sees the documents as they were
+// and settles the order again; the commit then splits it. The change's distrust acts again when
+// the transaction ends, whether its end is seen as a commit or only as the connection closing.
+TEST_F(RewriteTransactionTest, AChangeUnsettlesAgainWhenItsTransactionEnds) {
+  const std::string lineMove = R"({"update": "orders", "updates": [{"q": {"orderId": "O1", "line": 1}, "u": {"$set": {"customerId": "C2"}}}], )";
+  const std::string wholeOrder = R"({"_id": 1, "orderId": "O1", "line": 1, "customerId": "C1"}, {"_id": 2, "orderId": "O1", "line": 2, "customerId": "C1"})";
+  for (const bool seenCommit : {true, false}) {
+    env.rule = orderRule({R"({"orderId": "O1", "customerId": "C1"})"});
+    Connection reader(env, &cursors);
+    {
+      Connection writer(env, &cursors);
+      exchange(writer, lineMove + txnFieldsOf(1, true) + R"(, "$db": "shop"})", 1, R"({"n": 1, "nModified": 1, "ok": 1.0})");
+      EXPECT_EQ(rewrittenCustomer(reader, "O1", 2, wholeOrder), std::nullopt) << "unsettled by the change";
+      ASSERT_EQ(rewrittenCustomer(reader, "O1", 3), "C1") << "the complete reply settled it again (before the commit)";
+      if (seenCommit) endTransaction(writer, "commitTransaction", 1, 4);
+    }
+    EXPECT_EQ(rewrittenCustomer(reader, "O1", 5), std::nullopt) << (seenCommit ? "after the commit" : "after the connection closed");
+  }
 }
 
 TEST_F(RewriteTransactionTest, AContradictionIsAmbiguousAtOnceWhateverTheCommit) {
