@@ -319,6 +319,17 @@ std::vector<int64_t> errorIndexes(const protocol::ReplyFacts& reply) {
   return out;
 }
 
+void stampComplete(const LookupIndex& index, ReplyLearning& r) {
+  bson_t values;
+  if (staticDoc(r.complete, values)) r.complete_stamp = index.changeStamp(&values);
+}
+
+// The complete reply's values lost no trust while it was in flight (see changeStamp).
+bool quietSinceRequest(const LookupIndex& index, const ReplyLearning& r) {
+  bson_t values;
+  return staticDoc(r.complete, values) && index.changeStamp(&values) == r.complete_stamp;
+}
+
 }  // namespace
 
 ReplyLearning planReplyLearning(LookupIndex& index, const protocol::CommandView& view, bool simpleDefaultCollation) {
@@ -343,9 +354,11 @@ ReplyLearning planReplyLearning(LookupIndex& index, const protocol::CommandView&
     if (projectionKeeps(view.body, "projection", fields) && !truthy(view.body, "returnKey"))
       r.from = ReplyLearning::From::FirstBatch;
     if (r.from == ReplyLearning::From::FirstBatch && !r.in_transaction) r.complete = completeReplyValues(view, rule);
+    stampComplete(index, r);
   } else if (kind == CommandKind::Aggregate) {
     if (pipelineKeepsDocuments(view.body) && !truthy(view.body, "explain")) r.from = ReplyLearning::From::FirstBatch;
     if (r.from == ReplyLearning::From::FirstBatch && !r.in_transaction) r.complete = completeReplyValues(view, rule);
+    stampComplete(index, r);
   } else if (kind == CommandKind::Update) {
     uint32_t at = 0;
     common::forEachStatement(view, "updates", [&](const bson_t& statement) {
@@ -420,7 +433,8 @@ size_t applyReplyLearning(LookupIndex& index, const ReplyLearning& learning, con
     }
     case ReplyLearning::From::FirstBatch: {
       // The client's own command whose reply holds every document of the values it asked for.
-      if (originalReply && !held && learnFromCompleteReply(index, learning.complete, reply)) {
+      if (originalReply && !held && quietSinceRequest(index, learning) &&
+          learnFromCompleteReply(index, learning.complete, reply)) {
         if (complete) *complete = true;
         break;
       }

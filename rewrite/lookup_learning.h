@@ -51,6 +51,7 @@ struct ReplyLearning {
   // find / aggregate whose reply, when its cursor is exhausted at once, holds every document of
   // these lookup values (a BSON array; empty otherwise): see complete_reply.h.
   std::string complete;
+  uint64_t complete_stamp = 0;  // LookupIndex::changeStamp of `complete` when the request was planned
   // A statement of a multi-document transaction: its lessons wait for the commit (the key of its
   // transaction, TransactionLessons::keyOf; empty outside one). A change inside one never settles
   // an order (its snapshot may miss documents others insert before the commit).

@@ -81,6 +81,12 @@ class LookupIndex {
   // it through one): such a document belongs to several orders, so a change of its added fields
   // made through one order may split another that the change does not name.
   bool lookupArraysSeen() const { return lookup_arrays_seen_.load(std::memory_order_relaxed); }
+  // A stamp of what changed these lookup values' state (a BSON array: learned from a new line,
+  // unsettled, moved, ambiguous) or every value's; it only grows. A complete reply is believed only when the stamp
+  // taken as its request was planned is unchanged when it answers: replies on other connections
+  // arrive in any order, so a read the server ran before a change may answer after it, and would
+  // settle the order as it was. Hash slots: two values sharing one only cost a reply its lesson.
+  uint64_t changeStamp(const bson_t* values) const;
   void reset();  // an explicit reset: the store, ambiguity and unsettled values
   // The added-field values for one lookup value: a BSON document {customerId: X, ...}.
   bool valuesFor(const bson_iter_t& lookupValue, std::string& addDoc);
@@ -96,6 +102,11 @@ class LookupIndex {
   // Calls `fn` with the value and its key, or for a decimal with each mapped number it may equal.
   void forEachEqual(const bson_iter_t& lookupValue, const std::function<void(const bson_iter_t&, const std::string&)>& fn);
 
+  void noteChange(const std::string& key);
+
+  static constexpr size_t kStampSlots = 4096;
+  std::array<std::atomic<uint64_t>, kStampSlots> stamps_{};
+  std::atomic<uint64_t> stamp_all_{0};
   LookupRule rule_;
   MappingStore store_;
   LookupStats stats_;
