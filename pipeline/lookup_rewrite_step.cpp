@@ -99,6 +99,39 @@ void Pipeline::noteUnplannedWrites() {
   }
 }
 
+void Pipeline::noteTransaction(PendingOp& op) {
+  using rewrite::ReplyLearning;
+  const auto kind = view_.traits.kind;  // classified when the view was built
+  if (op.learning && op.learning->in_transaction) {
+    op.learning->transaction = rewrite::TransactionLessons::keyOf(view_);
+    return;
+  }
+  const bool commit = kind == protocol::CommandKind::CommitTransaction;
+  if ((!commit && kind != protocol::CommandKind::AbortTransaction) || transaction_lessons_.empty()) return;
+  auto ends = std::make_shared<ReplyLearning>();
+  ends->transaction = rewrite::TransactionLessons::keyOf(view_);
+  ends->ends = commit ? ReplyLearning::Ends::Commit : ReplyLearning::Ends::Abort;
+  op.learning = std::move(ends);
+}
+
+void Pipeline::learnInTransaction(const PendingOp& op, const protocol::ReplyFacts& reply) {
+  const auto& learning = *op.learning;
+  if (learning.ends == rewrite::ReplyLearning::Ends::Commit && reply.has_ok && reply.ok && !reply.write_concern_error.present) {
+    transaction_lessons_.commit(learning.transaction);
+    return;
+  }
+  if (learning.ends != rewrite::ReplyLearning::Ends::No) {  // aborted, or a commit that may not have happened
+    transaction_lessons_.drop(learning.transaction);
+    return;
+  }
+  if (!op.lookup) return;
+  auto holder = transaction_lessons_.holder(learning.transaction, op.lookup);
+  rewrite::applyReplyLearning(*op.lookup, learning, reply, !op.rewrite, nullptr, &holder);
+  holder.holdChanges(op.learning);  // their distrust acts again when the transaction ends
+  // A statement that failed aborts its transaction on the server: nothing it held will commit.
+  if (reply.error()) transaction_lessons_.drop(learning.transaction);
+}
+
 std::span<const uint8_t> Pipeline::sendConfirmingRead(PendingOp& op) {
   auto& state = *op.rewrite;
   state.rewritten.assign(request_rewritten_.begin(), request_rewritten_.end());

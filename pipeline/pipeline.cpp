@@ -338,6 +338,7 @@ RequestAction Pipeline::onDecodedRequest(std::span<uint8_t> message, std::option
     op.lookup = env_.lookupRule(ns);
     if (op.lookup) out = applyLookupRule(op, message, ns);
     noteUnplannedWrites();
+    noteTransaction(op);
   }
   const protocol::CommandView& routed = op.rewrite ? rewritten_->view : view_;
   if (streamed_insert_) {  // its documents come first: registered after the last (finishStreamedRequest)
@@ -657,7 +658,9 @@ void Pipeline::learnFromReply(const PendingOp& op, const protocol::ReplyFacts& r
   reportStaleConfig(op, reply);  // also in ok:1 replies (writeErrors, writeConcernError)
   // A failed write may still have changed documents: the learning sees every reply.
   reply_was_complete_ = false;
-  if (op.lookup && op.learning)
+  if (op.learning && (op.learning->in_transaction || op.learning->ends != rewrite::ReplyLearning::Ends::No))
+    learnInTransaction(op, reply);
+  else if (op.lookup && op.learning)
     rewrite::applyReplyLearning(*op.lookup, *op.learning, reply, !op.rewrite, &reply_was_complete_);
   if (reply.has_ok && !reply.ok) return;
   if (!op.sharded || !settings_.cursors) return;

@@ -26,6 +26,7 @@
 #include "routing/key_document_stream.h"
 #include "routing/write_targeting.h"
 #include "rewrite/lookup_guard.h"
+#include "rewrite/transaction_lessons.h"
 #include "stats/registry.h"
 
 namespace shardscope::pipeline {
@@ -137,8 +138,9 @@ class Pipeline {
   // largeBufferBytes to it).
   size_t measureLargeBuffers() const;
   // What requests in flight keep until their replies (part of both sums above): pending rewrites'
-  // copies, and the pending list once it holds more than kUnchargedPendingBytes.
-  size_t heldForRepliesBytes() const { return rewrite_held_bytes_ + pendingListBytes(); }
+  // copies, the lessons of open transactions, and the pending list once it holds more than
+  // kUnchargedPendingBytes.
+  size_t heldForRepliesBytes() const { return rewrite_held_bytes_ + transaction_lessons_.bytes() + pendingListBytes(); }
   // A few dozen requests in flight (drivers send one per connection at a time) are not worth an
   // atomic each; a pipeline of thousands (up to PendingOps::kMaxClientRequests, ~1.6 MiB) is charged.
   static constexpr size_t kUnchargedPendingBytes = 64 * 1024;
@@ -206,6 +208,10 @@ class Pipeline {
   // A bulkWrite or an aggregate's $out/$merge writing into a rule's collection: every value of
   // that rule is unsettled (rewrite/unplanned_writes.h).
   void noteUnplannedWrites();
+  // A statement of a multi-document transaction holds what it teaches until the commit; a
+  // commitTransaction / abortTransaction applies or drops it (rewrite/transaction_lessons.h).
+  void noteTransaction(PendingOp& op);
+  void learnInTransaction(const PendingOp& op, const protocol::ReplyFacts& reply);
   std::span<const uint8_t> afterConfirmingRead(const PendingOp& read, const protocol::ReplyFacts& reply);
   void learnFromReply(const PendingOp& op, const protocol::ReplyFacts& reply);
   // Stale-routing detection, in one place: what counts as stale and what it triggers.
@@ -217,6 +223,7 @@ class Pipeline {
   stats::Recorder& recorder_;
   // The copies pending rewrites keep (RewriteState::held): declared before pending_, which holds them.
   size_t rewrite_held_bytes_ = 0;
+  rewrite::TransactionLessons transaction_lessons_;  // this connection's open transactions' lessons
   PendingOps pending_;
   // Per direction (requests, replies): whether a scratch buffer below may hold more than
   // kept_buffer_bytes. Most operations write none (noteScratch), and checking the buffers' sizes

@@ -35,7 +35,7 @@ constexpr CommandTraits kSpelledAs(CommandTraits t, LegacySpelling s) {
 constexpr CommandTraits kDdl{.mirror = M::Write, .ddl = true};
 constexpr CommandTraits kDdlEveryShard{.mirror = M::Write, .ddl = true, .collection_wide = true};
 constexpr CommandTraits kEveryShard{.collection_wide = true};
-constexpr CommandTraits kEndsTransaction{.mirror = M::Transaction};
+constexpr CommandTraits kEndsTransaction(K kind) { return {.kind = kind, .mirror = M::Transaction}; }
 constexpr CommandTraits kNamesNoCollection{.first_value_not_collection = true};
 
 constexpr CommandTraits with(CommandTraits t, bool never_faulted, bool first_value_not_collection) {
@@ -81,8 +81,8 @@ constexpr std::array kTable = {
     Entry{"validate", kEveryShard},
     Entry{"collStats", kEveryShard},
     Entry{"reIndex", kEveryShard},
-    Entry{"commitTransaction", kEndsTransaction},
-    Entry{"abortTransaction", kEndsTransaction},
+    Entry{"commitTransaction", kEndsTransaction(K::CommitTransaction)},
+    Entry{"abortTransaction", kEndsTransaction(K::AbortTransaction)},
     Entry{"shardCollection", kNamesNoCollection},
     Entry{"reshardCollection", kNamesNoCollection},
     Entry{"analyzeShardKey", kNamesNoCollection},
@@ -186,6 +186,8 @@ std::string_view commandKindName(CommandKind kind) {
     case K::GetMore: return "getMore";
     case K::KillCursors: return "killCursors";
     case K::Explain: return "explain";
+    case K::CommitTransaction: return "commitTransaction";
+    case K::AbortTransaction: return "abortTransaction";
     case K::Other: break;
   }
   return "other";

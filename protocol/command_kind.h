@@ -24,6 +24,8 @@ enum class CommandKind : uint8_t {
   GetMore,
   KillCursors,
   Explain,  // wraps another command (classified on its own where it is read)
+  CommitTransaction,  // ends a multi-document transaction: its writes take effect when it answers ok
+  AbortTransaction,   // ends one: its writes never happened
 };
 
 // How the mirror treats a command by its name; the mirror refines it from the body (an aggregate

@@ -38,6 +38,16 @@ bool onlyHarmlessOptions(const bson_t& body, std::initializer_list<std::string_v
   }
   bson_iter_t rc;
   if (child(&body, "readConcern.atClusterTime", rc) || child(&body, "readConcern.afterClusterTime", rc)) return false;
+  // Only the primary's latest data: a secondary, or a majority-committed snapshot, may not show yet
+  // a write the sidecar has already seen answered (a line moved), and would settle the order as it
+  // was before it.
+  if (child(&body, "readConcern.level", rc) &&
+      (!BSON_ITER_HOLDS_UTF8(&rc) || (std::string_view(bson_iter_utf8(&rc, nullptr)) != "local" &&
+                                      std::string_view(bson_iter_utf8(&rc, nullptr)) != "linearizable")))
+    return false;
+  if (child(&body, "$readPreference.mode", rc) &&
+      (!BSON_ITER_HOLDS_UTF8(&rc) || std::string_view(bson_iter_utf8(&rc, nullptr)) != "primary"))
+    return false;
   return zeroOrAbsent(body, "limit") && zeroOrAbsent(body, "skip");
 }
 

@@ -196,6 +196,7 @@ void planChange(LookupIndex& index, const bson_t& statement, uint32_t at, bool s
       // Under a collation the filter's value also matches others ("abc" finds "ABC" documents):
       // the change reaches orders it does not name.
       ((touches || order != LookupChange::None) && !(bson_has_field(&statement, "collation") ? collationIsSimple(statement) : simpleCollation))) {
+    r.unsettles_all = true;
     index.unsettleAll();
     return;
   }
@@ -204,7 +205,9 @@ void planChange(LookupIndex& index, const bson_t& statement, uint32_t at, bool s
   change.index = at;
   change.touches = touches;
   change.upsert = upsert;
-  change.covers_all = truthy(statement, "multi") && !upsert && filterIsOnly(filter, rule.lookup_field);
+  // Inside a transaction the statement saw its snapshot: documents others insert before the commit
+  // are not covered.
+  change.covers_all = truthy(statement, "multi") && !upsert && filterIsOnly(filter, rule.lookup_field) && !r.in_transaction;
   // What the documents will hold afterwards: learned only if the reply confirms the change.
   change.added = valuesAfter(filter, u, false, rule);
   if (change.upsert) {
@@ -231,22 +234,39 @@ void planChange(LookupIndex& index, const bson_t& statement, uint32_t at, bool s
 
 enum class Matched : uint8_t { No, Yes, Maybe };
 
+// Teaches the mapping what a reply confirmed, or holds it (a transaction's statement: learned
+// only when the transaction commits). What takes trust away is never held.
+struct Teacher {
+  LookupIndex& index;
+  LessonSink* held = nullptr;
+  bool compact(const bson_t* c, bool confirmedInsert) {
+    if (!held) return index.learnCompact(c, confirmedInsert);
+    if (c) held->hold(c, confirmedInsert);
+    return false;
+  }
+  bool document(const bson_t* doc) {
+    auto c = index.extract(doc);
+    return compact(c.get(), false);
+  }
+};
+
 bool staticDoc(const std::string& bytes, bson_t& out) {
   return !bytes.empty() && bson_init_static(&out, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
 }
 
-void learnPair(LookupIndex& index, const bson_iter_t& value, const bson_t* added) {
+void learnPair(Teacher& teach, const bson_iter_t& value, const bson_t* added) {
   bson_t compact = BSON_INITIALIZER;
   bson_append_iter(&compact, "l", 1, &value);
   if (added) bson_append_document(&compact, "v", 1, added);
-  index.learnCompact(&compact, false);
+  teach.compact(&compact, false);
   bson_destroy(&compact);
 }
 
 // A change whose reply came: an upsert taught a new document's mapping; a match (or a reply
 // that cannot rule one out) replaced the mapping, unsettled it, or added documents to another
 // lookup value.
-void applyChange(LookupIndex& index, const ReplyLearning::Change& c, bool upserted, Matched matched) {
+void applyChange(Teacher& teach, const ReplyLearning::Change& c, bool upserted, Matched matched) {
+  LookupIndex& index = teach.index;
   bson_t l, added, previous;
   bson_iter_t value;
   if (!staticDoc(c.lookup, l) || !bson_iter_init_find(&value, &l, "l")) return;
@@ -257,7 +277,7 @@ void applyChange(LookupIndex& index, const ReplyLearning::Change& c, bool upsert
     // are an ambiguity whatever else it holds).
     const bool hadBefore = staticDoc(c.before, previous);
     if (!known || (hadBefore && canonicalValues(&previous) != canonicalValues(&added))) index.markAmbiguous(value);
-    else learnPair(index, value, &added);
+    else learnPair(teach, value, &added);
     return;
   }
   if (matched == Matched::No) return;
@@ -274,12 +294,12 @@ void applyChange(LookupIndex& index, const ReplyLearning::Change& c, bool upsert
       return;
     }
     // The new value's documents: those it had (its mapping before) and the ones that joined.
-    if (staticDoc(c.moved_before, previous)) learnPair(index, target, &previous);
-    learnPair(index, target, &carried);
+    if (staticDoc(c.moved_before, previous)) learnPair(teach, target, &previous);
+    learnPair(teach, target, &carried);
     return;
   }
   if (!c.touches) return;
-  if (matched == Matched::Yes && c.covers_all && known) {
+  if (matched == Matched::Yes && c.covers_all && known && !teach.held) {
     index.learnComplete(value, &added);  // every document of the order now carries these
     return;
   }
@@ -299,10 +319,22 @@ std::vector<int64_t> errorIndexes(const protocol::ReplyFacts& reply) {
   return out;
 }
 
+void stampComplete(const LookupIndex& index, ReplyLearning& r) {
+  bson_t values;
+  if (staticDoc(r.complete, values)) r.complete_stamp = index.changeStamp(&values);
+}
+
+// The complete reply's values lost no trust while it was in flight (see changeStamp).
+bool quietSinceRequest(const LookupIndex& index, const ReplyLearning& r) {
+  bson_t values;
+  return staticDoc(r.complete, values) && index.changeStamp(&values) == r.complete_stamp;
+}
+
 }  // namespace
 
 ReplyLearning planReplyLearning(LookupIndex& index, const protocol::CommandView& view, bool simpleDefaultCollation) {
   ReplyLearning r;
+  r.in_transaction = view.inTransaction;
   // The collation a statement without its own runs under: the command's, else the collection's.
   const bool simpleCollation = bson_has_field(&view.body, "collation") ? collationIsSimple(view.body) : simpleDefaultCollation;
   const auto& rule = index.rule();
@@ -321,10 +353,12 @@ ReplyLearning planReplyLearning(LookupIndex& index, const protocol::CommandView&
   } else if (kind == CommandKind::Find) {
     if (projectionKeeps(view.body, "projection", fields) && !truthy(view.body, "returnKey"))
       r.from = ReplyLearning::From::FirstBatch;
-    if (r.from == ReplyLearning::From::FirstBatch) r.complete = completeReplyValues(view, rule);
+    if (r.from == ReplyLearning::From::FirstBatch && !r.in_transaction) r.complete = completeReplyValues(view, rule);
+    stampComplete(index, r);
   } else if (kind == CommandKind::Aggregate) {
     if (pipelineKeepsDocuments(view.body) && !truthy(view.body, "explain")) r.from = ReplyLearning::From::FirstBatch;
-    if (r.from == ReplyLearning::From::FirstBatch) r.complete = completeReplyValues(view, rule);
+    if (r.from == ReplyLearning::From::FirstBatch && !r.in_transaction) r.complete = completeReplyValues(view, rule);
+    stampComplete(index, r);
   } else if (kind == CommandKind::Update) {
     uint32_t at = 0;
     common::forEachStatement(view, "updates", [&](const bson_t& statement) {
@@ -355,11 +389,31 @@ ReplyLearning planReplyLearning(LookupIndex& index, const protocol::CommandView&
   return r;
 }
 
+void reapplyDistrust(LookupIndex& index, const ReplyLearning& learning) {
+  if (learning.unsettles_all) index.unsettleAll();
+  struct Discard final : LessonSink {
+    void hold(const bson_t*, bool) override {}
+  } discard;
+  Teacher teach{index, &discard};
+  // As a reply that cannot rule out a match: each change unsettles what it may have split.
+  for (const auto& c : learning.changes) applyChange(teach, c, false, Matched::Maybe);
+}
+
+size_t heldBytes(const ReplyLearning& learning) {
+  size_t bytes = sizeof(ReplyLearning) + learning.complete.capacity() + learning.transaction.capacity();
+  for (const auto& i : learning.inserts) bytes += sizeof(i) + i.capacity();
+  for (const auto& c : learning.changes)
+    bytes += sizeof(c) + c.lookup.capacity() + c.added.capacity() + c.before.capacity() + c.moved_to.capacity() +
+             c.moved_before.capacity() + c.moved_carries.capacity();
+  return bytes;
+}
+
 size_t applyReplyLearning(LookupIndex& index, const ReplyLearning& learning, const protocol::ReplyFacts& reply,
-                          bool originalReply, bool* complete) {
+                          bool originalReply, bool* complete, LessonSink* held) {
+  Teacher teach{index, held};
   if (!reply.has_ok || !reply.ok) {
     // A failed write may still have changed some documents (a multi-update interrupted midway).
-    for (const auto& c : learning.changes) applyChange(index, c, false, Matched::Maybe);
+    for (const auto& c : learning.changes) applyChange(teach, c, false, Matched::Maybe);
     return 0;
   }
   size_t learned = 0;
@@ -373,13 +427,14 @@ size_t applyReplyLearning(LookupIndex& index, const ReplyLearning& learning, con
         if (learning.ordered && at >= firstError) break;  // not run
         if (std::find(errors.begin(), errors.end(), at) != errors.end()) continue;
         bson_t compact;
-        if (staticDoc(learning.inserts[i], compact) && index.learnCompact(&compact, true)) ++learned;
+        if (staticDoc(learning.inserts[i], compact) && teach.compact(&compact, true)) ++learned;
       }
       break;
     }
     case ReplyLearning::From::FirstBatch: {
       // The client's own command whose reply holds every document of the values it asked for.
-      if (originalReply && learnFromCompleteReply(index, learning.complete, reply)) {
+      if (originalReply && !held && quietSinceRequest(index, learning) &&
+          learnFromCompleteReply(index, learning.complete, reply)) {
         if (complete) *complete = true;
         break;
       }
@@ -387,7 +442,7 @@ size_t applyReplyLearning(LookupIndex& index, const ReplyLearning& learning, con
       if (!reply.first_batch || !reply.batch.children(d)) break;
       while (bson_iter_next(&d)) {
         bson_t doc;
-        if (BSON_ITER_HOLDS_DOCUMENT(&d) && common::documentOrArray(d, doc) && index.learnFromDocument(&doc)) ++learned;
+        if (BSON_ITER_HOLDS_DOCUMENT(&d) && common::documentOrArray(d, doc) && teach.document(&doc)) ++learned;
       }
       break;
     }
@@ -402,8 +457,8 @@ size_t applyReplyLearning(LookupIndex& index, const ReplyLearning& learning, con
                               : knownN                                            ? Matched::No
                                                                                   : Matched::Maybe;
       if (hasValue) index.extract(&doc);  // notes a lookup field held in an array before the change is judged
-      for (const auto& c : learning.changes) applyChange(index, c, wasUpsert, matched);
-      if (hasValue && learning.learn_value && index.learnFromDocument(&doc)) ++learned;
+      for (const auto& c : learning.changes) applyChange(teach, c, wasUpsert, matched);
+      if (hasValue && learning.learn_value && teach.document(&doc)) ++learned;
       break;
     }
     case ReplyLearning::From::Updates: {
@@ -424,7 +479,7 @@ size_t applyReplyLearning(LookupIndex& index, const ReplyLearning& learning, con
         matched = reply.n > 0 ? Matched::Yes : Matched::No;
       for (const auto& c : learning.changes) {
         const bool upserted = std::find(upserts.begin(), upserts.end(), static_cast<int64_t>(c.index)) != upserts.end();
-        applyChange(index, c, upserted, matched);
+        applyChange(teach, c, upserted, matched);
       }
       break;
     }

@@ -16,6 +16,14 @@
 
 namespace shardscope::rewrite {
 
+// Where lessons that add trust wait instead of being learned at once (a transaction's, until it
+// commits: transaction_lessons.h). A lesson is a compact {l: lookup value, v: added fields}.
+class LessonSink {
+ public:
+  virtual ~LessonSink() = default;
+  virtual void hold(const bson_t* compact, bool confirmedInsert) = 0;
+};
+
 struct ReplyLearning {
   enum class From : uint8_t { Nothing, Inserts, FirstBatch, Value, Updates };
   From from = From::Nothing;
@@ -43,6 +51,16 @@ struct ReplyLearning {
   // find / aggregate whose reply, when its cursor is exhausted at once, holds every document of
   // these lookup values (a BSON array; empty otherwise): see complete_reply.h.
   std::string complete;
+  uint64_t complete_stamp = 0;  // LookupIndex::changeStamp of `complete` when the request was planned
+  // A statement of a multi-document transaction: its lessons wait for the commit (the key of its
+  // transaction, TransactionLessons::keyOf; empty outside one). A change inside one never settles
+  // an order (its snapshot may miss documents others insert before the commit).
+  bool in_transaction = false;
+  std::string transaction;
+  bool unsettles_all = false;  // the plan unsettled every value (a change it cannot attribute)
+  // commitTransaction / abortTransaction: the reply applies or drops the transaction's lessons.
+  enum class Ends : uint8_t { No, Commit, Abort };
+  Ends ends = Ends::No;
   bool empty() const { return from == From::Nothing; }
 };
 
@@ -54,8 +72,17 @@ ReplyLearning planReplyLearning(LookupIndex& index, const protocol::CommandView&
 // Applies it to the reply (a failed reply only unsettles what a change may have touched).
 // `originalReply`: the reply is to the command as the client wrote it (not a rewritten one), so a
 // complete reply may teach (complete_reply.h). Returns how many documents taught a mapping.
-// `complete` (optional) is set when a complete reply taught its values.
+// `complete` (optional) is set when a complete reply taught its values. `held` (optional): the
+// lessons that add trust go there instead of into the mapping (a transaction's statement); what
+// takes trust away still acts at once.
+// A committed transaction's changes take trust away again: a reply that settled an order between
+// the statement and the commit (a complete read, seeing the documents as they were before the
+// transaction) spoke for documents the commit has just changed. Learns nothing.
+void reapplyDistrust(LookupIndex& index, const ReplyLearning& learning);
+// What the copies `learning` holds weigh (a transaction keeps it until the commit).
+size_t heldBytes(const ReplyLearning& learning);
+
 size_t applyReplyLearning(LookupIndex& index, const ReplyLearning& learning, const protocol::ReplyFacts& reply,
-                          bool originalReply = false, bool* complete = nullptr);
+                          bool originalReply = false, bool* complete = nullptr, LessonSink* held = nullptr);
 
 }  // namespace shardscope::rewrite

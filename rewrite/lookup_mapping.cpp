@@ -93,17 +93,20 @@ bool LookupIndex::learnOne(const bson_iter_t& lookupValue, const std::string* va
     return false;
   }
   if (!value) {  // this lookup value also matches a document the added fields cannot pin
+    noteChange(key);
     if (store_.markAmbiguous(key) && on_ambiguous) on_ambiguous(lookupValue);
     return false;
   }
   if (unsettled(key)) return false;  // one document no longer speaks for the others
   switch (store_.learn(key, *value, *canon)) {
     case MappingStore::Learn::Contradicted:
+      noteChange(key);
       if (on_ambiguous) on_ambiguous(lookupValue);
       return false;
     case MappingStore::Learn::Ambiguous:
     case MappingStore::Learn::NoRoom:
     case MappingStore::Learn::TooLong: return false;
+    case MappingStore::Learn::Learned: noteChange(key); return true;  // a new line the reply in flight may not show
     default: return true;
   }
 }
@@ -135,6 +138,29 @@ bool LookupIndex::learnCompact(const bson_t* compact, bool confirmedInsert) {
   return clean && mapped;
 }
 
+void LookupIndex::refuteContradicted(const bson_t* compact) {
+  bson_iter_t l, v;
+  if (!compact || !bson_iter_init_find(&l, compact, "l")) return;
+  std::string canon;
+  bson_t added;
+  if (bson_iter_init_find(&v, compact, "v") && BSON_ITER_HOLDS_DOCUMENT(&v) && common::documentOrArray(v, added))
+    canon = canonicalValues(&added);
+  auto one = [&](const bson_iter_t& x) {
+    const std::string key = canonicalValueKey(x);
+    if (key.empty()) {
+      if (BSON_ITER_HOLDS_DECIMAL128(&x)) markAmbiguous(x);  // as learnOne: it may equal mapped numbers
+      return;
+    }
+    const bool refuted = canon.empty() ? store_.markAmbiguous(key) : store_.refute(key, canon);
+    if (refuted) noteChange(key);
+    if (refuted && on_ambiguous) on_ambiguous(x);
+  };
+  if (!BSON_ITER_HOLDS_ARRAY(&l)) return one(l);
+  bson_iter_t element;
+  if (bson_iter_recurse(&l, &element))
+    while (bson_iter_next(&element)) one(element);
+}
+
 void LookupIndex::forEachEqual(const bson_iter_t& lookupValue, const std::function<void(const bson_iter_t&, const std::string&)>& fn) {
   if (std::string key = canonicalValueKey(lookupValue); !key.empty()) return fn(lookupValue, key);
   bson_t neighbours = BSON_INITIALIZER;
@@ -148,6 +174,7 @@ void LookupIndex::forEachEqual(const bson_iter_t& lookupValue, const std::functi
 void LookupIndex::moved(const bson_iter_t& lookupValue, const bson_t* addedFields) {
   std::string canon = addedFields ? canonicalValues(addedFields) : std::string();
   forEachEqual(lookupValue, [&](const bson_iter_t& v, const std::string& key) {
+    noteChange(key);
     if (!canon.empty() && !BSON_ITER_HOLDS_DECIMAL128(&lookupValue)) {
       store_.move(key, std::string(reinterpret_cast<const char*>(bson_get_data(addedFields)), addedFields->len), canon);
       return;
@@ -159,12 +186,14 @@ void LookupIndex::moved(const bson_iter_t& lookupValue, const bson_t* addedField
 
 void LookupIndex::markAmbiguous(const bson_iter_t& lookupValue) {
   forEachEqual(lookupValue, [&](const bson_iter_t& v, const std::string& key) {
+    noteChange(key);
     if (store_.markAmbiguous(key) && on_ambiguous) on_ambiguous(v);
   });
 }
 
 void LookupIndex::unsettle(const bson_iter_t& lookupValue) {
   forEachEqual(lookupValue, [&](const bson_iter_t& v, const std::string& key) {
+    noteChange(key);
     store_.forget(key);
     bool full;
     {
@@ -180,7 +209,21 @@ void LookupIndex::unsettle(const bson_iter_t& lookupValue) {
   stats_.onEvent("unsettled by a change that may not cover every document");
 }
 
+void LookupIndex::noteChange(const std::string& key) {
+  stamps_[std::hash<std::string>{}(key) % kStampSlots].fetch_add(1, std::memory_order_relaxed);
+}
+
+uint64_t LookupIndex::changeStamp(const bson_t* values) const {
+  uint64_t stamp = stamp_all_.load(std::memory_order_relaxed);
+  bson_iter_t v;
+  if (values && bson_iter_init(&v, values))
+    while (bson_iter_next(&v))
+      stamp += stamps_[std::hash<std::string>{}(canonicalValueKey(v)) % kStampSlots].load(std::memory_order_relaxed);
+  return stamp;
+}
+
 void LookupIndex::unsettleAll(bool tell) {
+  stamp_all_.fetch_add(1, std::memory_order_relaxed);
   all_unsettled_.store(true, std::memory_order_relaxed);
   store_.forgetAll();
   if (tell && on_unsettled_all) on_unsettled_all();
@@ -198,6 +241,7 @@ void LookupIndex::learnComplete(const bson_iter_t& lookupValue, const bson_t* ad
   std::string canon = addedFields ? canonicalValues(addedFields) : std::string();
   forEachEqual(lookupValue, [&](const bson_iter_t& v, const std::string& key) {
     if (canon.empty() || BSON_ITER_HOLDS_DECIMAL128(&lookupValue)) {
+      noteChange(key);
       if (store_.markAmbiguous(key) && on_ambiguous) on_ambiguous(v);
       return;
     }

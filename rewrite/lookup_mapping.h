@@ -56,6 +56,11 @@ class LookupIndex {
   Compact extract(const bson_t* doc) const;
   // `confirmedInsert`: an acknowledged insert, published to the shared collection.
   bool learnCompact(const bson_t* compact, bool confirmedInsert);
+  // The distrust a compact would teach, taught now, its trust left for later (a transaction's
+  // document, learned at commit): each of its lookup values held with other added values, or
+  // whose document has none that can be mapped, or a decimal, becomes ambiguous. Whether the
+  // transaction then commits unseen or not at all, no mapping it contradicts is believed meanwhile.
+  void refuteContradicted(const bson_t* compact);
   // A change made through the sidecar set the added fields of `lookupValue` to those in
   // `addedFields` (flat, null: to something not known): replaces or drops the mapping, no contradiction.
   void moved(const bson_iter_t& lookupValue, const bson_t* addedFields);
@@ -76,6 +81,12 @@ class LookupIndex {
   // it through one): such a document belongs to several orders, so a change of its added fields
   // made through one order may split another that the change does not name.
   bool lookupArraysSeen() const { return lookup_arrays_seen_.load(std::memory_order_relaxed); }
+  // A stamp of what changed these lookup values' state (a BSON array: learned from a new line,
+  // unsettled, moved, ambiguous) or every value's; it only grows. A complete reply is believed only when the stamp
+  // taken as its request was planned is unchanged when it answers: replies on other connections
+  // arrive in any order, so a read the server ran before a change may answer after it, and would
+  // settle the order as it was. Hash slots: two values sharing one only cost a reply its lesson.
+  uint64_t changeStamp(const bson_t* values) const;
   void reset();  // an explicit reset: the store, ambiguity and unsettled values
   // The added-field values for one lookup value: a BSON document {customerId: X, ...}.
   bool valuesFor(const bson_iter_t& lookupValue, std::string& addDoc);
@@ -91,6 +102,11 @@ class LookupIndex {
   // Calls `fn` with the value and its key, or for a decimal with each mapped number it may equal.
   void forEachEqual(const bson_iter_t& lookupValue, const std::function<void(const bson_iter_t&, const std::string&)>& fn);
 
+  void noteChange(const std::string& key);
+
+  static constexpr size_t kStampSlots = 4096;
+  std::array<std::atomic<uint64_t>, kStampSlots> stamps_{};
+  std::atomic<uint64_t> stamp_all_{0};
   LookupRule rule_;
   MappingStore store_;
   LookupStats stats_;

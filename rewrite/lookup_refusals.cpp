@@ -58,6 +58,31 @@ bool every(const bson_t& body, const std::array<std::string_view, N>& allowed) {
   return true;
 }
 
+// Whether `doc` asks anywhere for {$meta: "indexKey"} (the keys of the index the plan used).
+// Deeper than kMaxDepth counts as asking: the walk stays bounded whatever the nesting.
+bool asksIndexKey(const bson_t& doc, int depth = 0) {
+  constexpr int kMaxDepth = 100;
+  if (depth > kMaxDepth) return true;
+  bson_iter_t it;
+  if (!bson_iter_init(&it, &doc)) return false;
+  while (bson_iter_next(&it)) {
+    if (BSON_ITER_HOLDS_UTF8(&it) && std::string_view(bson_iter_key(&it)) == "$meta" &&
+        std::string_view(bson_iter_utf8(&it, nullptr)) == "indexKey")
+      return true;
+    bson_t sub;
+    if ((BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) && common::documentOrArray(it, sub) &&
+        asksIndexKey(sub, depth + 1))
+      return true;
+  }
+  return false;
+}
+
+bool fieldAsksIndexKey(const bson_t& body, const char* field) {
+  bson_iter_t it;
+  bson_t sub;
+  return bson_iter_init_find(&it, &body, field) && common::documentOrArray(it, sub) && asksIndexKey(sub);
+}
+
 bool related(std::string_view a, std::string_view b) {  // equal, or one a dotted sub-path of the other
   if (a.size() > b.size()) std::swap(a, b);
   return b.substr(0, a.size()) == a && (b.size() == a.size() || b[a.size()] == '.');
@@ -120,6 +145,10 @@ std::string_view refusalForCommand(const protocol::CommandView& view, bool confi
     return "unacknowledged writes (w: 0) are not rewritten: no reply to verify";
   if (!collationIsSimple(view.body))
     return "a collation other than simple is not rewritten: it matches values the mapping does not hold";
+  bson_iter_t at;
+  if (bson_iter_init(&at, &view.body) && bson_iter_find_descendant(&at, "readConcern.atClusterTime", &at))
+    return "historical reads (readConcern atClusterTime) are not rewritten: the mapping speaks for the documents "
+           "as they are now";
   if (!simpleDefaultCollation && !bson_has_field(&view.body, "collation"))
     return "a collection whose default collation is not simple is not rewritten: it matches values the mapping "
            "does not hold";
@@ -130,6 +159,11 @@ std::string_view refusalForFind(const bson_t& body, bool inList, const std::stri
   if (numberIsZero(body, "batchSize")) return "batchSize 0 is not rewritten: an empty first batch cannot show a miss";
   if (truthy(body, "tailable") || truthy(body, "awaitData"))
     return "tailable cursors are not rewritten: an empty first batch cannot show a miss";
+  // The index keys returned are those of the index the plan picked, and the added field can make
+  // the planner pick another (the shard key's): the same documents, other keys. A hint fixes it.
+  if ((truthy(body, "returnKey") && !nonEmptyDocument(body, "hint")) || fieldAsksIndexKey(body, "projection"))
+    return "returnKey or {$meta: \"indexKey\"} without a hint is not rewritten: the keys shown depend on the "
+           "index the added field may make the planner pick";
   if (inList && (truthy(body, "returnKey") || !projectionKeeps(body, "projection", {lookupField})))
     return "$in with a projection that hides the lookup field is not rewritten: the reply cannot show each value";
   return {};
@@ -140,6 +174,9 @@ std::string_view refusalForAggregate(const bson_t& body) {
   bson_t cursor;
   if (common::subDocument(body, "cursor", cursor) && numberIsZero(cursor, "batchSize"))
     return "batchSize 0 is not rewritten: an empty first batch cannot show a miss";
+  if (fieldAsksIndexKey(body, "pipeline"))
+    return "returnKey or {$meta: \"indexKey\"} without a hint is not rewritten: the keys shown depend on the "
+           "index the added field may make the planner pick";
   if (!every(body, kVerifiableStages))
     return "the pipeline has a stage that can hide a miss or has a side effect ($facet, $unionWith, $lookup, $out, "
            "$merge...)";

@@ -155,6 +155,20 @@ MappingStore::Learn MappingStore::learn(const std::string& key, const std::strin
   return Learn::Learned;
 }
 
+bool MappingStore::refute(const std::string& key, const std::string& canon) {
+  const std::string stored = storedKey(key);
+  auto& s = stripeFor(stored);
+  std::lock_guard lock(s.mutex);
+  auto it = s.index.find(stored);
+  if (it == s.index.end() || it->second->value->canon == canon) return false;
+  erase(s, it->second);
+  s.ambiguous.insert(stored);  // the erased entry's slot
+  bytes_ += ambiguousBytes(stored.size());
+  chargeTables(s);
+  corrected_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
 void MappingStore::move(const std::string& key, const std::string& value, const std::string& canon) {
   const std::string stored = storedKey(key);
   auto& s = stripeFor(stored);

@@ -51,6 +51,9 @@ class MappingStore {
   // value is obsolete, not contradicted. No effect on an ambiguous key.
   void move(const std::string& key, const std::string& value, const std::string& canon);
   bool find(const std::string& key, std::string& value);  // false for unknown and ambiguous keys
+  // A value not learned yet (a transaction's, until it commits) that differs from the one held:
+  // the key becomes ambiguous now, as learn() would make it. Returns true when it did.
+  bool refute(const std::string& key, const std::string& canon);
   void forget(const std::string& key);                     // drops the value; ambiguity stays
   // Returns true when the key was not ambiguous before.
   bool markAmbiguous(const std::string& key);

@@ -67,9 +67,12 @@ std::string canonicalValueKey(const bson_iter_t& value) {
     case BSON_TYPE_INT32: return integerKey(bson_iter_int32(&value));
     case BSON_TYPE_INT64: return integerKey(bson_iter_int64(&value));
     case BSON_TYPE_DOUBLE: return doubleKey(bson_iter_double(&value));
-    case BSON_TYPE_UTF8: {
-      uint32_t len;
-      const char* s = bson_iter_utf8(&value, &len);
+    case BSON_TYPE_UTF8:
+    case BSON_TYPE_SYMBOL: {
+      // MongoDB compares a symbol as the string it spells ("Symbol, String" are one type in its
+      // comparison order): {orderId: "O1"} finds {orderId: Symbol("O1")} too.
+      uint32_t len = 0;
+      const char* s = BSON_ITER_HOLDS_UTF8(&value) ? bson_iter_utf8(&value, &len) : bson_iter_symbol(&value, &len);
       key.push_back('s');
       key.append(s, len);
       return key;

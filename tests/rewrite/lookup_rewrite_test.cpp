@@ -167,6 +167,45 @@ TEST_F(LookupRewriteTest, NumbersThatCompareEqualShareAMapping) {
   EXPECT_EQ(plan(R"({"find": "orders", "filter": {"orderId": 5}, "$db": "shop"})").kind, RewriteKind::None);
 }
 
+// What the answer shows besides the documents must not depend on the plan the added field may
+// change: returnKey and {$meta: "indexKey"} show the keys of the index picked (the shard key's
+// once customerId is added). And a historical read shows documents the mapping never spoke for.
+TEST_F(LookupRewriteTest, PlanDependentOrHistoricalAnswersAreLeftAlone) {
+  auto kind = [&](const std::string& json) { return plan(json).kind; };
+  EXPECT_EQ(kind(R"({"find": "orders", "filter": {"orderId": "O1"}, "returnKey": true, "$db": "shop"})"), RewriteKind::None);
+  EXPECT_EQ(kind(R"({"find": "orders", "filter": {"orderId": "O1"}, "returnKey": true, "hint": {"orderId": 1}, "$db": "shop"})"),
+            RewriteKind::Read);
+  EXPECT_EQ(kind(R"({"find": "orders", "filter": {"orderId": "O1"}, "projection": {"k": {"$meta": "indexKey"}}, "$db": "shop"})"),
+            RewriteKind::None);
+  EXPECT_EQ(kind(R"({"aggregate": "orders", "pipeline": [{"$match": {"orderId": "O1"}}, {"$project": {"k": {"$meta": "indexKey"}}}], "cursor": {}, "$db": "shop"})"),
+            RewriteKind::None);
+  EXPECT_EQ(kind(R"({"aggregate": "orders", "pipeline": [{"$match": {"orderId": "O1"}}, {"$project": {"k": "$total"}}], "cursor": {}, "$db": "shop"})"),
+            RewriteKind::Read);
+  const std::string past = R"("readConcern": {"level": "snapshot", "atClusterTime": {"$timestamp": {"t": 1, "i": 1}}})";
+  EXPECT_EQ(kind(R"({"find": "orders", "filter": {"orderId": "O1"}, )" + past + R"(, "$db": "shop"})"), RewriteKind::None);
+  EXPECT_EQ(kind(R"({"count": "orders", "query": {"orderId": "O1"}, )" + past + R"(, "$db": "shop"})"), RewriteKind::None);
+  EXPECT_EQ(kind(R"({"find": "orders", "filter": {"orderId": "O1"}, "readConcern": {"level": "majority", "afterClusterTime": {"$timestamp": {"t": 1, "i": 1}}}, "$db": "shop"})"),
+            RewriteKind::Read);
+}
+
+// A symbol is compared as the string it spells: {orderId: "O1"} also finds a document whose
+// orderId is Symbol("O1"). Before, a symbol had no key: such a document of another customer was
+// never seen as a contradiction, and the rewritten lookup of "O1" answered only the string's.
+TEST_F(LookupRewriteTest, ASymbolIsTheStringItSpells) {
+  Doc symbolOrder(R"({"v": {"$symbol": "O1"}})"), stringOrder(R"({"v": "O1"})");
+  bson_iter_t s, t;
+  ASSERT_TRUE(bson_iter_init_find(&s, symbolOrder.get(), "v") && BSON_ITER_HOLDS_SYMBOL(&s));
+  ASSERT_TRUE(bson_iter_init_find(&t, stringOrder.get(), "v"));
+  EXPECT_EQ(canonicalValueKey(s), canonicalValueKey(t));
+
+  ASSERT_TRUE(rewritesFind("O1"));
+  Doc other(R"({"orderId": {"$symbol": "O1"}, "customerId": "C9"})");
+  index_.learnFromDocument(other.get());
+  EXPECT_FALSE(rewritesFind("O1")) << "two customers for one order: ambiguous";
+  // A symbol lookup value is the string's lookup: rewritten when the string's order is known.
+  EXPECT_EQ(plan(R"({"find": "orders", "filter": {"orderId": {"$symbol": "O2"}}, "$db": "shop"})").kind, RewriteKind::Read);
+}
+
 // Issue 27 item 1: equal numbers beyond 9.2e18 and at -2^63 were two keys (two mappings, each
 // rewriting to its own customer while the server finds both documents).
 TEST_F(LookupRewriteTest, EqualNumbersAcrossTheWholeRangeAreOneOrder) {
