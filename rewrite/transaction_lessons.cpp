@@ -53,9 +53,11 @@ TransactionLessons::Transaction* TransactionLessons::open(const std::string& key
   if (transactions_.size() >= kMaxTransactions) end(0, false);  // the oldest makes room
   const size_t cost = sizeof(Transaction) + key.size();
   if (bytes_ + cost > kMaxBytes) return nullptr;
-  transactions_.push_back(Transaction{.key = key, .bytes = cost});
+  Transaction& opened = transactions_.emplace_back();
+  opened.key = key;
+  opened.bytes = cost;
   bytes_ += cost;
-  return &transactions_.back();
+  return &opened;
 }
 
 void TransactionLessons::add(const std::string& key, const std::shared_ptr<LookupIndex>& index, const bson_t* compact,
