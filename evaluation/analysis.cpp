@@ -306,10 +306,11 @@ bool inForce(const CandidateResult& c) { return std::find(c.sources.begin(), c.s
 
 bool hashedSuffix(const CandidateResult& c) { return c.pattern.hasHashedField() && !c.hashed_prefix; }
 
-// A hashed non-prefix field (`{roomId: 1, _id: "hashed"}`) against a ranged key: it scatters each
-// prefix value's documents over its chunks (a query on the prefix reads them all, never one shard
-// by the full key), and buys one thing, even inserts. It ranks first, on warnings, only when the
-// ranged key's inserts are uneven and its own are not; otherwise the ranged key keeps locality.
+// A hashed non-prefix field (`{roomId: 1, _id: "hashed"}`) against another key (ranged, or hashed
+// first with a ranged suffix): it scatters each prefix value's documents over its chunks (a query
+// on the prefix reads them all, never one shard by the full key), and buys one thing, even inserts.
+// It ranks first, on warnings, only when the other key's inserts are uneven and its own are not;
+// otherwise the other key keeps locality.
 bool hashedSuffixRanksFirst(const CandidateResult& hashed, const CandidateResult& ranged) {
   return warns(ranged, "imbalance") && !warns(hashed, "imbalance");
 }
@@ -328,7 +329,7 @@ RankStep rankedBefore(const CandidateResult& a, const CandidateResult& b) {
   // The key in force keeps a tie that nothing above breaks: another key would buy nothing the
   // figures show, and moving to it costs a reshardCollection (hours, the collection copied).
   if (inForce(a) != inForce(b) && a.passes() && a.warnings.size() == b.warnings.size()) return step(inForce(a), RankStep::Current);
-  if (hashedSuffix(a) != hashedSuffix(b) && !a.hashed_prefix && !b.hashed_prefix) {
+  if (hashedSuffix(a) != hashedSuffix(b)) {
     const bool buys = hashedSuffix(a) ? hashedSuffixRanksFirst(a, b) : hashedSuffixRanksFirst(b, a);
     return step(hashedSuffix(a) == buys, buys ? RankStep::Warnings : RankStep::Locality);
   }
