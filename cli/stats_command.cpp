@@ -171,12 +171,15 @@ bson_t* fetchStats(const StatsArgs& args, const std::string& target) {
     std::fwrite(body.data(), 1, body.size(), stdout);
     return bson_new();
   }
-  bson_t* doc = bson_new();
-  if (!parseJson(body, doc, error)) {
-    bson_destroy(doc);
+  // Parsed into a bson_t of its own: bson_init_from_json re-initialises what it is given, so a
+  // bson_new() passed to it lost its heap flag and its 128 bytes at every fetch (LeakSanitizer).
+  bson_t parsed;
+  if (!parseJson(body, &parsed, error)) {
     std::fprintf(stderr, "shardscope stats: /stats is not valid JSON: %s\n", error.c_str());
     return nullptr;
   }
+  bson_t* doc = bson_copy(&parsed);
+  bson_destroy(&parsed);
   return doc;
 }
 

@@ -16,6 +16,8 @@ namespace shardscope::common {
 //   BinData(subtype, "base64"), UUID("..."), MinKey, MaxKey (with or without "()"), RegExp("p", "flags");
 //   Extended JSON wrappers ({$oid: ...}, {$numberLong: ...}, {$date: ...}) as libbson reads them.
 // On failure `error` names the place in words: "line 1, column 17: expected ':' after key, got '='".
+// `out` is initialised on success (bson_init_from_json): give it an uninitialised bson_t, never a
+// bson_new() (re-initialised, it would no longer be freed by bson_destroy).
 bool parseShellJson(std::string_view text, bson_t* out, std::string& error);
 
 }  // namespace shardscope::common
