@@ -22,13 +22,6 @@ using testing::findPath;
 using testing::OwnedCommand;
 using testing::reportNumber;
 
-bson_t* insertOutcomeJson(const std::string& json) {
-  bson_error_t err;
-  bson_t* b = bson_new_from_json(reinterpret_cast<const uint8_t*>(json.data()), static_cast<ssize_t>(json.size()), &err);
-  EXPECT_NE(b, nullptr) << err.message << " in " << json;
-  return b;
-}
-
 // `n` documents {_id: first + i, k: "k<first + i>"} as an insert body on app.kv.
 std::string insertOfDocuments(int first, int n, const char* extra = "") {
   std::string body = R"({"insert": "kv", "documents": [)";
@@ -56,7 +49,7 @@ struct InsertFigures {
 };
 
 InsertFigures insertFiguresOf(Evaluator& ev) {
-  bson_t* doc = insertOutcomeJson(ev.renderJson());
+  bson_t* doc = testing::bsonFromJson(ev.renderJson());
   InsertFigures f;
   bson_iter_t it;
   if (findPath(&it, doc, "namespaces.0.inserts")) f.inserts = reportNumber(it);
@@ -80,12 +73,12 @@ EvaluationOptions optionsWithKeyOnK() {
 }
 
 ReplyTicket observeInsertBody(Observer& obs, const std::string& body) {
-  OwnedCommand c(insertOutcomeJson(body), "app", "kv");
+  OwnedCommand c(testing::bsonFromJson(body), "app", "kv");
   return obs.observe(c.view(), c.ns());
 }
 
 void replyTo(Observer& obs, ReplyTicket ticket, const std::string& reply) {
-  bson_t* r = insertOutcomeJson(reply);
+  bson_t* r = testing::bsonFromJson(reply);
   obs.onReply(ticket, protocol::readReplyFacts(r));
   bson_destroy(r);
 }
@@ -170,7 +163,7 @@ TEST_P(InsertOutcomes, NoReplyToProveItCountsAsSent) {
 // A streamed insert (issue 29): its documents come one at a time before the request's head.
 TEST_P(InsertOutcomes, AStreamedInsertIsSettledByItsReply) {
   std::vector<bson_t*> docs;
-  for (int i = 0; i < 5; ++i) docs.push_back(insertOutcomeJson(R"({"_id": )" + std::to_string(i) + R"(, "k": "s)" + std::to_string(i) + "\"}"));
+  for (int i = 0; i < 5; ++i) docs.push_back(testing::bsonFromJson(R"({"_id": )" + std::to_string(i) + R"(, "k": "s)" + std::to_string(i) + "\"}"));
   for (int i = 0; i < 5; ++i) obs.observeInsertedDocument("app.kv", {bson_get_data(docs[i]), docs[i]->len}, i == 0);
   const ReplyTicket t = observeInsertBody(obs, R"({"insert": "kv", "ordered": false})");
   EXPECT_TRUE(t.insert);
