@@ -100,6 +100,23 @@ bool collationIsSimple(const bson_t& doc, const char* field) {
   return std::string_view(bson_iter_utf8(&locale, nullptr)) == "simple";
 }
 
+bool readsPrimaryLatest(const bson_t& body) {
+  auto isText = [](const bson_iter_t& it, std::initializer_list<std::string_view> allowed) {
+    if (!BSON_ITER_HOLDS_UTF8(&it)) return false;
+    const std::string_view text = bson_iter_utf8(&it, nullptr);
+    return std::find(allowed.begin(), allowed.end(), text) != allowed.end();
+  };
+  bson_iter_t it;
+  if (bson_iter_init(&it, &body) && bson_iter_find_descendant(&it, "readConcern.level", &it) &&
+      !isText(it, {"local", "linearizable"}))
+    return false;
+  bson_iter_t mode;
+  if (bson_iter_init(&mode, &body) && bson_iter_find_descendant(&mode, "$readPreference.mode", &mode) &&
+      !isText(mode, {"primary"}))
+    return false;
+  return true;
+}
+
 bool projectionKeeps(const bson_t& body, const char* projectionField, const std::vector<std::string>& fields) {
   bson_iter_t it;
   bson_t projection;
