@@ -189,6 +189,24 @@ TEST_F(LookupRewriteTest, PlanDependentOrHistoricalAnswersAreLeftAlone) {
             RewriteKind::Read);
 }
 
+// Without a sort the documents come in the plan's order: the original's by orderId (its index),
+// the rewrite's perhaps by customerId (the shard key's). With a limit or skip, a $in of two orders
+// would keep other lines than the original: {limit: 2} over O1 (lines 1, 2) and O2 (line 1) keeps
+// O1's two lines as written, one line of each when rewritten; both values show, so the verify
+// passes it.
+TEST_F(LookupRewriteTest, AnUnsortedInWithALimitOrSkipIsLeftAlone) {
+  const std::string in = R"({"find": "orders", "filter": {"orderId": {"$in": ["O1", "O2"]}}, )";
+  for (const char* cut : {R"("limit": 2)", R"("skip": 1)", R"("limit": {"$numberLong": "-2"})"}) {
+    auto p = plan(in + cut + R"(, "$db": "shop"})");
+    EXPECT_EQ(p.kind, RewriteKind::None) << cut;
+    EXPECT_NE(p.skipped.find("no sort"), std::string_view::npos) << cut;
+    EXPECT_EQ(plan(in + cut + R"(, "sort": {"orderId": 1, "line": 1}, "$db": "shop"})").kind, RewriteKind::Read) << cut;
+  }
+  EXPECT_EQ(plan(in + R"("limit": 0, "skip": 0, "$db": "shop"})").kind, RewriteKind::Read);
+  EXPECT_EQ(plan(R"({"find": "orders", "filter": {"orderId": "O1"}, "limit": 2, "$db": "shop"})").kind, RewriteKind::Read)
+      << "one order: its lines are one customer's, in the same record order under either index";
+}
+
 // One document found by the rewritten filter proves the order whole only in the data as it is now
 // (the mapping speaks for that). A secondary, a majority or snapshot read shows it as it was a
 // moment ago, when a line moved through the sidecar may not have been followed by the others yet:
