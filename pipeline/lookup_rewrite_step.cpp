@@ -137,10 +137,10 @@ void Pipeline::learnInTransaction(const PendingOp& op, const protocol::ReplyFact
 }
 
 void Pipeline::noteCarriedTransaction(const std::string& key) {
-  if (key.empty() || std::find(carried_transactions_.begin(), carried_transactions_.end(), key) != carried_transactions_.end())
-    return;
-  if (carried_transactions_.size() >= kCarriedTransactions) carried_transactions_.erase(carried_transactions_.begin());
-  carried_transactions_.push_back(key);
+  auto& carried = carried_transactions_;
+  if (key.empty() || std::find(carried.begin(), carried.end(), key) != carried.end()) return;
+  if (carried.size() >= kCarriedTransactions) carried.erase(carried.begin());  // the oldest is forgotten
+  carried.push_back(key);
 }
 
 std::span<const uint8_t> Pipeline::sendConfirmingRead(PendingOp& op) {
