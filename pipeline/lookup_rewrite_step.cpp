@@ -107,7 +107,7 @@ void Pipeline::noteTransaction(PendingOp& op) {
     return;
   }
   const bool commit = kind == protocol::CommandKind::CommitTransaction;
-  if ((!commit && kind != protocol::CommandKind::AbortTransaction) || transaction_lessons_.empty()) return;
+  if ((!commit && kind != protocol::CommandKind::AbortTransaction) || transactions_.empty()) return;
   auto ends = std::make_shared<ReplyLearning>();
   ends->transaction = rewrite::TransactionLessons::keyOf(view_);
   ends->ends = commit ? ReplyLearning::Ends::Commit : ReplyLearning::Ends::Abort;
@@ -116,20 +116,31 @@ void Pipeline::noteTransaction(PendingOp& op) {
 
 void Pipeline::learnInTransaction(const PendingOp& op, const protocol::ReplyFacts& reply) {
   const auto& learning = *op.learning;
-  if (learning.ends == rewrite::ReplyLearning::Ends::Commit && reply.has_ok && reply.ok && !reply.write_concern_error.present) {
-    transaction_lessons_.commit(learning.transaction);
+  if (learning.ends == rewrite::ReplyLearning::Ends::Commit) {
+    if (reply.has_ok && reply.ok && !reply.write_concern_error.present) transactions_.commit(learning.transaction);
+    // A commit that failed, or whose write concern failed, may still be (or become, retried)
+    // committed: its changes unsettle again now; its lessons wait for the reply that tells.
+    else transactions_.distrustAgain(learning.transaction);
     return;
   }
-  if (learning.ends != rewrite::ReplyLearning::Ends::No) {  // aborted, or a commit that may not have happened
-    transaction_lessons_.drop(learning.transaction);
+  if (learning.ends == rewrite::ReplyLearning::Ends::Abort) {
+    transactions_.drop(learning.transaction);
     return;
   }
   if (!op.lookup) return;
-  auto holder = transaction_lessons_.holder(learning.transaction, op.lookup);
+  noteCarriedTransaction(learning.transaction);
+  auto holder = transactions_.holder(learning.transaction, op.lookup);
   rewrite::applyReplyLearning(*op.lookup, learning, reply, !op.rewrite, nullptr, &holder);
   holder.holdChanges(op.learning);  // their distrust acts again when the transaction ends
   // A statement that failed aborts its transaction on the server: nothing it held will commit.
-  if (reply.error()) transaction_lessons_.drop(learning.transaction);
+  if (reply.error()) transactions_.drop(learning.transaction);
+}
+
+void Pipeline::noteCarriedTransaction(const std::string& key) {
+  auto& carried = carried_transactions_;
+  if (key.empty() || std::find(carried.begin(), carried.end(), key) != carried.end()) return;
+  if (carried.size() >= kCarriedTransactions) carried.erase(carried.begin());  // the oldest is forgotten
+  carried.push_back(key);
 }
 
 std::span<const uint8_t> Pipeline::sendConfirmingRead(PendingOp& op) {

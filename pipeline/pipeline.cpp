@@ -66,7 +66,14 @@ uint64_t nanosSince(Pipeline::Clock::time_point start) {
 }  // namespace
 
 Pipeline::Pipeline(Settings settings, Environment& env, stats::Recorder& recorder)
-    : settings_(std::move(settings)), env_(env), recorder_(recorder) {}
+    : settings_(std::move(settings)),
+      env_(env),
+      recorder_(recorder),
+      transactions_(settings_.transactions ? *settings_.transactions : own_transactions_) {}
+
+Pipeline::~Pipeline() {
+  for (const auto& key : carried_transactions_) transactions_.distrustAgain(key);
+}
 
 void Pipeline::addObserver(Observer& observer) {
   if (observers_.size() >= PendingOp::kObserverSlots)

@@ -37,6 +37,9 @@ struct Settings {
   std::vector<protocol::Compressor> client_compressors;    // what we accept from clients, preferred first
   std::vector<protocol::Compressor> upstream_compressors;  // what we offer upstream
   routing::CursorShards* cursors = nullptr;  // the process-wide registry (null: cursors unclassified)
+  // The process-wide lessons of open transactions (a transaction's statements and its commit come
+  // over any connection of the driver's pool); null: this pipeline keeps its own.
+  rewrite::TransactionLessons* transactions = nullptr;
   size_t large_message_bytes = size_t{1} << 20;  // inflating more asks Environment::admitLarge
   size_t kept_buffer_bytes = size_t{1} << 20;    // scratch buffers above this are released after use
   bool report_stale_routing = false;  // someone refreshes routing on a stale-routing error (discovery is on)
@@ -66,6 +69,11 @@ class Pipeline {
 
   // `recorder` counts decode errors (the statistics observer, when registered, counts the rest).
   Pipeline(Settings settings, Environment& env, stats::Recorder& recorder);
+  // The transactions this connection carried statements of may commit unseen now (their
+  // commit's reply lost with it): their changes' distrust acts again.
+  ~Pipeline();
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
 
   // At most PendingOp::kObserverSlots observers (each gets a slot in every pending operation).
   void addObserver(Observer& observer);
@@ -138,9 +146,9 @@ class Pipeline {
   // largeBufferBytes to it).
   size_t measureLargeBuffers() const;
   // What requests in flight keep until their replies (part of both sums above): pending rewrites'
-  // copies, the lessons of open transactions, and the pending list once it holds more than
-  // kUnchargedPendingBytes.
-  size_t heldForRepliesBytes() const { return rewrite_held_bytes_ + transaction_lessons_.bytes() + pendingListBytes(); }
+  // copies and the pending list once it holds more than kUnchargedPendingBytes. (Open
+  // transactions' lessons are process-wide, bounded by TransactionLessons::kMaxBytes.)
+  size_t heldForRepliesBytes() const { return rewrite_held_bytes_ + pendingListBytes(); }
   // A few dozen requests in flight (drivers send one per connection at a time) are not worth an
   // atomic each; a pipeline of thousands (up to PendingOps::kMaxClientRequests, ~1.6 MiB) is charged.
   static constexpr size_t kUnchargedPendingBytes = 64 * 1024;
@@ -212,6 +220,7 @@ class Pipeline {
   // commitTransaction / abortTransaction applies or drops it (rewrite/transaction_lessons.h).
   void noteTransaction(PendingOp& op);
   void learnInTransaction(const PendingOp& op, const protocol::ReplyFacts& reply);
+  void noteCarriedTransaction(const std::string& key);
   std::span<const uint8_t> afterConfirmingRead(const PendingOp& read, const protocol::ReplyFacts& reply);
   void learnFromReply(const PendingOp& op, const protocol::ReplyFacts& reply);
   // Stale-routing detection, in one place: what counts as stale and what it triggers.
@@ -223,7 +232,11 @@ class Pipeline {
   stats::Recorder& recorder_;
   // The copies pending rewrites keep (RewriteState::held): declared before pending_, which holds them.
   size_t rewrite_held_bytes_ = 0;
-  rewrite::TransactionLessons transaction_lessons_;  // this connection's open transactions' lessons
+  rewrite::TransactionLessons own_transactions_;  // used when Settings::transactions is null
+  rewrite::TransactionLessons& transactions_;      // open transactions' lessons (process-wide)
+  // Transactions this connection carried statements of (at most kCarriedTransactions, newest last).
+  std::vector<std::string> carried_transactions_;
+  static constexpr size_t kCarriedTransactions = 16;
   PendingOps pending_;
   // Per direction (requests, replies): whether a scratch buffer below may hold more than
   // kept_buffer_bytes. Most operations write none (noteScratch), and checking the buffers' sizes

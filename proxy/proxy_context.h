@@ -26,6 +26,7 @@
 #include "proxy/upstream_target.h"
 #include "rewrite/lookup_mapping.h"
 #include "rewrite/lookup_set.h"
+#include "rewrite/transaction_lessons.h"
 #include "routing/cursor_shards.h"
 #include "stats/registry.h"
 
@@ -70,6 +71,9 @@ struct ProxyContext {
   // Open cursors' shard sets, for every connection: a driver continues a cursor on any pooled
   // connection, so a getMore is classified by the cursor whichever connection carries it.
   routing::CursorShards cursors;
+  // Open transactions' lookup lessons, for every connection: a driver sends a transaction's
+  // statements and its commit over any pooled connection (rewrite/transaction_lessons.h).
+  rewrite::TransactionLessons transactions;
 };
 
 }  // namespace shardscope::proxy

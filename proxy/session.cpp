@@ -28,6 +28,7 @@ pipeline::Settings pipelineSettings(ProxyContext& ctx, uint64_t id) {
   s.client_compressors = ctx.client_compressors;
   s.upstream_compressors = ctx.upstream_compressors;
   s.cursors = &ctx.cursors;
+  s.transactions = &ctx.transactions;
   s.large_message_bytes = kLargeMessageBytes;
   s.kept_buffer_bytes = kKeptBufferBytes;
   s.report_stale_routing = static_cast<bool>(ctx.on_stale_config);  // set before the first session (discovery)

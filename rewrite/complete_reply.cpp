@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/command_fields.h"
+#include "rewrite/lookup_refusals.h"
 
 namespace shardscope::rewrite {
 namespace {
@@ -41,13 +42,7 @@ bool onlyHarmlessOptions(const bson_t& body, std::initializer_list<std::string_v
   // Only the primary's latest data: a secondary, or a majority-committed snapshot, may not show yet
   // a write the sidecar has already seen answered (a line moved), and would settle the order as it
   // was before it.
-  if (child(&body, "readConcern.level", rc) &&
-      (!BSON_ITER_HOLDS_UTF8(&rc) || (std::string_view(bson_iter_utf8(&rc, nullptr)) != "local" &&
-                                      std::string_view(bson_iter_utf8(&rc, nullptr)) != "linearizable")))
-    return false;
-  if (child(&body, "$readPreference.mode", rc) &&
-      (!BSON_ITER_HOLDS_UTF8(&rc) || std::string_view(bson_iter_utf8(&rc, nullptr)) != "primary"))
-    return false;
+  if (!readsPrimaryLatest(body)) return false;
   return zeroOrAbsent(body, "limit") && zeroOrAbsent(body, "skip");
 }
 

@@ -173,6 +173,10 @@ std::string lookupDoc(const bson_iter_t& value) {
   return out;
 }
 
+bool staticDoc(const std::string& bytes, bson_t& out) {
+  return !bytes.empty() && bson_init_static(&out, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+}
+
 // One update statement {q, u, upsert, multi}: what its reply may confirm. Drops at once the
 // mappings it may make obsolete (so nothing is rewritten with them while it runs).
 void planChange(LookupIndex& index, const bson_t& statement, uint32_t at, bool simpleCollation, ReplyLearning& r) {
@@ -229,6 +233,8 @@ void planChange(LookupIndex& index, const bson_t& statement, uint32_t at, bool s
   if (change.upsert) index.valuesFor(lookup, change.before);
   // The documents that stay may no longer agree with the others of their order.
   if (change.touches && order != LookupChange::Set) index.unsettle(lookup);
+  bson_t planned;
+  if (change.covers_all && staticDoc(change.lookup, planned)) change.stamp = index.changeStamp(&planned);
   r.changes.push_back(std::move(change));
 }
 
@@ -249,10 +255,6 @@ struct Teacher {
     return compact(c.get(), false);
   }
 };
-
-bool staticDoc(const std::string& bytes, bson_t& out) {
-  return !bytes.empty() && bson_init_static(&out, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-}
 
 void learnPair(Teacher& teach, const bson_iter_t& value, const bson_t* added) {
   bson_t compact = BSON_INITIALIZER;
@@ -299,7 +301,7 @@ void applyChange(Teacher& teach, const ReplyLearning::Change& c, bool upserted, 
     return;
   }
   if (!c.touches) return;
-  if (matched == Matched::Yes && c.covers_all && known && !teach.held) {
+  if (matched == Matched::Yes && c.covers_all && known && !teach.held && index.changeStamp(&l) == c.stamp) {
     index.learnComplete(value, &added);  // every document of the order now carries these
     return;
   }

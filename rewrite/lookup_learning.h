@@ -41,6 +41,10 @@ struct ReplyLearning {
     // Every document of the lookup value is matched (updateMany on the lookup value alone): a
     // confirmed change replaces the mapping. Otherwise it can only unsettle it.
     bool covers_all = false;
+    // LookupIndex::changeStamp of `lookup` once planned: a covering change settles the order only
+    // if nothing changed its state while the write was in flight (a line inserted meanwhile may
+    // have run after the update passed, keeping its old customer).
+    uint64_t stamp = 0;
     std::string moved_to;       // BSON {l: new value} when it changes the lookup field itself
     std::string moved_before;   // the mapping the new value held before (empty: none)
     std::string moved_carries;  // the added fields the moved documents carry there (empty: unknown)

@@ -97,7 +97,12 @@ bool LookupIndex::learnOne(const bson_iter_t& lookupValue, const std::string* va
     if (store_.markAmbiguous(key) && on_ambiguous) on_ambiguous(lookupValue);
     return false;
   }
-  if (unsettled(key)) return false;  // one document no longer speaks for the others
+  if (unsettled(key)) {
+    // One document no longer speaks for the others, but it may be a new line that what would
+    // settle the order (a complete read, an updateMany of the order) in flight does not cover.
+    noteChange(key);
+    return false;
+  }
   switch (store_.learn(key, *value, *canon)) {
     case MappingStore::Learn::Contradicted:
       noteChange(key);

@@ -26,6 +26,12 @@ bool deletesOne(const bson_t& statement) {
   return protocol::readDeleteLimit(found ? &it : nullptr) == protocol::DeleteLimit::One;
 }
 
+// A limit or skip that is there and not 0 (what is not a number, the server refuses).
+bool cutsTheAnswer(const bson_t& body, const char* field) {
+  bson_iter_t it;
+  return bson_iter_init_find(&it, &body, field) && !(BSON_ITER_HOLDS_NUMBER(&it) && bson_iter_as_double(&it) == 0.0);
+}
+
 bool nonEmptyDocument(const bson_t& doc, const char* field) {
   bson_iter_t it;
   bson_t sub;
@@ -100,6 +106,23 @@ bool collationIsSimple(const bson_t& doc, const char* field) {
   return std::string_view(bson_iter_utf8(&locale, nullptr)) == "simple";
 }
 
+bool readsPrimaryLatest(const bson_t& body) {
+  auto isText = [](const bson_iter_t& it, std::initializer_list<std::string_view> allowed) {
+    if (!BSON_ITER_HOLDS_UTF8(&it)) return false;
+    const std::string_view text = bson_iter_utf8(&it, nullptr);
+    return std::find(allowed.begin(), allowed.end(), text) != allowed.end();
+  };
+  bson_iter_t it;
+  if (bson_iter_init(&it, &body) && bson_iter_find_descendant(&it, "readConcern.level", &it) &&
+      !isText(it, {"local", "linearizable"}))
+    return false;
+  bson_iter_t mode;
+  if (bson_iter_init(&mode, &body) && bson_iter_find_descendant(&mode, "$readPreference.mode", &mode) &&
+      !isText(mode, {"primary"}))
+    return false;
+  return true;
+}
+
 bool projectionKeeps(const bson_t& body, const char* projectionField, const std::vector<std::string>& fields) {
   bson_iter_t it;
   bson_t projection;
@@ -166,6 +189,12 @@ std::string_view refusalForFind(const bson_t& body, bool inList, const std::stri
            "index the added field may make the planner pick";
   if (inList && (truthy(body, "returnKey") || !projectionKeeps(body, "projection", {lookupField})))
     return "$in with a projection that hides the lookup field is not rewritten: the reply cannot show each value";
+  // Unsorted, the documents come in the order of the plan: by orderId on its index for the
+  // original, by customerId on the shard key's for the rewrite. A limit or skip then keeps other
+  // documents (another order's lines) than the original would.
+  if (inList && (cutsTheAnswer(body, "limit") || cutsTheAnswer(body, "skip")) && !nonEmptyDocument(body, "sort"))
+    return "$in with a limit or skip and no sort is not rewritten: which documents it keeps depends on the plan's "
+           "order, which the added field can change";
   return {};
 }
 

@@ -29,6 +29,18 @@ std::string_view refusalForAggregate(const bson_t& body);
 std::string_view refusalForWriteStatement(const bson_t& statement, bool isDelete);
 std::string_view refusalForFindAndModify(const bson_t& body);
 
+// True when a read sees the primary's latest data: no $readPreference other than primary and no
+// readConcern level other than local or linearizable. A secondary, a majority or snapshot read
+// shows the documents as they were a moment ago (an order split then and whole now), and
+// "available" (a secondary's default on older servers) can also return a sharded collection's
+// orphaned copies from shards that do not own them, which a read targeted by the shard key never
+// reaches. The rewrite's verify and a complete reply both rely on reads of the latest data.
+bool readsPrimaryLatest(const bson_t& body);
+// Why a read that may not see the latest data is left as written (static text).
+inline constexpr std::string_view kMayLagRefusal =
+    "reads from secondaries or of a majority, snapshot or available read concern are not rewritten: they may show an "
+    "order as it was (split) or a shard's orphaned copies, which one found document cannot rule out";
+
 // True when `doc[field]` is absent or exactly {locale: "simple"}.
 bool collationIsSimple(const bson_t& doc, const char* field = "collation");
 // True when a projection (absent, or plain 0/1 values) returns every one of `fields` unchanged.

@@ -368,6 +368,9 @@ RewritePlan planLookupRewrite(LookupIndex& index, const protocol::CommandView& v
   // A retryable write is confirmed by a targeted read before it is sent (it cannot be re-run).
   plan.confirm = ok && plan.kind == RewriteKind::Write && view.hasTxnNumber && !plan.confirm_filter.empty();
   if (ok && plan.skipped.empty()) plan.skipped = refusalForCommand(view, plan.confirm, !collection || collection->simple_default_collation);
+  // A read's one found document proves the order whole only in the data as it is now.
+  if (ok && plan.skipped.empty() && plan.kind == RewriteKind::Read && !readsPrimaryLatest(view.body))
+    plan.skipped = kMayLagRefusal;
   if (!ok || !plan.skipped.empty()) {
     plan.kind = RewriteKind::None;
     plan.body.clear();

@@ -33,7 +33,8 @@ std::string TransactionLessons::keyOf(const protocol::CommandView& view) {
 }
 
 TransactionLessons::~TransactionLessons() {
-  while (!transactions_.empty()) end(transactions_.size() - 1, false);
+  std::lock_guard lock(mutex_);
+  while (!transactions_.empty()) end(transactions_.begin(), false);
 }
 
 void TransactionLessons::Holder::hold(const bson_t* compact, bool confirmedInsert) {
@@ -44,80 +45,95 @@ void TransactionLessons::Holder::holdChanges(std::shared_ptr<const ReplyLearning
   owner_.addChanges(key_, index_, std::move(learning));
 }
 
+void TransactionLessons::charge(Transaction& t, size_t bytes) {
+  t.bytes += bytes;
+  bytes_.fetch_add(bytes, std::memory_order_relaxed);
+}
+
 TransactionLessons::Transaction* TransactionLessons::open(const std::string& key) {
-  // A new txnNumber on a session ends its earlier transactions.
-  for (size_t i = transactions_.size(); i-- > 0;)
-    if (transactions_[i].key != key && sessionOf(transactions_[i].key) == sessionOf(key)) end(i, false);
-  auto it = std::find_if(transactions_.begin(), transactions_.end(), [&](const Transaction& t) { return t.key == key; });
-  if (it != transactions_.end()) return &*it;
-  if (transactions_.size() >= kMaxTransactions) end(0, false);  // the oldest makes room
-  const size_t cost = sizeof(Transaction) + key.size();
-  if (bytes_ + cost > kMaxBytes) return nullptr;
-  Transaction& opened = transactions_.emplace_back();
-  opened.key = key;
-  opened.bytes = cost;
-  bytes_ += cost;
-  return &opened;
+  if (auto it = by_key_.find(key); it != by_key_.end()) return &*it->second;
+  // A new txnNumber on a session ends its earlier transaction.
+  if (auto it = by_session_.find(sessionOf(key)); it != by_session_.end()) end(it->second, false);
+  if (transactions_.size() >= kMaxTransactions) end(transactions_.begin(), false);  // the oldest makes room
+  const size_t cost = sizeof(Transaction) + 2 * key.size();
+  if (bytes() + cost > kMaxBytes) return nullptr;
+  transactions_.emplace_back().key = key;
+  auto opened = std::prev(transactions_.end());
+  by_key_.emplace(opened->key, opened);
+  by_session_.emplace(sessionOf(opened->key), opened);
+  count_.fetch_add(1, std::memory_order_relaxed);
+  charge(*opened, cost);
+  return &*opened;
 }
 
 void TransactionLessons::add(const std::string& key, const std::shared_ptr<LookupIndex>& index, const bson_t* compact,
                              bool confirmedInsert) {
   if (!compact) return;
-  // What it contradicts is ambiguous from now on, held or not: a commit this connection never
-  // sees (its reply lost, the lesson over the bounds) must not leave a contradicted mapping.
+  // What it contradicts is ambiguous from now on, held or not: a commit the sidecar never sees
+  // (its reply lost, the lesson over the bounds) must not leave a contradicted mapping.
   index->refuteContradicted(compact);
+  std::lock_guard lock(mutex_);
   Transaction* t = key.empty() ? nullptr : open(key);
   const size_t cost = sizeof(Lesson) + compact->len;
-  if (!t || bytes_ + cost > kMaxBytes) {
-    index->stats().onEvent("transaction: lesson dropped (over the per-connection bound)");
+  if (!t || bytes() + cost > kMaxBytes) {
+    index->stats().onEvent("transaction: lesson dropped (over the process-wide bound)");
     return;
   }
   t->lessons.push_back(Lesson{index, std::string(reinterpret_cast<const char*>(bson_get_data(compact)), compact->len), confirmedInsert});
-  t->bytes += cost;
-  bytes_ += cost;
+  charge(*t, cost);
   index->stats().onEvent("transaction: lesson held until commit");
 }
 
 void TransactionLessons::addChanges(const std::string& key, const std::shared_ptr<LookupIndex>& index,
                                     std::shared_ptr<const ReplyLearning> learning) {
   if (!learning || (learning->changes.empty() && !learning->unsettles_all)) return;
+  std::lock_guard lock(mutex_);
   Transaction* t = key.empty() ? nullptr : open(key);
   if (!t) {  // nowhere to wait for the end: the strongest distrust, now
     index->unsettleAll();
     return;
   }
   const size_t cost = sizeof(Change) + heldBytes(*learning);
-  if (bytes_ + cost <= kMaxBytes) {
+  if (bytes() + cost <= kMaxBytes) {
     t->changes.push_back(Change{index, std::move(learning)});
-    t->bytes += cost;
-    bytes_ += cost;
+    charge(*t, cost);
     return;
   }
   // Too big to keep: the end unsettles every value of the rule instead (one entry per rule).
   if (std::find(t->unsettle_all.begin(), t->unsettle_all.end(), index) != t->unsettle_all.end()) return;
-  if (bytes_ + sizeof(index) > kMaxBytes) {
+  if (bytes() + sizeof(index) > kMaxBytes) {
     index->unsettleAll();
     return;
   }
   t->unsettle_all.push_back(index);
-  t->bytes += sizeof(index);
-  bytes_ += sizeof(index);
+  charge(*t, sizeof(index));
 }
 
 void TransactionLessons::commit(const std::string& key) {
-  auto it = std::find_if(transactions_.begin(), transactions_.end(), [&](const Transaction& t) { return t.key == key; });
-  if (it != transactions_.end()) end(static_cast<size_t>(it - transactions_.begin()), true);
+  std::lock_guard lock(mutex_);
+  if (auto it = by_key_.find(key); it != by_key_.end()) end(it->second, true);
+}
+
+void TransactionLessons::distrustAgain(const std::string& key) {
+  std::lock_guard lock(mutex_);
+  auto it = by_key_.find(key);
+  if (it == by_key_.end()) return;
+  for (const auto& change : it->second->changes) reapplyDistrust(*change.index, *change.learning);
+  for (const auto& index : it->second->unsettle_all) index->unsettleAll();
 }
 
 void TransactionLessons::drop(const std::string& key) {
-  auto it = std::find_if(transactions_.begin(), transactions_.end(), [&](const Transaction& t) { return t.key == key; });
-  if (it != transactions_.end()) end(static_cast<size_t>(it - transactions_.begin()), false);
+  std::lock_guard lock(mutex_);
+  if (auto it = by_key_.find(key); it != by_key_.end()) end(it->second, false);
 }
 
-void TransactionLessons::end(size_t at, bool committed) {
-  Transaction done = std::move(transactions_[at]);
-  transactions_.erase(transactions_.begin() + static_cast<std::ptrdiff_t>(at));
-  bytes_ -= std::min(bytes_, done.bytes);
+void TransactionLessons::end(List::iterator at, bool committed) {
+  by_key_.erase(at->key);
+  by_session_.erase(sessionOf(at->key));
+  Transaction done = std::move(*at);
+  transactions_.erase(at);
+  count_.fetch_sub(1, std::memory_order_relaxed);
+  bytes_.fetch_sub(std::min(bytes(), done.bytes), std::memory_order_relaxed);
   for (auto& lesson : done.lessons) {
     if (committed) {
       bson_t compact;

@@ -6,23 +6,30 @@
 // an ambiguity) acts at once, committed or not.
 //
 // A transaction's changes (a customer changed, a line moved) unsettle when planned and answered,
-// as outside one, and again whenever the transaction ends, however it ends (committed, aborted,
-// failed, replaced by the session's next txnNumber, evicted, its connection closed): a complete
-// read between the statement and the commit saw the documents as they were and may have settled
-// an order the commit then split.
+// as outside one, and again whenever the transaction ends or may have ended (committed, aborted,
+// failed, a commit without a known outcome, replaced by the session's next txnNumber, evicted, a
+// connection that carried it closed): a complete read between the statement and the commit saw
+// the documents as they were and may have settled an order the commit then split.
 //
-// One per client connection: a commit seen on another connection finds nothing held here (the
-// lessons are lost, never wrongly applied; the changes unsettle again when this connection's
-// entry ends). Bounded: kMaxBytes per connection and kMaxTransactions open (the oldest ends to
-// make room); a lesson past the bytes is dropped (counted in the rule's events), which costs a
-// later lookup its rewrite, never its answer; changes past it unsettle every value of the rule
-// when the transaction ends.
+// One for the whole process, shared by every connection: a driver sends a transaction's
+// statements and its commitTransaction over any connection of its pool (and retries a commit on
+// another), so a commit seen on any connection applies what statements held on others, and its
+// changes unsettle again there and then. Closing a connection does not end a transaction (the
+// session goes on over another connection). Bounded: kMaxBytes and kMaxTransactions for the
+// process (the oldest ends to make room, outcome unknown); a lesson past the bytes is dropped
+// (counted in the rule's events), which costs a later lookup its rewrite, never its answer;
+// changes past it unsettle every value of the rule when the transaction ends. Thread-safe.
 #pragma once
 #include <bson/bson.h>
 
+#include <atomic>
 #include <cstddef>
+#include <list>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "protocol/command_view.h"
@@ -34,8 +41,8 @@ class LookupIndex;
 
 class TransactionLessons {
  public:
-  static constexpr size_t kMaxBytes = size_t{1} << 20;
-  static constexpr size_t kMaxTransactions = 16;
+  static constexpr size_t kMaxBytes = size_t{16} << 20;
+  static constexpr size_t kMaxTransactions = 4096;
 
   // The transaction a statement (or commitTransaction / abortTransaction) belongs to: its lsid's
   // bytes and its txnNumber. Empty when the command names no such pair.
@@ -63,14 +70,19 @@ class TransactionLessons {
   // commitTransaction answered ok: the lessons are applied, in the order they were learned, then
   // the changes' distrust again.
   void commit(const std::string& key);
-  // Aborted, failed or unknown: they are forgotten.
+  // The transaction may have committed unseen, or may still commit (a commit that failed with a
+  // write concern error or an unknown outcome, which a retry can commit; a connection that carried
+  // it closed): its changes' distrust acts again now, and it stays open for the reply that tells.
+  void distrustAgain(const std::string& key);
+  // Aborted (abortTransaction, a commit refused, a statement that failed): the lessons are
+  // forgotten, the changes' distrust acts again.
   void drop(const std::string& key);
-  ~TransactionLessons();  // the connection closed: every open transaction ends, outcome unknown
+  ~TransactionLessons();  // the process ends: every open transaction ends, outcome unknown
   TransactionLessons() = default;
   TransactionLessons(const TransactionLessons&) = delete;
   TransactionLessons& operator=(const TransactionLessons&) = delete;
-  bool empty() const { return transactions_.empty(); }
-  size_t bytes() const { return bytes_; }  // charged with the connection's buffers
+  bool empty() const { return count_.load(std::memory_order_relaxed) == 0; }
+  size_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
 
  private:
   struct Lesson {
@@ -89,17 +101,24 @@ class TransactionLessons {
     std::vector<std::shared_ptr<LookupIndex>> unsettle_all;  // rules whose changes did not fit (one entry each)
     size_t bytes = 0;
   };
-  // The open transaction `key` (opened when absent, ending the session's earlier ones); nullptr
+  using List = std::list<Transaction>;  // oldest first
+
+  // Every member below is used under mutex_.
+  // The open transaction `key` (opened when absent, ending the session's earlier one); nullptr
   // when no room is left for another.
   Transaction* open(const std::string& key);
   void add(const std::string& key, const std::shared_ptr<LookupIndex>& index, const bson_t* compact, bool confirmedInsert);
   void addChanges(const std::string& key, const std::shared_ptr<LookupIndex>& index, std::shared_ptr<const ReplyLearning> learning);
-  static size_t lessonBytes(const std::string& compact) { return sizeof(Lesson) + compact.size(); }
   // Ends transaction `at`: applies its lessons when it committed, then its changes' distrust.
-  void end(size_t at, bool committed);
+  void end(List::iterator at, bool committed);
+  void charge(Transaction& t, size_t bytes);
 
-  std::vector<Transaction> transactions_;  // at most kMaxTransactions
-  size_t bytes_ = 0;
+  std::mutex mutex_;
+  List transactions_;                                                 // at most kMaxTransactions
+  std::unordered_map<std::string_view, List::iterator> by_key_;      // views each Transaction::key
+  std::unordered_map<std::string_view, List::iterator> by_session_;  // the lsid part of the same keys
+  std::atomic<size_t> count_{0};
+  std::atomic<size_t> bytes_{0};
 };
 
 }  // namespace shardscope::rewrite

@@ -38,6 +38,7 @@ class FakeEnvironment : public Environment {
     stale_namespaces.emplace_back(ns);
   }
   std::vector<std::string> stale_namespaces;
+  rewrite::TransactionLessons transactions;  // process-wide in the proxy: shared by this environment's connections
 };
 
 // An environment whose budget (limits.max_buffered_bytes) admits at most `limit` bytes, throwing
@@ -104,8 +105,13 @@ class RecordingObserver : public Observer {
 struct Connection {
   explicit Connection(FakeEnvironment& env, routing::CursorShards* cursors)
       : Connection(env, settings(cursors)) {}
-  Connection(FakeEnvironment& env, Settings s) : recorder(registry.newRecorder()), pipeline(std::move(s), env, *recorder) {
+  Connection(FakeEnvironment& env, Settings s)
+      : recorder(registry.newRecorder()), pipeline(withTransactions(std::move(s), env), env, *recorder) {
     pipeline.addObserver(observer);
+  }
+  static Settings withTransactions(Settings s, FakeEnvironment& env) {
+    if (!s.transactions) s.transactions = &env.transactions;
+    return s;
   }
   static Settings settings(routing::CursorShards* cursors) {
     Settings s;

@@ -48,6 +48,45 @@ TEST_F(RewriteReplyOrderTest, ACompleteReplyOvertakenByAnInsertDoesNotSettleTheO
   EXPECT_EQ(orderOneRewrittenWith(reader, 3), std::nullopt);
 }
 
+// updateMany({orderId: O1}, {$set: {customerId: C2}}) settles O1 at C2 once its reply confirms a
+// match. An insert of an O1 line on another connection answered while the update was in flight
+// may have run after the update passed: that line keeps C1, and the order is split.
+TEST_F(RewriteReplyOrderTest, AnUpdateManyOvertakenByAnInsertDoesNotSettleTheOrder) {
+  env.rule = orderRule({R"({"orderId": "O1", "customerId": "C1"})"});
+  Connection updater(env, &cursors), writer(env, &cursors);
+  auto update = request(
+      R"({"update": "orders", "updates": [{"q": {"orderId": "O1"}, "u": {"$set": {"customerId": "C2"}}, "multi": true}], "$db": "shop"})", 1);
+  updater.send(update);
+  auto insert = request(R"({"insert": "orders", "documents": [{"_id": 3, "orderId": "O1", "customerId": "C1"}], "$db": "shop"})", 2);
+  writer.send(insert);
+  auto inserted = reply(R"({"n": 1, "ok": 1.0})", 2);
+  writer.receive(inserted);
+  auto updated = reply(R"({"n": 2, "nModified": 2, "ok": 1.0})", 1);
+  updater.receive(updated);
+  EXPECT_EQ(orderOneRewrittenWith(updater, 3), std::nullopt) << "lines of C1 and C2: no customer speaks for O1";
+}
+
+// The same for a complete read of an order already unsettled (a line moved): an insert into it
+// answered while the read was in flight is a line the read may not show.
+TEST_F(RewriteReplyOrderTest, ACompleteReplyOvertakenByAnInsertIntoAnUnsettledOrderDoesNotSettleIt) {
+  env.rule = orderRule({R"({"orderId": "O1", "customerId": "C1"})"});
+  Connection reader(env, &cursors), writer(env, &cursors);
+  auto move = request(R"({"update": "orders", "updates": [{"q": {"orderId": "O1", "line": 1}, "u": {"$set": {"customerId": "C2"}}}], "$db": "shop"})", 1);
+  writer.send(move);
+  auto moved = reply(R"({"n": 1, "nModified": 1, "ok": 1.0})", 1);
+  writer.receive(moved);
+  ASSERT_EQ(orderOneRewrittenWith(reader, 2), std::nullopt) << "unsettled by the line move";
+  auto find = request(R"({"find": "orders", "filter": {"orderId": "O1"}, "$db": "shop"})", 3);
+  reader.send(find);  // the server runs it first: it sees line 1 only
+  auto insert = request(R"({"insert": "orders", "documents": [{"_id": 2, "orderId": "O1", "line": 2, "customerId": "C9"}], "$db": "shop"})", 4);
+  writer.send(insert);
+  auto inserted = reply(R"({"n": 1, "ok": 1.0})", 4);
+  writer.receive(inserted);
+  auto found = reply(cursorReply(0, "firstBatch", R"({"_id": 1, "orderId": "O1", "line": 1, "customerId": "C2"})"), 3);
+  reader.receive(found);
+  EXPECT_EQ(orderOneRewrittenWith(reader, 5), std::nullopt) << "lines of C2 and C9: no customer speaks for O1";
+}
+
 TEST_F(RewriteReplyOrderTest, ReadsThatMayLagAreNeverComplete) {
   for (const char* options : {R"("$readPreference": {"mode": "secondaryPreferred"})",
                               R"("readConcern": {"level": "majority"})", R"("readConcern": {"level": "snapshot"})"}) {

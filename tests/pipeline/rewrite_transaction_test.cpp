@@ -77,9 +77,9 @@ TEST_F(RewriteTransactionTest, AnAbortedInsertTeachesNothing) {
 TEST_F(RewriteTransactionTest, ACommittedInsertIsLearnedWhenTheCommitAnswersOk) {
   Connection conn(env, &cursors);
   insertInTransaction(conn, "O9", "C9", 1, 1);
-  EXPECT_GT(conn.pipeline.heldForRepliesBytes(), 0u) << "the lesson waits, charged";
+  EXPECT_GT(env.transactions.bytes(), 0u) << "the lesson waits, charged";
   endTransaction(conn, "commitTransaction", 1, 2);
-  EXPECT_EQ(conn.pipeline.heldForRepliesBytes(), 0u) << "nothing held once the commit applied it";
+  EXPECT_EQ(env.transactions.bytes(), 0u) << "nothing held once the commit applied it";
   EXPECT_EQ(rewrittenCustomer(conn, "O9", 3), "C9");
 }
 
@@ -106,14 +106,47 @@ TEST_F(RewriteTransactionTest, ANewTransactionOnTheSessionEndsTheEarlierOne) {
   EXPECT_EQ(rewrittenCustomer(conn, "O8", 5), "C8");
 }
 
-TEST_F(RewriteTransactionTest, LessonsDieWithTheirConnection) {
+// A driver sends a transaction's statements and its commit over any connection of its pool (and
+// retries a commit on another): what the statements held is the transaction's, not the
+// connection's. Before, a commit on another connection found nothing: the lessons were lost and,
+// worse, a line moved by the transaction was not unsettled again when it committed.
+TEST_F(RewriteTransactionTest, ACommitOnAnotherConnectionAppliesTheLessons) {
   {
     Connection conn(env, &cursors);
     insertInTransaction(conn, "O9", "C9", 1, 1);
-  }
+  }  // the pool closed the statement's connection: the transaction goes on
   Connection other(env, &cursors);
-  endTransaction(other, "commitTransaction", 1, 2);  // a commit this connection never held anything for
-  EXPECT_EQ(rewrittenCustomer(other, "O9", 3), std::nullopt);
+  EXPECT_EQ(rewrittenCustomer(other, "O9", 2), std::nullopt) << "believed before the commit";
+  endTransaction(other, "commitTransaction", 1, 3);
+  EXPECT_EQ(rewrittenCustomer(other, "O9", 4), "C9");
+  EXPECT_EQ(env.transactions.bytes(), 0u);
+}
+
+// The order O1 (two lines, C1) is split by a transaction: line 1 moves to C2. A complete read
+// before the commit sees the order whole at C1 and settles it; the commit, sent over another
+// connection while the statement's connection stays open in the pool, splits it. Rewritten with
+// C1, a find of O1 would answer line 2 alone.
+TEST_F(RewriteTransactionTest, ACommitOnAnotherConnectionUnsettlesWhatTheTransactionSplit) {
+  const std::string lineMove = R"({"update": "orders", "updates": [{"q": {"orderId": "O1", "line": 1}, "u": {"$set": {"customerId": "C2"}}}], )";
+  const std::string wholeOrder = R"({"_id": 1, "orderId": "O1", "line": 1, "customerId": "C1"}, {"_id": 2, "orderId": "O1", "line": 2, "customerId": "C1"})";
+  Connection reader(env, &cursors), statements(env, &cursors), committer(env, &cursors);
+  exchange(statements, lineMove + txnFieldsOf(1, true) + R"(, "$db": "shop"})", 1, R"({"n": 1, "nModified": 1, "ok": 1.0})");
+  EXPECT_EQ(rewrittenCustomer(reader, "O1", 2, wholeOrder), std::nullopt) << "unsettled by the change";
+  ASSERT_EQ(rewrittenCustomer(reader, "O1", 3), "C1") << "the complete reply settled it again (before the commit)";
+  endTransaction(committer, "commitTransaction", 1, 4);
+  EXPECT_EQ(rewrittenCustomer(reader, "O1", 5), std::nullopt) << "split by the commit, still believed whole at C1";
+}
+
+// A commit whose outcome is unknown (a write concern error, a network error) is retried by the
+// driver, maybe over another connection: the lessons wait for the retry's answer.
+TEST_F(RewriteTransactionTest, ALessonWaitsForTheRetriedCommit) {
+  Connection conn(env, &cursors), retry(env, &cursors);
+  insertInTransaction(conn, "O9", "C9", 1, 1);
+  endTransaction(conn, "commitTransaction", 1, 2,
+                 R"({"ok": 1.0, "writeConcernError": {"code": 64, "errmsg": "waiting for replication timed out"}})");
+  EXPECT_EQ(rewrittenCustomer(conn, "O9", 3), std::nullopt) << "not known to be committed yet";
+  endTransaction(retry, "commitTransaction", 1, 4);
+  EXPECT_EQ(rewrittenCustomer(retry, "O9", 5), "C9");
 }
 
 TEST_F(RewriteTransactionTest, AnAbortedChangeOfCustomerNeverSettlesTheOrder) {
@@ -168,22 +201,22 @@ TEST_F(RewriteTransactionTest, AReadInsideATransactionTeachesOnlyAtCommit) {
 
 TEST_F(RewriteTransactionTest, HeldLessonsAreChargedAndBounded) {
   Connection conn(env, &cursors);
-  const size_t before = conn.pipeline.heldForRepliesBytes();
+  const size_t before = env.transactions.bytes();
   insertInTransaction(conn, "O9", "C9", 1, 1);
-  EXPECT_GT(conn.pipeline.heldForRepliesBytes(), before);
+  EXPECT_GT(env.transactions.bytes(), before);
   EXPECT_EQ(conn.pipeline.largeBufferBytes(), conn.pipeline.measureLargeBuffers());
   // Many more than the bound holds: the rest are dropped (counted), the bytes held stay bounded.
   std::string docs;
   for (int i = 0; i < 3000; ++i)
     docs += std::string(i ? "," : "") + R"({"orderId": "P)" + std::to_string(i) + R"(", "customerId": "C)" + std::string(300, 'x') + R"("})";
-  for (int round = 0; round < 4; ++round)
+  for (int round = 0; round < 20; ++round)
     exchange(conn, R"({"insert": "orders", "documents": [)" + docs + "], " + txnFieldsOf(1, false) + R"(, "$db": "shop"})",
              10 + round, R"({"n": 3000, "ok": 1.0})");
-  EXPECT_LE(conn.pipeline.heldForRepliesBytes(), before + rewrite::TransactionLessons::kMaxBytes);
+  EXPECT_LE(env.transactions.bytes(), rewrite::TransactionLessons::kMaxBytes);
   auto events = env.rule->stats().events();
-  EXPECT_GT(events["transaction: lesson dropped (over the per-connection bound)"], 0u);
-  endTransaction(conn, "abortTransaction", 1, 20);
-  EXPECT_EQ(conn.pipeline.heldForRepliesBytes(), before);
+  EXPECT_GT(events["transaction: lesson dropped (over the process-wide bound)"], 0u);
+  endTransaction(conn, "abortTransaction", 1, 100);
+  EXPECT_EQ(env.transactions.bytes(), before);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "rewrite/lookup_guard.h"
 #include "rewrite/lookup_learning.h"
+#include "rewrite/lookup_refusals.h"
 #include "tests/support/bson_builders.h"
 
 namespace shardscope::rewrite {
@@ -184,8 +185,55 @@ TEST_F(LookupRewriteTest, PlanDependentOrHistoricalAnswersAreLeftAlone) {
   const std::string past = R"("readConcern": {"level": "snapshot", "atClusterTime": {"$timestamp": {"t": 1, "i": 1}}})";
   EXPECT_EQ(kind(R"({"find": "orders", "filter": {"orderId": "O1"}, )" + past + R"(, "$db": "shop"})"), RewriteKind::None);
   EXPECT_EQ(kind(R"({"count": "orders", "query": {"orderId": "O1"}, )" + past + R"(, "$db": "shop"})"), RewriteKind::None);
-  EXPECT_EQ(kind(R"({"find": "orders", "filter": {"orderId": "O1"}, "readConcern": {"level": "majority", "afterClusterTime": {"$timestamp": {"t": 1, "i": 1}}}, "$db": "shop"})"),
+  EXPECT_EQ(kind(R"({"find": "orders", "filter": {"orderId": "O1"}, "readConcern": {"level": "local", "afterClusterTime": {"$timestamp": {"t": 1, "i": 1}}}, "$db": "shop"})"),
             RewriteKind::Read);
+}
+
+// Without a sort the documents come in the plan's order: the original's by orderId (its index),
+// the rewrite's perhaps by customerId (the shard key's). With a limit or skip, a $in of two orders
+// would keep other lines than the original: {limit: 2} over O1 (lines 1, 2) and O2 (line 1) keeps
+// O1's two lines as written, one line of each when rewritten; both values show, so the verify
+// passes it.
+TEST_F(LookupRewriteTest, AnUnsortedInWithALimitOrSkipIsLeftAlone) {
+  const std::string in = R"({"find": "orders", "filter": {"orderId": {"$in": ["O1", "O2"]}}, )";
+  for (const char* cut : {R"("limit": 2)", R"("skip": 1)", R"("limit": {"$numberLong": "-2"})"}) {
+    auto p = plan(in + cut + R"(, "$db": "shop"})");
+    EXPECT_EQ(p.kind, RewriteKind::None) << cut;
+    EXPECT_NE(p.skipped.find("no sort"), std::string_view::npos) << cut;
+    EXPECT_EQ(plan(in + cut + R"(, "sort": {"orderId": 1, "line": 1}, "$db": "shop"})").kind, RewriteKind::Read) << cut;
+  }
+  EXPECT_EQ(plan(in + R"("limit": 0, "skip": 0, "$db": "shop"})").kind, RewriteKind::Read);
+  EXPECT_EQ(plan(R"({"find": "orders", "filter": {"orderId": "O1"}, "limit": 2, "$db": "shop"})").kind, RewriteKind::Read)
+      << "one order: its lines are one customer's, in the same record order under either index";
+}
+
+// One document found by the rewritten filter proves the order whole only in the data as it is now
+// (the mapping speaks for that). A secondary, a majority or snapshot read shows it as it was a
+// moment ago, when a line moved through the sidecar may not have been followed by the others yet:
+// the rewritten read would answer the moved line alone. And "available" returns a shard's orphaned
+// copies to a broadcast read, which the read targeted by customerId never reaches.
+TEST_F(LookupRewriteTest, ReadsThatMayShowAnOlderStateOrOrphansAreLeftAlone) {
+  const std::vector<std::string> lagging = {
+      R"("$readPreference": {"mode": "secondary"})", R"("$readPreference": {"mode": "secondaryPreferred"})",
+      R"("$readPreference": {"mode": "nearest"})", R"("$readPreference": {"mode": "primaryPreferred"})",
+      R"("readConcern": {"level": "majority"})", R"("readConcern": {"level": "snapshot"})",
+      R"("readConcern": {"level": "available"})",
+      R"("readConcern": {"level": "majority", "afterClusterTime": {"$timestamp": {"t": 1, "i": 1}}})"};
+  for (const auto& option : lagging) {
+    for (const char* command :
+         {R"({"find": "orders", "filter": {"orderId": "O1"}, )", R"({"count": "orders", "query": {"orderId": "O1"}, )",
+          R"({"distinct": "orders", "key": "sku", "query": {"orderId": "O1"}, )",
+          R"({"aggregate": "orders", "pipeline": [{"$match": {"orderId": "O1"}}], "cursor": {}, )"}) {
+      auto p = plan(std::string(command) + option + R"(, "$db": "shop"})");
+      EXPECT_EQ(p.kind, RewriteKind::None) << command << option;
+      EXPECT_EQ(p.skipped, kMayLagRefusal) << command << option;
+    }
+  }
+  for (const char* latest : {R"("$readPreference": {"mode": "primary"})", R"("readConcern": {"level": "local"})",
+                             R"("readConcern": {"level": "linearizable"})", R"("readConcern": {})"})
+    EXPECT_EQ(plan(std::string(R"({"find": "orders", "filter": {"orderId": "O1"}, )") + latest + R"(, "$db": "shop"})").kind,
+              RewriteKind::Read)
+        << latest;
 }
 
 // A symbol is compared as the string it spells: {orderId: "O1"} also finds a document whose
