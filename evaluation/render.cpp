@@ -277,12 +277,14 @@ void writeCandidate(common::JsonWriter& w, const NamespaceReport& r, const Candi
 }  // namespace
 
 std::string renderReportsJson(const std::vector<NamespaceReport>& reports, const ObservationCounters* counters,
-                              int64_t since_ms) {
+                              int64_t since_ms, const routing::RoutingLoad* load) {
   std::string out;
   common::JsonWriter w(out);
   w.beginObject();
   // The period every figure below covers: /stats counts since its own resetAt.
   if (since_ms > 0) w.key("observedSince").value(common::isoTime(since_ms));
+  // Which load of the routing table the current keys come from, as /stats states the one in force.
+  if (load && load->generation > 0) routing::writeRoutingLoad(w.key("routing"), *load);
   w.key("namespaces").beginArray();
   for (const auto& r : reports) {
     w.beginObject();
