@@ -136,6 +136,9 @@ void publishRouting(ProxyContext& ctx, std::shared_ptr<const routing::RoutingTab
   // Numbered where it is held; the listeners get that number with the table, never one of their own.
   const routing::RoutingLoad load = ctx.routing.publish(table, source);
   for (const auto& listener : ctx.routing_listeners) listener(table, load);
+  // The log names the load as /stats "routing" does (discovery publishes only a changed table).
+  spdlog::info("routing table load {} in force (from {}): {} sharded collections, {} shards", load.generation, source,
+               table->collections().size(), table->shardCount());
 }
 
 std::unique_ptr<cluster::RoutingDiscovery> startDiscovery(ProxyContext& ctx) {
