@@ -229,6 +229,7 @@ def test_every_surface_names_the_routing_table_it_read(ferretdb, proxy, workdir,
     stats_ms = round(1000 * dt.datetime.fromisoformat(after["stats"]["loadedAt"].replace("Z", "+00:00")).timestamp())
     assert after["metrics"]["loadedAtMs"] == stats_ms, after
     assert _get_json(url, "/chunks")["namespaces"][0]["ranges"][0]["shard"] == "shardB"
+    assert p.stderr_has("routing table load 2 in force (from file)"), p.stderr_text()[-2000:]
     once = _cli(shardscope_binary, "stats", "--admin", url, "--once")
     assert f"routing table: load 2 (file), published {after['stats']['loadedAt']}" in once, once
 
@@ -273,3 +274,36 @@ def test_a_discovery_refresh_is_one_new_load_on_every_surface(proxy):
         assert "shardC" in _get_json(url, "/chunks")["shards"]
     finally:
         s.stop()
+
+
+def test_per_shard_rates_keep_their_shard_after_a_reload_reorders_the_list(ferretdb, proxy, workdir):
+    """The same routing with its shard list in another order: /stats, /metrics and /history must
+    name the shard that took the operations alike. On main /history named shardA's 50 finds
+    "shardF" (it labelled the counts, kept by name, with the reloaded table's list by position)."""
+    routing = json.loads(ROUTING_FILE.read_text())
+    routing["shards"] = list(reversed(routing["shards"]))
+    reordered = workdir / "reordered.json"
+    reordered.write_text(json.dumps(routing))
+    config = workdir / "shardscope.yaml"
+    config.write_text(f"routing:\n  file: {ROUTING_FILE}\n")
+    p = proxy(ferretdb.uri, "--config", str(config), admin=True)
+    config.write_text(f"routing:\n  file: {reordered}\n")
+    _reload(p.admin_url)
+    with pymongo.MongoClient(p.uri, serverSelectionTimeoutMS=20000) as client:
+        for _ in range(50):
+            client.shop.orders.find_one({"customerId": CUSTOMERS[0]})  # shardA's chunk
+    url = p.admin_url
+    stats = {s["name"]: s["ops"] for s in get_stats(url)["shards"]}
+    assert stats["shardA"] == 50 and sum(stats.values()) == 50, stats
+    metric = {lab["shard"]: v for name, lab, v in _metric_samples(url) if name == "shardscope_shard_ops_total"}
+    assert metric == stats
+
+    def window():
+        h = _get_json(url, "/history")
+        return h if sum(h["rates"]["window"]["shards"].values()) > 0 else None
+    assert wait_for(window, timeout=30)
+    h = window()
+    per_shard = {name: sum(s["shards"][i] for s in h["samples"]) for i, name in enumerate(h["shards"])}
+    assert per_shard.get("shardA") == 50 and sum(per_shard.values()) == 50, (h["shards"], per_shard)
+    rates = h["rates"]["window"]["shards"]
+    assert rates["shardA"] > 0 and all(v == 0 for k, v in rates.items() if k != "shardA"), rates
