@@ -315,3 +315,25 @@ def test_per_shard_rates_keep_their_shard_after_a_reload_reorders_the_list(ferre
     assert per_shard.get("shardA") == 50 and sum(per_shard.values()) == 50, (h["shards"], per_shard)
     rates = h["rates"]["window"]["shards"]
     assert rates["shardA"] > 0 and all(v == 0 for k, v in rates.items() if k != "shardA"), rates
+
+
+def test_a_down_mongos_shows_beside_the_cli_verdict_too(ferretdb, proxy, shardscope_binary):
+    """`stats`, the page and /metrics say the mongos is down (test_surfaces_agree.py); `evaluate --from`
+    printed its verdict as if nothing were wrong. It now warns on stderr, from the same /stats health,
+    and its report stays the sidecar's /evaluate?format=text."""
+    p = proxy(ferretdb.uri, "--routing", str(ROUTING_FILE), admin=True)
+    with pymongo.MongoClient(p.uri, serverSelectionTimeoutMS=20000) as client:
+        seed_orders(client)
+        run_profile(client)
+    ferretdb.kill()
+    with pymongo.MongoClient(p.uri, serverSelectionTimeoutMS=2000, connectTimeoutMS=2000) as client:
+        with pytest.raises(pymongo.errors.PyMongoError):
+            client.shop.orders.find_one({"customerId": CUSTOMERS[0]})
+    assert wait_for(lambda: get_stats(p.admin_url)["health"]["state"] == "down", timeout=60)
+    detail = get_stats(p.admin_url)["health"]["components"][0]["detail"]
+    r = subprocess.run([str(shardscope_binary), "evaluate", "--from", p.admin_url], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert f"warning: {p.admin_url} health DOWN (upstream down: {detail})" in r.stderr, r.stderr
+    status, _, text = http_request(p.admin_url, path="/evaluate?format=text")
+    assert status == 200 and r.stdout == text.decode()
