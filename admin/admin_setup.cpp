@@ -4,6 +4,8 @@
 #include <stdexcept>
 
 #include "admin/health.h"
+#include "common/json_writer.h"
+#include "routing/routing_load.h"
 #include "routing/mongos_version.h"
 #include "stats/prometheus_writer.h"
 
@@ -31,6 +33,7 @@ std::unique_ptr<AdminServer> makeAdminServer(proxy::ProxyContext& ctx, bool metr
   admin->extend(mongosPoolExtension(ctx));
   admin->extend(healthExtension(ctx));
   admin->extend(chunkOwnersExtension(ctx));
+  admin->extend(routingLoadExtension(ctx));
   if (ctx.config.discovery) admin->extend(discoveryExtension(ctx));
   if (metrics_only) admin->serveMetricsOnly();
   return admin;
@@ -82,6 +85,23 @@ AdminExtension chunkOwnersExtension(proxy::ProxyContext& ctx) {
     }
     return owners;
   };
+  return e;
+}
+
+AdminExtension routingLoadExtension(proxy::ProxyContext& ctx) {
+  AdminExtension e;
+  e.stats_sections.emplace_back("routing", [&ctx] {
+    std::string out;
+    common::JsonWriter w(out);
+    routing::writeRoutingLoad(w, ctx.routing.inForce().second);
+    return out;
+  });
+  e.metrics.push_back([&ctx](std::string& out) {
+    const routing::RoutingLoad load = ctx.routing.inForce().second;
+    stats::PrometheusWriter w(out);
+    w.single(stats::Metric::routing_generation, load.generation);
+    w.single(stats::Metric::routing_loaded_timestamp_seconds, static_cast<double>(load.loaded_at_ms) / 1000.0);
+  });
   return e;
 }
 

@@ -20,6 +20,9 @@ AdminExtension mongosPoolExtension(proxy::ProxyContext& ctx);
 // Routing discovery's /stats section ("discovery"), shardscope_routing_* metrics and /readyz line
 // (after the mongos line, which it repeats: /readyz keeps one detail function).
 AdminExtension discoveryExtension(proxy::ProxyContext& ctx);
+// Which load of the routing table is in force (/stats "routing", shardscope_routing_generation and
+// shardscope_routing_loaded_timestamp_seconds), read from proxy::RoutingState.
+AdminExtension routingLoadExtension(proxy::ProxyContext& ctx);
 // The shards owning chunks per namespace, from the routing table in force (/stats "hotness").
 AdminExtension chunkOwnersExtension(proxy::ProxyContext& ctx);
 

@@ -5,10 +5,12 @@
 
 namespace shardscope::admin {
 
-std::string renderChunkView(const routing::RoutingTable* table, size_t max_ranges) {
+std::string renderChunkView(const routing::RoutingTable* table, size_t max_ranges, const routing::RoutingLoad* load) {
   std::string out;
   common::JsonWriter w(out);
-  w.beginObject().field("loaded", table != nullptr).key("shards").beginArray();
+  w.beginObject().field("loaded", table != nullptr);
+  if (load) routing::writeRoutingLoad(w.key("routing"), *load);
+  w.key("shards").beginArray();
   if (table)
     for (size_t i = 0; i < table->shardCount(); ++i) w.value(table->shardName(i));
   w.endArray().key("namespaces").beginArray();
@@ -44,8 +46,8 @@ AdminExtension chunkViewExtension(proxy::ProxyContext& ctx) {
   ext.routes.push_back({"/chunks", "GET, HEAD", [&ctx](std::string_view) {
                           AdminResponse r;
                           r.contentType = "application/json";
-                          auto table = ctx.routing.get();
-                          r.body = renderChunkView(table.get());
+                          auto [table, load] = ctx.routing.inForce();  // the table and its load together
+                          r.body = renderChunkView(table.get(), 64, &load);
                           return r;
                         }});
   return ext;

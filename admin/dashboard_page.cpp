@@ -125,6 +125,7 @@ td.defence { color:var(--dim); font-size:12px; max-width:520px; }
       <tbody id="shards"></tbody></table></section>
   </div>
   <section><h2>Shard key per namespace and the evaluation's recommendation</h2>
+    <div class="note" id="routing-load"></div>
     <table><thead><tr><th>namespace</th><th>current shard key</th><th class="num">chunks</th><th>recommended key</th><th>why</th></tr></thead>
     <tbody id="keys"></tbody></table></section>
   <section><h2>Top query shapes: what they do and why (since reset)</h2>
@@ -360,6 +361,22 @@ function renderShards(s, hist, hotShard) {
   }
 }
 
+// Which load of the routing table each panel was computed against (/stats, /chunks and /evaluate
+// state it as "routing"; generation 0: none loaded): after a reload a reader sees which table.
+function renderRoutingLoad(s, chunks, evaluation) {
+  const r = s.routing, box = document.getElementById("routing-load");
+  const gen = (doc) => doc && doc.routing ? String(doc.routing.generation) : "";
+  box.setAttribute("data-generation", gen(s));
+  box.setAttribute("data-chunks-generation", gen(chunks));
+  box.setAttribute("data-evaluate-generation", gen(evaluation));
+  if (!r || !r.generation) { setText("routing-load", "routing table: none loaded"); return; }
+  let text = "routing table in force: load " + r.generation + " (" + r.source + "), published " + r.loadedAt;
+  for (const [what, doc] of [["the chunks below", chunks], ["the recommendation", evaluation]])
+    if (doc && doc.routing && doc.routing.generation !== r.generation)
+      text += " \u00b7 " + what + ": load " + doc.routing.generation;
+  setText("routing-load", text);
+}
+
 function renderKeys(chunks, verdicts, evaluationOn) {
   const body = document.getElementById("keys");
   body.replaceChildren();
@@ -558,6 +575,7 @@ function render(s, hist, chunks, evaluation) {
   renderHistory(hist);
   const hot = renderHot(s.hotness);
   renderShards(s, hist, hot);
+  renderRoutingLoad(s, chunks, evaluation);
   renderKeys(chunks, evaluationVerdicts(evaluation), evaluation !== null);
   renderShapes(s);
   const hotNs = hot ? document.getElementById("hot-card").getAttribute("data-ns") : null;

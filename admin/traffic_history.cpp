@@ -15,8 +15,10 @@ uint64_t delta(uint64_t now, uint64_t before) { return now >= before ? now - bef
 TrafficHistory::TrafficHistory(size_t capacity, size_t max_shards)
     : capacity_(capacity == 0 ? 1 : capacity), max_shards_(max_shards) {}
 
-void TrafficHistory::add(int64_t now_ms, const stats::ConnectionTotals& totals, const std::vector<uint64_t>& shard_ops) {
+void TrafficHistory::add(int64_t now_ms, const stats::ConnectionTotals& totals, const std::vector<uint64_t>& shard_ops,
+                         const std::vector<std::string>& shard_names) {
   std::lock_guard lock(mutex_);
+  if (!shard_names.empty()) shard_names_ = shard_names;
   if (have_baseline_ && now_ms > last_ms_) {
     Sample s;
     s.end_ms = now_ms;
@@ -44,8 +46,11 @@ size_t TrafficHistory::size() const {
   return samples_.size();
 }
 
-std::string TrafficHistory::renderJson(const std::vector<std::string>& shard_names, double interval_seconds) const {
+std::string TrafficHistory::renderJson(const std::vector<std::string>& fallback_names, double interval_seconds) const {
   std::lock_guard lock(mutex_);
+  // The counts' own names first: the table's list is in its order, which a reload may change.
+  std::vector<std::string> shard_names = shard_names_;
+  for (size_t i = shard_names.size(); i < fallback_names.size(); ++i) shard_names.push_back(fallback_names[i]);
   size_t widest = 0;
   for (const auto& s : samples_) widest = std::max(widest, s.shards.size());
   std::string out;

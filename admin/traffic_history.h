@@ -20,14 +20,19 @@ class TrafficHistory {
 
   // Cumulative counters at `now_ms`. The first call only sets the baseline; each later call appends
   // the difference to the previous one. Counters that went down (POST /stats/reset) count from zero.
-  void add(int64_t now_ms, const stats::ConnectionTotals& totals, const std::vector<uint64_t>& shard_ops);
+  // `shard_names`: the name of each position of `shard_ops` (the statistics' shard catalog,
+  // Snapshot::shardNames, which keeps a shard's position when a reload reorders the table's list);
+  // the latest given names the shards of /history.
+  void add(int64_t now_ms, const stats::ConnectionTotals& totals, const std::vector<uint64_t>& shard_ops,
+           const std::vector<std::string>& shard_names = {});
 
   // {"intervalSeconds": s, "capacity": n, "shards": [names], "samples": [{"end": unix ms,
   // "seconds": s, "targeting": {...}, "hostsTargeted": {...}, "shards": [ops by index, then "other"]}],
   // "rates": {"last": R, "window": R}} where R = {"seconds": the span it covers, "ops": ops/s,
   // "shards": {name: ops/s}}: the two ops/s figures every panel shows, computed here once (the
   // last interval, and the average over every interval kept), each with its span.
-  std::string renderJson(const std::vector<std::string>& shard_names, double interval_seconds) const;
+  // `fallback_names`: for positions add() was given no name for (the routing table's list).
+  std::string renderJson(const std::vector<std::string>& fallback_names, double interval_seconds) const;
 
   size_t size() const;
 
@@ -48,6 +53,7 @@ class TrafficHistory {
   int64_t last_ms_ = 0;
   stats::ConnectionTotals last_totals_;
   std::vector<uint64_t> last_shards_;
+  std::vector<std::string> shard_names_;  // of last_shards_' positions, as add() was told
 };
 
 }  // namespace shardscope::admin

@@ -11,6 +11,7 @@
 #include "cli/admin_client.h"
 #include "cli/cli_support.h"
 #include "cli/commands.h"
+#include "cli/stats_doc.h"
 
 #include <bson/bson.h>
 
@@ -76,6 +77,29 @@ void askForLackingFacts(const std::vector<AdminUrl>& endpoints, const AdminAuth&
   }
 }
 
+// A sidecar whose mongos is down (or whose health is otherwise not ok) says so here too, from its
+// /stats "health" (admin/health.h, the judgement the page and `stats` show): its figures end with the
+// traffic it saw. On stderr, so the report stays the same as that sidecar's /evaluate?format=text.
+void warnOfHealth(const AdminUrl& url, const AdminAuth& auth) {
+  if (!url.path.empty() && url.path != "/") return;  // an export's own URL: no admin endpoint known
+  std::string body, error;
+  if (adminGet(url, "/stats?top=0", auth, body, error) != 200) return;
+  bson_t parsed;
+  if (!parseJson(body, &parsed, error)) return;
+  const Doc d(&parsed);
+  const std::string state = d.str("health.state");
+  if (!state.empty() && state != "ok") {
+    std::string detail;
+    d.each("health.components", [&](const Doc& c) {
+      if (c.str("state") != "up" && c.str("state") != "ok")
+        detail += (detail.empty() ? "" : "; ") + c.str("component") + " " + c.str("state") + ": " + c.str("detail");
+    });
+    std::fprintf(stderr, "shardscope evaluate: warning: %s health %s (%s); its figures end with the traffic it saw\n",
+                 url.text.c_str(), state == "down" ? "DOWN" : state.c_str(), detail.c_str());
+  }
+  bson_destroy(&parsed);
+}
+
 int runEvaluate(const CLI::App& cmd, const EvaluateArgs& args) {
   if (args.urls.empty() && args.files.empty() && args.from_collection.empty())
     return usageError(cmd, "give at least one --from URL, --file PATH or --from-collection URI");
@@ -92,6 +116,7 @@ int runEvaluate(const CLI::App& cmd, const EvaluateArgs& args) {
     endpoints.push_back(url);
   }
   std::vector<std::string> sketches;
+  for (const auto& url : endpoints) warnOfHealth(url, auth);
   for (const auto& url : endpoints) {
     std::string body;
     const std::string target = url.path.empty() || url.path == "/" ? "/evaluate/sketches" : url.path;

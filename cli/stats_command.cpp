@@ -107,6 +107,10 @@ void printTable(const bson_t* stats, const StatsArgs& args) {
   printHealth(d);
   std::printf("shardscope stats  %s  since reset %.0fs  ops %.0f  errors %.0f (replies with errors)  connections %.0f\n",
               args.url.text.c_str(), d.num("windowSeconds"), ops, d.num("totals.errors"), d.num("process.connectionsActive"));
+  // Which load of the routing table is in force (/stats "routing"), as the page and /evaluate say it.
+  if (d.num("routing.generation") > 0)
+    std::printf("routing table: load %.0f (%s), published %s\n", d.num("routing.generation"),
+                d.str("routing.source").c_str(), d.str("routing.loadedAt").c_str());
   // Every share is /stats's (stats/hosts_targeted.h), each with its denominator.
   const double sharded = d.num("totals.shardedOps");
   auto share = [&](const char* path) { return sharded > 0 ? fmtPct(d.num(path)) : std::string("-"); };

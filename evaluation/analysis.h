@@ -11,6 +11,7 @@
 #include "evaluation/migration_plan.h"
 #include "evaluation/namespace_state.h"
 #include "rewrite/lookup_rule.h"
+#include "routing/routing_load.h"
 #include "routing/routing_table.h"
 #include "routing/shard_key_pattern.h"
 
@@ -189,8 +190,10 @@ struct ObservationCounters {
 };
 // `since_ms`: unix ms the observation began (the sidecar's start or POST /evaluate/reset; a fleet
 // merge: the earliest sidecar's), stated as "observedSince" / the text's first line; 0: not known.
+// `load`: the load of the routing table the current keys came from (stated as "routing" when one is
+// in force; a fleet merge has none of its own).
 std::string renderReportsJson(const std::vector<NamespaceReport>& reports, const ObservationCounters* counters = nullptr,
-                              int64_t since_ms = 0);
+                              int64_t since_ms = 0, const routing::RoutingLoad* load = nullptr);
 std::string renderReportsText(const std::vector<NamespaceReport>& reports, int64_t since_ms = 0);
 
 }  // namespace shardscope::evaluation

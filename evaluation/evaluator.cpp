@@ -94,9 +94,10 @@ void Evaluator::handOverThreadBatches() const {
   });
 }
 
-void Evaluator::setCurrentKeys(std::shared_ptr<const routing::RoutingTable> table) {
+void Evaluator::setCurrentKeys(std::shared_ptr<const routing::RoutingTable> table, routing::RoutingLoad load) {
   std::lock_guard lock(mutex_);
   table_ = std::move(table);
+  table_load_ = load;
 }
 
 void Evaluator::setLookupRules(std::vector<rewrite::LookupRule> rules) {
@@ -286,13 +287,14 @@ std::vector<NamespaceReport> analyzeAll(const std::vector<std::pair<std::string,
 }  // namespace
 
 // This process's namespaces analysed now, under the routing table and lookup rules in force.
-std::vector<NamespaceReport> Evaluator::analyzeNow() const {
+std::vector<NamespaceReport> Evaluator::analyzeNow(routing::RoutingLoad* load) const {
   auto states = snapshot();
   std::shared_ptr<const routing::RoutingTable> table;
   AnalysisOptions opt = analysisFrom(options_);
   {
     std::lock_guard lock(mutex_);
     table = table_;
+    if (load) *load = table_load_;
     opt.lookup_rules = lookup_rules_;
   }
   return analyzeAll(states, opt, table.get(), options_.configured_candidates, {});
@@ -300,7 +302,9 @@ std::vector<NamespaceReport> Evaluator::analyzeNow() const {
 
 std::string Evaluator::renderJson() const {
   ObservationCounters counters{droppedEvents(), truncatedRequests(), refusedInserts(), unprovenInserts(), retriedInserts()};
-  return renderReportsJson(analyzeNow(), &counters, since_ms_);
+  routing::RoutingLoad load;
+  std::vector<NamespaceReport> reports = analyzeNow(&load);
+  return renderReportsJson(reports, &counters, since_ms_, &load);
 }
 
 std::string Evaluator::renderText() const { return renderReportsText(analyzeNow(), since_ms_); }

@@ -21,6 +21,7 @@
 #include "protocol/command_view.h"
 #include "protocol/reply_facts.h"
 #include "rewrite/lookup_rule.h"
+#include "routing/routing_load.h"
 #include "routing/routing_table.h"
 
 namespace shardscope::evaluation {
@@ -66,7 +67,8 @@ class Evaluator {
   std::shared_ptr<Observer> newObserver();
   // The same, made in place (a member of the connection's observer: one cache line less per operation).
   Observer observer();
-  void setCurrentKeys(std::shared_ptr<const routing::RoutingTable> table);
+  // `load`: which publication of the table it is (/evaluate states it as "routing", as /stats does).
+  void setCurrentKeys(std::shared_ptr<const routing::RoutingTable> table, routing::RoutingLoad load = {});
   // The lookup rewrites in force: candidates then show their targeted share after the rewrite too.
   void setLookupRules(std::vector<rewrite::LookupRule> rules);
   // The same from the rule specs of the config (rewrite.rules; already validated, so a spec that
@@ -128,7 +130,8 @@ class Evaluator {
   struct Slot;
   void flushObservers() const;  // every thread's batch applied
   std::vector<std::pair<std::string, std::unique_ptr<NamespaceState>>> snapshot() const;
-  std::vector<NamespaceReport> analyzeNow() const;
+  // `load`, when given: the load of the table the reports were analysed under.
+  std::vector<NamespaceReport> analyzeNow(routing::RoutingLoad* load = nullptr) const;
 
   EvaluationOptions options_;
   std::unique_ptr<MemoryBudget> budget_;  // before namespaces_: outlives the states charging it
@@ -136,6 +139,7 @@ class Evaluator {
   std::map<std::string, std::unique_ptr<Slot>, std::less<>> namespaces_;
   common::PerThread<ThreadBatch> thread_batches_;
   std::shared_ptr<const routing::RoutingTable> table_;
+  routing::RoutingLoad table_load_;  // table_'s publication
   std::vector<rewrite::LookupRule> lookup_rules_;
   uint64_t dropped_ = 0;
   std::atomic<uint64_t> truncated_requests_{0};

@@ -244,8 +244,11 @@ void writeMigrationPlanJson(common::JsonWriter& w, const MigrationPlan& p) {
   w.key("requirements").beginArray();
   for (const auto& s : p.requirements) w.value(s);
   w.endArray();
-  if (p.targeted_known) w.key("targetedShareAfter").value(p.targeted_share_after); else w.key("targetedShareAfter").null();
-  if (p.targeted_share_now >= 0) w.key("targetedShareNow").value(p.targeted_share_now); else w.key("targetedShareNow").null();
+  // Not "targetedShare": /stats' targetedShare is another figure (oneShard of every sharded op).
+  w.key("singleOrMultiShardShareAfter");
+  if (p.targeted_known) w.value(p.targeted_share_after); else w.null();
+  w.key("singleOrMultiShardShareNow");
+  if (p.targeted_share_now >= 0) w.value(p.targeted_share_now); else w.null();
   w.endObject();
 }
 

@@ -154,8 +154,8 @@ void writeAdditions(common::JsonWriter& w, const NamespaceReport& r, const Candi
     for (const auto& f : r.lookup_rule.add_fields) a += (a.empty() ? "" : ",") + f;
     return a;
   }());
-  w.key("targetedShareAsSent").value(c.targeted);
-  w.key("targetedShareAfterRewrite").value(c.rewrite_in_force ? c.targeted_after_rewrite : c.targeted);
+  w.key("singleOrMultiShardShareAsSent").value(c.targeted);
+  w.key("singleOrMultiShardShareAfterRewrite").value(c.rewrite_in_force ? c.targeted_after_rewrite : c.targeted);
   w.key("rescuedShapes").beginArray();
   for (const auto& s : c.rescued_shapes) w.value(s);
   w.endArray();
@@ -183,7 +183,9 @@ void writeCandidate(common::JsonWriter& w, const NamespaceReport& r, const Candi
   w.key("warnings").beginArray();
   for (const auto& s : c.warnings) w.value(s);
   w.endArray();
-  w.key("targetedShare").value(c.targeted);
+  // analyzeShardKey's single- plus multi-shard share of the sampled reads and writes under this key;
+  // not /stats' targetedShare (oneShard of every operation on a sharded collection, as routed now).
+  w.key("singleOrMultiShardShare").value(c.targeted);
   writeKeyCharacteristics(w, r, c);
   w.key("readDistribution").beginObject();
   w.key("sampleSize").beginObject();
@@ -275,12 +277,14 @@ void writeCandidate(common::JsonWriter& w, const NamespaceReport& r, const Candi
 }  // namespace
 
 std::string renderReportsJson(const std::vector<NamespaceReport>& reports, const ObservationCounters* counters,
-                              int64_t since_ms) {
+                              int64_t since_ms, const routing::RoutingLoad* load) {
   std::string out;
   common::JsonWriter w(out);
   w.beginObject();
   // The period every figure below covers: /stats counts since its own resetAt.
   if (since_ms > 0) w.key("observedSince").value(common::isoTime(since_ms));
+  // Which load of the routing table the current keys come from, as /stats states the one in force.
+  if (load && load->generation > 0) routing::writeRoutingLoad(w.key("routing"), *load);
   w.key("namespaces").beginArray();
   for (const auto& r : reports) {
     w.beginObject();

@@ -67,11 +67,11 @@ bool EvaluationFeature::setUp(const config::Config& config, proxy::ProxyContext&
     std::vector<std::string> unused;  // validated before set-up
     evaluator_ = std::make_unique<evaluation::Evaluator>(evaluationOptions(config, unused));
     auto* evaluator = evaluator_.get();
-    proxy::RoutingState::Snapshot snap;
-    ctx.routing.current(snap);
-    if (snap.value) evaluator->setCurrentKeys(snap.value);
+    if (auto [table, load] = ctx.routing.inForce(); table) evaluator->setCurrentKeys(table, load);
     ctx.routing_listeners.push_back(
-        [evaluator](const std::shared_ptr<const routing::RoutingTable>& table) { evaluator->setCurrentKeys(table); });
+        [evaluator](const std::shared_ptr<const routing::RoutingTable>& table, const routing::RoutingLoad& load) {
+          evaluator->setCurrentKeys(table, load);
+        });
     evaluator->setLookupRuleSpecs(config.rewrite_rules);
     evaluator->countDroppedEventsIn(&ctx.stats->process().evaluation_dropped_events);
     // Field values leave the process only with evaluation.allow_values: hashes and counts otherwise.

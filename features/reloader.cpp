@@ -109,7 +109,7 @@ bool Reloader::reload(std::string& error) {
   std::string featureError;
   if (!features_.prepareReload(next, apply, featureError)) return refuse(featureError);
 
-  proxy::publishRouting(ctx_, std::move(table));
+  proxy::publishRouting(ctx_, std::move(table), "file");
   for (const auto& step : apply) step();
   spdlog::set_level(spdlog::level::from_str(next.log_level));
 

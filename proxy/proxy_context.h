@@ -53,7 +53,8 @@ struct ProxyContext {
   // the first connection, empty when no feature observes.
   std::function<void(uint64_t, stats::Recorder&, Observers&)> attach_observers;
   // Told of every routing table that comes into force (publishRouting); set before discovery starts.
-  std::vector<std::function<void(const std::shared_ptr<const routing::RoutingTable>&)>> routing_listeners;
+  std::vector<std::function<void(const std::shared_ptr<const routing::RoutingTable>&, const routing::RoutingLoad&)>>
+      routing_listeners;
   Published<FaultInjector> faults;                   // null value unless fault injection is configured
   std::atomic<uint64_t> next_connection_id{1};
   std::atomic<uint64_t> open_connections{0};

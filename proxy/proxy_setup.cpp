@@ -121,27 +121,31 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
       error = "routing.file: " + routingError;
       return false;
     }
-    publishRouting(ctx, std::move(table));
+    publishRouting(ctx, std::move(table), "file");
   }
   return true;
 }
 
-void publishRouting(ProxyContext& ctx, std::shared_ptr<const routing::RoutingTable> table) {
+void publishRouting(ProxyContext& ctx, std::shared_ptr<const routing::RoutingTable> table, const char* source) {
   if (!table) return;
-  for (const auto& listener : ctx.routing_listeners) listener(table);
   if (ctx.stats) {
     std::vector<std::string> names;
     for (size_t i = 0; i < table->shardCount(); ++i) names.emplace_back(table->shardName(i));
     ctx.stats->setShardNames(names);
   }
-  ctx.routing.publish(std::move(table));
+  // Numbered where it is held; the listeners get that number with the table, never one of their own.
+  const routing::RoutingLoad load = ctx.routing.publish(table, source);
+  for (const auto& listener : ctx.routing_listeners) listener(table, load);
+  // The log names the load as /stats "routing" does (discovery publishes only a changed table).
+  spdlog::info("routing table load {} in force (from {}): {} sharded collections, {} shards", load.generation, source,
+               table->collections().size(), table->shardCount());
 }
 
 std::unique_ptr<cluster::RoutingDiscovery> startDiscovery(ProxyContext& ctx) {
   if (!ctx.config.discovery) return nullptr;
   auto discovery = std::make_unique<cluster::RoutingDiscovery>(
       ctx.own_connection_uri, std::chrono::seconds(ctx.config.discovery_interval_s),
-      [&ctx](std::shared_ptr<const routing::RoutingTable> table) { publishRouting(ctx, std::move(table)); },
+      [&ctx](std::shared_ptr<const routing::RoutingTable> table) { publishRouting(ctx, std::move(table), "discovery"); },
       &ctx.discovery_status);
   auto* raw = discovery.get();
   ctx.on_stale_config = [raw](std::string_view ns) { raw->requestRefresh(ns); };

@@ -77,6 +77,11 @@ namespace shardscope::stats {
   GAUGE(routing_last_refresh_success_timestamp_seconds,                                                         \
         "Unix time of the last successful routing read (0: never).")                                           \
   GAUGE(routing_chunks, "Chunks in the routing table discovery holds.")                                         \
+  /* The routing table in force (admin/admin_setup.cpp, from proxy::RoutingState) */                            \
+  GAUGE(routing_generation,                                                                                     \
+        "Which load of the routing table is in force: 1 for the first, +1 per reload or discovery refresh "    \
+        "that published one (0: none yet). /stats and /evaluate state it as routing.generation.")               \
+  GAUGE(routing_loaded_timestamp_seconds, "Unix time the routing table in force was published (0: none yet).")   \
   /* Fleet publishing of evaluation sketches (cluster/sketch_publisher.cpp) */                                    \
   COUNTER(evaluation_publish_total, "Sketch publications to evaluation.publish.collection, by outcome.",       \
           "outcome")                                                                                            \

@@ -61,5 +61,18 @@ TEST(TrafficHistory, ResetCountsFromZero) {
   EXPECT_NE(json.find(R"("shards":[7]})"), std::string::npos) << json;
 }
 
+// A reload may list the table's shards in another order; the counts keep their positions (the
+// statistics' catalog, by name), so /history names them by that catalog, never by the table's list.
+TEST(TrafficHistory, NamesShardsAsTheCountsAreKeptNotAsTheTableListsThem) {
+  TrafficHistory h(10);
+  const std::vector<std::string> catalog = {"shardA", "shardB", "shardC"};
+  h.add(0, totals(0, 0), {0, 0, 0}, catalog);
+  h.add(5'000, totals(50, 0), {50, 0, 0}, catalog);  // 50 operations on shardA
+  std::string json = h.renderJson({"shardC", "shardB", "shardA"}, 5);  // the reloaded table's order
+  EXPECT_NE(json.find(R"("shards":["shardA","shardB","shardC"])"), std::string::npos) << json;
+  EXPECT_NE(json.find(R"("last":{"seconds":5,"ops":10,"shards":{"shardA":10,"shardB":0,"shardC":0}})"), std::string::npos)
+      << json;
+}
+
 }  // namespace
 }  // namespace shardscope::admin

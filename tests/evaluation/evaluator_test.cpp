@@ -69,7 +69,7 @@ TEST(EvaluatorScenario, OrderServiceRecommendsCustomerAndDate) {
   EXPECT_GT(candidateNumber(json, R"({ "_id" : 1 })", "simulatedCluster.maxShare"), 0.95);
   // {_id: "hashed"} spreads inserts but targets nothing of this profile (no query names _id).
   EXPECT_LT(candidateNumber(json, R"({ "_id" : "hashed" })", "simulatedCluster.maxMinRatio"), 1.3);
-  EXPECT_LT(candidateNumber(json, R"({ "_id" : "hashed" })", "targetedShare"), 0.01);
+  EXPECT_LT(candidateNumber(json, R"({ "_id" : "hashed" })", "singleOrMultiShardShare"), 0.01);
   // {customerId: 1} alone: jumbo risk from the heavy customer.
   EXPECT_EQ(candidateNumber(json, R"({ "customerId" : 1 })", "simulatedCluster.jumboRisk"), 1);
   // analyzeShardKey's classes: the customer query pins the full key of {customerId: 1} only.

@@ -475,9 +475,9 @@ TEST(EvaluationSemantics, RewriteInForceShowsBothShares) {
   if (show()) std::cout << all;
   bson_t* doc = parse(json);
   const std::string key = R"({ "customerId" : 1, "orderDate" : 1 })";
-  double sent = candidate(doc, key, "shardscope.rewrite.targetedShareAsSent");
-  double after = candidate(doc, key, "shardscope.rewrite.targetedShareAfterRewrite");
-  EXPECT_NEAR(sent, candidate(doc, key, "targetedShare"), 1e-9);
+  double sent = candidate(doc, key, "shardscope.rewrite.singleOrMultiShardShareAsSent");
+  double after = candidate(doc, key, "shardscope.rewrite.singleOrMultiShardShareAfterRewrite");
+  EXPECT_NEAR(sent, candidate(doc, key, "singleOrMultiShardShare"), 1e-9);
   EXPECT_GT(after, sent + 0.15);  // the 21% order-id finds (and the updates by orderId)
   int i = candidateIndex(doc, key);
   std::string rescued = text(doc, "namespaces.0.candidates." + std::to_string(i) + ".shardscope.rewrite.rescuedShapes.0");

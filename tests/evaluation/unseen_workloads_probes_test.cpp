@@ -134,7 +134,7 @@ TEST(UnseenWorkloadProbes, ObjectIdReadsByIdTakeTheHashedId) {
   UnseenReport r(ev);
   EXPECT_EQ(r.verdict(), R"({ "_id" : "hashed" })") << r.text;
   EXPECT_EQ(r.figure(R"({ "_id" : 1 })", "monotonicity.pass"), 0);
-  EXPECT_NEAR(r.figure(R"({ "_id" : "hashed" })", "targetedShare"), 1.0, 0.001);
+  EXPECT_NEAR(r.figure(R"({ "_id" : "hashed" })", "singleOrMultiShardShare"), 1.0, 0.001);
 }
 
 // Events {userId (random, 3,000), createdAt (rising)}: 80% of reads are date ranges across users,
@@ -213,8 +213,8 @@ TEST(UnseenWorkloadProbes, InListLookupsTakeTheListedField) {
                    unseenId("K", rng() % 6000) + R"(", ")" + unseenId("K", rng() % 6000) + R"("]}}})");
   UnseenReport r(ev);
   EXPECT_TRUE(r.verdict() == R"({ "sku" : 1 })" || r.verdict() == R"({ "sku" : "hashed" })") << r.text;
-  EXPECT_NEAR(r.figure(R"({ "sku" : 1 })", "targetedShare"), 1.0, 0.001);
-  EXPECT_NEAR(r.figure(R"({ "sku" : "hashed" })", "targetedShare"), 1.0, 0.001);
+  EXPECT_NEAR(r.figure(R"({ "sku" : 1 })", "singleOrMultiShardShare"), 1.0, 0.001);
+  EXPECT_NEAR(r.figure(R"({ "sku" : "hashed" })", "singleOrMultiShardShare"), 1.0, 0.001);
 }
 
 // The current key already serves the traffic: carts sharded on {userId: "hashed"}, every read and

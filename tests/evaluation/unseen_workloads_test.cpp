@@ -130,8 +130,8 @@ TEST(UnseenWorkloads, WhaleRoomTakesRoomThenHashedIdSuffix) {
   UnseenReport r(ev);
   EXPECT_EQ(r.verdict(), kChatHashedSuffix) << r.text;
   EXPECT_EQ(r.figure(kChatCompound, "frequency.pass"), 0);
-  EXPECT_NEAR(r.figure(kChatHashedSuffix, "targetedShare"), 1.0, 0.001);
-  EXPECT_EQ(r.figure(R"({ "_id" : "hashed" })", "targetedShare"), 0);
+  EXPECT_NEAR(r.figure(kChatHashedSuffix, "singleOrMultiShardShare"), 1.0, 0.001);
+  EXPECT_EQ(r.figure(R"({ "_id" : "hashed" })", "singleOrMultiShardShare"), 0);
   EXPECT_LT(r.figure(kChatHashedSuffix, "simulatedCluster.maxMinRatio"), 1.5);
   EXPECT_GT(r.figure(kChatHashedSuffix, "simulatedCluster.maxMinRatio"), 0);
   // The defence says why the suffix is hashed and what it costs the room's reads.

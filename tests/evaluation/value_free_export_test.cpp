@@ -117,7 +117,7 @@ TEST(ValueFreeExport, MissingFactsAreNotEvaluableNotZero) {
   EXPECT_EQ(text.find("0.0% of reads and writes targeted"), std::string::npos) << text;
   std::string json = Evaluator::mergeAndEvaluate({exported}, false, error);
   EXPECT_NE(json.find("\"notEvaluable\":\"not evaluable, because"), std::string::npos) << json.substr(0, 2000);
-  EXPECT_EQ(json.find("\"targetedShare\""), std::string::npos);
+  EXPECT_EQ(json.find("\"singleOrMultiShardShare\""), std::string::npos);
 }
 
 }  // namespace

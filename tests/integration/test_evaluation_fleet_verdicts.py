@@ -242,8 +242,8 @@ def _facts(name: str, ns: dict) -> None:
         assert cand({"userId": 1})["shardscope"]["upsertTargeting"]["pass"] is True
     if name == "whalechat":  # the room key with a rising suffix fails on the busy room; _id targets nothing
         assert cand({"roomId": 1, "ts": 1})["frequency"]["pass"] is False
-        assert cand({"_id": "hashed"})["targetedShare"] == 0
-        assert cand({"roomId": 1, "_id": "hashed"})["targetedShare"] == 1
+        assert cand({"_id": "hashed"})["singleOrMultiShardShare"] == 0
+        assert cand({"roomId": 1, "_id": "hashed"})["singleOrMultiShardShare"] == 1
     if name == "iot":
         assert cand({"deviceId": 1})["cardinality"]["pass"] is False
         assert cand({"ts": 1})["monotonicity"]["pass"] is False
@@ -318,7 +318,7 @@ def _fleet_verdict_equals_one_proxy(name, workload, coll, expected, proxy, ferre
     exported = _ns(json.loads(_cli(shardscope_binary, "--from", one.admin_url, "--json").stdout), ns_one)
     for c in local_ns["candidates"]:
         e = next(x for x in exported["candidates"] if x["key"] == c["key"])
-        assert e["targetedShare"] == c["targetedShare"], (c["key"], e["targetedShare"], c["targetedShare"])
+        assert e["singleOrMultiShardShare"] == c["singleOrMultiShardShare"], (c["key"], e["singleOrMultiShardShare"], c["singleOrMultiShardShare"])
 
     # Three sidecars merged, by URL and from the collection they publish to.
     base = max(json.loads(_get(p.admin_url + "/stats"))["evaluationPublish"]["published"] for p in fleet)
@@ -335,7 +335,7 @@ def _fleet_verdict_equals_one_proxy(name, workload, coll, expected, proxy, ferre
             m = next((x for x in merged["candidates"] if x["key"] == c["key"]), None)
             assert m is not None, (what, c["key"])
             bound = max(_mixed_share(local_ns, c["key"]), _mixed_share(merged, c["key"]))
-            assert abs(m["targetedShare"] - c["targetedShare"]) <= bound + 1e-9, (what, c["key"], m["targetedShare"], c["targetedShare"])
+            assert abs(m["singleOrMultiShardShare"] - c["singleOrMultiShardShare"]) <= bound + 1e-9, (what, c["key"], m["singleOrMultiShardShare"], c["singleOrMultiShardShare"])
     text = _cli(shardscope_binary, *sum((["--from", p.admin_url] for p in fleet), [])).stdout
     assert "not evaluable" not in text, text
 
@@ -398,7 +398,7 @@ def test_fleet_with_uneven_traffic_ranks_keys_one_sidecar_never_proposed(proxy, 
         for c in mine["candidates"]:
             m = next(x for x in merged["candidates"] if x["key"] == c["key"])
             bound = max(_mixed_share(mine, c["key"]), _mixed_share(merged, c["key"]))
-            assert abs(m["targetedShare"] - c["targetedShare"]) <= bound + 1e-9, (coll, c["key"], m["targetedShare"], c["targetedShare"])
+            assert abs(m["singleOrMultiShardShare"] - c["singleOrMultiShardShare"]) <= bound + 1e-9, (coll, c["key"], m["singleOrMultiShardShare"], c["singleOrMultiShardShare"])
     assert _ns(local, "one_uneven.users")["verdict"]["key"] == {"email": 1}
     # The shape table's share names its denominator (not /stats's "of all operations"): 300 of the
     # 330 reads, the 600 inserts not counted.

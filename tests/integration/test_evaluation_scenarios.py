@@ -63,7 +63,7 @@ def test_order_service_verdict(proxy, ferretdb, shardscope_binary):
     assert orders["verdict"]["key"] == {"customerId": 1, "orderDate": 1}
     assert _candidate(orders, {"_id": 1})["monotonicity"]["pass"] is False
     assert _candidate(orders, {"_id": 1})["simulatedCluster"]["maxShare"] > 0.95
-    assert _candidate(orders, {"_id": "hashed"})["targetedShare"] < 0.01
+    assert _candidate(orders, {"_id": "hashed"})["singleOrMultiShardShare"] < 0.01
     assert _candidate(orders, {"customerId": 1})["simulatedCluster"]["jumboRisk"] is True
     text = _get(p.admin_url + "/evaluate?format=text")
     assert "Choice: {customerId: 1, orderDate: 1}" in text
@@ -199,5 +199,5 @@ def test_rewrite_in_force_shows_both_shares(proxy, ferretdb):
     orders = _ns(json.loads(_get(p.admin_url + "/evaluate")), "shop.orders")
     rw = _candidate(orders, {"customerId": 1, "orderDate": 1})["shardscope"]["rewrite"]
     assert rw["inForce"] is True
-    assert rw["targetedShareAfterRewrite"] > rw["targetedShareAsSent"] + 0.1, rw
+    assert rw["singleOrMultiShardShareAfterRewrite"] > rw["singleOrMultiShardShareAsSent"] + 0.1, rw
     assert any("orderId" in s for s in rw["rescuedShapes"]), rw
