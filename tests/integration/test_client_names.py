@@ -31,6 +31,7 @@ import pymongo
 import pytest
 from bson.son import SON
 
+from browser import Browser
 from wire_peer import RawClient, next_request_id
 
 pytestmark = pytest.mark.needs_proxy
@@ -276,3 +277,59 @@ def test_names_like_the_overflow_bucket_and_long_field_names_stay_apart(ferretdb
     samples = [line for line in page.decode("utf-8").splitlines() if not line.startswith("#")]
     assert not [line for line in samples if 'ns="<other>"' in line], "no overflow yet: no series is the bucket's"
     assert [line for line in samples if 'ns="<other>#' in line], "the client's own series, under its own name"
+
+
+# ---- names that read as other names -------------------------------------------------------------
+
+# Characters that alter how the text around them shows (common/hidden_characters.h): a right-to-left
+# override makes "inv" RLO "slx.eciovni" display as "invoice.xls" (Trojan Source, CVE-2021-42574);
+# isolates, zero-width characters, a BOM, a line separator and C1's CSI (U+009B) hide or move text.
+HIDDEN = ["\u202e", "\u2066", "\u2069", "\u200b", "\u200d", "\ufeff", "\u2028", "\u009b", "\u00ad", "\U000e0041"]
+SPOOF = "inv\u202eslx.eciovni"
+
+
+def _hidden_in(text: str) -> list[str]:
+    return sorted({f"U+{ord(c):04X}" for c in text if c in HIDDEN})
+
+
+def test_names_with_hidden_characters_read_as_their_bytes(ferretdb, proxy, shardscope_binary):
+    """Before: /metrics, `stats --once`, `evaluate --from`, /evaluate?format=text and the dashboard
+    wrote bidi overrides, zero-width characters, line separators and C1 controls as they came, so a
+    collection could display as another one (and U+009B drive a terminal)."""
+    px = proxy(ferretdb.uri, admin=True)
+    with pymongo.MongoClient(px.uri, serverSelectionTimeoutMS=20_000) as client:
+        for i, c in enumerate(HIDDEN):
+            client.hn[f"h{i}{c}x"].find_one({"k": 1})
+        client.hn[SPOOF].find_one({"k": 1})
+    escaped_spoof = "hn.inv\\u202eslx.eciovni"
+
+    page = _fetch(px.admin_url, "/metrics", 64 * MIB)
+    _promtool_check(page)
+    _assert_unique_series(page.decode("utf-8"))
+    assert _hidden_in(page.decode("utf-8")) == []
+    assert 'ns="hn.inv\ufffdslx.eciovni#'.encode() in page  # replaced and hashed, as a control is
+
+    outputs = {
+        "/evaluate?format=text": _fetch(px.admin_url, "/evaluate?format=text", 64 * MIB),
+        "stats --once": subprocess.run([str(shardscope_binary), "stats", "--admin", px.admin_url, "--once", "--top", "1000"],
+                                       capture_output=True, timeout=60, check=True).stdout,
+        "evaluate --from": subprocess.run([str(shardscope_binary), "evaluate", "--from", px.admin_url],
+                                          capture_output=True, timeout=60, check=True).stdout,
+    }
+    for what, out in outputs.items():
+        text = out.decode("utf-8")
+        assert _hidden_in(text) == [], what
+        assert escaped_spoof in text, what
+    # /stats stays the data: the name exactly as the client sent it.
+    stats = json.loads(_fetch(px.admin_url, "/stats", 64 * MIB))
+    assert "hn." + SPOOF in {s["ns"] for s in stats["shapes"]}
+
+    browser = Browser()
+    try:
+        browser.open(px.admin_url + "/")
+        browser.wait_for("document.body.getAttribute('data-loaded') === 'true' && document.querySelectorAll('#shapes tr').length > 0")
+        shown = browser.evaluate("document.body.innerText + [...document.querySelectorAll('[title]')].map((e) => e.title).join('\\n')")
+    finally:
+        browser.close()
+    assert _hidden_in(shown) == []
+    assert escaped_spoof in shown
