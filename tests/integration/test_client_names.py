@@ -333,3 +333,19 @@ def test_names_with_hidden_characters_read_as_their_bytes(ferretdb, proxy, shard
         browser.close()
     assert _hidden_in(shown) == []
     assert escaped_spoof in shown
+
+
+def test_a_namespace_holding_a_nul_leaves_evaluate_from_working(ferretdb, proxy, shardscope_binary):
+    """Before: one find on "hn\\0x.c" (FerretDB refuses it; the proxy counts it) made `evaluate --from`
+    exit 1 with "input 1: namespace mismatch": the merge read the export's names as C strings."""
+    px = proxy(ferretdb.uri, admin=True)
+    for db, coll in ((b"hn", b"good"), (b"hn\x00x", b"c"), (b"hn", b"c\x00a"), (b"hn", b"c\x00b")):
+        for i in range(3):
+            filt = _bson_doc(_bson_string(b"k", b"v%d" % i))
+            _send(px.address, _op_msg(_bson_doc(_bson_string(b"find", coll) + b"\x03filter\x00" + filt +
+                                                _bson_string(b"$db", db))))
+    merged = subprocess.run([str(shardscope_binary), "evaluate", "--from", px.admin_url, "--json"],
+                            capture_output=True, timeout=60)
+    assert merged.returncode == 0, merged.stderr.decode(errors="replace")
+    names = {n["ns"] for n in json.loads(merged.stdout)["namespaces"]}
+    assert {"hn.good", "hn\x00x.c", "hn.c\x00a", "hn.c\x00b"} <= names, names
