@@ -7,6 +7,10 @@
 // figure says what it is a share of and over which interval.
 #include "admin/admin_server.h"
 
+#include <fmt/format.h>
+
+#include "common/hidden_characters.h"
+
 namespace shardscope::admin {
 namespace {
 
@@ -161,10 +165,24 @@ const expanded = new Set();  // shape ids shown whole: kept across refreshes
   });
 })();
 
+// Text as the CLI shows it (common::printableText): newlines kept, other control characters and
+// the characters that alter how text around them shows (bidi overrides, zero-width characters:
+// common/hidden_characters.h, the list the server writes in here) as escapes, so a name a client
+// chose reads as the bytes it holds. Every text and title the page writes goes through it.
+const HIDDEN = /[\u{0}-\u{9}\u{b}-\u{1f}\u{7f}HIDDEN_CHARACTER_RANGES]/gu;
+function shown(text) {
+  return String(text).replace(HIDDEN, (c) => {
+    const cp = c.codePointAt(0);
+    if (c === "\r") return "\\r";
+    if (c === "\t") return "\\t";
+    if (cp < 0x80) return "\\x" + cp.toString(16).padStart(2, "0");
+    return cp > 0xffff ? "\\U" + cp.toString(16).padStart(8, "0") : "\\u" + cp.toString(16).padStart(4, "0");
+  });
+}
 function el(tag, attrs, text) {
   const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
-  if (text !== undefined) e.textContent = text;
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, k === "title" ? shown(v) : v);
+  if (text !== undefined) e.textContent = shown(text);
   return e;
 }
 function svgEl(tag, attrs) {
@@ -197,7 +215,7 @@ function fmtNs(ns) {
   if (ns < 1e9) return (ns / 1e6).toFixed(ns < 1e7 ? 2 : 1) + " ms";
   return (ns / 1e9).toFixed(2) + " s";
 }
-function setText(id, text) { document.getElementById(id).textContent = text; }
+function setText(id, text) { document.getElementById(id).textContent = shown(text); }
 function badge(cls) {
   const b = el("span", {class: "badge", "data-class": cls}, cls);
   b.style.background = "var(--" + cls + ")";
@@ -632,8 +650,27 @@ loop();
 </html>
 )shardscope";
 
+// "\u{80}-\u{9f}\u{ad}..." : the hidden characters as a JavaScript regular expression's ranges.
+std::string hiddenCharacterRanges() {
+  std::string out;
+  auto code = [&](char32_t c) { out += fmt::format("\\u{{{:x}}}", static_cast<uint32_t>(c)); };
+  for (const auto& r : common::kHiddenCharacters) {
+    code(r.first);
+    if (r.last != r.first) out += "-", code(r.last);
+  }
+  return out;
+}
+
 }  // namespace
 
-std::string_view dashboardPage() { return kPage; }
+std::string_view dashboardPage() {
+  static const std::string page = [] {
+    std::string p(kPage);
+    constexpr std::string_view kMark = "HIDDEN_CHARACTER_RANGES";
+    p.replace(p.find(kMark), kMark.size(), hiddenCharacterRanges());
+    return p;
+  }();
+  return page;
+}
 
 }  // namespace shardscope::admin

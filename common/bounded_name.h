@@ -8,9 +8,11 @@
 
 namespace shardscope::common {
 
-// MongoDB's longest namespace is 255 bytes; real command names are under 64. Longer names are
-// refused by the server anyway, so keeping them whole would only serve a hostile client.
-inline constexpr size_t kMaxKeptNameBytes = 128;
+// MongoDB's longest namespace is 255 bytes (235 for a sharded collection; featureCompatibilityVersion
+// 4.4 and later); real command names are under 64. Every name the server accepts is kept whole, so
+// /stats and /metrics name a collection as /chunks, /evaluate and the routing table do; longer
+// names are refused by the server anyway, and keeping them whole would only serve a hostile client.
+inline constexpr size_t kMaxKeptNameBytes = 255;
 
 // The names the proxy gives its own buckets (statistics and the mirror's overflow rows, /metrics
 // series past their caps, messages that did not parse). No client name is kept as one of them.

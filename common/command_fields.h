@@ -89,6 +89,16 @@ inline bool documentOrArray(const bson_iter_t& it, bson_t& out) {
   return bson_init_static(&out, data, len);
 }
 
+// The whole string an iterator points at ("" when it holds no string). A BSON string may hold a
+// NUL: bson_iter_utf8(&it, nullptr) read as a C string stops there, so "db\0x.c" would be read
+// as, and counted with, "db" (a name a client chose must never be cut so).
+inline std::string_view utf8Value(const bson_iter_t& it) {
+  if (!BSON_ITER_HOLDS_UTF8(&it)) return {};
+  uint32_t len = 0;
+  const char* s = bson_iter_utf8(&it, &len);
+  return {s, len};
+}
+
 // The bytes of the binary an iterator points at ("" when it holds no binary).
 inline std::string binaryBytes(const bson_iter_t& it) {
   if (!BSON_ITER_HOLDS_BINARY(&it)) return {};

@@ -1,6 +1,9 @@
 #include "common/name_text.h"
 
+#include <algorithm>
+
 #include "common/bounded_name.h"
+#include "common/hidden_characters.h"
 #include "common/utf8.h"
 
 namespace shardscope::common {
@@ -25,23 +28,35 @@ std::string_view utf8Name(std::string_view name, std::string& storage) {
 namespace {
 
 // Control characters as escapes: C0 and DEL as \xNN (newline, CR and tab by name, a newline kept
-// when `keep_newlines`), and C1 (U+0080-U+009F, which some terminals obey as ESC sequences: U+009B
-// is CSI) as \u00NN. `utf8` is valid UTF-8.
+// when `keep_newlines`); C1 and the other characters that alter how the text around them shows
+// (common/hidden_characters.h: bidi overrides, zero-width characters, line separators) as \uNNNN,
+// or \UNNNNNNNN past U+FFFF. `utf8` is valid UTF-8.
+constexpr char kHex[] = "0123456789abcdef";
+
+void appendAscii(unsigned char c, bool keep_newlines, std::string& out) {
+  if (c == '\n' && keep_newlines) out.push_back('\n');
+  else if (c == '\n') out.append("\\n");
+  else if (c == '\r') out.append("\\r");
+  else if (c == '\t') out.append("\\t");
+  else if (c < 0x20 || c == 0x7F) out.append("\\x").append(1, kHex[c >> 4]).append(1, kHex[c & 15]);
+  else out.push_back(static_cast<char>(c));
+}
+
 void appendPrintable(std::string_view utf8, bool keep_newlines, std::string& out) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  for (size_t i = 0; i < utf8.size(); ++i) {
+  for (size_t i = 0; i < utf8.size();) {
     const auto c = static_cast<unsigned char>(utf8[i]);
-    const auto next = i + 1 < utf8.size() ? static_cast<unsigned char>(utf8[i + 1]) : 0;
-    if (c == '\n' && keep_newlines) out.push_back('\n');
-    else if (c == '\n') out.append("\\n");
-    else if (c == '\r') out.append("\\r");
-    else if (c == '\t') out.append("\\t");
-    else if (c < 0x20 || c == 0x7F) out.append("\\x").append(1, kHex[c >> 4]).append(1, kHex[c & 15]);
-    else if (c != 0xC2 || next < 0x80 || next > 0x9F) out.push_back(static_cast<char>(c));
-    else {
-      out.append("\\u00").append(1, kHex[next >> 4]).append(1, kHex[next & 15]);
-      ++i;  // the C1 character's second byte
+    const size_t n = c < 0x80 ? 1 : std::max<size_t>(utf8SequenceLength(utf8, i), 1);
+    const char32_t cp = decodeUtf8(utf8, i, n);
+    if (c < 0x80) {
+      appendAscii(c, keep_newlines, out);
+    } else if (!isHiddenCharacter(cp)) {
+      out.append(utf8.substr(i, n));
+    } else {
+      const int digits = cp > 0xFFFF ? 8 : 4;
+      out.append(digits == 8 ? "\\U" : "\\u");
+      for (int shift = 4 * (digits - 1); shift >= 0; shift -= 4) out.push_back(kHex[(cp >> shift) & 15]);
     }
+    i += n;
   }
 }
 

@@ -32,6 +32,13 @@ std::string parseHostPort(const std::string& v, HostPort& out) {
   if (colon == std::string::npos || colon == 0) return "expected HOST:PORT, got '" + v + "'";
   std::string host = v.substr(0, colon);
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  // No resolver takes these: refused here, so --check-config refuses what start-up could not use
+  // ("[::1" was host "[:" and port 1). The value is not echoed: it may hold control characters.
+  const bool unusable = std::any_of(host.begin(), host.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u <= ' ' || u == 0x7F || c == '[' || c == ']';
+  });
+  if (unusable) return "the host holds a space, a control character or a stray bracket (IPv6: [ADDRESS]:PORT)";
   unsigned port = 0;
   auto ps = v.substr(colon + 1);
   auto [p, ec] = std::from_chars(ps.data(), ps.data() + ps.size(), port);

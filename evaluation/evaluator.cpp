@@ -443,11 +443,11 @@ bool mergeExports(const std::vector<std::string>& sketchJsons, MergedExports& m,
         if (!common::documentAt(arr, nsdoc)) continue;
         bson_iter_t f;
         if (!bson_iter_init_find(&f, &nsdoc, "ns") || !BSON_ITER_HOLDS_UTF8(&f)) continue;
-        std::string ns = bson_iter_utf8(&f, nullptr);
+        std::string ns(common::utf8Value(f));
         if (bson_iter_init_find(&f, &nsdoc, "currentKey") && BSON_ITER_HOLDS_UTF8(&f)) {
           // One verdict needs one current key: sidecars on different routing tables (a reload or
           // discovery not yet everywhere) would make it depend on the inputs' order.
-          const std::string key = bson_iter_utf8(&f, nullptr);
+          const std::string key(common::utf8Value(f));
           if (auto [at, added] = current.emplace(ns, key); !added && at->second != key) {
             error = "input " + std::to_string(s + 1) + ": " + common::textName(ns) + " is sharded on " + key +
                     " there but on " + at->second + " in an earlier input: the sidecars' routing tables differ "
@@ -467,7 +467,7 @@ bool mergeExports(const std::vector<std::string>& sketchJsons, MergedExports& m,
         if (bson_iter_init_find(&f, &nsdoc, "configuredKeys") && BSON_ITER_HOLDS_ARRAY(&f) && bson_iter_recurse(&f, &conf))
           while (bson_iter_next(&conf))
             if (BSON_ITER_HOLDS_UTF8(&conf)) {
-              std::pair<std::string, std::string> p{ns, bson_iter_utf8(&conf, nullptr)};
+              std::pair<std::string, std::string> p{ns, std::string(common::utf8Value(conf))};
               if (std::find(configured.begin(), configured.end(), p) == configured.end()) configured.push_back(p);
             }
         auto pos = std::find_if(states.begin(), states.end(), [&](auto& p) { return p.first == ns; });

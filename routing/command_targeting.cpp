@@ -151,7 +151,7 @@ std::string_view collectionOf(const CommandView& cmd) {
   if (!cmd.collection.empty()) return cmd.collection;
   bson_iter_t it;
   if (cmd.traits.kind == protocol::CommandKind::GetMore) {
-    if (bson_iter_init_find(&it, &cmd.body, "collection") && BSON_ITER_HOLDS_UTF8(&it)) return bson_iter_utf8(&it, nullptr);
+    if (bson_iter_init_find(&it, &cmd.body, "collection")) return common::utf8Value(it);
     return {};
   }
   if (bson_iter_init(&it, &cmd.body) && bson_iter_next(&it) && BSON_ITER_HOLDS_UTF8(&it)) {

@@ -132,10 +132,10 @@ std::string namespaceOf(const protocol::CommandView& cmd) {
   bson_t inner;
   if (cmd.traits.kind == CommandKind::Explain && common::subDocument(cmd.body, "explain", inner) &&
       bson_iter_init(&it, &inner) && bson_iter_next(&it) && BSON_ITER_HOLDS_UTF8(&it))
-    coll = bson_iter_utf8(&it, nullptr);
+    coll = common::utf8Value(it);
   if (cmd.traits.kind == CommandKind::GetMore && bson_iter_init_find(&it, &cmd.body, "collection") &&
       BSON_ITER_HOLDS_UTF8(&it))
-    coll = bson_iter_utf8(&it, nullptr);
+    coll = common::utf8Value(it);
   if (coll.empty()) return "";
   return std::string(cmd.db) + "." + std::string(coll);
 }

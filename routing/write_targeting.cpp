@@ -456,8 +456,7 @@ void targetBulkWrite(const RoutingTable& table, const protocol::CommandView& cmd
   bool ok = common::forEachStatement(cmd, "nsInfo", [&](const bson_t& info) {
     if (!budget.take(1)) return false;
     bson_iter_t it;
-    namespaces.push_back(bson_iter_init_find(&it, &info, "ns") && BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, nullptr)
-                                                                                            : "");
+    namespaces.push_back(bson_iter_init_find(&it, &info, "ns") ? common::utf8Value(it) : std::string_view());
     return true;
   });
   WriteFold fold(opts.explain);

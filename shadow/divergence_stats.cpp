@@ -6,6 +6,7 @@
 
 #include "common/bounded_name.h"
 #include "common/coarse_clock.h"
+#include "common/name_text.h"
 #include "stats/prometheus_writer.h"
 #include "common/query_shape.h"
 #include "stats/registry.h"
@@ -134,7 +135,8 @@ void renderDivergenceJson(const std::vector<ShapeDivergence>& rows, size_t top, 
   for (const ShapeDivergence* s : ranked(rows)) {
     if (n++ >= top) break;
     w.beginObject();
-    w.field("ns", s->ns).field("command", s->command).key("shape").value(s->shape);
+    // A client's names as every surface shows them (common::utf8Name: distinct when not UTF-8).
+    w.field("ns", common::utf8Name(s->ns)).field("command", common::utf8Name(s->command)).key("shape").value(s->shape);
     w.field("shapeId", stats::shapeIdHex(s->hash));
     w.key("targeting").beginObject();
     w.field("primary", primaryTargetingLabel(*s));

@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "common/bounded_name.h"
+#include "common/hidden_characters.h"
 #include "common/utf8.h"
 
 namespace shardscope::stats {
@@ -12,28 +13,26 @@ namespace shardscope::stats {
 void PrometheusWriter::appendEscaped(std::string_view value, std::string& out) {
   // Runs of plain bytes are copied in one append; most label values have nothing to replace.
   size_t run = 0;
-  bool altered = false;  // a byte became U+FFFD: another name could now read the same
-  auto replace = [&](size_t i, std::string_view with) {  // value[i], one byte, becomes `with`
+  bool altered = false;  // a character became U+FFFD: another name could now read the same
+  auto replace = [&](size_t i, size_t n, std::string_view with) {  // value[i, i + n) becomes `with`
     out.append(value.data() + run, i - run).append(with);
-    run = i + 1;
+    run = i + n;
   };
-  auto lose = [&](size_t i) {
-    replace(i, common::kReplacementCharacter);
+  auto lose = [&](size_t i, size_t n) {
+    replace(i, n, common::kReplacementCharacter);
     altered = true;
   };
   for (size_t i = 0; i < value.size();) {
     const auto c = static_cast<unsigned char>(value[i]);
-    if (c == '\\') replace(i, "\\\\");
-    else if (c == '"') replace(i, "\\\"");
-    else if (c == '\n') replace(i, "\\n");
-    else if (c < 0x20 || c == 0x7F) lose(i);  // NUL, CR, ESC, ...
-    else if (size_t n = common::utf8SequenceLength(value, i); n > 0) {
-      i += n;
-      continue;
-    } else {
-      lose(i);  // not UTF-8: what /stats shows as \ufffd
-    }
-    ++i;
+    const size_t n = c < 0x80 ? 1 : common::utf8SequenceLength(value, i);
+    if (c == '\\') replace(i, 1, "\\\\");
+    else if (c == '"') replace(i, 1, "\\\"");
+    else if (c == '\n') replace(i, 1, "\\n");
+    else if (c < 0x20 || c == 0x7F) lose(i, 1);  // NUL, CR, ESC, ...
+    else if (n == 0) lose(i, 1);                 // not UTF-8: what /stats shows as \ufffd
+    else if (c >= 0x80 && common::isHiddenCharacter(common::decodeUtf8(value, i, n)))
+      lose(i, n);  // C1, a bidi override, a zero-width character: the name would read as another
+    i += n == 0 ? 1 : n;
   }
   out.append(value.data() + run, value.size() - run);
   if (altered) common::appendNameHash(value, out);  // keeps distinct names distinct series

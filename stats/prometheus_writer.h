@@ -40,8 +40,10 @@ class PrometheusWriter {
   void count(Metric m, Labels values, uint64_t v);
 
   // Escapes a label value: backslash, double quote and newline (the exposition format's rules);
-  // every byte that is not strict UTF-8 and every other control character becomes U+FFFD, so no
-  // name a client sends can make a scraper reject the page. A value that lost bytes so is followed
+  // every byte that is not strict UTF-8, every other control character (C0, DEL, C1) and every
+  // character that alters how the text around it shows (common/hidden_characters.h: bidi
+  // overrides, zero-width characters) becomes U+FFFD, so no name a client sends can make a scraper
+  // reject the page, nor read in Grafana or a terminal as another name. A value that lost bytes so is followed
   // by "#" and the hash of its raw bytes (common::appendNameHash), so two names never share a label.
   static void appendEscaped(std::string_view value, std::string& out);
 

@@ -48,6 +48,21 @@ TEST(ConfigLoader, FlagsBeatEnvironmentWhichBeatsTheFile) {
   std::remove(file.c_str());
 }
 
+// Addresses that `--check-config` passed and start-up then failed to resolve: a cut bracket
+// ("[::1" was read as host "[:" and port 1), a space or a control character in the host.
+TEST(ConfigLoader, HostPortRefusesWhatNoResolverTakes) {
+  for (const char* bad : {"[::1", "[::1:5", "::1]:5", "a b:5", "h\x1b[31m:5", "[]:5", "[a]b:5"}) {
+    auto r = load({"--listen", bad, "--upstream", "mongodb://127.0.0.1:27017"});
+    EXPECT_FALSE(r.ok()) << bad;
+  }
+  for (const char* good : {"[::1]:5", "::1:5", "localhost:0", "10.0.0.1:27017", "fe80::1%eth0:5"}) {
+    auto r = load({"--listen", good, "--upstream", "mongodb://127.0.0.1:27017"});
+    EXPECT_TRUE(r.ok()) << good << ": " << (r.errors.empty() ? "" : r.errors[0]);
+  }
+  auto v6 = load({"--listen", "[::1]:5", "--upstream", "mongodb://127.0.0.1:27017"});
+  EXPECT_EQ(v6.config.listen.host, "::1");
+}
+
 TEST(ConfigLoader, ErrorsNameTheKeyAndTheProblem) {
   auto r = load({"--listen", "nohostport", "--upstream", "http://x", "--threads", "0", "--bogus", "1",
                  "--upstream-compressors", "lz4", "--log-level", "loud"});

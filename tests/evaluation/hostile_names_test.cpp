@@ -67,6 +67,37 @@ TEST(HostileNames, SketchExportKeepsEveryNamespaceDistinctAndValid) {
   EXPECT_FALSE(Evaluator::mergeAndEvaluate({json}, false, error).empty()) << error;
 }
 
+// A BSON string may hold a NUL (the server refuses such a name, the proxy still counts it). The
+// merge read the export's "ns" as a C string, cut at the NUL: `evaluate --from` of a sidecar that
+// had seen "shop\0x.c" failed whole with "namespace mismatch", so one command broke the fleet's
+// evaluation.
+TEST(HostileNames, NamesHoldingANulMergeAsThemselves) {
+  Evaluator ev(EvaluationOptions{});
+  auto obs = ev.newObserver();
+  const std::string nulDb("shop\0x", 6), nulA("c\0a", 3), nulB("c\0b", 3);
+  observeFinds(*obs, "shop", "c", "k");
+  observeFinds(*obs, nulDb, "c", "k");
+  observeFinds(*obs, "shop", nulA, "k");
+  observeFinds(*obs, "shop", nulB, "k");
+  const std::string json = ev.exportSketches();
+  std::string error;
+  const std::string merged = Evaluator::mergeAndEvaluate({json, json}, false, error);
+  ASSERT_FALSE(merged.empty()) << error;
+  bson_error_t err;
+  bson_t* doc = bson_new_from_json(reinterpret_cast<const uint8_t*>(merged.data()), static_cast<ssize_t>(merged.size()), &err);
+  ASSERT_NE(doc, nullptr) << err.message;
+  std::set<std::string> names;
+  for (int i = 0;; ++i) {
+    bson_iter_t it;
+    if (!findPath(&it, doc, "namespaces." + std::to_string(i) + ".ns")) break;
+    uint32_t len = 0;
+    const char* s = bson_iter_utf8(&it, &len);
+    names.insert(std::string(s, len));
+  }
+  bson_destroy(doc);
+  EXPECT_EQ(names, (std::set<std::string>{"shop.c", nulDb + ".c", "shop." + nulA, "shop." + nulB}));
+}
+
 // Each candidate key's field names, as the /evaluate JSON lists them.
 std::set<std::string> candidateFields(const std::string& json) {
   bson_error_t err;

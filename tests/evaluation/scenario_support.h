@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/bounded_name.h"
 #include "evaluation/evaluator.h"
 #include "protocol/command_view.h"
 
@@ -309,7 +310,7 @@ void generateTelemetry(const TelemetryOptions& o, Sink&& sink) {
 template <typename Sink>
 void generateVariedRequests(bool lossy, Sink&& sink) {
   std::mt19937_64 rng(7);
-  const std::string long_name(140, 's');
+  const std::string long_name(common::kMaxKeptNameBytes + 12, 's');  // past the kept bound: cut
   OrderServiceOptions o;
   o.orders = 2000;
   o.ops = 1500;

@@ -2,8 +2,9 @@
 
 1. Long names: 300 finds on distinct 32 KB collection names and 200 distinct 32 KB command names
    (pymongo through the proxy; FerretDB refuses every one). Before: +67 MiB kept after the client
-   left, and one GET /metrics declared 810 MB. Now names are kept bounded in bytes (128; longer ones
-   as a prefix and a hash), the per-(ns, command) series are the busiest 200 pairs, and the memory
+   left, and one GET /metrics declared 810 MB. Now names are kept bounded in bytes (255, MongoDB's
+   namespace limit; longer ones as a prefix and a hash), the per-(ns, command) series are the
+   busiest 200 pairs, and the memory
    kept and the page are small; both are asserted in bytes.
 4. Random bytes as names (FF FE, NUL, newlines, quotes, backslashes, overlong forms, surrogates)
    in $db, collection and command names, on raw OP_MSG frames through the real proxy: /metrics
@@ -31,6 +32,8 @@ import pymongo
 import pytest
 from bson.son import SON
 
+from browser import Browser
+from harness import REPO_ROOT
 from wire_peer import RawClient, next_request_id
 
 pytestmark = pytest.mark.needs_proxy
@@ -105,7 +108,7 @@ def test_long_names_are_bounded_in_memory_and_in_every_page(ferretdb, proxy):
     assert len(stats) <= 8 * MIB
     doc = json.loads(stats.decode("utf-8"))
     names = {s["ns"] for s in doc["shapes"]} | {s["command"] for s in doc["shapes"]}
-    assert max(len(n.encode()) for n in names) <= 128, max(names, key=len)[:200]
+    assert max(len(n.encode()) for n in names) <= 255, max(names, key=len)[:300]
     assert len({s["command"] for s in doc["shapes"] if s["command"].startswith("cmd")}) == 200, \
         "distinct long command names stay distinct"
     evaluate = _fetch(px.admin_url, "/evaluate", 8 * MIB)
@@ -250,12 +253,12 @@ def test_names_like_the_overflow_bucket_and_long_field_names_stay_apart(ferretdb
     """A database and a command named "<other>" were counted as the overflow series of /metrics
     (ns="<other>", command="<other>", which the pairs past the top 200 are summed into), and their
     namespace as the overflow namespace (every shape an `other` bucket). Field names longer than
-    128 bytes were cut without a hash, so finds on distinct long fields were one query shape."""
+    the kept bound were cut without a hash, so finds on distinct long fields were one query shape."""
     px = proxy(ferretdb.uri, admin=True)
     for _ in range(3):
         ping_like = b"\x10<other>\x00" + struct.pack("<i", 1) + _bson_string(b"$db", b"<other>")
         _send(px.address, _op_msg(_bson_doc(ping_like)))
-    prefix = b"f" * 200
+    prefix = b"f" * 300  # past the 255 bytes a name is kept whole
     for suffix in (b"A", b"B", b"C"):
         filt = _bson_doc(b"\x10" + prefix + suffix + b"\x00" + struct.pack("<i", 1))
         _send(px.address, _op_msg(_bson_doc(_bson_string(b"find", b"longfields") + b"\x03filter\x00" + filt +
@@ -276,3 +279,115 @@ def test_names_like_the_overflow_bucket_and_long_field_names_stay_apart(ferretdb
     samples = [line for line in page.decode("utf-8").splitlines() if not line.startswith("#")]
     assert not [line for line in samples if 'ns="<other>"' in line], "no overflow yet: no series is the bucket's"
     assert [line for line in samples if 'ns="<other>#' in line], "the client's own series, under its own name"
+
+
+# ---- names that read as other names -------------------------------------------------------------
+
+# Characters that alter how the text around them shows (common/hidden_characters.h): a right-to-left
+# override makes "inv" RLO "slx.eciovni" display as "invoice.xls" (Trojan Source, CVE-2021-42574);
+# isolates, zero-width characters, a BOM, a line separator and C1's CSI (U+009B) hide or move text.
+HIDDEN = ["\u202e", "\u2066", "\u2069", "\u200b", "\u200d", "\ufeff", "\u2028", "\u009b", "\u00ad", "\U000e0041"]
+SPOOF = "inv\u202eslx.eciovni"
+
+
+def _hidden_in(text: str) -> list[str]:
+    return sorted({f"U+{ord(c):04X}" for c in text if c in HIDDEN})
+
+
+def test_names_with_hidden_characters_read_as_their_bytes(ferretdb, proxy, shardscope_binary):
+    """Before: /metrics, `stats --once`, `evaluate --from`, /evaluate?format=text and the dashboard
+    wrote bidi overrides, zero-width characters, line separators and C1 controls as they came, so a
+    collection could display as another one (and U+009B drive a terminal)."""
+    px = proxy(ferretdb.uri, admin=True)
+    with pymongo.MongoClient(px.uri, serverSelectionTimeoutMS=20_000) as client:
+        for i, c in enumerate(HIDDEN):
+            client.hn[f"h{i}{c}x"].find_one({"k": 1})
+        client.hn[SPOOF].find_one({"k": 1})
+    escaped_spoof = "hn.inv\\u202eslx.eciovni"
+
+    page = _fetch(px.admin_url, "/metrics", 64 * MIB)
+    _promtool_check(page)
+    _assert_unique_series(page.decode("utf-8"))
+    assert _hidden_in(page.decode("utf-8")) == []
+    assert 'ns="hn.inv\ufffdslx.eciovni#'.encode() in page  # replaced and hashed, as a control is
+
+    outputs = {
+        "/evaluate?format=text": _fetch(px.admin_url, "/evaluate?format=text", 64 * MIB),
+        "stats --once": subprocess.run([str(shardscope_binary), "stats", "--admin", px.admin_url, "--once", "--top", "1000"],
+                                       capture_output=True, timeout=60, check=True).stdout,
+        "evaluate --from": subprocess.run([str(shardscope_binary), "evaluate", "--from", px.admin_url],
+                                          capture_output=True, timeout=60, check=True).stdout,
+    }
+    for what, out in outputs.items():
+        text = out.decode("utf-8")
+        assert _hidden_in(text) == [], what
+        assert escaped_spoof in text, what
+    # /stats stays the data: the name exactly as the client sent it.
+    stats = json.loads(_fetch(px.admin_url, "/stats", 64 * MIB))
+    assert "hn." + SPOOF in {s["ns"] for s in stats["shapes"]}
+
+    browser = Browser()
+    try:
+        browser.open(px.admin_url + "/")
+        browser.wait_for("document.body.getAttribute('data-loaded') === 'true' && document.querySelectorAll('#shapes tr').length > 0")
+        shown = browser.evaluate("document.body.innerText + [...document.querySelectorAll('[title]')].map((e) => e.title).join('\\n')")
+    finally:
+        browser.close()
+    assert _hidden_in(shown) == []
+    assert escaped_spoof in shown
+
+
+def test_a_namespace_holding_a_nul_leaves_evaluate_from_working(ferretdb, proxy, shardscope_binary):
+    """Before: one find on "hn\\0x.c" (FerretDB refuses it; the proxy counts it) made `evaluate --from`
+    exit 1 with "input 1: namespace mismatch": the merge read the export's names as C strings."""
+    px = proxy(ferretdb.uri, admin=True)
+    for db, coll in ((b"hn", b"good"), (b"hn\x00x", b"c"), (b"hn", b"c\x00a"), (b"hn", b"c\x00b")):
+        for i in range(3):
+            filt = _bson_doc(_bson_string(b"k", b"v%d" % i))
+            _send(px.address, _op_msg(_bson_doc(_bson_string(b"find", coll) + b"\x03filter\x00" + filt +
+                                                _bson_string(b"$db", db))))
+    merged = subprocess.run([str(shardscope_binary), "evaluate", "--from", px.admin_url, "--json"],
+                            capture_output=True, timeout=60)
+    assert merged.returncode == 0, merged.stderr.decode(errors="replace")
+    names = {n["ns"] for n in json.loads(merged.stdout)["namespaces"]}
+    assert {"hn.good", "hn\x00x.c", "hn.c\x00a", "hn.c\x00b"} <= names, names
+
+
+def test_a_sharded_namespace_of_the_longest_length_mongodb_allows_is_one_name_everywhere(ferretdb, proxy, workdir):
+    """MongoDB allows namespaces of 255 bytes, 235 for sharded collections (featureCompatibilityVersion
+    4.4 and later). Before, names over 128 bytes were kept as their first 32 bytes and a hash: a
+    sharded collection of 200 bytes was "shop.orders_xxx...#<hash>" on /stats and /metrics but its
+    whole name on /chunks and /evaluate, so the dashboard's chunk view found none of its operations."""
+    routing = json.loads((REPO_ROOT / "examples" / "routing" / "orders_6shards.json").read_text())
+    coll = "orders_" + "x" * (235 - len("shop.orders_"))
+    ns = "shop." + coll
+    assert len(ns.encode()) == 235
+    for c in routing["collections"]:
+        if c["ns"] == "shop.orders":
+            c["ns"] = ns
+    for chunk in routing.get("chunks", []):
+        if chunk.get("ns") == "shop.orders":
+            chunk["ns"] = ns
+    path = workdir / "long_ns_routing.json"
+    path.write_text(json.dumps(routing))
+    px = proxy(ferretdb.uri, "--routing", str(path), admin=True)
+    with pymongo.MongoClient(px.uri, serverSelectionTimeoutMS=20_000) as client:
+        for i in range(30):
+            client.shop[coll].find_one({"customerId": f"C{(i * 37) % 5000:04d}"})
+
+    stats = json.loads(_fetch(px.admin_url, "/stats", 64 * MIB))
+    assert ns in {s["ns"] for s in stats["shapes"]}
+    assert ns in {n["ns"] for n in stats["namespaces"]}
+    chunks = json.loads(_fetch(px.admin_url, "/chunks", 64 * MIB))
+    assert ns in {n["ns"] for n in chunks["namespaces"]}
+    page = _fetch(px.admin_url, "/metrics", 64 * MIB).decode()
+    assert f'shardscope_namespace_shard_ops_total{{ns="{ns}"' in page
+
+    browser = Browser()
+    try:
+        browser.open(px.admin_url + "/")
+        ops = browser.wait_for("document.body.getAttribute('data-loaded') === 'true' && "
+                               "[...document.querySelectorAll('tr.chunkshard')].reduce((t, r) => t + Number(r.dataset.ops), 0)")
+    finally:
+        browser.close()
+    assert ops == 30

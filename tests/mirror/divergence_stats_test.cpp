@@ -1,6 +1,7 @@
 // Divergence statistics per shape: counts per kind, examples without values, bounded shapes.
 #include <gtest/gtest.h>
 
+#include "common/name_text.h"
 #include "common/query_shape.h"
 #include "shadow/divergence_stats.h"
 #include "tests/support/bson_builders.h"
@@ -36,6 +37,22 @@ TEST(DivergenceTable, CountsPerKindAndKeepsFirstExamples) {
   std::string prom;
   renderDivergencePrometheus(rows, 10, prom);
   EXPECT_NE(prom.find("shardscope_mirror_shape_divergences_total{ns=\"d.c\",command=\"find\""), std::string::npos) << prom;
+}
+
+// Names that are not UTF-8 show on /mirror as on /stats (common::utf8Name: U+FFFD and the hash of
+// the bytes). Before, the JSON writer's plain U+FFFD made "d.bad\xff" and "d.bad\xfe" one name twice.
+TEST(DivergenceTable, NamesThatAreNotUtf8StayDistinctAsOnStats) {
+  DivergenceTable t(10, 1);
+  for (const char* ns : {"d.bad\xff", "d.bad\xfe"})
+    t.onMirrored(common::shapeId(ns, "find\xff", "-"), ns, "find\xff", "-", routing::Targeting::Unsharded,
+                 routing::Targeting::Unsharded, false);
+  std::string json;
+  common::JsonWriter w(json);
+  renderDivergenceJson(t.snapshot(), 10, w);
+  for (const char* ns : {"d.bad\xff", "d.bad\xfe"}) {
+    const std::string shown = "\"ns\":\"" + common::utf8Name(ns) + "\",\"command\":\"" + common::utf8Name("find\xff") + "\"";
+    EXPECT_NE(json.find(shown), std::string::npos) << json;
+  }
 }
 
 TEST(DivergenceTable, ShapesBeyondTheCapGoToOther) {

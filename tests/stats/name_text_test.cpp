@@ -45,6 +45,19 @@ TEST(NameText, C1ControlsAreEscapedToo) {
   EXPECT_EQ(common::printableText("caf\xC3\xA9\n"), "caf\xC3\xA9\n");
 }
 
+TEST(NameText, HiddenCharactersAreEscapedSoANameReadsAsItsBytes) {
+  // Trojan Source (CVE-2021-42574): "inv" RLO "slx.eciovni" displays as "invoice.xls" in bidi text.
+  EXPECT_EQ(common::textName("shop.inv\xE2\x80\xAE" "slx.eciovni"), "shop.inv\\u202eslx.eciovni");
+  // Isolates, zero-width space and joiner, a BOM, a line separator, a soft hyphen, a tag character.
+  EXPECT_EQ(common::textName("a\xE2\x81\xA6" "b\xE2\x81\xA9" "c\xE2\x80\x8B" "d\xE2\x80\x8D" "e\xEF\xBB\xBF" "f"),
+            "a\\u2066b\\u2069c\\u200bd\\u200de\\ufefff");
+  EXPECT_EQ(common::textName("x\xE2\x80\xA8y\xC2\xAD" "z\xF3\xA0\x81\x81"), "x\\u2028y\\u00adz\\U000e0041");
+  // The same in whole reports (printableText), newlines kept; visible characters untouched.
+  EXPECT_EQ(common::printableText("ns a\xE2\x80\xAE" "b\n\xC2\xA0\xE2\x82\xAC\n"), "ns a\\u202eb\n\xC2\xA0\xE2\x82\xAC\n");
+  const std::string visible = "caf\xC3\xA9 \xE2\x80\xAF \xF0\x9F\x98\x80 \xE4\xB8\xAD";
+  EXPECT_EQ(common::textName(visible), visible);
+}
+
 TEST(NameText, TruncationNeverCutsACharacter) {
   EXPECT_EQ(common::truncateUtf8("short", 28, "~"), "short");
   for (size_t shift = 0; shift < 4; ++shift) {

@@ -68,5 +68,30 @@ TEST(PrometheusWriter, AnyBytesGiveAValidLabelValue) {
     }
 }
 
+// A label value reads as the bytes it holds: C1 controls (U+009B is CSI to some terminals), bidi
+// overrides and isolates (a collection "inv\u202Eslx.eciovni" shows in Grafana as "invoice.xls"),
+// zero-width and line-separator characters are replaced as the C0 controls are, and hashed.
+TEST(PrometheusWriter, HiddenCharactersAreReplacedNotShown) {
+  auto escaped = [](std::string_view v) {
+    std::string out;
+    PrometheusWriter::appendEscaped(v, out);
+    return out;
+  };
+  auto lost = [](std::string_view raw, const std::string& shown) {
+    std::string h;
+    common::appendNameHash(raw, h);
+    return shown + h;
+  };
+  const std::string fffd = "\xEF\xBF\xBD";
+  for (std::string_view hidden : {"\xC2\x9B", "\xC2\x85", "\xE2\x80\xAE", "\xE2\x81\xA6", "\xE2\x80\x8B", "\xE2\x80\x8D",
+                                  "\xE2\x80\xA8", "\xEF\xBB\xBF", "\xC2\xAD", "\xF3\xA0\x81\x81"}) {
+    const std::string raw = "inv" + std::string(hidden) + "x";
+    EXPECT_EQ(escaped(raw), lost(raw, "inv" + fffd + "x")) << raw;
+  }
+  // Their visible neighbours stay: NBSP, a narrow NBSP, an accented letter, an emoji.
+  const std::string visible = "a\xC2\xA0" "b\xE2\x80\xAF\xC3\xA9\xF0\x9F\x98\x80";
+  EXPECT_EQ(escaped(visible), visible);
+}
+
 }  // namespace
 }  // namespace shardscope::stats

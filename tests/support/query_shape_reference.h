@@ -31,7 +31,7 @@ constexpr int kMaxDepth = 16;
 constexpr size_t kMaxShapeBytes = 4096;
 constexpr size_t kMaxSortedKeys = 32;
 // A field name or path longer than this is shown bounded (common/bounded_name.h) in the shape.
-constexpr size_t kMaxNameBytes = 128;
+constexpr size_t kMaxNameBytes = 255;  // common::kMaxKeptNameBytes
 // Written in place of the rest of a document or array once the shape is over kMaxShapeBytes: the
 // shape stays valid JSON, and the work stops instead of walking a 48 MB filter to the end.
 constexpr std::string_view kCutValue = "\"<...>\"";
