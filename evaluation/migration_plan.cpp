@@ -245,10 +245,15 @@ void writeMigrationPlanJson(common::JsonWriter& w, const MigrationPlan& p) {
   for (const auto& s : p.requirements) w.value(s);
   w.endArray();
   // Not "targetedShare": /stats' targetedShare is another figure (oneShard of every sharded op).
-  w.key("singleOrMultiShardShareAfter");
-  if (p.targeted_known) w.value(p.targeted_share_after); else w.null();
-  w.key("singleOrMultiShardShareNow");
-  if (p.targeted_share_now >= 0) w.value(p.targeted_share_now); else w.null();
+  // Each under its earlier name too ("targetedShare..."), kept for its readers (docs/evaluation.md).
+  for (const char* name : {"singleOrMultiShardShareAfter", "targetedShareAfter"}) {
+    w.key(name);
+    if (p.targeted_known) w.value(p.targeted_share_after); else w.null();
+  }
+  for (const char* name : {"singleOrMultiShardShareNow", "targetedShareNow"}) {
+    w.key(name);
+    if (p.targeted_share_now >= 0) w.value(p.targeted_share_now); else w.null();
+  }
   w.endObject();
 }
 

@@ -154,8 +154,12 @@ void writeAdditions(common::JsonWriter& w, const NamespaceReport& r, const Candi
     for (const auto& f : r.lookup_rule.add_fields) a += (a.empty() ? "" : ",") + f;
     return a;
   }());
+  const double after_rewrite = c.rewrite_in_force ? c.targeted_after_rewrite : c.targeted;
   w.key("singleOrMultiShardShareAsSent").value(c.targeted);
-  w.key("singleOrMultiShardShareAfterRewrite").value(c.rewrite_in_force ? c.targeted_after_rewrite : c.targeted);
+  w.key("singleOrMultiShardShareAfterRewrite").value(after_rewrite);
+  // The names earlier releases gave the same figures, kept for their readers (docs/evaluation.md).
+  w.key("targetedShareAsSent").value(c.targeted);
+  w.key("targetedShareAfterRewrite").value(after_rewrite);
   w.key("rescuedShapes").beginArray();
   for (const auto& s : c.rescued_shapes) w.value(s);
   w.endArray();
@@ -186,6 +190,7 @@ void writeCandidate(common::JsonWriter& w, const NamespaceReport& r, const Candi
   // analyzeShardKey's single- plus multi-shard share of the sampled reads and writes under this key;
   // not /stats' targetedShare (oneShard of every operation on a sharded collection, as routed now).
   w.key("singleOrMultiShardShare").value(c.targeted);
+  w.key("targetedShare").value(c.targeted);  // its earlier name, kept for its readers (docs/evaluation.md)
   writeKeyCharacteristics(w, r, c);
   w.key("readDistribution").beginObject();
   w.key("sampleSize").beginObject();

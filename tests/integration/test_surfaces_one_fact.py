@@ -140,6 +140,15 @@ def test_a_name_means_one_figure_on_every_surface(busy, shardscope_binary):
     t = stats["totals"]
     stat_shares = {k: v for k, v in t.items() if k.endswith("Share") and not isinstance(v, dict)}
     assert {"targetedShare", "allShardsShare"} <= stat_shares.keys()
+    # A candidate keeps its figure's earlier name, `targetedShare`, for readers of earlier releases
+    # (docs/evaluation.md): the same value as `singleOrMultiShardShare`, set apart from this check.
+    aliases = 0
+    for n in evaluate["namespaces"]:
+        for c in n.get("candidates", []):
+            if "singleOrMultiShardShare" in c:
+                assert c.pop("targetedShare") == c["singleOrMultiShardShare"], c["key"]
+                aliases += 1
+    assert aliases > 0
     for key, values in _keys_anywhere(evaluate, {}).items():
         if key in stat_shares:
             for v in values:
