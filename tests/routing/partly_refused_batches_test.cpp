@@ -30,7 +30,8 @@ std::shared_ptr<const RoutingTable> partlyRefusedTable() {
 }
 
 // The command as the proxy sees it: the view buildCommandView makes (inTransaction included).
-TargetResult targetAsProxy(const std::string& json, MongosVersion v = {8, 0}) {
+TargetResult targetAsProxy(const std::string& json, MongosVersion v = {8, 0},
+                           const RoutingTable* table = nullptr) {
   testing::Json body(json);
   protocol::OpMsg msg;
   msg.body = {bson_get_data(body.get()), body.get()->len};
@@ -39,7 +40,7 @@ TargetResult targetAsProxy(const std::string& json, MongosVersion v = {8, 0}) {
   TargetOptions o;
   o.mongos_version = v;
   o.explain = true;
-  return target(*partlyRefusedTable(), view, nullptr, o);
+  return target(table ? *table : *partlyRefusedTable(), view, nullptr, o);
 }
 
 std::set<std::string> shardsOf(const TargetResult& r) { return testing::shardNames(*partlyRefusedTable(), r.shards); }
@@ -118,6 +119,29 @@ TEST(PartlyRefusedBatches, UpdatesAndDeletesFollowTheSameRule) {
   EXPECT_FALSE(mixed.refused) << mixed.reason;
   EXPECT_EQ(targetingName(mixed.targeting), "unsharded") << mixed.reason;
   EXPECT_EQ(mixed.refused_statements, 1u);
+}
+
+// A time-series measurement without a datetime in its time field cannot be put in a bucket: that
+// measurement fails (5743702), the others are inserted. metrics.weather's buckets: sensor "s1" on
+// shard0, "s7" on shard2.
+TEST(PartlyRefusedBatches, ATimeSeriesMeasurementWithoutTimeFailsAlone) {
+  auto kinds = testing::loadData("collection_kinds.json");
+  const std::string docs = R"([{"tags": {"sensor": "s1"}, "ts": {"$date": "2025-01-01T00:00:00Z"}},
+      {"tags": {"sensor": "s1"}, "ts": "not a date"}, {"tags": {"sensor": "s7"}, "ts": {"$date": "2025-01-01T00:00:00Z"}}])";
+  TargetResult unordered = targetAsProxy(R"({"insert": "weather", "ordered": false, "documents": )" + docs +
+                                             R"(, "$db": "metrics"})",
+                                         {8, 0}, kinds.get());
+  EXPECT_FALSE(unordered.refused) << unordered.reason;
+  EXPECT_EQ(testing::shardNames(*kinds, unordered.shards), (std::set<std::string>{"shard0", "shard2"}));
+  EXPECT_EQ(unordered.refused_statements, 1u);
+  TargetResult ordered =
+      targetAsProxy(R"({"insert": "weather", "documents": )" + docs + R"(, "$db": "metrics"})", {8, 0}, kinds.get());
+  EXPECT_FALSE(ordered.refused) << ordered.reason;
+  EXPECT_EQ(targetingName(ordered.targeting), "single") << ordered.reason;
+  EXPECT_EQ(testing::shardNames(*kinds, ordered.shards), (std::set<std::string>{"shard0"}));
+  TargetResult first = targetAsProxy(
+      R"({"insert": "weather", "documents": [{"tags": {"sensor": "s1"}}], "$db": "metrics"})", {8, 0}, kinds.get());
+  EXPECT_TRUE(first.refused) << first.reason;
 }
 
 TEST(PartlyRefusedBatches, ACommandThatDoesNotParseIsRefusedWhole) {
