@@ -14,10 +14,7 @@
 namespace shardscope::evaluation {
 namespace collated_statements_test {
 
-using testing::documentJson;
-using testing::findPath;
 using testing::OwnedCommand;
-using testing::reportNumber;
 
 constexpr const char* kCaseInsensitive = R"({"locale": "en", "strength": 2})";
 
@@ -44,19 +41,9 @@ CollatedFigures collatedRun(Make statement, const char* distribution, const char
             R"(", "num": )" + std::to_string(i) + "}";
   collatedSend(*obs, R"({"insert": "people", "documents": [)" + docs + "]}");
   for (int i = 0; i < 40; ++i) collatedSend(*obs, statement(i));
-  CollatedFigures f;
-  bson_t* doc = testing::bsonFromJson(ev.renderJson());
-  for (int i = 0; i < 32; ++i) {
-    bson_iter_t it;
-    const std::string base = "namespaces.0.candidates." + std::to_string(i);
-    if (!findPath(&it, doc, base + ".key")) break;
-    const std::string key = documentJson(it);
-    if (!findPath(&it, doc, base + "." + distribution + "." + single_field)) continue;
-    if (key == R"({ "name" : 1 })") f.name_single = reportNumber(it);
-    if (key == R"({ "num" : 1 })") f.num_single = reportNumber(it);
-  }
-  bson_destroy(doc);
-  return f;
+  const std::string report = ev.renderJson(), path = std::string(distribution) + "." + single_field;
+  return {testing::candidateFigure(report, R"({ "name" : 1 })", path),
+          testing::candidateFigure(report, R"({ "num" : 1 })", path)};
 }
 
 std::string collationField(bool collated) {

@@ -12,10 +12,7 @@
 namespace shardscope::evaluation {
 namespace refused_key_updates_test {
 
-using testing::documentJson;
-using testing::findPath;
 using testing::OwnedCommand;
-using testing::reportNumber;
 
 void refusedSend(Observer& obs, const std::string& body, const std::string& reply) {
   OwnedCommand c(testing::bsonFromJson(body), "app", "accounts");
@@ -44,17 +41,8 @@ double tenantKeyUpdates(const std::string& statement, bool bulk_write) {
       refusedSend(*obs, R"({"update": "accounts", "updates": [{)" + statement + "}]}",
                   R"({"n": 0, "ok": 1, "writeErrors": [{"index": 0, "code": 9, "errmsg": "refused"}]})");
   }
-  bson_t* doc = testing::bsonFromJson(ev.renderJson());
-  double share = NAN;
-  for (int i = 0; i < 32; ++i) {
-    bson_iter_t it;
-    const std::string base = "namespaces.0.candidates." + std::to_string(i);
-    if (!findPath(&it, doc, base + ".key")) break;
-    if (documentJson(it) != R"({ "tenantId" : 1 })") continue;
-    if (findPath(&it, doc, base + ".writeDistribution.percentageOfShardKeyUpdates")) share = reportNumber(it);
-  }
-  bson_destroy(doc);
-  return share;
+  return testing::candidateFigure(ev.renderJson(), R"({ "tenantId" : 1 })",
+                                  "writeDistribution.percentageOfShardKeyUpdates");
 }
 
 TEST(RefusedKeyUpdates, AMultiReplacementChangesNoKeyField) {
