@@ -1150,8 +1150,13 @@ void Observer::settleCommit(uint64_t key, const protocol::ReplyFacts& reply) {
   if (!m.open_inserts) return;
   Impl::BatchScope scope(m);
   // Committed: what the statements' replies proved now exists. Failed: the transaction aborted.
-  const bool committed = reply.parsed && !(reply.has_ok && !reply.ok);
-  m.endTransaction(key, committed ? Impl::Proof{} : Impl::Proof::nothing(), committed);
+  // No reply (the connection closed first): the outcome is unknown, counted as sent.
+  if (!reply.parsed) {
+    m.endTransaction(key, Impl::Proof::asSent(), false);
+  } else {
+    const bool committed = !(reply.has_ok && !reply.ok);
+    m.endTransaction(key, committed ? Impl::Proof{} : Impl::Proof::nothing(), committed);
+  }
   m.handOverWhenDue(nowMicros());
 }
 

@@ -115,6 +115,16 @@ TEST_P(TransactionInserts, AFailedCommitOrAStatementErrorInsertsNothing) {
   EXPECT_EQ(ev.heldInsertBytes(), 0u);
 }
 
+// A commit whose reply never came (the connection closed): the outcome is unknown, and the
+// documents count as sent (unprovenInserts), as any insert no reply proves.
+TEST_P(TransactionInserts, ACommitWithoutAReplyCountsAsSent) {
+  txnSend(obs, txnInsert(0, 2, 5, true), R"({"n": 2, "ok": 1})");
+  TxnCommand commit(commitOf(5));
+  const ReplyTicket ticket = obs.observe(commit.view(), "");
+  obs.onReply(ticket, protocol::ReplyFacts{});  // what the pipeline hands over for NoReply
+  EXPECT_EQ(insertsCounted(), 2);
+}
+
 INSTANTIATE_TEST_SUITE_P(BatchedOrHeld, TransactionInserts, ::testing::Values(64u, 2u));
 
 }  // namespace transaction_inserts_test
