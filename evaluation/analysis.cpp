@@ -11,6 +11,7 @@
 #include "evaluation/candidate_figures.h"
 #include "evaluation/key_facts_from_samples.h"
 #include "evaluation/key_samples.h"
+#include "evaluation/sampled_filter.h"
 #include "evaluation/value_codec.h"
 #include "common/bson_order.h"
 #include "common/command_fields.h"
@@ -107,9 +108,10 @@ void hotRanges(const NamespaceState& st, const routing::CollectionRouting& coll,
     const double w = static_cast<double>(s.count) / static_cast<double>(s.samples.size());
     for (const auto& fbytes : s.samples) {
       bson_t f;
-      if (!staticDoc(fbytes, f)) continue;
+      bool collated = false;
+      if (!readSampledFilter(fbytes, f, collated)) continue;
       routing::FilterTarget ft;
-      routing::targetFilter(coll, f, true, routing::TargetOptions{}, ft, nullptr);
+      routing::targetFilter(coll, f, !collated, routing::TargetOptions{}, ft, nullptr);
       routing::KeyPoint probe;
       if (ft.key_pinned) {
         probe = ft.key;

@@ -160,6 +160,8 @@ class Evaluator {
 struct ReplyTicket {
   uint32_t index = 0;
   bool insert = false;  // an insert's documents wait for the reply (else an update's held write)
+  // A commitTransaction: its reply commits the transaction's inserts (token: its transaction key).
+  bool commit = false;
   uint64_t token = 0;
 };
 
@@ -204,12 +206,15 @@ class Observer {
   // documents then count only once the reply proves them. Without it (replay, tests that feed
   // requests alone) inserts count as sent.
   void expectReplies();
-  // The connection closed: inserts still waiting for their reply are counted as sent (unproven),
-  // a streamed insert that never arrived whole as nothing. The destructor does it too.
+  // The connection closed: inserts still waiting for their reply (or for their transaction's
+  // commit) are counted as sent (unproven), a streamed insert that never arrived whole as nothing.
+  // The destructor does it too.
   void close();
 
  private:
   void settleInsert(ReplyTicket ticket, const protocol::ReplyFacts& reply);
+  // A commitTransaction's reply: the transaction `key`'s inserts count if it committed.
+  void settleCommit(uint64_t key, const protocol::ReplyFacts& reply);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

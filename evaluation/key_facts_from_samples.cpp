@@ -8,6 +8,7 @@
 
 #include "common/command_fields.h"
 #include "evaluation/key_samples.h"
+#include "evaluation/sampled_filter.h"
 #include "evaluation/value_codec.h"
 #include "routing/chunk_map.h"
 #include "routing/query_targeting.h"
@@ -159,10 +160,12 @@ struct Classified {
 };
 
 // Returns whether the statement resolves to one shard (mongos runs a single-document write so).
-bool classify(const routing::CollectionRouting& coll, const bson_t& f, Classified& o, std::vector<double>* per_range) {
+// `simple`: it ran under the simple collation (else its string key predicates cannot target).
+bool classify(const routing::CollectionRouting& coll, const bson_t& f, bool simple, Classified& o,
+              std::vector<double>* per_range) {
   routing::FilterTarget ft;
   routing::TargetOptions to;
-  routing::targetFilter(coll, f, true, to, ft, nullptr);
+  routing::targetFilter(coll, f, simple, to, ft, nullptr);
   ++o.used;
   if (ft.full_key)
     o.single += 1;
@@ -305,21 +308,23 @@ bool routeShape(const ShapeState& s, const routing::CollectionRouting& coll, con
   std::vector<double> ranges(N, 0);
   for (const auto& fbytes : s.samples) {
     bson_t f;
-    if (!staticDoc(fbytes, f)) continue;
+    bool collated = false;
+    if (!readSampledFilter(fbytes, f, collated)) continue;
     // A single-document write that neither resolves to one shard nor pins an exact _id is what
     // mongos refuses before 7.1 (routing/write_targeting.cpp): counted as sent and as rewritten.
-    const bool one_shard = classify(coll, f, sent, &ranges);
-    const bool exact_id = pinsId(f);
+    const bool one_shard = classify(coll, f, !collated, sent, &ranges);
+    // Under a non-simple collation a string _id is no exact _id either (mongos' isExactIdQuery).
+    const bool exact_id = pinsId(f) && (!collated || routing::hasExactId(f, false));
     if (exact_id) ++r.with_id;
     if (!one_shard && !exact_id) ++r.no_target;
     if (!rule) continue;
     bson_t rw;
     if (rewrittenFilter(f, *rule, &rw)) {
-      if (!classify(coll, rw, after, nullptr) && !exact_id) ++r.after_no_target;
+      if (!classify(coll, rw, !collated, after, nullptr) && !exact_id) ++r.after_no_target;
       bson_destroy(&rw);
       ++r.rewritten;
     } else {
-      if (!classify(coll, f, after, nullptr) && !exact_id) ++r.after_no_target;
+      if (!classify(coll, f, !collated, after, nullptr) && !exact_id) ++r.after_no_target;
     }
   }
   if (sent.used == 0) return false;
@@ -341,7 +346,8 @@ FieldRoles shapeRoles(const ShapeState& s) {
   FieldRoles roles;
   for (const auto& f : s.samples) {
     bson_t d;
-    if (staticDoc(f, d)) collectRoles(d, roles);
+    bool collated = false;
+    if (readSampledFilter(f, d, collated)) collectRoles(d, roles);
   }
   for (const auto& e : s.eq_fields) addUnique(roles.eq, e);
   for (const auto& r : s.range_fields) addUnique(roles.range, r);

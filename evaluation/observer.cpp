@@ -27,6 +27,7 @@
 #include "evaluation/raw_fields.h"
 #include "evaluation/replaced_key_fields.h"
 #include "evaluation/retried_writes.h"
+#include "evaluation/sampled_filter.h"
 #include "evaluation/thread_batch.h"
 #include "evaluation/upsert_document.h"
 #include "common/coarse_clock.h"
@@ -36,6 +37,7 @@
 #include "common/query_shape.h"
 #include "protocol/reply_facts.h"
 #include "routing/leading_match.h"
+#include "routing/routing_table.h"
 
 namespace shardscope::evaluation {
 
@@ -230,6 +232,19 @@ bool acknowledged(const bson_t& body) {
   return acknowledged(common::subDocument(body, "writeConcern", wc) ? &wc : nullptr);
 }
 
+// The request runs under a non-simple collation (its `collation` document says so).
+bool collatedRequest(const protocol::CommandView& view) {
+  if (view.bodyScanned && !view.hasCollation) return false;  // the usual case: no collation, nothing read
+  bson_t c;
+  return common::subDocument(view.body, "collation", c) && !routing::isSimpleCollation(&c);
+}
+
+// The same for a statement's `collation` element.
+bool collatedStatement(const bson_t& st, const RawElement& collation) {
+  bson_t c;
+  return documentAt(st, collation, c) && !routing::isSimpleCollation(&c);
+}
+
 // The document `key` of `doc`, when it is one.
 bool subDocumentAt(const bson_t& doc, const char* key, bson_t& out) {
   bson_iter_t it;
@@ -344,6 +359,11 @@ struct Observer::Impl {
     bool any = false;  // a document was observed
     bool ordered = true;
     uint64_t retry_key = 0;  // a retryable insert's (RetriedWrites::keyOf): counted once over its retries
+    // A statement of a multi-document transaction (RetriedWrites::transactionKeyOf): its documents
+    // exist only if the transaction commits, so its reply does not settle them (`awaits_commit`);
+    // commitTransaction's reply does, an abort or a failed statement settles them as nothing.
+    uint64_t txn_key = 0;
+    bool awaits_commit = false;
   };
   static constexpr size_t kOpenInserts = 16;
   std::unique_ptr<std::array<OpenInsert, kOpenInserts>> open_inserts;
@@ -464,7 +484,17 @@ struct Observer::Impl {
   void refuseUnclaimedStream() {
     if (streamed_open != kNone) settleInsert(streamed_open, Proof::nothing());
   }
-  // Every open insert, the connection closing (its batch locked): counted as sent.
+  // The end of the transaction `key` on this connection: its inserts settle with `proof` (all of
+  // them when it aborted; those its statements' replies proved when it committed).
+  void endTransaction(uint64_t key, const Proof& proof, bool committed) {
+    if (!open_inserts || key == 0) return;
+    for (size_t i = 0; i < kOpenInserts; ++i) {
+      const OpenInsert& o = (*open_inserts)[i];
+      if (o.ticket && o.txn_key == key && (!committed || o.awaits_commit)) settleInsert(i, proof);
+    }
+  }
+  // Every open insert, the connection closing (its batch locked): counted as sent (a transaction's
+  // too: its commit may come on another connection).
   void settleAllOpen() {
     refuseUnclaimedStream();
     if (!open_inserts) return;
@@ -534,6 +564,7 @@ struct Observer::Impl {
   uint64_t next_token = 0;
   ReplyTicket ticket;  // of the request being observed
   uint64_t retry_key = 0;  // of the request being observed (RetriedWrites::keyOf), for what it holds
+  uint64_t txn_key = 0;    // of the request being observed (RetriedWrites::transactionKeyOf)
 
   PendingWrite& holdWrite(std::string_view ns, SettledBy settled_by) {
     if (!held) held = std::make_unique<Held>();
@@ -557,7 +588,7 @@ struct Observer::Impl {
     p.any_multi = false;
     p.complete = true;
     p.retry_key = retry_key;
-    ticket = {static_cast<uint32_t>(at), false, p.token};
+    ticket = {.index = static_cast<uint32_t>(at), .token = p.token};
     return p;
   }
 
@@ -713,8 +744,10 @@ struct Observer::Impl {
   // `sampled`: sampleFilter's answer for it (the filter is copied only then); `copied`: where this
   // batch already holds the same shape text, if known; `opens_command`: it is the command's first
   // statement, under the command's shape (false for a batch's later statements and bulkWrite ops).
+  // `collated`: the statement runs under a non-simple collation (its sample is marked so:
+  // sampled_filter.h).
   void addOp(std::string_view ns, OpKind kind, bool multi, bool sampled, const bson_t* filter, ByteRange modified,
-             ByteRange sort, bool upsert, const ByteRange* copied, bool opens_command) {
+             ByteRange sort, bool upsert, const ByteRange* copied, bool opens_command, bool collated = false) {
     BufferedEvent& e = newEvent(ns);
     e.kind = kind;
     e.multi = multi;
@@ -722,8 +755,12 @@ struct Observer::Impl {
     e.opens_command = opens_command;
     e.shape_hash = shape.id;
     // A filter too large to be kept is not copied either (the namespace would not sample it).
-    if (sampled && (!filter || filter->len <= kMaxSampledFilterBytes))
-      e.filter = tb->batch->copy(filter ? bytesOf(*filter) : kEmptyDoc);
+    if (sampled && (!filter || filter->len <= kMaxSampledFilterBytes)) {
+      const size_t mark = tb->batch->mark();
+      tb->batch->appendBytes(filter ? bytesOf(*filter) : kEmptyDoc);
+      if (collated) tb->batch->appendBytes({&kCollatedSample, 1});
+      e.filter = tb->batch->since(mark);
+    }
     e.shape = copied ? *copied : tb->batch->copy(shape.text);  // cut to kMaxShapeTextBytes by the namespace when kept
     e.modified = modified;
     e.sort = sort;
@@ -761,6 +798,7 @@ struct Observer::Impl {
   void observeBulkWrite(const protocol::CommandView& view, int64_t now);
   std::vector<std::string_view> bulk_namespaces;  // a bulkWrite's nsInfo (views into the message)
   void observeFindAndModify(const protocol::CommandView& view, std::string_view ns, common::Shape request);
+  void observeTransactionEnd(const protocol::CommandView& view);
 };
 
 // An insert's documents, counted once the reply proves them when replies follow (expectReplies)
@@ -792,8 +830,9 @@ void Observer::Impl::observeInsert(const protocol::CommandView& view, std::strin
   }
   (*open_inserts)[open].ordered = ordered;
   (*open_inserts)[open].retry_key = retry_key;
+  (*open_inserts)[open].txn_key = txn_key;
   if (!proven) return settleInsert(open, Proof::asSent());
-  ticket = {static_cast<uint32_t>(open), true, (*open_inserts)[open].ticket};
+  ticket = {.index = static_cast<uint32_t>(open), .insert = true, .token = (*open_inserts)[open].ticket};
 }
 
 void Observer::Impl::observeRead(const protocol::CommandView& view, std::string_view ns, common::Shape request) {
@@ -826,7 +865,7 @@ void Observer::Impl::observeRead(const protocol::CommandView& view, std::string_
   }
   if (known) sort_names = known->sort;
   addOp(ns, kind, false, sampled, has_filter ? &filter : nullptr, {}, sort_names, false, known ? &known->shape : nullptr,
-        true);
+        true, sampled && collatedRequest(view));
   if (kind == OpKind::Find && !known) rememberSort(tb->batch->events.back());
   else if (known && !sampled) known->repeat = unsampledIndex(tb->batch->events.back());
 }
@@ -863,9 +902,9 @@ void Observer::Impl::observeWrites(const protocol::CommandView& view, std::strin
 // is the command's first, else the statement's own is made; `held`: where an upsert's document waits.
 void Observer::Impl::observeWriteStatement(std::string_view ns, std::string_view command, bool update, const bson_t& st,
                                            const common::Shape* request, PendingWrite* held, uint32_t index) {
-  enum { kQ, kU, kMulti, kUpsert, kLimit };
-  std::array<RawElement, 5> at;  // one walk over the statement
-  findFields(st, std::array<std::string_view, 5>{"q", "u", "multi", "upsert", "limit"}, at);
+  enum { kQ, kU, kMulti, kUpsert, kLimit, kCollation };
+  std::array<RawElement, 6> at;  // one walk over the statement
+  findFields(st, std::array<std::string_view, 6>{"q", "u", "multi", "upsert", "limit", "collation"}, at);
   bson_t q;
   bool has = documentAt(st, at[kQ], q);
   bool multi = update ? asBool(st, at[kMulti], false) : deleteLimit(st, at[kLimit]) == protocol::DeleteLimit::All;
@@ -879,7 +918,10 @@ void Observer::Impl::observeWriteStatement(std::string_view ns, std::string_view
     shape = {statement_shape, common::shapeId(ns, command, statement_shape)};
   }
   size_t modified = tb->batch->mark();
-  if (update && at[kU].found()) {
+  // A replacement with multi: true is refused by mongos and mongod alike ("Replacement-style updates
+  // cannot be {multi:true}"): it changes no field and creates no document.
+  const bool refused_replacement = update && multi && at[kU].found() && isReplacement(st, at[kU]);
+  if (update && at[kU].found() && !refused_replacement) {
     bson_iter_t u;
     const bool replacement = isReplacement(st, at[kU]);
     if (held && (upsert || replacement) && iteratorAt(st, at[kU], u))
@@ -889,7 +931,7 @@ void Observer::Impl::observeWriteStatement(std::string_view ns, std::string_view
     if (replacement && has && iteratorAt(st, at[kU], u)) appendReplacedPinnedFields(q, u, *tb->batch);
   }
   addOp(ns, update ? OpKind::Update : OpKind::Delete, multi, sampleFilter(shape.id), has ? &q : nullptr,
-        tb->batch->since(modified), {}, upsert, nullptr, request != nullptr);
+        tb->batch->since(modified), {}, upsert, nullptr, request != nullptr, collatedStatement(st, at[kCollation]));
 }
 
 // bulkWrite (mongos 8.0, run on admin): each op under the namespace it writes (nsInfo[its index]),
@@ -934,6 +976,7 @@ void Observer::Impl::observeBulkWrite(const protocol::CommandView& view, int64_t
       if (key == "filter") bson_append_iter(&statement, "q", 1, &it);
       else if (key == "updateMods" && kind == 'u') bson_append_iter(&statement, "u", 1, &it);
       else if (key == "upsert" && kind == 'u') bson_append_iter(&statement, "upsert", 6, &it);
+      else if (key == "collation") bson_append_iter(&statement, "collation", 9, &it);
       else if (key == "multi") multi = bson_iter_as_bool(&it);
     }
     if (kind == 'u') BSON_APPEND_BOOL(&statement, "multi", multi);
@@ -965,8 +1008,9 @@ void Observer::Impl::observeFindAndModify(const protocol::CommandView& view, std
   appendSortFields(view.body, "sort", *tb->batch);
   ByteRange sort_names = tb->batch->since(sort);
   shape = request;  // " upsert" is part of it (common/query_shape.h)
-  addOp(ns, OpKind::FindAndModify, false, sampleFilter(shape.id), has ? &q : nullptr, modified_names, sort_names, upsert,
-        nullptr, true);
+  const bool sampled = sampleFilter(shape.id);
+  addOp(ns, OpKind::FindAndModify, false, sampled, has ? &q : nullptr, modified_names, sort_names, upsert, nullptr, true,
+        sampled && collatedRequest(view));
 }
 
 // Commits what the reply says the held write created: update replies list the statements that
@@ -1061,6 +1105,7 @@ void Observer::Impl::settleBulkWrite(const PendingWrite& p, const protocol::Repl
 
 void Observer::onReply(ReplyTicket ticket, const protocol::ReplyFacts& reply) {
   if (ticket.insert) return settleInsert(ticket, reply);
+  if (ticket.commit) return settleCommit(ticket.token, reply);
   if (ticket.token == 0 || ticket.index >= Impl::kHeldWrites) return;
   Impl& m = *impl_;
   std::lock_guard lock(m.mutex);
@@ -1087,8 +1132,39 @@ void Observer::settleInsert(ReplyTicket ticket, const protocol::ReplyFacts& repl
   Impl::OpenInsert& o = (*m.open_inserts)[ticket.index];
   if (o.ticket != ticket.token || ticket.token == 0) return;  // given up for a newer insert
   Impl::BatchScope scope(m);
-  m.settleInsert(ticket.index, Impl::proofOf(reply, o.ordered));
+  const Impl::Proof proof = Impl::proofOf(reply, o.ordered);
+  if (o.txn_key && !proof.unproven) {
+    // Inside a transaction: every document went in, and the commit decides; any error aborts the
+    // transaction on the server, and none of its writes commits.
+    if (proof.cutoff == UINT32_MAX && !proof.errors) o.awaits_commit = true;
+    else m.endTransaction(o.txn_key, Impl::Proof::nothing(), false);
+  } else {
+    m.settleInsert(ticket.index, proof);
+  }
   m.handOverWhenDue(nowMicros());
+}
+
+void Observer::settleCommit(uint64_t key, const protocol::ReplyFacts& reply) {
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);
+  if (!m.open_inserts) return;
+  Impl::BatchScope scope(m);
+  // Committed: what the statements' replies proved now exists. Failed: the transaction aborted.
+  // No reply (the connection closed first): the outcome is unknown, counted as sent.
+  if (!reply.parsed) {
+    m.endTransaction(key, Impl::Proof::asSent(), false);
+  } else {
+    const bool committed = !(reply.has_ok && !reply.ok);
+    m.endTransaction(key, committed ? Impl::Proof{} : Impl::Proof::nothing(), committed);
+  }
+  m.handOverWhenDue(nowMicros());
+}
+
+// abortTransaction: none of the transaction's writes will exist, whatever its reply says.
+void Observer::Impl::observeTransactionEnd(const protocol::CommandView& view) {
+  const uint64_t key = RetriedWrites::transactionKeyOf(view);
+  if (view.traits.kind == protocol::CommandKind::AbortTransaction) return endTransaction(key, Proof::nothing(), false);
+  if (key && open_inserts) ticket = {.commit = true, .token = key};
 }
 
 void Observer::expectReplies() { impl_->replies_follow = true; }
@@ -1161,9 +1237,18 @@ void Observer::flush() {
 }
 
 ReplyTicket Observer::observe(const protocol::CommandView& view, std::string_view ns, common::ShapeCache* shapes) {
-  if (ns.empty() || view.name.empty() || ns.size() > kMaxNamespaceBytes) return {};
   using protocol::CommandKind;
   const CommandKind kind = view.traits.kind;  // classified once, with the view
+  if (kind == CommandKind::CommitTransaction || kind == CommandKind::AbortTransaction) {
+    Impl& m = *impl_;
+    std::lock_guard lock(m.mutex);
+    if (!m.open_inserts) return {};  // no insert of this connection waits for a transaction
+    Impl::BatchScope scope(m);
+    m.ticket = {};
+    m.observeTransactionEnd(view);
+    return m.ticket;
+  }
+  if (ns.empty() || view.name.empty() || ns.size() > kMaxNamespaceBytes) return {};
   const bool evaluated = kind == CommandKind::Insert || view.traits.reads || kind == CommandKind::Update ||
                          kind == CommandKind::Delete || kind == CommandKind::FindAndModify ||
                          kind == CommandKind::BulkWrite;
@@ -1173,6 +1258,7 @@ ReplyTicket Observer::observe(const protocol::CommandView& view, std::string_vie
   Impl::BatchScope scope(m);  // uncontended except while a render flushes the thread's batch
   m.ticket = {};
   m.retry_key = view.hasTxnNumber ? RetriedWrites::keyOf(view) : 0;
+  m.txn_key = view.inTransaction ? RetriedWrites::transactionKeyOf(view) : 0;
   // Inserts and writes stamp the documents they commit; the other kinds only check the batch's age.
   const bool stamps = kind == CommandKind::Insert || kind == CommandKind::Update || kind == CommandKind::Delete ||
                       kind == CommandKind::BulkWrite;

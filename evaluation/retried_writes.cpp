@@ -8,18 +8,31 @@
 
 namespace shardscope::evaluation {
 
-uint64_t RetriedWrites::keyOf(const protocol::CommandView& view) {
-  if (!view.hasTxnNumber || !view.hasLsid || view.inTransaction) return 0;
+namespace {
+
+// FNV-1a over the lsid's bytes ({id: UUID, uid} as sent), then its txnNumber's; 0 without them.
+uint64_t sessionNumberKey(const protocol::CommandView& view) {
+  if (!view.hasTxnNumber || !view.hasLsid) return 0;
   std::array<RawElement, 2> found;
   findFields(view.body, std::array<std::string_view, 2>{"lsid", "txnNumber"}, found);
   const RawElement &lsid = found[0], &txn = found[1];
   if (lsid.type != BSON_TYPE_DOCUMENT || !txn.found()) return 0;
   const uint8_t* data = bson_get_data(&view.body);
-  uint64_t h = 14695981039346656037ull;  // FNV-1a over the lsid's bytes ({id: UUID, uid} as sent), then its number
+  uint64_t h = 14695981039346656037ull;
   for (uint32_t i = lsid.value; i < lsid.end; ++i) h = (h ^ data[i]) * 1099511628211ull;
   for (uint32_t i = txn.value; i < txn.end; ++i) h = (h ^ data[i]) * 1099511628211ull;
   h ^= h >> 31;
   return h ? h : 1;
+}
+
+}  // namespace
+
+uint64_t RetriedWrites::keyOf(const protocol::CommandView& view) {
+  return view.inTransaction ? 0 : sessionNumberKey(view);
+}
+
+uint64_t RetriedWrites::transactionKeyOf(const protocol::CommandView& view) {
+  return view.inTransaction ? sessionNumberKey(view) : 0;
 }
 
 }  // namespace shardscope::evaluation

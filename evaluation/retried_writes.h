@@ -20,6 +20,9 @@ class RetriedWrites {
   // The write's (lsid, txnNumber) as one non-zero number; 0 when it is not a retryable write (no
   // txnNumber, no lsid, or a statement of a multi-document transaction, which retries whole).
   static uint64_t keyOf(const protocol::CommandView& view);
+  // A statement of a multi-document transaction, or its commitTransaction / abortTransaction:
+  // its (lsid, txnNumber) as one non-zero number, the same for all of them; 0 outside one.
+  static uint64_t transactionKeyOf(const protocol::CommandView& view);
   // True the first time `key` settles (what it created counts); false for a retry of a write that
   // was already counted.
   bool firstSettle(uint64_t key) {

@@ -3,7 +3,12 @@
 namespace shardscope::pipeline {
 
 void EvaluationObserver::onRequest(const Operation& op) {
-  if (op.injectedFault() || op.ns.empty()) return;  // a bulkWrite names no collection: op.ns is its first op's
+  // A bulkWrite names no collection: op.ns is its first op's. commitTransaction and abortTransaction
+  // name none either: they settle the transaction's inserts.
+  const auto kind = op.view.traits.kind;
+  const bool ends_transaction =
+      kind == protocol::CommandKind::CommitTransaction || kind == protocol::CommandKind::AbortTransaction;
+  if (op.injectedFault() || (op.ns.empty() && !ends_transaction)) return;
   // What its reply settles travels with the request, in this observer's slot.
   slotOf(op.pending).set(observer_.observe(op.view, op.ns, &op.shape_cache));
 }

@@ -134,6 +134,10 @@ struct TargetResult {
   // Upsert statements (update upsert:true, findAndModify upsert) whose filter does not pin the full
   // shard key: refused by mongos before 7.1, two-phase broadcast after. Counted per shape in /stats.
   uint32_t untargetable_upserts = 0;
+  // Statements of a batched write that mongos refuses (or, in an ordered batch, never runs after
+  // the first refused one) while the rest of the batch runs (routing/write_targeting.h WriteFold):
+  // the class and shards are those of the statements that run.
+  uint32_t refused_statements = 0;
   // Explain only: BSON of the full shard-key value pinned by equality ({field: value, ...}, hashed
   // fields as NumberLong); empty when the operation does not pin every key field.
   std::string shard_key;

@@ -208,24 +208,42 @@ void targetTimeseries(const CollectionRouting& buckets, const protocol::CommandV
     return classify(ft, out);
   }
   if (kind == CommandKind::Insert) {
-    ShardSet shards;
-    bool timed = true;
+    // A measurement mongos cannot put in a bucket gets its own write error and the insert goes on
+    // (write_targeting.h WriteFold): unordered, every other measurement; ordered, those before it.
+    ShardSet shards, before_refusal;
+    size_t measurements = 0, refused = 0, ran_before = 0;
     bool ok = common::forEachStatement(cmd, "documents", [&](const bson_t& doc) {
-      timed = insertKey(buckets, doc, shards);
-      return timed;
+      ++measurements;
+      ShardSet one;
+      if (insertKey(buckets, doc, one)) {
+        shards |= one;
+      } else if (refused++ == 0) {
+        before_refusal = shards;
+        ran_before = measurements - 1;
+      }
+      return true;
     });
-    if (!timed) {
-      out.targeting = Targeting::Unclassified;
-      out.refused = true;
-      out.reason = "time-series insert: a measurement without a UTC datetime in its time field cannot be put in a "
-                   "bucket (mongos fails it: 5743702)";
-      return;
+    if (refused) {
+      const bool ordered = common::boolField(cmd.body, "ordered", true);
+      const size_t ran = ordered ? ran_before : measurements - refused;
+      if (ran == 0 || cmd.inTransaction) {
+        out.targeting = Targeting::Unclassified;
+        out.refused = true;
+        out.reason = "time-series insert: a measurement without a UTC datetime in its time field cannot be put in a "
+                     "bucket (mongos fails it: 5743702)";
+        return;
+      }
+      if (ordered) shards = before_refusal;
+      out.refused_statements = static_cast<uint32_t>(measurements - ran);
     }
     out.shards = shards;
     out.targeting = !ok || shards.none() ? Targeting::Unclassified
                     : isSingleShard(shards) ? Targeting::Single
                                             : Targeting::Multi;
-    out.reason = "time-series insert: each measurement's bucket key (metaField, time rounded down) picks its shard";
+    out.reason = refused ? "time-series insert partly refused: a measurement without a UTC datetime in its time field "
+                           "gets a write error (5743702), the others run (an ordered insert: those before it)"
+                         : "time-series insert: each measurement's bucket key (metaField, time rounded down) picks its "
+                           "shard";
     return;
   }
   if (kind == CommandKind::Update || kind == CommandKind::Delete) {

@@ -261,8 +261,7 @@ void foldInsertDocument(const CollectionRouting& coll, const bson_t& doc, WriteF
 
 }  // namespace
 
-int WriteFold::rank(Targeting t, bool refused) const {
-  if (refused) return 4;
+int WriteFold::rank(Targeting t) {
   switch (t) {
     case Targeting::Single: return 0;
     case Targeting::Multi: return 1;
@@ -273,14 +272,33 @@ int WriteFold::rank(Targeting t, bool refused) const {
 
 void WriteFold::add(Targeting t, const ShardSet& shards, std::string_view reason, bool refused) {
   ++statements_;
-  shards_ |= shards;
-  refused_ = refused_ || refused;
-  int r = rank(t, refused);
-  if (r > worst_) {
-    worst_ = r;
-    worst_targeting_ = t;
-    reason_ = reason;
+  if (refused) {
+    if (refused_++ == 0) {
+      refused_reason_ = reason;
+      before_refusal_ = runners_;
+    }
+    return;
   }
+  ++runners_.statements;
+  runners_.shards |= shards;
+  const int r = rank(t);
+  if (r > runners_.worst) {
+    runners_.worst = r;
+    runners_.worst_targeting = t;
+    runners_.reason = reason;
+  }
+}
+
+void WriteFold::addUnshardedStatement() {
+  ++statements_;
+  ++runners_.statements;
+  runners_.unsharded = true;
+}
+
+void WriteFold::addCommandRefusal(std::string_view reason) {
+  ++statements_;
+  if (!command_refused_) command_reason_ = reason;
+  command_refused_ = true;
 }
 
 void WriteFold::setFirstKey(const ShardKeyPattern& pattern, const FilterTarget& ft) {
@@ -298,25 +316,46 @@ void WriteFold::setFirstKey(const ShardKeyPattern& pattern, const KeyPoint& key)
   bson_destroy(&doc);
 }
 
-void WriteFold::finish(TargetResult& out) const {
-  out.shards = shards_;
-  out.reason = reason_;
-  out.refused = refused_;
+void WriteFold::refuseWhole(std::string_view reason, TargetResult& out) const {
+  out.targeting = Targeting::Unclassified;
+  out.shards.reset();
+  out.reason = reason;
+  out.refused = true;
+}
+
+constexpr std::string_view kPartlyRefused =
+    "batch partly refused: mongos gives the refused statement a write error and runs the others (an ordered "
+    "batch: those before it); targeted as the statements that run";
+
+void WriteFold::finish(const protocol::CommandView& cmd, TargetResult& out) const {
   out.untargetable_upserts = untargetable_upserts_;
-  if (refused_) {
-    out.targeting = Targeting::Unclassified;
-  } else if (worst_targeting_ == Targeting::Broadcast) {
-    out.targeting = Targeting::Broadcast;
-  } else if (worst_targeting_ == Targeting::Single || worst_targeting_ == Targeting::Multi) {
-    out.targeting = isSingleShard(shards_) ? Targeting::Single : Targeting::Multi;
-    if (out.targeting == Targeting::Multi && worst_targeting_ == Targeting::Single)
-      out.reason = "statements target different shards";
-  } else {
-    out.targeting = worst_targeting_;
-  }
   if (explain_) {
     out.shard_key = first_key_;
     out.detail = std::to_string(statements_) + " statement(s)";
+  }
+  if (command_refused_) return refuseWhole(command_reason_, out);
+  // Read only when a statement was refused: the hot path never looks for `ordered`.
+  const bool ordered = refused_ && common::boolField(cmd.body, "ordered", true);
+  const Runners& run = ordered ? before_refusal_ : runners_;
+  if (refused_) {
+    if (explain_) out.detail += "; refused: " + std::string(refused_reason_);
+    // In a transaction mongos fails the whole command (and the transaction aborts).
+    if (run.statements == 0 || cmd.inTransaction) return refuseWhole(refused_reason_, out);
+    out.refused_statements = static_cast<uint32_t>(statements_ - run.statements);
+  }
+  out.shards = run.shards;
+  out.refused = false;
+  out.reason = refused_ ? kPartlyRefused : run.reason;
+  if (run.worst_targeting == Targeting::Broadcast) {
+    out.targeting = Targeting::Broadcast;
+  } else if (run.worst_targeting == Targeting::Single || run.worst_targeting == Targeting::Multi) {
+    out.targeting = isSingleShard(run.shards) ? Targeting::Single : Targeting::Multi;
+    if (out.targeting == Targeting::Multi && run.worst_targeting == Targeting::Single && !refused_)
+      out.reason = "statements target different shards";
+  } else if (run.worst < 0 && run.unsharded) {  // only unsharded ops run
+    out.targeting = Targeting::Unsharded;
+  } else {
+    out.targeting = run.worst_targeting;
   }
 }
 
@@ -330,7 +369,7 @@ bool InsertFold::add(const bson_t& doc) {
   return true;
 }
 
-void InsertFold::finish(bool readable, TargetResult& out) {
+void InsertFold::finish(bool readable, const protocol::CommandView& cmd, TargetResult& out) {
   budget_.finish(coll_, fold_);
   if (!readable || unreadable_ || fold_.empty()) {
     out.targeting = Targeting::Unclassified;
@@ -338,7 +377,7 @@ void InsertFold::finish(bool readable, TargetResult& out) {
                                          : "insert without a readable documents array or sequence";
     return;
   }
-  fold_.finish(out);
+  fold_.finish(cmd, out);
   out.over_budget = budget_.exhausted();
 }
 
@@ -346,12 +385,12 @@ void targetInsert(const CollectionRouting& coll, const protocol::CommandView& cm
                   TargetResult& out) {
   if (opts.folded_insert) {  // a streamed insert: its documents were folded as they passed
     if (&opts.folded_insert->collection() != &coll) throw std::logic_error("an insert folded against another collection");
-    opts.folded_insert->finish(true, out);
+    opts.folded_insert->finish(true, cmd, out);
     return;
   }
   InsertFold fold(coll, opts);
   const bool readable = common::forEachStatement(cmd, "documents", [&](const bson_t& doc) { return fold.add(doc); });
-  fold.finish(readable, out);
+  fold.finish(readable, cmd, out);
 }
 
 void targetUpdate(const CollectionRouting& coll, const protocol::CommandView& cmd, const TargetOptions& opts,
@@ -379,7 +418,7 @@ void targetUpdate(const CollectionRouting& coll, const protocol::CommandView& cm
     out.reason = "update without a readable updates array or sequence";
     return;
   }
-  fold.finish(out);
+  fold.finish(cmd, out);
   out.over_budget = budget.exhausted();
 }
 
@@ -394,10 +433,9 @@ void targetDelete(const CollectionRouting& coll, const protocol::CommandView& cm
     const bool simple = s.has_collation ? s.simple_collation : coll.simple_default_collation;
     const protocol::DeleteLimit limit = s.deleteLimit();
     if (limit == protocol::DeleteLimit::Invalid) {
-      fold.add(Targeting::Unclassified, {},
-               s.has_limit ? "The limit field in delete objects must be 0 or 1 (FailedToParse)"
-                           : "delete statement without a limit (a required field: FailedToParse)",
-               true);
+      // The command does not parse: mongos fails it whole.
+      fold.addCommandRefusal(s.has_limit ? "The limit field in delete objects must be 0 or 1 (FailedToParse)"
+                                         : "delete statement without a limit (a required field: FailedToParse)");
     } else if (limit == protocol::DeleteLimit::All) {
       foldMultiWrite(coll, s.filter, false, false, simple, opts, fold, first, budget);
     } else {
@@ -414,7 +452,7 @@ void targetDelete(const CollectionRouting& coll, const protocol::CommandView& cm
     out.reason = "delete without a readable deletes array or sequence";
     return;
   }
-  fold.finish(out);
+  fold.finish(cmd, out);
   out.over_budget = budget.exhausted();
 }
 
@@ -438,7 +476,7 @@ void targetFindAndModify(const CollectionRouting& coll, const protocol::CommandV
     fold.add(ft.targeting, ft.shards, r.pick(opts.mongos_version), refusedByVersion(opts.mongos_version));
   }
   std::string detail = std::move(out.detail);
-  fold.finish(out);
+  fold.finish(cmd, out);
   out.over_budget = ft.over_budget;
   if (opts.explain) out.detail = detail;
 }
@@ -466,7 +504,7 @@ void targetBulkWrite(const RoutingTable& table, const protocol::CommandView& cmd
     if (bson_empty(&op)) return true;
     const auto [kind, index] = common::readBulkWriteOp(op);
     if (index < 0 || static_cast<size_t>(index) >= namespaces.size()) {  // mongos fails the whole command
-      fold.add(Targeting::Unclassified, {}, "bulkWrite op without a valid nsInfo index", true);
+      fold.addCommandRefusal("bulkWrite op without a valid nsInfo index");
       any_sharded = true;  // reported as the refusal it is, not as unsharded
       first = false;
       return true;
@@ -474,6 +512,7 @@ void targetBulkWrite(const RoutingTable& table, const protocol::CommandView& cmd
     const CollectionRouting* coll = table.collection(namespaces[index]);
     if (!coll) {
       any_unsharded = true;
+      fold.addUnshardedStatement();
       return true;
     }
     any_sharded = true;
@@ -514,8 +553,9 @@ void targetBulkWrite(const RoutingTable& table, const protocol::CommandView& cmd
     out.reason = any_unsharded ? "bulkWrite on unsharded namespaces only" : "bulkWrite without ops";
     return;
   }
-  fold.finish(out);
-  if (any_unsharded && !out.refused) out.reason = "bulkWrite mixing sharded and unsharded namespaces";
+  fold.finish(cmd, out);
+  if (any_unsharded && !out.refused && out.refused_statements == 0)
+    out.reason = "bulkWrite mixing sharded and unsharded namespaces";
 }
 
 }  // namespace shardscope::routing

@@ -9,30 +9,54 @@
 
 namespace shardscope::routing {
 
-// Folds statement results: refused > broadcast > multi > single; shards are the union; the
-// reason is that of the first statement of the worst class; shard_key is the first statement's.
+// Folds statement results: broadcast > multi > single; shards are the union; the reason is that of
+// the first statement of the worst class; shard_key is the first statement's.
+//
+// A statement mongos refuses while targeting it (an array shard-key value, an upsert it cannot
+// target, a multi replacement, ...) gets its own write error and the batch goes on, as mongos'
+// BatchWriteOp does: unordered, every other statement runs; ordered, the statements before it run
+// and the rest never do; in a transaction the whole command fails (and aborts the transaction). So
+// the command is classified by the statements that run (`refused` only when none does), and
+// `refused_statements` counts the ones that do not. A refusal of the command itself (it does not
+// parse: addCommandRefusal) refuses it whole.
 class WriteFold {
  public:
   // Only an explaining fold builds the shard_key and detail strings (the hot path never does).
   explicit WriteFold(bool explain) : explain_(explain) {}
   void add(Targeting t, const ShardSet& shards, std::string_view reason, bool refused = false);
+  // mongos fails the whole command before targeting any statement (FailedToParse and the like).
+  void addCommandRefusal(std::string_view reason);
+  // A bulkWrite op on an unsharded namespace: it runs (to the db-primary), adding no shard.
+  void addUnshardedStatement();
   void setFirstKey(const ShardKeyPattern& pattern, const FilterTarget& ft);
   void setFirstKey(const ShardKeyPattern& pattern, const KeyPoint& key);
   // An upsert statement whose filter does not pin the full shard key (TargetResult::untargetable_upserts).
   void countUntargetableUpsert() { ++untargetable_upserts_; }
   bool empty() const { return statements_ == 0; }
-  void finish(TargetResult& out) const;
+  // `cmd`: the write command, read for `ordered` and a transaction only when a statement was refused.
+  void finish(const protocol::CommandView& cmd, TargetResult& out) const;
 
  private:
-  int rank(Targeting t, bool refused) const;
+  // What the statements that run add up to.
+  struct Runners {
+    size_t statements = 0;
+    int worst = -1;
+    Targeting worst_targeting = Targeting::Unclassified;
+    std::string_view reason;
+    ShardSet shards;
+    bool unsharded = false;  // an op on an unsharded namespace runs among them
+  };
+  static int rank(Targeting t);
+  void refuseWhole(std::string_view reason, TargetResult& out) const;
   bool explain_;
   size_t statements_ = 0;
   uint32_t untargetable_upserts_ = 0;
-  int worst_ = -1;
-  Targeting worst_targeting_ = Targeting::Unclassified;
-  bool refused_ = false;
-  std::string_view reason_;
-  ShardSet shards_;
+  Runners runners_;              // every statement that is not refused
+  Runners before_refusal_;       // those before the first refused one (what an ordered batch runs)
+  size_t refused_ = 0;           // statements refused while targeted
+  std::string_view refused_reason_;  // the first one's
+  bool command_refused_ = false;
+  std::string_view command_reason_;
   bool first_key_set_ = false;
   std::string first_key_;
 };
@@ -84,7 +108,7 @@ class InsertFold {
   // than targeted as if the document were not there.
   void addUnreadable() { unreadable_ = true; }
   // `readable`: every document could be read (false: the insert is Unclassified).
-  void finish(bool readable, TargetResult& out);
+  void finish(bool readable, const protocol::CommandView& cmd, TargetResult& out);
   const CollectionRouting& collection() const { return coll_; }
 
  private:

@@ -133,6 +133,11 @@ TEST_P(RetriedWriteOutcomes, StatementsOfOneTransactionShareItsNumberAndAllCount
   retryReply(*first, retrySend(*first, retryInsert(1, 7, R"(, "startTransaction": true, "autocommit": false)")),
              R"({"n": 1, "ok": 1})");
   retryReply(*first, retrySend(*first, retryInsert(2, 7, txn)), R"({"n": 1, "ok": 1})");
+  // They count once the transaction commits (tests/evaluation/transaction_inserts_test.cpp).
+  retryReply(*first,
+             retrySend(*first, std::string(R"({"commitTransaction": 1, )") + kRetrySession +
+                                   R"(, "txnNumber": {"$numberLong": "7"}, "autocommit": false, "$db": "admin"})"),
+             R"({"ok": 1})");
   const RetryFigures f = figures();
   EXPECT_EQ(f.inserts, 2);
   EXPECT_EQ(f.retried, 0);

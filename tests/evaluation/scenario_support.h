@@ -80,6 +80,24 @@ inline double reportNumber(const bson_iter_t& it) {
   return bson_iter_as_double(&it);
 }
 
+// The figure at `path` (e.g. "writeDistribution.percentageOfShardKeyUpdates") of the first
+// namespace's candidate whose key renders as `key_json` (`{ "k" : 1 }`) in the /evaluate JSON
+// `report`; NaN when there is none.
+inline double candidateFigure(const std::string& report, const std::string& key_json, const std::string& path) {
+  bson_t* doc = bsonFromJson(report);
+  double figure = NAN;
+  for (int i = 0; doc && i < 64; ++i) {
+    bson_iter_t it;
+    const std::string base = "namespaces.0.candidates." + std::to_string(i);
+    if (!findPath(&it, doc, base + ".key")) break;
+    if (documentJson(it) != key_json) continue;
+    if (findPath(&it, doc, base + "." + path)) figure = reportNumber(it);
+    break;
+  }
+  if (doc) bson_destroy(doc);
+  return figure;
+}
+
 inline void appendOid(bson_t* d, const char* key, uint64_t counter) {
   uint8_t bytes[12] = {0};
   uint32_t t = 1767225600u + static_cast<uint32_t>(counter / 1000);  // increasing timestamp

@@ -42,3 +42,19 @@ def test_multi_replacement_is_refused_and_reaches_no_shard(ferretdb, proxy):
     metrics = _get(p, "/metrics")
     assert 'shardscope_ops_total{ns="shop.orders",command="update",targeting="unclassified"} 1' in metrics
     assert 'command="update",targeting="broadcast"' not in metrics
+
+
+def test_a_batch_with_one_refused_statement_reaches_the_shards_of_those_that_run(ferretdb, proxy):
+    """mongos gives the refused statement (an array shard-key value) a write error and runs the
+    rest: unordered, every other document (here shardA and shardC); ordered, those before it."""
+    p = proxy(ferretdb.uri, "--routing", ROUTING, admin=True)
+    docs = [{"customerId": "C0001"}, {"customerId": ["C0002", "C0003"]}, {"customerId": "C6000"}]
+    with pymongo.MongoClient(p.uri) as client:
+        client.shop.orders.insert_many([dict(d) for d in docs], ordered=False)
+        unordered = next(s for s in _get(p, "/stats")["shapes"] if s["command"] == "insert")
+        client.shop.orders.insert_many([dict(d) for d in docs], ordered=True)
+        both = next(s for s in _get(p, "/stats")["shapes"] if s["command"] == "insert")
+    assert unordered["targeting"]["multi"] == 1 and unordered["targeting"]["unclassified"] == 0  # main: unclassified
+    assert unordered["shardsTouched"]["max"] == 2
+    assert "partly refused" in unordered["reason"]
+    assert both["targeting"]["single"] == 1 and both["targeting"]["unclassified"] == 0

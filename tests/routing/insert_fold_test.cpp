@@ -23,7 +23,8 @@ TargetResult foldOf(void (*between)(InsertFold&)) {
   EXPECT_TRUE(fold.add(*doc));
   if (between) between(fold);
   EXPECT_TRUE(fold.add(*doc));
-  fold.finish(true, out);
+  testing::TestCommand insert(R"({"insert": "orders", "$db": "shop"})");
+  fold.finish(true, insert.view, out);
   return out;
 }
 

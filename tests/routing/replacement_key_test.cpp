@@ -200,11 +200,13 @@ TEST(MultiReplacement, RefusedWhateverTheFilter) {
     EXPECT_EQ(shards(pipeline), std::set<std::string>{"sB"}) << v.str() << " | " << pipeline.reason;
     EXPECT_FALSE(ops.refused || pipeline.refused) << v.str();
   }
-  // A batch with one such statement is reported refused (the fold keeps its worst statement), not by
-  // its first statement's class.
+  // A batch with one such statement: mongos refuses that statement and runs the one before it
+  // (ordered), so the batch is targeted as that one (tests/routing/partly_refused_batches_test.cpp).
   TargetResult batch = at(R"({"update": "k", "updates": [{"q": {"k": 5}, "u": {"$set": {"y": 1}}},
       {"q": {"k": 6}, "u": {"k": 6}, "multi": true}], "$db": "t"})", {8, 0});
-  EXPECT_TRUE(batch.refused) << batch.reason;
+  EXPECT_FALSE(batch.refused) << batch.reason;
+  EXPECT_EQ(batch.refused_statements, 1u) << batch.reason;
+  EXPECT_EQ(shards(batch), std::set<std::string>{"sB"}) << batch.reason;
   TargetResult bulk = at(R"({"bulkWrite": 1, "ops": [{"update": 0, "filter": {"k": 5}, "updateMods": {"k": 5, "y": 1},
       "multi": true}], "nsInfo": [{"ns": "t.k"}], "$db": "admin"})",
                          {8, 0});
