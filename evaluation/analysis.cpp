@@ -175,9 +175,20 @@ std::vector<std::pair<std::string, std::vector<std::string>>> candidateKeys(cons
     }
     for (const auto& rf : roles.range) ranges.push_back({patternJson({{rf, false}}), "traffic"});
   }
-  // Interleave so the cap keeps the dominant shapes' variants first.
-  for (auto* group : {&singles, &compounds, &hashes, &hcompounds, &ranges, &hsuffixes})
-    for (auto& w : *group) wanted.push_back(w);
+  // Interleave the kinds, each in shape order without repeats: the cap then keeps every kind's
+  // variants of the dominant shapes (a wide workload's many equality fields once filled it with
+  // ranged and hashed singles and compounds before any {field: 1, _id: "hashed"} was proposed).
+  std::vector<std::vector<std::pair<std::string, std::string>>*> kinds = {&singles, &compounds, &hashes, &hcompounds, &ranges, &hsuffixes};
+  for (auto* kind : kinds) {
+    std::set<std::string> met;
+    std::erase_if(*kind, [&](const auto& w) { return !met.insert(w.first).second; });
+  }
+  for (size_t i = 0;; ++i) {
+    bool more = false;
+    for (auto* kind : kinds)
+      if (i < kind->size()) wanted.push_back((*kind)[i]), more = true;
+    if (!more) break;
+  }
 
   std::vector<std::pair<std::string, std::vector<std::string>>> out;
   std::map<std::string, size_t> seen;
