@@ -293,7 +293,7 @@ double targetedShareBound(const NamespaceState& st, const CandidateResult& c, co
 // nothing is recommended; the reason names the key and what it could reach.
 std::string unrankedRival(const NamespaceState& st, const NamespaceReport& r, const rewrite::LookupRule* rule) {
   const CandidateResult& leader = r.candidates[0];
-  const double leader_score = leader.targeted_after_rewrite - leader.refused_share_of_all;
+  const double leader_score = rankScore(leader);
   for (const auto& c : r.candidates) {
     if (c.evaluable) continue;
     const double bound = targetedShareBound(st, c, rule);
@@ -328,10 +328,14 @@ bool hashedSuffixRanksFirst(const CandidateResult& hashed, const CandidateResult
 
 }  // namespace
 
+double rankScore(const CandidateResult& c) {
+  return std::max(0.0, c.targeted_after_rewrite - c.refused_share_of_all - (c.coarse_prefix ? c.multi_overall : 0.0));
+}
+
 RankStep rankedBefore(const CandidateResult& a, const CandidateResult& b) {
   auto step = [](bool a_first, RankStep s) { return a_first ? s : RankStep::None; };
   auto card = [](const CandidateResult& c) { return c.cardinality; };
-  auto score = [](const CandidateResult& c) { return c.targeted_after_rewrite - c.refused_share_of_all; };
+  auto score = [](const CandidateResult& c) { return rankScore(c); };
   if (a.evaluable != b.evaluable) return step(a.evaluable, RankStep::Evaluable);
   if (!a.evaluable) return RankStep::None;
   if (a.passes() != b.passes()) return step(a.passes(), RankStep::Passes);

@@ -57,12 +57,19 @@ struct CandidateResult {
   std::vector<std::string> sources;  // current, configured, baseline, traffic
   routing::ShardKeyPattern pattern;
   bool hashed_prefix = false;
+  // A hashed non-prefix field after a prefix too coarse to pass cardinality alone ({region: 1,
+  // _id: "hashed"}, 3 regions): in effect the hashed field. A query on the prefix alone reads a
+  // value holding a large share of the collection, whose chunks the balancer spreads over the
+  // shards (nothing keeps them together without zones): the ranking counts such multi-shard routes
+  // as broadcasts (rankScore).
+  bool coarse_prefix = false;
 
   // Distribution (analyzeShardKey's classes), shares of reads / writes / both.
   double read_single = 0, read_multi = 0, read_scatter = 0;
   double write_single = 0, write_multi = 0, write_scatter = 0;
   double targeted = 0;  // share of reads + writes that are not scatter-gather
   double single_overall = 0;
+  double multi_overall = 0;  // share of reads + writes routed to several shards, not all
   double read_shards = 0, targeted_read_shards = 0;  // mean shards touched
   double single_writes_without_key = 0, multi_writes_without_key = 0, shard_key_updates = 0;
   double upserts_without_key = 0;             // of writes: upserts whose filter does not pin the full key
@@ -173,6 +180,11 @@ std::string keyLabel(const routing::ShardKeyPattern& p);
 
 // The ranking's steps, in order: the step at which `a` ranks before `b`, or None when it does not
 // (the sort and the defence's "loses on" read the same rule).
+// What the ranking compares after the properties: the share targeted (after the lookup rewrite),
+// less the single-document writes refused before 7.1, less the multi-shard routes of a coarse
+// prefix (CandidateResult::coarse_prefix).
+double rankScore(const CandidateResult& c);
+
 enum class RankStep { None, Evaluable, Passes, Failures, Score, Current, Warnings, Locality, Cardinality, SingleShard, KeyLength };
 RankStep rankedBefore(const CandidateResult& a, const CandidateResult& b);
 

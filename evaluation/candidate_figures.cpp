@@ -309,6 +309,7 @@ struct TrafficTotals {
       c.targeted = (reads + writes - rsc - wsc) / all;
       c.targeted_after_rewrite = (reads + writes - scatter_after) / all;
       c.single_overall = (rs + ws) / all;
+      c.multi_overall = (rm + wm) / all;
       c.refused_share_of_all = refused71 / all;
     }
   }
@@ -363,6 +364,7 @@ std::string frequencyReason(const AnalysisOptions& opt, uint32_t N, const Candid
 // The properties' pass/fail from the figures above, and the warnings.
 void judgeProperties(const AnalysisOptions& opt, uint32_t N, CandidateResult& c) {
   double min_card = static_cast<double>(opt.min_distinct_per_shard) * N;
+  c.coarse_prefix = c.pattern.hasHashedField() && !c.hashed_prefix && c.prefix_cardinality < min_card;
   if (c.cardinality < min_card) {
     c.pass_cardinality = false;
     c.failures.push_back("cardinality");

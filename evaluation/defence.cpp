@@ -133,7 +133,9 @@ std::string runnerUpPart(const NamespaceReport& r, const CandidateResult& c) {
   if (!ru.failures.empty()) t += ", fails " + ru.failures[0];
   if (!ru.warnings.empty()) t += ", warning: " + ru.warnings[0];
   t += ")";
-  if (std::fabs(ru.targeted - c.targeted) <= 0.005 && ru.passes()) {
+  const std::string coarse = coarsePrefixNote(ru);  // the reason it ranks second, when it has one
+  if (!coarse.empty()) t += ", " + coarse;
+  if (coarse.empty() && std::fabs(ru.targeted - c.targeted) <= 0.005 && ru.passes()) {
     const std::string loses = tieLostOn(c, ru);
     if (!loses.empty()) t += ": it targets as much, and loses on " + loses;
   }
@@ -163,6 +165,7 @@ std::string rejectedLine(const NamespaceReport& r, const CandidateResult& o) {
     if (w == "imbalance") t += "; uneven inserts (" + ratioText(o) + ")";
   }
   if (o.passes() && o.hashed_prefix && !untargetedReason(o).empty()) t += "; " + untargetedReason(o);
+  if (const std::string coarse = coarsePrefixNote(o); !coarse.empty()) t += "; " + coarse;
   return t + ".\n";
 }
 

@@ -67,6 +67,39 @@ TEST(UnseenWideWorkloads, WhaleTenantWithManyListScreensStillTakesTheHashedSuffi
 }
 
 
+// Orders in 3 regions (40/30/30%) with driver-made ObjectId ids: 60% of reads list a region's
+// orders in one status, 40% read one order by _id. The region has 3 values: a key led by it gives
+// no locality worth the name (each value is a third of the collection, its chunks spread by the
+// balancer), so {region: 1, _id: "hashed"} is in effect {_id: "hashed"} that broadcasts every _id
+// lookup. An expert takes {_id: "hashed"}: the point reads stay single-shard, inserts spread.
+TEST(UnseenWideWorkloads, ThreeRegionPrefixBuysNothingOverTheHashedId) {
+  Evaluator ev(EvaluationOptions{});
+  auto obs = ev.newObserver();
+  std::mt19937_64 rng(62);
+  const char* regions[] = {"us", "eu", "apac"};
+  std::discrete_distribution<int> pick({40, 30, 30});
+  std::vector<std::string> docs;
+  for (int n = 0; n < 12000; ++n)
+    docs.push_back("{\"_id\": " + unseenOid(n) + ", \"region\": \"" + regions[pick(rng)] + "\", \"status\": \"s" +
+                   std::to_string(rng() % 4) + "\", \"total\": 5}");
+  unseenInsert(*obs, "shop", "orders", docs);
+  for (int i = 0; i < 3000; ++i) {
+    if (i % 10 < 6)
+      unseenSend(*obs, "shop", "orders",
+                 R"({"find": "orders", "filter": {"region": ")" + std::string(regions[pick(rng)]) + R"(", "status": "s)" +
+                     std::to_string(rng() % 4) + R"("}, "limit": 100})");
+    else
+      unseenSend(*obs, "shop", "orders", R"({"find": "orders", "filter": {"_id": )" + unseenOid(rng() % 12000) + "}}");
+  }
+  UnseenReport r(ev);
+  EXPECT_EQ(r.verdict(), R"({ "_id" : "hashed" })") << r.text;
+  // The 60% it routes to a region's chunks is shown, and the defence says why it does not count.
+  EXPECT_NEAR(r.figure(R"({ "region" : 1, "_id" : "hashed" })", "targetedShare"), 0.6, 0.001);
+  EXPECT_NE(r.text.find("its region prefix has ~3 values, too few to pass cardinality alone, so it is in effect {_id: \"hashed\"}"),
+            std::string::npos)
+      << r.text;
+}
+
 // A fan-out-on-write feed: each post is copied into the feed of 40 of 5,000 followers
 // {followerId, authorId, postId, createdAt (rising)}; every read is a follower's latest 50.
 // Expert: {followerId: 1, createdAt: 1} (or the follower hashed): each read is one shard, inserts
