@@ -57,11 +57,11 @@ struct CandidateResult {
   std::vector<std::string> sources;  // current, configured, baseline, traffic
   routing::ShardKeyPattern pattern;
   bool hashed_prefix = false;
-  // A hashed non-prefix field after a prefix too coarse to pass cardinality alone ({region: 1,
-  // _id: "hashed"}, 3 regions): in effect the hashed field. A query on the prefix alone reads a
-  // value holding a large share of the collection, whose chunks the balancer spreads over the
-  // shards (nothing keeps them together without zones): the ranking counts such multi-shard routes
-  // as broadcasts (rankScore).
+  // A hashed non-prefix field after a prefix with no more values than the simulated shards
+  // ({region: 1, _id: "hashed"}, 3 regions on 4): in effect the hashed field. Each prefix value
+  // averages at least a shard's fair share of the documents, so a query on the prefix alone reads
+  // at least a shard's worth, in chunks the balancer spreads over the shards (nothing keeps them
+  // together without zones): the ranking counts such multi-shard routes as broadcasts (rankScore).
   bool coarse_prefix = false;
 
   // Distribution (analyzeShardKey's classes), shares of reads / writes / both.

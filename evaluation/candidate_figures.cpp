@@ -364,7 +364,7 @@ std::string frequencyReason(const AnalysisOptions& opt, uint32_t N, const Candid
 // The properties' pass/fail from the figures above, and the warnings.
 void judgeProperties(const AnalysisOptions& opt, uint32_t N, CandidateResult& c) {
   double min_card = static_cast<double>(opt.min_distinct_per_shard) * N;
-  c.coarse_prefix = c.pattern.hasHashedField() && !c.hashed_prefix && c.prefix_cardinality < min_card;
+  c.coarse_prefix = c.pattern.hasHashedField() && !c.hashed_prefix && c.prefix_cardinality <= static_cast<double>(N);
   if (c.cardinality < min_card) {
     c.pass_cardinality = false;
     c.failures.push_back("cardinality");
