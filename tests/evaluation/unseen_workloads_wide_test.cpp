@@ -1,6 +1,7 @@
 // Verdicts on wider unseen workloads: many query shapes (the candidate cap must still hold the key
-// an expert takes), a low-cardinality prefix before a hashed _id, fan-out feeds, deletes by _id,
-// equality on a compound's prefix, and a compound current key that is already the best.
+// an expert takes), a low-cardinality prefix before a hashed _id, reads by a $or over one field,
+// fan-out feeds, deletes by _id, equality on a compound's prefix, $in over tenants, and a compound
+// current key that is already the best.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -127,6 +128,28 @@ TEST(UnseenWideWorkloads, SixtyTenantsKeepTheTenantBeforeTheHashedId) {
   }
   UnseenReport r(ev);
   EXPECT_EQ(r.verdict(), R"({ "tenantId" : 1, "_id" : "hashed" })") << r.text;
+}
+
+// Direct messages read by a $or over two users' ids ({$or: [{userId: a}, {userId: b}]}, a
+// conversation list merged from both sides). mongos targets a $or whose every branch pins the key by
+// the union of its branches' points: a userId key targets every read to at most two shards. The
+// field must be proposed although no filter names it at the top level.
+TEST(UnseenWideWorkloads, OrOverOneFieldTakesThatField) {
+  Evaluator ev(EvaluationOptions{});
+  auto obs = ev.newObserver();
+  std::mt19937_64 rng(76);
+  std::vector<std::string> docs;
+  for (int n = 0; n < 8000; ++n)
+    docs.push_back("{\"_id\": " + unseenOid(n) + ", \"userId\": \"" + unseenId("U", rng() % 3000) + "\", \"peerId\": \"" +
+                   unseenId("U", rng() % 3000) + "\"}");
+  unseenInsert(*obs, "chat", "dms", docs);
+  for (int i = 0; i < 2000; ++i)
+    unseenSend(*obs, "chat", "dms",
+               R"({"find": "dms", "filter": {"$or": [{"userId": ")" + unseenId("U", rng() % 3000) + R"("}, {"userId": ")" +
+                   unseenId("U", rng() % 3000) + R"("}]}})");
+  UnseenReport r(ev);
+  EXPECT_TRUE(r.verdict() == R"({ "userId" : 1 })" || r.verdict() == R"({ "userId" : "hashed" })") << r.text;
+  EXPECT_NEAR(r.figure(R"({ "userId" : 1 })", "targetedShare"), 1.0, 0.001);
 }
 
 // A fan-out-on-write feed: each post is copied into the feed of 40 of 5,000 followers
