@@ -93,6 +93,7 @@ struct CandidateResult {
   double top_share = 0, top5_share = 0, prefix_top_share = 0;
   std::vector<std::pair<std::string, double>> top_values;  // label, share
   std::string prefix_top_label;
+  double lead_absent_share = 0;  // documents without the leading field: mongos keys each as null, one value
   double new_extreme_share = 0, rank_correlation = 0;
   // The largest prefix value's suffix (compound ranged keys): distinct full keys among its sampled
   // documents, and whether its suffix grows with arrival.

@@ -108,6 +108,10 @@ void measureFrequency(const AnalysisOptions& opt, const FieldState* lf, const Ke
     c.prefix_top_label = hashLabel(k.top_leads.front().first);
   }
   if (lf) floorBySpread(*lf, c);
+  if (lf && lf->missing > lf->arrays) {  // `missing` counts arrays too; `count` holds the absent as null
+    const double absent = static_cast<double>(lf->missing - lf->arrays);
+    c.lead_absent_share = absent / static_cast<double>(lf->count + lf->arrays);
+  }
   if ((c.pattern.size() > 1 || !lf) && n > 0) {
     double sum = 0;
     for (size_t i = 0; i < k.top_keys.size() && i < 5; ++i) {

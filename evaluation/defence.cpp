@@ -43,12 +43,13 @@ std::string frequencyPart(const CandidateResult& c) {
            " once the collection reaches " + bytesText(128.0 * 1024 * 1024 / c.prefix_top_share) + "), and the " +
            pathName(c, 1) + " suffix removes it because that value's documents split by " + pathName(c, 1) +
            (c.suffix_monotonic ? " (its new documents still land at the top of its " + pathName(c, 1) + " range)" : "");
-    t += "; the full key's top value is " + pct(c.top_share) + ". ";
+    t += "; the full key's top value is " + pct(c.top_share) + "." + absentLeadText(c) + " ";
     return t;
   }
   return "Frequency: the top value holds " + pct(c.top_share) + " of inserts" +
-         (c.jumbo_risk ? ", a jumbo-chunk risk once the collection reaches " + bytesText(c.jumbo_at_bytes) + ". "
-                       : ", so no chunk is stuck on one value. ");
+         (c.jumbo_risk ? ", a jumbo-chunk risk once the collection reaches " + bytesText(c.jumbo_at_bytes) + "."
+                       : ", so no chunk is stuck on one value.") +
+         absentLeadText(c) + " ";
 }
 
 // Why new documents spread, and the simulated cluster's busiest shard.

@@ -152,6 +152,35 @@ TEST(UnseenWideWorkloads, OrOverOneFieldTakesThatField) {
   EXPECT_NEAR(r.figure(R"({ "userId" : 1 })", "targetedShare"), 1.0, 0.001);
 }
 
+// Records that carry an external reference only when an outside system made them (10%), read 60%
+// by that reference and 40% by user. Every document without the field is keyed by mongos as null:
+// one value holding 90% of the documents, however many references exist. The figures and the
+// defence of any key led by it must say so (an expert's first question about such a key).
+TEST(UnseenWideWorkloads, SparseLeadingFieldIsCalledOut) {
+  Evaluator ev(EvaluationOptions{});
+  auto obs = ev.newObserver();
+  std::mt19937_64 rng(74);
+  std::vector<std::string> docs;
+  for (int n = 0; n < 10000; ++n)
+    docs.push_back("{\"_id\": " + unseenOid(n) + (n % 10 == 0 ? ", \"externalRef\": \"" + unseenId("X", n) + "\"" : std::string()) +
+                   ", \"userId\": \"" + unseenId("U", rng() % 3000) + "\"}");
+  unseenInsert(*obs, "app", "things", docs);
+  for (int i = 0; i < 2000; ++i) {
+    if (i % 10 < 6)
+      unseenSend(*obs, "app", "things", R"({"find": "things", "filter": {"externalRef": ")" + unseenId("X", (rng() % 1000) * 10) + R"("}})");
+    else
+      unseenSend(*obs, "app", "things", R"({"find": "things", "filter": {"userId": ")" + unseenId("U", rng() % 3000) + R"("}})");
+  }
+  UnseenReport r(ev);
+  EXPECT_EQ(r.figure(R"({ "externalRef" : 1 })", "frequency.pass"), 0);
+  const std::string note = "90.0% of documents lack externalRef: mongos keys each as null, one value of it.";
+  EXPECT_NE(r.text.find("top 5 = 90.0%. " + note), std::string::npos) << r.text;
+  // The choice (led by externalRef on this traffic: its hashed _id spreads the nulls) says it too.
+  const size_t choice = r.text.find("Choice: {externalRef: ");
+  ASSERT_NE(choice, std::string::npos) << r.text;
+  EXPECT_NE(r.text.find(note, choice), std::string::npos) << r.text;
+}
+
 // A fan-out-on-write feed: each post is copied into the feed of 40 of 5,000 followers
 // {followerId, authorId, postId, createdAt (rising)}; every read is a follower's latest 50.
 // Expert: {followerId: 1, createdAt: 1} (or the follower hashed): each read is one shard, inserts
