@@ -178,7 +178,8 @@ std::vector<std::pair<std::string, std::vector<std::string>>> candidateKeys(cons
   // Interleave the kinds, each in shape order without repeats: the cap then keeps every kind's
   // variants of the dominant shapes (a wide workload's many equality fields once filled it with
   // ranged and hashed singles and compounds before any {field: 1, _id: "hashed"} was proposed).
-  std::vector<std::vector<std::pair<std::string, std::string>>*> kinds = {&singles, &compounds, &hashes, &hcompounds, &ranges, &hsuffixes};
+  std::vector<std::vector<std::pair<std::string, std::string>>*> kinds = {&singles, &compounds, &hashes,
+                                                                         &hcompounds, &ranges, &hsuffixes};
   for (auto* kind : kinds) {
     std::set<std::string> met;
     std::erase_if(*kind, [&](const auto& w) { return !met.insert(w.first).second; });

@@ -179,13 +179,13 @@ NamespaceReport analyzeNamespace(const NamespaceState& state, const AnalysisOpti
 // {customerId: 1, orderDate: 1} from a pattern.
 std::string keyLabel(const routing::ShardKeyPattern& p);
 
-// The ranking's steps, in order: the step at which `a` ranks before `b`, or None when it does not
-// (the sort and the defence's "loses on" read the same rule).
 // What the ranking compares after the properties: the share targeted (after the lookup rewrite),
 // less the single-document writes refused before 7.1, less the multi-shard routes of a coarse
 // prefix (CandidateResult::coarse_prefix).
 double rankScore(const CandidateResult& c);
 
+// The ranking's steps, in order: the step at which `a` ranks before `b`, or None when it does not
+// (the sort and the defence's "loses on" read the same rule).
 enum class RankStep { None, Evaluable, Passes, Failures, Score, Current, Warnings, Locality, Cardinality, SingleShard, KeyLength };
 RankStep rankedBefore(const CandidateResult& a, const CandidateResult& b);
 

@@ -36,9 +36,12 @@ void collectOrRoles(bson_iter_t& branches, FieldRoles& roles, int depth) {
     if (common::documentAt(branches, sub)) collectRoles(sub, each.back(), depth + 1);
   }
   if (each.empty()) return;
-  auto in = [](const std::vector<std::string>& v, const std::string& f) { return std::find(v.begin(), v.end(), f) != v.end(); };
+  auto in = [](const std::vector<std::string>& v, const std::string& f) {
+    return std::find(v.begin(), v.end(), f) != v.end();
+  };
   auto everyBranch = [&](const std::string& f, bool eq_only) {
-    return std::all_of(each.begin(), each.end(), [&](const FieldRoles& b) { return in(b.eq, f) || (!eq_only && in(b.range, f)); });
+    return std::all_of(each.begin(), each.end(),
+                       [&](const FieldRoles& b) { return in(b.eq, f) || (!eq_only && in(b.range, f)); });
   };
   for (const auto* list : {&each[0].eq, &each[0].range})
     for (const auto& f : *list) {
