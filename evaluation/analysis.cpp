@@ -177,9 +177,21 @@ std::vector<std::pair<std::string, std::vector<std::string>>> candidateKeys(cons
     }
     for (const auto& rf : roles.range) ranges.push_back({patternJson({{rf, false}}), "traffic"});
   }
-  // Interleave so the cap keeps the dominant shapes' variants first.
-  for (auto* group : {&singles, &compounds, &hashes, &hcompounds, &ranges, &hsuffixes})
-    for (auto& w : *group) wanted.push_back(w);
+  // Interleave the kinds, each in shape order without repeats: the cap then keeps every kind's
+  // variants of the dominant shapes (a wide workload's many equality fields once filled it with
+  // ranged and hashed singles and compounds before any {field: 1, _id: "hashed"} was proposed).
+  std::vector<std::vector<std::pair<std::string, std::string>>*> kinds = {&singles, &compounds, &hashes,
+                                                                         &hcompounds, &ranges, &hsuffixes};
+  for (auto* kind : kinds) {
+    std::set<std::string> met;
+    std::erase_if(*kind, [&](const auto& w) { return !met.insert(w.first).second; });
+  }
+  for (size_t i = 0;; ++i) {
+    bool more = false;
+    for (auto* kind : kinds)
+      if (i < kind->size()) wanted.push_back((*kind)[i]), more = true;
+    if (!more) break;
+  }
 
   std::vector<std::pair<std::string, std::vector<std::string>>> out;
   std::map<std::string, size_t> seen;
@@ -284,7 +296,7 @@ double targetedShareBound(const NamespaceState& st, const CandidateResult& c, co
 // nothing is recommended; the reason names the key and what it could reach.
 std::string unrankedRival(const NamespaceState& st, const NamespaceReport& r, const rewrite::LookupRule* rule) {
   const CandidateResult& leader = r.candidates[0];
-  const double leader_score = leader.targeted_after_rewrite - leader.refused_share_of_all;
+  const double leader_score = rankScore(leader);
   for (const auto& c : r.candidates) {
     if (c.evaluable) continue;
     const double bound = targetedShareBound(st, c, rule);
@@ -319,10 +331,14 @@ bool hashedSuffixRanksFirst(const CandidateResult& hashed, const CandidateResult
 
 }  // namespace
 
+double rankScore(const CandidateResult& c) {
+  return std::max(0.0, c.targeted_after_rewrite - c.refused_share_of_all - (c.coarse_prefix ? c.multi_overall : 0.0));
+}
+
 RankStep rankedBefore(const CandidateResult& a, const CandidateResult& b) {
   auto step = [](bool a_first, RankStep s) { return a_first ? s : RankStep::None; };
   auto card = [](const CandidateResult& c) { return c.cardinality; };
-  auto score = [](const CandidateResult& c) { return c.targeted_after_rewrite - c.refused_share_of_all; };
+  auto score = [](const CandidateResult& c) { return rankScore(c); };
   if (a.evaluable != b.evaluable) return step(a.evaluable, RankStep::Evaluable);
   if (!a.evaluable) return RankStep::None;
   if (a.passes() != b.passes()) return step(a.passes(), RankStep::Passes);

@@ -58,12 +58,19 @@ struct CandidateResult {
   std::vector<std::string> sources;  // current, configured, baseline, traffic
   routing::ShardKeyPattern pattern;
   bool hashed_prefix = false;
+  // A hashed non-prefix field after a prefix with no more values than the simulated shards
+  // ({region: 1, _id: "hashed"}, 3 regions on 4): in effect the hashed field. Each prefix value
+  // averages at least a shard's fair share of the documents, so a query on the prefix alone reads
+  // at least a shard's worth, in chunks the balancer spreads over the shards (nothing keeps them
+  // together without zones): the ranking counts such multi-shard routes as broadcasts (rankScore).
+  bool coarse_prefix = false;
 
   // Distribution (analyzeShardKey's classes), shares of reads / writes / both.
   double read_single = 0, read_multi = 0, read_scatter = 0;
   double write_single = 0, write_multi = 0, write_scatter = 0;
   double targeted = 0;  // share of reads + writes that are not scatter-gather
   double single_overall = 0;
+  double multi_overall = 0;  // share of reads + writes routed to several shards, not all
   double read_shards = 0, targeted_read_shards = 0;  // mean shards touched
   double single_writes_without_key = 0, multi_writes_without_key = 0, shard_key_updates = 0;
   double upserts_without_key = 0;             // of writes: upserts whose filter does not pin the full key
@@ -87,6 +94,7 @@ struct CandidateResult {
   double top_share = 0, top5_share = 0, prefix_top_share = 0;
   std::vector<std::pair<std::string, double>> top_values;  // label, share
   std::string prefix_top_label;
+  double lead_absent_share = 0;  // documents without the leading field: mongos keys each as null, one value
   double new_extreme_share = 0, rank_correlation = 0;
   // The largest prefix value's suffix (compound ranged keys): distinct full keys among its sampled
   // documents, and whether its suffix grows with arrival.
@@ -171,6 +179,11 @@ NamespaceReport analyzeNamespace(const NamespaceState& state, const AnalysisOpti
 
 // {customerId: 1, orderDate: 1} from a pattern.
 std::string keyLabel(const routing::ShardKeyPattern& p);
+
+// What the ranking compares after the properties: the share targeted (after the lookup rewrite),
+// less the single-document writes refused before 7.1, less the multi-shard routes of a coarse
+// prefix (CandidateResult::coarse_prefix).
+double rankScore(const CandidateResult& c);
 
 // The ranking's steps, in order: the step at which `a` ranks before `b`, or None when it does not
 // (the sort and the defence's "loses on" read the same rule).

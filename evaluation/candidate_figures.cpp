@@ -108,6 +108,10 @@ void measureFrequency(const AnalysisOptions& opt, const FieldState* lf, const Ke
     c.prefix_top_label = hashLabel(k.top_leads.front().first);
   }
   if (lf) floorBySpread(*lf, c);
+  if (lf && lf->missing > lf->arrays) {  // `missing` counts arrays too; `count` holds the absent as null
+    const double absent = static_cast<double>(lf->missing - lf->arrays);
+    c.lead_absent_share = absent / static_cast<double>(lf->count + lf->arrays);
+  }
   if ((c.pattern.size() > 1 || !lf) && n > 0) {
     double sum = 0;
     for (size_t i = 0; i < k.top_keys.size() && i < 5; ++i) {
@@ -309,6 +313,7 @@ struct TrafficTotals {
       c.targeted = (reads + writes - rsc - wsc) / all;
       c.targeted_after_rewrite = (reads + writes - scatter_after) / all;
       c.single_overall = (rs + ws) / all;
+      c.multi_overall = (rm + wm) / all;
       c.refused_share_of_all = refused71 / all;
     }
   }
@@ -363,6 +368,7 @@ std::string frequencyReason(const AnalysisOptions& opt, uint32_t N, const Candid
 // The properties' pass/fail from the figures above, and the warnings.
 void judgeProperties(const AnalysisOptions& opt, uint32_t N, CandidateResult& c) {
   double min_card = static_cast<double>(opt.min_distinct_per_shard) * N;
+  c.coarse_prefix = c.pattern.hasHashedField() && !c.hashed_prefix && c.prefix_cardinality <= static_cast<double>(N);
   if (c.cardinality < min_card) {
     c.pass_cardinality = false;
     c.failures.push_back("cardinality");

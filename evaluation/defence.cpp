@@ -43,12 +43,13 @@ std::string frequencyPart(const CandidateResult& c) {
            " once the collection reaches " + bytesText(128.0 * 1024 * 1024 / c.prefix_top_share) + "), and the " +
            pathName(c, 1) + " suffix removes it because that value's documents split by " + pathName(c, 1) +
            (c.suffix_monotonic ? " (its new documents still land at the top of its " + pathName(c, 1) + " range)" : "");
-    t += "; the full key's top value is " + pct(c.top_share) + ". ";
+    t += "; the full key's top value is " + pct(c.top_share) + "." + absentLeadText(c) + " ";
     return t;
   }
   return "Frequency: the top value holds " + pct(c.top_share) + " of inserts" +
-         (c.jumbo_risk ? ", a jumbo-chunk risk once the collection reaches " + bytesText(c.jumbo_at_bytes) + ". "
-                       : ", so no chunk is stuck on one value. ");
+         (c.jumbo_risk ? ", a jumbo-chunk risk once the collection reaches " + bytesText(c.jumbo_at_bytes) + "."
+                       : ", so no chunk is stuck on one value.") +
+         absentLeadText(c) + " ";
 }
 
 // Why new documents spread, and the simulated cluster's busiest shard.
@@ -133,7 +134,9 @@ std::string runnerUpPart(const NamespaceReport& r, const CandidateResult& c) {
   if (!ru.failures.empty()) t += ", fails " + ru.failures[0];
   if (!ru.warnings.empty()) t += ", warning: " + ru.warnings[0];
   t += ")";
-  if (std::fabs(ru.targeted - c.targeted) <= 0.005 && ru.passes()) {
+  const std::string coarse = coarsePrefixNote(ru);  // the reason it ranks second, when it has one
+  if (!coarse.empty()) t += ", " + coarse;
+  if (coarse.empty() && std::fabs(ru.targeted - c.targeted) <= 0.005 && ru.passes()) {
     const std::string loses = tieLostOn(c, ru);
     if (!loses.empty()) t += ": it targets as much, and loses on " + loses;
   }
@@ -163,6 +166,7 @@ std::string rejectedLine(const NamespaceReport& r, const CandidateResult& o) {
     if (w == "imbalance") t += "; uneven inserts (" + ratioText(o) + ")";
   }
   if (o.passes() && o.hashed_prefix && !untargetedReason(o).empty()) t += "; " + untargetedReason(o);
+  if (const std::string coarse = coarsePrefixNote(o); !coarse.empty()) t += "; " + coarse;
   return t + ".\n";
 }
 

@@ -116,6 +116,18 @@ std::string insertsOnlyNote(const CandidateResult& c) {
          " of writes change a key field by update, and the values they write are not counted (mongod would hold them).";
 }
 
+std::string coarsePrefixNote(const CandidateResult& c) {
+  if (!c.coarse_prefix || c.multi_overall < 0.005) return "";
+  const std::string lead = leadName(c);
+  const std::string hashed = "{" + pathName(c, static_cast<size_t>(c.pattern.hashedField())) + ": \"hashed\"}";
+  const size_t shards = c.range_reads.size();  // one entry per simulated shard
+  return "but its " + lead + " prefix has ~" + num(c.prefix_cardinality) + " values, no more than the " +
+         std::to_string(shards) + " shards, so it is in effect " + hashed +
+         ": the " + pct(c.multi_overall) + " of reads and writes that pin " + lead +
+         " but not the full key each read a value holding at least a shard's fair share on average, in chunks the "
+         "balancer spreads over the shards (nothing keeps them together without zones), and rank as broadcasts";
+}
+
 std::string untargetedReason(const CandidateResult& c) {
   if (c.targeted >= 0.005) return "";
   const std::string lead = leadName(c);

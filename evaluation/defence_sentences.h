@@ -20,6 +20,9 @@ std::string changeMindSentence(const NamespaceReport& r, const CandidateResult& 
 // When updates change a key field: the cardinality and frequency figures describe the documents
 // as they came into being (inserts, upserts, replacements), not the values updates wrote ("" else).
 std::string insertsOnlyNote(const CandidateResult& c);
+// Why a hashed-suffix key with a coarse prefix ranks by less than the share it targets: its
+// prefix-only routes count as broadcasts (CandidateResult::coarse_prefix); "" when none does.
+std::string coarsePrefixNote(const CandidateResult& c);
 // Why a candidate that targets nothing does so ("" when it targets something).
 std::string untargetedReason(const CandidateResult& c);
 

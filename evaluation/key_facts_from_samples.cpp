@@ -24,7 +24,37 @@ void addUnique(std::vector<std::string>& v, std::string s) {
 
 }  // namespace
 
-// Fields a filter pins by equality ({f: v}, $eq, $in) and fields it bounds by a range.
+namespace {
+
+// The roles every branch of a $or gives a field: mongos targets a $or by the union of its
+// branches' bounds, so a field pinned in every branch is pinned (to several points), one bounded
+// in every branch (by points or ranges) is bounded; a field some branch leaves free is neither.
+void collectOrRoles(bson_iter_t& branches, FieldRoles& roles, int depth) {
+  std::vector<FieldRoles> each;
+  while (bson_iter_next(&branches)) {
+    bson_t sub;
+    each.emplace_back();
+    if (common::documentAt(branches, sub)) collectRoles(sub, each.back(), depth + 1);
+  }
+  if (each.empty()) return;
+  auto in = [](const std::vector<std::string>& v, const std::string& f) {
+    return std::find(v.begin(), v.end(), f) != v.end();
+  };
+  auto everyBranch = [&](const std::string& f, bool eq_only) {
+    return std::all_of(each.begin(), each.end(),
+                       [&](const FieldRoles& b) { return in(b.eq, f) || (!eq_only && in(b.range, f)); });
+  };
+  for (const auto* list : {&each[0].eq, &each[0].range})
+    for (const auto& f : *list) {
+      if (everyBranch(f, true)) addUnique(roles.eq, f);
+      else if (everyBranch(f, false)) addUnique(roles.range, f);
+    }
+}
+
+}  // namespace
+
+// Fields a filter pins by equality ({f: v}, $eq, $in, the same field in every $or branch) and
+// fields it bounds by a range.
 void collectRoles(const bson_t& filter, FieldRoles& roles, int depth) {
   bson_iter_t it;
   if (depth > 8 || !bson_iter_init(&it, &filter)) return;
@@ -38,6 +68,10 @@ void collectRoles(const bson_t& filter, FieldRoles& roles, int depth) {
           bson_t sub;
           if (common::documentAt(arr, sub)) collectRoles(sub, roles, depth + 1);
         }
+      } else if (std::strcmp(key, "$or") == 0 && BSON_ITER_HOLDS_ARRAY(&it)) {
+        bson_iter_t arr;
+        bson_iter_recurse(&it, &arr);
+        collectOrRoles(arr, roles, depth);
       }
       continue;
     }

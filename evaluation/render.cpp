@@ -44,6 +44,7 @@ std::string propertyLines(const NamespaceReport& r, const CandidateResult& c) {
     t += "no observed document carries this key: not judged.";
   else
     t += "no documents observed (inserts or upserts): not judged.";
+  t += absentLeadText(c);
   if (!c.pass_frequency)
     t += " Fails: " + c.frequency_reason + ".";
   else if (c.top_values.empty())

@@ -68,6 +68,12 @@ std::string pathName(const CandidateResult& c, size_t i) { return common::textNa
 
 std::string leadName(const CandidateResult& c) { return pathName(c, 0); }
 
+std::string absentLeadText(const CandidateResult& c) {
+  if (c.lead_absent_share < 0.01) return "";
+  return " " + percentText(c.lead_absent_share) + " of documents lack " + leadName(c) +
+         ": mongos keys each as null, one value of it.";
+}
+
 bool hasWarning(const CandidateResult& c, const char* w) {
   for (const auto& x : c.warnings)
     if (x == w) return true;

@@ -18,6 +18,9 @@ double maxShare(const CandidateResult& c);         // the busiest simulated shar
 std::string pathName(const CandidateResult& c, size_t i);
 std::string leadName(const CandidateResult& c);    // the key's leading field, as pathName
 bool hasWarning(const CandidateResult& c, const char* warning);
+// " 90.0% of documents lack externalRef: mongos keys each as null, one value of it." when 1% or
+// more do ("" otherwise): a field most documents lack is one heavy value, whatever its cardinality.
+std::string absentLeadText(const CandidateResult& c);
 // The candidate's share targeted, "-" when no read or write was observed (a share of nothing is
 // unknown, not 0.0%), as every text line quotes it.
 std::string targetedText(const NamespaceReport& r, const CandidateResult& c);
