@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,20 @@ inline std::string unseenId(const char* prefix, uint64_t n) {  // a random-looki
   char b[48];
   std::snprintf(b, sizeof b, "%s%016llx", prefix, static_cast<unsigned long long>(n * 0x9E3779B97F4A7C15ull));
   return b;
+}
+
+// A SaaS's 12,000 items in saas.items: one tenant (0) holds about 40% of them, `others` tenants the
+// rest; rising ObjectId _id and createdAt one second apart from `epoch`. Returns each item's tenant.
+inline std::vector<int> insertWhaleTenantItems(Observer& obs, std::mt19937_64& rng, int others, int64_t epoch) {
+  std::vector<std::string> docs;
+  std::vector<int> tenant_of;
+  for (int n = 0; n < 12000; ++n) {
+    tenant_of.push_back(rng() % 100 < 40 ? 0 : 1 + static_cast<int>(rng() % others));
+    docs.push_back("{\"_id\": " + unseenOid(n) + ", \"tenantId\": \"" + unseenId("T", tenant_of.back()) + "\", \"createdAt\": " +
+                   unseenDate(epoch + n * 1000) + "}");
+  }
+  unseenInsert(obs, "saas", "items", docs);
+  return tenant_of;
 }
 
 }  // namespace shardscope::evaluation::testing

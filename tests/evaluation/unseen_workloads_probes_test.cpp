@@ -17,6 +17,7 @@
 namespace shardscope::evaluation {
 namespace {
 
+using testing::insertWhaleTenantItems;
 using testing::unseenDate;
 using testing::unseenId;
 using testing::unseenInsert;
@@ -261,14 +262,7 @@ TEST(UnseenWorkloadProbes, WhaleTenantTakesTenantThenHashedId) {
   Evaluator ev(EvaluationOptions{});
   auto obs = ev.newObserver();
   std::mt19937_64 rng(49);
-  std::vector<std::string> docs;
-  std::vector<int> tenant_of;
-  for (int n = 0; n < 12000; ++n) {
-    tenant_of.push_back(rng() % 100 < 40 ? 0 : 1 + static_cast<int>(rng() % 400));
-    docs.push_back("{\"_id\": " + unseenOid(n) + ", \"tenantId\": \"" + unseenId("T", tenant_of.back()) + "\", \"createdAt\": " +
-                   unseenDate(kProbeEpoch + n * 1000) + "}");
-  }
-  unseenInsert(*obs, "saas", "items", docs);
+  const std::vector<int> tenant_of = insertWhaleTenantItems(*obs, rng, 400, kProbeEpoch);
   for (int i = 0; i < 3000; ++i) {
     const int n = static_cast<int>(rng() % 12000);
     const std::string tenant = unseenId("T", tenant_of[n]);
