@@ -1,6 +1,6 @@
 #!/bin/bash
 # usage: bash bench/thread_cpu.sh fwd|noeval|full SHARDSCOPE_BIN PORT_BASE [SECONDS (8)]  (issue 29)
-#   The proxy's CPU per operation, thread by thread (utime + stime from /proc/PID/task/*/stat around one
+#   The proxy's CPU per operation, thread by thread (utime + stime, and each apart, from /proc/PID/task/*/stat around one
 #   loadgen run), beside the run's ops/s: where a setup's cost goes (event loop or evaluation worker),
 #   which the whole process's figure in bench/run.sh does not split. The proxy runs on CPU 1, the canned
 #   upstream and the load generator on CPU 0, as bench/run.sh places them.
@@ -25,7 +25,7 @@ trap 'kill $px $up 2>/dev/null; wait $px $up 2>/dev/null' EXIT
 for _ in $(seq 100); do sleep 0.1; ss -ltn | grep -q "127.0.0.1:$((P + 1)) " && break; done
 run() { taskset -c 0 "$B/shardscope-loadgen" --label "$kind" --target 127.0.0.1:$((P + 1)) --depth 1 --warmup 0 "${load[@]}" --duration "$1"; }
 run 2 >/dev/null 2>&1  # warm-up: connections, buffers, the evaluation's first fields
-ticks() { for t in /proc/$px/task/*; do awk -v t="${t##*/}" '{print t, $14 + $15}' "$t/stat"; done | sort; }
+ticks() { for t in /proc/$px/task/*; do awk -v t="${t##*/}" '{print t, $14, $15}' "$t/stat"; done | sort; }
 before=$(ticks)
 out=$(run "$D" 2>&1)
 after=$(ticks)
@@ -34,5 +34,5 @@ ops=$(grep -oE "[0-9]+ ops/s" <<<"$out" | head -1 | awk -v d="$D" '{print $1 * d
 echo "$kind: $(grep -oE "[0-9]+ ops/s" <<<"$out" | head -1), $(grep -oE "[0-9.]+ MB/s sent" <<<"$out")"
 hz=$(getconf CLK_TCK)
 join <(echo "$before") <(echo "$after") | awk -v px="$px" -v ops="$ops" -v hz="$hz" -v s="$scale" -v unit="$unit" '
-  { d = $3 - $2; if (d > 0) printf "  %-12s %.2f %s\n", ($1 == px ? "event loop" : "thread " $1), d / hz * s / ops, unit; total += d }
+  { u = $4 - $2; k = $5 - $3; if (u + k > 0) printf "  %-12s %.2f %s (user %.2f, system %.2f)\n", ($1 == px ? "event loop" : "thread " $1), (u + k) / hz * s / ops, unit, u / hz * s / ops, k / hz * s / ops; total += u + k }
   END { printf "  %-12s %.2f %s\n", "process", total / hz * s / ops, unit }'
