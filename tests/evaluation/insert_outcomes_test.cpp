@@ -77,11 +77,7 @@ ReplyTicket observeInsertBody(Observer& obs, const std::string& body) {
   return obs.observe(c.view(), c.ns());
 }
 
-void replyTo(Observer& obs, ReplyTicket ticket, const std::string& reply) {
-  bson_t* r = testing::bsonFromJson(reply);
-  obs.onReply(ticket, protocol::readReplyFacts(r));
-  bson_destroy(r);
-}
+void replyTo(Observer& obs, ReplyTicket ticket, const std::string& reply) { testing::replyWith(obs, ticket, reply); }
 
 // flush_every_ops: 64 keeps a 6-document insert in its thread's batch until the reply (settled in
 // place); 2 hands it over mid-request (the worker holds it until the settle event).

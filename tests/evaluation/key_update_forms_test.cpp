@@ -25,11 +25,7 @@ const char* const kFormsTenant = R"({ "tenantId" : 1 })";
 const char* const kFormsScore = R"({ "score" : 1 })";
 
 void formsSend(Observer& obs, const std::string& body, const std::string& reply) {
-  OwnedCommand c(testing::bsonFromJson(body), "app", "accounts");
-  const ReplyTicket ticket = obs.observe(c.view(), c.ns());
-  bson_t* r = testing::bsonFromJson(reply);
-  obs.onReply(ticket, protocol::readReplyFacts(r));
-  bson_destroy(r);
+  testing::sendWithReply(obs, "app", "accounts", body, reply);
 }
 
 // percentageOfShardKeyUpdates of each candidate, after 400 inserts and 50 updates with `u` and a

@@ -15,11 +15,7 @@ namespace refused_key_updates_test {
 using testing::OwnedCommand;
 
 void refusedSend(Observer& obs, const std::string& body, const std::string& reply) {
-  OwnedCommand c(testing::bsonFromJson(body), "app", "accounts");
-  const ReplyTicket ticket = obs.observe(c.view(), c.ns());
-  bson_t* r = testing::bsonFromJson(reply);
-  obs.onReply(ticket, protocol::readReplyFacts(r));
-  bson_destroy(r);
+  testing::sendWithReply(obs, "app", "accounts", body, reply);
 }
 
 // percentageOfShardKeyUpdates of {tenantId: 1} after 400 inserts and 50 updates `statement`.

@@ -18,11 +18,7 @@ using testing::OwnedCommand;
 using testing::reportNumber;
 
 void replacedKeySend(Observer& obs, const std::string& body, const std::string& reply) {
-  OwnedCommand c(testing::bsonFromJson(body), "app", "accounts");
-  const ReplyTicket ticket = obs.observe(c.view(), c.ns());
-  bson_t* r = testing::bsonFromJson(reply);
-  obs.onReply(ticket, protocol::readReplyFacts(r));
-  bson_destroy(r);
+  testing::sendWithReply(obs, "app", "accounts", body, reply);
 }
 
 // percentageOfShardKeyUpdates of a configured candidate.

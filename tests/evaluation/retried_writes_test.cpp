@@ -46,11 +46,7 @@ std::string retryInsert(int id, int txn, const char* extra = "") {
          R"(, "$db": "app"})";
 }
 
-void retryReply(Observer& obs, ReplyTicket t, const char* reply) {
-  bson_t* r = testing::bsonFromJson(reply);
-  obs.onReply(t, protocol::readReplyFacts(r));
-  bson_destroy(r);
-}
+void retryReply(Observer& obs, ReplyTicket t, const char* reply) { testing::replyWith(obs, t, reply); }
 
 ReplyTicket retrySend(Observer& obs, const std::string& json) {
   auto w = retryWire(json);

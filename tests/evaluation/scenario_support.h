@@ -16,6 +16,7 @@
 #include "common/bounded_name.h"
 #include "evaluation/evaluator.h"
 #include "protocol/command_view.h"
+#include "protocol/reply_facts.h"
 
 namespace shardscope::evaluation::testing {
 
@@ -51,6 +52,20 @@ inline bson_t* bsonFromJson(const std::string& json) {
   bson_t* b = bson_new_from_json(reinterpret_cast<const uint8_t*>(json.data()), static_cast<ssize_t>(json.size()), &err);
   EXPECT_NE(b, nullptr) << err.message << " in " << json.substr(0, 200);
   return b;
+}
+
+// A reply handed to `obs`, as the proxy hands it when a command's reply arrives.
+inline void replyWith(Observer& obs, ReplyTicket ticket, const std::string& reply) {
+  bson_t* r = bsonFromJson(reply);
+  obs.onReply(ticket, protocol::readReplyFacts(r));
+  bson_destroy(r);
+}
+
+// One command (JSON) on db.coll and then its reply, as the proxy hands them to the observer.
+inline void sendWithReply(Observer& obs, const std::string& db, const std::string& coll, const std::string& body,
+                          const std::string& reply) {
+  OwnedCommand c(bsonFromJson(body), db, coll);
+  replyWith(obs, obs.observe(c.view(), c.ns()), reply);
 }
 
 // The field at a dotted path of `doc` (e.g. "namespaces.0.verdict.key").
