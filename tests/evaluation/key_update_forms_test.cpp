@@ -39,11 +39,7 @@ FormsFigures formsRun(const std::string& u, bool find_and_modify = false) {
   o.configured_candidates = {{"app.accounts", R"({"tenantId": 1})"}, {"app.accounts", R"({"score": 1})"}};
   Evaluator ev(o);
   auto obs = ev.newObserver();
-  std::string docs;
-  for (int i = 0; i < 400; ++i)
-    docs += (i ? "," : "") + std::string(R"({"_id": )") + std::to_string(i) + R"(, "tenantId": "t)" +
-            std::to_string(i % 40) + R"(", "score": 1})";
-  formsSend(*obs, R"({"insert": "accounts", "documents": [)" + docs + "]}", R"({"n": 400, "ok": 1})");
+  testing::insertAccounts(*obs);
   for (int i = 0; i < 50; ++i) {
     if (find_and_modify)
       formsSend(*obs, R"({"findAndModify": "accounts", "query": {"tenantId": "t3", "_id": 3}, "update": )" + u + "}",

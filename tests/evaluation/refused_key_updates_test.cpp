@@ -24,11 +24,7 @@ double tenantKeyUpdates(const std::string& statement, bool bulk_write) {
   o.configured_candidates = {{"app.accounts", R"({"tenantId": 1})"}};
   Evaluator ev(o);
   auto obs = ev.newObserver();
-  std::string docs;
-  for (int i = 0; i < 400; ++i)
-    docs += (i ? "," : "") + std::string(R"({"_id": )") + std::to_string(i) + R"(, "tenantId": "t)" +
-            std::to_string(i % 40) + R"(", "score": 1})";
-  refusedSend(*obs, R"({"insert": "accounts", "documents": [)" + docs + "]}", R"({"n": 400, "ok": 1})");
+  testing::insertAccounts(*obs);
   for (int i = 0; i < 50; ++i) {
     if (bulk_write)
       refusedSend(*obs, R"({"bulkWrite": 1, "ops": [{"update": 0, )" + statement + R"(}], "nsInfo": [{"ns": "app.accounts"}]})",

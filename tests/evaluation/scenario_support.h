@@ -68,6 +68,15 @@ inline void sendWithReply(Observer& obs, const std::string& db, const std::strin
   replyWith(obs, obs.observe(c.view(), c.ns()), reply);
 }
 
+// 400 accounts inserted into app.accounts and acknowledged: _id 0..399, tenantId "t0".."t39", score 1.
+inline void insertAccounts(Observer& obs) {
+  std::string docs;
+  for (int i = 0; i < 400; ++i)
+    docs += (i ? "," : "") + std::string(R"({"_id": )") + std::to_string(i) + R"(, "tenantId": "t)" +
+            std::to_string(i % 40) + R"(", "score": 1})";
+  sendWithReply(obs, "app", "accounts", R"({"insert": "accounts", "documents": [)" + docs + "]}", R"({"n": 400, "ok": 1})");
+}
+
 // The field at a dotted path of `doc` (e.g. "namespaces.0.verdict.key").
 inline bool findPath(bson_iter_t* it, const bson_t* doc, const std::string& path) {
   bson_iter_t root;
