@@ -244,8 +244,8 @@ void writeMigrationPlanJson(common::JsonWriter& w, const MigrationPlan& p) {
   w.key("requirements").beginArray();
   for (const auto& s : p.requirements) w.value(s);
   w.endArray();
-  // Not "targetedShare": /stats' targetedShare is another figure (oneShard of every sharded op).
-  // Each under its earlier name too ("targetedShare..."), kept for its readers (docs/evaluation.md).
+  // singleOrMultiShardShare..., as /stats' targetedShare is another figure (oneShard of every sharded
+  // op); each also under its earlier name ("targetedShare..."), kept for its readers (docs/evaluation.md).
   for (const char* name : {"singleOrMultiShardShareAfter", "targetedShareAfter"}) {
     w.key(name);
     if (p.targeted_known) w.value(p.targeted_share_after); else w.null();
