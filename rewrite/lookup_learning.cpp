@@ -410,6 +410,14 @@ size_t heldBytes(const ReplyLearning& learning) {
   return bytes;
 }
 
+namespace {
+// A write whose write concern failed (a wtimeout, a primary stepping down) ran on the primary but
+// may be rolled back, in part: a multi-update's documents are replicated one oplog entry each, so
+// a rollback can keep some lines moved and others not. Its changes are judged as a reply that
+// cannot rule out a match (they unsettle) and never settle an order.
+bool mayRollBack(const protocol::ReplyFacts& reply) { return reply.write_concern_error.present; }
+}  // namespace
+
 size_t applyReplyLearning(LookupIndex& index, const ReplyLearning& learning, const protocol::ReplyFacts& reply,
                           bool originalReply, bool* complete, LessonSink* held) {
   Teacher teach{index, held};
@@ -455,9 +463,10 @@ size_t applyReplyLearning(LookupIndex& index, const ReplyLearning& learning, con
       const bool hasValue = value && value->type() == BSON_TYPE_DOCUMENT && value->asDocument(doc);
       const bool wasUpsert = reply.lastError("upserted", upserted);
       const bool knownN = reply.lastError("n", n);
-      const Matched matched = hasValue || (knownN && bson_iter_as_int64(&n) > 0) ? Matched::Yes
-                              : knownN                                            ? Matched::No
-                                                                                  : Matched::Maybe;
+      const Matched matched = mayRollBack(reply)                                   ? Matched::Maybe
+                              : hasValue || (knownN && bson_iter_as_int64(&n) > 0) ? Matched::Yes
+                              : knownN                                             ? Matched::No
+                                                                                   : Matched::Maybe;
       if (hasValue) index.extract(&doc);  // notes a lookup field held in an array before the change is judged
       for (const auto& c : learning.changes) applyChange(teach, c, wasUpsert, matched);
       if (hasValue && learning.learn_value && teach.document(&doc)) ++learned;
@@ -477,7 +486,7 @@ size_t applyReplyLearning(LookupIndex& index, const ReplyLearning& learning, con
       // n counts matched and upserted documents of every statement: it confirms a match only
       // for a single statement that did not upsert.
       Matched matched = Matched::Maybe;
-      if (learning.statements == 1 && upserts.empty() && errors.empty() && reply.has_n)
+      if (learning.statements == 1 && upserts.empty() && errors.empty() && reply.has_n && !mayRollBack(reply))
         matched = reply.n > 0 ? Matched::Yes : Matched::No;
       for (const auto& c : learning.changes) {
         const bool upserted = std::find(upserts.begin(), upserts.end(), static_cast<int64_t>(c.index)) != upserts.end();
