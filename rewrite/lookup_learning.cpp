@@ -1,6 +1,7 @@
 #include "rewrite/lookup_learning.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "common/command_fields.h"
 #include "rewrite/complete_reply.h"
@@ -411,6 +412,23 @@ size_t heldBytes(const ReplyLearning& learning) {
 }
 
 namespace {
+// Whether documents show one lookup value twice (distinct documents, each with a plain value):
+// the rule's unique=true is then false. Only looked at when the rule declares it (a hash set,
+// linear in the documents).
+// `field`: where the documents hold the lookup value (the rule's field, or "l" in a compact).
+template <typename EachDocument>
+bool showsOneValueTwice(const char* field, EachDocument&& each) {
+  std::unordered_set<std::string> seen;
+  bool twice = false;
+  each([&](const bson_t& doc) {
+    bson_iter_t v;
+    if (twice || !bson_iter_init(&v, &doc) || !bson_iter_find_descendant(&v, field, &v)) return;
+    std::string key = canonicalValueKey(v);
+    if (!key.empty() && !seen.insert(std::move(key)).second) twice = true;
+  });
+  return twice;
+}
+
 // A write whose write concern failed (a wtimeout, a primary stepping down) ran on the primary but
 // may be rolled back, in part: a multi-update's documents are replicated one oplog entry each, so
 // a rollback can keep some lines moved and others not. Its changes are judged as a reply that
@@ -432,16 +450,30 @@ size_t applyReplyLearning(LookupIndex& index, const ReplyLearning& learning, con
     case ReplyLearning::From::Inserts: {
       auto errors = errorIndexes(reply);
       const int64_t firstError = errors.empty() ? INT64_MAX : *std::min_element(errors.begin(), errors.end());
-      for (size_t i = 0; i < learning.inserts.size(); ++i) {
-        const auto at = static_cast<int64_t>(i);
-        if (learning.ordered && at >= firstError) break;  // not run
-        if (std::find(errors.begin(), errors.end(), at) != errors.end()) continue;
-        bson_t compact;
-        if (staticDoc(learning.inserts[i], compact) && teach.compact(&compact, true)) ++learned;
-      }
+      auto eachInserted = [&](auto&& visit) {
+        for (size_t i = 0; i < learning.inserts.size(); ++i) {
+          const auto at = static_cast<int64_t>(i);
+          if (learning.ordered && at >= firstError) break;  // not run
+          if (std::find(errors.begin(), errors.end(), at) != errors.end()) continue;
+          bson_t compact;
+          if (staticDoc(learning.inserts[i], compact)) visit(compact);
+        }
+      };
+      eachInserted([&](const bson_t& compact) {
+        if (teach.compact(&compact, true)) ++learned;
+      });
+      if (index.rule().unique && showsOneValueTwice("l", eachInserted)) index.refuteUnique();
       break;
     }
     case ReplyLearning::From::FirstBatch: {
+      if (index.rule().unique && showsOneValueTwice(index.rule().lookup_field.c_str(), [&](auto&& visit) {
+            bson_iter_t d;
+            bson_t doc;
+            if (reply.first_batch && reply.batch.children(d))
+              while (bson_iter_next(&d))
+                if (BSON_ITER_HOLDS_DOCUMENT(&d) && common::documentOrArray(d, doc)) visit(doc);
+          }))
+        index.refuteUnique();
       // The client's own command whose reply holds every document of the values it asked for.
       if (originalReply && !held && quietSinceRequest(index, learning) &&
           learnFromCompleteReply(index, learning.complete, reply)) {

@@ -287,6 +287,30 @@ TEST_F(LookupRewriteTest, AUniqueLookupFieldFixesTheOrderOfOneValue) {
             RewriteKind::None);
   EXPECT_EQ(kindOf(R"({"find": "orders", "filter": {"orderId": {"$in": ["O1", "O2"]}}, "sort": {"orderId": -1}, "limit": 1, "$db": "shop"})"),
             RewriteKind::Read);
+
+  // What the sidecar sees can refute the declaration: a reply (or an acknowledged insert batch)
+  // with two documents of one value. From then on one value is no longer one document.
+  const std::string findOne = R"({"find": "orders", "filter": {"orderId": "O1"}, "limit": 1, "$db": "shop"})";
+  decode(R"({"find": "orders", "filter": {"orderId": {"$in": ["O1", "O2"]}}, "$db": "shop"})");
+  auto reading = planReplyLearning(index, view_);
+  Doc two(R"({"cursor": {"id": {"$numberLong": "0"}, "ns": "shop.orders", "firstBatch": [{"_id": 1, "orderId": "O1", "customerId": "C1"}, {"_id": 2, "orderId": "O2", "customerId": "C2"}]}, "ok": 1})");
+  applyReplyLearning(index, reading, protocol::readReplyFacts(two.get()), true);
+  EXPECT_EQ(kindOf(findOne), RewriteKind::Read) << "two values, one document each";
+  Doc lines(R"({"cursor": {"id": {"$numberLong": "0"}, "ns": "shop.orders", "firstBatch": [{"_id": 1, "orderId": "O1", "customerId": "C1"}, {"_id": 3, "orderId": "O1", "customerId": "C1"}]}, "ok": 1})");
+  applyReplyLearning(index, reading, protocol::readReplyFacts(lines.get()), true);
+  EXPECT_EQ(kindOf(findOne), RewriteKind::None);
+  EXPECT_EQ(index.stats().events().count("unique=true refuted: two documents of one lookup value seen"), 1u);
+  index.reset();
+  for (const char* json : {R"({"orderId": "O1", "customerId": "C1"})", R"({"orderId": "O3", "customerId": "C3"})"}) {
+    Doc d(json);
+    index.learnFromDocument(d.get());
+  }
+  EXPECT_EQ(kindOf(findOne), RewriteKind::Read) << "a reset trusts the declaration again";
+  decode(R"({"insert": "orders", "documents": [{"_id": 7, "orderId": "O3", "customerId": "C3"}, {"_id": 8, "orderId": "O3", "customerId": "C3"}], "$db": "shop"})");
+  auto inserting = planReplyLearning(index, view_);
+  Doc inserted(R"({"n": 2, "ok": 1})");
+  applyReplyLearning(index, inserting, protocol::readReplyFacts(inserted.get()));
+  EXPECT_EQ(kindOf(findOne), RewriteKind::None) << "an insert batch with two lines of O3";
 }
 
 // One document found by the rewritten filter proves the order whole only in the data as it is now
