@@ -65,23 +65,30 @@ bool every(const bson_t& body, const std::array<std::string_view, N>& allowed) {
   return true;
 }
 
-// Whether `doc` asks anywhere for {$meta: "indexKey"} (the keys of the index the plan used).
-// Deeper than kMaxDepth counts as asking: the walk stays bounded whatever the nesting.
-bool asksIndexKey(const bson_t& doc, int depth = 0) {
+// Whether any element of `doc`, at any depth, satisfies `match`. Deeper than kMaxDepth counts as
+// a match: the walk stays bounded whatever the nesting, and refusing is the safe answer.
+template <typename Match>
+bool anyElement(const bson_t& doc, const Match& match, int depth = 0) {
   constexpr int kMaxDepth = 100;
   if (depth > kMaxDepth) return true;
   bson_iter_t it;
   if (!bson_iter_init(&it, &doc)) return false;
   while (bson_iter_next(&it)) {
-    if (BSON_ITER_HOLDS_UTF8(&it) && std::string_view(bson_iter_key(&it)) == "$meta" &&
-        std::string_view(bson_iter_utf8(&it, nullptr)) == "indexKey")
-      return true;
+    if (match(it)) return true;
     bson_t sub;
     if ((BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) && common::documentOrArray(it, sub) &&
-        asksIndexKey(sub, depth + 1))
+        anyElement(sub, match, depth + 1))
       return true;
   }
   return false;
+}
+
+// Whether `doc` asks anywhere for {$meta: "indexKey"} (the keys of the index the plan used).
+bool asksIndexKey(const bson_t& doc) {
+  return anyElement(doc, [](const bson_iter_t& it) {
+    return BSON_ITER_HOLDS_UTF8(&it) && std::string_view(bson_iter_key(&it)) == "$meta" &&
+           std::string_view(bson_iter_utf8(&it, nullptr)) == "indexKey";
+  });
 }
 
 bool fieldAsksIndexKey(const bson_t& body, const char* field) {
@@ -137,22 +144,12 @@ constexpr std::array<std::string_view, 12> kOrderedAccumulators = {
     "$first", "$last", "$push", "$addToSet", "$firstN", "$lastN", "$mergeObjects", "$accumulator",
     "$top",   "$bottom", "$topN", "$bottomN"};
 
-// Whether `doc` uses an order-dependent accumulator anywhere (bounded like asksIndexKey).
-bool usesOrderedAccumulator(const bson_t& doc, int depth = 0) {
-  constexpr int kMaxDepth = 100;
-  if (depth > kMaxDepth) return true;
-  bson_iter_t it;
-  if (!bson_iter_init(&it, &doc)) return false;
-  while (bson_iter_next(&it)) {
-    if (std::find(kOrderedAccumulators.begin(), kOrderedAccumulators.end(), std::string_view(bson_iter_key(&it))) !=
-        kOrderedAccumulators.end())
-      return true;
-    bson_t sub;
-    if ((BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) && common::documentOrArray(it, sub) &&
-        usesOrderedAccumulator(sub, depth + 1))
-      return true;
-  }
-  return false;
+// Whether `doc` uses an order-dependent accumulator anywhere.
+bool usesOrderedAccumulator(const bson_t& doc) {
+  return anyElement(doc, [](const bson_iter_t& it) {
+    return std::find(kOrderedAccumulators.begin(), kOrderedAccumulators.end(), std::string_view(bson_iter_key(&it))) !=
+           kOrderedAccumulators.end();
+  });
 }
 
 // A $group whose _id is a constant (null, a literal) has one output document: its order is fixed.
