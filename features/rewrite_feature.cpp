@@ -14,7 +14,7 @@ constexpr routing::Targeting kClasses[] = {routing::Targeting::Single, routing::
                                            routing::Targeting::NoCollection, routing::Targeting::Unclassified};
 constexpr rewrite::FallbackCause kCauses[] = {rewrite::FallbackCause::EmptyRead, rewrite::FallbackCause::MissingInValue,
                                               rewrite::FallbackCause::NoMatchWrite, rewrite::FallbackCause::Unverifiable,
-                                              rewrite::FallbackCause::Unconfirmed};
+                                              rewrite::FallbackCause::Unconfirmed, rewrite::FallbackCause::FailedRead};
 
 std::string renderRewrite(const proxy::ProxyContext& ctx) {
   std::string out;

@@ -203,7 +203,9 @@ std::span<const uint8_t> Pipeline::afterConfirmingRead(const PendingOp& read, co
 }
 
 std::span<const uint8_t> Pipeline::verifyRewrite(const PendingOp& op, const protocol::ReplyFacts& reply) {
-  if (op.fell_back) {  // the original after a fallback: was the mapping wrong?
+  // The original after a fallback: was the mapping wrong? (A failed rewritten read says nothing
+  // of it: the original only answers in its place.)
+  if (op.fell_back && op.fell_back->cause != rewrite::FallbackCause::FailedRead) {
     const auto& fb = *op.fell_back;
     op.lookup->stats().onRerunOutcome(
         rewrite::learnFromRerun(*op.lookup, fb.plan, fb.plan.command, fb.suspects, reply, reply_was_complete_));
@@ -232,6 +234,7 @@ std::span<const uint8_t> Pipeline::rerunOriginal(const PendingOp& op, rewrite::V
   notifyReply(op, superseded);
   spdlog::debug("conn={} lookup rewrite fell back ({})", settings_.connection_id, rewrite::fallbackCauseName(verdict.cause));
   state.suspects = std::move(verdict.suspects);
+  state.cause = verdict.cause;
   PendingOp retry = op;
   retry.request_id = next_proxy_request_id_--;
   retry.client_request_id = op.request_id;

@@ -56,6 +56,7 @@ struct RewriteState {
   routing::TargetResult original_target;  // how the original runs if it must (stats of a fallback)
   routing::TargetResult rewritten_target; // a retryable write's rewritten write, sent once a read confirms it
   std::vector<std::string> suspects;      // after a fallback: lookup keys the rewrite missed
+  rewrite::FallbackCause cause = rewrite::FallbackCause::None;  // why the original ran (after a fallback)
   std::vector<uint8_t> rewritten;         // a retryable write's rewritten message, held until a read confirms it
   HeldBytes held;                         // the copies above, counted by the pipeline while they live
 

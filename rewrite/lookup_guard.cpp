@@ -63,14 +63,22 @@ std::string_view fallbackCauseName(FallbackCause c) {
     case FallbackCause::NoMatchWrite: return "no_match_write";
     case FallbackCause::Unverifiable: return "unverifiable";
     case FallbackCause::Unconfirmed: return "unconfirmed_retryable_write";
+    case FallbackCause::FailedRead: return "failed_read";
   }
   return "unknown";
 }
 
 Verdict verifyRewrite(const RewritePlan& plan, CommandKind command, const LookupRule& rule, const ReplyFacts& reply) {
   Verdict v;
-  if (!ok(reply)) return v;
   bson_iter_t it;
+  if (!ok(reply)) {
+    // Whether the original would fail the same way is not known (an error the added field caused,
+    // a shard the targeted read reached and the broadcast would not have needed...): a read runs
+    // again as written and the client gets the original's reply. A write is passed on: it may have
+    // run, and running it again could apply it twice. The error says nothing of the mapping.
+    if (plan.kind == RewriteKind::Read) v.cause = FallbackCause::FailedRead;
+    return v;
+  }
   if (plan.kind == RewriteKind::Write) {
     if (reply.write_errors.present) return v;  // something ran: never repeat
     const bool known = command == CommandKind::FindAndModify ? reply.lastError("n", it) || reply.other("value")

@@ -23,8 +23,9 @@ struct Verdict {
 
 // The reply of a rewritten command: is it safe to pass on, or must the original run instead?
 // A read passes only when its reply shows a document for every requested lookup value; an ok:1
-// reply that cannot show it (no cursor, no n) re-runs too. Error replies are passed on (the
-// original would fail the same way, and re-running a write is never safe after an error).
+// reply that cannot show it (no cursor, no n) re-runs too, and so does an error reply (ok:0 or
+// unreadable: FailedRead, with no suspects), since nothing shows the original would fail the same
+// way. A write's error is passed on: it may have run, and re-running it could apply it twice.
 Verdict verifyRewrite(const RewritePlan& plan, protocol::CommandKind command, const LookupRule& rule, const protocol::ReplyFacts& reply);
 inline FallbackCause fallbackNeeded(const RewritePlan& plan, protocol::CommandKind command, const LookupRule& rule,
                                     const protocol::ReplyFacts& reply) {

@@ -1,6 +1,7 @@
 #include "rewrite/lookup_learning.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "common/command_fields.h"
 #include "rewrite/complete_reply.h"
@@ -410,6 +411,31 @@ size_t heldBytes(const ReplyLearning& learning) {
   return bytes;
 }
 
+namespace {
+// Whether documents show one lookup value twice (distinct documents, each with a plain value):
+// the rule's unique=true is then false. Only looked at when the rule declares it (a hash set,
+// linear in the documents).
+// `field`: where the documents hold the lookup value (the rule's field, or "l" in a compact).
+template <typename EachDocument>
+bool showsOneValueTwice(const char* field, EachDocument&& each) {
+  std::unordered_set<std::string> seen;
+  bool twice = false;
+  each([&](const bson_t& doc) {
+    bson_iter_t v;
+    if (twice || !bson_iter_init(&v, &doc) || !bson_iter_find_descendant(&v, field, &v)) return;
+    std::string key = canonicalValueKey(v);
+    if (!key.empty() && !seen.insert(std::move(key)).second) twice = true;
+  });
+  return twice;
+}
+
+// A write whose write concern failed (a wtimeout, a primary stepping down) ran on the primary but
+// may be rolled back, in part: a multi-update's documents are replicated one oplog entry each, so
+// a rollback can keep some lines moved and others not. Its changes are judged as a reply that
+// cannot rule out a match (they unsettle) and never settle an order.
+bool mayRollBack(const protocol::ReplyFacts& reply) { return reply.write_concern_error.present; }
+}  // namespace
+
 size_t applyReplyLearning(LookupIndex& index, const ReplyLearning& learning, const protocol::ReplyFacts& reply,
                           bool originalReply, bool* complete, LessonSink* held) {
   Teacher teach{index, held};
@@ -424,16 +450,30 @@ size_t applyReplyLearning(LookupIndex& index, const ReplyLearning& learning, con
     case ReplyLearning::From::Inserts: {
       auto errors = errorIndexes(reply);
       const int64_t firstError = errors.empty() ? INT64_MAX : *std::min_element(errors.begin(), errors.end());
-      for (size_t i = 0; i < learning.inserts.size(); ++i) {
-        const auto at = static_cast<int64_t>(i);
-        if (learning.ordered && at >= firstError) break;  // not run
-        if (std::find(errors.begin(), errors.end(), at) != errors.end()) continue;
-        bson_t compact;
-        if (staticDoc(learning.inserts[i], compact) && teach.compact(&compact, true)) ++learned;
-      }
+      auto eachInserted = [&](auto&& visit) {
+        for (size_t i = 0; i < learning.inserts.size(); ++i) {
+          const auto at = static_cast<int64_t>(i);
+          if (learning.ordered && at >= firstError) break;  // not run
+          if (std::find(errors.begin(), errors.end(), at) != errors.end()) continue;
+          bson_t compact;
+          if (staticDoc(learning.inserts[i], compact)) visit(compact);
+        }
+      };
+      eachInserted([&](const bson_t& compact) {
+        if (teach.compact(&compact, true)) ++learned;
+      });
+      if (index.rule().unique && showsOneValueTwice("l", eachInserted)) index.refuteUnique();
       break;
     }
     case ReplyLearning::From::FirstBatch: {
+      if (index.rule().unique && showsOneValueTwice(index.rule().lookup_field.c_str(), [&](auto&& visit) {
+            bson_iter_t d;
+            bson_t doc;
+            if (reply.first_batch && reply.batch.children(d))
+              while (bson_iter_next(&d))
+                if (BSON_ITER_HOLDS_DOCUMENT(&d) && common::documentOrArray(d, doc)) visit(doc);
+          }))
+        index.refuteUnique();
       // The client's own command whose reply holds every document of the values it asked for.
       if (originalReply && !held && quietSinceRequest(index, learning) &&
           learnFromCompleteReply(index, learning.complete, reply)) {
@@ -455,9 +495,10 @@ size_t applyReplyLearning(LookupIndex& index, const ReplyLearning& learning, con
       const bool hasValue = value && value->type() == BSON_TYPE_DOCUMENT && value->asDocument(doc);
       const bool wasUpsert = reply.lastError("upserted", upserted);
       const bool knownN = reply.lastError("n", n);
-      const Matched matched = hasValue || (knownN && bson_iter_as_int64(&n) > 0) ? Matched::Yes
-                              : knownN                                            ? Matched::No
-                                                                                  : Matched::Maybe;
+      const Matched matched = mayRollBack(reply)                                   ? Matched::Maybe
+                              : hasValue || (knownN && bson_iter_as_int64(&n) > 0) ? Matched::Yes
+                              : knownN                                             ? Matched::No
+                                                                                   : Matched::Maybe;
       if (hasValue) index.extract(&doc);  // notes a lookup field held in an array before the change is judged
       for (const auto& c : learning.changes) applyChange(teach, c, wasUpsert, matched);
       if (hasValue && learning.learn_value && teach.document(&doc)) ++learned;
@@ -477,7 +518,7 @@ size_t applyReplyLearning(LookupIndex& index, const ReplyLearning& learning, con
       // n counts matched and upserted documents of every statement: it confirms a match only
       // for a single statement that did not upsert.
       Matched matched = Matched::Maybe;
-      if (learning.statements == 1 && upserts.empty() && errors.empty() && reply.has_n)
+      if (learning.statements == 1 && upserts.empty() && errors.empty() && reply.has_n && !mayRollBack(reply))
         matched = reply.n > 0 ? Matched::Yes : Matched::No;
       for (const auto& c : learning.changes) {
         const bool upserted = std::find(upserts.begin(), upserts.end(), static_cast<int64_t>(c.index)) != upserts.end();

@@ -260,8 +260,14 @@ void LookupIndex::learnComplete(const bson_iter_t& lookupValue, const bson_t* ad
   });
 }
 
+void LookupIndex::refuteUnique() {
+  if (rule_.unique && !unique_refuted_.exchange(true, std::memory_order_relaxed))
+    stats_.onEvent("unique=true refuted: two documents of one lookup value seen");
+}
+
 void LookupIndex::reset() {
   store_.clear();
+  unique_refuted_.store(false, std::memory_order_relaxed);
   std::lock_guard lock(unsettled_mutex_);
   unsettled_.clear();
   unsettled_count_.store(0, std::memory_order_relaxed);

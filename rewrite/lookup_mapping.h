@@ -37,6 +37,11 @@ class LookupIndex {
   explicit LookupIndex(LookupRule rule) : rule_(std::move(rule)), store_(rule_.capacity, rule_.max_bytes) {}
 
   const LookupRule& rule() const { return rule_; }
+  // Whether one lookup value is one document: the rule declares it (unique=true) and nothing the
+  // sidecar saw refuted it (two documents of one value in a reply or an insert batch), until
+  // POST /rewrite/reset.
+  bool uniqueHolds() const { return rule_.unique && !unique_refuted_.load(std::memory_order_relaxed); }
+  void refuteUnique();
   MappingStore& store() { return store_; }
   LookupStats& stats() { return stats_; }
 
@@ -114,7 +119,8 @@ class LookupIndex {
   std::unordered_set<std::string> unsettled_;  // at most rule_.capacity keys
   std::atomic<size_t> unsettled_count_{0};     // its size: most lookups never take the lock
   std::atomic<bool> all_unsettled_{false};
-  mutable std::atomic<bool> lookup_arrays_seen_{false};  // set by extract(); a reset keeps it (the arrays stay)
+  mutable std::atomic<bool> lookup_arrays_seen_{false};
+  std::atomic<bool> unique_refuted_{false};  // set by extract(); a reset keeps it (the arrays stay)
 };
 
 // The canonical form of a flat document of added fields; empty when one cannot be mapped.

@@ -5,6 +5,7 @@
 
 #include "common/command_fields.h"
 #include "protocol/delete_limit.h"
+#include "rewrite/value_key.h"
 
 namespace shardscope::rewrite {
 namespace {
@@ -64,29 +65,144 @@ bool every(const bson_t& body, const std::array<std::string_view, N>& allowed) {
   return true;
 }
 
-// Whether `doc` asks anywhere for {$meta: "indexKey"} (the keys of the index the plan used).
-// Deeper than kMaxDepth counts as asking: the walk stays bounded whatever the nesting.
-bool asksIndexKey(const bson_t& doc, int depth = 0) {
+// Whether any element of `doc`, at any depth, satisfies `match`. Deeper than kMaxDepth counts as
+// a match: the walk stays bounded whatever the nesting, and refusing is the safe answer.
+template <typename Match>
+bool anyElement(const bson_t& doc, const Match& match, int depth = 0) {
   constexpr int kMaxDepth = 100;
   if (depth > kMaxDepth) return true;
   bson_iter_t it;
   if (!bson_iter_init(&it, &doc)) return false;
   while (bson_iter_next(&it)) {
-    if (BSON_ITER_HOLDS_UTF8(&it) && std::string_view(bson_iter_key(&it)) == "$meta" &&
-        std::string_view(bson_iter_utf8(&it, nullptr)) == "indexKey")
-      return true;
+    if (match(it)) return true;
     bson_t sub;
     if ((BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) && common::documentOrArray(it, sub) &&
-        asksIndexKey(sub, depth + 1))
+        anyElement(sub, match, depth + 1))
       return true;
   }
   return false;
+}
+
+// Whether `doc` asks anywhere for {$meta: "indexKey"} (the keys of the index the plan used).
+bool asksIndexKey(const bson_t& doc) {
+  return anyElement(doc, [](const bson_iter_t& it) {
+    return BSON_ITER_HOLDS_UTF8(&it) && std::string_view(bson_iter_key(&it)) == "$meta" &&
+           std::string_view(bson_iter_utf8(&it, nullptr)) == "indexKey";
+  });
 }
 
 bool fieldAsksIndexKey(const bson_t& body, const char* field) {
   bson_iter_t it;
   bson_t sub;
   return bson_iter_init_find(&it, &body, field) && common::documentOrArray(it, sub) && asksIndexKey(sub);
+}
+
+// Whether `filter` pins _id to one value (bare or under $eq): _id is unique, so the filter matches
+// at most one document and no plan can order its answer differently.
+bool pinsId(const bson_t& filter) {
+  bson_iter_t it, op;
+  if (!bson_iter_init_find(&it, &filter, "_id")) return false;
+  if (!canonicalValueKey(it).empty()) return true;
+  bson_t ops;
+  return BSON_ITER_HOLDS_DOCUMENT(&it) && common::documentOrArray(it, ops) && bson_count_keys(&ops) == 1 &&
+         bson_iter_init_find(&op, &ops, "$eq") && !canonicalValueKey(op).empty();
+}
+
+// Whether a sort specification names _id: _id is unique, so it breaks every tie and the order of
+// the documents no longer depends on the plan (the index the added field may make it pick).
+// So does the lookup field when the rule declares it unique (`uniqueField`, else empty).
+bool sortsById(const bson_iter_t& sort, std::string_view uniqueField = {}) {
+  bson_t spec;
+  if (!BSON_ITER_HOLDS_DOCUMENT(&sort) || !common::documentOrArray(sort, spec)) return false;
+  if (bson_has_field(&spec, "_id")) return true;
+  bson_iter_t key;
+  if (uniqueField.empty() || !bson_iter_init(&key, &spec)) return false;
+  while (bson_iter_next(&key))
+    if (std::string_view(bson_iter_key(&key)) == uniqueField) return true;
+  return false;
+}
+
+// `single`: the filter asks for one lookup value, which a unique lookup field makes one document.
+bool findOrderIsFixed(const bson_t& body, bool single, std::string_view uniqueField) {
+  bson_iter_t it;
+  bson_t filter;
+  if (single && !uniqueField.empty()) return true;
+  if (bson_iter_init_find(&it, &body, "filter") && common::documentOrArray(it, filter) && pinsId(filter)) return true;
+  return bson_iter_init_find(&it, &body, "sort") && sortsById(it, uniqueField);
+}
+
+// A find the client may see only part of: a limit, a skip, one batch (findOne), or a batch size
+// (a client that takes the first batch and kills the cursor). Which part depends on the order.
+bool findKeepsAPart(const bson_t& body) {
+  return cutsTheAnswer(body, "limit") || cutsTheAnswer(body, "skip") || truthy(body, "singleBatch") ||
+         bson_has_field(&body, "batchSize");
+}
+
+// Accumulators whose result depends on the order the documents arrive in ($top and its kin: on
+// ties of their own sortBy).
+constexpr std::array<std::string_view, 12> kOrderedAccumulators = {
+    "$first", "$last", "$push", "$addToSet", "$firstN", "$lastN", "$mergeObjects", "$accumulator",
+    "$top",   "$bottom", "$topN", "$bottomN"};
+
+// Whether `doc` uses an order-dependent accumulator anywhere.
+bool usesOrderedAccumulator(const bson_t& doc) {
+  return anyElement(doc, [](const bson_iter_t& it) {
+    return std::find(kOrderedAccumulators.begin(), kOrderedAccumulators.end(), std::string_view(bson_iter_key(&it))) !=
+           kOrderedAccumulators.end();
+  });
+}
+
+// A $group whose _id is a constant (null, a literal) has one output document: its order is fixed.
+bool groupsIntoOne(const bson_t& group) {
+  bson_iter_t id;
+  if (!bson_iter_init_find(&id, &group, "_id")) return false;
+  if (BSON_ITER_HOLDS_UTF8(&id)) return bson_iter_utf8(&id, nullptr)[0] != '$';
+  return !BSON_ITER_HOLDS_DOCUMENT(&id) && !BSON_ITER_HOLDS_ARRAY(&id);
+}
+
+// The aggregate's counterpart of findOrderIsFixed / findKeepsAPart, stage by stage: a $limit or
+// $skip, an order-dependent accumulator, or a batch size (the client may keep the first batch) is
+// allowed only where the order is fixed: the leading $match pins _id (at most one document), or
+// the last $sort names _id (a $group and its kin start a new order of their own, fixed only when
+// they make one document).
+bool aggregateDependsOnOrder(const bson_t& body, std::string_view uniqueField) {
+  bson_iter_t it, stage;
+  bson_t pipeline;
+  if (!bson_iter_init_find(&it, &body, "pipeline") || !common::documentOrArray(it, pipeline) ||
+      !bson_iter_init(&stage, &pipeline))
+    return true;
+  bool fixed = false, first = true;
+  while (bson_iter_next(&stage)) {
+    bson_t doc;
+    bson_iter_t spec;
+    if (!common::documentOrArray(stage, doc) || !bson_iter_init(&spec, &doc) || !bson_iter_next(&spec)) return true;
+    const std::string_view name = bson_iter_key(&spec);
+    bson_t inner;
+    const bool hasInner = common::documentOrArray(spec, inner);
+    if (first) {
+      // The rewritten $match pins one lookup value (aggregate takes no $in): one document when unique.
+      if (!uniqueField.empty() || (hasInner && pinsId(inner))) return false;
+      first = false;
+    } else if (name == "$sort") {
+      fixed = sortsById(spec, uniqueField);
+    } else if (name == "$limit" || name == "$skip") {
+      if (!fixed) return true;
+    } else if (name == "$setWindowFields") {
+      // Its windows and ranks follow its sortBy (ties) or the input order: fixed only by _id.
+      bson_iter_t by;
+      const bool byId = hasInner && bson_iter_init_find(&by, &inner, "sortBy") && sortsById(by, uniqueField);
+      if (!fixed && !byId) return true;
+      fixed = byId;  // its output follows partitionBy and sortBy
+    } else if (name == "$group" || name == "$bucket" || name == "$bucketAuto" || name == "$sortByCount" ||
+               name == "$sample") {
+      if (!fixed && hasInner && usesOrderedAccumulator(inner)) return true;
+      fixed = name == "$group" && hasInner && groupsIntoOne(inner);
+    } else if (name == "$count") {
+      fixed = true;  // one document
+    }
+  }
+  bson_t cursor;
+  return !fixed && common::subDocument(body, "cursor", cursor) && bson_has_field(&cursor, "batchSize");
 }
 
 bool related(std::string_view a, std::string_view b) {  // equal, or one a dotted sub-path of the other
@@ -178,7 +294,8 @@ std::string_view refusalForCommand(const protocol::CommandView& view, bool confi
   return {};
 }
 
-std::string_view refusalForFind(const bson_t& body, bool inList, const std::string& lookupField) {
+std::string_view refusalForFind(const bson_t& body, bool inList, const std::string& lookupField,
+                                std::string_view uniqueField) {
   if (numberIsZero(body, "batchSize")) return "batchSize 0 is not rewritten: an empty first batch cannot show a miss";
   if (truthy(body, "tailable") || truthy(body, "awaitData"))
     return "tailable cursors are not rewritten: an empty first batch cannot show a miss";
@@ -189,16 +306,11 @@ std::string_view refusalForFind(const bson_t& body, bool inList, const std::stri
            "index the added field may make the planner pick";
   if (inList && (truthy(body, "returnKey") || !projectionKeeps(body, "projection", {lookupField})))
     return "$in with a projection that hides the lookup field is not rewritten: the reply cannot show each value";
-  // Unsorted, the documents come in the order of the plan: by orderId on its index for the
-  // original, by customerId on the shard key's for the rewrite. A limit or skip then keeps other
-  // documents (another order's lines) than the original would.
-  if (inList && (cutsTheAnswer(body, "limit") || cutsTheAnswer(body, "skip")) && !nonEmptyDocument(body, "sort"))
-    return "$in with a limit or skip and no sort is not rewritten: which documents it keeps depends on the plan's "
-           "order, which the added field can change";
+  if (findKeepsAPart(body) && !findOrderIsFixed(body, !inList, uniqueField)) return kOrderDependentRefusal;
   return {};
 }
 
-std::string_view refusalForAggregate(const bson_t& body) {
+std::string_view refusalForAggregate(const bson_t& body, std::string_view uniqueField) {
   if (truthy(body, "explain")) return "explain is not rewritten: its output would show the rewritten command";
   bson_t cursor;
   if (common::subDocument(body, "cursor", cursor) && numberIsZero(cursor, "batchSize"))
@@ -209,6 +321,7 @@ std::string_view refusalForAggregate(const bson_t& body) {
   if (!every(body, kVerifiableStages))
     return "the pipeline has a stage that can hide a miss or has a side effect ($facet, $unionWith, $lookup, $out, "
            "$merge...)";
+  if (aggregateDependsOnOrder(body, uniqueField)) return kOrderDependentRefusal;
   return {};
 }
 

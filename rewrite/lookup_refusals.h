@@ -20,11 +20,15 @@ namespace shardscope::rewrite {
 // without a collation of its own (a write's statements' included) is refused.
 std::string_view refusalForCommand(const protocol::CommandView& view, bool confirmable = false,
                                    bool simpleDefaultCollation = true);
-// find options: batchSize 0, tailable; for $in, a projection that could hide or fake the lookup field.
-std::string_view refusalForFind(const bson_t& body, bool inList, const std::string& lookupField);
-// aggregate: explain, cursor.batchSize 0, and any stage after the leading $match outside the
-// allow-list of stages that never turn an empty input into output and have no side effect.
-std::string_view refusalForAggregate(const bson_t& body);
+// find options: batchSize 0, tailable; for $in, a projection that could hide or fake the lookup field;
+// a part of an answer whose order is not fixed (kOrderDependentRefusal).
+// `uniqueField`: the lookup field when the rule declares it unique (LookupRule::unique), else empty.
+std::string_view refusalForFind(const bson_t& body, bool inList, const std::string& lookupField,
+                                std::string_view uniqueField = {});
+// aggregate: explain, cursor.batchSize 0, any stage after the leading $match outside the
+// allow-list of stages that never turn an empty input into output and have no side effect, and a
+// part of an answer whose order is not fixed (kOrderDependentRefusal).
+std::string_view refusalForAggregate(const bson_t& body, std::string_view uniqueField = {});
 // One update or delete statement: multi-document, sorted, collated.
 std::string_view refusalForWriteStatement(const bson_t& statement, bool isDelete);
 std::string_view refusalForFindAndModify(const bson_t& body);
@@ -40,6 +44,19 @@ bool readsPrimaryLatest(const bson_t& body);
 inline constexpr std::string_view kMayLagRefusal =
     "reads from secondaries or of a majority, snapshot or available read concern are not rewritten: they may show an "
     "order as it was (split) or a shard's orphaned copies, which one found document cannot rule out";
+
+// Unsorted (or sorted with ties), the documents come in the order of the plan: the original's by
+// orderId on its index, the rewrite's perhaps by customerId on the shard key's. A find or aggregate
+// that keeps part of that order (limit, skip, singleBatch/findOne, a batch size the client may stop
+// after, an order-dependent accumulator) would then keep other lines of the order than the
+// original, and the verify cannot see it (a line shows either way). Unless the filter pins _id (at
+// most one document) or a sort names _id (no ties), it is left alone; a rule that declares the
+// lookup field unique (`unique=true`) counts one lookup value as one document and a sort on the
+// lookup field as one without ties.
+inline constexpr std::string_view kOrderDependentRefusal =
+    "a read that keeps part of its answer (limit, skip, singleBatch, batchSize, $first...) is rewritten only when "
+    "it pins _id or sorts on _id: otherwise which documents it keeps depends on the plan's order, which the added "
+    "field can change";
 
 // True when `doc[field]` is absent or exactly {locale: "simple"}.
 bool collationIsSimple(const bson_t& doc, const char* field = "collation");

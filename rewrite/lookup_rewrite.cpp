@@ -335,6 +335,11 @@ bool rewriteWriteStatement(LookupIndex& index, const protocol::CommandView& view
   return ok;
 }
 
+// The lookup field when one value is one document (LookupIndex::uniqueHolds), else empty.
+std::string_view uniqueField(const LookupIndex& index) {
+  return index.uniqueHolds() ? std::string_view(index.rule().lookup_field) : std::string_view();
+}
+
 }  // namespace
 
 RewritePlan planLookupRewrite(LookupIndex& index, const protocol::CommandView& view, size_t analysisBudget,
@@ -346,14 +351,14 @@ RewritePlan planLookupRewrite(LookupIndex& index, const protocol::CommandView& v
   plan.command = kind;
   if (kind == CommandKind::Find) {
     ok = rewriteTopLevelFilter(index, view, "filter", true, plan, analysisBudget);
-    if (ok) plan.skipped = refusalForFind(view.body, plan.in_list, index.rule().lookup_field);
+    if (ok) plan.skipped = refusalForFind(view.body, plan.in_list, index.rule().lookup_field, uniqueField(index));
     if (ok) plan.kind = RewriteKind::Read;
   } else if (kind == CommandKind::Count || kind == CommandKind::Distinct) {
     ok = rewriteTopLevelFilter(index, view, "query", false, plan, analysisBudget);
     if (ok) plan.kind = RewriteKind::Read;
   } else if (kind == CommandKind::Aggregate) {
     ok = rewriteAggregate(index, view, plan, analysisBudget);
-    if (ok) plan.skipped = refusalForAggregate(view.body);
+    if (ok) plan.skipped = refusalForAggregate(view.body, uniqueField(index));
     if (ok) plan.kind = RewriteKind::Read;
   } else if (kind == CommandKind::FindAndModify) {
     if (truthy(view.body, "upsert")) plan.skipped = "upserts are not rewritten (an insert with a stale mapping would change data)";

@@ -77,7 +77,7 @@ bool parseLookupRule(const std::string& spec, LookupRule& out, std::string& erro
     auto eq = option.find('=');
     std::string key = option.substr(0, eq), value = eq == std::string::npos ? "" : option.substr(eq + 1);
     if (value.empty()) {
-      error = "option '" + option + "' needs a value (file=, collection=, capacity=, max_bytes=)";
+      error = "option '" + option + "' needs a value (file=, collection=, capacity=, max_bytes=, unique=)";
       return false;
     }
     if (key == "file") out.mapping_file = value;
@@ -111,8 +111,14 @@ bool parseLookupRule(const std::string& spec, LookupRule& out, std::string& erro
         return false;
       }
       out.max_bytes = n << shift;
+    } else if (key == "unique") {
+      if (value != "true" && value != "false") {
+        error = "unique must be true or false, got '" + value + "'";
+        return false;
+      }
+      out.unique = value == "true";
     } else {
-      error = "unknown option '" + key + "' (file, collection, uri, capacity, max_bytes)";
+      error = "unknown option '" + key + "' (file, collection, uri, capacity, max_bytes, unique)";
       return false;
     }
   }

@@ -17,10 +17,14 @@ struct LookupRule {
   std::string mapping_uri;             // where that collection lives (default: the upstream)
   uint32_t capacity = 1'000'000;       // mappings kept in memory, then least recently used evicted
   uint64_t max_bytes = uint64_t{64} << 20;  // and the bytes they may hold (MappingStore), likewise
+  // `unique=true`: the operator asserts one document per lookup value (a unique index on it, simple
+  // collation, not partial), so a read of one value keeps its answer whatever part it asks for
+  // (findOne, a limit) and a sort on the lookup field has no ties (kOrderDependentRefusal).
+  bool unique = false;
 };
 
 // Parses "shop.orders: orderId -> customerId[,orderDate] [file=PATH] [collection=DB.COLL] [uri=MONGODB_URI]
-// [capacity=N] [max_bytes=N[k|m|g]]"; the added fields may also be written as a key, as key candidates are
+// [capacity=N] [max_bytes=N[k|m|g]] [unique=true|false]"; the added fields may also be written as a key, as key candidates are
 // ("shop.orders: orderId -> {customerId: 1, orderDate: 1}"). `file=` names JSON lines, one
 // {lookupField: v, addField: w, ...} document per line (JSON, Extended JSON or mongosh syntax).
 // Returns false with `error` naming what is wrong.

@@ -20,14 +20,16 @@ enum class FallbackCause : uint8_t {
   NoMatchWrite,    // a rewritten write matched nothing (n: 0)
   Unverifiable,    // an ok reply that could not show whether the rewritten read found anything
   Unconfirmed,     // a retryable write whose confirming read found nothing: sent as written
+  FailedRead,      // a rewritten read answered an error: the original's own reply is the one the client gets
 };
-// "empty_read", "missing_in_value", "no_match_write", "unverifiable", "unconfirmed_retryable_write"
+// "empty_read", "missing_in_value", "no_match_write", "unverifiable", "unconfirmed_retryable_write",
+// "failed_read"
 std::string_view fallbackCauseName(FallbackCause c);
 
 class LookupStats {
  public:
   static constexpr size_t kClasses = static_cast<size_t>(routing::Targeting::Unclassified) + 1;
-  static constexpr size_t kCauses = static_cast<size_t>(FallbackCause::Unconfirmed) + 1;
+  static constexpr size_t kCauses = static_cast<size_t>(FallbackCause::FailedRead) + 1;
 
   void onRewrite(routing::Targeting before, routing::Targeting after) {
     applied_.fetch_add(1, std::memory_order_relaxed);

@@ -21,6 +21,9 @@ from harness import REPO_ROOT
 
 ROUTING = str(REPO_ROOT / "tests" / "data" / "routing" / "orders_6shards.json")
 RULE = "shop.orders: orderId -> customerId"
+# orders() holds one document per orderId, as a unique index on it would: findOne / limit 1 of an
+# order is rewritten only under such a declaration (docs/rewrite.md, unique=true).
+UNIQUE_RULE = f"{RULE} unique=true"
 SHAPE_BY_ORDER_ID = '{"orderId":"<string>"}'
 
 
@@ -28,6 +31,14 @@ def orders(n=120):
     base = dt.datetime(2026, 1, 1)
     return [{"_id": i, "orderId": "O%05d" % i, "customerId": "C%04d" % (100 + (i * 37) % 9000),
              "orderDate": base + dt.timedelta(hours=i), "status": "new", "total": i} for i in range(n)]
+
+
+def find_order(coll, order_id, *projection):
+    """The order's document by a find without a limit, which the rewrite takes whatever the rule
+    declares (find_one sends limit: 1: rewritten only with unique=true)."""
+    docs = list(coll.find({"orderId": order_id}, *projection))
+    assert len(docs) <= 1, docs
+    return docs[0] if docs else None
 
 
 def admin_json(proxy, path):
@@ -45,7 +56,7 @@ def shape_entry(proxy, shape):
 @pytest.fixture
 def pair(ferretdb, proxy):
     """(client through a proxy with the rule, its proxy, client through a proxy without it)."""
-    with_rule = proxy(ferretdb.uri, "--routing", ROUTING, "--rewrite-rule", RULE, admin=True)
+    with_rule = proxy(ferretdb.uri, "--routing", ROUTING, "--rewrite-rule", UNIQUE_RULE, admin=True)
     without = proxy(ferretdb.uri, "--routing", ROUTING, admin=True)
     a = pymongo.MongoClient(with_rule.uri, serverSelectionTimeoutMS=10000)
     b = pymongo.MongoClient(without.uri, serverSelectionTimeoutMS=10000)
@@ -185,12 +196,12 @@ def test_mapping_collection_is_shared_between_sidecars(ferretdb, proxy):
 
     b = pymongo.MongoClient(second.uri)
     # The second sidecar has seen no insert: its first lookup misses (broadcast) and reads through...
-    assert b.shop.orders.find_one({"orderId": "O00004"})["_id"] == 4
+    assert find_order(b.shop.orders, "O00004")["_id"] == 4
     deadline = time.time() + 10
     while admin_json(second, "/rewrite")[0]["mappingCollection"]["found"] < 1 and time.time() < deadline:
         time.sleep(0.1)
     # ...and the next one is targeted.
-    assert b.shop.orders.find_one({"orderId": "O00004"})["_id"] == 4
+    assert find_order(b.shop.orders, "O00004")["_id"] == 4
     r = admin_json(second, "/rewrite")[0]
     assert r["applied"] == 1 and r["mappingCollection"]["found"] >= 1
 
@@ -202,7 +213,7 @@ def test_unreachable_mapping_collection_degrades_to_no_rewrite(ferretdb, proxy):
     client = pymongo.MongoClient(p.uri)
     pymongo.MongoClient(ferretdb.uri).shop.orders.insert_many(orders(5))  # behind the sidecar's back: no mapping
     for _ in range(3):
-        assert client.shop.orders.find_one({"orderId": "O00001"})["_id"] == 1  # never an error to the client
+        assert find_order(client.shop.orders, "O00001")["_id"] == 1  # never an error to the client
     deadline = time.time() + 15
     while admin_json(p, "/rewrite")[0]["mappingCollection"]["errors"] < 1 and time.time() < deadline:
         time.sleep(0.2)
@@ -397,7 +408,7 @@ def test_a_wrong_mapping_is_dropped_even_when_replies_lack_the_customer(ferretdb
               stale_rule(workdir, {"O00001": "C9999", "O99999": "C0001"}), admin=True)
     coll = pymongo.MongoClient(p.uri).shop.orders
     for _ in range(3):
-        assert coll.find_one({"orderId": "O00001"}, {"_id": 1}) == {"_id": 1}
+        assert find_order(coll, "O00001", {"_id": 1}) == {"_id": 1}
     page = rewrite_page(p)
     assert page["fallbacks"]["empty_read"] == 1  # main: 3, the mapping was never dropped
     assert page["rerunOutcome"] == {"mappingWrong": 1, "foundNothing": 0}
@@ -406,8 +417,8 @@ def test_a_wrong_mapping_is_dropped_even_when_replies_lack_the_customer(ferretdb
     assert sum(s["targeting"]["single"] for s in finds) == 1
     assert sum(s["targeting"]["broadcast"] for s in finds) == 3  # the re-run and the two unrewritten finds
     # No such order: the right-looking mapping re-runs, is counted, and is kept.
-    assert coll.find_one({"orderId": "O99999"}) is None
-    assert coll.find_one({"orderId": "O99999"}) is None
+    assert find_order(coll, "O99999") is None
+    assert find_order(coll, "O99999") is None
     page = rewrite_page(p)
     assert page["rerunOutcome"] == {"mappingWrong": 1, "foundNothing": 2}
     assert page["mapping"]["ambiguous"] == 1
@@ -469,3 +480,33 @@ def test_a_contradiction_found_by_another_sidecar_reaches_every_sidecar(ferretdb
         time.sleep(0.1)
     assert sorted(d["_id"] for d in a.find({"orderId": "X"})) == [1, 2]  # main: [1]
     assert rewrite_page(first)["mapping"]["ambiguous"] == 1
+
+
+ORDER_DEPENDENT = ("a read that keeps part of its answer (limit, skip, singleBatch, batchSize, $first...) is "
+                   "rewritten only when it pins _id or sorts on _id: otherwise which documents it keeps depends "
+                   "on the plan's order, which the added field can change")
+
+
+def test_a_read_keeping_part_of_a_multi_line_order_is_sent_as_written(ferretdb, proxy):
+    """findOne, a limit, a batch size or an unsorted $limit of one order keep its first lines in
+    the plan's order, which the added customerId can change (the shard key's index instead of
+    orderId's): another line, and the verify cannot see it. Before, only an unsorted $in was
+    left alone; now each is sent as written unless _id fixes the order."""
+    p = proxy(ferretdb.uri, "--routing", ROUTING, "--rewrite-rule", RULE, admin=True)
+    coll = pymongo.MongoClient(p.uri).shop.orders
+    direct = pymongo.MongoClient(ferretdb.uri).shop.orders
+    coll.insert_many([{"_id": 10 + line, "orderId": "L1", "customerId": "C0300", "line": line} for line in range(3)])
+    assert coll.find_one({"orderId": "L1"}) == direct.find_one({"orderId": "L1"})
+    assert list(coll.find({"orderId": "L1"}).limit(2)) == list(direct.find({"orderId": "L1"}).limit(2))
+    assert list(coll.find({"orderId": "L1"}, batch_size=1)) == list(direct.find({"orderId": "L1"}, batch_size=1))
+    assert list(coll.aggregate([{"$match": {"orderId": "L1"}}, {"$limit": 1}])) == \
+        list(direct.aggregate([{"$match": {"orderId": "L1"}}, {"$limit": 1}]))
+    page = rewrite_page(p)
+    assert page["skipped"].get(ORDER_DEPENDENT) == 4, page["skipped"]
+    assert page["applied"] == 0
+    # The order fixed by _id (or the whole answer asked for): rewritten, the same lines.
+    assert list(coll.find({"orderId": "L1"}).sort("_id", -1).limit(2)) == \
+        list(direct.find({"orderId": "L1"}).sort("_id", -1).limit(2))
+    assert coll.find_one({"orderId": "L1", "_id": 11}) == direct.find_one({"orderId": "L1", "_id": 11})
+    assert sorted(d["_id"] for d in coll.find({"orderId": "L1"})) == [10, 11, 12]
+    assert rewrite_page(p)["applied"] == 3

@@ -13,6 +13,7 @@ import pytest
 from harness import REPO_ROOT
 from stats_helpers import (CUSTOMERS, ROUTING_FILE, SECRET_ORDER_ID, SHAPE_BY_CUSTOMER, SHAPE_BY_ORDER_ID, SHAPE_BY_STATUS,
                            chromium_binary, dump_dom, get_stats, http_request, run_profile, screenshot, seed_orders)
+from stats_helpers import SEED_RULE
 
 pytestmark = pytest.mark.needs_proxy
 
@@ -108,7 +109,7 @@ def wait_for_history(admin_url: str, timeout: float = 20.0) -> dict:
 def why_proxy(ferretdb, proxy):
     if chromium_binary() is None:
         pytest.fail("chromium not installed (Debian package chromium)")
-    p = proxy(ferretdb.uri, "--routing", str(ROUTING_FILE), "--rewrite-rule", "shop.orders: orderId -> customerId",
+    p = proxy(ferretdb.uri, "--routing", str(ROUTING_FILE), "--rewrite-rule", SEED_RULE,
               admin=True)
     with pymongo.MongoClient(p.uri, serverSelectionTimeoutMS=20000) as client:
         seed_orders(client)  # the inserts teach the rewrite orderId -> customerId

@@ -22,6 +22,7 @@ from browser import Browser
 from harness import REPO_ROOT
 from stats_helpers import (BASE_DATE, CUSTOMERS, ROUTING_FILE, SHAPE_REVENUE, chromium_binary, dump_dom, get_stats,
                            http_request, run_profile, seed_orders, wait_for)
+from stats_helpers import SEED_RULE
 
 pytestmark = pytest.mark.needs_proxy
 
@@ -181,7 +182,7 @@ def test_rescued_share_is_one_figure_with_unmapped_lookups_in_it(ferretdb, proxy
     stay in the denominator; the demo's screen no longer says 100% rescued when a third stayed.
     Commands that already name customerId are no lookups to rescue: they stay out of it (the demo's
     screen said '107 of the 366 orderId lookups rescued' when all 107 orderId lookups were)."""
-    p = proxy(ferretdb.uri, "--routing", str(ROUTING_FILE), "--rewrite-rule", "shop.orders: orderId -> customerId", admin=True)
+    p = proxy(ferretdb.uri, "--routing", str(ROUTING_FILE), "--rewrite-rule", SEED_RULE, admin=True)
     with pymongo.MongoClient(p.uri, serverSelectionTimeoutMS=20000) as client:
         seed_orders(client)
         for i in range(40):  # mapped: learned from the seed's inserts
@@ -211,7 +212,7 @@ def test_rescued_share_restarts_with_the_shapes_on_stats_reset(ferretdb, proxy):
     """POST /stats/reset zeroes the rule's figure with the shapes': the page's per-shape 'rescued' and
     the demo screen's per-rule one cover the same period (the rule kept counting before), and the
     mappings stay (the lookups after the reset are still rescued)."""
-    p = proxy(ferretdb.uri, "--routing", str(ROUTING_FILE), "--rewrite-rule", "shop.orders: orderId -> customerId", admin=True)
+    p = proxy(ferretdb.uri, "--routing", str(ROUTING_FILE), "--rewrite-rule", SEED_RULE, admin=True)
     with pymongo.MongoClient(p.uri, serverSelectionTimeoutMS=20000) as client:
         seed_orders(client)
         for i in range(30):

@@ -72,10 +72,9 @@ class LookupRewriteTest : public ::testing::Test {
 };
 
 TEST_F(LookupRewriteTest, FindByEqualityGainsTheAddedField) {
-  auto p = plan(R"({"find": "orders", "filter": {"orderId": "O1"}, "limit": 1, "$db": "shop"})");
+  auto p = plan(R"({"find": "orders", "filter": {"orderId": "O1"}, "$db": "shop"})");
   ASSERT_EQ(p.kind, RewriteKind::Read);
-  EXPECT_EQ(bodyJson(p),
-            R"({ "find" : "orders", "filter" : { "orderId" : "O1", "customerId" : "C1" }, "limit" : 1, "$db" : "shop" })");
+  EXPECT_EQ(bodyJson(p), R"({ "find" : "orders", "filter" : { "orderId" : "O1", "customerId" : "C1" }, "$db" : "shop" })");
   p = plan(R"({"count": "orders", "query": {"orderId": {"$eq": "O2"}}, "$db": "shop"})");
   ASSERT_EQ(p.kind, RewriteKind::Read);
   EXPECT_NE(bodyJson(p).find(R"("customerId" : "C2")"), std::string::npos);
@@ -190,21 +189,128 @@ TEST_F(LookupRewriteTest, PlanDependentOrHistoricalAnswersAreLeftAlone) {
 }
 
 // Without a sort the documents come in the plan's order: the original's by orderId (its index),
-// the rewrite's perhaps by customerId (the shard key's). With a limit or skip, a $in of two orders
-// would keep other lines than the original: {limit: 2} over O1 (lines 1, 2) and O2 (line 1) keeps
-// O1's two lines as written, one line of each when rewritten; both values show, so the verify
-// passes it.
-TEST_F(LookupRewriteTest, AnUnsortedInWithALimitOrSkipIsLeftAlone) {
-  const std::string in = R"({"find": "orders", "filter": {"orderId": {"$in": ["O1", "O2"]}}, )";
-  for (const char* cut : {R"("limit": 2)", R"("skip": 1)", R"("limit": {"$numberLong": "-2"})"}) {
-    auto p = plan(in + cut + R"(, "$db": "shop"})");
-    EXPECT_EQ(p.kind, RewriteKind::None) << cut;
-    EXPECT_NE(p.skipped.find("no sort"), std::string_view::npos) << cut;
-    EXPECT_EQ(plan(in + cut + R"(, "sort": {"orderId": 1, "line": 1}, "$db": "shop"})").kind, RewriteKind::Read) << cut;
+// the rewrite's perhaps by customerId (the shard key's, {customerId, orderDate}). A read that keeps
+// only part of that order keeps other lines: findOne / {limit: 1} of O1 (lines 1 and 2) answers
+// line 1 as written and perhaps line 2 rewritten; a batch size the client stops after, or a $skip,
+// the same; a $in with {limit: 2} keeps O1's two lines as written and one line of each rewritten.
+// A line shows either way, so the verify passes it. Only a filter that pins _id (one document) or
+// a sort that names _id (no ties) fixes the order. Before, only the unsorted $in was refused.
+TEST_F(LookupRewriteTest, AReadKeepingPartOfAnUnfixedOrderIsLeftAlone) {
+  const std::vector<std::string> filters = {R"("filter": {"orderId": "O1"})",
+                                            R"("filter": {"orderId": {"$in": ["O1", "O2"]}})"};
+  const std::vector<std::string> parts = {R"("limit": 1)", R"("limit": 2, "singleBatch": true)", R"("skip": 1)",
+                                          R"("limit": {"$numberLong": "-2"})", R"("singleBatch": true)",
+                                          R"("batchSize": 1)", R"("batchSize": 2)"};
+  for (const auto& filter : filters) {
+    const std::string head = R"({"find": "orders", )" + filter + ", ";
+    for (const auto& part : parts) {
+      auto p = plan(head + part + R"(, "$db": "shop"})");
+      EXPECT_EQ(p.kind, RewriteKind::None) << filter << part;
+      EXPECT_EQ(p.skipped, kOrderDependentRefusal) << filter << part;
+      // A sort with ties (lines of one order share orderId and customerId) does not fix it...
+      EXPECT_EQ(plan(head + part + R"(, "sort": {"orderId": 1, "line": 1}, "$db": "shop"})").kind, RewriteKind::None)
+          << filter << part;
+      // ...one that names _id does.
+      EXPECT_EQ(plan(head + part + R"(, "sort": {"orderId": 1, "_id": -1}, "$db": "shop"})").kind, RewriteKind::Read)
+          << filter << part;
+    }
+    EXPECT_EQ(plan(head + R"("limit": 0, "skip": 0, "singleBatch": false, "$db": "shop"})").kind, RewriteKind::Read);
+    EXPECT_EQ(plan(head + R"("sort": {"line": 1}, "$db": "shop"})").kind, RewriteKind::Read) << "the whole answer";
   }
-  EXPECT_EQ(plan(in + R"("limit": 0, "skip": 0, "$db": "shop"})").kind, RewriteKind::Read);
-  EXPECT_EQ(plan(R"({"find": "orders", "filter": {"orderId": "O1"}, "limit": 2, "$db": "shop"})").kind, RewriteKind::Read)
-      << "one order: its lines are one customer's, in the same record order under either index";
+  // _id pinned: at most one document.
+  for (const char* id : {R"("_id": 7)", R"("_id": {"$eq": "x"})", R"("_id": {"$oid": "5f0000000000000000000001"})"})
+    EXPECT_EQ(plan(std::string(R"({"find": "orders", "filter": {"orderId": "O1", )") + id + R"(}, "limit": 1, "$db": "shop"})").kind,
+              RewriteKind::Read)
+        << id;
+  for (const char* id : {R"("_id": {"$gt": 7})", R"("_id": {"$in": [1, 2]})", R"("_id": null)"})
+    EXPECT_EQ(plan(std::string(R"({"find": "orders", "filter": {"orderId": "O1", )") + id + R"(}, "limit": 1, "$db": "shop"})").kind,
+              RewriteKind::None)
+        << id;
+  // The aggregate's forms: $limit, $skip, an order-dependent accumulator, a batch size.
+  const std::string match = R"({"aggregate": "orders", "pipeline": [{"$match": {"orderId": "O1"}})";
+  for (const char* tail :
+       {R"(, {"$limit": 1}], "cursor": {})", R"(, {"$skip": 1}], "cursor": {})",
+        R"(, {"$sort": {"line": 1}}, {"$limit": 1}], "cursor": {})",
+        R"(, {"$sort": {"_id": 1}}, {"$project": {"n": 1}}, {"$group": {"_id": "$n", "c": {"$sum": 1}}}, {"$limit": 1}], "cursor": {})",
+        R"(, {"$group": {"_id": null, "first": {"$first": "$line"}}}], "cursor": {})",
+        R"(, {"$group": {"_id": "$sku", "lines": {"$push": "$line"}}}], "cursor": {})",
+        R"(, {"$setWindowFields": {"sortBy": {"line": 1}, "output": {"r": {"$documentNumber": {}}}}}], "cursor": {})",
+        R"(], "cursor": {"batchSize": 1})"}) {
+    auto p = plan(match + tail + R"(, "$db": "shop"})");
+    EXPECT_EQ(p.kind, RewriteKind::None) << tail;
+    EXPECT_EQ(p.skipped, kOrderDependentRefusal) << tail;
+  }
+  for (const char* tail :
+       {R"(, {"$sort": {"_id": 1}}, {"$unwind": "$items"}, {"$limit": 1}], "cursor": {"batchSize": 1})",
+        R"(, {"$sort": {"_id": 1}}, {"$group": {"_id": null, "first": {"$first": "$line"}}}], "cursor": {"batchSize": 1})",
+        R"(, {"$group": {"_id": null, "n": {"$sum": 1}}}], "cursor": {"batchSize": 1})",
+        R"(, {"$count": "n"}], "cursor": {"batchSize": 1})", R"(, {"$project": {"n": 1}}], "cursor": {})",
+        R"(, {"$setWindowFields": {"sortBy": {"line": 1, "_id": 1}, "output": {"r": {"$documentNumber": {}}}}}, {"$limit": 2}], "cursor": {})"})
+    EXPECT_EQ(plan(match + tail + R"(, "$db": "shop"})").kind, RewriteKind::Read) << tail;
+  EXPECT_EQ(plan(R"({"aggregate": "orders", "pipeline": [{"$match": {"orderId": "O1", "_id": 3}}, {"$limit": 1}], "cursor": {"batchSize": 1}, "$db": "shop"})")
+                .kind,
+            RewriteKind::Read);
+}
+
+// A rule may declare the lookup field unique (`unique=true`: a unique index on orderId, as the
+// order service's seed has): one value is then one document, so findOne and a limit of one order
+// are rewritten again, and a sort on orderId has no ties. Several values still come in the plan's
+// order.
+TEST_F(LookupRewriteTest, AUniqueLookupFieldFixesTheOrderOfOneValue) {
+  LookupRule unique;
+  std::string err;
+  ASSERT_TRUE(parseLookupRule("shop.orders: orderId -> customerId unique=true", unique, err)) << err;
+  EXPECT_TRUE(unique.unique);
+  LookupRule plain;
+  ASSERT_TRUE(parseLookupRule("shop.orders: orderId -> customerId unique=false", plain, err)) << err;
+  EXPECT_FALSE(plain.unique);
+  LookupRule bad;
+  EXPECT_FALSE(parseLookupRule("shop.orders: orderId -> customerId unique=yes", bad, err));
+  EXPECT_NE(err.find("unique must be true or false"), std::string::npos) << err;
+
+  LookupIndex index(unique);
+  for (const char* json : {R"({"orderId": "O1", "customerId": "C1"})", R"({"orderId": "O2", "customerId": "C2"})"}) {
+    Doc d(json);
+    index.learnFromDocument(d.get());
+  }
+  auto kindOf = [&](const std::string& json) {
+    decode(json);
+    return planLookupRewrite(index, view_).kind;
+  };
+  EXPECT_EQ(kindOf(R"({"find": "orders", "filter": {"orderId": "O1"}, "limit": 1, "singleBatch": true, "$db": "shop"})"),
+            RewriteKind::Read);
+  EXPECT_EQ(kindOf(R"({"find": "orders", "filter": {"orderId": {"$eq": "O1"}}, "skip": 1, "batchSize": 1, "$db": "shop"})"),
+            RewriteKind::Read);
+  EXPECT_EQ(kindOf(R"({"aggregate": "orders", "pipeline": [{"$match": {"orderId": "O1"}}, {"$limit": 1}], "cursor": {"batchSize": 1}, "$db": "shop"})"),
+            RewriteKind::Read);
+  EXPECT_EQ(kindOf(R"({"find": "orders", "filter": {"orderId": {"$in": ["O1", "O2"]}}, "limit": 1, "$db": "shop"})"),
+            RewriteKind::None);
+  EXPECT_EQ(kindOf(R"({"find": "orders", "filter": {"orderId": {"$in": ["O1", "O2"]}}, "sort": {"orderId": -1}, "limit": 1, "$db": "shop"})"),
+            RewriteKind::Read);
+
+  // What the sidecar sees can refute the declaration: a reply (or an acknowledged insert batch)
+  // with two documents of one value. From then on one value is no longer one document.
+  const std::string findOne = R"({"find": "orders", "filter": {"orderId": "O1"}, "limit": 1, "$db": "shop"})";
+  decode(R"({"find": "orders", "filter": {"orderId": {"$in": ["O1", "O2"]}}, "$db": "shop"})");
+  auto reading = planReplyLearning(index, view_);
+  Doc two(R"({"cursor": {"id": {"$numberLong": "0"}, "ns": "shop.orders", "firstBatch": [{"_id": 1, "orderId": "O1", "customerId": "C1"}, {"_id": 2, "orderId": "O2", "customerId": "C2"}]}, "ok": 1})");
+  applyReplyLearning(index, reading, protocol::readReplyFacts(two.get()), true);
+  EXPECT_EQ(kindOf(findOne), RewriteKind::Read) << "two values, one document each";
+  Doc lines(R"({"cursor": {"id": {"$numberLong": "0"}, "ns": "shop.orders", "firstBatch": [{"_id": 1, "orderId": "O1", "customerId": "C1"}, {"_id": 3, "orderId": "O1", "customerId": "C1"}]}, "ok": 1})");
+  applyReplyLearning(index, reading, protocol::readReplyFacts(lines.get()), true);
+  EXPECT_EQ(kindOf(findOne), RewriteKind::None);
+  EXPECT_EQ(index.stats().events().count("unique=true refuted: two documents of one lookup value seen"), 1u);
+  index.reset();
+  for (const char* json : {R"({"orderId": "O1", "customerId": "C1"})", R"({"orderId": "O3", "customerId": "C3"})"}) {
+    Doc d(json);
+    index.learnFromDocument(d.get());
+  }
+  EXPECT_EQ(kindOf(findOne), RewriteKind::Read) << "a reset trusts the declaration again";
+  decode(R"({"insert": "orders", "documents": [{"_id": 7, "orderId": "O3", "customerId": "C3"}, {"_id": 8, "orderId": "O3", "customerId": "C3"}], "$db": "shop"})");
+  auto inserting = planReplyLearning(index, view_);
+  Doc inserted(R"({"n": 2, "ok": 1})");
+  applyReplyLearning(index, inserting, protocol::readReplyFacts(inserted.get()));
+  EXPECT_EQ(kindOf(findOne), RewriteKind::None) << "an insert batch with two lines of O3";
 }
 
 // One document found by the rewritten filter proves the order whole only in the data as it is now
@@ -352,7 +458,8 @@ TEST_F(LookupRewriteTest, GuardDecidesFallbacks) {
   Doc failed(R"({"ok": 0, "code": 2, "errmsg": "x"})");
   EXPECT_EQ(fallbackNeeded(read, protocol::CommandKind::Find, rule, protocol::readReplyFacts(empty.get())), FallbackCause::EmptyRead);
   EXPECT_EQ(fallbackNeeded(read, protocol::CommandKind::Find, rule, protocol::readReplyFacts(found.get())), FallbackCause::None);
-  EXPECT_EQ(fallbackNeeded(read, protocol::CommandKind::Find, rule, protocol::readReplyFacts(failed.get())), FallbackCause::None);
+  // An error: the original answers in its place (see AFailedRewrittenReadRunsTheOriginal...).
+  EXPECT_EQ(fallbackNeeded(read, protocol::CommandKind::Find, rule, protocol::readReplyFacts(failed.get())), FallbackCause::FailedRead);
 
   auto in = plan(R"({"find": "orders", "filter": {"orderId": {"$in": ["O1", "O2"]}}, "$db": "shop"})");
   EXPECT_EQ(fallbackNeeded(in, protocol::CommandKind::Find, rule, protocol::readReplyFacts(found.get())), FallbackCause::MissingInValue);
@@ -391,6 +498,19 @@ TEST_F(LookupRewriteTest, AChangeThatMayNotCoverTheOrderOnlyUnsettlesIt) {
   auto all = learning(R"({"update": "orders", "updates": [{"q": {"orderId": "O1"}, "u": {"$set": {"customerId": "C7"}}, "multi": true}], "$db": "shop"})");
   Doc three(R"({"n": 3, "nModified": 3, "ok": 1})");
   applyReplyLearning(index_, all, protocol::readReplyFacts(three.get()));
+  EXPECT_NE(findFilter("O1").find(R"("customerId" : "C7")"), std::string::npos);
+  // A write concern that failed: the update ran on the primary but may be rolled back in part
+  // (one oplog entry per line), leaving the order split. Before, it settled the order at C8.
+  auto unsure = learning(R"({"update": "orders", "updates": [{"q": {"orderId": "O1"}, "u": {"$set": {"customerId": "C8"}}, "multi": true}], "writeConcern": {"w": "majority", "wtimeout": 5}, "$db": "shop"})");
+  Doc timedOut(R"({"n": 3, "nModified": 3, "ok": 1, "writeConcernError": {"code": 64, "codeName": "WriteConcernFailed", "errmsg": "waiting for replication timed out"}})");
+  applyReplyLearning(index_, unsure, protocol::readReplyFacts(timedOut.get()));
+  EXPECT_FALSE(rewritesFind("O1")) << findFilter("O1");
+  auto findAndMove = learning(R"({"findAndModify": "orders", "query": {"orderId": "O1"}, "update": {"$set": {"customerId": "C8"}}, "$db": "shop"})");
+  Doc movedUnsure(R"({"lastErrorObject": {"n": 1, "updatedExisting": true}, "value": {"orderId": "O1", "customerId": "C7"}, "ok": 1, "writeConcernError": {"code": 64, "errmsg": "x"}})");
+  applyReplyLearning(index_, findAndMove, protocol::readReplyFacts(movedUnsure.get()));
+  EXPECT_FALSE(rewritesFind("O1")) << findFilter("O1");
+  auto acknowledged = learning(R"({"update": "orders", "updates": [{"q": {"orderId": "O1"}, "u": {"$set": {"customerId": "C7"}}, "multi": true}], "$db": "shop"})");
+  applyReplyLearning(index_, acknowledged, protocol::readReplyFacts(three.get()));  // write concern met: settled again
   EXPECT_NE(findFilter("O1").find(R"("customerId" : "C7")"), std::string::npos);
   // updateMany with another predicate may leave lines behind.
   auto some = learning(R"({"update": "orders", "updates": [{"q": {"orderId": "O1", "status": "paid"}, "u": {"$set": {"customerId": "C6"}}, "multi": true}], "$db": "shop"})");
@@ -692,11 +812,11 @@ TEST_F(LookupRewriteTest, ShapesWhoseReplyCannotShowAMissAreRefused) {
 
 TEST_F(LookupRewriteTest, VerifiableShapesAreStillRewritten) {
   const char* cases[] = {
-      R"({"find": "orders", "filter": {"orderId": "O1"}, "sort": {"total": -1}, "skip": 1, "limit": 3, "batchSize": 1, "projection": {"total": 1}, "$db": "shop"})",
+      R"({"find": "orders", "filter": {"orderId": "O1"}, "sort": {"total": -1, "_id": 1}, "skip": 1, "limit": 3, "batchSize": 1, "projection": {"total": 1}, "$db": "shop"})",
       R"({"find": "orders", "filter": {"orderId": {"$in": ["O1", "O2"]}}, "projection": {"orderId": 1, "total": 1}, "$db": "shop"})",
       R"({"find": "orders", "filter": {"orderId": "O1"}, "collation": {"locale": "simple"}, "hint": {"orderId": 1}, "$db": "shop"})",
       R"({"aggregate": "orders", "pipeline": [{"$match": {"orderId": "O1"}}, {"$group": {"_id": null, "n": {"$sum": 1}}}], "cursor": {"batchSize": 5}, "$db": "shop"})",
-      R"({"aggregate": "orders", "pipeline": [{"$match": {"orderId": "O1"}}, {"$project": {"a": 1}}, {"$sort": {"a": 1}}, {"$limit": 2}], "cursor": {}, "$db": "shop"})",
+      R"({"aggregate": "orders", "pipeline": [{"$match": {"orderId": "O1"}}, {"$project": {"a": 1}}, {"$sort": {"a": 1, "_id": -1}}, {"$limit": 2}], "cursor": {}, "$db": "shop"})",
       R"({"update": "orders", "updates": [{"q": {"orderId": "O1"}, "u": {"$set": {"items.$[i].n": 1}}, "arrayFilters": [{"i.n": 0}], "multi": false}], "writeConcern": {"w": "majority"}, "$db": "shop"})",
       R"({"delete": "orders", "deletes": [{"q": {"orderId": "O1", "$expr": {"$gt": ["$total", "$$t"]}}, "limit": 1}], "let": {"t": 1}, "$db": "shop"})",
       R"({"delete": "orders", "deletes": [{"q": {"orderId": "O1"}, "limit": 1.0}], "$db": "shop"})",
@@ -709,7 +829,8 @@ TEST_F(LookupRewriteTest, VerifiableShapesAreStillRewritten) {
 
 TEST_F(LookupRewriteTest, AnEmptyFirstBatchIsAMissWhetherOrNotTheCursorIsOpen) {
   auto rule = index_.rule();
-  auto read = plan(R"({"find": "orders", "filter": {"orderId": "O1"}, "batchSize": 1, "$db": "shop"})");
+  auto read = plan(R"({"find": "orders", "filter": {"orderId": "O1"}, "sort": {"_id": 1}, "batchSize": 1, "$db": "shop"})");
+  ASSERT_EQ(read.kind, RewriteKind::Read);
   Doc emptyLive(R"({"cursor": {"id": {"$numberLong": "77"}, "ns": "shop.orders", "firstBatch": []}, "ok": 1})");
   auto v = verifyRewrite(read, protocol::CommandKind::Find, rule, protocol::readReplyFacts(emptyLive.get()));
   EXPECT_EQ(v.cause, FallbackCause::EmptyRead);
@@ -719,7 +840,8 @@ TEST_F(LookupRewriteTest, AnEmptyFirstBatchIsAMissWhetherOrNotTheCursorIsOpen) {
   auto count = plan(R"({"count": "orders", "query": {"orderId": "O1"}, "$db": "shop"})");
   EXPECT_EQ(verifyRewrite(count, protocol::CommandKind::Count, rule, protocol::readReplyFacts(noN.get())).cause, FallbackCause::Unverifiable);
   // $in: every value in the first batch proves the rewrite complete, even with the cursor open.
-  auto in = plan(R"({"find": "orders", "filter": {"orderId": {"$in": ["O1", "O2"]}}, "batchSize": 2, "$db": "shop"})");
+  auto in = plan(R"({"find": "orders", "filter": {"orderId": {"$in": ["O1", "O2"]}}, "sort": {"_id": 1}, "batchSize": 2, "$db": "shop"})");
+  ASSERT_EQ(in.kind, RewriteKind::Read);
   Doc both(R"({"cursor": {"id": {"$numberLong": "9"}, "firstBatch": [{"orderId": "O2"}, {"orderId": "O1"}]}, "ok": 1})");
   v = verifyRewrite(in, protocol::CommandKind::Find, rule, protocol::readReplyFacts(both.get()));
   EXPECT_EQ(v.cause, FallbackCause::None);
@@ -733,6 +855,35 @@ TEST_F(LookupRewriteTest, AnEmptyFirstBatchIsAMissWhetherOrNotTheCursorIsOpen) {
   EXPECT_TRUE(learnFromRerun(index_, in, protocol::CommandKind::Find, v.suspects, protocol::readReplyFacts(original.get())));
   EXPECT_FALSE(rewritesFind("O1"));
   EXPECT_TRUE(rewritesFind("O2"));
+}
+
+// An error answering a rewritten read was passed on as "the original would fail the same way",
+// which nothing showed (an error the added predicate caused, a shard only the targeted read
+// needed). A read now runs again as written and the client gets the original's reply; the error
+// says nothing of the mapping (no suspects). A write's error is still passed on: it may have run.
+TEST_F(LookupRewriteTest, AFailedRewrittenReadRunsTheOriginalAndAFailedWriteIsPassedOn) {
+  const auto rule = index_.rule();
+  Doc failed(R"({"ok": 0, "errmsg": "x", "code": 2, "codeName": "BadValue"})"), garbled(R"({"cursor": 1})");
+  for (const char* json : {R"({"find": "orders", "filter": {"orderId": "O1"}, "$db": "shop"})",
+                           R"({"count": "orders", "query": {"orderId": "O1"}, "$db": "shop"})",
+                           R"({"distinct": "orders", "key": "sku", "query": {"orderId": "O1"}, "$db": "shop"})",
+                           R"({"aggregate": "orders", "pipeline": [{"$match": {"orderId": "O1"}}], "cursor": {}, "$db": "shop"})"}) {
+    auto p = plan(json);
+    ASSERT_EQ(p.kind, RewriteKind::Read) << json;
+    auto v = verifyRewrite(p, p.command, rule, protocol::readReplyFacts(failed.get()));
+    EXPECT_EQ(v.cause, FallbackCause::FailedRead) << json;
+    EXPECT_TRUE(v.suspects.empty()) << json;
+    EXPECT_EQ(verifyRewrite(p, p.command, rule, protocol::readReplyFacts(garbled.get())).cause, FallbackCause::FailedRead)
+        << json;
+  }
+  EXPECT_EQ(fallbackCauseName(FallbackCause::FailedRead), "failed_read");
+  for (const char* json :
+       {R"({"update": "orders", "updates": [{"q": {"orderId": "O1"}, "u": {"$inc": {"n": 1}}}], "$db": "shop"})",
+        R"({"findAndModify": "orders", "query": {"orderId": "O1"}, "update": {"$inc": {"n": 1}}, "$db": "shop"})"}) {
+    auto p = plan(json);
+    ASSERT_EQ(p.kind, RewriteKind::Write) << json;
+    EXPECT_EQ(verifyRewrite(p, p.command, rule, protocol::readReplyFacts(failed.get())).cause, FallbackCause::None) << json;
+  }
 }
 
 // Issue 14 item 13: a fallback whose original finds something proves the mapping wrong, even when
