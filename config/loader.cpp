@@ -205,7 +205,7 @@ const std::vector<KeySpec>& keyTable() {
       {"stats.enabled", flag(&Config::stats_enabled), "true", "false: forward only, no per-operation statistics"},
       {"stats.record_values", flag(&Config::stats_record_values), "false", "field values never appear in stats or logs unless this is on"},
       {"stats.max_shapes_per_namespace", number(&Config::stats_max_shapes_per_namespace, 1, 1'000'000), "1000", "further shapes are counted in an \"other\" bucket"},
-      {"rewrite.rules", rules(&Config::rewrite_rules), "(none)", "lookup rewrite rules 'db.coll: lookupField -> addField [file=..] [collection=..] [uri=..] [capacity=N] [max_bytes=N[k|m|g]] [unique=true]', ';'-separated"},
+      {"rewrite.rules", rules(&Config::rewrite_rules), "(none)", "lookup rewrite rules 'db.coll: lookupField -> addField [file=..] [collection=..] [uri=..] [capacity=N] [max_bytes=N[k|m|g]] [unique=false]', ';'-separated"},
       {"evaluation.enabled", flag(&Config::evaluation_enabled), "true", "shard-key evaluation of the live traffic"},
       {"evaluation.max_memory_bytes", [](Config& c, const std::string& v) { return parseUint64(v, c.evaluation_max_memory_bytes); }, "268435456",
        "bytes the evaluation may hold across namespaces; new fields, shapes and samples beyond it are counted, not kept"},

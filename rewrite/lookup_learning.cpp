@@ -413,7 +413,7 @@ size_t heldBytes(const ReplyLearning& learning) {
 
 namespace {
 // Whether documents show one lookup value twice (distinct documents, each with a plain value):
-// the rule's unique=true is then false. Only looked at when the rule declares it (a hash set,
+// the rule's unique is then refuted. Only looked at while the rule holds it (a hash set,
 // linear in the documents).
 // `field`: where the documents hold the lookup value (the rule's field, or "l" in a compact).
 template <typename EachDocument>

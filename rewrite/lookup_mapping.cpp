@@ -262,7 +262,7 @@ void LookupIndex::learnComplete(const bson_iter_t& lookupValue, const bson_t* ad
 
 void LookupIndex::refuteUnique() {
   if (rule_.unique && !unique_refuted_.exchange(true, std::memory_order_relaxed))
-    stats_.onEvent("unique=true refuted: two documents of one lookup value seen");
+    stats_.onEvent("unique refuted: two documents of one lookup value seen");
 }
 
 void LookupIndex::reset() {

@@ -37,7 +37,7 @@ class LookupIndex {
   explicit LookupIndex(LookupRule rule) : rule_(std::move(rule)), store_(rule_.capacity, rule_.max_bytes) {}
 
   const LookupRule& rule() const { return rule_; }
-  // Whether one lookup value is one document: the rule declares it (unique=true) and nothing the
+  // Whether one lookup value is one document: the rule assumes it (unique, the default) and nothing the
   // sidecar saw refuted it (two documents of one value in a reply or an insert batch), until
   // POST /rewrite/reset.
   bool uniqueHolds() const { return rule_.unique && !unique_refuted_.load(std::memory_order_relaxed); }

@@ -17,10 +17,12 @@ struct LookupRule {
   std::string mapping_uri;             // where that collection lives (default: the upstream)
   uint32_t capacity = 1'000'000;       // mappings kept in memory, then least recently used evicted
   uint64_t max_bytes = uint64_t{64} << 20;  // and the bytes they may hold (MappingStore), likewise
-  // `unique=true`: the operator asserts one document per lookup value (a unique index on it, simple
-  // collation, not partial), so a read of one value keeps its answer whatever part it asks for
-  // (findOne, a limit) and a sort on the lookup field has no ties (kOrderDependentRefusal).
-  bool unique = false;
+  // One document per lookup value (a unique index on it, simple collation, not partial), so a read
+  // of one value keeps its answer whatever part it asks for (findOne, a limit) and a sort on the
+  // lookup field has no ties (kOrderDependentRefusal). Assumed, as an order id is, until what the
+  // sidecar sees refutes it (LookupIndex::refuteUnique); `unique=false` declares several documents
+  // per value from the start.
+  bool unique = true;
 };
 
 // Parses "shop.orders: orderId -> customerId[,orderDate] [file=PATH] [collection=DB.COLL] [uri=MONGODB_URI]

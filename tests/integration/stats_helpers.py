@@ -49,9 +49,9 @@ PROFILE = [
 CUSTOMERS = ["C0100", "C1000", "C2000", "C3000", "C4000", "C4500"]
 SECRET_ORDER_ID = "ORD-SECRET-7731"  # must never show up in stats, metrics, pages or logs
 BASE_DATE = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
-# seed_orders() holds one document per orderId, as seed 003's unique orderId index keeps it: the rule
-# declares it, so find_one by orderId (limit 1) is rewritten (docs/rewrite.md, unique=true).
-SEED_RULE = "shop.orders: orderId -> customerId unique=true"
+# seed_orders() holds one document per orderId, as seed 003's unique orderId index keeps it and the
+# rule assumes by default, so find_one by orderId (limit 1) is rewritten (docs/rewrite.md).
+SEED_RULE = "shop.orders: orderId -> customerId"
 
 
 def seed_orders(client: pymongo.MongoClient, n: int = 60) -> None:

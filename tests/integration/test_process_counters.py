@@ -159,8 +159,8 @@ def test_traffic_counters_move_with_their_events(ferretdb, proxy, workdir):
     from harness import REPO_ROOT
 
     routing = str(REPO_ROOT / "tests" / "data" / "routing" / "orders_6shards.json")
-    # One document per orderId (unique=true): find_one by orderId is rewritten (docs/rewrite.md).
-    px = proxy(ferretdb.uri, "--routing", routing, "--rewrite-rule", "shop.orders: orderId -> customerId unique=true",
+    # One document per orderId (the rule's default assumption): find_one by orderId is rewritten.
+    px = proxy(ferretdb.uri, "--routing", routing, "--rewrite-rule", "shop.orders: orderId -> customerId",
                "--stats.max_shapes_per_namespace", "3", "--capture.file", str(workdir / "capture.bin"),
                "--capture.max_bytes", "4000", admin=True)
     with pymongo.MongoClient(px.uri, serverSelectionTimeoutMS=10000) as client:

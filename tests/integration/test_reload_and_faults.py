@@ -50,7 +50,6 @@ def test_reload_applies_rules_and_refuses_bad_config_without_dropping_connection
     assert wait_for(lambda: len(get(p, "/rewrite")) == 1)
     assert get(p, "/config")["effective"]["rewrite_rules"] == ["shop.orders: orderId -> customerId"]
     coll.insert_one({"_id": 99, "orderId": "O99", "customerId": "C0099"})  # teaches the new rule
-    # A find without a limit: find_one's limit 1 is rewritten only under unique=true (docs/rewrite.md).
     assert [d["_id"] for d in coll.find({"orderId": "O99"})] == [99]
     assert get(p, "/rewrite")[0]["applied"] == 1
 

@@ -21,9 +21,8 @@ from harness import REPO_ROOT
 
 ROUTING = str(REPO_ROOT / "tests" / "data" / "routing" / "orders_6shards.json")
 RULE = "shop.orders: orderId -> customerId"
-# orders() holds one document per orderId, as a unique index on it would: findOne / limit 1 of an
-# order is rewritten only under such a declaration (docs/rewrite.md, unique=true).
-UNIQUE_RULE = f"{RULE} unique=true"
+# orders() holds one document per orderId, as a unique index on it would: the rule's default
+# assumption (docs/rewrite.md), so findOne / limit 1 of an order is rewritten with no option given.
 SHAPE_BY_ORDER_ID = '{"orderId":"<string>"}'
 
 
@@ -35,7 +34,7 @@ def orders(n=120):
 
 def find_order(coll, order_id, *projection):
     """The order's document by a find without a limit, which the rewrite takes whatever the rule
-    declares (find_one sends limit: 1: rewritten only with unique=true)."""
+    assumes (find_one sends limit: 1: rewritten while one document per order id holds)."""
     docs = list(coll.find({"orderId": order_id}, *projection))
     assert len(docs) <= 1, docs
     return docs[0] if docs else None
@@ -56,7 +55,7 @@ def shape_entry(proxy, shape):
 @pytest.fixture
 def pair(ferretdb, proxy):
     """(client through a proxy with the rule, its proxy, client through a proxy without it)."""
-    with_rule = proxy(ferretdb.uri, "--routing", ROUTING, "--rewrite-rule", UNIQUE_RULE, admin=True)
+    with_rule = proxy(ferretdb.uri, "--routing", ROUTING, "--rewrite-rule", RULE, admin=True)
     without = proxy(ferretdb.uri, "--routing", ROUTING, admin=True)
     a = pymongo.MongoClient(with_rule.uri, serverSelectionTimeoutMS=10000)
     b = pymongo.MongoClient(without.uri, serverSelectionTimeoutMS=10000)

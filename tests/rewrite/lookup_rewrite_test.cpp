@@ -26,7 +26,8 @@ class LookupRewriteTest : public ::testing::Test {
   static LookupRule rule() {
     LookupRule r;
     std::string err;
-    EXPECT_TRUE(parseLookupRule("shop.orders: orderId -> customerId", r, err)) << err;
+    // unique=false: these tests speak of orders with several lines (the default assumes one).
+    EXPECT_TRUE(parseLookupRule("shop.orders: orderId -> customerId unique=false", r, err)) << err;
     return r;
   }
   RewritePlan plan(const std::string& json, const std::vector<testing::Sequence>& seqs = {}, uint32_t flags = 0) {
@@ -264,6 +265,9 @@ TEST_F(LookupRewriteTest, AUniqueLookupFieldFixesTheOrderOfOneValue) {
   LookupRule plain;
   ASSERT_TRUE(parseLookupRule("shop.orders: orderId -> customerId unique=false", plain, err)) << err;
   EXPECT_FALSE(plain.unique);
+  LookupRule assumed;
+  ASSERT_TRUE(parseLookupRule("shop.orders: orderId -> customerId", assumed, err)) << err;
+  EXPECT_TRUE(assumed.unique) << "one document per order id is assumed until refuted";
   LookupRule bad;
   EXPECT_FALSE(parseLookupRule("shop.orders: orderId -> customerId unique=yes", bad, err));
   EXPECT_NE(err.find("unique must be true or false"), std::string::npos) << err;
@@ -299,7 +303,7 @@ TEST_F(LookupRewriteTest, AUniqueLookupFieldFixesTheOrderOfOneValue) {
   Doc lines(R"({"cursor": {"id": {"$numberLong": "0"}, "ns": "shop.orders", "firstBatch": [{"_id": 1, "orderId": "O1", "customerId": "C1"}, {"_id": 3, "orderId": "O1", "customerId": "C1"}]}, "ok": 1})");
   applyReplyLearning(index, reading, protocol::readReplyFacts(lines.get()), true);
   EXPECT_EQ(kindOf(findOne), RewriteKind::None);
-  EXPECT_EQ(index.stats().events().count("unique=true refuted: two documents of one lookup value seen"), 1u);
+  EXPECT_EQ(index.stats().events().count("unique refuted: two documents of one lookup value seen"), 1u);
   index.reset();
   for (const char* json : {R"({"orderId": "O1", "customerId": "C1"})", R"({"orderId": "O3", "customerId": "C3"})"}) {
     Doc d(json);
