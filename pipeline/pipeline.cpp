@@ -436,6 +436,9 @@ bool Pipeline::registerRequest(PendingOp& op, const protocol::CommandView& view,
 
   op.start = Clock::now();
   op.shards = target.shards;
+  // A cursor's continuation reaches the shards its opening query was targeted to, positions in
+  // that query's table: filed and remembered under that table's load.
+  op.shards_load = target.shards_load ? target.shards_load : tableInForce.load;
   op.sharded = table && (target.targeting == routing::Targeting::Single || target.targeting == routing::Targeting::Multi ||
                          target.targeting == routing::Targeting::Broadcast);
   op.get_more_cursor = traits.kind == protocol::CommandKind::GetMore ? view.cursorId.value_or(0) : 0;
@@ -453,7 +456,7 @@ bool Pipeline::registerRequest(PendingOp& op, const protocol::CommandView& view,
   shape_.reset();
   Operation operation{view, routed, ns, traits, target, message, handshake, op, shape_, &killed};
   if (streamedDocuments) operation.streamed_bytes = stream_wire_bytes_;
-  operation.routing_load = tableInForce.load;
+  operation.routing_load = op.shards_load;
   for (Observer* o : observers_) o->onRequest(operation);
 
   if (view.moreToCome) {  // fire-and-forget (w:0): no reply will come
@@ -681,7 +684,7 @@ void Pipeline::learnFromReply(const PendingOp& op, const protocol::ReplyFacts& r
     if (op.get_more_cursor) {
       if (cursorId == 0) settings_.cursors->forget(op.get_more_cursor);
     } else if (cursorId != 0) {
-      settings_.cursors->remember(cursorId, op.shards);
+      settings_.cursors->remember(cursorId, op.shards, op.shards_load);
     }
   }
 }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <string>
 
 #include "pipeline/statistics_observer.h"
@@ -58,6 +59,44 @@ TEST(RoutingLoadCarried, AFallbackAfterAReloadIsFiledUnderTheTableItWasTargetedW
   uint64_t total = 0;
   for (const auto& [name, n] : ops) total += n;
   EXPECT_EQ(total, names.size() + 1);  // the broadcast on each shard, the rewritten find on one
+}
+
+// A getMore after a reload reaches the shards its cursor's opening find was targeted to: positions
+// in the find's table, filed under that table's names (the cursor registry keeps the load with the
+// shards). Before, the getMore was filed under the new table's name at that position.
+TEST(RoutingLoadCarried, AGetMoreAfterAReloadIsFiledUnderItsCursorsTable) {
+  FakeEnvironment env;
+  env.table = routing::testing::loadData(routing::testing::kOrders);
+  env.load = 3;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < env.table->shardCount(); ++i) names.emplace_back(env.table->shardName(i));
+  routing::CursorShards cursors;
+  Connection conn(env, &cursors);
+  conn.registry.setShardNames(names, 3);
+  StatisticsObserver statistics(*conn.recorder);
+  conn.pipeline.addObserver(statistics);
+
+  auto find = request(R"({"find": "orders", "filter": {"customerId": "C0100"}, "batchSize": 1, "$db": "shop"})", 7);
+  conn.send(find);
+  ASSERT_EQ(conn.observer.requests.back().targeting, routing::Targeting::Single);
+  const std::set<std::string> owner = routing::testing::shardNames(*env.table, conn.observer.requests.back().shards);
+  ASSERT_EQ(owner, std::set<std::string>{names[0]});
+  auto opened = reply(cursorReply(77, "firstBatch", R"({"_id": 1})"), 7);
+  conn.receive(opened);
+
+  // The reload: position 0 of the new list names another shard.
+  std::vector<std::string> reloaded = names;
+  reloaded[0] = "shardX";
+  conn.registry.setShardNames(reloaded, 4);
+  env.load = 4;
+
+  auto more = request(R"({"getMore": {"$numberLong": "77"}, "collection": "orders", "$db": "shop"})", 8);
+  conn.send(more);
+  ASSERT_EQ(conn.observer.requests.back().targeting, routing::Targeting::Single);  // the cursor's shard
+
+  const auto ops = routingLoadShardOps(conn.registry);
+  EXPECT_EQ(ops.count("shardX"), 0u) << "the getMore was counted under the reloaded table's name";
+  EXPECT_EQ(ops.at(names[0]), 2u);  // the find and its getMore
 }
 
 }  // namespace
