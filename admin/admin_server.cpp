@@ -210,7 +210,7 @@ AdminResponse AdminServer::Impl::route(std::string_view method, std::string_view
 
 void AdminServer::Impl::sampleHistory() {
   stats::Snapshot snap = registry.snapshot();
-  history.add(snap.nowMs, snap.totals, snap.shardOps, snap.shardNames);  // the counts' own names
+  history.add(snap.nowMs, snap.totals, snap.shardOps, snap.shardNames, snap.resetMs);  // the counts' own names
 }
 
 // Samples once at start (the baseline) and then every interval, until stop() cancels the timer.

@@ -208,12 +208,13 @@ function fmtPct(x) {
   return fixed(100 * x, x > 0 && x < 0.001 ? 2 : 1) + "%";
 }
 function fmtRate(x) { return x >= 100 ? fixed(x, 0) : fixed(x, 1); }
+// A latency with the digits `shardscope stats` prints (cli/stats_command.cpp fmtNs).
 function fmtNs(ns) {
   if (!ns) return "-";
-  if (ns < 1e3) return ns + " ns";
-  if (ns < 1e6) return (ns / 1e3).toFixed(ns < 1e4 ? 1 : 0) + " \u00b5s";
-  if (ns < 1e9) return (ns / 1e6).toFixed(ns < 1e7 ? 2 : 1) + " ms";
-  return (ns / 1e9).toFixed(2) + " s";
+  if (ns < 1e3) return fixed(ns, 0) + " ns";
+  if (ns < 1e6) return fixed(ns / 1e3, ns < 1e4 ? 1 : 0) + " \u00b5s";
+  if (ns < 1e9) return fixed(ns / 1e6, ns < 1e7 ? 2 : 1) + " ms";
+  return fixed(ns / 1e9, 2) + " s";
 }
 function setText(id, text) { document.getElementById(id).textContent = shown(text); }
 function badge(cls) {
@@ -461,7 +462,7 @@ function renderShapes(s) {
               el("td", {class: "why", "data-field": "reason"}, sh.reason || ""),
               el("td", {"data-field": "hosts"}, sh.countClass),
               el("td", {class: "num", "data-field": "broadcast"}, fmtPct(sh.broadcastShare)),
-              el("td", {class: "num", "data-field": "shards"}, sh.shardsTouched.mean.toFixed(1) + " / " + sh.shardsTouched.max),
+              el("td", {class: "num", "data-field": "shards"}, fixed(sh.shardsTouched.mean, 1) + " / " + sh.shardsTouched.max),
               el("td", {class: "num", "data-field": "p50"}, fmtNs(sh.latency.p50Ns)),
               el("td", {class: "num", "data-field": "p99", title: "max " + fmtNs(sh.latency.maxNs)}, fmtNs(sh.latency.p99Ns)),
               el("td", {class: "num", "data-field": "errors"}, fmtInt(sh.errors.total)));

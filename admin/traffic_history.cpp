@@ -16,9 +16,14 @@ TrafficHistory::TrafficHistory(size_t capacity, size_t max_shards)
     : capacity_(capacity == 0 ? 1 : capacity), max_shards_(max_shards) {}
 
 void TrafficHistory::add(int64_t now_ms, const stats::ConnectionTotals& totals, const std::vector<uint64_t>& shard_ops,
-                         const std::vector<std::string>& shard_names) {
+                         const std::vector<std::string>& shard_names, int64_t reset_ms) {
   std::lock_guard lock(mutex_);
   if (!shard_names.empty()) shard_names_ = shard_names;
+  if (have_baseline_ && reset_ms != last_reset_ms_) {  // reset since the last call: every count is new
+    last_totals_ = stats::ConnectionTotals{};
+    std::fill(last_shards_.begin(), last_shards_.end(), 0);
+  }
+  last_reset_ms_ = reset_ms;
   if (have_baseline_ && now_ms > last_ms_) {
     Sample s;
     s.end_ms = now_ms;

@@ -19,12 +19,15 @@ class TrafficHistory {
   explicit TrafficHistory(size_t capacity = 120, size_t max_shards = 64);
 
   // Cumulative counters at `now_ms`. The first call only sets the baseline; each later call appends
-  // the difference to the previous one. Counters that went down (POST /stats/reset) count from zero.
+  // the difference to the previous one. After POST /stats/reset every counter counts from zero:
+  // `reset_ms` (Snapshot::resetMs) changed since the last call, or (without it) the counter went
+  // down. A counter that restarted and passed its old value within the interval is not mistaken for
+  // one that grew by the difference.
   // `shard_names`: the name of each position of `shard_ops` (the statistics' shard catalog,
   // Snapshot::shardNames, which keeps a shard's position when a reload reorders the table's list);
   // the latest given names the shards of /history.
   void add(int64_t now_ms, const stats::ConnectionTotals& totals, const std::vector<uint64_t>& shard_ops,
-           const std::vector<std::string>& shard_names = {});
+           const std::vector<std::string>& shard_names = {}, int64_t reset_ms = 0);
 
   // {"intervalSeconds": s, "capacity": n, "shards": [names], "samples": [{"end": unix ms,
   // "seconds": s, "targeting": {...}, "hostsTargeted": {...}, "shards": [ops by index, then "other"]}],
@@ -51,6 +54,7 @@ class TrafficHistory {
   std::deque<Sample> samples_;
   bool have_baseline_ = false;
   int64_t last_ms_ = 0;
+  int64_t last_reset_ms_ = 0;
   stats::ConnectionTotals last_totals_;
   std::vector<uint64_t> last_shards_;
   std::vector<std::string> shard_names_;  // of last_shards_' positions, as add() was told

@@ -38,11 +38,14 @@ struct StatsArgs {
   bool json = false;
 };
 
+// A latency with the digits the dashboard shows (admin/dashboard_page.cpp fmtNs): three significant
+// digits from 1 us to 10 ms, where the CLI printed "0us" for 300 ns and "1.2ms" beside the page's 1.23 ms.
 std::string fmtNs(double ns) {
   char buf[32];
   if (ns <= 0) return "-";
-  if (ns < 1e6) std::snprintf(buf, sizeof buf, "%.0fus", ns / 1e3);
-  else if (ns < 1e9) std::snprintf(buf, sizeof buf, "%.1fms", ns / 1e6);
+  if (ns < 1e3) std::snprintf(buf, sizeof buf, "%.0fns", ns);
+  else if (ns < 1e6) std::snprintf(buf, sizeof buf, ns < 1e4 ? "%.1fus" : "%.0fus", ns / 1e3);
+  else if (ns < 1e9) std::snprintf(buf, sizeof buf, ns < 1e7 ? "%.2fms" : "%.1fms", ns / 1e6);
   else std::snprintf(buf, sizeof buf, "%.2fs", ns / 1e9);
   return buf;
 }

@@ -9,6 +9,7 @@
 #include "evaluation/namespace_state.h"
 #include "routing/key_bound.h"
 #include "common/json_writer.h"
+#include "common/name_text.h"
 
 namespace shardscope::evaluation {
 namespace {
@@ -116,7 +117,10 @@ MigrationPlan planMigration(const NamespaceState& st, const NamespaceReport& r, 
   const CandidateResult& w = r.candidates[r.recommended];
   const CandidateResult* now = currentKey(r);
   p.present = true;
-  p.ns = r.ns;
+  // Shown by the one rule for client names (common/name_text.h), as the export carries it: a name
+  // that is not UTF-8 writes the same command here and in a fleet's merge (evaluate --from), and
+  // two such names never write the same command.
+  p.ns = common::utf8Name(r.ns);
   p.key_json = w.key_json;
   p.targeted_share_after = w.targeted;
   p.targeted_known = r.reads + r.writes + r.other_shape_ops > 0;
@@ -133,7 +137,7 @@ MigrationPlan planMigration(const NamespaceState& st, const NamespaceReport& r, 
     p.inserted_bytes_per_second = static_cast<double>(st.insert_bytes) / p.observed_seconds;
   }
 
-  const std::string coll = r.ns.substr(r.ns.find('.') + 1);
+  const std::string coll = p.ns.substr(p.ns.find('.') + 1);
   const std::string indexJson = "{\"createIndexes\": " + quoted(coll) + ", \"indexes\": [{\"key\": " + w.key_json +
                                 ", \"name\": \"shardKey\"}]}";
   const uint32_t shards = std::max<uint32_t>(1, r.shards);
@@ -155,7 +159,7 @@ MigrationPlan planMigration(const NamespaceState& st, const NamespaceReport& r, 
     p.action = "reshardCollection";
     p.index_note = "reshardCollection builds the index on the new key itself";
   }
-  p.command_json = "{\"" + p.action + "\": " + quoted(r.ns) + ", \"key\": " + w.key_json;
+  p.command_json = "{\"" + p.action + "\": " + quoted(p.ns) + ", \"key\": " + w.key_json;
 
   // Initial split.
   if (p.action == "shardCollection" && w.hashed_prefix) {

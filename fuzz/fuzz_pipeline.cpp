@@ -46,7 +46,7 @@ class Environment final : public pipeline::Environment {
       bson_destroy(&doc);
     }
   }
-  const routing::RoutingTable* routingTable() override { return table_.get(); }
+  pipeline::RoutingInForce routing() override { return {table_.get(), table_ ? 1u : 0u}; }
   std::shared_ptr<rewrite::LookupIndex> lookupRule(std::string_view ns) override {
     return ns == "shop.orders" ? rule_ : nullptr;
   }

@@ -24,14 +24,30 @@ struct Fault {
   int32_t error_code = 0;  // 0: forward normally
 };
 
+// The routing table a request is targeted with and its load number (routing::RoutingLoad::generation),
+// read together once per request: every step of the request targets with that one table, and
+// statistics file its shards under that load's shard names (a reload may come in between).
+struct RoutingInForce {
+  const routing::RoutingTable* table = nullptr;  // null: none loaded
+  uint64_t load = 0;                              // 0: none loaded
+};
+
+// The same, keeping the table alive while the caller holds it.
+struct HeldRouting {
+  std::shared_ptr<const routing::RoutingTable> table;
+  uint64_t load = 0;
+  RoutingInForce view() const { return {table.get(), load}; }
+};
+
 class Environment {
  public:
   virtual ~Environment() = default;
-  virtual const routing::RoutingTable* routingTable() = 0;  // null: none loaded
-  // The same, kept alive while the caller holds it (a streamed insert's documents are targeted
-  // against one table from its head to its last byte). By default it does not own the table.
-  virtual std::shared_ptr<const routing::RoutingTable> heldRoutingTable() {
-    return std::shared_ptr<const routing::RoutingTable>(std::shared_ptr<const void>(), routingTable());
+  virtual RoutingInForce routing() = 0;
+  // Kept alive while the caller holds it (a streamed insert's documents are targeted against one
+  // table from its head to its last byte). By default it does not own the table.
+  virtual HeldRouting heldRouting() {
+    const RoutingInForce r = routing();
+    return {std::shared_ptr<const routing::RoutingTable>(std::shared_ptr<const void>(), r.table), r.load};
   }
   // The lookup rule of the namespace; null when it has none.
   virtual std::shared_ptr<rewrite::LookupIndex> lookupRule(std::string_view ns) = 0;

@@ -32,9 +32,10 @@ size_t rewriteCopyBytes(size_t messageBytes, const rewrite::RewritePlan& plan) {
 
 }  // namespace
 
-std::span<const uint8_t> Pipeline::applyLookupRule(PendingOp& op, std::span<const uint8_t> message, std::string_view ns) {
+std::span<const uint8_t> Pipeline::applyLookupRule(PendingOp& op, std::span<const uint8_t> message, std::string_view ns,
+                                                   const RoutingInForce& tableInForce) {
   rewrite::LookupIndex& index = *op.lookup;
-  const auto* table = env_.routingTable();
+  const routing::RoutingTable* table = tableInForce.table;
   const auto* collection = table ? table->collection(ns) : nullptr;
   auto plan = rewrite::planLookupRewrite(index, view_, routing::TargetOptions{}.analysis_budget, collection);
   // After planning: an update that changes an added field is planned with the mapping that still
@@ -56,7 +57,7 @@ std::span<const uint8_t> Pipeline::applyLookupRule(PendingOp& op, std::span<cons
   state->db.assign(view_.db);
   state->collection.assign(view_.collection);
   state->original.assign(message.begin(), message.end());
-  if (const auto* table = env_.routingTable()) {
+  if (table) {
     state->original_target = routing::target(*table, view_, settings_.cursors, false);
     state->before = state->original_target.targeting;
   }

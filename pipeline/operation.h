@@ -37,6 +37,11 @@ struct Operation {
   const routing::CursorList* killed_cursors = nullptr;
   // A streamed insert (issue 29): its whole size; `message` is then its head (no documents).
   uint32_t streamed_bytes = 0;
+  // The load number of the routing table whose positions `target.shards` (and a rewrite's other
+  // targets) are (routing::RoutingLoad::generation; 0: none loaded): the table the request was
+  // targeted with, or for a cursor's getMore / killCursors the one its opening query was.
+  // Statistics file the shards under that load's names.
+  uint64_t routing_load = 0;
 
   uint32_t messageBytes() const { return streamed_bytes ? streamed_bytes : static_cast<uint32_t>(message.size()); }
 

@@ -115,6 +115,7 @@ struct PendingOp {
   std::shared_ptr<rewrite::ReplyLearning> learning;  // what the reply may teach the lookup rule
   std::shared_ptr<RewriteState> fell_back;  // a re-run: the rewrite it replaces (its reply judges the mapping)
   std::shared_ptr<RewriteState> confirming;  // a proxy-issued read confirming a retryable write's mapping
+  uint64_t shards_load = 0;  // the routing load `shards` are positions in (remembered with a cursor)
   routing::ShardSet shards;
   std::array<ObserverSlot, kObserverSlots> slots{};  // one per observer, by Observer::slot()
 

@@ -232,12 +232,12 @@ bool Pipeline::planDocumentsToObservers(std::string_view ns) {
   if (common::findBodyField(view_, "documents", it)) return false;  // an array too: mongod refuses it whole
   streamed_insert_ = std::make_unique<StreamedInsert>();  // one per streamed insert: idle connections hold none
   StreamedInsert& s = *streamed_insert_;
-  s.table = env_.heldRoutingTable();
-  if (s.table && !view_.collection.empty()) {
-    if (const routing::CollectionRouting* coll = s.table->collection(ns)) {
+  s.routing = env_.heldRouting();
+  if (s.routing.table && !view_.collection.empty()) {
+    if (const routing::CollectionRouting* coll = s.routing.table->collection(ns)) {
       routing::TargetOptions options;
       s.fold.emplace(*coll, options);
-    } else if (s.table->timeseriesView(ns)) {
+    } else if (s.routing.table->timeseriesView(ns)) {
       streamed_insert_.reset();
       return false;
     }
@@ -291,7 +291,7 @@ void Pipeline::finishStreamedRequest() {
   const std::unique_ptr<StreamedInsert> s = std::move(streamed_insert_);
   if (!s->registering) return;
   registerRequest(s->op, view_, view_, common::commandNamespace(view_, ns_buffer_), stream_head_, std::nullopt, false,
-                  s->fold ? &*s->fold : nullptr);
+                  s->routing.view(), s->fold ? &*s->fold : nullptr);
 }
 
 RequestAction Pipeline::onStreamedRequest() {
@@ -318,6 +318,9 @@ RequestAction Pipeline::onDecodedRequest(std::span<uint8_t> message, std::option
   std::span<const uint8_t> out = message;
   const std::string_view ns = common::commandNamespace(view_, ns_buffer_);  // once per request: every step below shares it
   const protocol::CommandTraits& traits = view_.traits;  // classified once, with the view
+  // The table every step of this request targets with (a streamed insert's: the one its documents
+  // are folded against), read once: a reload in between never splits a request across two tables.
+  const RoutingInForce tableInForce = streamed_insert_ ? streamed_insert_->routing.view() : env_.routing();
   const bool hello = traits.kind == protocol::CommandKind::Hello;
   const bool firstHello = hello && !handshake_seen_;
   // A later hello offering compression again gets what the first one negotiated, never more.
@@ -343,7 +346,7 @@ RequestAction Pipeline::onDecodedRequest(std::span<uint8_t> message, std::option
     }
     action.delay = fault.delay;
     op.lookup = env_.lookupRule(ns);
-    if (op.lookup) out = applyLookupRule(op, message, ns);
+    if (op.lookup) out = applyLookupRule(op, message, ns, tableInForce);
     noteUnplannedWrites();
     noteTransaction(op);
   }
@@ -353,7 +356,7 @@ RequestAction Pipeline::onDecodedRequest(std::span<uint8_t> message, std::option
     streamed_insert_->registering = true;
     action.awaits_reply = !view_.moreToCome;
   } else {
-    action.awaits_reply = registerRequest(op, view_, routed, ns, message, clientCompressor, negotiates);
+    action.awaits_reply = registerRequest(op, view_, routed, ns, message, clientCompressor, negotiates, tableInForce);
   }
   action.to_upstream = toUpstream(out, traits.never_compressed, request_wire_);
   return action;
@@ -392,7 +395,8 @@ RequestAction Pipeline::onQueryRequest(std::span<uint8_t> message) {
   PendingOp op;
   op.request_id = query.header.requestId;
   RequestAction action;
-  action.awaits_reply = registerRequest(op, view_, view_, common::commandNamespace(view_, ns_buffer_), message, std::nullopt, negotiates);
+  const std::string_view ns = common::commandNamespace(view_, ns_buffer_);
+  action.awaits_reply = registerRequest(op, view_, view_, ns, message, std::nullopt, negotiates, env_.routing());
   action.to_upstream = toUpstream(out, true, request_wire_);
   return action;
 }
@@ -400,7 +404,7 @@ RequestAction Pipeline::onQueryRequest(std::span<uint8_t> message) {
 bool Pipeline::registerRequest(PendingOp& op, const protocol::CommandView& view, const protocol::CommandView& routed,
                                std::string_view ns, std::span<const uint8_t> message,
                                std::optional<Compressor> clientCompressor, bool handshake,
-                               routing::InsertFold* streamedDocuments) {
+                               const RoutingInForce& tableInForce, routing::InsertFold* streamedDocuments) {
   const protocol::CommandTraits& traits = view.traits;
   routing::TargetOptions options;  // the per-request analysis budget, shared with the cursor list
   options.ns = ns;
@@ -415,7 +419,7 @@ bool Pipeline::registerRequest(PendingOp& op, const protocol::CommandView& view,
     options.cursor_list = &killed;
   }
   routing::TargetResult target;
-  const routing::RoutingTable* table = env_.routingTable();
+  const routing::RoutingTable* table = tableInForce.table;
   if (table) {
     target = routing::target(*table, routed, settings_.cursors, options);
   } else {
@@ -432,6 +436,9 @@ bool Pipeline::registerRequest(PendingOp& op, const protocol::CommandView& view,
 
   op.start = Clock::now();
   op.shards = target.shards;
+  // A cursor's continuation reaches the shards its opening query was targeted to, positions in
+  // that query's table: filed and remembered under that table's load.
+  op.shards_load = target.shards_load ? target.shards_load : tableInForce.load;
   op.sharded = table && (target.targeting == routing::Targeting::Single || target.targeting == routing::Targeting::Multi ||
                          target.targeting == routing::Targeting::Broadcast);
   op.get_more_cursor = traits.kind == protocol::CommandKind::GetMore ? view.cursorId.value_or(0) : 0;
@@ -449,6 +456,7 @@ bool Pipeline::registerRequest(PendingOp& op, const protocol::CommandView& view,
   shape_.reset();
   Operation operation{view, routed, ns, traits, target, message, handshake, op, shape_, &killed};
   if (streamedDocuments) operation.streamed_bytes = stream_wire_bytes_;
+  operation.routing_load = op.shards_load;
   for (Observer* o : observers_) o->onRequest(operation);
 
   if (view.moreToCome) {  // fire-and-forget (w:0): no reply will come
@@ -676,7 +684,7 @@ void Pipeline::learnFromReply(const PendingOp& op, const protocol::ReplyFacts& r
     if (op.get_more_cursor) {
       if (cursorId == 0) settings_.cursors->forget(op.get_more_cursor);
     } else if (cursorId != 0) {
-      settings_.cursors->remember(cursorId, op.shards);
+      settings_.cursors->remember(cursorId, op.shards, op.shards_load);
     }
   }
 }

@@ -187,13 +187,15 @@ class Pipeline {
                             std::optional<protocol::Compressor> clientCompressor, int32_t errorCode);
   // Plans the rule's rewrite into `op` (op.rewrite, op.learning); returns the message to send:
   // the rewritten one (then rewritten_->view is its view) or `message`.
-  std::span<const uint8_t> applyLookupRule(PendingOp& op, std::span<const uint8_t> message, std::string_view ns);
-  // Targets, builds the Operation, tells the observers and keeps `op` (its persistent part) for
-  // the reply. Returns whether a reply is awaited.
+  // `tableInForce`: the request's table, read once (every target of one request comes from it).
+  std::span<const uint8_t> applyLookupRule(PendingOp& op, std::span<const uint8_t> message, std::string_view ns,
+                                           const RoutingInForce& tableInForce);
+  // Targets against `tableInForce`, builds the Operation, tells the observers and keeps `op` (its
+  // persistent part) for the reply. Returns whether a reply is awaited.
   bool registerRequest(PendingOp& op, const protocol::CommandView& view, const protocol::CommandView& routed,
                        std::string_view ns, std::span<const uint8_t> message,
                        std::optional<protocol::Compressor> clientCompressor, bool handshake,
-                       routing::InsertFold* streamedDocuments = nullptr);
+                       const RoutingInForce& tableInForce, routing::InsertFold* streamedDocuments = nullptr);
   // planStreamedRequest with observers on: whether they take the planned insert's documents one at
   // a time; if so, streamed_insert_ is set up for it.
   bool planDocumentsToObservers(std::string_view ns);
@@ -261,7 +263,7 @@ class Pipeline {
     PendingOp op;
     bool registering = false;  // its head went upstream: registered after its last document
     bool first = true;         // the next document is its first
-    std::shared_ptr<const routing::RoutingTable> table;
+    HeldRouting routing;  // its documents are folded against this table: it is targeted with it
     std::optional<routing::InsertFold> fold;  // a sharded collection's
     std::optional<routing::KeyDocumentStream> key;  // a document taken in pieces, for the fold
   };

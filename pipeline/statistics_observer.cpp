@@ -7,7 +7,8 @@ void StatisticsObserver::onRequest(const Operation& op) {
   // write targets): that read is what the request's target counts now; the write follows.
   const bool confirming = op.pending.rewrite && op.pending.rewrite->plan.confirm;
   op.pending.stats = recorder_.onRequest(op.view, op.ns, op.shape(), op.target, op.messageBytes(),
-                                         confirming ? stats::FirstSent::ConfirmingRead : stats::FirstSent::Command);
+                                         confirming ? stats::FirstSent::ConfirmingRead : stats::FirstSent::Command,
+                                         op.routing_load);
   if (op.pending.rewrite) recorder_.onRewrite(op.pending.stats, op.pending.rewrite->before, confirming);
 }
 

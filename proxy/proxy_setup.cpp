@@ -128,13 +128,14 @@ bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string
 
 void publishRouting(ProxyContext& ctx, std::shared_ptr<const routing::RoutingTable> table, const char* source) {
   if (!table) return;
-  if (ctx.stats) {
-    std::vector<std::string> names;
-    for (size_t i = 0; i < table->shardCount(); ++i) names.emplace_back(table->shardName(i));
-    ctx.stats->setShardNames(names);
-  }
+  std::vector<std::string> names;
+  for (size_t i = 0; i < table->shardCount(); ++i) names.emplace_back(table->shardName(i));
   // Numbered where it is held; the listeners get that number with the table, never one of their own.
-  const routing::RoutingLoad load = ctx.routing.publish(table, source);
+  // Statistics learn the table's shard names under its number before a request can be targeted
+  // with it: each operation is filed under the names of the table it was targeted with.
+  const routing::RoutingLoad load = ctx.routing.publish(table, source, [&](uint64_t next) {
+    if (ctx.stats) ctx.stats->setShardNames(names, next);
+  });
   for (const auto& listener : ctx.routing_listeners) listener(table, load);
   // The log names the load as /stats "routing" does (discovery publishes only a changed table).
   spdlog::info("routing table load {} in force (from {}): {} sharded collections, {} shards", load.generation, source,

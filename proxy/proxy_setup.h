@@ -15,9 +15,10 @@ namespace shardscope::proxy {
 
 bool prepareContext(const config::Config& config, ProxyContext& ctx, std::string& error);
 
-// The one way a routing table comes into force (start, reload, discovery): the statistics' shard
-// names (per-shard counts are kept by name), the table itself, numbered (RoutingState::publish;
-// `source` "file" or "discovery"), then the listeners (the evaluation's current keys) with that number.
+// The one way a routing table comes into force (start, reload, discovery): numbered
+// (RoutingState::publish; `source` "file" or "discovery"), the statistics given its shard names under
+// that number before it is swapped in (per-shard counts are kept by name, each operation's under its
+// table's), then the listeners (the evaluation's current keys) with that number.
 void publishRouting(ProxyContext& ctx, std::shared_ptr<const routing::RoutingTable> table, const char* source);
 
 // Starts live discovery when the config asks for it (null otherwise).

@@ -17,10 +17,11 @@ class Published {
     std::shared_ptr<T> value;
   };
 
-  void publish(std::shared_ptr<T> value) {
+  // Returns the value's version: 1 for the first, +1 per publication.
+  uint64_t publish(std::shared_ptr<T> value) {
     std::lock_guard lock(mutex_);
     value_ = std::move(value);
-    version_.fetch_add(1, std::memory_order_release);
+    return version_.fetch_add(1, std::memory_order_release) + 1;
   }
 
   // Refreshes `cache` if a newer value was published; returns the value (may be null).

@@ -3,6 +3,7 @@
 // load it came from together.
 #pragma once
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -13,16 +14,29 @@
 
 namespace shardscope::proxy {
 
-class RoutingState : public Published<const routing::RoutingTable> {
+class RoutingState : private Published<const routing::RoutingTable> {
  public:
-  // Puts `table` in force and returns the load it became. `source` is static text.
-  routing::RoutingLoad publish(std::shared_ptr<const routing::RoutingTable> table, const char* source) {
+  using Published::current;
+  using Published::get;
+  using Published::loaded;
+  using Published::Snapshot;
+
+  // The load number of the table a session's snapshot holds (from current()): only publish() below
+  // publishes, once per load, so the snapshot's version is the table's RoutingLoad::generation and
+  // a request reads its table and load together, without a lock.
+  static uint64_t loadOf(const Snapshot& snapshot) { return snapshot.version; }
+
+  // Puts `table` in force and returns the load it became. `source` is static text. `beforeSwap` is
+  // told the new load's number before any request can be targeted with the table (statistics file
+  // each operation's shards under the names of the load it was targeted with).
+  routing::RoutingLoad publish(std::shared_ptr<const routing::RoutingTable> table, const char* source,
+                               const std::function<void(uint64_t load)>& beforeSwap = {}) {
     std::lock_guard lock(load_mutex_);
-    load_.generation += 1;
+    if (beforeSwap) beforeSwap(load_.generation + 1);
+    load_.generation = Published::publish(std::move(table));
     load_.loaded_at_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
     load_.source = source;
-    Published::publish(std::move(table));
     return load_;
   }
 

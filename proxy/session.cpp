@@ -722,11 +722,14 @@ void Session::startLoop(ReadSide& side) {
 
 // ---- what the pipeline reads from the proxy -----------------------------------------------------
 
-const routing::RoutingTable* Session::Environment::routingTable() { return s_.ctx_.routing.current(routing_); }
+pipeline::RoutingInForce Session::Environment::routing() {
+  const routing::RoutingTable* table = s_.ctx_.routing.current(routing_);
+  return {table, RoutingState::loadOf(routing_)};  // the table and its load, from one snapshot
+}
 
-std::shared_ptr<const routing::RoutingTable> Session::Environment::heldRoutingTable() {
+pipeline::HeldRouting Session::Environment::heldRouting() {
   s_.ctx_.routing.current(routing_);
-  return routing_.value;
+  return {routing_.value, RoutingState::loadOf(routing_)};
 }
 
 std::shared_ptr<rewrite::LookupIndex> Session::Environment::lookupRule(std::string_view ns) {

@@ -176,8 +176,8 @@ class Session : public std::enable_shared_from_this<Session> {
   class Environment final : public pipeline::Environment {
    public:
     explicit Environment(Session& session) : s_(session) {}
-    const routing::RoutingTable* routingTable() override;
-    std::shared_ptr<const routing::RoutingTable> heldRoutingTable() override;
+    pipeline::RoutingInForce routing() override;
+    pipeline::HeldRouting heldRouting() override;
     std::shared_ptr<rewrite::LookupIndex> lookupRule(std::string_view ns) override;
     pipeline::Fault decideFault(std::string_view ns, std::string_view command) override;
     void admitLarge(bool fromClient, size_t bytes) override;

@@ -117,7 +117,7 @@ void targetCursor(const CommandView& cmd, const CursorShards* cursors, const Tar
     } else if (bson_iter_init_find(&it, &cmd.body, "getMore") && BSON_ITER_HOLDS_NUMBER(&it)) {
       id = bson_iter_as_int64(&it);
     }
-    found = cursors && cursors->lookup(id, shards);
+    found = cursors && cursors->lookup(id, shards, &out.shards_load);
   } else if (cursors) {  // killCursors: the union of every listed cursor's shards
     // The list the pipeline read once (charged to the request's budget); read here only when
     // targeting is called on its own (explain, tests).
@@ -129,10 +129,14 @@ void targetCursor(const CommandView& cmd, const CursorShards* cursors, const Tar
       out.over_budget = true;
       return;
     }
+    // Cursors opened under different routing loads: the union of positions is the first one's
+    // table's (a reload between their opening queries is rare; their shards are counted there).
     for (int64_t id : list.ids) {
       ShardSet one;
-      if (cursors->lookup(id, one)) {
+      uint64_t load = 0;
+      if (cursors->lookup(id, one, &load)) {
         shards |= one;
+        if (!found) out.shards_load = load;
         found = true;
       }
     }

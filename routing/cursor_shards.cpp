@@ -19,11 +19,11 @@ CursorShards::Stripe& CursorShards::stripeOf(int64_t cursor_id) const {
   return stripes_[(h >> 32) % stripes_used_];
 }
 
-void CursorShards::remember(int64_t cursor_id, const ShardSet& shards) {
+void CursorShards::remember(int64_t cursor_id, const ShardSet& shards, uint64_t load) {
   if (cursor_id == 0) return;
   Stripe& s = stripeOf(cursor_id);
   std::lock_guard<std::mutex> lock(s.mutex);
-  auto [it, inserted] = s.shards.insert_or_assign(cursor_id, shards);
+  auto [it, inserted] = s.shards.insert_or_assign(cursor_id, Stripe::Entry{shards, load});
   if (inserted) s.order.push_back(cursor_id);
   while (s.shards.size() > per_stripe_ && !s.order.empty()) {
     s.shards.erase(s.order.front());
@@ -38,12 +38,13 @@ void CursorShards::remember(int64_t cursor_id, const ShardSet& shards) {
   }
 }
 
-bool CursorShards::lookup(int64_t cursor_id, ShardSet& out) const {
+bool CursorShards::lookup(int64_t cursor_id, ShardSet& out, uint64_t* load) const {
   Stripe& s = stripeOf(cursor_id);
   std::lock_guard<std::mutex> lock(s.mutex);
   auto it = s.shards.find(cursor_id);
   if (it == s.shards.end()) return false;
-  out = it->second;
+  out = it->second.shards;
+  if (load) *load = it->second.load;
   return true;
 }
 

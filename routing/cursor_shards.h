@@ -18,14 +18,18 @@ class CursorShards {
  public:
   static constexpr size_t kDefaultMaxEntries = 65536;
   static constexpr size_t kDefaultMaxBytes = 16u << 20;
-  // What one remembered cursor costs: its map node (id, shard set, hash links) and order slot.
-  static constexpr size_t kEntryBytes = sizeof(int64_t) + sizeof(ShardSet) + 4 * sizeof(void*) + sizeof(int64_t);
+  // What one remembered cursor costs: its map node (id, shard set and load, hash links) and order slot.
+  static constexpr size_t kEntryBytes =
+      sizeof(int64_t) + sizeof(ShardSet) + sizeof(uint64_t) + 4 * sizeof(void*) + sizeof(int64_t);
 
   explicit CursorShards(size_t maxEntries = kDefaultMaxEntries, size_t maxBytes = kDefaultMaxBytes);
 
-  // Called when a reply opens a cursor (cursor.id != 0).
-  void remember(int64_t cursor_id, const ShardSet& shards);
-  bool lookup(int64_t cursor_id, ShardSet& out) const;
+  // Called when a reply opens a cursor (cursor.id != 0). `load`: the routing load (RoutingLoad::
+  // generation) whose table `shards` are positions in: a getMore after a reload reaches those
+  // shards, which the new table may list at other positions.
+  void remember(int64_t cursor_id, const ShardSet& shards, uint64_t load = 0);
+  // `load` (when given): the routing load remember() was told.
+  bool lookup(int64_t cursor_id, ShardSet& out, uint64_t* load = nullptr) const;
   // Called when a cursor is exhausted (id 0 in a getMore reply) or killed.
   void forget(int64_t cursor_id);
   size_t size() const;
@@ -35,7 +39,11 @@ class CursorShards {
   static constexpr size_t kStripes = 16;
   struct Stripe {
     mutable std::mutex mutex;
-    std::unordered_map<int64_t, ShardSet> shards;
+    struct Entry {
+      ShardSet shards;
+      uint64_t load = 0;
+    };
+    std::unordered_map<int64_t, Entry> shards;
     std::deque<int64_t> order;  // insertion order, for eviction; may hold forgotten ids
   };
   Stripe& stripeOf(int64_t cursor_id) const;

@@ -138,6 +138,9 @@ struct TargetResult {
   // the first refused one) while the rest of the batch runs (routing/write_targeting.h WriteFold):
   // the class and shards are those of the statements that run.
   uint32_t refused_statements = 0;
+  // Nonzero: `shards` are positions in the table of that routing load (RoutingLoad::generation), not
+  // in the table targeting read: a getMore or killCursors continues a cursor opened before a reload.
+  uint64_t shards_load = 0;
   // Explain only: BSON of the full shard-key value pinned by equality ({field: value, ...}, hashed
   // fields as NumberLong); empty when the operation does not pin every key field.
   std::string shard_key;

@@ -155,7 +155,7 @@ Recorder::~Recorder() {
 }
 
 OpHandle Recorder::onRequest(const protocol::CommandView& view, std::string_view ns,
-                             const routing::TargetResult& target, uint32_t bytesIn) {
+                             const routing::TargetResult& target, uint32_t bytesIn, uint64_t routingLoad) {
   // Commands without a collection (hello, ping, ...) are counted under their database.
   if (ns.empty()) ns = view.db;
   if (target.over_budget) bump(registry_.process_.analysis_over_budget);
@@ -163,15 +163,16 @@ OpHandle Recorder::onRequest(const protocol::CommandView& view, std::string_view
   common::computeShape(view, scratch);
   uint64_t hash = shapeId(ns, view.filedName(), scratch);
   return record(hash, ns, view.filedName(), scratch, target, bytesIn,
-                registry_.options_.record_values ? &view.body : nullptr);
+                registry_.options_.record_values ? &view.body : nullptr, FirstSent::Command, routingLoad);
 }
 
 OpHandle Recorder::onRequest(const protocol::CommandView& view, std::string_view ns, common::Shape shape,
-                             const routing::TargetResult& target, uint32_t bytesIn, FirstSent sent) {
+                             const routing::TargetResult& target, uint32_t bytesIn, FirstSent sent,
+                             uint64_t routingLoad) {
   if (ns.empty()) ns = view.db;
   if (target.over_budget) bump(registry_.process_.analysis_over_budget);
   return record(shape.id, ns, view.filedName(), shape.text, target, bytesIn,
-                registry_.options_.record_values ? &view.body : nullptr, sent);
+                registry_.options_.record_values ? &view.body : nullptr, sent, routingLoad);
 }
 
 OpHandle Recorder::onUnparsed(uint32_t bytesIn) {
@@ -180,7 +181,8 @@ OpHandle Recorder::onUnparsed(uint32_t bytesIn) {
   // client command named <unparsed> is not counted here (its names are kept apart by boundedName).
   static const uint64_t hash = shapeId(kUnparsed, kUnparsed, kUnparsed);
   routing::TargetResult target;  // Unclassified, no shards
-  OpHandle h = record(hash, kUnparsed, kUnparsed, common::kNoShape, target, bytesIn, nullptr);
+  OpHandle h = record(hash, kUnparsed, kUnparsed, common::kNoShape, target, bytesIn, nullptr, FirstSent::Command,
+                      kNewestRoutingLoad);
   std::lock_guard lock(mutex_);
   ++totals_.unparsed;
   return h;
@@ -188,8 +190,9 @@ OpHandle Recorder::onUnparsed(uint32_t bytesIn) {
 
 OpHandle Recorder::record(uint64_t hash, std::string_view ns, std::string_view command, std::string_view shape,
                           const routing::TargetResult& target, uint32_t bytesIn, const bson_t* sampleSource,
-                          FirstSent sent) {
+                          FirstSent sent, uint64_t routingLoad) {
   Tally& tally = registry_.threadTally();
+  refreshShardIds(tally, routingLoad);  // the owner reads tally.shard_ids_ without the lock
   uint32_t slot;
   Tally::Lookup& cache = tally.lookup_;
   Tally::RecentSlot& recent = cache.recentSlot(hash);
@@ -204,10 +207,11 @@ OpHandle Recorder::record(uint64_t hash, std::string_view ns, std::string_view c
     if (auto s = cache.slot_by_shape.find(shapeId); s != cache.slot_by_shape.end()) {
       slot = s->second;
     } else if (tally.slots_.size() >= registry_.options_.max_shapes_per_tally) {
-      registry_.recordShared(shapeId, target, bytesIn, common::coarseRealtimeMs(), sent == FirstSent::Command);
+      registry_.recordShared(shapeId, target, tally.shard_ids_.get(), bytesIn, common::coarseRealtimeMs(),
+                             sent == FirstSent::Command);
       countRequest(target, static_cast<size_t>(hostsTargeted(target, static_cast<uint32_t>(routing::shardCount(target.shards)))),
                    bytesIn);
-      return {nullptr, shapeId, true};
+      return {nullptr, shapeId, true, routingLoad};
     } else {
       const uint32_t nsIndex = registry_.namespaceOf(shapeId);
       std::lock_guard lock(tally.mutex_);
@@ -229,7 +233,6 @@ OpHandle Recorder::record(uint64_t hash, std::string_view ns, std::string_view c
   }
   int64_t now = common::coarseRealtimeMs();
   std::string sample = sampleSource ? sampleOf(sampleSource) : std::string();
-  refreshShardIds(tally);
   size_t hosts;
   uint32_t sharedNs = UINT32_MAX;  // past the tally's namespaces: counted in the registry after the lock
   bool write;
@@ -247,8 +250,8 @@ OpHandle Recorder::record(uint64_t hash, std::string_view ns, std::string_view c
     else if (shardCount) sharedNs = s.nsIndex;
   }
   countRequest(target, hosts, bytesIn);
-  if (sharedNs != UINT32_MAX) registry_.addNsShardsShared(sharedNs, target, hosts, write);
-  return {&tally, slot, false};
+  if (sharedNs != UINT32_MAX) registry_.addNsShardsShared(sharedNs, target, tally.shard_ids_.get(), hosts, write);
+  return {&tally, slot, false, routingLoad};
 }
 
 void Recorder::countRequest(const routing::TargetResult& target, size_t hosts, uint32_t bytesIn) {
@@ -295,51 +298,48 @@ void Recorder::onAlsoSent(OpHandle h, const routing::TargetResult& sent, bool fa
     ++c.byHosts[static_cast<size_t>(hostsTargeted(sent, shardCount))];
     c.fanout.record(shardCount);
   };
+  // Targeted against the request's table: its shards by that load's names, whichever thread the
+  // reply came on (a rewritten request only, so the registry's lock here is rare).
+  const auto ids = registry_.shardIdsOf(h.routing_load);
   size_t hosts;
   if (h.shared) {
     // In the registry's shared table: its shard and namespace counts, as recordShared counts them.
     const auto shardCount = static_cast<uint32_t>(routing::shardCount(sent.shards));
     hosts = static_cast<size_t>(hostsTargeted(sent, shardCount));
     registry_.updateShared(h.slot, [&](ShapeCounters& c) { update(c, shardCount); });
-    registry_.addSentShared(h.slot, sent, hosts);
+    registry_.addSentShared(h.slot, sent, ids.get(), hosts);
   } else {
     Tally& tally = *h.tally;
-    if (&tally == &registry_.threadTally()) refreshShardIds(tally);  // the owner; a reply elsewhere uses its map
     uint32_t sharedNs = UINT32_MAX;
     bool write = false;
     {
       std::lock_guard lock(tally.mutex_);
-      uint32_t shardCount = addShardOps(tally.shard_ops_, sent, tally.shard_ids_.get());
+      uint32_t shardCount = addShardOps(tally.shard_ops_, sent, ids.get());
       hosts = static_cast<size_t>(hostsTargeted(sent, shardCount));
       if (h.slot < tally.slots_.size()) {
         Tally::Slot& s = *tally.slots_[h.slot];
         update(s.counters, shardCount);
         write = s.write;
-        if (shardCount && s.localNs) addNsShards(tally.ns_shards_[s.nsIndex], sent, tally.shard_ids_.get(), hosts, write);
+        if (shardCount && s.localNs) addNsShards(tally.ns_shards_[s.nsIndex], sent, ids.get(), hosts, write);
         else if (shardCount) sharedNs = s.nsIndex;
       }
     }
-    if (sharedNs != UINT32_MAX) registry_.addNsShardsShared(sharedNs, sent, hosts, write);
+    if (sharedNs != UINT32_MAX) registry_.addNsShardsShared(sharedNs, sent, ids.get(), hosts, write);
   }
   std::lock_guard lock(mutex_);
   ++totals_.byTargeting[static_cast<size_t>(sent.targeting)];
   ++totals_.byHosts[hosts];
 }
 
-void Recorder::refreshShardIds(Tally& tally) {
-  // One relaxed load per operation; the map is copied (a reference count, no allocation) only
-  // after a routing table change. Stored under the tally's lock: replies on other threads read it.
+void Recorder::refreshShardIds(Tally& tally, uint64_t routingLoad) {
+  // One atomic load per operation; the map is copied (a reference count, no allocation) only when
+  // names were given or the thread's operations come from another load (around a reload).
   uint64_t version = registry_.shard_ids_version_.load(std::memory_order_acquire);
-  if (version == tally.shard_ids_version_) return;
-  std::shared_ptr<const std::vector<uint32_t>> ids;
-  {
-    std::lock_guard lock(registry_.mutex_);
-    ids = registry_.shard_ids_;
-    version = registry_.shard_ids_version_.load(std::memory_order_relaxed);
-  }
-  std::lock_guard lock(tally.mutex_);
-  tally.shard_ids_ = std::move(ids);
+  if (version == tally.shard_ids_version_ && routingLoad == tally.shard_ids_load_) return;
+  // Names given after `version` was read make the next operation look again: never a stale map kept.
+  tally.shard_ids_ = registry_.shardIdsOf(routingLoad);
   tally.shard_ids_version_ = version;
+  tally.shard_ids_load_ = routingLoad;
 }
 
 void Recorder::onConnectionOpen() {
@@ -434,24 +434,25 @@ uint32_t Registry::internLocked(uint64_t hash, std::string_view ns, std::string_
   return id;
 }
 
-void Registry::recordShared(uint32_t shapeId, const routing::TargetResult& target, uint32_t bytesIn,
-                            int64_t nowMs, bool asWrite) {
+void Registry::recordShared(uint32_t shapeId, const routing::TargetResult& target, const std::vector<uint32_t>* ids,
+                            uint32_t bytesIn, int64_t nowMs, bool asWrite) {
   std::lock_guard lock(mutex_);
-  uint32_t shardCount = addShardOps(shared_shard_ops_, target, shard_ids_.get());
+  uint32_t shardCount = addShardOps(shared_shard_ops_, target, ids);
   applyRequest(shared_shapes_[shapeId], target, shardCount, bytesIn, nowMs);
   if (shardCount == 0) return;
   const ShapeInfo& info = shapes_[shapeId];
   if (info.nsIndex >= shared_ns_shards_.size()) shared_ns_shards_.resize(info.nsIndex + 1);
-  addNsShards(shared_ns_shards_[info.nsIndex], target, shard_ids_.get(),
-              static_cast<size_t>(hostsTargeted(target, shardCount)), asWrite && isWrite(info.command));
+  addNsShards(shared_ns_shards_[info.nsIndex], target, ids, static_cast<size_t>(hostsTargeted(target, shardCount)),
+              asWrite && isWrite(info.command));
 }
 
-void Registry::addSentShared(uint32_t shapeId, const routing::TargetResult& sent, size_t hosts) {
+void Registry::addSentShared(uint32_t shapeId, const routing::TargetResult& sent, const std::vector<uint32_t>* ids,
+                             size_t hosts) {
   std::lock_guard lock(mutex_);
-  if (addShardOps(shared_shard_ops_, sent, shard_ids_.get()) == 0) return;
+  if (addShardOps(shared_shard_ops_, sent, ids) == 0) return;
   const ShapeInfo& info = shapes_[shapeId];
   if (info.nsIndex >= shared_ns_shards_.size()) shared_ns_shards_.resize(info.nsIndex + 1);
-  addNsShards(shared_ns_shards_[info.nsIndex], sent, shard_ids_.get(), hosts, isWrite(info.command));
+  addNsShards(shared_ns_shards_[info.nsIndex], sent, ids, hosts, isWrite(info.command));
 }
 
 uint32_t Registry::namespaceOf(uint32_t shapeId) const {
@@ -459,10 +460,11 @@ uint32_t Registry::namespaceOf(uint32_t shapeId) const {
   return shapeId < shapes_.size() ? shapes_[shapeId].nsIndex : 0;
 }
 
-void Registry::addNsShardsShared(uint32_t nsIndex, const routing::TargetResult& target, size_t hosts, bool write) {
+void Registry::addNsShardsShared(uint32_t nsIndex, const routing::TargetResult& target,
+                                 const std::vector<uint32_t>* ids, size_t hosts, bool write) {
   std::lock_guard lock(mutex_);
   if (nsIndex >= shared_ns_shards_.size()) shared_ns_shards_.resize(nsIndex + 1);
-  addNsShards(shared_ns_shards_[nsIndex], target, shard_ids_.get(), hosts, write);
+  addNsShards(shared_ns_shards_[nsIndex], target, ids, hosts, write);
 }
 
 void Registry::updateShared(uint32_t shapeId, const std::function<void(ShapeCounters&)>& update) {
@@ -481,6 +483,15 @@ void Registry::replyShared(uint32_t shapeId, uint64_t latencyNs, uint32_t bytesO
 }
 
 void Registry::setShardNames(const std::vector<std::string>& names) {
+  uint64_t next;
+  {
+    std::lock_guard lock(mutex_);
+    next = shard_ids_by_load_.empty() ? 1 : shard_ids_by_load_.back().load + 1;
+  }
+  setShardNames(names, next);
+}
+
+void Registry::setShardNames(const std::vector<std::string>& names, uint64_t routingLoad) {
   auto ids = std::make_shared<std::vector<uint32_t>>();
   ids->reserve(names.size());
   std::lock_guard lock(mutex_);
@@ -489,8 +500,18 @@ void Registry::setShardNames(const std::vector<std::string>& names) {
     if (it == shard_catalog_.end()) it = shard_catalog_.insert(shard_catalog_.end(), name);
     ids->push_back(static_cast<uint32_t>(it - shard_catalog_.begin()));
   }
-  shard_ids_ = std::move(ids);
+  shard_ids_by_load_.push_back({routingLoad, std::move(ids)});
+  if (shard_ids_by_load_.size() > kKeptRoutingLoads) shard_ids_by_load_.pop_front();
   shard_ids_version_.fetch_add(1, std::memory_order_release);
+}
+
+std::shared_ptr<const std::vector<uint32_t>> Registry::shardIdsOf(uint64_t routingLoad) const {
+  std::lock_guard lock(mutex_);
+  if (shard_ids_by_load_.empty()) return nullptr;  // no names given: ids are positions
+  // Newest first: an operation's load is almost always the newest or the one before it.
+  for (auto it = shard_ids_by_load_.rbegin(); it != shard_ids_by_load_.rend(); ++it)
+    if (it->load <= routingLoad) return it->ids;
+  return shard_ids_by_load_.front().ids;  // older than every kept load (or none loaded: no shards)
 }
 
 void Registry::retire(Recorder& recorder) {

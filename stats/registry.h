@@ -49,6 +49,12 @@ struct StatsOptions {
 // Only consulted when Registry::setShardNames was never called (tests, no routing table).
 using ShardNames = std::vector<std::string>;
 
+// The routing table's load number (routing::RoutingLoad::generation) an operation was targeted
+// with: its shards are positions in that table, so they are filed under that table's names. A
+// caller that holds no table's number (tests, benchmarks) passes kNewestRoutingLoad: the names
+// given last.
+constexpr uint64_t kNewestRoutingLoad = UINT64_MAX;
+
 class Registry;
 
 // Returned by onRequest and handed back to onReply: small and trivially copyable.
@@ -65,6 +71,9 @@ struct OpHandle {
   Tally* tally = nullptr;  // null when `shared`
   uint32_t slot = kNone;   // index into the tally's slots, or a shape id when `shared`
   bool shared = false;     // recorded in the registry's shared table (the tally over its shape budget)
+  // The routing load the request was targeted with: what it sends later (Recorder::onAlsoSent) was
+  // targeted against the same table, so its shards are filed under the same names.
+  uint64_t routing_load = kNewestRoutingLoad;
   bool valid() const { return slot != kNone; }
 };
 
@@ -110,11 +119,14 @@ class Tally {
     RecentSlot& recentSlot(uint64_t hash) { return recent[(hash ^ (hash >> 31)) % kRecentSlots]; }
   };
   Lookup lookup_;
-  uint64_t shard_ids_version_ = 0;  // written by the owner (under mutex_), read by it without
+  // The position -> shard id map of one routing load (shard_ids_load_), as of the registry's
+  // shard_ids_version_: written and read by the owner only.
+  uint64_t shard_ids_version_ = 0;
+  uint64_t shard_ids_load_ = 0;
+  std::shared_ptr<const std::vector<uint32_t>> shard_ids_;
   // Guarded by mutex_: written per operation by the owner, by replies handled on other threads and
   // read by Registry::snapshot(); uncontended with one proxy thread.
   mutable common::LightMutex mutex_;
-  std::shared_ptr<const std::vector<uint32_t>> shard_ids_;  // the registry's map, as of shard_ids_version_
   // One block per shape: growth never moves a slot.
   std::vector<std::unique_ptr<Slot>> slots_;
   std::vector<uint64_t> shard_ops_;
@@ -130,15 +142,17 @@ class Recorder {
   Recorder& operator=(const Recorder&) = delete;
 
   // Computes the query shape of the command and counts the operation (class, fan-out, bytes in).
+  // `routingLoad`: the load of the routing table `target` was computed with (its shards' names).
   OpHandle onRequest(const protocol::CommandView& view, std::string_view ns, const routing::TargetResult& target,
-                     uint32_t bytesIn);
+                     uint32_t bytesIn, uint64_t routingLoad = kNewestRoutingLoad);
   // The same with the shape and its id already computed (common::ShapeCache): the request
   // pipeline computes them once for every feature.
   // `sent`: what went upstream first under this request (a retryable write the lookup rewrite
   // holds sends the proxy's confirming read, counted here as the read it is; onAlsoSent counts the
   // write once it goes).
   OpHandle onRequest(const protocol::CommandView& view, std::string_view ns, common::Shape shape,
-                     const routing::TargetResult& target, uint32_t bytesIn, FirstSent sent = FirstSent::Command);
+                     const routing::TargetResult& target, uint32_t bytesIn, FirstSent sent = FirstSent::Command,
+                     uint64_t routingLoad = kNewestRoutingLoad);
   // Latency, bytes out and errors (ok:0 code, writeErrors codes, writeConcernError) of the reply.
   // `reply`: the reply's facts, read once by the pipeline (protocol/reply_facts.h).
   void onReply(OpHandle h, const protocol::ReplyFacts& reply, uint32_t bytesOut, uint64_t latencyNs);
@@ -151,7 +165,7 @@ class Recorder {
   // After the rewritten attempt (or the confirming read) the request sent another message, targeted
   // as `sent`: the original after a fallback (`fallback`), or a retryable write once its read
   // confirmed the mapping. Counted under its class and fan-out next to what went first, so the
-  // shape shows what actually ran.
+  // shape shows what actually ran; its shards under the names of the request's routing load.
   void onAlsoSent(OpHandle h, const routing::TargetResult& sent, bool fallback);
   void onConnectionOpen();
   void onConnectionClose();
@@ -164,11 +178,11 @@ class Recorder {
  private:
   friend class Registry;
 
-  // Picks up the shard-position -> shard-id map after a routing table change (the tally's owner).
-  void refreshShardIds(Tally& tally);
+  // Makes the tally hold the shard-position -> shard-id map of `routingLoad` (the tally's owner).
+  void refreshShardIds(Tally& tally, uint64_t routingLoad);
   OpHandle record(uint64_t hash, std::string_view ns, std::string_view command, std::string_view shape,
                   const routing::TargetResult& target, uint32_t bytesIn, const bson_t* sampleSource,
-                  FirstSent sent = FirstSent::Command);
+                  FirstSent sent, uint64_t routingLoad);
   void countRequest(const routing::TargetResult& target, size_t hosts, uint32_t bytesIn);
 
   Registry& registry_;
@@ -192,10 +206,16 @@ class Registry {
   // The calling thread's tally, made on its first call (a thread-local pointer after that).
   Tally& threadTally() { return tallies_.local(); }
 
-  // The shard names of the routing table now in force, by position. Per-shard counts are kept by
+  // The shard names of routing load `routingLoad`, by position. Per-shard counts are kept by
   // name: a name seen before keeps its id (and history) whatever its new position; a new name gets
-  // the next id; a removed shard keeps its history. Called whenever a routing table is published.
+  // the next id; a removed shard keeps its history. Called whenever a routing table is published,
+  // before any request can be targeted with it: an operation is filed under the names of the load
+  // it was targeted with (kKeptRoutingLoads of them are kept; an operation whose load is older is
+  // filed under the oldest kept). Loads are given in increasing order.
+  void setShardNames(const std::vector<std::string>& names, uint64_t routingLoad);
+  // The same as the load after the last one given (callers without a routing table's number).
   void setShardNames(const std::vector<std::string>& names);
+  static constexpr size_t kKeptRoutingLoads = 64;
 
   Snapshot snapshot() const;
   std::string renderJson(const ShardNames& shards, size_t top = SIZE_MAX, const ChunkOwners* owners = nullptr) const;
@@ -234,13 +254,18 @@ class Registry {
   uint32_t internLocked(uint64_t hash, std::string_view ns, std::string_view command, std::string_view shape);
   // The namespace's index in the catalog (added if new; "<other>" past max_namespaces).
   uint32_t namespaceIndexLocked(std::string_view ns);
-  void recordShared(uint32_t shapeId, const routing::TargetResult& target, uint32_t bytesIn, int64_t nowMs,
-                    bool asWrite);
+  // `ids`: the position -> shard id map of the operation's routing load (null: ids are positions).
+  void recordShared(uint32_t shapeId, const routing::TargetResult& target, const std::vector<uint32_t>* ids,
+                    uint32_t bytesIn, int64_t nowMs, bool asWrite);
   // A shared-table request's later message (Recorder::onAlsoSent): its shard and namespace counts.
-  void addSentShared(uint32_t shapeId, const routing::TargetResult& sent, size_t hosts);
+  void addSentShared(uint32_t shapeId, const routing::TargetResult& sent, const std::vector<uint32_t>* ids,
+                     size_t hosts);
   uint32_t namespaceOf(uint32_t shapeId) const;
   // Per-(namespace, shard) counts of a session past its kLocalNamespaces.
-  void addNsShardsShared(uint32_t nsIndex, const routing::TargetResult& target, size_t hosts, bool write);
+  void addNsShardsShared(uint32_t nsIndex, const routing::TargetResult& target, const std::vector<uint32_t>* ids,
+                         size_t hosts, bool write);
+  // The position -> shard id map of `routingLoad`: the one given for the newest load not after it.
+  std::shared_ptr<const std::vector<uint32_t>> shardIdsOf(uint64_t routingLoad) const;
   void updateShared(uint32_t shapeId, const std::function<void(ShapeCounters&)>& update);
   void replyShared(uint32_t shapeId, uint64_t latencyNs, uint32_t bytesOut, bool error, const int32_t* codes,
                    size_t ncodes, uint64_t extraCodes);
@@ -263,7 +288,11 @@ class Registry {
   NsShardTable shared_ns_shards_;
   uint64_t next_recorder_id_ = 1;
   std::vector<std::string> shard_catalog_;  // stable shard id -> name
-  std::shared_ptr<const std::vector<uint32_t>> shard_ids_;  // position in the table in force -> id
+  struct LoadShardIds {
+    uint64_t load;
+    std::shared_ptr<const std::vector<uint32_t>> ids;  // position in that load's table -> id
+  };
+  std::deque<LoadShardIds> shard_ids_by_load_;  // oldest first, at most kKeptRoutingLoads
   std::atomic<uint64_t> shard_ids_version_{0};  // bumped by setShardNames; tallies compare per op
   int64_t reset_ms_;
   uint64_t overflow_lookups_ = 0;  // shapes turned into `other` (per tally that met them)

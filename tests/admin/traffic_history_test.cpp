@@ -61,6 +61,21 @@ TEST(TrafficHistory, ResetCountsFromZero) {
   EXPECT_NE(json.find(R"("shards":[7]})"), std::string::npos) << json;
 }
 
+// A reset between two samples after which more operations came than the counters held before it:
+// told by the registry's reset time, every count is the interval's. Before, each counter that did not
+// go down was read as grown by the difference (8 after 5 read as 3).
+TEST(TrafficHistory, AResetIsSeenEvenWhenTheCountersPassedTheirOldValues) {
+  TrafficHistory h(10);
+  h.add(0, totals(5, 0), {5}, {"shardA"}, 1'000);
+  h.add(5'000, totals(8, 0), {8}, {"shardA"}, 3'000);  // POST /stats/reset at 3 s, then 8 operations
+  h.add(10'000, totals(10, 0), {10}, {"shardA"}, 3'000);  // no reset since: the difference
+  std::string json = h.renderJson({"shardA"}, 5);
+  EXPECT_NE(json.find(R"({"end":5000,"seconds":5,"targeting":{"single":8,)"), std::string::npos) << json;
+  EXPECT_NE(json.find(R"("oneShard":8,)"), std::string::npos) << json;
+  EXPECT_NE(json.find(R"("shards":[8]})"), std::string::npos) << json;
+  EXPECT_NE(json.find(R"({"end":10000,"seconds":5,"targeting":{"single":2,)"), std::string::npos) << json;
+}
+
 // A reload may list the table's shards in another order; the counts keep their positions (the
 // statistics' catalog, by name), so /history names them by that catalog, never by the table's list.
 TEST(TrafficHistory, NamesShardsAsTheCountsAreKeptNotAsTheTableListsThem) {

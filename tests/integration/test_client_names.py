@@ -391,3 +391,34 @@ def test_a_sharded_namespace_of_the_longest_length_mongodb_allows_is_one_name_ev
     finally:
         browser.close()
     assert ops == 30
+
+
+def test_a_name_that_is_not_utf8_writes_one_migration_command_on_every_surface(ferretdb, proxy, shardscope_binary):
+    """The migration plan's commands name the namespace by the one rule for client names (U+FFFD and
+    the hash of its bytes), as the export carries it. Before: /evaluate wrote the raw name through the
+    JSON writer ("shop.orders\\ufffd\\ufffd", the same command for orders\\xff\\xfe and orders\\xfe\\xff)
+    while `evaluate --from` on the same sidecar wrote "shop.orders��#<hash>": two texts for one plan."""
+    px = proxy(ferretdb.uri, admin=True)
+    for coll in (b"orders\xff\xfe", b"orders\xfe\xff"):
+        for i in range(12):
+            filt = _bson_doc(_bson_string(b"customerId", b"C%04d" % i))
+            _send(px.address, _op_msg(_bson_doc(_bson_string(b"find", coll) + b"\x03filter\x00" + filt +
+                                                _bson_string(b"$db", b"shop"))))
+    in_process = _fetch(px.admin_url, "/evaluate?format=text", 64 * MIB)
+    merged = subprocess.run([str(shardscope_binary), "evaluate", "--from", px.admin_url], capture_output=True, timeout=60)
+    assert merged.returncode == 0, merged.stderr
+    assert merged.stdout == in_process  # one sidecar: the CLI's report is /evaluate's, byte for byte
+
+    report = json.loads(_fetch(px.admin_url, "/evaluate", 64 * MIB).decode("utf-8"))
+    merged_json = subprocess.run([str(shardscope_binary), "evaluate", "--from", px.admin_url, "--json"],
+                                 capture_output=True, timeout=60)
+    assert merged_json.returncode == 0, merged_json.stderr
+    fleet = {n["ns"]: n["migrationPlan"] for n in json.loads(merged_json.stdout)["namespaces"]}
+    commands = set()
+    for n in report["namespaces"]:
+        assert n["ns"].startswith("shop.orders\ufffd\ufffd#"), n["ns"]
+        plan = n["migrationPlan"]
+        assert plan["command"] == fleet[n["ns"]]["command"] and plan["index"] == fleet[n["ns"]]["index"], (plan, fleet)
+        assert plan["command"]["shardCollection"] == n["ns"]  # the name every other surface shows
+        commands.add(json.dumps(plan["command"]))
+    assert len(commands) == 2, commands  # two namespaces, two commands

@@ -148,3 +148,42 @@ def test_a_shape_without_sharded_operations_shows_no_broadcast_share(ferretdb, p
         assert re.search(r'data-field="broadcast"[^>]*>([^<]*)<', row).group(1) == shown, (shape, row)
         line = next(l for l in once.splitlines() if f"{shape['ns']} {shape['command']}" in l)
         assert line.split()[3] == shown, (shape, line)
+
+
+def _number(text: str) -> str:
+    """The digits of a printed latency ("1.23 ms", "1.23ms", "12 µs", "12us"): what must agree."""
+    return re.match(r"[\d.]+", text).group(0)
+
+
+def test_shards_reached_and_latencies_print_the_same_digits_on_the_page_and_in_the_cli(ferretdb, proxy,
+                                                                                     shardscope_binary):
+    """A shape's mean shards reached and its latencies, on the page and in `stats --once`. Before: the
+    page wrote the mean with toFixed (2.25 shards: 2.3, printf 2.2) and latencies with its own
+    precision (1.23 ms beside the CLI's 1.2ms; 300 ns beside 0us)."""
+    if chromium_binary() is None:
+        pytest.fail("chromium not installed (Debian package chromium)")
+    p = proxy(ferretdb.uri, "--routing", str(ROUTING_FILE), admin=True)
+    with pymongo.MongoClient(p.uri, serverSelectionTimeoutMS=20000) as client:
+        seed_orders(client)
+        assert http_request(p.admin_url, "POST", "/stats/reset")[0] == 200
+        coll = client.shop.orders
+        # One shape ({customerId: {$in: [...]}}): 1, 2, 3 and 3 chunk owners reached, 2.25 on average.
+        for customers in (["C0100"], ["C0100", "C1000"], ["C0100", "C1000", "C2000"], ["C0100", "C1000", "C2000"]):
+            list(coll.find({"customerId": {"$in": customers}}))
+    stats = get_stats(p.admin_url)
+    shape = next(s for s in stats["shapes"] if s["command"] == "find" and "$in" in s["shape"])
+    assert shape["count"] == 4 and shape["shardsTouched"]["mean"] == 2.25, shape
+    dom = dump_dom(p.admin_url + "/")
+    assert 'data-loaded="true"' in dom
+    once = subprocess.run([str(shardscope_binary), "stats", "--admin", p.admin_url, "--once", "--top", "100"],
+                          capture_output=True, text=True, timeout=60, check=True).stdout
+    assert get_stats(p.admin_url)["shapes"] == stats["shapes"], "traffic changed under the comparison"
+
+    row = re.search(r'<tr class="shape"[^>]*data-shape-id="%s"[^>]*>(.*?)</tr>' % shape["id"], dom, re.S).group(1)
+    cell = lambda field: re.search(r'data-field="%s"[^>]*>([^<]*)<' % field, row).group(1)  # noqa: E731
+    cli = next(l for l in once.splitlines() if "shop.orders find" in l and "$in" in l).split()
+    # COUNT SHARE CLASS BCAST REACHED SHARDS P50 P99 ERR ...
+    assert cli[0] == "4", cli
+    assert cell("shards") == "2.2 / 3" and cli[5] == "2.2/3", (cell("shards"), cli)
+    for field, column in (("p50", 6), ("p99", 7)):
+        assert _number(cell(field)) == _number(cli[column]), (field, cell(field), cli[column], shape["latency"])

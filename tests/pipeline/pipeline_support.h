@@ -27,7 +27,8 @@ class FakeEnvironment : public Environment {
   Fault fault;
   int stale_reports = 0;
 
-  const routing::RoutingTable* routingTable() override { return table.get(); }
+  uint64_t load = 1;  // the table's routing load number: a test that swaps `table` as a reload would raises it
+  RoutingInForce routing() override { return {table.get(), table ? load : 0}; }
   std::shared_ptr<rewrite::LookupIndex> lookupRule(std::string_view ns) override {
     return rule && rule->rule().ns == ns ? rule : nullptr;
   }
