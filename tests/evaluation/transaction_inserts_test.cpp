@@ -115,14 +115,19 @@ TEST_P(TransactionInserts, AFailedCommitOrAStatementErrorInsertsNothing) {
   EXPECT_EQ(ev.heldInsertBytes(), 0u);
 }
 
-// A commit whose reply never came (the connection closed): the outcome is unknown, and the
-// documents count as sent (unprovenInserts), as any insert no reply proves.
-TEST_P(TransactionInserts, ACommitWithoutAReplyCountsAsSent) {
+// A commit whose reply never came (the connection closed): the outcome is unknown, so the
+// documents are not counted as written; /evaluate reports them (transactionWritesOutcomeUnknown).
+TEST_P(TransactionInserts, ACommitWithoutAReplyIsOutcomeUnknown) {
   txnSend(obs, txnInsert(0, 2, 5, true), R"({"n": 2, "ok": 1})");
   TxnCommand commit(commitOf(5));
   const ReplyTicket ticket = obs.observe(commit.view(), "");
   obs.onReply(ticket, protocol::ReplyFacts{});  // what the pipeline hands over for NoReply
-  EXPECT_EQ(insertsCounted(), 2);
+  obs.close();
+  EXPECT_EQ(insertsCounted(), 0);
+  bson_t* report = testing::bsonFromJson(ev.renderJson());
+  bson_iter_t it;
+  EXPECT_TRUE(findPath(&it, report, "transactionWritesOutcomeUnknown") && reportNumber(it) == 2);
+  bson_destroy(report);
 }
 
 INSTANTIATE_TEST_SUITE_P(BatchedOrHeld, TransactionInserts, ::testing::Values(64u, 2u));
