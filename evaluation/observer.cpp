@@ -547,6 +547,9 @@ struct Observer::Impl {
     size_t offset = 0, size = 0;
     size_t ns_offset = 0, ns_size = 0;  // a bulkWrite op's namespace, in `docs` (else the write's)
     bool upsert = false, replacement = false;
+    // A bulkWrite insert op's document, held as sent (offset, size) until its result proves it.
+    bool insert = false;
+    mutable bool seen = false;  // settleBulkWrite: its result was in the reply's first batch
   };
   // What the reply that settles a held write says, and where: an update's `upserted` [{index, _id}],
   // findAndModify's lastErrorObject, or a bulkWrite's per-op results in its cursor.
@@ -596,6 +599,7 @@ struct Observer::Impl {
       if (writes[i].token < writes[at].token) at = i;  // all taken: the oldest is given up
     }
     PendingWrite& p = writes[at];
+    if (p.token) giveUp(p);
     p.token = ++next_token;
     p.ns.assign(ns);
     p.settled_by = settled_by;
@@ -637,6 +641,42 @@ struct Observer::Impl {
     p.docs.append(reinterpret_cast<const char*>(u->raw + u->d1), value);
     p.docs.push_back('\0');
     p.items.push_back({index, at, size, ns_at, ns.size(), upsert, replacement});
+  }
+  // A bulkWrite insert op's document, held as sent until its op's result proves it; false when it is
+  // too large to hold (it then counts as sent).
+  bool holdInsertedDocument(PendingWrite& p, uint32_t index, const bson_t& doc, std::string_view ns) {
+    if (p.docs.size() + ns.size() + doc.len > EventBatch::kKeepBytes) return false;
+    PendingDoc d;
+    d.index = index;
+    d.ns_offset = p.docs.size();
+    d.ns_size = ns.size();
+    p.docs.append(ns);
+    d.offset = p.docs.size();
+    d.size = doc.len;
+    p.docs.append(reinterpret_cast<const char*>(bson_get_data(&doc)), doc.len);
+    d.insert = true;
+    p.items.push_back(d);
+    return true;
+  }
+  // A held write whose reply will not be matched (the connection closed, or it was given up for a
+  // newer one): its bulkWrite inserts count as sent, as an insert's do.
+  void giveUp(PendingWrite& p) {
+    const TxnTarget outer = std::exchange(txn_target, p.txn);
+    if (p.settled_by == SettledBy::BulkWriteResults) settleUnansweredInserts(p, false, nowMicros());
+    txn_target = outer;
+    p.token = 0;
+  }
+  // Held bulkWrite inserts no reply settles: none came (counted as sent, once over the write's
+  // retries), or `retried`, a retry of a write already counted (not counted again).
+  void settleUnansweredInserts(const PendingWrite& p, bool retried, int64_t now) {
+    uint64_t n = 0;
+    for (const PendingDoc& d : p.items) n += d.insert;
+    if (n == 0) return;
+    retried = retried || (p.retry_key && !evaluator.retriedWrites().firstSettle(p.retry_key));
+    for (const PendingDoc& d : p.items)
+      if (d.insert && !retried) commit(nsOf(p, d), std::string_view(p.docs).substr(d.offset, d.size), DocOrigin::Insert, now);
+    if (retried) evaluator.countRetriedInserts(n);
+    else if (!p.txn.key) evaluator.countUnprovenInserts(n);
   }
   static std::string_view nsOf(const PendingWrite& p, const PendingDoc& d) {
     return d.ns_size ? std::string_view(p.docs).substr(d.ns_offset, d.ns_size) : std::string_view(p.ns);
@@ -1004,8 +1044,15 @@ void Observer::Impl::observeBulkWrite(const protocol::CommandView& view, int64_t
     const std::string_view ns = bulk_namespaces[static_cast<size_t>(index)];
     if (ns.empty() || ns.size() > kMaxNamespaceBytes) return true;
     if (kind == 'i') {
+      // Held for its op's result when a reply will say (replies follow, acknowledged, not errorsOnly);
+      // else counted as sent (unproven), inside a transaction at its commit.
       bson_t doc;
-      if (common::subDocument(op, "document", doc)) commit(ns, bytesOf(doc), DocOrigin::Insert, now);
+      if (!common::subDocument(op, "document", doc)) return true;
+      if (replies_follow && pending && holdInsertedDocument(*pending, op_index, doc, ns)) return true;
+      if (replies_follow) txn_target = {txn_key, txn_session};
+      commit(ns, bytesOf(doc), DocOrigin::Insert, now);
+      txn_target = {};
+      if (replies_follow && !txn_key) evaluator.countUnprovenInserts(1);
       return true;
     }
     bson_t statement = BSON_INITIALIZER;  // inline storage: no allocation for a small filter
@@ -1124,18 +1171,36 @@ void Observer::Impl::settle(const PendingWrite& p, const protocol::ReplyFacts& r
 // failed (ok: 0) created nothing the evaluation knows of.
 void Observer::Impl::settleBulkWrite(const PendingWrite& p, const protocol::ReplyFacts& reply, int64_t now) {
   bson_iter_t results;
-  if (!reply.first_batch || !reply.batch.children(results)) return;
-  while (bson_iter_next(&results)) {
+  const bool listed = reply.first_batch && reply.batch.children(results);
+  // Inside a transaction an op that failed aborts it: nothing of the transaction commits.
+  if (p.txn.key && listed) {
+    bson_iter_t scan = results;
+    while (bson_iter_next(&scan)) {
+      bson_t result;
+      bson_iter_t ok;
+      if (documentAt(scan, result) && bson_iter_init_find(&ok, &result, "ok") && bson_iter_as_double(&ok) != 1)
+        return evaluator.transactionWrites().abort(p.txn.key);
+    }
+  }
+  for (const PendingDoc& d : p.items) d.seen = false;
+  while (listed && bson_iter_next(&results)) {
     bson_t result;
     bson_iter_t ok, idx, n, upserted, id;
-    if (!documentAt(results, result) || !bson_iter_init_find(&ok, &result, "ok") || bson_iter_as_double(&ok) != 1 ||
+    if (!documentAt(results, result) || !bson_iter_init_find(&ok, &result, "ok") ||
         !bson_iter_init_find(&idx, &result, "idx") || !BSON_ITER_HOLDS_NUMBER(&idx))
       continue;
     const int64_t index = bson_iter_as_int64(&idx);
     auto d = std::lower_bound(p.items.begin(), p.items.end(), index,
                               [](const PendingDoc& item, int64_t i) { return int64_t{item.index} < i; });
     if (d == p.items.end() || d->index != index) continue;
-    if (d->upsert && bson_iter_init_find(&upserted, &result, "upserted") && BSON_ITER_HOLDS_DOCUMENT(&upserted) &&
+    d->seen = true;
+    if (bson_iter_as_double(&ok) != 1) {
+      if (d->insert) evaluator.countRefusedInserts(1);  // a duplicate _id, a validation failure
+      continue;
+    }
+    if (d->insert) {
+      commit(nsOf(p, *d), std::string_view(p.docs).substr(d->offset, d->size), DocOrigin::Insert, now);
+    } else if (d->upsert && bson_iter_init_find(&upserted, &result, "upserted") && BSON_ITER_HOLDS_DOCUMENT(&upserted) &&
         bson_iter_recurse(&upserted, &id) && bson_iter_find(&id, "_id")) {
       commitUpserted(p, *d, &id, now);
     } else if (bson_iter_init_find(&n, &result, "n") && BSON_ITER_HOLDS_NUMBER(&n) && bson_iter_as_int64(&n) > 0) {
@@ -1143,6 +1208,18 @@ void Observer::Impl::settleBulkWrite(const PendingWrite& p, const protocol::Repl
       if (d->replacement) commitReplaced(p, *d, now);
     }
   }
+  // Insert ops without a result: with the cursor exhausted (or the command refused whole) they
+  // never ran (an ordered bulkWrite stops at its first error); results left in an open cursor
+  // (read by getMores this write is not matched to) are not known: counted as sent.
+  const bool all_listed = !listed || reply.exhausted();
+  uint64_t unlisted = 0;
+  for (const PendingDoc& d : p.items) {
+    if (!d.insert || d.seen) continue;
+    ++unlisted;
+    if (!all_listed) commit(nsOf(p, d), std::string_view(p.docs).substr(d.offset, d.size), DocOrigin::Insert, now);
+  }
+  if (all_listed) evaluator.countRefusedInserts(unlisted);
+  else if (!p.txn.key) evaluator.countUnprovenInserts(unlisted);
 }
 
 void Observer::onReply(ReplyTicket ticket, const protocol::ReplyFacts& reply) {
@@ -1162,14 +1239,16 @@ void Observer::onReply(ReplyTicket ticket, const protocol::ReplyFacts& reply) {
   // nothing and leaves its retry to count.
   const bool failed = reply.has_ok && !reply.ok;
   const bool retried = p.retry_key && reply.parsed && !failed && !m.evaluator.retriedWrites().firstSettle(p.retry_key);
+  m.txn_target = p.txn;  // in a transaction, what it created waits for the commit
   if (reply.parsed && p.txn.key && (failed || reply.write_error_count)) {
     // A statement that failed aborts its transaction on the server: nothing of it commits.
     m.evaluator.transactionWrites().abort(p.txn.key);
   } else if (reply.parsed && !retried) {
-    m.txn_target = p.txn;  // in a transaction, what it created waits for the commit
     m.settle(p, reply, now);
-    m.txn_target = {};
+  } else if (p.settled_by == Impl::SettledBy::BulkWriteResults) {
+    m.settleUnansweredInserts(p, retried, now);
   }
+  m.txn_target = {};
   p.token = 0;
   if (m.tb->batch->events.size() + m.tb->repeats >= m.flush_ops || m.tb->batch->bytes() > EventBatch::kKeepBytes)
     m.handOver(now);
@@ -1241,10 +1320,13 @@ void Observer::close() {
   if (!impl_) return;
   Impl& m = *impl_;
   std::lock_guard lock(m.mutex);
-  if (m.streamed_open == Impl::kNone && !m.open_inserts) return;
+  if (m.streamed_open == Impl::kNone && !m.open_inserts && !m.held) return;
   Impl::BatchScope scope(m);
   m.settleAllOpen();
   m.open_inserts.reset();
+  if (m.held)
+    for (auto& p : m.held->writes)
+      if (p.token) m.giveUp(p);
 }
 
 Observer::Observer(Evaluator& evaluator, uint32_t flush_every_ops, uint32_t flush_every_ms)
