@@ -1210,8 +1210,9 @@ void Observer::Impl::settleBulkWrite(const PendingWrite& p, const protocol::Repl
   }
   // Insert ops without a result: with the cursor exhausted (or the command refused whole) they
   // never ran (an ordered bulkWrite stops at its first error); results left in an open cursor
-  // (read by getMores this write is not matched to) are not known: counted as sent.
-  const bool all_listed = !listed || reply.exhausted();
+  // (read by getMores this write is not matched to), or a reply without one, are not known:
+  // counted as sent.
+  const bool all_listed = listed ? reply.exhausted() : reply.has_ok && !reply.ok;
   uint64_t unlisted = 0;
   for (const PendingDoc& d : p.items) {
     if (!d.insert || d.seen) continue;
