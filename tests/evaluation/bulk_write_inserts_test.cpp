@@ -98,11 +98,15 @@ TEST_P(BulkWriteInserts, OpsThatFailedOrNeverRanInsertNothing) {
   // Refused whole (ok: 0): none.
   bulkInsertsReplyTo(a, bulkInsertsObserve(a, bulkInserts(10, 2)), R"({"ok": 0, "code": 13, "codeName": "Unauthorized"})");
   EXPECT_EQ(figure("namespaces.0.inserts"), 2);
+  // A reply without per-op results (no cursor): nothing says which ran, counted as sent.
+  bulkInsertsReplyTo(a, bulkInsertsObserve(a, bulkInserts(30, 2)), R"({"ok": 1, "nErrors": 0, "nInserted": 2})");
+  EXPECT_EQ(figure("namespaces.0.inserts"), 4);
+  EXPECT_EQ(figure("refusedInserts"), 3);
   // A reply that never came (the connection closed): counted as sent, as an insert's.
   bulkInsertsObserve(a, bulkInserts(20, 2));
   a.close();
-  EXPECT_EQ(figure("namespaces.0.inserts"), 4);
-  EXPECT_EQ(figure("unprovenInserts"), 2);
+  EXPECT_EQ(figure("namespaces.0.inserts"), 6);
+  EXPECT_EQ(figure("unprovenInserts"), 4);
 }
 
 TEST_P(BulkWriteInserts, InsertOpsOfATransactionCountAtItsCommitOnly) {
