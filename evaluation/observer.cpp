@@ -1035,6 +1035,9 @@ void Observer::Impl::observeBulkWrite(const protocol::CommandView& view, int64_t
   PendingWrite* pending = acknowledged(view.body) && !common::boolField(view.body, "errorsOnly", false)
                               ? &holdWrite({}, SettledBy::BulkWriteResults)
                               : nullptr;
+  // An errorsOnly bulkWrite's inserts count as sent at the request: once over a retryable write's
+  // retries (the server runs it once), as a held write's are at their reply.
+  const bool retried = replies_follow && !pending && retry_key && !evaluator.retriedWrites().firstSettle(retry_key);
   uint32_t position = 0;  // the op's index in `ops`: its result's `idx`
   common::forEachStatement(view, "ops", [&](const bson_t& op) {
     if (!admitStatement(now)) return false;
@@ -1049,6 +1052,10 @@ void Observer::Impl::observeBulkWrite(const protocol::CommandView& view, int64_t
       bson_t doc;
       if (!common::subDocument(op, "document", doc)) return true;
       if (replies_follow && pending && holdInsertedDocument(*pending, op_index, doc, ns)) return true;
+      if (retried) {
+        evaluator.countRetriedInserts(1);
+        return true;
+      }
       if (replies_follow) txn_target = {txn_key, txn_session};
       commit(ns, bytesOf(doc), DocOrigin::Insert, now);
       txn_target = {};

@@ -139,6 +139,13 @@ TEST_P(BulkWriteInserts, ARetriedBulkWriteCountsItsInsertsOnce) {
   bulkInsertsReplyTo(b, bulkInsertsObserve(b, bulkInserts(10, 2, again)), bulkInsertsReply(2));
   b.flush();
   EXPECT_EQ(figure("namespaces.0.inserts"), 5);
+  // errorsOnly (its reply lists no successes: counted as sent at the request), sent twice: once.
+  const std::string errors_only = R"(, "errorsOnly": true, "lsid": {"id": 12}, "txnNumber": 9)";
+  const std::string none = R"({"ok": 1, "nErrors": 0, "cursor": {"id": 0, "ns": "admin.$cmd.bulkWrite", "firstBatch": []}})";
+  bulkInsertsReplyTo(a, bulkInsertsObserve(a, bulkInserts(20, 2, errors_only)), none);
+  bulkInsertsReplyTo(b, bulkInsertsObserve(b, bulkInserts(20, 2, errors_only)), none);
+  b.flush();
+  EXPECT_EQ(figure("namespaces.0.inserts"), 7);
 }
 
 INSTANTIATE_TEST_SUITE_P(BatchedOrHandedOver, BulkWriteInserts, ::testing::Values(64u, 2u));
