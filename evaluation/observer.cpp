@@ -319,6 +319,22 @@ struct Observer::Impl {
   // Where commit() puts documents while a transaction's statement is observed or settled: they
   // wait for its commit (TransactionWrites) instead of counting.
   TxnTarget txn_target;
+  // The transactions whose commitTransaction this connection sent and whose answer has not come:
+  // if it closes first, their outcome is unknown (drivers send one command at a time per
+  // connection; a fifth replaces the oldest, whose outcome is then taken as unknown).
+  std::array<uint64_t, 4> commits_in_flight{};
+  void commitSent(uint64_t key) {
+    auto slot = std::find(commits_in_flight.begin(), commits_in_flight.end(), uint64_t{0});
+    if (slot == commits_in_flight.end()) {
+      slot = commits_in_flight.begin();
+      evaluator.transactionWrites().commitUnanswered(*slot);
+    }
+    *slot = key;
+  }
+  void commitAnswered(uint64_t key) {
+    auto slot = std::find(commits_in_flight.begin(), commits_in_flight.end(), key);
+    if (slot != commits_in_flight.end()) *slot = 0;
+  }
   common::LightMutex mutex;  // this connection's state below; taken before its thread batch's
   // The calling thread's batch (Evaluator::threadBatch), locked by the entry point that set it:
   // every event goes there, whichever connection made it.
@@ -1287,6 +1303,7 @@ void Observer::settleCommit(uint64_t key, const protocol::ReplyFacts& reply) {
   Impl::BatchScope scope(m);
   const int64_t now = nowMicros();
   TransactionWrites& writes = m.evaluator.transactionWrites();
+  m.commitAnswered(key);
   // Committed: what the statements' replies proved now exists, whichever connection wrote it.
   // Refused: the transaction aborted. No answer, or an error that leaves it unknown: held for a
   // retried commit's answer, reported as outcome unknown meanwhile.
@@ -1319,7 +1336,9 @@ void Observer::Impl::observeTransactionEnd(const protocol::CommandView& view) {
     evaluator.transactionWrites().abort(key);
     return endTransaction(key, Proof::nothing(), false);
   }
-  if (key) ticket = {.commit = true, .token = key};
+  if (!key) return;
+  ticket = {.commit = true, .token = key};
+  commitSent(key);
 }
 
 void Observer::expectReplies() { impl_->replies_follow = true; }
@@ -1328,6 +1347,9 @@ void Observer::close() {
   if (!impl_) return;
   Impl& m = *impl_;
   std::lock_guard lock(m.mutex);
+  // A commit sent and never answered: its transaction's outcome is unknown (a retry elsewhere may tell).
+  for (uint64_t& key : m.commits_in_flight)
+    if (key) m.evaluator.transactionWrites().commitUnanswered(std::exchange(key, 0));
   if (m.streamed_open == Impl::kNone && !m.open_inserts && !m.held) return;
   Impl::BatchScope scope(m);
   m.settleAllOpen();

@@ -115,5 +115,23 @@ TEST(TransactionInsertsPipeline, UpsertsWaitForTheCommitWhicheverConnectionSends
   EXPECT_EQ(p.figure("namespaces.0.upserted"), 1);
 }
 
+TEST(TransactionInsertsPipeline, ACommitInFlightWhenItsConnectionClosesIsOutcomeUnknown) {
+  TxnPoolPipelines p;
+  p.roundTrip(p.first,
+              R"({"insert": "kv", "documents": [{"_id": 1, "k": "a"}, {"_id": 2, "k": "b"}], )" + txnPart(3) +
+                  R"(, "startTransaction": true, "$db": "app"})",
+              R"({"n": 2, "ok": 1})");
+  auto commit = request(R"({"commitTransaction": 1, )" + txnPart(3) + R"(, "$db": "admin"})", ++p.id);
+  p.first.send(commit);
+  p.first.pipeline.onClose();  // the connection closes before the answer, as the session does
+  p.first_observer.close();
+  EXPECT_EQ(p.figure("namespaces.0.inserts"), 0);
+  EXPECT_EQ(p.figure("transactionWritesOutcomeUnknown"), 2);
+  // The driver retries the commit on another connection: its ok tells.
+  p.roundTrip(p.second, R"({"commitTransaction": 1, )" + txnPart(3) + R"(, "$db": "admin"})", R"({"ok": 1})");
+  EXPECT_EQ(p.figure("namespaces.0.inserts"), 2);
+  EXPECT_EQ(p.figure("transactionWritesOutcomeUnknown"), 0);
+}
+
 }  // namespace transaction_inserts_pipeline_test
 }  // namespace shardscope::pipeline::testing
