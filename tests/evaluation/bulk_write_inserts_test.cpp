@@ -9,7 +9,6 @@
 
 #include "evaluation/evaluator.h"
 #include "protocol/command_view.h"
-#include "protocol/op_msg.h"
 #include "protocol/reply_facts.h"
 #include "tests/evaluation/scenario_support.h"
 
@@ -18,23 +17,6 @@ namespace bulk_write_inserts_test {
 
 using testing::findPath;
 using testing::reportNumber;
-
-// The command as the pipeline sees it (lsid, txnNumber, autocommit read by buildCommandView).
-class BulkInsertsCommand {
- public:
-  explicit BulkInsertsCommand(const std::string& json) : body_(testing::bsonFromJson(json)) {
-    protocol::OpMsg msg;
-    msg.body = {bson_get_data(body_), body_->len};
-    EXPECT_TRUE(protocol::buildCommandView(msg, view_).ok()) << json;
-  }
-  ~BulkInsertsCommand() { bson_destroy(body_); }
-  BulkInsertsCommand(const BulkInsertsCommand&) = delete;
-  const protocol::CommandView& view() const { return view_; }
-
- private:
-  bson_t* body_;
-  protocol::CommandView view_{};
-};
 
 // A bulkWrite of `n` insert ops into app.kv from _id `first`, with `extra` fields (lsid, ...).
 std::string bulkInserts(int first, int n, const std::string& extra = "") {
@@ -57,7 +39,7 @@ std::string bulkInsertsReply(int ok, int failed = 0) {
 }
 
 ReplyTicket bulkInsertsObserve(Observer& obs, const std::string& body, const char* ns = "app.kv") {
-  BulkInsertsCommand c(body);
+  testing::ParsedCommand c(body);
   return obs.observe(c.view(), ns);
 }
 

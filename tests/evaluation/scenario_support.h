@@ -16,6 +16,7 @@
 #include "common/bounded_name.h"
 #include "evaluation/evaluator.h"
 #include "protocol/command_view.h"
+#include "protocol/op_msg.h"
 #include "protocol/reply_facts.h"
 
 namespace shardscope::evaluation::testing {
@@ -44,6 +45,20 @@ class OwnedCommand {
   protocol::CommandView view_{};
 };
 
+// A command as the proxy's pipeline sees it: the view buildCommandView makes (lsid, txnNumber,
+// autocommit read there, as for a transaction's statements), kept alive with its body.
+class ParsedCommand {
+ public:
+  explicit ParsedCommand(const std::string& json);
+  ~ParsedCommand() { bson_destroy(body_); }
+  ParsedCommand(const ParsedCommand&) = delete;
+  const protocol::CommandView& view() const { return view_; }
+
+ private:
+  bson_t* body_;
+  protocol::CommandView view_{};
+};
+
 // Report readers shared by the evaluation tests.
 
 // A document from (extended) JSON; a parse error fails the test with the text (nullptr back).
@@ -52,6 +67,12 @@ inline bson_t* bsonFromJson(const std::string& json) {
   bson_t* b = bson_new_from_json(reinterpret_cast<const uint8_t*>(json.data()), static_cast<ssize_t>(json.size()), &err);
   EXPECT_NE(b, nullptr) << err.message << " in " << json.substr(0, 200);
   return b;
+}
+
+inline ParsedCommand::ParsedCommand(const std::string& json) : body_(bsonFromJson(json)) {
+  protocol::OpMsg msg;
+  msg.body = {bson_get_data(body_), body_->len};
+  EXPECT_TRUE(protocol::buildCommandView(msg, view_).ok()) << json;
 }
 
 // A reply handed to `obs`, as the proxy hands it when a command's reply arrives.

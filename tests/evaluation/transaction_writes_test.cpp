@@ -10,7 +10,6 @@
 
 #include "evaluation/evaluator.h"
 #include "protocol/command_view.h"
-#include "protocol/op_msg.h"
 #include "protocol/reply_facts.h"
 #include "tests/evaluation/scenario_support.h"
 
@@ -20,23 +19,6 @@ namespace transaction_writes_test {
 using testing::findPath;
 using testing::reportNumber;
 
-// A command as the proxy's pipeline sees it (lsid, txnNumber, autocommit read by buildCommandView).
-class TxnWritesCommand {
- public:
-  explicit TxnWritesCommand(const std::string& json) : body_(testing::bsonFromJson(json)) {
-    protocol::OpMsg msg;
-    msg.body = {bson_get_data(body_), body_->len};
-    EXPECT_TRUE(protocol::buildCommandView(msg, view_).ok()) << json;
-  }
-  ~TxnWritesCommand() { bson_destroy(body_); }
-  TxnWritesCommand(const TxnWritesCommand&) = delete;
-  const protocol::CommandView& view() const { return view_; }
-
- private:
-  bson_t* body_;
-  protocol::CommandView view_{};
-};
-
 // The transaction fields of session `lsid`'s transaction `txn`.
 std::string txnWritesFields(int lsid, int txn) {
   return R"(, "lsid": {"id": )" + std::to_string(lsid) + R"(}, "txnNumber": )" + std::to_string(txn) +
@@ -44,7 +26,7 @@ std::string txnWritesFields(int lsid, int txn) {
 }
 
 void txnWritesSend(Observer& obs, const std::string& body, const std::string& reply, const char* ns = "app.kv") {
-  TxnWritesCommand c(body);
+  testing::ParsedCommand c(body);
   const ReplyTicket ticket = obs.observe(c.view(), ns);
   bson_t* r = testing::bsonFromJson(reply);
   obs.onReply(ticket, protocol::readReplyFacts(r));
@@ -53,7 +35,7 @@ void txnWritesSend(Observer& obs, const std::string& body, const std::string& re
 
 // The same command, whose reply never comes (the connection closed first).
 void txnWritesSendUnanswered(Observer& obs, const std::string& body, const char* ns = "") {
-  TxnWritesCommand c(body);
+  testing::ParsedCommand c(body);
   obs.onReply(obs.observe(c.view(), ns), protocol::ReplyFacts{});  // what the pipeline hands over for NoReply
 }
 
