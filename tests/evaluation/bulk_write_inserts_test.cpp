@@ -15,9 +15,6 @@
 namespace shardscope::evaluation {
 namespace bulk_write_inserts_test {
 
-using testing::findPath;
-using testing::reportNumber;
-
 // A bulkWrite of `n` insert ops into app.kv from _id `first`, with `extra` fields (lsid, ...).
 std::string bulkInserts(int first, int n, const std::string& extra = "") {
   std::string ops;
@@ -49,28 +46,7 @@ void bulkInsertsReplyTo(Observer& obs, ReplyTicket t, const std::string& reply) 
   bson_destroy(r);
 }
 
-class BulkWriteInserts : public ::testing::TestWithParam<uint32_t> {
- protected:
-  static EvaluationOptions bulkInsertsOptions() {
-    EvaluationOptions o;
-    o.configured_candidates.emplace_back("app.kv", R"({"k": 1})");
-    return o;
-  }
-  Evaluator ev{bulkInsertsOptions()};
-  Observer a{ev, GetParam(), 3'600'000}, b{ev, GetParam(), 3'600'000};
-  void SetUp() override {
-    a.expectReplies();
-    b.expectReplies();
-  }
-  double figure(const std::string& path) {
-    a.flush();
-    bson_t* doc = testing::bsonFromJson(ev.renderJson());
-    bson_iter_t it;
-    const double n = findPath(&it, doc, path) ? reportNumber(it) : 0;
-    bson_destroy(doc);
-    return n;
-  }
-};
+class BulkWriteInserts : public testing::TwoConnectionsOnKv {};
 
 TEST_P(BulkWriteInserts, OpsThatFailedOrNeverRanInsertNothing) {
   // Ordered: op 2 is a duplicate, ops 3 and 4 never ran (no result in the exhausted cursor).

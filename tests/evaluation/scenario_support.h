@@ -143,6 +143,33 @@ inline double candidateFigure(const std::string& report, const std::string& key_
   return figure;
 }
 
+// Two connections of one client (observers `a` and `b` expecting replies, as the proxy's do) on
+// one evaluator with the candidate {k: 1} on app.kv; the parameter is their flush_every_ops (64
+// keeps what they observe in the thread's batch, 2 hands it to the worker early).
+class TwoConnectionsOnKv : public ::testing::TestWithParam<uint32_t> {
+ protected:
+  static EvaluationOptions kvOptions() {
+    EvaluationOptions o;
+    o.configured_candidates.emplace_back("app.kv", R"({"k": 1})");
+    return o;
+  }
+  Evaluator ev{kvOptions()};
+  Observer a{ev, GetParam(), 3'600'000}, b{ev, GetParam(), 3'600'000};
+  void SetUp() override {
+    a.expectReplies();
+    b.expectReplies();
+  }
+  // A number of /evaluate at a dotted path ("namespaces.0.inserts", "refusedInserts"); 0 when absent.
+  double figure(const std::string& path) {
+    a.flush();
+    bson_t* doc = bsonFromJson(ev.renderJson());
+    bson_iter_t it;
+    const double n = findPath(&it, doc, path) ? reportNumber(it) : 0;
+    bson_destroy(doc);
+    return n;
+  }
+};
+
 inline void appendOid(bson_t* d, const char* key, uint64_t counter) {
   uint8_t bytes[12] = {0};
   uint32_t t = 1767225600u + static_cast<uint32_t>(counter / 1000);  // increasing timestamp

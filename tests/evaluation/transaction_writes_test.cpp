@@ -16,9 +16,6 @@
 namespace shardscope::evaluation {
 namespace transaction_writes_test {
 
-using testing::findPath;
-using testing::reportNumber;
-
 // The transaction fields of session `lsid`'s transaction `txn`.
 std::string txnWritesFields(int lsid, int txn) {
   return R"(, "lsid": {"id": )" + std::to_string(lsid) + R"(}, "txnNumber": )" + std::to_string(txn) +
@@ -67,29 +64,8 @@ void txnWritesUpsertAndReplace(Observer& obs, int lsid, int txn, int id) {
 std::string txnWritesCommit(int lsid, int txn) { return R"({"commitTransaction": 1)" + txnWritesFields(lsid, txn); }
 std::string txnWritesAbort(int lsid, int txn) { return R"({"abortTransaction": 1)" + txnWritesFields(lsid, txn); }
 
-// flush_every_ops 64 keeps what the statements observed in the thread's batch; 2 hands it over early.
-class TransactionWrites : public ::testing::TestWithParam<uint32_t> {
+class TransactionWrites : public testing::TwoConnectionsOnKv {
  protected:
-  static EvaluationOptions txnWritesOptions() {
-    EvaluationOptions o;
-    o.configured_candidates.emplace_back("app.kv", R"({"k": 1})");
-    return o;
-  }
-  Evaluator ev{txnWritesOptions()};
-  Observer a{ev, GetParam(), 3'600'000}, b{ev, GetParam(), 3'600'000};
-  void SetUp() override {
-    a.expectReplies();  // as the proxy's connections do
-    b.expectReplies();
-  }
-  // A figure of /evaluate: "namespaces.0.inserts", "transactionWritesOutcomeUnknown", ...
-  double figure(const std::string& path) {
-    a.flush();
-    bson_t* doc = testing::bsonFromJson(ev.renderJson());
-    bson_iter_t it;
-    const double n = findPath(&it, doc, path) ? reportNumber(it) : 0;
-    bson_destroy(doc);
-    return n;
-  }
   // Documents of every origin counted in the namespace ("inserts" counts upserted ones too).
   double written() { return figure("namespaces.0.inserts") + figure("namespaces.0.replacements"); }
 };
