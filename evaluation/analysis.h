@@ -200,6 +200,8 @@ struct ObservationCounters {
   uint64_t refused_inserts = 0;     // inserted documents the reply said were not created
   uint64_t unproven_inserts = 0;    // counted as sent: no reply proved them (w:0, closed, over the bound)
   uint64_t retried_inserts = 0;     // a retried retryable insert's documents, counted by an earlier attempt
+  uint64_t transaction_writes_pending = 0;  // written in transactions whose commit is not answered yet
+  uint64_t transaction_writes_outcome_unknown = 0;  // written in transactions whose commit's answer never came
 };
 // `since_ms`: unix ms the observation began (the sidecar's start or POST /evaluate/reset; a fleet
 // merge: the earliest sidecar's), stated as "observedSince" / the text's first line; 0: not known.

@@ -169,6 +169,7 @@ void Evaluator::apply(const EventBatch& batch) {
           });
       if (e.unproven) countUnprovenInserts(created);
       if (e.retried) countRetriedInserts(refused);
+      else if (e.outcome_unknown) transaction_writes_.countOutcomeUnknown(refused);
       else countRefusedInserts(refused);
     } else if (e.insert && e.refused) {
       continue;  // counted by the observer that settled it
@@ -301,7 +302,13 @@ std::vector<NamespaceReport> Evaluator::analyzeNow(routing::RoutingLoad* load) c
 }
 
 std::string Evaluator::renderJson() const {
-  ObservationCounters counters{droppedEvents(), truncatedRequests(), refusedInserts(), unprovenInserts(), retriedInserts()};
+  ObservationCounters counters{droppedEvents(),
+                               truncatedRequests(),
+                               refusedInserts(),
+                               unprovenInserts(),
+                               retriedInserts(),
+                               transaction_writes_.pending(),
+                               transaction_writes_.outcomeUnknown()};
   routing::RoutingLoad load;
   std::vector<NamespaceReport> reports = analyzeNow(&load);
   return renderReportsJson(reports, &counters, since_ms_, &load);
@@ -527,6 +534,7 @@ void Evaluator::reset() {
   std::lock_guard lock(mutex_);
   namespaces_.clear();
   held_inserts_->clear();
+  transaction_writes_.clear();
   dropped_ = 0;
   // The top-level counts cover the period /evaluate states (observedSince), as its namespaces do.
   for (auto* count : {&truncated_requests_, &refused_inserts_, &unproven_inserts_, &retried_inserts_}) count->store(0);

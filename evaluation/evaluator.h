@@ -18,6 +18,7 @@
 #include "common/query_shape.h"
 #include "evaluation/retried_writes.h"
 #include "evaluation/thread_batch.h"
+#include "evaluation/transaction_writes.h"
 #include "protocol/command_view.h"
 #include "protocol/reply_facts.h"
 #include "rewrite/lookup_rule.h"
@@ -110,10 +111,16 @@ class Evaluator {
   void countUnprovenInserts(uint64_t n) { unproven_inserts_.fetch_add(n, std::memory_order_relaxed); }
   // Inserted documents of a retried retryable write already counted by an earlier attempt.
   void countRetriedInserts(uint64_t n) { retried_inserts_.fetch_add(n, std::memory_order_relaxed); }
-  uint64_t refusedInserts() const { return refused_inserts_.load(std::memory_order_relaxed); }
+  // (With the inserted documents of aborted transactions, which TransactionWrites counts.)
+  uint64_t refusedInserts() const {
+    return refused_inserts_.load(std::memory_order_relaxed) + transaction_writes_.abortedInserts();
+  }
   uint64_t retriedInserts() const { return retried_inserts_.load(std::memory_order_relaxed); }
   // The retryable writes whose documents were counted (retried_writes.h), process-wide.
   RetriedWrites& retriedWrites() { return retried_writes_; }
+  // What statements of multi-document transactions wrote, until their commit's answer (process-wide:
+  // a commit on any connection settles them).
+  TransactionWrites& transactionWrites() { return transaction_writes_; }
   uint64_t unprovenInserts() const { return unproven_inserts_.load(std::memory_order_relaxed); }
   // Inserted documents the worker holds for their reply (tests).
   size_t heldInsertBytes() const;
@@ -148,6 +155,7 @@ class Evaluator {
   std::atomic<int64_t> since_ms_{0};
   std::atomic<uint64_t> refused_inserts_{0}, unproven_inserts_{0}, retried_inserts_{0};
   RetriedWrites retried_writes_;
+  TransactionWrites transaction_writes_{options_.max_held_insert_bytes};
   std::atomic<uint64_t> ticket_bases_{1};
   std::unique_ptr<HeldInserts> held_inserts_;  // the worker's (apply), under the queue's lock
   std::unique_ptr<ApplyQueue> queue_;  // last: its worker stops before the state it applies to goes
@@ -162,6 +170,9 @@ struct ReplyTicket {
   bool insert = false;  // an insert's documents wait for the reply (else an update's held write)
   // A commitTransaction: its reply commits the transaction's inserts (token: its transaction key).
   bool commit = false;
+  // A statement of a transaction whose documents wait in TransactionWrites (token: its transaction
+  // key): a reply that says it failed aborts the transaction.
+  bool transaction = false;
   uint64_t token = 0;
 };
 
@@ -213,8 +224,10 @@ class Observer {
 
  private:
   void settleInsert(ReplyTicket ticket, const protocol::ReplyFacts& reply);
-  // A commitTransaction's reply: the transaction `key`'s inserts count if it committed.
+  // A commitTransaction's reply: the transaction `key`'s writes count if it committed.
   void settleCommit(uint64_t key, const protocol::ReplyFacts& reply);
+  // A transaction statement's reply: an error aborts the transaction `key`.
+  void settleTransactionStatement(uint64_t key, const protocol::ReplyFacts& reply);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

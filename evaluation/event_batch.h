@@ -48,6 +48,7 @@ struct BufferedEvent {
   bool settle = false;     // settles `ticket`: `doc` lists the failed statements (uint32 each)
   bool unproven = false;   // settle: no reply will prove it (w:0, closed, given up): applied as sent
   bool retried = false;    // settle: a retry of a retryable insert already counted: none applied (retriedInserts)
+  bool outcome_unknown = false;  // settle: its transaction's outcome is unknown: none applied (TransactionWrites)
 };
 
 class EventBatch {

@@ -36,6 +36,7 @@
 #include "common/light_mutex.h"
 #include "common/query_shape.h"
 #include "protocol/reply_facts.h"
+#include "protocol/transaction_outcome.h"
 #include "routing/leading_match.h"
 #include "routing/routing_table.h"
 
@@ -311,6 +312,29 @@ struct Observer::Impl {
   Impl(Evaluator& e, uint32_t ops, uint32_t ms) : evaluator(e), flush_ops(ops), flush_ms(ms) {}
   Evaluator& evaluator;
   uint32_t flush_ops, flush_ms;
+  // A multi-document transaction (RetriedWrites::transactionKeyOf, transactionSessionOf).
+  struct TxnTarget {
+    uint64_t key = 0, session = 0;
+  };
+  // Where commit() puts documents while a transaction's statement is observed or settled: they
+  // wait for its commit (TransactionWrites) instead of counting.
+  TxnTarget txn_target;
+  // The transactions whose commitTransaction this connection sent and whose answer has not come:
+  // if it closes first, their outcome is unknown (drivers send one command at a time per
+  // connection; a fifth replaces the oldest, whose outcome is then taken as unknown).
+  std::array<uint64_t, 4> commits_in_flight{};
+  void commitSent(uint64_t key) {
+    auto slot = std::find(commits_in_flight.begin(), commits_in_flight.end(), uint64_t{0});
+    if (slot == commits_in_flight.end()) {
+      slot = commits_in_flight.begin();
+      evaluator.transactionWrites().commitUnanswered(*slot);
+    }
+    *slot = key;
+  }
+  void commitAnswered(uint64_t key) {
+    auto slot = std::find(commits_in_flight.begin(), commits_in_flight.end(), key);
+    if (slot != commits_in_flight.end()) *slot = 0;
+  }
   common::LightMutex mutex;  // this connection's state below; taken before its thread batch's
   // The calling thread's batch (Evaluator::threadBatch), locked by the entry point that set it:
   // every event goes there, whichever connection made it.
@@ -424,7 +448,8 @@ struct Observer::Impl {
   }
   // Settles the open insert `at` (its thread's batch locked: tb): in place while its documents are
   // all in the batch, else by a settle event the worker applies after them.
-  void settleInsert(size_t at, const Proof& settled) {
+  // `unknown`: created nothing as far as is known (a transaction's outcome nobody saw), counted so.
+  void settleInsert(size_t at, const Proof& settled, bool unknown = false) {
     OpenInsert& o = (*open_inserts)[at];
     const uint64_t ticket = o.ticket;
     o.ticket = 0;
@@ -450,6 +475,7 @@ struct Observer::Impl {
         unproven += proof.unproven;
       }
       if (refused && retried) evaluator.countRetriedInserts(refused);
+      else if (refused && unknown) evaluator.transactionWrites().countOutcomeUnknown(refused);
       else if (refused) evaluator.countRefusedInserts(refused);
       if (unproven) evaluator.countUnprovenInserts(unproven);
       return;
@@ -477,6 +503,7 @@ struct Observer::Impl {
     e.statement = proof.cutoff;
     e.unproven = proof.unproven;
     e.retried = retried;
+    e.outcome_unknown = unknown;
     e.doc = failed;
   }
   // A streamed insert's documents that no request claimed (the connection closed, or the next
@@ -493,13 +520,17 @@ struct Observer::Impl {
       if (o.ticket && o.txn_key == key && (!committed || o.awaits_commit)) settleInsert(i, proof);
     }
   }
-  // Every open insert, the connection closing (its batch locked): counted as sent (a transaction's
-  // too: its commit may come on another connection).
+  // Every open insert, the connection closing (its batch locked): counted as sent; a streamed
+  // insert of a transaction (the only kind a transaction leaves here) is not counted as written,
+  // its transaction's outcome unknown on this connection.
   void settleAllOpen() {
     refuseUnclaimedStream();
     if (!open_inserts) return;
-    for (size_t i = 0; i < kOpenInserts; ++i)
-      if ((*open_inserts)[i].ticket) settleInsert(i, Proof::asSent());
+    for (size_t i = 0; i < kOpenInserts; ++i) {
+      const OpenInsert& o = (*open_inserts)[i];
+      if (o.ticket && o.txn_key) settleInsert(i, Proof::nothing(), true);
+      else if (o.ticket) settleInsert(i, Proof::asSent());
+    }
   }
 
   uint32_t statements = 0;  // of the current request, observed so far
@@ -532,6 +563,9 @@ struct Observer::Impl {
     size_t offset = 0, size = 0;
     size_t ns_offset = 0, ns_size = 0;  // a bulkWrite op's namespace, in `docs` (else the write's)
     bool upsert = false, replacement = false;
+    // A bulkWrite insert op's document, held as sent (offset, size) until its result proves it.
+    bool insert = false;
+    mutable bool seen = false;  // settleBulkWrite: its result was in the reply's first batch
   };
   // What the reply that settles a held write says, and where: an update's `upserted` [{index, _id}],
   // findAndModify's lastErrorObject, or a bulkWrite's per-op results in its cursor.
@@ -550,6 +584,8 @@ struct Observer::Impl {
     uint32_t statements = 0;
     bool any_multi = false, complete = true;
     uint64_t retry_key = 0;  // a retryable write's (RetriedWrites::keyOf): settled once over its retries
+    // A statement of a multi-document transaction: what it created waits for the commit.
+    TxnTarget txn;
   };
   static constexpr size_t kHeldWrites = 16;
   // Made by the first acknowledged update or findAndModify (most connections never write so; the
@@ -565,6 +601,7 @@ struct Observer::Impl {
   ReplyTicket ticket;  // of the request being observed
   uint64_t retry_key = 0;  // of the request being observed (RetriedWrites::keyOf), for what it holds
   uint64_t txn_key = 0;    // of the request being observed (RetriedWrites::transactionKeyOf)
+  uint64_t txn_session = 0;  // and its session (RetriedWrites::transactionSessionOf)
 
   PendingWrite& holdWrite(std::string_view ns, SettledBy settled_by) {
     if (!held) held = std::make_unique<Held>();
@@ -578,6 +615,7 @@ struct Observer::Impl {
       if (writes[i].token < writes[at].token) at = i;  // all taken: the oldest is given up
     }
     PendingWrite& p = writes[at];
+    if (p.token) giveUp(p);
     p.token = ++next_token;
     p.ns.assign(ns);
     p.settled_by = settled_by;
@@ -588,6 +626,7 @@ struct Observer::Impl {
     p.any_multi = false;
     p.complete = true;
     p.retry_key = retry_key;
+    p.txn = {txn_key, txn_session};
     ticket = {.index = static_cast<uint32_t>(at), .token = p.token};
     return p;
   }
@@ -619,6 +658,42 @@ struct Observer::Impl {
     p.docs.push_back('\0');
     p.items.push_back({index, at, size, ns_at, ns.size(), upsert, replacement});
   }
+  // A bulkWrite insert op's document, held as sent until its op's result proves it; false when it is
+  // too large to hold (it then counts as sent).
+  bool holdInsertedDocument(PendingWrite& p, uint32_t index, const bson_t& doc, std::string_view ns) {
+    if (p.docs.size() + ns.size() + doc.len > EventBatch::kKeepBytes) return false;
+    PendingDoc d;
+    d.index = index;
+    d.ns_offset = p.docs.size();
+    d.ns_size = ns.size();
+    p.docs.append(ns);
+    d.offset = p.docs.size();
+    d.size = doc.len;
+    p.docs.append(reinterpret_cast<const char*>(bson_get_data(&doc)), doc.len);
+    d.insert = true;
+    p.items.push_back(d);
+    return true;
+  }
+  // A held write whose reply will not be matched (the connection closed, or it was given up for a
+  // newer one): its bulkWrite inserts count as sent, as an insert's do.
+  void giveUp(PendingWrite& p) {
+    const TxnTarget outer = std::exchange(txn_target, p.txn);
+    if (p.settled_by == SettledBy::BulkWriteResults) settleUnansweredInserts(p, false, nowMicros());
+    txn_target = outer;
+    p.token = 0;
+  }
+  // Held bulkWrite inserts no reply settles: none came (counted as sent, once over the write's
+  // retries), or `retried`, a retry of a write already counted (not counted again).
+  void settleUnansweredInserts(const PendingWrite& p, bool retried, int64_t now) {
+    uint64_t n = 0;
+    for (const PendingDoc& d : p.items) n += d.insert;
+    if (n == 0) return;
+    retried = retried || (p.retry_key && !evaluator.retriedWrites().firstSettle(p.retry_key));
+    for (const PendingDoc& d : p.items)
+      if (d.insert && !retried) commit(nsOf(p, d), std::string_view(p.docs).substr(d.offset, d.size), DocOrigin::Insert, now);
+    if (retried) evaluator.countRetriedInserts(n);
+    else if (!p.txn.key) evaluator.countUnprovenInserts(n);
+  }
   static std::string_view nsOf(const PendingWrite& p, const PendingDoc& d) {
     return d.ns_size ? std::string_view(p.docs).substr(d.ns_offset, d.ns_size) : std::string_view(p.ns);
   }
@@ -637,17 +712,32 @@ struct Observer::Impl {
   }
   // A document that came into being: copied when small, else its digest (never a copy of a large
   // document: what the evaluation reads of it is bounded, whatever its size).
+  // Inside a transaction (`txn_target` set) it waits for the commit instead (TransactionWrites).
   void commit(std::string_view ns, std::string_view doc, DocOrigin origin, int64_t now) {
-    BufferedEvent& e = insertEvent(ns, origin, now);
     bson_t b;
+    std::string_view kept = doc;
+    bool digest = false;
     if (doc.size() > kDigestFromBytes && bson_init_static(&b, reinterpret_cast<const uint8_t*>(doc.data()), doc.size())) {
       thread_local DocumentDigester digester;  // one per event-loop thread, not per connection
-      e.doc = tb->batch->copy(digester.digest(b));
-      e.digest = true;
-    } else if (!doc.empty()) {
-      e.doc = tb->batch->copy(doc);
+      kept = digester.digest(b);
+      digest = true;
     }
+    if (txn_target.key) {
+      evaluator.transactionWrites().hold(txn_target.key, txn_target.session, {ns, kept, origin, digest, now});
+      return;
+    }
+    BufferedEvent& e = insertEvent(ns, origin, now);
+    if (!kept.empty()) e.doc = tb->batch->copy(kept);
+    e.digest = digest;
   }
+  // A committed transaction's document, as it was observed (its time, its digest).
+  void commitHeld(const TransactionWrites::Doc& d, int64_t now) {
+    if (tb->batch->events.size() >= EventBatch::kKeepEvents || tb->batch->bytes() > EventBatch::kKeepBytes) handOver(now);
+    BufferedEvent& e = insertEvent(d.ns, d.origin, d.time_us);
+    if (!d.doc.empty()) e.doc = tb->batch->copy(d.doc);
+    e.digest = d.digest;
+  }
+
   // A document digested as its bytes passed (DocumentDigestStream): as commit() with its digest.
   void commitDigest(std::string_view ns, std::string_view digest, int64_t now) {
     BufferedEvent& e = insertEvent(ns, DocOrigin::Insert, now);
@@ -803,6 +893,7 @@ struct Observer::Impl {
 
 // An insert's documents, counted once the reply proves them when replies follow (expectReplies)
 // and the insert is acknowledged; a w:0 insert's, with no reply to prove them, count as sent.
+// Inside a transaction they wait for its commit (TransactionWrites), whichever connection sends it.
 // A streamed insert's documents came before it (observeStreamed): it claims their ticket.
 void Observer::Impl::observeInsert(const protocol::CommandView& view, std::string_view ns, int64_t now) {
   std::array<RawElement, 3> body;
@@ -810,19 +901,26 @@ void Observer::Impl::observeInsert(const protocol::CommandView& view, std::strin
   bson_t wc;
   const bool proven = replies_follow && !view.moreToCome && acknowledged(documentAt(view.body, body[1], wc) ? &wc : nullptr);
   const bool ordered = asBool(view.body, body[2], true);
+  const TxnTarget txn = proven ? TxnTarget{txn_key, txn_session} : TxnTarget{};
   size_t open = kNone;
   uint32_t documents = 0;
   forEachStatement(view, body[0], "documents", [&](const bson_t& doc) {
     if (!admitStatement(now)) return false;
     if (documents++ == 0) {
       refuseUnclaimedStream();  // this insert came whole: no earlier stream is its
-      if (proven) open = openInsert();
+      if (proven && !txn.key) open = openInsert();
     }
     stamping = open;
+    txn_target = txn;
     commit(ns, bytesOf(doc), DocOrigin::Insert, now);
+    txn_target = {};
     stamping = kNone;
     return true;
   });
+  if (txn.key && documents) {
+    ticket = {.transaction = true, .token = txn.key};
+    return;
+  }
   if (documents == 0 && streamed_open != kNone) open = std::exchange(streamed_open, kNone);
   if (open == kNone) {
     if (replies_follow && !proven && documents) evaluator.countUnprovenInserts(documents);
@@ -953,6 +1051,9 @@ void Observer::Impl::observeBulkWrite(const protocol::CommandView& view, int64_t
   PendingWrite* pending = acknowledged(view.body) && !common::boolField(view.body, "errorsOnly", false)
                               ? &holdWrite({}, SettledBy::BulkWriteResults)
                               : nullptr;
+  // An errorsOnly bulkWrite's inserts count as sent at the request: once over a retryable write's
+  // retries (the server runs it once), as a held write's are at their reply.
+  const bool retried = replies_follow && !pending && retry_key && !evaluator.retriedWrites().firstSettle(retry_key);
   uint32_t position = 0;  // the op's index in `ops`: its result's `idx`
   common::forEachStatement(view, "ops", [&](const bson_t& op) {
     if (!admitStatement(now)) return false;
@@ -962,8 +1063,19 @@ void Observer::Impl::observeBulkWrite(const protocol::CommandView& view, int64_t
     const std::string_view ns = bulk_namespaces[static_cast<size_t>(index)];
     if (ns.empty() || ns.size() > kMaxNamespaceBytes) return true;
     if (kind == 'i') {
+      // Held for its op's result when a reply will say (replies follow, acknowledged, not errorsOnly);
+      // else counted as sent (unproven), inside a transaction at its commit.
       bson_t doc;
-      if (common::subDocument(op, "document", doc)) commit(ns, bytesOf(doc), DocOrigin::Insert, now);
+      if (!common::subDocument(op, "document", doc)) return true;
+      if (replies_follow && pending && holdInsertedDocument(*pending, op_index, doc, ns)) return true;
+      if (retried) {
+        evaluator.countRetriedInserts(1);
+        return true;
+      }
+      if (replies_follow) txn_target = {txn_key, txn_session};
+      commit(ns, bytesOf(doc), DocOrigin::Insert, now);
+      txn_target = {};
+      if (replies_follow && !txn_key) evaluator.countUnprovenInserts(1);
       return true;
     }
     bson_t statement = BSON_INITIALIZER;  // inline storage: no allocation for a small filter
@@ -1082,18 +1194,36 @@ void Observer::Impl::settle(const PendingWrite& p, const protocol::ReplyFacts& r
 // failed (ok: 0) created nothing the evaluation knows of.
 void Observer::Impl::settleBulkWrite(const PendingWrite& p, const protocol::ReplyFacts& reply, int64_t now) {
   bson_iter_t results;
-  if (!reply.first_batch || !reply.batch.children(results)) return;
-  while (bson_iter_next(&results)) {
+  const bool listed = reply.first_batch && reply.batch.children(results);
+  // Inside a transaction an op that failed aborts it: nothing of the transaction commits.
+  if (p.txn.key && listed) {
+    bson_iter_t scan = results;
+    while (bson_iter_next(&scan)) {
+      bson_t result;
+      bson_iter_t ok;
+      if (documentAt(scan, result) && bson_iter_init_find(&ok, &result, "ok") && bson_iter_as_double(&ok) != 1)
+        return evaluator.transactionWrites().abort(p.txn.key);
+    }
+  }
+  for (const PendingDoc& d : p.items) d.seen = false;
+  while (listed && bson_iter_next(&results)) {
     bson_t result;
     bson_iter_t ok, idx, n, upserted, id;
-    if (!documentAt(results, result) || !bson_iter_init_find(&ok, &result, "ok") || bson_iter_as_double(&ok) != 1 ||
+    if (!documentAt(results, result) || !bson_iter_init_find(&ok, &result, "ok") ||
         !bson_iter_init_find(&idx, &result, "idx") || !BSON_ITER_HOLDS_NUMBER(&idx))
       continue;
     const int64_t index = bson_iter_as_int64(&idx);
     auto d = std::lower_bound(p.items.begin(), p.items.end(), index,
                               [](const PendingDoc& item, int64_t i) { return int64_t{item.index} < i; });
     if (d == p.items.end() || d->index != index) continue;
-    if (d->upsert && bson_iter_init_find(&upserted, &result, "upserted") && BSON_ITER_HOLDS_DOCUMENT(&upserted) &&
+    d->seen = true;
+    if (bson_iter_as_double(&ok) != 1) {
+      if (d->insert) evaluator.countRefusedInserts(1);  // a duplicate _id, a validation failure
+      continue;
+    }
+    if (d->insert) {
+      commit(nsOf(p, *d), std::string_view(p.docs).substr(d->offset, d->size), DocOrigin::Insert, now);
+    } else if (d->upsert && bson_iter_init_find(&upserted, &result, "upserted") && BSON_ITER_HOLDS_DOCUMENT(&upserted) &&
         bson_iter_recurse(&upserted, &id) && bson_iter_find(&id, "_id")) {
       commitUpserted(p, *d, &id, now);
     } else if (bson_iter_init_find(&n, &result, "n") && BSON_ITER_HOLDS_NUMBER(&n) && bson_iter_as_int64(&n) > 0) {
@@ -1101,11 +1231,25 @@ void Observer::Impl::settleBulkWrite(const PendingWrite& p, const protocol::Repl
       if (d->replacement) commitReplaced(p, *d, now);
     }
   }
+  // Insert ops without a result: with the cursor exhausted (or the command refused whole) they
+  // never ran (an ordered bulkWrite stops at its first error); results left in an open cursor
+  // (read by getMores this write is not matched to), or a reply without one, are not known:
+  // counted as sent.
+  const bool all_listed = listed ? reply.exhausted() : reply.has_ok && !reply.ok;
+  uint64_t unlisted = 0;
+  for (const PendingDoc& d : p.items) {
+    if (!d.insert || d.seen) continue;
+    ++unlisted;
+    if (!all_listed) commit(nsOf(p, d), std::string_view(p.docs).substr(d.offset, d.size), DocOrigin::Insert, now);
+  }
+  if (all_listed) evaluator.countRefusedInserts(unlisted);
+  else if (!p.txn.key) evaluator.countUnprovenInserts(unlisted);
 }
 
 void Observer::onReply(ReplyTicket ticket, const protocol::ReplyFacts& reply) {
   if (ticket.insert) return settleInsert(ticket, reply);
   if (ticket.commit) return settleCommit(ticket.token, reply);
+  if (ticket.transaction) return settleTransactionStatement(ticket.token, reply);
   if (ticket.token == 0 || ticket.index >= Impl::kHeldWrites) return;
   Impl& m = *impl_;
   std::lock_guard lock(m.mutex);
@@ -1119,7 +1263,16 @@ void Observer::onReply(ReplyTicket ticket, const protocol::ReplyFacts& reply) {
   // nothing and leaves its retry to count.
   const bool failed = reply.has_ok && !reply.ok;
   const bool retried = p.retry_key && reply.parsed && !failed && !m.evaluator.retriedWrites().firstSettle(p.retry_key);
-  if (reply.parsed && !retried) m.settle(p, reply, now);
+  m.txn_target = p.txn;  // in a transaction, what it created waits for the commit
+  if (reply.parsed && p.txn.key && (failed || reply.write_error_count)) {
+    // A statement that failed aborts its transaction on the server: nothing of it commits.
+    m.evaluator.transactionWrites().abort(p.txn.key);
+  } else if (reply.parsed && !retried) {
+    m.settle(p, reply, now);
+  } else if (p.settled_by == Impl::SettledBy::BulkWriteResults) {
+    m.settleUnansweredInserts(p, retried, now);
+  }
+  m.txn_target = {};
   p.token = 0;
   if (m.tb->batch->events.size() + m.tb->repeats >= m.flush_ops || m.tb->batch->bytes() > EventBatch::kKeepBytes)
     m.handOver(now);
@@ -1147,24 +1300,45 @@ void Observer::settleInsert(ReplyTicket ticket, const protocol::ReplyFacts& repl
 void Observer::settleCommit(uint64_t key, const protocol::ReplyFacts& reply) {
   Impl& m = *impl_;
   std::lock_guard lock(m.mutex);
-  if (!m.open_inserts) return;
   Impl::BatchScope scope(m);
-  // Committed: what the statements' replies proved now exists. Failed: the transaction aborted.
-  // No reply (the connection closed first): the outcome is unknown, counted as sent.
-  if (!reply.parsed) {
-    m.endTransaction(key, Impl::Proof::asSent(), false);
-  } else {
-    const bool committed = !(reply.has_ok && !reply.ok);
-    m.endTransaction(key, committed ? Impl::Proof{} : Impl::Proof::nothing(), committed);
+  const int64_t now = nowMicros();
+  TransactionWrites& writes = m.evaluator.transactionWrites();
+  m.commitAnswered(key);
+  // Committed: what the statements' replies proved now exists, whichever connection wrote it.
+  // Refused: the transaction aborted. No answer, or an error that leaves it unknown: held for a
+  // retried commit's answer, reported as outcome unknown meanwhile.
+  switch (protocol::commitOutcomeOf(reply)) {
+    case protocol::CommitOutcome::Committed:
+      writes.commit(key).each([&](const TransactionWrites::Doc& d) { m.commitHeld(d, now); });
+      m.endTransaction(key, Impl::Proof{}, true);
+      break;
+    case protocol::CommitOutcome::Aborted:
+      writes.abort(key);
+      m.endTransaction(key, Impl::Proof::nothing(), false);
+      break;
+    case protocol::CommitOutcome::Unknown:
+      writes.commitUnanswered(key);  // a streamed insert's (held on this connection) wait too
+      break;
   }
-  m.handOverWhenDue(nowMicros());
+  m.handOverWhenDue(now);
+}
+
+void Observer::settleTransactionStatement(uint64_t key, const protocol::ReplyFacts& reply) {
+  // A statement that failed (or named a write error) aborts the transaction on the server.
+  if (reply.parsed && ((reply.has_ok && !reply.ok) || reply.write_error_count))
+    impl_->evaluator.transactionWrites().abort(key);
 }
 
 // abortTransaction: none of the transaction's writes will exist, whatever its reply says.
 void Observer::Impl::observeTransactionEnd(const protocol::CommandView& view) {
   const uint64_t key = RetriedWrites::transactionKeyOf(view);
-  if (view.traits.kind == protocol::CommandKind::AbortTransaction) return endTransaction(key, Proof::nothing(), false);
-  if (key && open_inserts) ticket = {.commit = true, .token = key};
+  if (view.traits.kind == protocol::CommandKind::AbortTransaction) {
+    evaluator.transactionWrites().abort(key);
+    return endTransaction(key, Proof::nothing(), false);
+  }
+  if (!key) return;
+  ticket = {.commit = true, .token = key};
+  commitSent(key);
 }
 
 void Observer::expectReplies() { impl_->replies_follow = true; }
@@ -1173,10 +1347,16 @@ void Observer::close() {
   if (!impl_) return;
   Impl& m = *impl_;
   std::lock_guard lock(m.mutex);
-  if (m.streamed_open == Impl::kNone && !m.open_inserts) return;
+  // A commit sent and never answered: its transaction's outcome is unknown (a retry elsewhere may tell).
+  for (uint64_t& key : m.commits_in_flight)
+    if (key) m.evaluator.transactionWrites().commitUnanswered(std::exchange(key, 0));
+  if (m.streamed_open == Impl::kNone && !m.open_inserts && !m.held) return;
   Impl::BatchScope scope(m);
   m.settleAllOpen();
   m.open_inserts.reset();
+  if (m.held)
+    for (auto& p : m.held->writes)
+      if (p.token) m.giveUp(p);
 }
 
 Observer::Observer(Evaluator& evaluator, uint32_t flush_every_ops, uint32_t flush_every_ms)
@@ -1242,7 +1422,6 @@ ReplyTicket Observer::observe(const protocol::CommandView& view, std::string_vie
   if (kind == CommandKind::CommitTransaction || kind == CommandKind::AbortTransaction) {
     Impl& m = *impl_;
     std::lock_guard lock(m.mutex);
-    if (!m.open_inserts) return {};  // no insert of this connection waits for a transaction
     Impl::BatchScope scope(m);
     m.ticket = {};
     m.observeTransactionEnd(view);
@@ -1259,6 +1438,7 @@ ReplyTicket Observer::observe(const protocol::CommandView& view, std::string_vie
   m.ticket = {};
   m.retry_key = view.hasTxnNumber ? RetriedWrites::keyOf(view) : 0;
   m.txn_key = view.inTransaction ? RetriedWrites::transactionKeyOf(view) : 0;
+  m.txn_session = view.inTransaction ? RetriedWrites::transactionSessionOf(view) : 0;
   // Inserts and writes stamp the documents they commit; the other kinds only check the batch's age.
   const bool stamps = kind == CommandKind::Insert || kind == CommandKind::Update || kind == CommandKind::Delete ||
                       kind == CommandKind::BulkWrite;
@@ -1282,7 +1462,7 @@ ReplyTicket Observer::observe(const protocol::CommandView& view, std::string_vie
   if (m.statement_shape.capacity() > 4096) std::string().swap(m.statement_shape);
   // A held write that may create nothing (no upsert, no replacement) waits for no reply.
   ReplyTicket ticket = m.ticket;
-  if (ticket.token && !ticket.insert && m.held->writes[ticket.index].items.empty()) {
+  if (ticket.token && !ticket.insert && !ticket.transaction && m.held->writes[ticket.index].items.empty()) {
     m.held->writes[ticket.index].token = 0;
     ticket = {};
   }

@@ -349,6 +349,8 @@ std::string renderReportsJson(const std::vector<NamespaceReport>& reports, const
     w.key("refusedInserts").value(counters->refused_inserts);
     w.key("unprovenInserts").value(counters->unproven_inserts);
     w.key("retriedInserts").value(counters->retried_inserts);
+    w.key("transactionWritesPending").value(counters->transaction_writes_pending);
+    w.key("transactionWritesOutcomeUnknown").value(counters->transaction_writes_outcome_unknown);
   }
   w.endObject();
   return out;

@@ -10,8 +10,9 @@ namespace shardscope::evaluation {
 
 namespace {
 
-// FNV-1a over the lsid's bytes ({id: UUID, uid} as sent), then its txnNumber's; 0 without them.
-uint64_t sessionNumberKey(const protocol::CommandView& view) {
+// FNV-1a over the lsid's bytes ({id: UUID, uid} as sent), then its txnNumber's (unless
+// `lsid_only`); 0 without them.
+uint64_t sessionNumberKey(const protocol::CommandView& view, bool lsid_only = false) {
   if (!view.hasTxnNumber || !view.hasLsid) return 0;
   std::array<RawElement, 2> found;
   findFields(view.body, std::array<std::string_view, 2>{"lsid", "txnNumber"}, found);
@@ -20,7 +21,8 @@ uint64_t sessionNumberKey(const protocol::CommandView& view) {
   const uint8_t* data = bson_get_data(&view.body);
   uint64_t h = 14695981039346656037ull;
   for (uint32_t i = lsid.value; i < lsid.end; ++i) h = (h ^ data[i]) * 1099511628211ull;
-  for (uint32_t i = txn.value; i < txn.end; ++i) h = (h ^ data[i]) * 1099511628211ull;
+  if (!lsid_only)
+    for (uint32_t i = txn.value; i < txn.end; ++i) h = (h ^ data[i]) * 1099511628211ull;
   h ^= h >> 31;
   return h ? h : 1;
 }
@@ -33,6 +35,10 @@ uint64_t RetriedWrites::keyOf(const protocol::CommandView& view) {
 
 uint64_t RetriedWrites::transactionKeyOf(const protocol::CommandView& view) {
   return view.inTransaction ? sessionNumberKey(view) : 0;
+}
+
+uint64_t RetriedWrites::transactionSessionOf(const protocol::CommandView& view) {
+  return view.inTransaction ? sessionNumberKey(view, true) : 0;
 }
 
 }  // namespace shardscope::evaluation

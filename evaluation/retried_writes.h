@@ -23,6 +23,9 @@ class RetriedWrites {
   // A statement of a multi-document transaction, or its commitTransaction / abortTransaction:
   // its (lsid, txnNumber) as one non-zero number, the same for all of them; 0 outside one.
   static uint64_t transactionKeyOf(const protocol::CommandView& view);
+  // The session (its lsid alone) of such a statement: a newer transaction of the same session ends
+  // the older one on the server. 0 outside a transaction.
+  static uint64_t transactionSessionOf(const protocol::CommandView& view);
   // True the first time `key` settles (what it created counts); false for a retry of a write that
   // was already counted.
   bool firstSettle(uint64_t key) {

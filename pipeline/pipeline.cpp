@@ -14,6 +14,7 @@
 #include "protocol/op_query.h"
 #include "protocol/reply_facts.h"
 #include "protocol/request_rules.h"
+#include "protocol/transaction_outcome.h"
 #include "routing/mongos_version.h"
 #include "routing/stale_routing.h"
 #include "routing/targeting.h"
@@ -490,13 +491,12 @@ RequestAction Pipeline::injectFault(const protocol::CommandView& view, std::stri
                                     std::span<const uint8_t> message, std::optional<Compressor> clientCompressor,
                                     int32_t errorCode) {
   // Answered by the sidecar itself, as a server would fail the command.
-  static constexpr int32_t kRetryable[] = {6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436};
   bson_t reply = BSON_INITIALIZER;
   BSON_APPEND_DOUBLE(&reply, "ok", 0.0);
   BSON_APPEND_UTF8(&reply, "errmsg", "shardscope: injected fault");
   BSON_APPEND_INT32(&reply, "code", errorCode);
   BSON_APPEND_UTF8(&reply, "codeName", "ShardscopeInjectedFault");
-  if (view.hasTxnNumber && std::find(std::begin(kRetryable), std::end(kRetryable), errorCode) != std::end(kRetryable)) {
+  if (view.hasTxnNumber && protocol::isRetryableWriteCode(errorCode)) {
     bson_t labels;
     bson_append_array_begin(&reply, "errorLabels", -1, &labels);
     BSON_APPEND_UTF8(&labels, "0", "RetryableWriteError");

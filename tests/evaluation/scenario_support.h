@@ -16,6 +16,7 @@
 #include "common/bounded_name.h"
 #include "evaluation/evaluator.h"
 #include "protocol/command_view.h"
+#include "protocol/op_msg.h"
 #include "protocol/reply_facts.h"
 
 namespace shardscope::evaluation::testing {
@@ -44,6 +45,20 @@ class OwnedCommand {
   protocol::CommandView view_{};
 };
 
+// A command as the proxy's pipeline sees it: the view buildCommandView makes (lsid, txnNumber,
+// autocommit read there, as for a transaction's statements), kept alive with its body.
+class ParsedCommand {
+ public:
+  explicit ParsedCommand(const std::string& json);
+  ~ParsedCommand() { bson_destroy(body_); }
+  ParsedCommand(const ParsedCommand&) = delete;
+  const protocol::CommandView& view() const { return view_; }
+
+ private:
+  bson_t* body_;
+  protocol::CommandView view_{};
+};
+
 // Report readers shared by the evaluation tests.
 
 // A document from (extended) JSON; a parse error fails the test with the text (nullptr back).
@@ -52,6 +67,12 @@ inline bson_t* bsonFromJson(const std::string& json) {
   bson_t* b = bson_new_from_json(reinterpret_cast<const uint8_t*>(json.data()), static_cast<ssize_t>(json.size()), &err);
   EXPECT_NE(b, nullptr) << err.message << " in " << json.substr(0, 200);
   return b;
+}
+
+inline ParsedCommand::ParsedCommand(const std::string& json) : body_(bsonFromJson(json)) {
+  protocol::OpMsg msg;
+  msg.body = {bson_get_data(body_), body_->len};
+  EXPECT_TRUE(protocol::buildCommandView(msg, view_).ok()) << json;
 }
 
 // A reply handed to `obs`, as the proxy hands it when a command's reply arrives.
@@ -121,6 +142,33 @@ inline double candidateFigure(const std::string& report, const std::string& key_
   if (doc) bson_destroy(doc);
   return figure;
 }
+
+// Two connections of one client (observers `a` and `b` expecting replies, as the proxy's do) on
+// one evaluator with the candidate {k: 1} on app.kv; the parameter is their flush_every_ops (64
+// keeps what they observe in the thread's batch, 2 hands it to the worker early).
+class TwoConnectionsOnKv : public ::testing::TestWithParam<uint32_t> {
+ protected:
+  static EvaluationOptions kvOptions() {
+    EvaluationOptions o;
+    o.configured_candidates.emplace_back("app.kv", R"({"k": 1})");
+    return o;
+  }
+  Evaluator ev{kvOptions()};
+  Observer a{ev, GetParam(), 3'600'000}, b{ev, GetParam(), 3'600'000};
+  void SetUp() override {
+    a.expectReplies();
+    b.expectReplies();
+  }
+  // A number of /evaluate at a dotted path ("namespaces.0.inserts", "refusedInserts"); 0 when absent.
+  double figure(const std::string& path) {
+    a.flush();
+    bson_t* doc = bsonFromJson(ev.renderJson());
+    bson_iter_t it;
+    const double n = findPath(&it, doc, path) ? reportNumber(it) : 0;
+    bson_destroy(doc);
+    return n;
+  }
+};
 
 inline void appendOid(bson_t* d, const char* key, uint64_t counter) {
   uint8_t bytes[12] = {0};

@@ -10,7 +10,6 @@
 
 #include "evaluation/evaluator.h"
 #include "protocol/command_view.h"
-#include "protocol/op_msg.h"
 #include "protocol/reply_facts.h"
 #include "tests/evaluation/scenario_support.h"
 
@@ -19,24 +18,6 @@ namespace transaction_inserts_test {
 
 using testing::findPath;
 using testing::reportNumber;
-
-// A command as the proxy's pipeline sees it: the view buildCommandView makes (lsid, txnNumber,
-// autocommit read there), kept alive with its body.
-class TxnCommand {
- public:
-  explicit TxnCommand(const std::string& json) : body_(testing::bsonFromJson(json)) {
-    protocol::OpMsg msg;
-    msg.body = {bson_get_data(body_), body_->len};
-    EXPECT_TRUE(protocol::buildCommandView(msg, view_).ok()) << json;
-  }
-  ~TxnCommand() { bson_destroy(body_); }
-  TxnCommand(const TxnCommand&) = delete;
-  const protocol::CommandView& view() const { return view_; }
-
- private:
-  bson_t* body_;
-  protocol::CommandView view_{};
-};
 
 std::string txnFields(int txn, bool first) {
   return R"(, "lsid": {"id": 7}, "txnNumber": )" + std::to_string(txn) + R"(, "autocommit": false)" +
@@ -52,7 +33,7 @@ std::string txnInsert(int first_id, int n, int txn, bool first) {
 }
 
 void txnSend(Observer& obs, const std::string& body, const std::string& reply, const char* ns = "app.kv") {
-  TxnCommand c(body);
+  testing::ParsedCommand c(body);
   const ReplyTicket ticket = obs.observe(c.view(), ns);
   bson_t* r = testing::bsonFromJson(reply);
   obs.onReply(ticket, protocol::readReplyFacts(r));
@@ -115,14 +96,19 @@ TEST_P(TransactionInserts, AFailedCommitOrAStatementErrorInsertsNothing) {
   EXPECT_EQ(ev.heldInsertBytes(), 0u);
 }
 
-// A commit whose reply never came (the connection closed): the outcome is unknown, and the
-// documents count as sent (unprovenInserts), as any insert no reply proves.
-TEST_P(TransactionInserts, ACommitWithoutAReplyCountsAsSent) {
+// A commit whose reply never came (the connection closed): the outcome is unknown, so the
+// documents are not counted as written; /evaluate reports them (transactionWritesOutcomeUnknown).
+TEST_P(TransactionInserts, ACommitWithoutAReplyIsOutcomeUnknown) {
   txnSend(obs, txnInsert(0, 2, 5, true), R"({"n": 2, "ok": 1})");
-  TxnCommand commit(commitOf(5));
+  testing::ParsedCommand commit(commitOf(5));
   const ReplyTicket ticket = obs.observe(commit.view(), "");
   obs.onReply(ticket, protocol::ReplyFacts{});  // what the pipeline hands over for NoReply
-  EXPECT_EQ(insertsCounted(), 2);
+  obs.close();
+  EXPECT_EQ(insertsCounted(), 0);
+  bson_t* report = testing::bsonFromJson(ev.renderJson());
+  bson_iter_t it;
+  EXPECT_TRUE(findPath(&it, report, "transactionWritesOutcomeUnknown") && reportNumber(it) == 2);
+  bson_destroy(report);
 }
 
 INSTANTIATE_TEST_SUITE_P(BatchedOrHeld, TransactionInserts, ::testing::Values(64u, 2u));

@@ -22,7 +22,8 @@ using testing::TelemetryOptions;
 // The JSON report without the fields that describe the process rather than the traffic.
 std::string withoutProcessFields(std::string json) {
   for (const char* key : {"\"memoryBytes\":", "\"droppedEvents\":", "\"truncatedRequests\":", "\"refusedInserts\":",
-                          "\"unprovenInserts\":", "\"retriedInserts\":"}) {
+                          "\"unprovenInserts\":", "\"retriedInserts\":", "\"transactionWritesPending\":",
+                          "\"transactionWritesOutcomeUnknown\":"}) {
     for (size_t at = json.find(key); at != std::string::npos; at = json.find(key, at)) {
       size_t end = json.find_first_of(",}", at);
       if (at > 0 && json[at - 1] == ',') --at;  // with the comma before it
