@@ -132,6 +132,7 @@ void publishRouting(ProxyContext& ctx, std::shared_ptr<const routing::RoutingTab
     std::vector<std::string> names;
     for (size_t i = 0; i < table->shardCount(); ++i) names.emplace_back(table->shardName(i));
     ctx.stats->setShardNames(names);
+    ctx.stats->setConfiguredNamespaces(table);
   }
   // Numbered where it is held; the listeners get that number with the table, never one of their own.
   const routing::RoutingLoad load = ctx.routing.publish(table, source);
