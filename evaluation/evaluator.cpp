@@ -124,6 +124,27 @@ bool Evaluator::configuredLocked(std::string_view ns) const {
   return false;
 }
 
+std::vector<std::string> Evaluator::keptFieldsLocked(std::string_view ns) const {
+  std::vector<std::string> kept;
+  auto keep = [&](std::string_view path) {
+    if (std::find(kept.begin(), kept.end(), path) == kept.end()) kept.emplace_back(path);
+  };
+  if (const routing::ShardKeyPattern* key = table_ ? table_->shardKey(ns) : nullptr)
+    for (const auto& f : key->fields()) keep(f.path);
+  for (const auto& [candidate_ns, json] : options_.configured_candidates) {
+    std::string error;
+    if (candidate_ns != ns) continue;
+    if (auto key = routing::ShardKeyPattern::fromJson(json, error))
+      for (const auto& f : key->fields()) keep(f.path);
+  }
+  for (const auto& rule : lookup_rules_) {
+    if (rule.ns != ns) continue;
+    keep(rule.lookup_field);
+    for (const auto& f : rule.add_fields) keep(f);
+  }
+  return kept;
+}
+
 void Evaluator::apply(const EventBatch& batch) {
   // The namespace's slot, locked: the lock is kept while the next events are of the same namespace.
   Slot* slot = nullptr;
@@ -144,7 +165,9 @@ void Evaluator::apply(const EventBatch& batch) {
         }
         if (!configured) ++unconfigured_namespaces_;
         auto s = std::make_unique<Slot>();
-        s->state = std::make_unique<NamespaceState>(std::string(ns), limitsFrom(options_, budget_.get()));
+        StateLimits limits = limitsFrom(options_, budget_.get());
+        limits.kept_fields = keptFieldsLocked(ns);
+        s->state = std::make_unique<NamespaceState>(std::string(ns), std::move(limits));
         it = namespaces_.emplace(std::string(ns), std::move(s)).first;
       }
       slot = it->second.get();

@@ -133,6 +133,8 @@ class Evaluator {
   // The operator named it (routing table, candidates, lookup rules): evaluated whatever names
   // clients invented before it. Under mutex_.
   bool configuredLocked(std::string_view ns) const;
+  // The fields the operator named for `ns` (StateLimits::kept_fields). Under mutex_.
+  std::vector<std::string> keptFieldsLocked(std::string_view ns) const;
   std::vector<std::pair<std::string, std::unique_ptr<NamespaceState>>> snapshot() const;
   // `load`, when given: the load of the table the reports were analysed under.
   std::vector<NamespaceReport> analyzeNow(routing::RoutingLoad* load = nullptr) const;

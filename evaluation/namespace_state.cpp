@@ -257,6 +257,11 @@ void NamespaceState::observeField(FieldState& f, const bson_value_t& v, uint64_t
   }
 }
 
+bool NamespaceState::mayTrack(std::string_view path) const {
+  if (fields.size() < limits_.max_fields) return true;
+  return std::find(limits_.kept_fields.begin(), limits_.kept_fields.end(), path) != limits_.kept_fields.end();
+}
+
 void NamespaceState::observePath(std::string_view path, const bson_iter_t& it, size_t position, const uint64_t* hash,
                                  bool whole) {
   if (path == "_id") lacks_id_ = false;
@@ -264,7 +269,7 @@ void NamespaceState::observePath(std::string_view path, const bson_iter_t& it, s
   if (size_t i = fieldIndex(path, position); i != kUntracked) {
     f = &fields[i];
     seen_[i] = 1;
-  } else if (fields.size() < limits_.max_fields) {
+  } else if (mayTrack(path)) {
     if ((f = trackField(path))) seen_.push_back(1);
   }
   if (!f) return;
@@ -305,7 +310,7 @@ void NamespaceState::observeServerId(bson_oid_t& oid) {
   if (size_t i = fieldIndex("_id", 0); i != kUntracked) {
     f = &fields[i];
     seen_[i] = 1;
-  } else if (fields.size() < limits_.max_fields) {
+  } else if (mayTrack("_id")) {
     if ((f = trackField("_id"))) seen_.push_back(1);
   }
   if (f) observeField(*f, v, valueHash(v));
