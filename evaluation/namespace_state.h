@@ -265,6 +265,8 @@ class NamespaceState {
   }
   size_t indexedField(std::string_view path) const;
   FieldState* trackField(std::string_view path);  // null when the byte bound refuses a new field
+  // Frees the least-counted shape's row for a new shape (its operations into other_shape_ops).
+  void evictLeastCountedShape();
   // A new field gets tracked: below max_fields, or one the operator named (StateLimits::kept_fields).
   bool mayTrack(std::string_view path) const;
   // `hash` is the value's; `whole` false when `v` is a prefix of it (a digest's large value).
