@@ -279,6 +279,14 @@ const std::map<std::string, std::string>& flagAliases() {
 constexpr int kMaxYamlDepth = 8;
 constexpr size_t kMaxYamlEntries = 10'000;
 
+// A key the file sets twice is an error, as in mongod's config file ("duplicate key"): keeping
+// either value would decide a switch by the order of the lines.
+void setOnce(std::map<std::string, std::string>& out, const std::string& key, std::string value,
+             std::vector<std::string>& errors) {
+  if (!out.emplace(key, std::move(value)).second)
+    errors.push_back(key + ": set more than once in the file (each key may be given once)");
+}
+
 void flattenYaml(const YAML::Node& node, const std::string& prefix, std::map<std::string, std::string>& out,
                  std::vector<std::string>& errors, int depth = 0, size_t* entries = nullptr) {
   size_t seen = 0;
@@ -307,11 +315,11 @@ void flattenYaml(const YAML::Node& node, const std::string& prefix, std::map<std
       if (!joined.empty()) joined += listSeparator(prefix);
       joined += item.as<std::string>();
     }
-    out[prefix] = joined;
+    setOnce(out, prefix, std::move(joined), errors);
   } else if (node.IsScalar()) {
-    out[prefix] = node.as<std::string>();
+    setOnce(out, prefix, node.as<std::string>(), errors);
   } else if (node.IsNull()) {
-    out[prefix] = "";
+    setOnce(out, prefix, "", errors);
   }
 }
 

@@ -115,6 +115,36 @@ void Evaluator::setLookupRuleSpecs(const std::vector<std::string>& specs) {
   setLookupRules(std::move(rules));
 }
 
+bool Evaluator::configuredLocked(std::string_view ns) const {
+  if (table_ && (table_->isSharded(ns) || table_->timeseriesView(ns))) return true;
+  for (const auto& [candidate_ns, key] : options_.configured_candidates)
+    if (candidate_ns == ns) return true;
+  for (const auto& rule : lookup_rules_)
+    if (rule.ns == ns) return true;
+  return false;
+}
+
+std::vector<std::string> Evaluator::keptFieldsLocked(std::string_view ns) const {
+  std::vector<std::string> kept;
+  auto keep = [&](std::string_view path) {
+    if (std::find(kept.begin(), kept.end(), path) == kept.end()) kept.emplace_back(path);
+  };
+  if (const routing::ShardKeyPattern* key = table_ ? table_->shardKey(ns) : nullptr)
+    for (const auto& f : key->fields()) keep(f.path);
+  for (const auto& [candidate_ns, json] : options_.configured_candidates) {
+    std::string error;
+    if (candidate_ns != ns) continue;
+    if (auto key = routing::ShardKeyPattern::fromJson(json, error))
+      for (const auto& f : key->fields()) keep(f.path);
+  }
+  for (const auto& rule : lookup_rules_) {
+    if (rule.ns != ns) continue;
+    keep(rule.lookup_field);
+    for (const auto& f : rule.add_fields) keep(f);
+  }
+  return kept;
+}
+
 void Evaluator::apply(const EventBatch& batch) {
   // The namespace's slot, locked: the lock is kept while the next events are of the same namespace.
   Slot* slot = nullptr;
@@ -128,12 +158,16 @@ void Evaluator::apply(const EventBatch& batch) {
       std::lock_guard lock(mutex_);
       auto it = namespaces_.find(ns);
       if (it == namespaces_.end()) {
-        if (namespaces_.size() >= options_.max_namespaces) {
+        const bool configured = configuredLocked(ns);
+        if (!configured && unconfigured_namespaces_ >= options_.max_namespaces) {
           ++dropped_;
           return nullptr;
         }
+        if (!configured) ++unconfigured_namespaces_;
         auto s = std::make_unique<Slot>();
-        s->state = std::make_unique<NamespaceState>(std::string(ns), limitsFrom(options_, budget_.get()));
+        StateLimits limits = limitsFrom(options_, budget_.get());
+        limits.kept_fields = keptFieldsLocked(ns);
+        s->state = std::make_unique<NamespaceState>(std::string(ns), std::move(limits));
         it = namespaces_.emplace(std::string(ns), std::move(s)).first;
       }
       slot = it->second.get();
@@ -536,6 +570,7 @@ void Evaluator::reset() {
   held_inserts_->clear();
   transaction_writes_.clear();
   dropped_ = 0;
+  unconfigured_namespaces_ = 0;
   // The top-level counts cover the period /evaluate states (observedSince), as its namespaces do.
   for (auto* count : {&truncated_requests_, &refused_inserts_, &unproven_inserts_, &retried_inserts_}) count->store(0);
   since_ms_ = unixMsNow();

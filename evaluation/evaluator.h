@@ -30,7 +30,8 @@ namespace shardscope::evaluation {
 struct EvaluationOptions {
   uint32_t simulated_shards = 4;
   uint32_t max_candidates_per_namespace = 16;
-  uint32_t max_namespaces = 64;
+  uint32_t max_namespaces = 64;  // outside the routing table, the candidates and the lookup rules
+                                 // (those namespaces are always evaluated)
   uint32_t sample_size = 4096;  // inserted documents kept per namespace (bounds memory)
   bool allow_values = false;
   std::vector<std::pair<std::string /*ns*/, std::string /*key pattern JSON*/>> configured_candidates;
@@ -136,6 +137,11 @@ class Evaluator {
  private:
   struct Slot;
   void flushObservers() const;  // every thread's batch applied
+  // The operator named it (routing table, candidates, lookup rules): evaluated whatever names
+  // clients invented before it. Under mutex_.
+  bool configuredLocked(std::string_view ns) const;
+  // The fields the operator named for `ns` (StateLimits::kept_fields). Under mutex_.
+  std::vector<std::string> keptFieldsLocked(std::string_view ns) const;
   std::vector<std::pair<std::string, std::unique_ptr<NamespaceState>>> snapshot() const;
   // `load`, when given: the load of the table the reports were analysed under.
   std::vector<NamespaceReport> analyzeNow(routing::RoutingLoad* load = nullptr) const;
@@ -149,6 +155,7 @@ class Evaluator {
   routing::RoutingLoad table_load_;  // table_'s publication
   std::vector<rewrite::LookupRule> lookup_rules_;
   uint64_t dropped_ = 0;
+  size_t unconfigured_namespaces_ = 0;  // of namespaces_, those max_namespaces bounds
   std::atomic<uint64_t> truncated_requests_{0};
   // Unix ms the namespaces' data began (construction or reset()): /evaluate, its text and its
   // export state it, so its period is never mistaken for /stats' (since its own resetAt).

@@ -257,6 +257,11 @@ void NamespaceState::observeField(FieldState& f, const bson_value_t& v, uint64_t
   }
 }
 
+bool NamespaceState::mayTrack(std::string_view path) const {
+  if (fields.size() < limits_.max_fields) return true;
+  return std::find(limits_.kept_fields.begin(), limits_.kept_fields.end(), path) != limits_.kept_fields.end();
+}
+
 void NamespaceState::observePath(std::string_view path, const bson_iter_t& it, size_t position, const uint64_t* hash,
                                  bool whole) {
   if (path == "_id") lacks_id_ = false;
@@ -264,7 +269,7 @@ void NamespaceState::observePath(std::string_view path, const bson_iter_t& it, s
   if (size_t i = fieldIndex(path, position); i != kUntracked) {
     f = &fields[i];
     seen_[i] = 1;
-  } else if (fields.size() < limits_.max_fields) {
+  } else if (mayTrack(path)) {
     if ((f = trackField(path))) seen_.push_back(1);
   }
   if (!f) return;
@@ -305,7 +310,7 @@ void NamespaceState::observeServerId(bson_oid_t& oid) {
   if (size_t i = fieldIndex("_id", 0); i != kUntracked) {
     f = &fields[i];
     seen_[i] = 1;
-  } else if (fields.size() < limits_.max_fields) {
+  } else if (mayTrack("_id")) {
     if ((f = trackField("_id"))) seen_.push_back(1);
   }
   if (f) observeField(*f, v, valueHash(v));
@@ -379,6 +384,25 @@ void NamespaceState::finishInsert(int64_t time_us, const bson_t* doc, std::strin
   charge_.settle(std::max(need, before), heapBytes(s.doc) + extra);
 }
 
+void NamespaceState::evictLeastCountedShape() {
+  // One pass over at most max_shapes rows, only when a new shape meets a full table: shapes one
+  // client made up first (each seen once) cannot keep the workload's own shapes out; they push
+  // each other out, and a shape the workload repeats keeps its row.
+  auto victim = shapes.end();
+  for (auto it = shapes.begin(); it != shapes.end(); ++it)
+    if (victim == shapes.end() || it->second.count < victim->second.count) victim = it;
+  if (victim == shapes.end()) return;
+  const ShapeState& s = victim->second;
+  // What applyOp and mergeModified charged for it (the same sums, from what it holds now).
+  size_t bytes = sizeof(std::pair<const uint64_t, ShapeState>) + 32 + heapBytes(s.shape) + stringsBytes(s.sort) +
+                 limits_.samples_per_shape * sizeof(std::string);
+  for (const auto& sample : s.samples) bytes += heapBytes(sample);
+  for (const auto& name : s.modified) bytes += sizeof(std::string) + sizeof(uint64_t) + heapBytes(name);
+  other_shape_ops += s.count;
+  shapes.erase(victim);
+  charge_.give(bytes);
+}
+
 void NamespaceState::applyOp(const OpRecord& op) {
   (isRead(op.kind) ? reads : writes) += op.count;
   auto it = shapes.find(op.shape_hash);
@@ -388,6 +412,7 @@ void NamespaceState::applyOp(const OpRecord& op) {
     s.sort = splitNames(op.sort);
     const size_t bytes = sizeof(std::pair<const uint64_t, ShapeState>) + 32 + heapBytes(s.shape) + stringsBytes(s.sort) +
                          limits_.samples_per_shape * sizeof(std::string);
+    if (shapes.size() >= limits_.max_shapes) evictLeastCountedShape();
     if (shapes.size() >= limits_.max_shapes || !charge_.take(bytes)) {
       if (shapes.size() < limits_.max_shapes) dropped_for_memory += op.count;
       other_shape_ops += op.count;

@@ -84,6 +84,10 @@ struct StateLimits {
   uint32_t simulated_shards = 4;
   uint32_t sample_size = 4096;      // reservoir of inserted documents
   uint32_t max_fields = 32;         // tracked top-level fields
+  // Fields the operator named for this namespace (its shard key's, its configured candidates',
+  // its lookup rule's): tracked even past max_fields, so fields a client made up first cannot
+  // leave them untracked.
+  std::vector<std::string> kept_fields;
   uint32_t max_shapes = 256;        // query shapes; the rest count as "other"
   uint32_t samples_per_shape = 8;   // sampled filters per shape
   uint32_t distinct_sample = 256;   // bottom-k distinct values per field (split points)
@@ -261,6 +265,10 @@ class NamespaceState {
   }
   size_t indexedField(std::string_view path) const;
   FieldState* trackField(std::string_view path);  // null when the byte bound refuses a new field
+  // Frees the least-counted shape's row for a new shape (its operations into other_shape_ops).
+  void evictLeastCountedShape();
+  // A new field gets tracked: below max_fields, or one the operator named (StateLimits::kept_fields).
+  bool mayTrack(std::string_view path) const;
   // `hash` is the value's; `whole` false when `v` is a prefix of it (a digest's large value).
   void observeField(FieldState& f, const bson_value_t& v, uint64_t hash, bool whole = true);
   void observePath(std::string_view path, const bson_iter_t& it, size_t position, const uint64_t* hash = nullptr,

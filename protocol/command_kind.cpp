@@ -145,6 +145,12 @@ CommandTraits classifyCommand(std::string_view name) {
   return {};
 }
 
+bool isListedCommand(std::string_view name) {
+  for (uint8_t i : sameLength(name))
+    if (sameBytes(kTable[i].name, name)) return true;
+  return false;
+}
+
 std::vector<std::string_view> commandTableNames() {
   std::vector<std::string_view> names;
   for (const auto& e : kTable) names.push_back(e.name);

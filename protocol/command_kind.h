@@ -66,6 +66,9 @@ std::string_view filedName(const CommandTraits& traits, std::string_view name);
 // Exact match, as the server matches names (plus its two legacy lower-case spellings). A name
 // that only differs in case from a credential-carrying command still says carries_secrets.
 CommandTraits classifyCommand(std::string_view name);
+// The name is one of the table's, matched as classifyCommand matches it: the commands statistics
+// keep a row for whatever other names clients invent.
+bool isListedCommand(std::string_view name);
 std::string_view commandKindName(CommandKind kind);
 std::string_view mirrorClassName(MirrorClass c);
 

@@ -130,6 +130,7 @@ void publishRouting(ProxyContext& ctx, std::shared_ptr<const routing::RoutingTab
   if (!table) return;
   std::vector<std::string> names;
   for (size_t i = 0; i < table->shardCount(); ++i) names.emplace_back(table->shardName(i));
+  if (ctx.stats) ctx.stats->setConfiguredNamespaces(table);
   // Numbered where it is held; the listeners get that number with the table, never one of their own.
   // Statistics learn the table's shard names under its number before a request can be targeted
   // with it: each operation is filed under the names of the table it was targeted with.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "common/bounded_name.h"
 #include "common/coarse_clock.h"
@@ -60,35 +61,64 @@ ShapeDivergence* DivergenceTable::findLocked(uint64_t hash) {
   return it == index_.end() ? nullptr : &shapes_[it->second];
 }
 
+ShapeDivergence& DivergenceTable::otherRowLocked() {
+  if (auto it = index_.find(kOtherHash); it != index_.end()) return shapes_[it->second];
+  ShapeDivergence s;
+  s.ns = kOther;
+  s.command = kOther;
+  s.shape = kOther;
+  s.hash = kOtherHash;
+  shapes_.push_back(std::move(s));
+  index_.emplace(kOtherHash, shapes_.size() - 1);
+  return shapes_.back();
+}
+
+size_t DivergenceTable::evictLocked() {
+  // One pass over at most max_shapes rows, only when a new shape meets a full table.
+  auto rank = [](const ShapeDivergence& s) { return std::tuple(s.divergent > 0, s.mirrored, s.last_mirrored); };
+  size_t victim = SIZE_MAX;
+  for (size_t i = 0; i < shapes_.size(); ++i)
+    if (!isOverflowRow(shapes_[i]) && (victim == SIZE_MAX || rank(shapes_[i]) < rank(shapes_[victim]))) victim = i;
+  if (victim == SIZE_MAX) return victim;
+  ShapeDivergence& other = otherRowLocked();  // may grow the deque: indexes stay, references to rows too
+  ShapeDivergence& gone = shapes_[victim];
+  other.mirrored += gone.mirrored;
+  other.compared += gone.compared;
+  other.divergent += gone.divergent;
+  other.shadow_errors += gone.shadow_errors;
+  for (size_t b = 0; b < kDivergenceKinds; ++b) other.by_kind[b] += gone.by_kind[b];
+  other.primary_latency += gone.primary_latency;
+  other.shadow_latency += gone.shadow_latency;
+  index_.erase(gone.hash);
+  return victim;
+}
+
 void DivergenceTable::onMirrored(uint64_t hash, std::string_view ns, std::string_view command, std::string_view shape,
                                  routing::Targeting primary, routing::Targeting shadow, bool shadowKnown) {
   std::lock_guard lock(mutex_);
+  ++sequence_;
   auto it = index_.find(hash);
   if (it == index_.end()) {
-    if (shapes_.size() >= max_shapes_) {
-      hash = kOtherHash;
+    ShapeDivergence s;
+    s.ns = common::boundedName(ns);  // client-chosen: kept bounded in bytes
+    s.command = common::boundedName(command);
+    s.shape = shape;
+    s.hash = hash;
+    size_t at = shapes_.size();
+    const size_t rows = shapes_.size() - (index_.contains(kOtherHash) ? 1 : 0);
+    if (rows >= max_shapes_) at = evictLocked();
+    if (at == SIZE_MAX) {  // no row to give (max_shapes 0): the overflow row counts it
+      otherRowLocked();
       it = index_.find(kOtherHash);
-      if (it == index_.end()) {
-        ShapeDivergence s;
-        s.ns = kOther;
-        s.command = kOther;
-        s.shape = kOther;
-        s.hash = kOtherHash;
-        shapes_.push_back(std::move(s));
-        it = index_.emplace(kOtherHash, shapes_.size() - 1).first;
-      }
     } else {
-      ShapeDivergence s;
-      s.ns = common::boundedName(ns);  // client-chosen: kept bounded in bytes
-      s.command = common::boundedName(command);
-      s.shape = shape;
-      s.hash = hash;
-      shapes_.push_back(std::move(s));
-      it = index_.emplace(hash, shapes_.size() - 1).first;
+      if (at == shapes_.size()) shapes_.push_back(std::move(s));
+      else shapes_[at] = std::move(s);
+      it = index_.emplace(hash, at).first;
     }
   }
   auto& s = shapes_[it->second];
   ++s.mirrored;
+  s.last_mirrored = sequence_;
   if (isOverflowRow(s)) return;  // many shapes' targetings: none of them is the row's
   s.primary_targeting = primary;
   s.shadow_targeting = shadow;
@@ -127,6 +157,7 @@ void DivergenceTable::reset() {
   std::lock_guard lock(mutex_);
   shapes_.clear();
   index_.clear();
+  sequence_ = 0;
 }
 
 void renderDivergenceJson(const std::vector<ShapeDivergence>& rows, size_t top, common::JsonWriter& w) {

@@ -1,7 +1,9 @@
 // Per query shape: how often the shadow cluster answered differently from the primary, in which
 // way, the latency of both sides, the targeting class on each cluster, and the first few
 // divergence examples (shapes only; the command with its values only when the user allows it).
-// Bounded: past `max_shapes` shapes everything goes to one "<other>" row.
+// Bounded: past `max_shapes` shapes a new shape takes the row of the least useful one (no
+// divergence, fewest mirrored, idle longest), whose counts go to one "<other>" row: shapes one
+// client makes up cannot keep every later shape out, they push each other out.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -39,6 +41,7 @@ struct ShapeDivergence {
   stats::LatencyHistogram primary_latency;
   stats::LatencyHistogram shadow_latency;
   std::vector<DivergenceExample> examples;
+  uint64_t last_mirrored = 0;  // the table's sequence number when it was last mirrored
 };
 
 class DivergenceTable {
@@ -59,12 +62,16 @@ class DivergenceTable {
 
  private:
   ShapeDivergence* findLocked(uint64_t hash);
+  ShapeDivergence& otherRowLocked();
+  // Frees the least useful row for a new shape (its counts into <other>); returns its index.
+  size_t evictLocked();
 
   const size_t max_shapes_;
   const size_t max_examples_;
   mutable std::mutex mutex_;
   std::deque<ShapeDivergence> shapes_;
   std::unordered_map<uint64_t, size_t> index_;
+  uint64_t sequence_ = 0;  // mirrored operations so far: the rows' idle order
 };
 
 // Renders the per-shape rows (sorted by divergences, then mirrored count; `top` rows at most).

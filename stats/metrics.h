@@ -61,6 +61,9 @@ namespace shardscope::stats {
   GAUGE(stats_max_shapes_per_namespace, "The configured cap on shapes per namespace.")                          \
   GAUGE(stats_namespaces_at_cap, "Namespaces whose new shapes go to the other bucket.")                         \
   COUNTER(stats_other_ops_total, "Operations counted in other buckets (shape cap reached).")                    \
+  COUNTER(stats_other_namespace_ops_total,                                                                      \
+          "Operations counted under ns=\"<other>\": a namespace outside the routing table, met after "        \
+          "max_namespaces such names were kept (included in stats_other_ops_total).")                          \
   GAUGE(start_time_seconds, "Unix time the proxy started.")                                                     \
   GAUGE(build_info, "The version shardscope was built from (value always 1).", "version")                       \
   /* The upstream mongos pool (proxy/proxy_setup.cpp) */                                                        \

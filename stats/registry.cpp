@@ -376,17 +376,32 @@ uint32_t Registry::intern(uint64_t hash, std::string_view ns, std::string_view c
   return internLocked(hash, ns, command, shape);
 }
 
+bool Registry::configuredLocked(std::string_view ns) const {
+  return configured_ && (configured_->isSharded(ns) || configured_->timeseriesView(ns));
+}
+
 uint32_t Registry::namespaceIndexLocked(std::string_view ns) {
-  auto it = namespace_index_.find(ns);
-  if (it == namespace_index_.end() && namespace_index_.size() >= options_.max_namespaces) {
+  if (auto it = namespace_index_.find(ns); it != namespace_index_.end()) return it->second;
+  // A namespace of the routing table always gets its row; other names share max_namespaces rows.
+  bool configured = ns != kOther && configuredLocked(ns);
+  if (ns != kOther && !configured && pools_[false].namespaces >= options_.max_namespaces) {
+    ++namespace_lookups_refused_;
     ns = kOther;
-    it = namespace_index_.find(ns);
+    if (auto it = namespace_index_.find(ns); it != namespace_index_.end()) return it->second;
   }
-  if (it == namespace_index_.end()) {
-    it = namespace_index_.emplace(ns, static_cast<uint32_t>(namespaces_.size())).first;
-    namespaces_.push_back(NamespaceState{std::string(ns)});
-  }
+  auto it = namespace_index_.emplace(ns, static_cast<uint32_t>(namespaces_.size())).first;
+  namespaces_.push_back(NamespaceState{.ns = std::string(ns), .configured = configured});
+  if (ns != kOther) ++pools_[configured].namespaces;
   return it->second;
+}
+
+std::string_view Registry::keptCommandLocked(std::string_view command) {
+  if (commands_.contains(command)) return command;
+  const bool listed = protocol::isListedCommand(command);  // a few dozen names: always kept
+  if (!listed && unlisted_commands_ >= kMaxCommands) return kOther;
+  commands_.emplace(command);
+  if (!listed) ++unlisted_commands_;
+  return command;
 }
 
 uint32_t Registry::internLocked(uint64_t hash, std::string_view ns, std::string_view command,
@@ -399,38 +414,42 @@ uint32_t Registry::internLocked(uint64_t hash, std::string_view ns, std::string_
   ns = common::boundedName(ns, nsStorage);
   command = common::boundedName(command, commandStorage);
   uint32_t nsIndex = namespaceIndexLocked(ns);
-  std::string_view cmd = command;
-  if (!commands_.contains(command)) {
-    if (commands_.size() >= kMaxCommands) cmd = kOther;
-    else commands_.emplace(command);
-  }
+  std::string_view cmd = keptCommandLocked(command);
 
   NamespaceState* state = &namespaces_[nsIndex];
-  size_t realShapes = shapes_.size();  // includes `other` buckets: a slightly early total cap is fine
+  CatalogPool* pool = &pools_[state->configured];
   bool full = state->ns == kOther || state->shapes >= options_.max_shapes_per_namespace ||
-              realShapes >= options_.max_shapes_total;
+              pool->shapes >= options_.max_shapes_total;
   if (!full && cmd == command) {
     auto id = static_cast<uint32_t>(shapes_.size());
     shapes_.push_back(ShapeInfo{state->ns, std::string(command), std::string(shape), hash, nsIndex, false});
     shape_by_hash_.emplace(hash, id);
     ++state->shapes;
+    ++pool->shapes;
     return id;
   }
   // Past a cap: the namespace's `other` bucket for this command. The overflowing hash is not kept,
   // so the catalog stays bounded whatever the client sends. Buckets are per (namespace, command)
-  // up to kMaxOtherBuckets of them; past that, one bucket for everything.
+  // up to kMaxOtherBuckets of them in the namespace's pool; past that, one bucket for everything.
   if (state->shapes >= options_.max_shapes_per_namespace) state->atCap = true;
   ++overflow_lookups_;
-  if (shapes_.size() >= size_t{options_.max_shapes_total} + kMaxOtherBuckets) {
-    nsIndex = namespaceIndexLocked(kOther);
-    state = &namespaces_[nsIndex];
-    cmd = kOther;
-  }
   uint64_t otherHash = shapeId(state->ns, cmd, kOther);
   if (auto it = shape_by_hash_.find(otherHash); it != shape_by_hash_.end()) return it->second;
+  if (pool->other_buckets >= kMaxOtherBuckets) {
+    nsIndex = namespaceIndexLocked(kOther);
+    state = &namespaces_[nsIndex];
+    pool = nullptr;
+    cmd = kOther;
+    otherHash = shapeId(state->ns, cmd, kOther);
+    if (auto it = shape_by_hash_.find(otherHash); it != shape_by_hash_.end()) return it->second;
+  }
   auto id = static_cast<uint32_t>(shapes_.size());
   shapes_.push_back(ShapeInfo{state->ns, std::string(cmd), std::string(kOther), otherHash, nsIndex, true});
   shape_by_hash_.emplace(otherHash, id);
+  if (pool) {
+    ++pool->other_buckets;
+    ++state->otherBuckets;
+  }
   return id;
 }
 
@@ -514,6 +533,21 @@ std::shared_ptr<const std::vector<uint32_t>> Registry::shardIdsOf(uint64_t routi
   return shard_ids_by_load_.front().ids;  // older than every kept load (or none loaded: no shards)
 }
 
+void Registry::setConfiguredNamespaces(std::shared_ptr<const routing::RoutingTable> table) {
+  std::lock_guard lock(mutex_);
+  configured_ = std::move(table);
+  // Rows made before this table (or under an earlier one) move to the pool they now belong to.
+  pools_ = {};
+  for (auto& state : namespaces_) {
+    if (state.ns == kOther) continue;
+    state.configured = configuredLocked(state.ns);
+    CatalogPool& pool = pools_[state.configured];
+    ++pool.namespaces;
+    pool.shapes += state.shapes;
+    pool.other_buckets += state.otherBuckets;
+  }
+}
+
 void Registry::retire(Recorder& recorder) {
   std::lock_guard lock(mutex_);
   std::lock_guard recorderLock(recorder.mutex_);
@@ -542,6 +576,7 @@ void Registry::reset() {
   shared_shard_ops_.clear();
   shared_ns_shards_.clear();
   overflow_lookups_ = 0;
+  namespace_lookups_refused_ = 0;
   reset_ms_ = common::coarseRealtimeMs();
 }
 
@@ -563,6 +598,7 @@ Snapshot Registry::snapshot() const {
     std::lock_guard lock(mutex_);
     snap.resetMs = reset_ms_;
     snap.overflowLookups = overflow_lookups_;
+    snap.namespaceLookupsRefused = namespace_lookups_refused_;
     merged = shared_shapes_;
     snap.totals = retired_totals_;
     snap.shardOps = shared_shard_ops_;

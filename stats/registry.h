@@ -23,6 +23,7 @@
 #include "common/per_thread.h"
 #include "common/query_shape.h"
 #include "protocol/command_view.h"
+#include "routing/routing_table.h"
 #include "routing/target_result.h"
 #include "stats/hotness.h"
 #include "stats/process_counters.h"
@@ -34,8 +35,10 @@ namespace shardscope::stats {
 struct StatsOptions {
   bool record_values = false;               // keep one sample filter (with values) per shape
   uint32_t max_shapes_per_namespace = 1000;  // then the namespace's `other` bucket per command
-  uint32_t max_namespaces = 256;            // then namespace "<other>"
-  uint32_t max_shapes_total = 10000;        // across namespaces; then each namespace's `other`
+  uint32_t max_namespaces = 256;            // namespaces the routing table does not hold; then
+                                            // namespace "<other>" (the table's are always kept)
+  uint32_t max_shapes_total = 10000;        // across namespaces, once for the routing table's and
+                                            // once for the rest; then each namespace's `other`
                                             // per command (at most 1,024 such), then one `other`
   uint32_t max_shapes_per_tally = 1024;     // a proxy thread beyond this records into the shared table
   uint32_t prometheus_top_shapes = 100;     // per-shape series in /metrics; the rest as shape_id="rest"
@@ -216,6 +219,10 @@ class Registry {
   // The same as the load after the last one given (callers without a routing table's number).
   void setShardNames(const std::vector<std::string>& names);
   static constexpr size_t kKeptRoutingLoads = 64;
+  // The namespaces of the routing table now in force (its sharded collections): always given a row
+  // and their shapes, whatever names clients invented before them (names a client makes up are
+  // bounded by max_namespaces and their own share of the shape caps). Called with each table.
+  void setConfiguredNamespaces(std::shared_ptr<const routing::RoutingTable> table);
 
   Snapshot snapshot() const;
   std::string renderJson(const ShardNames& shards, size_t top = SIZE_MAX, const ChunkOwners* owners = nullptr) const;
@@ -240,7 +247,16 @@ class Registry {
   struct NamespaceState {
     std::string ns;
     uint32_t shapes = 0;
+    uint32_t otherBuckets = 0;
     bool atCap = false;
+    bool configured = false;  // in the routing table: counted in its own pool
+  };
+  // What the catalog holds for one kind of namespace: the routing table's, and the rest. Kept apart
+  // so names one client invents cannot use up the rows and shapes the configured namespaces need.
+  struct CatalogPool {
+    size_t namespaces = 0;
+    size_t shapes = 0;
+    size_t other_buckets = 0;
   };
   // Hashes std::string and std::string_view alike, so the catalog's maps are looked up by
   // string_view without building a key string.
@@ -254,6 +270,9 @@ class Registry {
   uint32_t internLocked(uint64_t hash, std::string_view ns, std::string_view command, std::string_view shape);
   // The namespace's index in the catalog (added if new; "<other>" past max_namespaces).
   uint32_t namespaceIndexLocked(std::string_view ns);
+  bool configuredLocked(std::string_view ns) const;
+  // The command name as the catalog keeps it: the table's commands always, other names up to a cap.
+  std::string_view keptCommandLocked(std::string_view command);
   // `ids`: the position -> shard id map of the operation's routing load (null: ids are positions).
   void recordShared(uint32_t shapeId, const routing::TargetResult& target, const std::vector<uint32_t>* ids,
                     uint32_t bytesIn, int64_t nowMs, bool asWrite);
@@ -280,6 +299,9 @@ class Registry {
   std::vector<NamespaceState> namespaces_;
   std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> namespace_index_;
   std::unordered_set<std::string, StringHash, std::equal_to<>> commands_;
+  size_t unlisted_commands_ = 0;  // of commands_, names the command table does not hold
+  std::array<CatalogPool, 2> pools_{};  // [configured]
+  std::shared_ptr<const routing::RoutingTable> configured_;
   std::vector<Recorder*> recorders_;
   common::PerThread<Tally> tallies_;
   std::unordered_map<uint32_t, ShapeCounters> shared_shapes_;  // the shared table (tallies past their shape budget)
@@ -296,6 +318,7 @@ class Registry {
   std::atomic<uint64_t> shard_ids_version_{0};  // bumped by setShardNames; tallies compare per op
   int64_t reset_ms_;
   uint64_t overflow_lookups_ = 0;  // shapes turned into `other` (per tally that met them)
+  uint64_t namespace_lookups_refused_ = 0;  // of those, for want of a namespace row
 };
 
 }  // namespace shardscope::stats

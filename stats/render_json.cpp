@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <unordered_map>
 
+#include "common/bounded_name.h"
 #include "common/json_writer.h"
 #include "common/name_text.h"
 #include "common/query_shape.h"
@@ -235,13 +236,19 @@ std::string renderJson(const Snapshot& snap, const std::vector<std::string>& sha
   w.endObject();
 
   uint64_t otherOps = 0;
-  for (const auto& s : snap.shapes)
+  uint64_t otherNamespaceOps = 0;
+  for (const auto& s : snap.shapes) {
     if (s.other) otherOps += s.counters.count;
+    if (s.ns == common::kOtherName) otherNamespaceOps += s.counters.count;
+  }
   w.key("shapeCap").beginObject();
   w.field("maxShapesPerNamespace", snap.maxShapesPerNamespace);
   w.field("shapesTracked", static_cast<uint64_t>(snap.shapesTracked));
   w.field("opsInOther", otherOps);
   w.field("overflowLookups", snap.overflowLookups);
+  // Operations whose namespace got no row of its own (outside the routing table, past max_namespaces).
+  w.field("opsInOtherNamespace", otherNamespaceOps);
+  w.field("namespaceLookupsRefused", snap.namespaceLookupsRefused);
   w.key("namespacesAtCap").beginArray();
   for (const auto& ns : snap.namespaces)
     if (ns.atCap) w.value(common::utf8Name(ns.ns));

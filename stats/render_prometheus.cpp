@@ -236,14 +236,18 @@ std::string renderPrometheus(const Snapshot& snap, const std::vector<std::string
   w.single(Metric::reply_errors_total, snap.totals.errors);
 
   uint64_t otherOps = 0;
+  uint64_t otherNamespaceOps = 0;
   uint64_t atCap = 0;
-  for (const auto& s : snap.shapes)
+  for (const auto& s : snap.shapes) {
     if (s.other) otherOps += s.counters.count;
+    if (s.ns == common::kOtherName) otherNamespaceOps += s.counters.count;
+  }
   for (const auto& ns : snap.namespaces) atCap += ns.atCap ? 1 : 0;
   w.single(Metric::stats_shapes_tracked, static_cast<uint64_t>(snap.shapesTracked));
   w.single(Metric::stats_max_shapes_per_namespace, snap.maxShapesPerNamespace);
   w.single(Metric::stats_namespaces_at_cap, atCap);
   w.single(Metric::stats_other_ops_total, otherOps);
+  w.single(Metric::stats_other_namespace_ops_total, otherNamespaceOps);
 
   for (const auto& p : snap.process) w.single(p.metric, p.value);
   w.single(Metric::start_time_seconds, static_cast<double>(snap.startedMs) / 1000.0);

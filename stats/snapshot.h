@@ -53,6 +53,7 @@ struct Snapshot {
   uint32_t prometheusTopShapes = 0;
   uint32_t prometheusTopPairs = UINT32_MAX;
   uint64_t overflowLookups = 0;
+  uint64_t namespaceLookupsRefused = 0;  // of those, for want of a namespace row (max_namespaces)
   std::vector<ShapeSnapshot> shapes;  // by count, descending; shapes with no traffic left out
   std::vector<NamespaceSnapshot> namespaces;
   size_t shapesTracked = 0;

@@ -122,6 +122,21 @@ TEST(ConfigLoader, ARecursiveYamlAliasIsRefusedNotFollowed) {
   std::remove(file.c_str());
 }
 
+// A key the file sets twice is refused, as mongod refuses its config file ("duplicate key"): a kill
+// switch appended to a section (`stats: {enabled: true, enabled: false}`) or a dotted key repeating
+// a nested one (`stats.enabled` next to `stats: {enabled: ...}`) was silently decided by order.
+TEST(ConfigLoader, AKeyTheFileSetsTwiceIsRefused) {
+  for (const char* text : {"stats:\n  enabled: true\n  enabled: false\n",
+                           "stats:\n  enabled: true\nstats.enabled: false\n",
+                           "compression:\n  client: [zstd]\n  client: []\n"}) {
+    auto file = writeFile(text);
+    auto r = load({"--config", file, "--upstream", "mongodb://a:1"});
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.errors.front().find("set more than once"), std::string::npos) << r.errors.front();
+    std::remove(file.c_str());
+  }
+}
+
 TEST(ConfigLoader, TlsKeysMustComeTogether) {
   auto r = load({"--upstream", "mongodb://a:1", "--tls-cert-file", "/x.pem"});
   ASSERT_FALSE(r.ok());

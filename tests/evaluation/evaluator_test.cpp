@@ -9,6 +9,7 @@
 
 #include "evaluation/evaluator.h"
 #include "evaluation/sketches.h"
+#include "routing/routing_file.h"
 #include "tests/evaluation/scenario_support.h"
 
 namespace shardscope::evaluation {
@@ -227,6 +228,36 @@ TEST(EvaluatorBounds, NamespacesAreCapped) {
   }
   obs->flush();
   EXPECT_EQ(ev.droppedNamespaceOps(), 1u);
+}
+
+// One client inventing max_namespaces names must not blind the evaluation to the namespaces the
+// operator named: the routing table's, the configured candidates' and the lookup rules'. Before,
+// they arrived after the cap and were dropped until POST /evaluate/reset.
+TEST(EvaluatorBounds, ConfiguredNamespacesAreEvaluatedAfterAClientUsedTheCap) {
+  EvaluationOptions o;
+  o.max_namespaces = 2;
+  o.configured_candidates = {{"shop.carts", "{\"cartId\": 1}"}};
+  Evaluator ev(o);
+  std::string error;
+  ev.setCurrentKeys(routing::parseRoutingText(
+      R"({"shards": ["sA"], "collections": [{"ns": "shop.orders", "key": {"customerId": 1}, "chunks": [
+          {"min": {"customerId": {"$minKey": 1}}, "max": {"customerId": {"$maxKey": 1}}, "shard": "sA"}]}]})",
+      false, "squat routing", error));
+  ev.setLookupRuleSpecs({"shop.mapped: orderId -> customerId"});
+  auto obs = ev.newObserver();
+  auto findOn = [&](const char* db, const char* coll) {
+    bson_t* cmd = bson_new();
+    BSON_APPEND_UTF8(cmd, "find", coll);
+    OwnedCommand c(cmd, db, coll);
+    obs->observe(c.view(), c.ns());
+  };
+  for (const char* coll : {"junk0", "junk1", "junk2", "junk3"}) findOn("db", coll);
+  for (const char* coll : {"orders", "carts", "mapped"}) findOn("shop", coll);
+  obs->flush();
+  EXPECT_EQ(ev.droppedNamespaceOps(), 2u) << "only the invented names past the cap are left out";
+  const std::string json = ev.renderJson();
+  for (const char* ns : {"shop.orders", "shop.carts", "shop.mapped"})
+    EXPECT_NE(json.find(std::string("\"") + ns + "\""), std::string::npos) << ns << " was not evaluated";
 }
 
 }  // namespace

@@ -210,6 +210,7 @@ COUNTER_TESTS = {
     "shardscope_replies_total": "tests/integration/test_process_counters.py::test_traffic_counters_move_with_their_events",
     "shardscope_reply_errors_total": "tests/integration/test_process_counters.py::test_traffic_counters_move_with_their_events",
     "shardscope_stats_other_ops_total": "tests/integration/test_process_counters.py::test_traffic_counters_move_with_their_events",
+    "shardscope_stats_other_namespace_ops_total": "tests/integration/test_namespace_squatting.py::test_made_up_namespaces_cannot_push_the_sharded_collection_out",
     "shardscope_rewrites_total": "tests/integration/test_process_counters.py::test_traffic_counters_move_with_their_events",
     "shardscope_rewrite_fallbacks_total": "tests/integration/test_process_counters.py::test_traffic_counters_move_with_their_events",
     "shardscope_mirror_requests_total": "tests/integration/test_mirror_divergence.py::test_divergence_detected_and_counted_per_shape",

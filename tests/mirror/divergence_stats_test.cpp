@@ -68,6 +68,41 @@ TEST(DivergenceTable, ShapesBeyondTheCapGoToOther) {
   EXPECT_EQ(rows[2].mirrored, 3u);
 }
 
+// One client's made-up shapes cannot keep every later shape out: 1,000 shapes mirrored once fill the
+// table, then a real shape that diverges still gets its own row and keeps it while more made-up
+// shapes come (they push each other out); what left is counted in <other>. Before, the real shape
+// was counted in <other> with every other shape past the first 1,000 until restart.
+TEST(DivergenceTable, MadeUpShapesCannotKeepLaterShapesOut) {
+  DivergenceTable t(1000, 1);
+  auto one = summary(R"({"cursor": {"id": 0, "firstBatch": [{"a": 1}]}, "ok": 1})");
+  auto none = summary(R"({"cursor": {"id": 0, "firstBatch": []}, "ok": 1})");
+  auto mirrorJunk = [&](int from, int to) {
+    for (int i = from; i < to; ++i) {
+      const std::string shape = "junk" + std::to_string(i);
+      const uint64_t h = common::shapeId("d.junk", "find", shape);
+      t.onMirrored(h, "d.junk", "find", shape, routing::Targeting::Unsharded, routing::Targeting::Unsharded, false);
+      t.onCompared(h, one, one, 1, 1, "");
+    }
+  };
+  mirrorJunk(0, 1000);
+  const uint64_t real = common::shapeId("shop.orders", "find", "{customerId}");
+  for (int i = 0; i < 3; ++i) {
+    t.onMirrored(real, "shop.orders", "find", "{customerId}", routing::Targeting::Single, routing::Targeting::Single, true);
+    t.onCompared(real, one, none, 1, 1, "");
+  }
+  mirrorJunk(1000, 3000);
+  auto rows = t.snapshot();
+  EXPECT_LE(rows.size(), 1001u);
+  uint64_t mirrored = 0;
+  bool kept = false;
+  for (const auto& r : rows) {
+    mirrored += r.mirrored;
+    if (r.hash == real) kept = r.divergent == 3 && r.shape == "{customerId}";
+  }
+  EXPECT_TRUE(kept) << "the diverging shape lost its row";
+  EXPECT_EQ(mirrored, 3003u) << "every mirrored operation is still counted";
+}
+
 // /metrics lists the top shapes; the rest is summed per (ns, command) only for pairs the listed
 // shapes name, everything else under one <other> row: as many namespaces as clients invent must not
 // make as many series (the table holds up to max_shapes of them).
