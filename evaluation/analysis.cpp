@@ -254,7 +254,7 @@ void evaluateCandidates(const NamespaceState& st, const AnalysisOptions& nsopt, 
   for (auto& c : r.candidates) {
     if (st.fact_exports == 0) {  // this process' own samples
       evaluateCandidate(st, nsopt, c, factsFromSamples(st, c.pattern, nsopt.lookup_rule, nsopt.simulated_shards,
-                                                       nsopt.monotonic_correlation));
+                                                       nsopt.monotonic_correlation, nsopt.jumbo_warn_share));
       continue;
     }
     const KeyFacts* k = st.importedFacts(c.key_json);

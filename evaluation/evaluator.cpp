@@ -256,7 +256,8 @@ void appendKeyFacts(bson_t* item, const NamespaceState& st, const EvaluationOpti
     if (!pattern) continue;
     bson_uint32_to_string(static_cast<uint32_t>(i), &k, idx, sizeof idx);
     bson_append_document_begin(&arr, k, -1, &doc);
-    factsFromSamples(st, *pattern, rule, shards, AnalysisOptions{}.monotonic_correlation).toBson(&doc);
+    const AnalysisOptions defaults;
+    factsFromSamples(st, *pattern, rule, shards, defaults.monotonic_correlation, defaults.jumbo_warn_share).toBson(&doc);
     bson_append_document_end(&arr, &doc);
   }
   bson_append_array_end(item, &arr);

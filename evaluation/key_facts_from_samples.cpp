@@ -9,6 +9,7 @@
 #include "common/command_fields.h"
 #include "evaluation/key_samples.h"
 #include "evaluation/sampled_filter.h"
+#include "evaluation/simulated_cluster.h"
 #include "evaluation/value_codec.h"
 #include "routing/chunk_map.h"
 #include "routing/query_targeting.h"
@@ -95,57 +96,6 @@ namespace {
 
 bool staticDoc(std::string_view bytes, bson_t& out) {
   return bson_init_static(&out, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-}
-
-// The simulated cluster: one chunk per shard. `splits` are chunk bounds, each the leading values
-// of a key (the fields after them at MinKey): quantiles of the leading field's distinct values for
-// a single ranged field, quantiles of the full key's sampled values for a compound one, even
-// slices of the hash space for a hashed prefix (when `splits` is empty).
-bool buildCluster(const routing::ShardKeyPattern& pattern, const std::vector<std::vector<bson_value_t>>& splits,
-                  uint32_t shards, routing::CollectionRouting& coll) {
-  coll.key = pattern;
-  coll.ns = "simulated";
-  auto boundDoc = [&](int kind, const std::vector<bson_value_t>* values, int64_t hashed_split) {
-    // kind: -1 all MinKey, +1 all MaxKey, 0 a split (hashed: on the leading field), then MinKey
-    bson_t d = BSON_INITIALIZER;
-    for (size_t i = 0; i < pattern.size(); ++i) {
-      const char* name = pattern.field(i).path.c_str();
-      if (kind < 0) {
-        bson_append_minkey(&d, name, -1);
-      } else if (kind > 0) {
-        bson_append_maxkey(&d, name, -1);
-      } else if (!values) {
-        if (i == 0)
-          bson_append_int64(&d, name, -1, hashed_split);
-        else
-          bson_append_minkey(&d, name, -1);
-      } else if (i < values->size()) {
-        bson_append_value(&d, name, -1, &(*values)[i]);
-      } else {
-        bson_append_minkey(&d, name, -1);
-      }
-    }
-    std::vector<uint8_t> bytes(bson_get_data(&d), bson_get_data(&d) + d.len);
-    bson_destroy(&d);
-    return bytes;
-  };
-  std::vector<std::vector<uint8_t>> bounds;
-  bounds.push_back(boundDoc(-1, nullptr, 0));
-  if (pattern.field(0).hashed && splits.empty()) {
-    for (uint32_t i = 1; i < shards; ++i) {
-      double step = 18446744073709551616.0 / shards;
-      int64_t split = static_cast<int64_t>(static_cast<double>(std::numeric_limits<int64_t>::min()) + step * i);
-      bounds.push_back(boundDoc(0, nullptr, split));
-    }
-  } else {
-    for (const auto& s : splits) bounds.push_back(boundDoc(0, &s, 0));
-  }
-  bounds.push_back(boundDoc(1, nullptr, 0));
-  std::vector<routing::ChunkInput> chunks;
-  for (size_t i = 0; i + 1 < bounds.size(); ++i)
-    chunks.push_back({bounds[i], bounds[i + 1], static_cast<uint16_t>(i % shards)});
-  std::string error;
-  return coll.chunks.build(pattern, std::move(chunks), error);
 }
 
 // Whether a filter pins `_id` by equality (a single-document write may then go out without the
@@ -334,6 +284,30 @@ std::vector<std::vector<bson_value_t>> simulateInserts(const NamespaceState& st,
   return cluster_splits;
 }
 
+// The prefix values (the fields before a hashed field that follows them) holding `chunk_share` of
+// the sampled documents or more, with their shares: those the simulated cluster spreads.
+std::vector<BusyPrefix> busyPrefixes(const KeyedReservoir& kr, const routing::ShardKeyPattern& pattern, double chunk_share) {
+  std::vector<BusyPrefix> busy;
+  const int hashed = pattern.hashedField();
+  if (hashed <= 0 || kr.valid.empty()) return busy;
+  std::unordered_map<uint64_t, std::pair<size_t, uint64_t>> counts;  // prefix hash: a sample holding it, count
+  for (size_t i : kr.valid) {
+    uint64_t h = 0;
+    for (int f = 0; f < hashed; ++f) h = combineHash(h, valueHash(kr.samples[i].key.fields[f].value));
+    auto& [sample, count] = counts.try_emplace(h, i, 0).first->second;
+    ++count;
+  }
+  const double n = static_cast<double>(kr.valid.size());
+  for (const auto& [h, at] : counts) {
+    const double share = static_cast<double>(at.second) / n;
+    if (share < chunk_share) continue;
+    BusyPrefix p{{}, share};
+    for (int f = 0; f < hashed; ++f) p.values.push_back(kr.samples[at.first].key.fields[f].value);
+    busy.push_back(std::move(p));
+  }
+  return busy;
+}
+
 // One shape's sampled statements on the simulated cluster, as sent and as the lookup rewrite
 // would send them; false when none could be read (the analysis counts it scatter-gather).
 bool routeShape(const ShapeState& s, const routing::CollectionRouting& coll, const rewrite::LookupRule* rule, uint32_t N,
@@ -389,7 +363,7 @@ FieldRoles shapeRoles(const ShapeState& s) {
 }
 
 KeyFacts factsFromSamples(const NamespaceState& st, const routing::ShardKeyPattern& pattern,
-                          const rewrite::LookupRule* rule, uint32_t N, double monotonic_correlation) {
+                          const rewrite::LookupRule* rule, uint32_t N, double monotonic_correlation, double chunk_share) {
   KeyFacts k;
   k.key_json = pattern.toJson();
   const KeyedReservoir kr = keyTheReservoir(st, pattern, k);
@@ -398,7 +372,7 @@ KeyFacts factsFromSamples(const NamespaceState& st, const routing::ShardKeyPatte
   std::vector<std::string> lead_splits;  // encoded, behind cluster_splits' views
   const auto cluster_splits = simulateInserts(st, pattern, N, kr, lead_splits, k);
   routing::CollectionRouting coll;
-  if (!buildCluster(pattern, cluster_splits, N, coll)) return k;
+  if (!buildSimulatedCluster(pattern, cluster_splits, busyPrefixes(kr, pattern, chunk_share), chunk_share, N, coll)) return k;
   for (const auto& [h, s] : st.shapes) {
     ShapeRouting r;
     if (routeShape(s, coll, rule, N, r)) k.shapes.emplace(h, std::move(r));
