@@ -108,8 +108,10 @@ void hotRanges(const NamespaceState& st, const routing::CollectionRouting& coll,
     const double w = static_cast<double>(s.count) / static_cast<double>(s.samples.size());
     for (const auto& fbytes : s.samples) {
       bson_t f;
-      bool collated = false;
-      if (!readSampledFilter(fbytes, f, collated)) continue;
+      SampleCollation carried;
+      if (!readSampledFilter(fbytes, f, carried)) continue;
+      const bool collated =
+          runsNonSimple(carried, coll.simple_default_collation ? DefaultCollation::Simple : DefaultCollation::NonSimple);
       routing::FilterTarget ft;
       routing::targetFilter(coll, f, !collated, routing::TargetOptions{}, ft, nullptr);
       routing::KeyPoint probe;
@@ -254,7 +256,8 @@ void evaluateCandidates(const NamespaceState& st, const AnalysisOptions& nsopt, 
   for (auto& c : r.candidates) {
     if (st.fact_exports == 0) {  // this process' own samples
       evaluateCandidate(st, nsopt, c, factsFromSamples(st, c.pattern, nsopt.lookup_rule, nsopt.simulated_shards,
-                                                       nsopt.monotonic_correlation, nsopt.jumbo_warn_share));
+                                                       nsopt.monotonic_correlation, nsopt.jumbo_warn_share,
+                                                       nsopt.default_collation));
       continue;
     }
     const KeyFacts* k = st.importedFacts(c.key_json);
@@ -378,6 +381,14 @@ void rankCandidates(const NamespaceState& st, NamespaceReport& r, const rewrite:
 
 }  // namespace
 
+DefaultCollation defaultCollationOf(std::string_view ns, const AnalysisOptions& opt,
+                                    const routing::CollectionRouting* current_routing) {
+  if (current_routing)
+    return current_routing->simple_default_collation ? DefaultCollation::Simple : DefaultCollation::NonSimple;
+  auto it = opt.default_collations.find(ns);
+  return it == opt.default_collations.end() ? DefaultCollation::Unknown : it->second;
+}
+
 NamespaceReport analyzeNamespace(const NamespaceState& st, const AnalysisOptions& opt,
                                  const routing::ShardKeyPattern* current_key,
                                  const std::vector<std::string>& configured_keys,
@@ -400,6 +411,8 @@ NamespaceReport analyzeNamespace(const NamespaceState& st, const AnalysisOptions
   nsopt.lookup_rule = nullptr;
   for (const auto& rule : opt.lookup_rules)
     if (rule.ns == st.ns()) nsopt.lookup_rule = &rule;
+  nsopt.default_collation = defaultCollationOf(st.ns(), opt, current_routing);
+  r.default_collation = nsopt.default_collation;
   r.rewrite_in_force = nsopt.lookup_rule != nullptr;
   if (nsopt.lookup_rule) r.lookup_rule = *nsopt.lookup_rule;
   r.facts_from_exports = st.fact_exports;

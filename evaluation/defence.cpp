@@ -87,6 +87,7 @@ std::string routingPart(const NamespaceReport& r, const CandidateResult& c) {
          fixed(dominant->targeted_shards, 2) + " shard each on the simulated cluster" +
          (dominant->single < 0.5 ? "; analyzeShardKey counts it multi-shard because it does not pin every key field" : "") + ")";
   t += ".";
+  t += collationAssumedText(c);
   if (c.shard_key_updates > 0 || c.upserts_without_key > 0 || c.refused_before_71 > 0) t += writeSafetySentence(c);
   else if (r.writes > 0) t += r.upserted + r.upserts_matched > 0 ? " No observed update changes its value, and every upsert pins it."
                                                                   : " No observed update changes its value.";

@@ -73,6 +73,9 @@ std::string acceptingSentence(const NamespaceReport& r, const CandidateResult& c
     t += (i ? "; " : "") + shapeText(*broadcast[i]) + " (" + pct(broadcast[i]->count / all) + ")";
   t += ". Analytical ones belong on a secondary or an analytics store; point lookups on another field can carry " +
        leadName(c) + " at the API level (the caller usually has it), which turns a broadcast into a targeted query.";
+  if (c.collation_broadcast > 0)  // those that do name the key are broadcast by the default collation, not by the key
+    t += " Of them, " + pct(c.collation_broadcast) +
+         " already name the key and are broadcast only by the collection's non-simple default collation (above).";
   if (!rescue.empty()) t += " " + rescue;
   return t + "\n\n";
 }

@@ -165,6 +165,16 @@ bool classify(const routing::CollectionRouting& coll, const bson_t& f, bool simp
   return ft.targeting == routing::Targeting::Single;
 }
 
+// Whether mongos targets the filter under the simple collation but broadcasts it under a
+// non-simple one (a string equality or range on a key field).
+bool targetsOnlyUnderSimple(const routing::CollectionRouting& coll, const bson_t& f) {
+  routing::FilterTarget simple, collated;
+  routing::targetFilter(coll, f, true, routing::TargetOptions{}, simple, nullptr);
+  if (simple.targeting == routing::Targeting::Broadcast) return false;
+  routing::targetFilter(coll, f, false, routing::TargetOptions{}, collated, nullptr);
+  return collated.targeting == routing::Targeting::Broadcast;
+}
+
 // Sampled counts of the k most frequent hashes, by count then hash (the analysis' order).
 std::vector<std::pair<uint64_t, uint64_t>> topCounts(const std::unordered_map<uint64_t, uint64_t>& counts, size_t k) {
   std::vector<std::pair<uint64_t, uint64_t>> v(counts.begin(), counts.end());
@@ -311,16 +321,23 @@ std::vector<BusyPrefix> busyPrefixes(const KeyedReservoir& kr, const routing::Sh
 // One shape's sampled statements on the simulated cluster, as sent and as the lookup rewrite
 // would send them; false when none could be read (the analysis counts it scatter-gather).
 bool routeShape(const ShapeState& s, const routing::CollectionRouting& coll, const rewrite::LookupRule* rule, uint32_t N,
-                ShapeRouting& r) {
+                DefaultCollation default_collation, ShapeRouting& r) {
   Classified sent, after;
   std::vector<double> ranges(N, 0);
   for (const auto& fbytes : s.samples) {
     bson_t f;
-    bool collated = false;
-    if (!readSampledFilter(fbytes, f, collated)) continue;
+    SampleCollation carried;
+    if (!readSampledFilter(fbytes, f, carried)) continue;
+    const bool collated = runsNonSimple(carried, default_collation);
     // A single-document write that neither resolves to one shard nor pins an exact _id is what
     // mongos refuses before 7.1 (routing/write_targeting.cpp): counted as sent and as rewritten.
     const bool one_shard = classify(coll, f, !collated, sent, &ranges);
+    // A statement without a collation of its own that a non-simple default broadcasts: under a
+    // default nobody showed (taken as simple) it targets only on that assumption; under a known
+    // non-simple one it is broadcast for that reason alone.
+    if (carried == SampleCollation::Inherited && default_collation != DefaultCollation::Simple &&
+        targetsOnlyUnderSimple(coll, f))
+      ++(default_collation == DefaultCollation::Unknown ? r.collation_assumed : r.collation_broadcast);
     // Under a non-simple collation a string _id is no exact _id either (mongos' isExactIdQuery).
     const bool exact_id = pinsId(f) && (!collated || routing::hasExactId(f, false));
     if (exact_id) ++r.with_id;
@@ -354,8 +371,8 @@ FieldRoles shapeRoles(const ShapeState& s) {
   FieldRoles roles;
   for (const auto& f : s.samples) {
     bson_t d;
-    bool collated = false;
-    if (readSampledFilter(f, d, collated)) collectRoles(d, roles);
+    SampleCollation carried;
+    if (readSampledFilter(f, d, carried)) collectRoles(d, roles);
   }
   for (const auto& e : s.eq_fields) addUnique(roles.eq, e);
   for (const auto& r : s.range_fields) addUnique(roles.range, r);
@@ -363,7 +380,8 @@ FieldRoles shapeRoles(const ShapeState& s) {
 }
 
 KeyFacts factsFromSamples(const NamespaceState& st, const routing::ShardKeyPattern& pattern,
-                          const rewrite::LookupRule* rule, uint32_t N, double monotonic_correlation, double chunk_share) {
+                          const rewrite::LookupRule* rule, uint32_t N, double monotonic_correlation, double chunk_share,
+                          DefaultCollation default_collation) {
   KeyFacts k;
   k.key_json = pattern.toJson();
   const KeyedReservoir kr = keyTheReservoir(st, pattern, k);
@@ -375,7 +393,7 @@ KeyFacts factsFromSamples(const NamespaceState& st, const routing::ShardKeyPatte
   if (!buildSimulatedCluster(pattern, cluster_splits, busyPrefixes(kr, pattern, chunk_share), chunk_share, N, coll)) return k;
   for (const auto& [h, s] : st.shapes) {
     ShapeRouting r;
-    if (routeShape(s, coll, rule, N, r)) k.shapes.emplace(h, std::move(r));
+    if (routeShape(s, coll, rule, N, default_collation, r)) k.shapes.emplace(h, std::move(r));
   }
   return k;
 }
