@@ -11,6 +11,7 @@
 #include "evaluation/candidate_figures.h"
 #include "evaluation/key_facts_from_samples.h"
 #include "evaluation/key_samples.h"
+#include "evaluation/report_text.h"
 #include "evaluation/sampled_filter.h"
 #include "evaluation/value_codec.h"
 #include "common/bson_order.h"
@@ -366,13 +367,34 @@ namespace {
 // Ranking: pass every property (the three, mutability, upsert targeting, arrays), then the share
 // of traffic targeted (after the lookup rewrite, when one is in force), less the writes MongoDB
 // refuses before 7.1 and runs as two-phase broadcasts after; then the recommendation.
-void rankCandidates(const NamespaceState& st, NamespaceReport& r, const rewrite::LookupRule* rule) {
+// Too few documents to judge any key: fewer than the distinct values cardinality asks for, while
+// the leading candidate fails it only for that (each document so far holds a value of its own, which
+// says nothing of the collection). "" when there are enough, or none were inserted (a collection
+// only read is judged on what it shows).
+std::string tooLittleData(const NamespaceState& st, const NamespaceReport& r, const AnalysisOptions& opt) {
+  const double needed = static_cast<double>(opt.min_distinct_per_shard) * r.shards;
+  const CandidateResult& leader = r.candidates[0];
+  const double docs = static_cast<double>(st.inserts);
+  if (docs == 0 || docs >= needed || leader.pass_cardinality || leader.cardinality < 0.9 * docs) return {};
+  const uint64_t ops = st.reads + st.writes;
+  return "too little traffic to judge a key yet: " + num(docs) + " documents observed, while a key must show " + num(needed) +
+         " distinct values (" + std::to_string(opt.min_distinct_per_shard) + " per simulated shard) to pass cardinality, "
+         "and so far each document holds a value of its own, which says nothing of the collection; the leading candidate "
+         "so far is " + leader.label +
+         (ops ? " (" + percentText(leader.targeted) + " of " + num(static_cast<double>(ops)) + " reads and writes targeted)"
+              : ". No read or write was observed yet, so what a key would target is not known") +
+         "; let the sidecar observe more traffic";
+}
+
+void rankCandidates(const NamespaceState& st, NamespaceReport& r, const AnalysisOptions& opt) {
+  const rewrite::LookupRule* rule = opt.lookup_rule;
   std::stable_sort(r.candidates.begin(), r.candidates.end(),
                    [](const CandidateResult& a, const CandidateResult& b) { return rankedBefore(a, b) != RankStep::None; });
   if (!r.candidates.empty() && !r.candidates[0].evaluable && (st.reads + st.writes + st.inserts) > 0) {
     r.no_recommendation = "no candidate key can be evaluated from the exports merged: " + r.candidates[0].not_evaluable;
   } else if (!r.candidates.empty() && (st.reads + st.writes + st.inserts) > 0) {
     r.no_recommendation = unrankedRival(st, r, rule);
+    if (r.no_recommendation.empty()) r.no_recommendation = tooLittleData(st, r, opt);
     if (!r.no_recommendation.empty()) return;
     r.recommended = 0;
     r.recommended_passes = r.candidates[0].passes();
@@ -432,7 +454,7 @@ NamespaceReport analyzeNamespace(const NamespaceState& st, const AnalysisOptions
   std::sort(r.shapes.begin(), r.shapes.end(), [](const ShapeOutcome& a, const ShapeOutcome& b) {
     return a.count != b.count ? a.count > b.count : a.shape < b.shape;
   });
-  rankCandidates(st, r, nsopt.lookup_rule);
+  rankCandidates(st, r, nsopt);
   return r;
 }
 
