@@ -367,16 +367,20 @@ namespace {
 // Ranking: pass every property (the three, mutability, upsert targeting, arrays), then the share
 // of traffic targeted (after the lookup rewrite, when one is in force), less the writes MongoDB
 // refuses before 7.1 and runs as two-phase broadcasts after; then the recommendation.
-// Too few documents to judge any key: fewer than the distinct values cardinality asks for, while
-// the leading candidate fails it only for that (each document so far holds a value of its own, which
-// says nothing of the collection). "" when there are enough, or none were inserted (a collection
-// only read is judged on what it shows).
+// Too little traffic to judge any key: fewer documents than the distinct values cardinality asks
+// for, while the leading candidate fails it only for that (each document so far holds a value of
+// its own, which says nothing of the collection), and as few reads and writes. "" when there are
+// enough, or none were inserted (a collection only read is judged on what it shows).
 std::string tooLittleData(const NamespaceState& st, const NamespaceReport& r, const AnalysisOptions& opt) {
   const double needed = static_cast<double>(opt.min_distinct_per_shard) * r.shards;
   const CandidateResult& leader = r.candidates[0];
   const double docs = static_cast<double>(st.inserts);
-  if (docs == 0 || docs >= needed || leader.pass_cardinality || leader.cardinality < 0.9 * docs) return {};
   const uint64_t ops = st.reads + st.writes;
+  // Plenty of reads and writes still show which key the traffic needs (a bucket collection's
+  // upserts pin {sensorId, bucketStart} long before it holds 256 buckets).
+  if (docs == 0 || docs >= needed || static_cast<double>(ops) >= needed || leader.pass_cardinality ||
+      leader.cardinality < 0.9 * docs)
+    return {};
   return "too little traffic to judge a key yet: " + num(docs) + " documents observed, while a key must show " + num(needed) +
          " distinct values (" + std::to_string(opt.min_distinct_per_shard) + " per simulated shard) to pass cardinality, "
          "and so far each document holds a value of its own, which says nothing of the collection; the leading candidate "
