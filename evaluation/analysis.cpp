@@ -8,16 +8,16 @@
 #include <set>
 #include <unordered_map>
 
+#include "common/bson_order.h"
+#include "common/command_fields.h"
+#include "common/json_writer.h"
+#include "common/utf8.h"
 #include "evaluation/candidate_figures.h"
 #include "evaluation/key_facts_from_samples.h"
 #include "evaluation/key_samples.h"
 #include "evaluation/report_text.h"
 #include "evaluation/sampled_filter.h"
 #include "evaluation/value_codec.h"
-#include "common/bson_order.h"
-#include "common/command_fields.h"
-#include "common/json_writer.h"
-#include "common/utf8.h"
 #include "rewrite/lookup_rule.h"
 #include "routing/chunk_map.h"
 #include "routing/query_targeting.h"
@@ -111,8 +111,8 @@ void hotRanges(const NamespaceState& st, const routing::CollectionRouting& coll,
       bson_t f;
       SampleCollation carried;
       if (!readSampledFilter(fbytes, f, carried)) continue;
-      const bool collated =
-          runsNonSimple(carried, coll.simple_default_collation ? DefaultCollation::Simple : DefaultCollation::NonSimple);
+      const bool collated = runsNonSimple(
+          carried, coll.simple_default_collation ? DefaultCollation::Simple : DefaultCollation::NonSimple);
       routing::FilterTarget ft;
       routing::targetFilter(coll, f, !collated, routing::TargetOptions{}, ft, nullptr);
       routing::KeyPoint probe;
@@ -256,9 +256,9 @@ void measureLeadRoles(const NamespaceState& st, NamespaceReport& r) {
 void evaluateCandidates(const NamespaceState& st, const AnalysisOptions& nsopt, NamespaceReport& r) {
   for (auto& c : r.candidates) {
     if (st.fact_exports == 0) {  // this process' own samples
-      evaluateCandidate(st, nsopt, c, factsFromSamples(st, c.pattern, nsopt.lookup_rule, nsopt.simulated_shards,
-                                                       nsopt.monotonic_correlation, nsopt.jumbo_warn_share,
-                                                       nsopt.default_collation));
+      evaluateCandidate(st, nsopt, c,
+                        factsFromSamples(st, c.pattern, nsopt.lookup_rule, nsopt.simulated_shards,
+                                         nsopt.monotonic_correlation, nsopt.jumbo_warn_share, nsopt.default_collation));
       continue;
     }
     const KeyFacts* k = st.importedFacts(c.key_json);
@@ -381,11 +381,15 @@ std::string tooLittleData(const NamespaceState& st, const NamespaceReport& r, co
   if (docs == 0 || docs >= needed || static_cast<double>(ops) >= needed || leader.pass_cardinality ||
       leader.cardinality < 0.9 * docs)
     return {};
-  return "too little traffic to judge a key yet: " + num(docs) + " documents observed, while a key must show " + num(needed) +
-         " distinct values (" + std::to_string(opt.min_distinct_per_shard) + " per simulated shard) to pass cardinality, "
-         "and so far each document holds a value of its own, which says nothing of the collection; the leading candidate "
-         "so far is " + leader.label +
-         (ops ? " (" + percentText(leader.targeted) + " of " + num(static_cast<double>(ops)) + " reads and writes targeted)"
+  return "too little traffic to judge a key yet: " + num(docs) + " documents observed, while a key must show " +
+         num(needed) + " distinct values (" + std::to_string(opt.min_distinct_per_shard) +
+         " per simulated shard) to pass cardinality, "
+         "and so far each document holds a value of its own, which says nothing of the collection; the leading "
+         "candidate "
+         "so far is " +
+         leader.label +
+         (ops ? " (" + percentText(leader.targeted) + " of " + num(static_cast<double>(ops)) +
+                    " reads and writes targeted)"
               : ". No read or write was observed yet, so what a key would target is not known") +
          "; let the sidecar observe more traffic";
 }

@@ -13,7 +13,7 @@ namespace {
 DefaultCollation collationIn(const bson_t& options) {
   bson_t c;
   return common::subDocument(options, "collation", c) && !routing::isSimpleCollation(&c) ? DefaultCollation::NonSimple
-                                                                                          : DefaultCollation::Simple;
+                                                                                         : DefaultCollation::Simple;
 }
 
 }  // namespace
@@ -36,7 +36,8 @@ void forEachListedCollation(const protocol::ReplyFacts& reply, std::string_view 
     if (!bson_iter_init_find(&f, &entry, "name") || !BSON_ITER_HOLDS_UTF8(&f)) continue;
     uint32_t len = 0;
     const char* name = bson_iter_utf8(&f, &len);
-    if (bson_iter_init_find(&f, &entry, "type") && BSON_ITER_HOLDS_UTF8(&f) && std::string_view(bson_iter_utf8(&f, nullptr)) == "view")
+    if (bson_iter_init_find(&f, &entry, "type") && BSON_ITER_HOLDS_UTF8(&f) &&
+        std::string_view(bson_iter_utf8(&f, nullptr)) == "view")
       continue;
     ns.assign(db).append(".").append(name, len);
     if (ns.size() <= kMaxNamespaceBytes) each(ns, collationIn(options));

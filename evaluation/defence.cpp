@@ -18,8 +18,10 @@ std::string cardinalityPart(const NamespaceReport& r, const CandidateResult& c) 
   bool unbounded = r.inserts > 0 && c.cardinality > 0 && c.cardinality >= 0.9 * static_cast<double>(r.inserts);
   if (!c.pass_cardinality && r.inserts > 0) {  // never "we can split" of a key that fails cardinality
     const std::string needed = num(64.0 * r.shards) + " distinct values (64 per simulated shard)";
-    return unbounded ? "Cardinality is ~" + num(c.cardinality) + " so far, one value per document: " + num(static_cast<double>(r.inserts)) +
-                           " documents are too few to show the " + needed + " cardinality asks for, though nothing seen caps it. "
+    return unbounded ? "Cardinality is ~" + num(c.cardinality) +
+                           " so far, one value per document: " + num(static_cast<double>(r.inserts)) +
+                           " documents are too few to show the " + needed +
+                           " cardinality asks for, though nothing seen caps it. "
                      : "Cardinality is ~" + num(c.cardinality) + ", under the " + needed +
                            " cardinality asks for: it fails cardinality, and no candidate passes every property. ";
   }

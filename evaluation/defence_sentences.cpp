@@ -93,13 +93,16 @@ std::string changeMindSentence(const NamespaceReport& r, const CandidateResult& 
     if (c.prefix_top_share < fair)
       return "if the top " + lead + " value grew from " + pct(c.prefix_top_share) + " to above " + pct(fair) +
              " of inserts (one shard's fair share), " +
-             (c.pattern.field(1).hashed ? "its documents would still spread over shards by the hash of their " + suffix +
-                                              " values" + (c.prefix_top_share >= 0.01 ? ", as they already do" : "") +
-                                              ": fine while those stay many. "
-              : c.suffix_monotonic ? "the prefix would be too skewed even with the suffix, since that value's new documents go to the "
-                                   "chunk at the top of its " + suffix + " range; then " + remedy + ". "
-                                 : "its documents would have to spread over shards on their " + suffix +
-                                       " values alone: fine while those stay many and do not grow with time, " + remedy + " otherwise. ");
+             (c.pattern.field(1).hashed
+                  ? "its documents would still spread over shards by the hash of their " + suffix + " values" +
+                        (c.prefix_top_share >= 0.01 ? ", as they already do" : "") + ": fine while those stay many. "
+              : c.suffix_monotonic
+                  ? "the prefix would be too skewed even with the suffix, since that value's new documents go to the "
+                    "chunk at the top of its " +
+                        suffix + " range; then " + remedy + ". "
+                  : "its documents would have to spread over shards on their " + suffix +
+                        " values alone: fine while those stay many and do not grow with time, " + remedy +
+                        " otherwise. ");
     // Already past the fair share: what holds it up is the suffix, so say what would break that.
     if (c.pattern.field(1).hashed)  // a hashed suffix never grows with time
       return "the top " + lead + " value already holds " + pct(c.prefix_top_share) + " of inserts, above one shard's fair share (" +

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <optional>
 
+#include "common/command_fields.h"
+#include "common/name_text.h"
 #include "evaluation/analysis.h"
 #include "evaluation/apply_queue.h"
 #include "evaluation/document_digest.h"
@@ -15,8 +17,6 @@
 #include "evaluation/report_text.h"
 #include "evaluation/thread_batch.h"
 #include "evaluation/value_codec.h"
-#include "common/command_fields.h"
-#include "common/name_text.h"
 
 namespace shardscope::evaluation {
 
@@ -104,8 +104,10 @@ void Evaluator::setCurrentKeys(std::shared_ptr<const routing::RoutingTable> tabl
 void Evaluator::noteDefaultCollation(std::string_view ns, DefaultCollation collation) {
   std::lock_guard lock(mutex_);
   auto it = default_collations_.find(ns);
-  if (it != default_collations_.end()) it->second = collation;
-  else if (default_collations_.size() < kMaxDefaultCollations) default_collations_.emplace(std::string(ns), collation);
+  if (it != default_collations_.end())
+    it->second = collation;
+  else if (default_collations_.size() < kMaxDefaultCollations)
+    default_collations_.emplace(std::string(ns), collation);
 }
 
 void Evaluator::setLookupRules(std::vector<rewrite::LookupRule> rules) {
@@ -389,8 +391,8 @@ std::string Evaluator::exportSketches(const KeysByNamespace& extra_keys) const {
         defaultCollationOf(states[i].first, collations, table ? table->collection(states[i].first) : nullptr);
     if (collation != DefaultCollation::Unknown)
       bson_append_utf8(&item, "defaultCollation", -1, defaultCollationName(collation), -1);
-    appendKeyFacts(&item, *states[i].second, options_, table ? table->shardKey(states[i].first) : nullptr, rule, collation,
-                   extra == extra_keys.end() ? nullptr : &extra->second);
+    appendKeyFacts(&item, *states[i].second, options_, table ? table->shardKey(states[i].first) : nullptr, rule,
+                   collation, extra == extra_keys.end() ? nullptr : &extra->second);
     // One namespace the JSON conversion would refuse must not empty the whole export: it is left
     // out, and said so below.
     bson_error_t invalid;
@@ -479,9 +481,11 @@ bool mergeExports(const std::vector<std::string>& sketchJsons, MergedExports& m,
         }
         if (bson_iter_init_find(&f, &nsdoc, "defaultCollation") && BSON_ITER_HOLDS_UTF8(&f)) {
           const std::string_view said = common::utf8Value(f);
-          const DefaultCollation c = said == "non-simple" ? DefaultCollation::NonSimple : said == "simple" ? DefaultCollation::Simple
-                                                                                                           : DefaultCollation::Unknown;
-          if (auto& known = collations[ns]; c != DefaultCollation::Unknown && known != DefaultCollation::NonSimple) known = c;
+          const DefaultCollation c = said == "non-simple" ? DefaultCollation::NonSimple
+                                     : said == "simple"   ? DefaultCollation::Simple
+                                                          : DefaultCollation::Unknown;
+          if (auto& known = collations[ns]; c != DefaultCollation::Unknown && known != DefaultCollation::NonSimple)
+            known = c;
         }
         if (bson_iter_init_find(&f, &nsdoc, "lookupRule") && BSON_ITER_HOLDS_UTF8(&f)) {
           rewrite::LookupRule rule;

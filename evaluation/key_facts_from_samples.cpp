@@ -296,7 +296,8 @@ std::vector<std::vector<bson_value_t>> simulateInserts(const NamespaceState& st,
 
 // The prefix values (the fields before a hashed field that follows them) holding `chunk_share` of
 // the sampled documents or more, with their shares: those the simulated cluster spreads.
-std::vector<BusyPrefix> busyPrefixes(const KeyedReservoir& kr, const routing::ShardKeyPattern& pattern, double chunk_share) {
+std::vector<BusyPrefix> busyPrefixes(const KeyedReservoir& kr, const routing::ShardKeyPattern& pattern,
+                                     double chunk_share) {
   std::vector<BusyPrefix> busy;
   const int hashed = pattern.hashedField();
   if (hashed <= 0 || kr.valid.empty()) return busy;
@@ -320,8 +321,8 @@ std::vector<BusyPrefix> busyPrefixes(const KeyedReservoir& kr, const routing::Sh
 
 // One shape's sampled statements on the simulated cluster, as sent and as the lookup rewrite
 // would send them; false when none could be read (the analysis counts it scatter-gather).
-bool routeShape(const ShapeState& s, const routing::CollectionRouting& coll, const rewrite::LookupRule* rule, uint32_t N,
-                DefaultCollation default_collation, ShapeRouting& r) {
+bool routeShape(const ShapeState& s, const routing::CollectionRouting& coll, const rewrite::LookupRule* rule,
+                uint32_t N, DefaultCollation default_collation, ShapeRouting& r) {
   Classified sent, after;
   std::vector<double> ranges(N, 0);
   for (const auto& fbytes : s.samples) {
@@ -390,7 +391,8 @@ KeyFacts factsFromSamples(const NamespaceState& st, const routing::ShardKeyPatte
   std::vector<std::string> lead_splits;  // encoded, behind cluster_splits' views
   const auto cluster_splits = simulateInserts(st, pattern, N, kr, lead_splits, k);
   routing::CollectionRouting coll;
-  if (!buildSimulatedCluster(pattern, cluster_splits, busyPrefixes(kr, pattern, chunk_share), chunk_share, N, coll)) return k;
+  if (!buildSimulatedCluster(pattern, cluster_splits, busyPrefixes(kr, pattern, chunk_share), chunk_share, N, coll))
+    return k;
   for (const auto& [h, s] : st.shapes) {
     ShapeRouting r;
     if (routeShape(s, coll, rule, N, default_collation, r)) k.shapes.emplace(h, std::move(r));

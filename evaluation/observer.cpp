@@ -18,6 +18,11 @@
 #include <optional>
 #include <utility>
 
+#include "common/coarse_clock.h"
+#include "common/command_fields.h"
+#include "common/command_namespace.h"
+#include "common/light_mutex.h"
+#include "common/query_shape.h"
 #include "evaluation/default_collation_replies.h"
 #include "evaluation/document_digest.h"
 #include "evaluation/document_digest_stream.h"
@@ -31,11 +36,6 @@
 #include "evaluation/sampled_filter.h"
 #include "evaluation/thread_batch.h"
 #include "evaluation/upsert_document.h"
-#include "common/coarse_clock.h"
-#include "common/command_fields.h"
-#include "common/command_namespace.h"
-#include "common/light_mutex.h"
-#include "common/query_shape.h"
 #include "protocol/reply_facts.h"
 #include "routing/leading_match.h"
 #include "routing/routing_table.h"
@@ -771,7 +771,8 @@ struct Observer::Impl {
       const size_t mark = tb->batch->mark();
       tb->batch->appendBytes(filter ? bytesOf(*filter) : kEmptyDoc);
       if (collation != SampleCollation::Inherited)
-        tb->batch->appendBytes({collation == SampleCollation::NonSimple ? &kCollatedSample : &kSimpleCollationSample, 1});
+        tb->batch->appendBytes(
+            {collation == SampleCollation::NonSimple ? &kCollatedSample : &kSimpleCollationSample, 1});
       e.filter = tb->batch->since(mark);
     }
     e.shape = copied ? *copied : tb->batch->copy(shape.text);  // cut to kMaxShapeTextBytes by the namespace when kept
@@ -877,8 +878,8 @@ void Observer::Impl::observeRead(const protocol::CommandView& view, std::string_
     has_filter = readFilter(view, kind, filter);
   }
   if (known) sort_names = known->sort;
-  addOp(ns, kind, false, sampled, has_filter ? &filter : nullptr, {}, sort_names, false, known ? &known->shape : nullptr,
-        true, sampled ? requestCollation(view) : SampleCollation::Inherited);
+  addOp(ns, kind, false, sampled, has_filter ? &filter : nullptr, {}, sort_names, false,
+        known ? &known->shape : nullptr, true, sampled ? requestCollation(view) : SampleCollation::Inherited);
   if (kind == OpKind::Find && !known) rememberSort(tb->batch->events.back());
   else if (known && !sampled) known->repeat = unsampledIndex(tb->batch->events.back());
 }
@@ -1022,8 +1023,8 @@ void Observer::Impl::observeFindAndModify(const protocol::CommandView& view, std
   ByteRange sort_names = tb->batch->since(sort);
   shape = request;  // " upsert" is part of it (common/query_shape.h)
   const bool sampled = sampleFilter(shape.id);
-  addOp(ns, OpKind::FindAndModify, false, sampled, has ? &q : nullptr, modified_names, sort_names, upsert, nullptr, true,
-        sampled ? requestCollation(view) : SampleCollation::Inherited);
+  addOp(ns, OpKind::FindAndModify, false, sampled, has ? &q : nullptr, modified_names, sort_names, upsert, nullptr,
+        true, sampled ? requestCollation(view) : SampleCollation::Inherited);
 }
 
 // Commits what the reply says the held write created: update replies list the statements that

@@ -388,9 +388,10 @@ std::string renderReportsText(const std::vector<NamespaceReport>& reports, int64
          " (the sidecar's start or POST /evaluate/reset; /stats counts since its own resetAt).\n\n";
   if (reports.empty()) return t + "No namespaces observed yet.\n";
   for (const auto& r : reports) {
-    t += common::textName(r.ns) + ": " + num(static_cast<double>(r.reads)) + " reads, " + num(static_cast<double>(r.writes)) +
-         " writes (update/delete/findAndModify), " + num(static_cast<double>(r.inserts)) + " inserts observed (" +
-         num(static_cast<double>(r.upserted)) + " of them by upserts; " + num(static_cast<double>(r.upserts_matched)) +
+    t += common::textName(r.ns) + ": " + num(static_cast<double>(r.reads)) + " reads, " +
+         num(static_cast<double>(r.writes)) + " writes (update/delete/findAndModify), " +
+         num(static_cast<double>(r.inserts)) + " inserts observed (" + num(static_cast<double>(r.upserted)) +
+         " of them by upserts; " + num(static_cast<double>(r.upserts_matched)) +
          " upserts updated an existing document; " + num(static_cast<double>(r.replacements)) +
          " replacements); simulated cluster of " + std::to_string(r.shards) + " shards; default collation " +
          defaultCollationName(r.default_collation) + ".\n\n";

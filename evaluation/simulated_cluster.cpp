@@ -49,17 +49,20 @@ int64_t hashSlice(uint32_t i, uint32_t parts) {
 // Replaces the chunks inside one busy prefix value's range by `parts` chunks split on the hashed
 // field, on consecutive shards from the one holding the start of the range; the chunk after the
 // range keeps the shard it had.
-void spreadPrefix(const BusyPrefix& p, uint32_t parts, uint32_t shards, size_t fields, std::vector<SimulatedChunk>& chunks) {
+void spreadPrefix(const BusyPrefix& p, uint32_t parts, uint32_t shards, size_t fields,
+                  std::vector<SimulatedChunk>& chunks) {
   std::vector<bson_value_t> lo = p.values, hi = p.values;
   hi.push_back(maxKeyValue());
   auto firstAtOrAfter = [&](const std::vector<bson_value_t>& bound) {
-    return static_cast<size_t>(std::partition_point(chunks.begin(), chunks.end(), [&](const SimulatedChunk& c) {
-                                 return compareLowerBounds(c.values, bound, fields) < 0;
-                               }) - chunks.begin());
+    return static_cast<size_t>(
+        std::partition_point(chunks.begin(), chunks.end(),
+                             [&](const SimulatedChunk& c) { return compareLowerBounds(c.values, bound, fields) < 0; }) -
+        chunks.begin());
   };
   const size_t a = firstAtOrAfter(lo), b = firstAtOrAfter(hi);  // chunks [a, b) start inside the range
   // chunks[0] starts at MinKey, before any value: a and b are at least 1.
-  const uint16_t first = chunks[a < chunks.size() && compareLowerBounds(chunks[a].values, lo, fields) == 0 ? a : a - 1].shard;
+  const uint16_t first =
+      chunks[a < chunks.size() && compareLowerBounds(chunks[a].values, lo, fields) == 0 ? a : a - 1].shard;
   const bool hi_exists = b < chunks.size() && compareLowerBounds(chunks[b].values, hi, fields) == 0;
   const uint16_t after = chunks[b - 1].shard;  // the chunk that held the range's end
   std::vector<SimulatedChunk> inside;
@@ -74,7 +77,8 @@ void spreadPrefix(const BusyPrefix& p, uint32_t parts, uint32_t shards, size_t f
   chunks.insert(chunks.begin() + static_cast<std::ptrdiff_t>(a), inside.begin(), inside.end());
 }
 
-std::vector<uint8_t> boundBytes(const routing::ShardKeyPattern& pattern, const std::vector<bson_value_t>* values, int edge) {
+std::vector<uint8_t> boundBytes(const routing::ShardKeyPattern& pattern, const std::vector<bson_value_t>* values,
+                                int edge) {
   bson_t d = BSON_INITIALIZER;
   for (size_t i = 0; i < pattern.size(); ++i) {
     const char* name = pattern.field(i).path.c_str();
@@ -92,15 +96,16 @@ std::vector<uint8_t> boundBytes(const routing::ShardKeyPattern& pattern, const s
 
 }  // namespace
 
-bool buildSimulatedCluster(const routing::ShardKeyPattern& pattern, const std::vector<std::vector<bson_value_t>>& splits,
-                           const std::vector<BusyPrefix>& busy, double chunk_share, uint32_t shards,
-                           routing::CollectionRouting& coll) {
+bool buildSimulatedCluster(const routing::ShardKeyPattern& pattern,
+                           const std::vector<std::vector<bson_value_t>>& splits, const std::vector<BusyPrefix>& busy,
+                           double chunk_share, uint32_t shards, routing::CollectionRouting& coll) {
   coll.key = pattern;
   coll.ns = "simulated";
   std::vector<SimulatedChunk> chunks;
   chunks.push_back({{}, 0});  // from MinKey
   if (pattern.field(0).hashed && splits.empty()) {
-    for (uint32_t i = 1; i < shards; ++i) chunks.push_back({{int64Value(hashSlice(i, shards))}, static_cast<uint16_t>(i % shards)});
+    for (uint32_t i = 1; i < shards; ++i)
+      chunks.push_back({{int64Value(hashSlice(i, shards))}, static_cast<uint16_t>(i % shards)});
   } else {
     for (size_t i = 0; i < splits.size(); ++i) chunks.push_back({splits[i], static_cast<uint16_t>((i + 1) % shards)});
   }
@@ -113,9 +118,10 @@ bool buildSimulatedCluster(const routing::ShardKeyPattern& pattern, const std::v
     }
   std::vector<routing::ChunkInput> input;
   for (size_t i = 0; i < chunks.size(); ++i)
-    input.push_back({i == 0 ? boundBytes(pattern, nullptr, -1) : boundBytes(pattern, &chunks[i].values, 0),
-                     i + 1 < chunks.size() ? boundBytes(pattern, &chunks[i + 1].values, 0) : boundBytes(pattern, nullptr, 1),
-                     chunks[i].shard});
+    input.push_back(
+        {i == 0 ? boundBytes(pattern, nullptr, -1) : boundBytes(pattern, &chunks[i].values, 0),
+         i + 1 < chunks.size() ? boundBytes(pattern, &chunks[i + 1].values, 0) : boundBytes(pattern, nullptr, 1),
+         chunks[i].shard});
   std::string error;
   return coll.chunks.build(pattern, std::move(input), error);
 }

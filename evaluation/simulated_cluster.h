@@ -27,8 +27,8 @@ struct BusyPrefix {
 // `shards`), on consecutive shards from the one its range starts on, since nothing keeps a
 // value's chunks together without zones. An equality on that prefix alone then reaches those
 // shards, as the defence says of the busiest value.
-bool buildSimulatedCluster(const routing::ShardKeyPattern& pattern, const std::vector<std::vector<bson_value_t>>& splits,
-                           const std::vector<BusyPrefix>& busy, double chunk_share, uint32_t shards,
-                           routing::CollectionRouting& coll);
+bool buildSimulatedCluster(const routing::ShardKeyPattern& pattern,
+                           const std::vector<std::vector<bson_value_t>>& splits, const std::vector<BusyPrefix>& busy,
+                           double chunk_share, uint32_t shards, routing::CollectionRouting& coll);
 
 }  // namespace shardscope::evaluation

@@ -7,7 +7,8 @@ void EvaluationObserver::onRequest(const Operation& op) {
   // name none either: they settle the transaction's inserts.
   const auto kind = op.view.traits.kind;
   // listCollections names none: its reply lists the database's collections.
-  const bool names_none = kind == protocol::CommandKind::CommitTransaction || kind == protocol::CommandKind::AbortTransaction ||
+  const bool names_none = kind == protocol::CommandKind::CommitTransaction ||
+                          kind == protocol::CommandKind::AbortTransaction ||
                           op.view.traits.collation_source == protocol::DefaultCollationSource::ListCollections;
   if (op.injectedFault() || (op.ns.empty() && !names_none)) return;
   // What its reply settles travels with the request, in this observer's slot.

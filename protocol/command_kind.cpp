@@ -33,7 +33,8 @@ constexpr CommandTraits kSpelledAs(CommandTraits t, LegacySpelling s) {
   return t;
 }
 constexpr CommandTraits kDdl{.mirror = M::Write, .ddl = true};
-constexpr CommandTraits kCreatesCollection{.mirror = M::Write, .ddl = true, .collation_source = DefaultCollationSource::Create};
+constexpr CommandTraits kCreatesCollection{
+    .mirror = M::Write, .ddl = true, .collation_source = DefaultCollationSource::Create};
 constexpr CommandTraits kDdlEveryShard{.mirror = M::Write, .ddl = true, .collection_wide = true};
 constexpr CommandTraits kEveryShard{.collection_wide = true};
 constexpr CommandTraits kEndsTransaction(K kind) { return {.kind = kind, .mirror = M::Transaction}; }

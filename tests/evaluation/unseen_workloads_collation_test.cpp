@@ -22,8 +22,8 @@ using testing::sendWithReply;
 using testing::unseenId;
 using testing::unseenInsert;
 using testing::unseenOid;
-using testing::unseenSend;
 using testing::UnseenReport;
+using testing::unseenSend;
 
 constexpr const char* kEmailKey = R"({ "email" : 1 })";
 constexpr const char* kEmailHashedKey = R"({ "email" : "hashed" })";
@@ -35,8 +35,8 @@ void collationAccountsTraffic(Observer& obs, const std::string& collation) {
   std::mt19937_64 rng(81);
   std::vector<std::string> docs;
   for (int n = 0; n < 6000; ++n)
-    docs.push_back("{\"_id\": " + unseenOid(n) + ", \"email\": \"" + unseenId("user", n) + "@example.com\", \"plan\": \"p" +
-                   std::to_string(rng() % 3) + "\"}");
+    docs.push_back("{\"_id\": " + unseenOid(n) + ", \"email\": \"" + unseenId("user", n) +
+                   "@example.com\", \"plan\": \"p" + std::to_string(rng() % 3) + "\"}");
   unseenInsert(obs, "app", "accounts", docs);
   for (int i = 0; i < 3000; ++i)
     unseenSend(obs, "app", "accounts",

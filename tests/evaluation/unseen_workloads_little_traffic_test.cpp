@@ -17,18 +17,20 @@ namespace {
 using testing::unseenId;
 using testing::unseenInsert;
 using testing::unseenOid;
-using testing::unseenSend;
 using testing::UnseenReport;
+using testing::unseenSend;
 
 // `users` users inserted into tiny.users, then `reads` reads by user.
 std::string littleTrafficReport(int users, int reads = 5) {
   Evaluator ev(EvaluationOptions{});
   auto obs = ev.newObserver();
   std::vector<std::string> docs;
-  for (int n = 0; n < users; ++n) docs.push_back("{\"_id\": " + unseenOid(n) + ", \"userId\": \"" + unseenId("U", n) + "\"}");
+  for (int n = 0; n < users; ++n)
+    docs.push_back("{\"_id\": " + unseenOid(n) + ", \"userId\": \"" + unseenId("U", n) + "\"}");
   unseenInsert(*obs, "tiny", "users", docs);
   for (int i = 0; i < reads; ++i)
-    unseenSend(*obs, "tiny", "users", R"({"find": "users", "filter": {"userId": ")" + unseenId("U", i % users) + R"("}})");
+    unseenSend(*obs, "tiny", "users",
+               R"({"find": "users", "filter": {"userId": ")" + unseenId("U", i % users) + R"("}})");
   UnseenReport r(ev);
   return r.verdict() + "\n" + r.text;
 }
@@ -36,7 +38,9 @@ std::string littleTrafficReport(int users, int reads = 5) {
 TEST(UnseenWorkloadsLittleTraffic, TooFewDocumentsGiveNoVerdict) {
   const std::string report = littleTrafficReport(20);
   EXPECT_EQ(report.rfind("\n", 0), 0u) << "no verdict key: " << report;
-  EXPECT_NE(report.find("No recommendation: too little traffic to judge a key yet: 20 documents observed"), std::string::npos) << report;
+  EXPECT_NE(report.find("No recommendation: too little traffic to judge a key yet: 20 documents observed"),
+            std::string::npos)
+      << report;
   EXPECT_EQ(report.find("so we can split as far as we need to"), std::string::npos) << report;
 }
 
@@ -53,7 +57,8 @@ TEST(UnseenWorkloadsLittleTraffic, FewDocumentsWithPlentyOfReadsAreJudgedWithout
   const std::string report = littleTrafficReport(120, 600);
   EXPECT_EQ(report.rfind(R"({ "userId" : )", 0), 0u) << report;
   EXPECT_EQ(report.find("so we can split as far as we need to"), std::string::npos) << report;
-  EXPECT_NE(report.find("so far, one value per document: 120 documents are too few to show the 256 distinct values"), std::string::npos)
+  EXPECT_NE(report.find("so far, one value per document: 120 documents are too few to show the 256 distinct values"),
+            std::string::npos)
       << report;
 }
 

@@ -18,8 +18,8 @@ using testing::unseenDate;
 using testing::unseenId;
 using testing::unseenInsert;
 using testing::unseenOid;
-using testing::unseenSend;
 using testing::UnseenReport;
+using testing::unseenSend;
 
 constexpr int64_t kQueueEpoch = 1767225600000LL;
 
@@ -51,7 +51,8 @@ void claimAndFinishJobs(Observer& obs, std::mt19937_64& rng, const std::vector<i
                  R"({"lastErrorObject": {"n": 1, "updatedExisting": true}, "value": null, "ok": 1})");
     else
       unseenSend(obs, "jobs", "tasks",
-                 R"({"update": "tasks", "updates": [{"q": {"_id": )" + unseenOid(n) + R"(}, "u": {"$set": {"status": "done"}}}]})",
+                 R"({"update": "tasks", "updates": [{"q": {"_id": )" + unseenOid(n) +
+                     R"(}, "u": {"$set": {"status": "done"}}}]})",
                  R"({"n": 1, "nModified": 1, "ok": 1})");
   }
 }
@@ -110,10 +111,12 @@ TEST(UnseenWorkloadsQueue, WhaleTenantsListsReadTheirSpreadChunks) {
     const int n = static_cast<int>(rng() % 12000);
     const std::string tenant = unseenId("T", tenant_of[n]);
     if (i % 10 < 5)
-      unseenSend(*obs, "saas", "items", R"({"find": "items", "filter": {"tenantId": ")" + tenant + R"(", "_id": )" + unseenOid(n) + "}}");
-    else if (i % 10 < 8)
       unseenSend(*obs, "saas", "items",
-                 R"({"find": "items", "filter": {"tenantId": ")" + tenant + R"("}, "sort": {"createdAt": -1}, "limit": 20})");
+                 R"({"find": "items", "filter": {"tenantId": ")" + tenant + R"(", "_id": )" + unseenOid(n) + "}}");
+    else if (i % 10 < 8)
+      unseenSend(
+          *obs, "saas", "items",
+          R"({"find": "items", "filter": {"tenantId": ")" + tenant + R"("}, "sort": {"createdAt": -1}, "limit": 20})");
     else
       unseenSend(*obs, "saas", "items",
                  R"({"update": "items", "updates": [{"q": {"tenantId": ")" + tenant + R"(", "_id": )" + unseenOid(n) +

@@ -14,7 +14,10 @@ namespace default_collation_pipeline_test {
 
 struct CollationPipeline {
   CollationPipeline()
-      : conn(env, nullptr), evaluator(evaluation::EvaluationOptions{}), observer(evaluator.observer()), adapter(observer) {
+      : conn(env, nullptr),
+        evaluator(evaluation::EvaluationOptions{}),
+        observer(evaluator.observer()),
+        adapter(observer) {
     observer.expectReplies();  // as the evaluation feature's connection does
     conn.pipeline.addObserver(adapter);
   }
@@ -44,9 +47,11 @@ TEST(DefaultCollationPipeline, AListCollectionsReplyTeachesTheDefaultCollation) 
                   {"name": "accounts", "type": "collection", "options": {"collation": {"locale": "en", "strength": 2}}}]},
                   "ok": 1})");
   std::string docs;
-  for (int i = 0; i < 200; ++i) docs += (i ? "," : "") + std::string(R"({"_id": )") + std::to_string(i) + R"(, "email": "u)" + std::to_string(i) + R"("})";
-  p.roundTrip(R"({"insert": "accounts", "documents": [)" + docs + R"(], "$db": "app"})", R"({"n": 200, "ok": 1})");
-  for (int i = 0; i < 200; ++i)
+  for (int i = 0; i < 300; ++i)
+    docs += (i ? "," : "") + std::string(R"({"_id": )") + std::to_string(i) + R"(, "email": "u)" + std::to_string(i) +
+            R"("})";
+  p.roundTrip(R"({"insert": "accounts", "documents": [)" + docs + R"(], "$db": "app"})", R"({"n": 300, "ok": 1})");
+  for (int i = 0; i < 300; ++i)
     p.roundTrip(R"({"find": "accounts", "filter": {"email": "u)" + std::to_string(i) + R"("}, "$db": "app"})",
                 R"({"cursor": {"id": 0, "ns": "app.accounts", "firstBatch": []}, "ok": 1})");
   const std::string text = p.report();
