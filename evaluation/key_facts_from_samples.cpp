@@ -165,14 +165,11 @@ bool classify(const routing::CollectionRouting& coll, const bson_t& f, bool simp
   return ft.targeting == routing::Targeting::Single;
 }
 
-// Whether mongos targets the filter under the simple collation but broadcasts it under a
-// non-simple one (a string equality or range on a key field).
-bool targetsOnlyUnderSimple(const routing::CollectionRouting& coll, const bson_t& f) {
-  routing::FilterTarget simple, collated;
-  routing::targetFilter(coll, f, true, routing::TargetOptions{}, simple, nullptr);
-  if (simple.targeting == routing::Targeting::Broadcast) return false;
-  routing::targetFilter(coll, f, false, routing::TargetOptions{}, collated, nullptr);
-  return collated.targeting == routing::Targeting::Broadcast;
+// Whether mongos broadcasts the filter under the simple collation (`simple`) or a non-simple one.
+bool broadcastUnder(const routing::CollectionRouting& coll, const bson_t& f, bool simple) {
+  routing::FilterTarget ft;
+  routing::targetFilter(coll, f, simple, routing::TargetOptions{}, ft, nullptr);
+  return ft.targeting == routing::Targeting::Broadcast;
 }
 
 // Sampled counts of the k most frequent hashes, by count then hash (the analysis' order).
@@ -332,13 +329,20 @@ bool routeShape(const ShapeState& s, const routing::CollectionRouting& coll, con
     const bool collated = runsNonSimple(carried, default_collation);
     // A single-document write that neither resolves to one shard nor pins an exact _id is what
     // mongos refuses before 7.1 (routing/write_targeting.cpp): counted as sent and as rewritten.
+    const double broadcasts_before = sent.scatter;
     const bool one_shard = classify(coll, f, !collated, sent, &ranges);
+    const bool broadcast = sent.scatter > broadcasts_before;
     // A statement without a collation of its own that a non-simple default broadcasts: under a
     // default nobody showed (taken as simple) it targets only on that assumption; under a known
     // non-simple one it is broadcast for that reason alone.
-    if (carried == SampleCollation::Inherited && default_collation != DefaultCollation::Simple &&
-        targetsOnlyUnderSimple(coll, f))
-      ++(default_collation == DefaultCollation::Unknown ? r.collation_assumed : r.collation_broadcast);
+    // (String predicates on the key: one more targeting, under the other collation, where the
+    // outcome could differ.)
+    if (carried == SampleCollation::Inherited && default_collation == DefaultCollation::Unknown && !broadcast &&
+        broadcastUnder(coll, f, false))
+      ++r.collation_assumed;
+    if (carried == SampleCollation::Inherited && default_collation == DefaultCollation::NonSimple && broadcast &&
+        !broadcastUnder(coll, f, true))
+      ++r.collation_broadcast;
     // Under a non-simple collation a string _id is no exact _id either (mongos' isExactIdQuery).
     const bool exact_id = pinsId(f) && (!collated || routing::hasExactId(f, false));
     if (exact_id) ++r.with_id;
