@@ -8,15 +8,16 @@
 #include <set>
 #include <unordered_map>
 
-#include "evaluation/candidate_figures.h"
-#include "evaluation/key_facts_from_samples.h"
-#include "evaluation/key_samples.h"
-#include "evaluation/sampled_filter.h"
-#include "evaluation/value_codec.h"
 #include "common/bson_order.h"
 #include "common/command_fields.h"
 #include "common/json_writer.h"
 #include "common/utf8.h"
+#include "evaluation/candidate_figures.h"
+#include "evaluation/key_facts_from_samples.h"
+#include "evaluation/key_samples.h"
+#include "evaluation/report_text.h"
+#include "evaluation/sampled_filter.h"
+#include "evaluation/value_codec.h"
 #include "rewrite/lookup_rule.h"
 #include "routing/chunk_map.h"
 #include "routing/query_targeting.h"
@@ -108,8 +109,10 @@ void hotRanges(const NamespaceState& st, const routing::CollectionRouting& coll,
     const double w = static_cast<double>(s.count) / static_cast<double>(s.samples.size());
     for (const auto& fbytes : s.samples) {
       bson_t f;
-      bool collated = false;
-      if (!readSampledFilter(fbytes, f, collated)) continue;
+      SampleCollation carried;
+      if (!readSampledFilter(fbytes, f, carried)) continue;
+      const bool collated = runsNonSimple(
+          carried, coll.simple_default_collation ? DefaultCollation::Simple : DefaultCollation::NonSimple);
       routing::FilterTarget ft;
       routing::targetFilter(coll, f, !collated, routing::TargetOptions{}, ft, nullptr);
       routing::KeyPoint probe;
@@ -253,8 +256,9 @@ void measureLeadRoles(const NamespaceState& st, NamespaceReport& r) {
 void evaluateCandidates(const NamespaceState& st, const AnalysisOptions& nsopt, NamespaceReport& r) {
   for (auto& c : r.candidates) {
     if (st.fact_exports == 0) {  // this process' own samples
-      evaluateCandidate(st, nsopt, c, factsFromSamples(st, c.pattern, nsopt.lookup_rule, nsopt.simulated_shards,
-                                                       nsopt.monotonic_correlation));
+      evaluateCandidate(st, nsopt, c,
+                        factsFromSamples(st, c.pattern, nsopt.lookup_rule, nsopt.simulated_shards,
+                                         nsopt.monotonic_correlation, nsopt.jumbo_warn_share, nsopt.default_collation));
       continue;
     }
     const KeyFacts* k = st.importedFacts(c.key_json);
@@ -363,13 +367,42 @@ namespace {
 // Ranking: pass every property (the three, mutability, upsert targeting, arrays), then the share
 // of traffic targeted (after the lookup rewrite, when one is in force), less the writes MongoDB
 // refuses before 7.1 and runs as two-phase broadcasts after; then the recommendation.
-void rankCandidates(const NamespaceState& st, NamespaceReport& r, const rewrite::LookupRule* rule) {
+// Too little traffic to judge any key: fewer documents than the distinct values cardinality asks
+// for, while the leading candidate fails it only for that (each document so far holds a value of
+// its own, which says nothing of the collection), and as few reads and writes. "" when there are
+// enough, or none were inserted (a collection only read is judged on what it shows).
+std::string tooLittleData(const NamespaceState& st, const NamespaceReport& r, const AnalysisOptions& opt) {
+  const double needed = static_cast<double>(opt.min_distinct_per_shard) * r.shards;
+  const CandidateResult& leader = r.candidates[0];
+  const double docs = static_cast<double>(st.inserts);
+  const uint64_t ops = st.reads + st.writes;
+  // Plenty of reads and writes still show which key the traffic needs (a bucket collection's
+  // upserts pin {sensorId, bucketStart} long before it holds 256 buckets).
+  if (docs == 0 || docs >= needed || static_cast<double>(ops) >= needed || leader.pass_cardinality ||
+      leader.cardinality < 0.9 * docs)
+    return {};
+  return "too little traffic to judge a key yet: " + num(docs) + " documents observed, while a key must show " +
+         num(needed) + " distinct values (" + std::to_string(opt.min_distinct_per_shard) +
+         " per simulated shard) to pass cardinality, "
+         "and so far each document holds a value of its own, which says nothing of the collection; the leading "
+         "candidate "
+         "so far is " +
+         leader.label +
+         (ops ? " (" + percentText(leader.targeted) + " of " + num(static_cast<double>(ops)) +
+                    " reads and writes targeted)"
+              : ". No read or write was observed yet, so what a key would target is not known") +
+         "; let the sidecar observe more traffic";
+}
+
+void rankCandidates(const NamespaceState& st, NamespaceReport& r, const AnalysisOptions& opt) {
+  const rewrite::LookupRule* rule = opt.lookup_rule;
   std::stable_sort(r.candidates.begin(), r.candidates.end(),
                    [](const CandidateResult& a, const CandidateResult& b) { return rankedBefore(a, b) != RankStep::None; });
   if (!r.candidates.empty() && !r.candidates[0].evaluable && (st.reads + st.writes + st.inserts) > 0) {
     r.no_recommendation = "no candidate key can be evaluated from the exports merged: " + r.candidates[0].not_evaluable;
   } else if (!r.candidates.empty() && (st.reads + st.writes + st.inserts) > 0) {
     r.no_recommendation = unrankedRival(st, r, rule);
+    if (r.no_recommendation.empty()) r.no_recommendation = tooLittleData(st, r, opt);
     if (!r.no_recommendation.empty()) return;
     r.recommended = 0;
     r.recommended_passes = r.candidates[0].passes();
@@ -377,6 +410,14 @@ void rankCandidates(const NamespaceState& st, NamespaceReport& r, const rewrite:
 }
 
 }  // namespace
+
+DefaultCollation defaultCollationOf(std::string_view ns, const AnalysisOptions& opt,
+                                    const routing::CollectionRouting* current_routing) {
+  if (current_routing)
+    return current_routing->simple_default_collation ? DefaultCollation::Simple : DefaultCollation::NonSimple;
+  auto it = opt.default_collations.find(ns);
+  return it == opt.default_collations.end() ? DefaultCollation::Unknown : it->second;
+}
 
 NamespaceReport analyzeNamespace(const NamespaceState& st, const AnalysisOptions& opt,
                                  const routing::ShardKeyPattern* current_key,
@@ -400,6 +441,8 @@ NamespaceReport analyzeNamespace(const NamespaceState& st, const AnalysisOptions
   nsopt.lookup_rule = nullptr;
   for (const auto& rule : opt.lookup_rules)
     if (rule.ns == st.ns()) nsopt.lookup_rule = &rule;
+  nsopt.default_collation = defaultCollationOf(st.ns(), opt, current_routing);
+  r.default_collation = nsopt.default_collation;
   r.rewrite_in_force = nsopt.lookup_rule != nullptr;
   if (nsopt.lookup_rule) r.lookup_rule = *nsopt.lookup_rule;
   r.facts_from_exports = st.fact_exports;
@@ -419,7 +462,7 @@ NamespaceReport analyzeNamespace(const NamespaceState& st, const AnalysisOptions
   std::sort(r.shapes.begin(), r.shapes.end(), [](const ShapeOutcome& a, const ShapeOutcome& b) {
     return a.count != b.count ? a.count > b.count : a.shape < b.shape;
   });
-  rankCandidates(st, r, nsopt.lookup_rule);
+  rankCandidates(st, r, nsopt);
   return r;
 }
 

@@ -3,6 +3,7 @@
 // write distribution, cardinality, frequency, monotonicity, a simulated N-shard cluster and jumbo
 // risk; then a ranking and the written defence.
 #pragma once
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -10,6 +11,7 @@
 
 #include "evaluation/migration_plan.h"
 #include "evaluation/namespace_state.h"
+#include "evaluation/sampled_filter.h"
 #include "rewrite/lookup_rule.h"
 #include "routing/routing_load.h"
 #include "routing/routing_table.h"
@@ -30,6 +32,10 @@ struct AnalysisOptions {
   bool allow_values = false;
   std::vector<rewrite::LookupRule> lookup_rules;  // lookup rewrites in force (per namespace)
   const rewrite::LookupRule* lookup_rule = nullptr;  // the one of the namespace being analysed
+  // Default collations the sidecar saw (create, listCollections), by namespace; the routing table
+  // tells those of the collections it lists. `default_collation`: the namespace being analysed's.
+  std::map<std::string, DefaultCollation, std::less<>> default_collations;
+  DefaultCollation default_collation = DefaultCollation::Unknown;
 };
 
 struct ShapeOutcome {
@@ -79,6 +85,12 @@ struct CandidateResult {
                                               // by every release: two-phase covers single-document writes)
   double refused_before_71 = 0;               // of writes (see ShapeOutcome)
   double refused_share_of_all = 0;            // the same, of reads and writes
+  // Of reads and writes: those carrying no collation that target only if the collection's default
+  // collation, which the sidecar did not see, is simple (as taken); a non-simple one broadcasts them.
+  double collation_assumed = 0;
+  // Of reads and writes: those carrying no collation that the collection's non-simple default
+  // collation makes scatter-gather, and that `collation: {locale: "simple"}` would target.
+  double collation_broadcast = 0;
   uint64_t reads_sampled = 0, writes_sampled = 0;
   std::vector<ShapeOutcome> shapes;
   // The lookup rewrite: targeted share as it would be after it, and the shapes it rescues.
@@ -138,6 +150,7 @@ struct NamespaceReport {
   uint64_t upserted = 0, upserts_matched = 0, replacements = 0;
   bool rewrite_in_force = false;
   rewrite::LookupRule lookup_rule;
+  DefaultCollation default_collation = DefaultCollation::Unknown;  // the collection's, as far as the sidecar saw it
   double avg_doc_bytes = 0;
   size_t memory_bytes = 0;
   std::vector<ShapeOutcome> shapes;  // by count, descending (no targeting)
@@ -176,6 +189,12 @@ NamespaceReport analyzeNamespace(const NamespaceState& state, const AnalysisOpti
                                  const routing::ShardKeyPattern* current_key,
                                  const std::vector<std::string>& configured_keys,
                                  const routing::CollectionRouting* current_routing = nullptr);
+
+// A collection's default collation: the routing table's for a collection it lists (from
+// config.collections), else what a create or listCollections reply showed (opt.default_collations),
+// else unknown.
+DefaultCollation defaultCollationOf(std::string_view ns, const AnalysisOptions& opt,
+                                    const routing::CollectionRouting* current_routing);
 
 // {customerId: 1, orderDate: 1} from a pattern.
 std::string keyLabel(const routing::ShardKeyPattern& p);

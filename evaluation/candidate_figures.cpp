@@ -259,7 +259,7 @@ ShapeJudgement judgeShape(uint64_t h, const ShapeState& s, const ShapeRouting& r
 struct TrafficTotals {
   double reads = 0, writes = 0, rs = 0, rm = 0, rsc = 0, ws = 0, wm = 0, wsc = 0, rshards = 0, tshards = 0, tcount = 0;
   double single_wo = 0, multi_wo = 0, key_upd = 0, upserts_wo = 0, refused71 = 0, upserts = 0, scatter_after = 0;
-  double multi_upserts_wo = 0;
+  double multi_upserts_wo = 0, collation_assumed = 0, collation_broadcast = 0;
 
   void add(const ShapeState& s, const ShapeJudgement& j, const ShapeRouting& r, uint32_t N, CandidateResult& c) {
     const ShapeOutcome& o = j.o;
@@ -270,6 +270,8 @@ struct TrafficTotals {
       (isRead(s.kind) ? c.range_reads : c.range_writes)[i] += w * share;
     }
     scatter_after += w * o.scatter_after_rewrite;
+    if (r.used) collation_assumed += w * static_cast<double>(r.collation_assumed) / used;
+    if (r.used) collation_broadcast += w * static_cast<double>(r.collation_broadcast) / used;
     if (o.rescued) c.rescued_shapes.push_back(s.shape);
     if (isRead(s.kind)) {
       reads += w;
@@ -315,6 +317,8 @@ struct TrafficTotals {
       c.single_overall = (rs + ws) / all;
       c.multi_overall = (rm + wm) / all;
       c.refused_share_of_all = refused71 / all;
+      c.collation_assumed = collation_assumed / all;
+      c.collation_broadcast = collation_broadcast / all;
     }
   }
 };

@@ -16,6 +16,15 @@ std::string pct(double x) { return percentText(x); }
 // How far the key can split: the prefix's and the full key's distinct values.
 std::string cardinalityPart(const NamespaceReport& r, const CandidateResult& c) {
   bool unbounded = r.inserts > 0 && c.cardinality > 0 && c.cardinality >= 0.9 * static_cast<double>(r.inserts);
+  if (!c.pass_cardinality && r.inserts > 0) {  // never "we can split" of a key that fails cardinality
+    const std::string needed = num(64.0 * r.shards) + " distinct values (64 per simulated shard)";
+    return unbounded ? "Cardinality is ~" + num(c.cardinality) +
+                           " so far, one value per document: " + num(static_cast<double>(r.inserts)) +
+                           " documents are too few to show the " + needed +
+                           " cardinality asks for, though nothing seen caps it. "
+                     : "Cardinality is ~" + num(c.cardinality) + ", under the " + needed +
+                           " cardinality asks for: it fails cardinality, and no candidate passes every property. ";
+  }
   if (c.pattern.size() > 1)
     return "Cardinality is ~" + num(c.prefix_cardinality) + " on the prefix and " +
            (unbounded ? "effectively unbounded with the suffix (about one value per document)"
@@ -87,6 +96,7 @@ std::string routingPart(const NamespaceReport& r, const CandidateResult& c) {
          fixed(dominant->targeted_shards, 2) + " shard each on the simulated cluster" +
          (dominant->single < 0.5 ? "; analyzeShardKey counts it multi-shard because it does not pin every key field" : "") + ")";
   t += ".";
+  t += collationAssumedText(c);
   if (c.shard_key_updates > 0 || c.upserts_without_key > 0 || c.refused_before_71 > 0) t += writeSafetySentence(c);
   else if (r.writes > 0) t += r.upserted + r.upserts_matched > 0 ? " No observed update changes its value, and every upsert pins it."
                                                                   : " No observed update changes its value.";

@@ -73,6 +73,9 @@ std::string acceptingSentence(const NamespaceReport& r, const CandidateResult& c
     t += (i ? "; " : "") + shapeText(*broadcast[i]) + " (" + pct(broadcast[i]->count / all) + ")";
   t += ". Analytical ones belong on a secondary or an analytics store; point lookups on another field can carry " +
        leadName(c) + " at the API level (the caller usually has it), which turns a broadcast into a targeted query.";
+  if (c.collation_broadcast > 0)  // those that do name the key are broadcast by the default collation, not by the key
+    t += " Of them, " + pct(c.collation_broadcast) +
+         " already name the key and are broadcast only by the collection's non-simple default collation (above).";
   if (!rescue.empty()) t += " " + rescue;
   return t + "\n\n";
 }
@@ -90,12 +93,16 @@ std::string changeMindSentence(const NamespaceReport& r, const CandidateResult& 
     if (c.prefix_top_share < fair)
       return "if the top " + lead + " value grew from " + pct(c.prefix_top_share) + " to above " + pct(fair) +
              " of inserts (one shard's fair share), " +
-             (c.pattern.field(1).hashed ? "its documents would spread over shards by the hash of their " + suffix +
-                                              " values: fine while those stay many. "
-              : c.suffix_monotonic ? "the prefix would be too skewed even with the suffix, since that value's new documents go to the "
-                                   "chunk at the top of its " + suffix + " range; then " + remedy + ". "
-                                 : "its documents would have to spread over shards on their " + suffix +
-                                       " values alone: fine while those stay many and do not grow with time, " + remedy + " otherwise. ");
+             (c.pattern.field(1).hashed
+                  ? "its documents would still spread over shards by the hash of their " + suffix + " values" +
+                        (c.prefix_top_share >= 0.01 ? ", as they already do" : "") + ": fine while those stay many. "
+              : c.suffix_monotonic
+                  ? "the prefix would be too skewed even with the suffix, since that value's new documents go to the "
+                    "chunk at the top of its " +
+                        suffix + " range; then " + remedy + ". "
+                  : "its documents would have to spread over shards on their " + suffix +
+                        " values alone: fine while those stay many and do not grow with time, " + remedy +
+                        " otherwise. ");
     // Already past the fair share: what holds it up is the suffix, so say what would break that.
     if (c.pattern.field(1).hashed)  // a hashed suffix never grows with time
       return "the top " + lead + " value already holds " + pct(c.prefix_top_share) + " of inserts, above one shard's fair share (" +

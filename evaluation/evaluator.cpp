@@ -4,6 +4,8 @@
 #include <chrono>
 #include <optional>
 
+#include "common/command_fields.h"
+#include "common/name_text.h"
 #include "evaluation/analysis.h"
 #include "evaluation/apply_queue.h"
 #include "evaluation/document_digest.h"
@@ -12,10 +14,9 @@
 #include "evaluation/held_inserts.h"
 #include "evaluation/key_facts_from_samples.h"
 #include "evaluation/namespace_state.h"
+#include "evaluation/report_text.h"
 #include "evaluation/thread_batch.h"
 #include "evaluation/value_codec.h"
-#include "common/command_fields.h"
-#include "common/name_text.h"
 
 namespace shardscope::evaluation {
 
@@ -98,6 +99,15 @@ void Evaluator::setCurrentKeys(std::shared_ptr<const routing::RoutingTable> tabl
   std::lock_guard lock(mutex_);
   table_ = std::move(table);
   table_load_ = load;
+}
+
+void Evaluator::noteDefaultCollation(std::string_view ns, DefaultCollation collation) {
+  std::lock_guard lock(mutex_);
+  auto it = default_collations_.find(ns);
+  if (it != default_collations_.end())
+    it->second = collation;
+  else if (default_collations_.size() < kMaxDefaultCollations)
+    default_collations_.emplace(std::string(ns), collation);
 }
 
 void Evaluator::setLookupRules(std::vector<rewrite::LookupRule> rules) {
@@ -264,7 +274,7 @@ std::string lookupRuleSpec(const rewrite::LookupRule& rule) {
 // shapes differ a little from this sidecar's still finds each ranked key's facts here.
 void appendKeyFacts(bson_t* item, const NamespaceState& st, const EvaluationOptions& options,
                     const routing::ShardKeyPattern* current, const rewrite::LookupRule* rule,
-                    const std::vector<std::string>* extra) {
+                    DefaultCollation default_collation, const std::vector<std::string>* extra) {
   std::vector<std::string> conf;
   for (const auto& [ns, key] : options.configured_candidates)
     if (ns == st.ns()) conf.push_back(key);
@@ -291,7 +301,10 @@ void appendKeyFacts(bson_t* item, const NamespaceState& st, const EvaluationOpti
     if (!pattern) continue;
     bson_uint32_to_string(static_cast<uint32_t>(i), &k, idx, sizeof idx);
     bson_append_document_begin(&arr, k, -1, &doc);
-    factsFromSamples(st, *pattern, rule, shards, AnalysisOptions{}.monotonic_correlation).toBson(&doc);
+    const AnalysisOptions defaults;
+    factsFromSamples(st, *pattern, rule, shards, defaults.monotonic_correlation, defaults.jumbo_warn_share,
+                     default_collation)
+        .toBson(&doc);
     bson_append_document_end(&arr, &doc);
   }
   bson_append_array_end(item, &arr);
@@ -331,6 +344,7 @@ std::vector<NamespaceReport> Evaluator::analyzeNow(routing::RoutingLoad* load) c
     table = table_;
     if (load) *load = table_load_;
     opt.lookup_rules = lookup_rules_;
+    opt.default_collations = default_collations_;
   }
   return analyzeAll(states, opt, table.get(), options_.configured_candidates, {});
 }
@@ -375,10 +389,12 @@ std::string Evaluator::exportSketches(const KeysByNamespace& extra_keys) const {
   auto states = snapshot();
   std::shared_ptr<const routing::RoutingTable> table;
   std::vector<rewrite::LookupRule> rules;
+  AnalysisOptions collations;  // the default collations seen
   {
     std::lock_guard lock(mutex_);
     table = table_;
     rules = lookup_rules_;
+    collations.default_collations = default_collations_;
   }
   bson_t doc = BSON_INITIALIZER, arr;
   bson_append_int32(&doc, "version", -1, 1);
@@ -412,8 +428,12 @@ std::string Evaluator::exportSketches(const KeysByNamespace& extra_keys) const {
       if (r.ns == states[i].first) rule = &r;
     if (rule) bson_append_utf8(&item, "lookupRule", -1, lookupRuleSpec(*rule).c_str(), -1);
     auto extra = extra_keys.find(states[i].first);
+    const DefaultCollation collation =
+        defaultCollationOf(states[i].first, collations, table ? table->collection(states[i].first) : nullptr);
+    if (collation != DefaultCollation::Unknown)
+      bson_append_utf8(&item, "defaultCollation", -1, defaultCollationName(collation), -1);
     appendKeyFacts(&item, *states[i].second, options_, table ? table->shardKey(states[i].first) : nullptr, rule,
-                   extra == extra_keys.end() ? nullptr : &extra->second);
+                   collation, extra == extra_keys.end() ? nullptr : &extra->second);
     // One namespace the JSON conversion would refuse must not empty the whole export: it is left
     // out, and said so below.
     bson_error_t invalid;
@@ -444,10 +464,13 @@ struct MergedExports {
   std::vector<rewrite::LookupRule> rules;
   EvaluationOptions opts;
   int64_t since_ms = 0;  // the earliest observedSinceMs of the exports (0: none said)
+  // The default collations the sidecars saw; non-simple where any saw it so (its statements were
+  // judged under it there).
+  std::map<std::string, DefaultCollation, std::less<>> collations;
 };
 
 bool mergeExports(const std::vector<std::string>& sketchJsons, MergedExports& m, std::string& error) {
-  auto& [states, current, configured, rules, opts, since_ms] = m;
+  auto& [states, current, configured, rules, opts, since_ms, collations] = m;
   bool first = true;
   for (size_t s = 0; s < sketchJsons.size(); ++s) {
     bson_error_t berr;
@@ -497,6 +520,14 @@ bool mergeExports(const std::vector<std::string>& sketchJsons, MergedExports& m,
             return false;
           }
         }
+        if (bson_iter_init_find(&f, &nsdoc, "defaultCollation") && BSON_ITER_HOLDS_UTF8(&f)) {
+          const std::string_view said = common::utf8Value(f);
+          const DefaultCollation c = said == "non-simple" ? DefaultCollation::NonSimple
+                                     : said == "simple"   ? DefaultCollation::Simple
+                                                          : DefaultCollation::Unknown;
+          if (auto& known = collations[ns]; c != DefaultCollation::Unknown && known != DefaultCollation::NonSimple)
+            known = c;
+        }
         if (bson_iter_init_find(&f, &nsdoc, "lookupRule") && BSON_ITER_HOLDS_UTF8(&f)) {
           rewrite::LookupRule rule;
           std::string rerr;
@@ -536,6 +567,7 @@ std::string Evaluator::mergeAndEvaluate(const std::vector<std::string>& sketchJs
   if (!mergeExports(sketchJsons, m, error)) return {};
   AnalysisOptions analysis = analysisFrom(m.opts);
   analysis.lookup_rules = std::move(m.rules);
+  analysis.default_collations = std::move(m.collations);
   auto reports = analyzeAll(m.states, analysis, nullptr, m.configured, m.current);
   return text ? renderReportsText(reports, m.since_ms) : renderReportsJson(reports, nullptr, m.since_ms);
 }

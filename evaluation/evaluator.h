@@ -17,6 +17,7 @@
 #include "common/per_thread.h"
 #include "common/query_shape.h"
 #include "evaluation/retried_writes.h"
+#include "evaluation/sampled_filter.h"
 #include "evaluation/thread_batch.h"
 #include "evaluation/transaction_writes.h"
 #include "protocol/command_view.h"
@@ -133,6 +134,11 @@ class Evaluator {
   uint64_t truncatedRequests() const { return truncated_requests_.load(std::memory_order_relaxed); }
   uint64_t droppedNamespaceOps() const;
   size_t chargedBytes() const;  // against max_memory_bytes
+  // A collection's default collation as a create or listCollections reply showed it: statements
+  // carrying no collation are judged under it. At most kMaxDefaultCollations namespaces are kept
+  // (later ones stay unknown); a namespace the routing table lists takes the table's.
+  void noteDefaultCollation(std::string_view ns, DefaultCollation collation);
+  static constexpr size_t kMaxDefaultCollations = 4096;
 
  private:
   struct Slot;
@@ -154,6 +160,7 @@ class Evaluator {
   std::shared_ptr<const routing::RoutingTable> table_;
   routing::RoutingLoad table_load_;  // table_'s publication
   std::vector<rewrite::LookupRule> lookup_rules_;
+  std::map<std::string, DefaultCollation, std::less<>> default_collations_;
   uint64_t dropped_ = 0;
   size_t unconfigured_namespaces_ = 0;  // of namespaces_, those max_namespaces bounds
   std::atomic<uint64_t> truncated_requests_{0};
@@ -175,6 +182,7 @@ class Evaluator {
 struct ReplyTicket {
   uint32_t index = 0;
   bool insert = false;  // an insert's documents wait for the reply (else an update's held write)
+  bool catalog = false;  // a create or listCollections: its reply shows a default collation
   // A commitTransaction: its reply commits the transaction's inserts (token: its transaction key).
   bool commit = false;
   // A statement of a transaction whose documents wait in TransactionWrites (token: its transaction
@@ -235,6 +243,9 @@ class Observer {
   void settleCommit(uint64_t key, const protocol::ReplyFacts& reply);
   // A transaction statement's reply: an error aborts the transaction `key`.
   void settleTransactionStatement(uint64_t key, const protocol::ReplyFacts& reply);
+  // A create or listCollections, and its reply: the default collation it shows (Evaluator::noteDefaultCollation).
+  ReplyTicket observeCatalog(const protocol::CommandView& view, std::string_view ns);
+  void settleCatalog(ReplyTicket ticket, const protocol::ReplyFacts& reply);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -73,6 +73,8 @@ double getDouble(const bson_t& doc, const char* key) {
 
 void ShapeRouting::add(const ShapeRouting& o) {
   for (auto m : kShapeRoutingCounts) this->*m += o.*m;
+  collation_assumed += o.collation_assumed;
+  collation_broadcast += o.collation_broadcast;
   if (ranges.size() < o.ranges.size()) ranges.resize(o.ranges.size(), 0);
   for (size_t i = 0; i < o.ranges.size(); ++i) ranges[i] += o.ranges[i];
 }
@@ -122,6 +124,8 @@ void KeyFacts::toBson(bson_t* out) const {
     bson_append_document_begin(&arr, indexKey(i++, idx), -1, &shape);
     bson_append_int64(&shape, "h", -1, static_cast<int64_t>(h));
     appendInts(&shape, "c", row);
+    if (r.collation_assumed) bson_append_int64(&shape, "a", -1, static_cast<int64_t>(r.collation_assumed));
+    if (r.collation_broadcast) bson_append_int64(&shape, "d", -1, static_cast<int64_t>(r.collation_broadcast));
     bson_append_document_end(&arr, &shape);
   }
   bson_append_array_end(out, &arr);
@@ -163,6 +167,10 @@ bool KeyFacts::fromBson(const bson_t& doc) {
       ShapeRouting r;
       for (size_t i = 0; i < kFixed; ++i) r.*kShapeRoutingCounts[i] = static_cast<uint64_t>(row[i]);
       for (size_t i = kFixed; i < row.size(); ++i) r.ranges.push_back(static_cast<uint64_t>(row[i]));
+      if (bson_iter_init_find(&c, &shape, "a") && BSON_ITER_HOLDS_INT64(&c) && bson_iter_int64(&c) > 0)
+        r.collation_assumed = std::min(static_cast<uint64_t>(bson_iter_int64(&c)), r.used);
+      if (bson_iter_init_find(&c, &shape, "d") && BSON_ITER_HOLDS_INT64(&c) && bson_iter_int64(&c) > 0)
+        r.collation_broadcast = std::min(static_cast<uint64_t>(bson_iter_int64(&c)), r.used);
       shapes[static_cast<uint64_t>(getInt(shape, "h"))].add(r);
     }
   }

@@ -25,6 +25,13 @@ struct ShapeRouting {
   uint64_t shards = 0, targeted_shards = 0, targeted = 0;
   uint64_t with_id = 0, rewritten = 0, after_used = 0, after_scatter = 0, after_single = 0;
   uint64_t no_target = 0, after_no_target = 0;  // neither one shard nor an exact _id (refused before 7.1)
+  // Statements carrying no collation, judged under a default collation the sidecar did not know
+  // (taken as simple), that a non-simple default would make scatter-gather. Exported as "a", apart
+  // from the "c" row, whose layout older exports share.
+  uint64_t collation_assumed = 0;
+  // Statements carrying no collation that a known non-simple default collation makes
+  // scatter-gather, which the simple collation would target (exported as "d").
+  uint64_t collation_broadcast = 0;
   std::vector<uint64_t> ranges;  // statements touching each simulated chunk
   void add(const ShapeRouting& o);
 };

@@ -9,6 +9,7 @@
 #include "common/command_fields.h"
 #include "evaluation/key_samples.h"
 #include "evaluation/sampled_filter.h"
+#include "evaluation/simulated_cluster.h"
 #include "evaluation/value_codec.h"
 #include "routing/chunk_map.h"
 #include "routing/query_targeting.h"
@@ -97,57 +98,6 @@ bool staticDoc(std::string_view bytes, bson_t& out) {
   return bson_init_static(&out, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
 }
 
-// The simulated cluster: one chunk per shard. `splits` are chunk bounds, each the leading values
-// of a key (the fields after them at MinKey): quantiles of the leading field's distinct values for
-// a single ranged field, quantiles of the full key's sampled values for a compound one, even
-// slices of the hash space for a hashed prefix (when `splits` is empty).
-bool buildCluster(const routing::ShardKeyPattern& pattern, const std::vector<std::vector<bson_value_t>>& splits,
-                  uint32_t shards, routing::CollectionRouting& coll) {
-  coll.key = pattern;
-  coll.ns = "simulated";
-  auto boundDoc = [&](int kind, const std::vector<bson_value_t>* values, int64_t hashed_split) {
-    // kind: -1 all MinKey, +1 all MaxKey, 0 a split (hashed: on the leading field), then MinKey
-    bson_t d = BSON_INITIALIZER;
-    for (size_t i = 0; i < pattern.size(); ++i) {
-      const char* name = pattern.field(i).path.c_str();
-      if (kind < 0) {
-        bson_append_minkey(&d, name, -1);
-      } else if (kind > 0) {
-        bson_append_maxkey(&d, name, -1);
-      } else if (!values) {
-        if (i == 0)
-          bson_append_int64(&d, name, -1, hashed_split);
-        else
-          bson_append_minkey(&d, name, -1);
-      } else if (i < values->size()) {
-        bson_append_value(&d, name, -1, &(*values)[i]);
-      } else {
-        bson_append_minkey(&d, name, -1);
-      }
-    }
-    std::vector<uint8_t> bytes(bson_get_data(&d), bson_get_data(&d) + d.len);
-    bson_destroy(&d);
-    return bytes;
-  };
-  std::vector<std::vector<uint8_t>> bounds;
-  bounds.push_back(boundDoc(-1, nullptr, 0));
-  if (pattern.field(0).hashed && splits.empty()) {
-    for (uint32_t i = 1; i < shards; ++i) {
-      double step = 18446744073709551616.0 / shards;
-      int64_t split = static_cast<int64_t>(static_cast<double>(std::numeric_limits<int64_t>::min()) + step * i);
-      bounds.push_back(boundDoc(0, nullptr, split));
-    }
-  } else {
-    for (const auto& s : splits) bounds.push_back(boundDoc(0, &s, 0));
-  }
-  bounds.push_back(boundDoc(1, nullptr, 0));
-  std::vector<routing::ChunkInput> chunks;
-  for (size_t i = 0; i + 1 < bounds.size(); ++i)
-    chunks.push_back({bounds[i], bounds[i + 1], static_cast<uint16_t>(i % shards)});
-  std::string error;
-  return coll.chunks.build(pattern, std::move(chunks), error);
-}
-
 // Whether a filter pins `_id` by equality (a single-document write may then go out without the
 // shard key: broadcast, but accepted before 7.1).
 bool pinsId(const bson_t& filter) {
@@ -213,6 +163,13 @@ bool classify(const routing::CollectionRouting& coll, const bson_t& f, bool simp
     for (size_t i = 0; i < per_range->size(); ++i)
       if (ft.shards.test(i)) (*per_range)[i] += 1;
   return ft.targeting == routing::Targeting::Single;
+}
+
+// Whether mongos broadcasts the filter under the simple collation (`simple`) or a non-simple one.
+bool broadcastUnder(const routing::CollectionRouting& coll, const bson_t& f, bool simple) {
+  routing::FilterTarget ft;
+  routing::targetFilter(coll, f, simple, routing::TargetOptions{}, ft, nullptr);
+  return ft.targeting == routing::Targeting::Broadcast;
 }
 
 // Sampled counts of the k most frequent hashes, by count then hash (the analysis' order).
@@ -334,19 +291,58 @@ std::vector<std::vector<bson_value_t>> simulateInserts(const NamespaceState& st,
   return cluster_splits;
 }
 
+// The prefix values (the fields before a hashed field that follows them) holding `chunk_share` of
+// the sampled documents or more, with their shares: those the simulated cluster spreads.
+std::vector<BusyPrefix> busyPrefixes(const KeyedReservoir& kr, const routing::ShardKeyPattern& pattern,
+                                     double chunk_share) {
+  std::vector<BusyPrefix> busy;
+  const int hashed = pattern.hashedField();
+  if (hashed <= 0 || kr.valid.empty()) return busy;
+  std::unordered_map<uint64_t, std::pair<size_t, uint64_t>> counts;  // prefix hash: a sample holding it, count
+  for (size_t i : kr.valid) {
+    uint64_t h = 0;
+    for (int f = 0; f < hashed; ++f) h = combineHash(h, valueHash(kr.samples[i].key.fields[f].value));
+    auto& [sample, count] = counts.try_emplace(h, i, 0).first->second;
+    ++count;
+  }
+  const double n = static_cast<double>(kr.valid.size());
+  for (const auto& [h, at] : counts) {
+    const double share = static_cast<double>(at.second) / n;
+    if (share < chunk_share) continue;
+    BusyPrefix p{{}, share};
+    for (int f = 0; f < hashed; ++f) p.values.push_back(kr.samples[at.first].key.fields[f].value);
+    busy.push_back(std::move(p));
+  }
+  return busy;
+}
+
 // One shape's sampled statements on the simulated cluster, as sent and as the lookup rewrite
 // would send them; false when none could be read (the analysis counts it scatter-gather).
-bool routeShape(const ShapeState& s, const routing::CollectionRouting& coll, const rewrite::LookupRule* rule, uint32_t N,
-                ShapeRouting& r) {
+bool routeShape(const ShapeState& s, const routing::CollectionRouting& coll, const rewrite::LookupRule* rule,
+                uint32_t N, DefaultCollation default_collation, ShapeRouting& r) {
   Classified sent, after;
   std::vector<double> ranges(N, 0);
   for (const auto& fbytes : s.samples) {
     bson_t f;
-    bool collated = false;
-    if (!readSampledFilter(fbytes, f, collated)) continue;
+    SampleCollation carried;
+    if (!readSampledFilter(fbytes, f, carried)) continue;
+    const bool collated = runsNonSimple(carried, default_collation);
     // A single-document write that neither resolves to one shard nor pins an exact _id is what
     // mongos refuses before 7.1 (routing/write_targeting.cpp): counted as sent and as rewritten.
+    const double broadcasts_before = sent.scatter;
     const bool one_shard = classify(coll, f, !collated, sent, &ranges);
+    const bool broadcast = sent.scatter > broadcasts_before;
+    // A statement without a collation of its own that a non-simple default broadcasts: under a
+    // default nobody showed (taken as simple) it targets only on that assumption; under a known
+    // non-simple one it is broadcast for that reason alone.
+    // (String predicates on the key: one more targeting, under the other collation, where the
+    // outcome could differ.)
+    if (carried == SampleCollation::Inherited && default_collation == DefaultCollation::Unknown && !broadcast &&
+        broadcastUnder(coll, f, false))
+      ++r.collation_assumed;
+    if (carried == SampleCollation::Inherited && default_collation == DefaultCollation::NonSimple && broadcast &&
+        !broadcastUnder(coll, f, true))
+      ++r.collation_broadcast;
     // Under a non-simple collation a string _id is no exact _id either (mongos' isExactIdQuery).
     const bool exact_id = pinsId(f) && (!collated || routing::hasExactId(f, false));
     if (exact_id) ++r.with_id;
@@ -380,8 +376,8 @@ FieldRoles shapeRoles(const ShapeState& s) {
   FieldRoles roles;
   for (const auto& f : s.samples) {
     bson_t d;
-    bool collated = false;
-    if (readSampledFilter(f, d, collated)) collectRoles(d, roles);
+    SampleCollation carried;
+    if (readSampledFilter(f, d, carried)) collectRoles(d, roles);
   }
   for (const auto& e : s.eq_fields) addUnique(roles.eq, e);
   for (const auto& r : s.range_fields) addUnique(roles.range, r);
@@ -389,7 +385,8 @@ FieldRoles shapeRoles(const ShapeState& s) {
 }
 
 KeyFacts factsFromSamples(const NamespaceState& st, const routing::ShardKeyPattern& pattern,
-                          const rewrite::LookupRule* rule, uint32_t N, double monotonic_correlation) {
+                          const rewrite::LookupRule* rule, uint32_t N, double monotonic_correlation, double chunk_share,
+                          DefaultCollation default_collation) {
   KeyFacts k;
   k.key_json = pattern.toJson();
   const KeyedReservoir kr = keyTheReservoir(st, pattern, k);
@@ -398,10 +395,11 @@ KeyFacts factsFromSamples(const NamespaceState& st, const routing::ShardKeyPatte
   std::vector<std::string> lead_splits;  // encoded, behind cluster_splits' views
   const auto cluster_splits = simulateInserts(st, pattern, N, kr, lead_splits, k);
   routing::CollectionRouting coll;
-  if (!buildCluster(pattern, cluster_splits, N, coll)) return k;
+  if (!buildSimulatedCluster(pattern, cluster_splits, busyPrefixes(kr, pattern, chunk_share), chunk_share, N, coll))
+    return k;
   for (const auto& [h, s] : st.shapes) {
     ShapeRouting r;
-    if (routeShape(s, coll, rule, N, r)) k.shapes.emplace(h, std::move(r));
+    if (routeShape(s, coll, rule, N, default_collation, r)) k.shapes.emplace(h, std::move(r));
   }
   return k;
 }

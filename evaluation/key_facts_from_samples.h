@@ -9,6 +9,7 @@
 
 #include "evaluation/key_facts.h"
 #include "evaluation/namespace_state.h"
+#include "evaluation/sampled_filter.h"
 #include "rewrite/lookup_rule.h"
 #include "routing/shard_key_pattern.h"
 
@@ -22,7 +23,12 @@ void collectRoles(const bson_t& filter, FieldRoles& roles, int depth = 0);
 // A shape's roles: from its sampled filters, and those exported with it by other sidecars.
 FieldRoles shapeRoles(const ShapeState& shape);
 
+// `default_collation`: the collection's, which statements carrying no collation run under.
+// `chunk_share`: the share of the documents at which a key value is a jumbo risk alone (it fills
+// a chunk once the collection holds a chunk's worth of it); a busier prefix of a compound hashed
+// key spreads over several simulated shards (simulated_cluster.h).
 KeyFacts factsFromSamples(const NamespaceState& state, const routing::ShardKeyPattern& pattern,
-                          const rewrite::LookupRule* rule, uint32_t shards, double monotonic_correlation);
+                          const rewrite::LookupRule* rule, uint32_t shards, double monotonic_correlation,
+                          double chunk_share, DefaultCollation default_collation);
 
 }  // namespace shardscope::evaluation

@@ -18,6 +18,12 @@
 #include <optional>
 #include <utility>
 
+#include "common/coarse_clock.h"
+#include "common/command_fields.h"
+#include "common/command_namespace.h"
+#include "common/light_mutex.h"
+#include "common/query_shape.h"
+#include "evaluation/default_collation_replies.h"
 #include "evaluation/document_digest.h"
 #include "evaluation/document_digest_stream.h"
 #include "evaluation/evaluator.h"
@@ -30,11 +36,6 @@
 #include "evaluation/sampled_filter.h"
 #include "evaluation/thread_batch.h"
 #include "evaluation/upsert_document.h"
-#include "common/coarse_clock.h"
-#include "common/command_fields.h"
-#include "common/command_namespace.h"
-#include "common/light_mutex.h"
-#include "common/query_shape.h"
 #include "protocol/reply_facts.h"
 #include "protocol/transaction_outcome.h"
 #include "routing/leading_match.h"
@@ -233,17 +234,19 @@ bool acknowledged(const bson_t& body) {
   return acknowledged(common::subDocument(body, "writeConcern", wc) ? &wc : nullptr);
 }
 
-// The request runs under a non-simple collation (its `collation` document says so).
-bool collatedRequest(const protocol::CommandView& view) {
-  if (view.bodyScanned && !view.hasCollation) return false;  // the usual case: no collation, nothing read
+// The collation a request carries: none (it runs under the collection's default), simple, or not.
+SampleCollation requestCollation(const protocol::CommandView& view) {
+  if (view.bodyScanned && !view.hasCollation) return SampleCollation::Inherited;  // the usual case: nothing read
   bson_t c;
-  return common::subDocument(view.body, "collation", c) && !routing::isSimpleCollation(&c);
+  if (!common::subDocument(view.body, "collation", c)) return SampleCollation::Inherited;
+  return routing::isSimpleCollation(&c) ? SampleCollation::Simple : SampleCollation::NonSimple;
 }
 
 // The same for a statement's `collation` element.
-bool collatedStatement(const bson_t& st, const RawElement& collation) {
+SampleCollation statementCollation(const bson_t& st, const RawElement& collation) {
   bson_t c;
-  return documentAt(st, collation, c) && !routing::isSimpleCollation(&c);
+  if (!documentAt(st, collation, c)) return SampleCollation::Inherited;
+  return routing::isSimpleCollation(&c) ? SampleCollation::Simple : SampleCollation::NonSimple;
 }
 
 // The document `key` of `doc`, when it is one.
@@ -597,6 +600,15 @@ struct Observer::Impl {
     std::string built, with_id;
   };
   std::unique_ptr<Held> held;
+  // The create or listCollections awaiting its reply, which shows a default collation (one per
+  // connection, made by the first: most never send one; a later one takes the place).
+  struct PendingCatalog {
+    uint64_t token = 0;  // 0: none
+    bool lists = false;  // listCollections (of `name`, a database), else create (of `name`, a namespace)
+    DefaultCollation created = DefaultCollation::Unknown;
+    std::string name;
+  };
+  std::unique_ptr<PendingCatalog> catalog;
   uint64_t next_token = 0;
   ReplyTicket ticket;  // of the request being observed
   uint64_t retry_key = 0;  // of the request being observed (RetriedWrites::keyOf), for what it holds
@@ -834,10 +846,10 @@ struct Observer::Impl {
   // `sampled`: sampleFilter's answer for it (the filter is copied only then); `copied`: where this
   // batch already holds the same shape text, if known; `opens_command`: it is the command's first
   // statement, under the command's shape (false for a batch's later statements and bulkWrite ops).
-  // `collated`: the statement runs under a non-simple collation (its sample is marked so:
-  // sampled_filter.h).
+  // `collation`: the one the statement carries (its sample is marked so: sampled_filter.h).
   void addOp(std::string_view ns, OpKind kind, bool multi, bool sampled, const bson_t* filter, ByteRange modified,
-             ByteRange sort, bool upsert, const ByteRange* copied, bool opens_command, bool collated = false) {
+             ByteRange sort, bool upsert, const ByteRange* copied, bool opens_command,
+             SampleCollation collation = SampleCollation::Inherited) {
     BufferedEvent& e = newEvent(ns);
     e.kind = kind;
     e.multi = multi;
@@ -848,7 +860,9 @@ struct Observer::Impl {
     if (sampled && (!filter || filter->len <= kMaxSampledFilterBytes)) {
       const size_t mark = tb->batch->mark();
       tb->batch->appendBytes(filter ? bytesOf(*filter) : kEmptyDoc);
-      if (collated) tb->batch->appendBytes({&kCollatedSample, 1});
+      if (collation != SampleCollation::Inherited)
+        tb->batch->appendBytes(
+            {collation == SampleCollation::NonSimple ? &kCollatedSample : &kSimpleCollationSample, 1});
       e.filter = tb->batch->since(mark);
     }
     e.shape = copied ? *copied : tb->batch->copy(shape.text);  // cut to kMaxShapeTextBytes by the namespace when kept
@@ -962,8 +976,8 @@ void Observer::Impl::observeRead(const protocol::CommandView& view, std::string_
     has_filter = readFilter(view, kind, filter);
   }
   if (known) sort_names = known->sort;
-  addOp(ns, kind, false, sampled, has_filter ? &filter : nullptr, {}, sort_names, false, known ? &known->shape : nullptr,
-        true, sampled && collatedRequest(view));
+  addOp(ns, kind, false, sampled, has_filter ? &filter : nullptr, {}, sort_names, false,
+        known ? &known->shape : nullptr, true, sampled ? requestCollation(view) : SampleCollation::Inherited);
   if (kind == OpKind::Find && !known) rememberSort(tb->batch->events.back());
   else if (known && !sampled) known->repeat = unsampledIndex(tb->batch->events.back());
 }
@@ -1029,7 +1043,7 @@ void Observer::Impl::observeWriteStatement(std::string_view ns, std::string_view
     if (replacement && has && iteratorAt(st, at[kU], u)) appendReplacedPinnedFields(q, u, *tb->batch);
   }
   addOp(ns, update ? OpKind::Update : OpKind::Delete, multi, sampleFilter(shape.id), has ? &q : nullptr,
-        tb->batch->since(modified), {}, upsert, nullptr, request != nullptr, collatedStatement(st, at[kCollation]));
+        tb->batch->since(modified), {}, upsert, nullptr, request != nullptr, statementCollation(st, at[kCollation]));
 }
 
 // bulkWrite (mongos 8.0, run on admin): each op under the namespace it writes (nsInfo[its index]),
@@ -1121,8 +1135,8 @@ void Observer::Impl::observeFindAndModify(const protocol::CommandView& view, std
   ByteRange sort_names = tb->batch->since(sort);
   shape = request;  // " upsert" is part of it (common/query_shape.h)
   const bool sampled = sampleFilter(shape.id);
-  addOp(ns, OpKind::FindAndModify, false, sampled, has ? &q : nullptr, modified_names, sort_names, upsert, nullptr, true,
-        sampled && collatedRequest(view));
+  addOp(ns, OpKind::FindAndModify, false, sampled, has ? &q : nullptr, modified_names, sort_names, upsert, nullptr,
+        true, sampled ? requestCollation(view) : SampleCollation::Inherited);
 }
 
 // Commits what the reply says the held write created: update replies list the statements that
@@ -1247,6 +1261,7 @@ void Observer::Impl::settleBulkWrite(const PendingWrite& p, const protocol::Repl
 }
 
 void Observer::onReply(ReplyTicket ticket, const protocol::ReplyFacts& reply) {
+  if (ticket.catalog) return settleCatalog(ticket, reply);
   if (ticket.insert) return settleInsert(ticket, reply);
   if (ticket.commit) return settleCommit(ticket.token, reply);
   if (ticket.transaction) return settleTransactionStatement(ticket.token, reply);
@@ -1416,9 +1431,42 @@ void Observer::flush() {
   impl_->evaluator.waitApplied();
 }
 
+// A create or listCollections: held until its reply shows the default collation.
+ReplyTicket Observer::observeCatalog(const protocol::CommandView& view, std::string_view ns) {
+  const bool lists = view.traits.collation_source == protocol::DefaultCollationSource::ListCollections;
+  const std::string_view name = lists ? std::string_view(view.db) : ns;
+  if (name.empty() || name.size() > kMaxNamespaceBytes) return {};
+  std::optional<DefaultCollation> created;
+  if (!lists && !(created = createdCollation(view.body))) return {};  // a view
+  Impl& m = *impl_;
+  std::lock_guard lock(m.mutex);
+  if (!m.catalog) m.catalog = std::make_unique<Impl::PendingCatalog>();
+  m.catalog->token = ++m.next_token;
+  m.catalog->lists = lists;
+  m.catalog->created = created.value_or(DefaultCollation::Unknown);
+  m.catalog->name.assign(name);
+  return {.catalog = true, .token = m.catalog->token};
+}
+
+void Observer::settleCatalog(ReplyTicket ticket, const protocol::ReplyFacts& reply) {
+  Impl& m = *impl_;
+  Impl::PendingCatalog pending;
+  {
+    std::lock_guard lock(m.mutex);
+    if (!m.catalog || m.catalog->token != ticket.token || ticket.token == 0) return;  // replaced by a newer one
+    pending = *m.catalog;
+    m.catalog->token = 0;
+  }
+  if (!reply.parsed || !reply.ok) return;  // nothing created, nothing listed
+  if (!pending.lists) return m.evaluator.noteDefaultCollation(pending.name, pending.created);
+  forEachListedCollation(reply, pending.name,
+                         [&](std::string_view ns, DefaultCollation c) { m.evaluator.noteDefaultCollation(ns, c); });
+}
+
 ReplyTicket Observer::observe(const protocol::CommandView& view, std::string_view ns, common::ShapeCache* shapes) {
   using protocol::CommandKind;
   const CommandKind kind = view.traits.kind;  // classified once, with the view
+  if (view.traits.collation_source != protocol::DefaultCollationSource::None) return observeCatalog(view, ns);
   if (kind == CommandKind::CommitTransaction || kind == CommandKind::AbortTransaction) {
     Impl& m = *impl_;
     std::lock_guard lock(m.mutex);

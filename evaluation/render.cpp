@@ -148,6 +148,10 @@ void writeAdditions(common::JsonWriter& w, const NamespaceReport& r, const Candi
   w.key("monotonic").value(c.suffix_monotonic);
   w.endObject();
   w.key("simulatedClusterSplitsOn").value(c.split_on);
+  // Reads and writes carrying no collation that target only if the unseen default collation is simple.
+  w.key("percentageTargetedOnlyIfDefaultCollationSimple").value(100 * c.collation_assumed);
+  // Those a known non-simple default collation broadcasts, which a simple collation would target.
+  w.key("percentageBroadcastByDefaultCollation").value(100 * c.collation_broadcast);
   w.key("rewrite").beginObject();
   w.key("inForce").value(c.rewrite_in_force);
   if (c.rewrite_in_force) w.key("rule").value(r.lookup_rule.lookup_field + " -> " + [&] {
@@ -296,6 +300,7 @@ std::string renderReportsJson(const std::vector<NamespaceReport>& reports, const
     w.beginObject();
     w.key("ns").value(common::utf8Name(r.ns));  // as the export and /metrics show it
     w.key("simulatedShards").value(r.shards);
+    w.key("defaultCollation").value(defaultCollationName(r.default_collation));
     w.key("reads").value(r.reads);
     w.key("writes").value(r.writes);
     w.key("inserts").value(r.inserts);
@@ -385,11 +390,13 @@ std::string renderReportsText(const std::vector<NamespaceReport>& reports, int64
          " (the sidecar's start or POST /evaluate/reset; /stats counts since its own resetAt).\n\n";
   if (reports.empty()) return t + "No namespaces observed yet.\n";
   for (const auto& r : reports) {
-    t += common::textName(r.ns) + ": " + num(static_cast<double>(r.reads)) + " reads, " + num(static_cast<double>(r.writes)) +
-         " writes (update/delete/findAndModify), " + num(static_cast<double>(r.inserts)) + " inserts observed (" +
-         num(static_cast<double>(r.upserted)) + " of them by upserts; " + num(static_cast<double>(r.upserts_matched)) +
+    t += common::textName(r.ns) + ": " + num(static_cast<double>(r.reads)) + " reads, " +
+         num(static_cast<double>(r.writes)) + " writes (update/delete/findAndModify), " +
+         num(static_cast<double>(r.inserts)) + " inserts observed (" + num(static_cast<double>(r.upserted)) +
+         " of them by upserts; " + num(static_cast<double>(r.upserts_matched)) +
          " upserts updated an existing document; " + num(static_cast<double>(r.replacements)) +
-         " replacements); simulated cluster of " + std::to_string(r.shards) + " shards.\n\n";
+         " replacements); simulated cluster of " + std::to_string(r.shards) + " shards; default collation " +
+         defaultCollationName(r.default_collation) + ".\n\n";
     double all = static_cast<double>(r.reads + r.writes + r.other_shape_ops);
     t += shapeTable(r.shapes, all);
     t += "\nCandidates, ranked:\n";

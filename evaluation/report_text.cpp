@@ -89,4 +89,24 @@ std::string rewriteText(const CandidateResult& c) {
   return t + ")";
 }
 
+const char* defaultCollationName(DefaultCollation c) {
+  return c == DefaultCollation::Simple ? "simple" : c == DefaultCollation::NonSimple ? "non-simple" : "unknown";
+}
+
+std::string collationAssumedText(const CandidateResult& c) {
+  if (c.collation_broadcast > 0)
+    return " " + percentText(c.collation_broadcast) +
+           " of reads and writes carry no collation and run under the collection's non-simple default collation, "
+           "so mongos sends them to every shard (the shard key index has the simple collation, and their string "
+           "equality or range on the key cannot use it); each would target with collation {locale: \"simple\"} "
+           "where the application can compare exactly (a normalised copy of the field, lower-cased, queried so).";
+  if (c.collation_assumed <= 0) return "";
+  return " The collection's default collation was not seen (no create or listCollections reply passed through the "
+         "sidecar, and the routing table does not list the collection): " +
+         percentText(c.collation_assumed) +
+         " of reads and writes carry no collation and target only if it is simple, as taken here; under a non-simple "
+         "default mongos sends each of them, a string equality or range on the key, to every shard (the shard key "
+         "index has the simple collation).";
+}
+
 }  // namespace shardscope::evaluation

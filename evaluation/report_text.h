@@ -24,6 +24,12 @@ std::string absentLeadText(const CandidateResult& c);
 // The candidate's share targeted, "-" when no read or write was observed (a share of nothing is
 // unknown, not 0.0%), as every text line quotes it.
 std::string targetedText(const NamespaceReport& r, const CandidateResult& c);
+// "simple", "non-simple" or "unknown": a collection's default collation as the reports name it.
+const char* defaultCollationName(DefaultCollation c);
+// " The collection's default collation was not seen ...: 40.0% of reads and writes ... target only
+// if it is simple ..." when some do, or what a known non-simple default broadcasts and how to
+// target it ("" otherwise): the routing figures rest on it.
+std::string collationAssumedText(const CandidateResult& c);
 // " as sent, 80.0% after the lookup rewrite (it rescues find {orderId: 1})" when a rewrite is in force.
 std::string rewriteText(const CandidateResult& c);
 

@@ -29,7 +29,7 @@ constexpr Keep kNamespace[] = {{"ns", nullptr},           {"shards", nullptr},  
                                {"otherShapeOps", nullptr}, {"fields", kField},        {"reservoirSeen", nullptr},
                                {"shapes", kShape},        {"currentKey", nullptr},    {"configuredKeys", nullptr},
                                {"upserted", nullptr},     {"upsertsMatched", nullptr}, {"replacements", nullptr},
-                               {"sampleSpan", nullptr},   {"lookupRule", nullptr},
+                               {"sampleSpan", nullptr},   {"lookupRule", nullptr},   {"defaultCollation", nullptr},
                                // counts, value hashes and key patterns only (key_facts.h)
                                {"keyFacts", nullptr},     {nullptr, nullptr}};  // no "reservoir"
 constexpr Keep kExport[] = {{"version", nullptr},

@@ -6,9 +6,11 @@ void EvaluationObserver::onRequest(const Operation& op) {
   // A bulkWrite names no collection: op.ns is its first op's. commitTransaction and abortTransaction
   // name none either: they settle the transaction's inserts.
   const auto kind = op.view.traits.kind;
-  const bool ends_transaction =
-      kind == protocol::CommandKind::CommitTransaction || kind == protocol::CommandKind::AbortTransaction;
-  if (op.injectedFault() || (op.ns.empty() && !ends_transaction)) return;
+  // listCollections names none: its reply lists the database's collections.
+  const bool names_none = kind == protocol::CommandKind::CommitTransaction ||
+                          kind == protocol::CommandKind::AbortTransaction ||
+                          op.view.traits.collation_source == protocol::DefaultCollationSource::ListCollections;
+  if (op.injectedFault() || (op.ns.empty() && !names_none)) return;
   // What its reply settles travels with the request, in this observer's slot.
   slotOf(op.pending).set(observer_.observe(op.view, op.ns, &op.shape_cache));
 }

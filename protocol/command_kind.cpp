@@ -33,6 +33,8 @@ constexpr CommandTraits kSpelledAs(CommandTraits t, LegacySpelling s) {
   return t;
 }
 constexpr CommandTraits kDdl{.mirror = M::Write, .ddl = true};
+constexpr CommandTraits kCreatesCollection{
+    .mirror = M::Write, .ddl = true, .collation_source = DefaultCollationSource::Create};
 constexpr CommandTraits kDdlEveryShard{.mirror = M::Write, .ddl = true, .collection_wide = true};
 constexpr CommandTraits kEveryShard{.collection_wide = true};
 constexpr CommandTraits kEndsTransaction(K kind) { return {.kind = kind, .mirror = M::Transaction}; }
@@ -71,7 +73,8 @@ constexpr std::array kTable = {
     Entry{"getMore", kCursor(K::GetMore)},
     Entry{"killCursors", kCursor(K::KillCursors)},
     Entry{"explain", CommandTraits{.kind = K::Explain}},
-    Entry{"create", kDdl},
+    Entry{"create", kCreatesCollection},
+    Entry{"listCollections", CommandTraits{.collation_source = DefaultCollationSource::ListCollections}},
     Entry{"renameCollection", with(kDdl, false, true)},
     Entry{"dropDatabase", kDdl},
     Entry{"drop", kDdlEveryShard},

@@ -40,6 +40,11 @@ enum class MirrorClass : uint8_t {
 
 enum class LegacySpelling : uint8_t { None, IsMaster, FindAndModify };
 
+// Where a command tells a collection's default collation (statements carrying no collation run
+// under it): `create` sets it (its `collation` option, simple when absent), `listCollections`'
+// reply lists each collection's (`options.collation`).
+enum class DefaultCollationSource : uint8_t { None, Create, ListCollections };
+
 struct CommandTraits {
   CommandKind kind = CommandKind::Other;
   MirrorClass mirror = MirrorClass::Other;
@@ -57,6 +62,7 @@ struct CommandTraits {
   // (filedName), under which statistics and shape ids file it: one shape, one id, one row whichever
   // spelling a client sends. One byte: every session holds a CommandView of 256 bytes.
   LegacySpelling spelling = LegacySpelling::None;
+  DefaultCollationSource collation_source = DefaultCollationSource::None;
 };
 
 // The name statistics and shape ids file a command under: `name` as sent, or the name a legacy
