@@ -7,6 +7,7 @@ only the customer query names the shard-key prefix, so it is the only single-sha
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import http.client
 import http.server
@@ -62,6 +63,18 @@ def seed_orders(client: pymongo.MongoClient, n: int = 60) -> None:
          "orderDate": BASE_DATE + dt.timedelta(days=i), "status": "pending" if i % 3 else "shipped",
          "region": ["eu", "us", "apac"][i % 3], "total": 10 + i}
         for i in range(n)])
+
+
+@contextlib.contextmanager
+def seeded_client_for_the_page(p):
+    """A client of proxy `p` (admin on) for a test that reads the dashboard in Chromium: the seed
+    orders inserted and /stats reset after them, so only the test's own traffic is counted."""
+    if chromium_binary() is None:
+        pytest.fail("chromium not installed (Debian package chromium)")
+    with pymongo.MongoClient(p.uri, serverSelectionTimeoutMS=20000) as client:
+        seed_orders(client)
+        assert http_request(p.admin_url, "POST", "/stats/reset")[0] == 200
+        yield client
 
 
 def run_profile(client: pymongo.MongoClient, scale: int = 1) -> dict[tuple[str, str], int]:

@@ -12,7 +12,8 @@ import pytest
 
 from harness import REPO_ROOT
 from stats_helpers import (CUSTOMERS, ROUTING_FILE, SECRET_ORDER_ID, SHAPE_BY_CUSTOMER, SHAPE_BY_ORDER_ID, SHAPE_BY_STATUS,
-                           chromium_binary, dump_dom, get_stats, http_request, run_profile, screenshot, seed_orders)
+                           chromium_binary, dump_dom, get_stats, http_request, run_profile, screenshot, seed_orders,
+                           seeded_client_for_the_page)
 from stats_helpers import SEED_RULE
 
 pytestmark = pytest.mark.needs_proxy
@@ -22,12 +23,8 @@ ARTIFACT = REPO_ROOT / "build" / "test-artifacts" / "dashboard.png"
 
 @pytest.fixture
 def loaded_proxy(ferretdb, proxy):
-    if chromium_binary() is None:
-        pytest.fail("chromium not installed (Debian package chromium)")
     p = proxy(ferretdb.uri, "--routing", str(ROUTING_FILE), admin=True)
-    with pymongo.MongoClient(p.uri, serverSelectionTimeoutMS=20000) as client:
-        seed_orders(client)
-        assert http_request(p.admin_url, "POST", "/stats/reset")[0] == 200
+    with seeded_client_for_the_page(p) as client:
         run_profile(client)
     return p
 

@@ -16,7 +16,8 @@ import pymongo
 import pytest
 
 from harness import REPO_ROOT
-from stats_helpers import CUSTOMERS, ROUTING_FILE, chromium_binary, dump_dom, get_stats, http_request, seed_orders
+from stats_helpers import (CUSTOMERS, ROUTING_FILE, chromium_binary, dump_dom, get_stats, http_request, seed_orders,
+                           seeded_client_for_the_page)
 
 pytestmark = pytest.mark.needs_proxy
 
@@ -27,12 +28,8 @@ def _printf_pct(x: float) -> str:
 
 
 def test_page_and_cli_print_the_same_digits_for_one_share(ferretdb, proxy, shardscope_binary):
-    if chromium_binary() is None:
-        pytest.fail("chromium not installed (Debian package chromium)")
     p = proxy(ferretdb.uri, "--routing", str(ROUTING_FILE), admin=True)
-    with pymongo.MongoClient(p.uri, serverSelectionTimeoutMS=20000) as client:
-        seed_orders(client)
-        assert http_request(p.admin_url, "POST", "/stats/reset")[0] == 200
+    with seeded_client_for_the_page(p) as client:
         coll = client.shop.orders
         for i in range(49):  # targeted: the shard-key prefix
             coll.find_one({"customerId": CUSTOMERS[i % len(CUSTOMERS)]})
@@ -66,12 +63,8 @@ def test_demo_screen_prints_the_shares_stats_computed(ferretdb, proxy, shardscop
     """The demo's last screen (workload/demo_summary.py) recomputed the targeted share from the counts
     as 100 * n / d: 23 of 80 is 28.75 there (28.8%) but 28.749999999999996 as 100 times /stats' share
     (28.7% on the page and in the CLI). It now prints /stats' own figures, as the page does."""
-    if chromium_binary() is None:
-        pytest.fail("chromium not installed (Debian package chromium)")
     p = proxy(ferretdb.uri, "--routing", str(ROUTING_FILE), admin=True)
-    with pymongo.MongoClient(p.uri, serverSelectionTimeoutMS=20000) as client:
-        seed_orders(client)
-        assert http_request(p.admin_url, "POST", "/stats/reset")[0] == 200
+    with seeded_client_for_the_page(p) as client:
         coll = client.shop.orders
         for i in range(23):
             coll.find_one({"customerId": CUSTOMERS[i % len(CUSTOMERS)]})
@@ -97,12 +90,8 @@ def test_stats_and_metrics_carry_one_share_to_the_same_printed_digit(ferretdb, p
     """/stats wrote shares with 6 significant digits, /metrics with every digit: 836 targeted of 1003
     is 0.8334995..., 83.3% from /metrics (a Grafana panel at one decimal) but 0.8335 in /stats, 83.4% on
     the page and in the CLI. /stats now writes the double exactly as /metrics does."""
-    if chromium_binary() is None:
-        pytest.fail("chromium not installed (Debian package chromium)")
     p = proxy(ferretdb.uri, "--routing", str(ROUTING_FILE), admin=True)
-    with pymongo.MongoClient(p.uri, serverSelectionTimeoutMS=20000) as client:
-        seed_orders(client)
-        assert http_request(p.admin_url, "POST", "/stats/reset")[0] == 200
+    with seeded_client_for_the_page(p) as client:
         coll = client.shop.orders
         for i in range(836):
             coll.find_one({"customerId": CUSTOMERS[i % len(CUSTOMERS)]})
@@ -160,12 +149,8 @@ def test_shards_reached_and_latencies_print_the_same_digits_on_the_page_and_in_t
     """A shape's mean shards reached and its latencies, on the page and in `stats --once`. Before: the
     page wrote the mean with toFixed (2.25 shards: 2.3, printf 2.2) and latencies with its own
     precision (1.23 ms beside the CLI's 1.2ms; 300 ns beside 0us)."""
-    if chromium_binary() is None:
-        pytest.fail("chromium not installed (Debian package chromium)")
     p = proxy(ferretdb.uri, "--routing", str(ROUTING_FILE), admin=True)
-    with pymongo.MongoClient(p.uri, serverSelectionTimeoutMS=20000) as client:
-        seed_orders(client)
-        assert http_request(p.admin_url, "POST", "/stats/reset")[0] == 200
+    with seeded_client_for_the_page(p) as client:
         coll = client.shop.orders
         # One shape ({customerId: {$in: [...]}}): 1, 2, 3 and 3 chunk owners reached, 2.25 on average.
         for customers in (["C0100"], ["C0100", "C1000"], ["C0100", "C1000", "C2000"], ["C0100", "C1000", "C2000"]):
