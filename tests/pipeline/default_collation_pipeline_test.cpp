@@ -5,40 +5,12 @@
 
 #include <string>
 
-#include "evaluation/evaluator.h"
-#include "pipeline/evaluation_observer.h"
-#include "tests/pipeline/pipeline_support.h"
+#include "tests/pipeline/evaluated_pipeline.h"
 
 namespace shardscope::pipeline::testing {
 namespace default_collation_pipeline_test {
 
-struct CollationPipeline {
-  CollationPipeline()
-      : conn(env, nullptr),
-        evaluator(evaluation::EvaluationOptions{}),
-        observer(evaluator.observer()),
-        adapter(observer) {
-    observer.expectReplies();  // as the evaluation feature's connection does
-    conn.pipeline.addObserver(adapter);
-  }
-  void roundTrip(const std::string& json, const std::string& answer) {
-    ++id;
-    auto frame = request(json, id);
-    conn.send(frame);
-    auto answered = reply(answer, id, 1000 + id);
-    conn.receive(answered);
-  }
-  std::string report() {
-    observer.flush();
-    return evaluator.renderText();
-  }
-  FakeEnvironment env;
-  Connection conn;
-  evaluation::Evaluator evaluator;
-  evaluation::Observer observer;
-  EvaluationObserver adapter;
-  int32_t id = 0;
-};
+using CollationPipeline = EvaluatedPipeline;
 
 TEST(DefaultCollationPipeline, AListCollectionsReplyTeachesTheDefaultCollation) {
   CollationPipeline p;

@@ -3,39 +3,12 @@
 // answers ok, and not at all after abortTransaction.
 #include <gtest/gtest.h>
 
-#include "evaluation/evaluator.h"
-#include "pipeline/evaluation_observer.h"
-#include "tests/pipeline/pipeline_support.h"
+#include "tests/pipeline/evaluated_pipeline.h"
 
 namespace shardscope::pipeline::testing {
 namespace transaction_inserts_pipeline_test {
 
-struct TxnPipeline {
-  TxnPipeline() : conn(env, nullptr), evaluator(evaluation::EvaluationOptions{}), observer(evaluator.observer()), adapter(observer) {
-    observer.expectReplies();  // as the evaluation feature's connection does
-    conn.pipeline.addObserver(adapter);
-  }
-  void roundTrip(const std::string& json, const std::string& answer) {
-    ++id;
-    auto frame = request(json, id);
-    conn.send(frame);
-    auto answered = reply(answer, id, 1000 + id);
-    conn.receive(answered);
-  }
-  double inserts() {
-    observer.flush();
-    shardscope::testing::Doc doc(evaluator.renderJson());
-    bson_iter_t it;
-    if (!bson_iter_init(&it, doc.get()) || !bson_iter_find_descendant(&it, "namespaces.0.inserts", &it)) return 0;
-    return bson_iter_as_double(&it);
-  }
-  FakeEnvironment env;
-  Connection conn;
-  evaluation::Evaluator evaluator;
-  evaluation::Observer observer;
-  EvaluationObserver adapter;
-  int32_t id = 0;
-};
+using TxnPipeline = EvaluatedPipeline;
 
 std::string txnPart(int txn) {
   return R"("lsid": {"id": 9}, "txnNumber": )" + std::to_string(txn) + R"(, "autocommit": false)";
