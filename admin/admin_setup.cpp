@@ -58,12 +58,8 @@ AdminExtension mongosPoolExtension(proxy::ProxyContext& ctx) {
     return std::string("{\"version\":") + (v.known() ? "\"" + v.str() + "\"" : std::string("null")) + ",\"source\":\"" +
            source + "\",\"twoPhaseWrites\":" + (v.twoPhaseWrites() ? "true" : "false") + "}";
   });
-  e.metrics.push_back([&ctx](std::string& out) {
-    stats::PrometheusWriter w(out);
-    w.family(stats::Metric::upstream_up);
-    for (const auto& h : ctx.mongos->snapshot())
-      w.sample(stats::Metric::upstream_up, {h.address}, uint64_t{h.state == proxy::MongosPool::State::Up ? 1u : 0u});
-  });
+  // shardscope_upstream_up is written by healthExtension, from the read of the pool its
+  // shardscope_healthy and shardscope_upstreams_up are judged on (one scrape, one reading).
   e.readiness_detail = [&ctx] { return mongosReadiness(ctx); };
   return e;
 }

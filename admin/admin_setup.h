@@ -14,8 +14,8 @@ namespace shardscope::admin {
 // With `metrics_only`: the metrics listener (metrics_listen) instead, /metrics and /healthz without a token.
 std::unique_ptr<AdminServer> makeAdminServer(proxy::ProxyContext& ctx, bool metrics_only = false);
 
-// The mongos pool's /stats section ("upstreams", "upstreamSrv", "mongosVersion"), metric
-// (shardscope_upstream_up) and /readyz line (which mongos are up).
+// The mongos pool's /stats section ("upstreams", "upstreamSrv", "mongosVersion") and /readyz line
+// (which mongos are up); its per-address metric comes with the health judgement (admin/health.h).
 AdminExtension mongosPoolExtension(proxy::ProxyContext& ctx);
 // Routing discovery's /stats section ("discovery"), shardscope_routing_* metrics and /readyz line
 // (after the mongos line, which it repeats: /readyz keeps one detail function).

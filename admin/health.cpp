@@ -82,10 +82,17 @@ void appendHealthMetrics(std::string& out, const Health& h) {
   w.single(stats::Metric::upstreams_up, static_cast<uint64_t>(h.components.front().up));
 }
 
+void appendUpstreamUpMetrics(std::string& out, const std::vector<proxy::MongosPool::HostView>& hosts) {
+  stats::PrometheusWriter w(out);
+  w.family(stats::Metric::upstream_up);
+  for (const auto& h : hosts)
+    w.sample(stats::Metric::upstream_up, {h.address}, uint64_t{h.state == proxy::MongosPool::State::Up ? 1u : 0u});
+}
+
 namespace {
-Health current(proxy::ProxyContext& ctx) {
+Health judgedFrom(proxy::ProxyContext& ctx, const std::vector<proxy::MongosPool::HostView>& hosts) {
   const bool on = ctx.config.discovery;
-  return judgeHealth(ctx.mongos->snapshot(), on ? ctx.discovery_status.readinessLine() : std::string(), on,
+  return judgeHealth(hosts, on ? ctx.discovery_status.readinessLine() : std::string(), on,
                      on && ctx.discovery_status.refreshes() > 0, on && !ctx.discovery_status.lastError().empty(),
                      ctx.reload_status.view());
 }
@@ -93,8 +100,14 @@ Health current(proxy::ProxyContext& ctx) {
 
 AdminExtension healthExtension(proxy::ProxyContext& ctx) {
   AdminExtension e;
-  e.stats_sections.emplace_back("health", [&ctx] { return renderHealthJson(current(ctx)); });
-  e.metrics.push_back([&ctx](std::string& out) { appendHealthMetrics(out, current(ctx)); });
+  e.stats_sections.emplace_back("health", [&ctx] { return renderHealthJson(judgedFrom(ctx, ctx.mongos->snapshot())); });
+  // One read of the pool for the scrape: a mongos flapping between two reads could otherwise show
+  // up in shardscope_upstream_up while shardscope_upstreams_up says none is.
+  e.metrics.push_back([&ctx](std::string& out) {
+    const auto hosts = ctx.mongos->snapshot();
+    appendHealthMetrics(out, judgedFrom(ctx, hosts));
+    appendUpstreamUpMetrics(out, hosts);
+  });
   return e;
 }
 

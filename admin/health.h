@@ -36,6 +36,8 @@ Health judgeHealth(const std::vector<proxy::MongosPool::HostView>& hosts, const 
                    const proxy::ReloadStatus::View& reload = {});
 std::string renderHealthJson(const Health& h);
 void appendHealthMetrics(std::string& out, const Health& h);
+// shardscope_upstream_up per mongos address, from the same read of the pool as the judgement.
+void appendUpstreamUpMetrics(std::string& out, const std::vector<proxy::MongosPool::HostView>& hosts);
 
 // The "health" section of /stats and its metrics.
 AdminExtension healthExtension(proxy::ProxyContext& ctx);

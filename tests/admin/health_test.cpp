@@ -52,6 +52,20 @@ TEST(Health, OneMongosDownIsDegradedAndADiscoveryFailureToo) {
   EXPECT_NE(metrics.find("shardscope_upstreams_up 1\n"), std::string::npos) << metrics;
 }
 
+// /metrics writes the per-address gauge from the read of the pool the health is judged on
+// (healthExtension): the addresses it calls up are exactly as many as shardscope_upstreams_up says.
+TEST(Health, PerAddressGaugesAgreeWithTheCountJudgedFromTheSameRead) {
+  const std::vector<proxy::MongosPool::HostView> hosts = {host("m1:27017", State::Up), host("m2:27017", State::Down, "refused"),
+                                                         host("m3:27017", State::Unknown)};
+  std::string metrics;
+  appendHealthMetrics(metrics, judgeHealth(hosts, "", false, false, false));
+  appendUpstreamUpMetrics(metrics, hosts);
+  EXPECT_NE(metrics.find("shardscope_upstreams_up 1\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("shardscope_upstream_up{address=\"m1:27017\"} 1\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("shardscope_upstream_up{address=\"m2:27017\"} 0\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("shardscope_upstream_up{address=\"m3:27017\"} 0\n"), std::string::npos) << metrics;
+}
+
 TEST(Health, AllUpIsOk) {
   Health h = judgeHealth({host("m1:27017", State::Up), host("m2:27017", State::Up)}, "ok line", true, true, false);
   EXPECT_EQ(h.state, "ok");
