@@ -412,21 +412,21 @@ size_t heldBytes(const ReplyLearning& learning) {
 }
 
 namespace {
-// Whether documents show one lookup value twice (distinct documents, each with a plain value):
-// the rule's unique is then refuted. Only looked at while the rule holds it (a hash set,
-// linear in the documents).
+// The lookup values documents show twice (distinct documents, each with a plain value): the
+// rule's one-document-per-value assumption is refuted for each. Only looked at while the rule holds
+// it (a hash set, linear in the documents).
 // `field`: where the documents hold the lookup value (the rule's field, or "l" in a compact).
 template <typename EachDocument>
-bool showsOneValueTwice(const char* field, EachDocument&& each) {
+void refuteValuesShownTwice(LookupIndex& index, const char* field, EachDocument&& each) {
+  if (!index.rule().unique) return;
   std::unordered_set<std::string> seen;
-  bool twice = false;
   each([&](const bson_t& doc) {
     bson_iter_t v;
-    if (twice || !bson_iter_init(&v, &doc) || !bson_iter_find_descendant(&v, field, &v)) return;
+    if (!bson_iter_init(&v, &doc) || !bson_iter_find_descendant(&v, field, &v)) return;
     std::string key = canonicalValueKey(v);
-    if (!key.empty() && !seen.insert(std::move(key)).second) twice = true;
+    if (key.empty()) return;
+    if (auto [at, added] = seen.insert(std::move(key)); !added) index.refuteUnique(*at);
   });
-  return twice;
 }
 
 // A write whose write concern failed (a wtimeout, a primary stepping down) ran on the primary but
@@ -462,18 +462,17 @@ size_t applyReplyLearning(LookupIndex& index, const ReplyLearning& learning, con
       eachInserted([&](const bson_t& compact) {
         if (teach.compact(&compact, true)) ++learned;
       });
-      if (index.rule().unique && showsOneValueTwice("l", eachInserted)) index.refuteUnique();
+      refuteValuesShownTwice(index, "l", eachInserted);
       break;
     }
     case ReplyLearning::From::FirstBatch: {
-      if (index.rule().unique && showsOneValueTwice(index.rule().lookup_field.c_str(), [&](auto&& visit) {
-            bson_iter_t d;
-            bson_t doc;
-            if (reply.first_batch && reply.batch.children(d))
-              while (bson_iter_next(&d))
-                if (BSON_ITER_HOLDS_DOCUMENT(&d) && common::documentOrArray(d, doc)) visit(doc);
-          }))
-        index.refuteUnique();
+      refuteValuesShownTwice(index, index.rule().lookup_field.c_str(), [&](auto&& visit) {
+        bson_iter_t d;
+        bson_t doc;
+        if (reply.first_batch && reply.batch.children(d))
+          while (bson_iter_next(&d))
+            if (BSON_ITER_HOLDS_DOCUMENT(&d) && common::documentOrArray(d, doc)) visit(doc);
+      });
       // The client's own command whose reply holds every document of the values it asked for.
       if (originalReply && !held && quietSinceRequest(index, learning) &&
           learnFromCompleteReply(index, learning.complete, reply)) {

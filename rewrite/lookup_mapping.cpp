@@ -260,15 +260,35 @@ void LookupIndex::learnComplete(const bson_iter_t& lookupValue, const bson_t* ad
   });
 }
 
-void LookupIndex::refuteUnique() {
-  if (rule_.unique && !unique_refuted_.exchange(true, std::memory_order_relaxed))
-    stats_.onEvent("unique refuted: two documents of one lookup value seen");
+bool LookupIndex::uniqueHolds(const std::vector<std::string>& keys) {
+  if (!rule_.unique || unique_refuted_.load(std::memory_order_relaxed)) return false;
+  if (several_documents_count_.load(std::memory_order_relaxed) == 0) return true;
+  std::lock_guard lock(unsettled_mutex_);
+  for (const auto& key : keys)
+    if (several_documents_.count(key)) return false;
+  return true;
+}
+
+void LookupIndex::refuteUnique(const std::string& key) {
+  if (!rule_.unique || unique_refuted_.load(std::memory_order_relaxed)) return;
+  bool added = false, full = false;
+  {
+    std::lock_guard lock(unsettled_mutex_);
+    full = several_documents_.size() >= rule_.capacity && !several_documents_.count(key);
+    if (!full) added = several_documents_.insert(key).second;
+    several_documents_count_.store(several_documents_.size(), std::memory_order_relaxed);
+  }
+  if (full && !unique_refuted_.exchange(true, std::memory_order_relaxed))
+    stats_.onEvent("unique refuted for every value: more values with several documents than the capacity");
+  if (added) stats_.onEvent("unique refuted for one value: two documents of it seen");
 }
 
 void LookupIndex::reset() {
   store_.clear();
   unique_refuted_.store(false, std::memory_order_relaxed);
   std::lock_guard lock(unsettled_mutex_);
+  several_documents_.clear();
+  several_documents_count_.store(0, std::memory_order_relaxed);
   unsettled_.clear();
   unsettled_count_.store(0, std::memory_order_relaxed);
   all_unsettled_.store(false, std::memory_order_relaxed);

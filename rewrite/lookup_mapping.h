@@ -37,11 +37,14 @@ class LookupIndex {
   explicit LookupIndex(LookupRule rule) : rule_(std::move(rule)), store_(rule_.capacity, rule_.max_bytes) {}
 
   const LookupRule& rule() const { return rule_; }
-  // Whether one lookup value is one document: the rule assumes it (unique, the default) and nothing the
-  // sidecar saw refuted it (two documents of one value in a reply or an insert batch), until
-  // POST /rewrite/reset.
-  bool uniqueHolds() const { return rule_.unique && !unique_refuted_.load(std::memory_order_relaxed); }
-  void refuteUnique();
+  // Whether each of the lookup values `keys` (canonical keys) is one document: the rule assumes it
+  // (unique, the default) and nothing the sidecar saw refuted it for these values (two documents of
+  // one value in a reply or an insert batch), until POST /rewrite/reset. An order seen with several
+  // lines loses the assumption alone; the others keep it.
+  bool uniqueHolds(const std::vector<std::string>& keys);
+  // Two documents of the value `key` were seen. Past rule_.capacity such values, every value loses
+  // the assumption (no room to remember which).
+  void refuteUnique(const std::string& key);
   MappingStore& store() { return store_; }
   LookupStats& stats() { return stats_; }
 
@@ -119,8 +122,10 @@ class LookupIndex {
   std::unordered_set<std::string> unsettled_;  // at most rule_.capacity keys
   std::atomic<size_t> unsettled_count_{0};     // its size: most lookups never take the lock
   std::atomic<bool> all_unsettled_{false};
-  mutable std::atomic<bool> lookup_arrays_seen_{false};
-  std::atomic<bool> unique_refuted_{false};  // set by extract(); a reset keeps it (the arrays stay)
+  mutable std::atomic<bool> lookup_arrays_seen_{false};  // set by extract(); a reset keeps it (the arrays stay)
+  std::unordered_set<std::string> several_documents_;  // values seen twice (under unsettled_mutex_), at most rule_.capacity
+  std::atomic<size_t> several_documents_count_{0};     // its size: most lookups never take the lock
+  std::atomic<bool> unique_refuted_{false};             // for every value: several_documents_ had no room
 };
 
 // The canonical form of a flat document of added fields; empty when one cannot be mapped.

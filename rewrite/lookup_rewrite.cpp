@@ -335,9 +335,9 @@ bool rewriteWriteStatement(LookupIndex& index, const protocol::CommandView& view
   return ok;
 }
 
-// The lookup field when one value is one document (LookupIndex::uniqueHolds), else empty.
-std::string_view uniqueField(const LookupIndex& index) {
-  return index.uniqueHolds() ? std::string_view(index.rule().lookup_field) : std::string_view();
+// The lookup field when each requested value is one document (LookupIndex::uniqueHolds), else empty.
+std::string_view uniqueField(LookupIndex& index, const RewritePlan& plan) {
+  return index.uniqueHolds(plan.in_keys) ? std::string_view(index.rule().lookup_field) : std::string_view();
 }
 
 }  // namespace
@@ -351,14 +351,14 @@ RewritePlan planLookupRewrite(LookupIndex& index, const protocol::CommandView& v
   plan.command = kind;
   if (kind == CommandKind::Find) {
     ok = rewriteTopLevelFilter(index, view, "filter", true, plan, analysisBudget);
-    if (ok) plan.skipped = refusalForFind(view.body, plan.in_list, index.rule().lookup_field, uniqueField(index));
+    if (ok) plan.skipped = refusalForFind(view.body, plan.in_list, index.rule().lookup_field, uniqueField(index, plan));
     if (ok) plan.kind = RewriteKind::Read;
   } else if (kind == CommandKind::Count || kind == CommandKind::Distinct) {
     ok = rewriteTopLevelFilter(index, view, "query", false, plan, analysisBudget);
     if (ok) plan.kind = RewriteKind::Read;
   } else if (kind == CommandKind::Aggregate) {
     ok = rewriteAggregate(index, view, plan, analysisBudget);
-    if (ok) plan.skipped = refusalForAggregate(view.body, uniqueField(index));
+    if (ok) plan.skipped = refusalForAggregate(view.body, uniqueField(index, plan));
     if (ok) plan.kind = RewriteKind::Read;
   } else if (kind == CommandKind::FindAndModify) {
     if (truthy(view.body, "upsert")) plan.skipped = "upserts are not rewritten (an insert with a stale mapping would change data)";

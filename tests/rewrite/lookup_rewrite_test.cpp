@@ -292,8 +292,9 @@ TEST_F(LookupRewriteTest, AUniqueLookupFieldFixesTheOrderOfOneValue) {
   EXPECT_EQ(kindOf(R"({"find": "orders", "filter": {"orderId": {"$in": ["O1", "O2"]}}, "sort": {"orderId": -1}, "limit": 1, "$db": "shop"})"),
             RewriteKind::Read);
 
-  // What the sidecar sees can refute the declaration: a reply (or an acknowledged insert batch)
-  // with two documents of one value. From then on one value is no longer one document.
+  // What the sidecar sees can refute the assumption for a value: a reply (or an acknowledged insert
+  // batch) with two documents of it. From then on that value is no longer one document; the others
+  // keep the assumption.
   const std::string findOne = R"({"find": "orders", "filter": {"orderId": "O1"}, "limit": 1, "$db": "shop"})";
   decode(R"({"find": "orders", "filter": {"orderId": {"$in": ["O1", "O2"]}}, "$db": "shop"})");
   auto reading = planReplyLearning(index, view_);
@@ -303,7 +304,12 @@ TEST_F(LookupRewriteTest, AUniqueLookupFieldFixesTheOrderOfOneValue) {
   Doc lines(R"({"cursor": {"id": {"$numberLong": "0"}, "ns": "shop.orders", "firstBatch": [{"_id": 1, "orderId": "O1", "customerId": "C1"}, {"_id": 3, "orderId": "O1", "customerId": "C1"}]}, "ok": 1})");
   applyReplyLearning(index, reading, protocol::readReplyFacts(lines.get()), true);
   EXPECT_EQ(kindOf(findOne), RewriteKind::None);
-  EXPECT_EQ(index.stats().events().count("unique refuted: two documents of one lookup value seen"), 1u);
+  EXPECT_EQ(kindOf(R"({"find": "orders", "filter": {"orderId": "O2"}, "limit": 1, "$db": "shop"})"), RewriteKind::Read)
+      << "O2 was seen as one document only";
+  EXPECT_EQ(kindOf(R"({"find": "orders", "filter": {"orderId": {"$in": ["O1", "O2"]}}, "sort": {"orderId": -1}, "limit": 1, "$db": "shop"})"),
+            RewriteKind::None)
+      << "O1's lines tie on orderId";
+  EXPECT_EQ(index.stats().events().count("unique refuted for one value: two documents of it seen"), 1u);
   index.reset();
   for (const char* json : {R"({"orderId": "O1", "customerId": "C1"})", R"({"orderId": "O3", "customerId": "C3"})"}) {
     Doc d(json);
@@ -314,7 +320,34 @@ TEST_F(LookupRewriteTest, AUniqueLookupFieldFixesTheOrderOfOneValue) {
   auto inserting = planReplyLearning(index, view_);
   Doc inserted(R"({"n": 2, "ok": 1})");
   applyReplyLearning(index, inserting, protocol::readReplyFacts(inserted.get()));
-  EXPECT_EQ(kindOf(findOne), RewriteKind::None) << "an insert batch with two lines of O3";
+  EXPECT_EQ(kindOf(findOne), RewriteKind::Read) << "O1 is trusted again; O3's lines refute only O3";
+  EXPECT_EQ(kindOf(R"({"find": "orders", "filter": {"orderId": "O3"}, "limit": 1, "$db": "shop"})"), RewriteKind::None)
+      << "an insert batch with two lines of O3";
+}
+
+// Values seen with several documents are remembered up to the rule's capacity; past it, no value
+// keeps the assumption (there is no room to tell which).
+TEST_F(LookupRewriteTest, MoreValuesWithSeveralDocumentsThanTheCapacityRefuteEveryValue) {
+  LookupRule small;
+  std::string err;
+  ASSERT_TRUE(parseLookupRule("shop.orders: orderId -> customerId capacity=2", small, err)) << err;
+  LookupIndex index(small);
+  for (const char* json : {R"({"orderId": "O1", "customerId": "C1"})", R"({"orderId": "O9", "customerId": "C9"})"}) {
+    Doc d(json);
+    index.learnFromDocument(d.get());
+  }
+  EXPECT_TRUE(index.uniqueHolds({"k1"}));
+  index.refuteUnique("k1");
+  index.refuteUnique("k2");
+  EXPECT_FALSE(index.uniqueHolds({"k1"}));
+  EXPECT_TRUE(index.uniqueHolds({"k3"}));
+  index.refuteUnique("k2");  // remembered already: no room taken
+  EXPECT_TRUE(index.uniqueHolds({"k3"}));
+  index.refuteUnique("k3");
+  EXPECT_FALSE(index.uniqueHolds({"k4"})) << "no room for a third value: every value loses the assumption";
+  EXPECT_EQ(index.stats().events().count("unique refuted for every value: more values with several documents than the capacity"), 1u);
+  index.reset();
+  EXPECT_TRUE(index.uniqueHolds({"k1"}));
 }
 
 // One document found by the rewritten filter proves the order whole only in the data as it is now
