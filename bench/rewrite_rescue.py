@@ -105,13 +105,13 @@ def main():
         if args.upstream in ("ferretdb", "both"):
             f = harness.FerretDB(tmp / "ferretdb").start()
             try:
-                results["ferretdb"] = run(f.uri, Path(args.binary), tmp / "f")
+                results["ferretdb"] = run(f.uri, Path(args.binary).resolve(), tmp / "f")
             finally:
                 f.stop()
         if args.upstream in ("standin", "both"):
             peer = RetryableMongos().start()
             try:
-                results["standin (retryable writes)"] = run(peer.uri, Path(args.binary), tmp / "s")
+                results["standin (retryable writes)"] = run(peer.uri, Path(args.binary).resolve(), tmp / "s")
                 results["standin (retryable writes)"]["replayed_txn"] = peer.replayed
             finally:
                 peer.stop()
