@@ -238,11 +238,7 @@ TEST(EvaluatorBounds, ConfiguredNamespacesAreEvaluatedAfterAClientUsedTheCap) {
   o.max_namespaces = 2;
   o.configured_candidates = {{"shop.carts", "{\"cartId\": 1}"}};
   Evaluator ev(o);
-  std::string error;
-  ev.setCurrentKeys(routing::parseRoutingText(
-      R"({"shards": ["sA"], "collections": [{"ns": "shop.orders", "key": {"customerId": 1}, "chunks": [
-          {"min": {"customerId": {"$minKey": 1}}, "max": {"customerId": {"$maxKey": 1}}, "shard": "sA"}]}]})",
-      false, "squat routing", error));
+  ev.setCurrentKeys(testing::ordersOnOneShard());
   ev.setLookupRuleSpecs({"shop.mapped: orderId -> customerId"});
   auto obs = ev.newObserver();
   auto findOn = [&](const char* db, const char* coll) {

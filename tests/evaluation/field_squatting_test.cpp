@@ -45,11 +45,7 @@ TEST(FieldSquatting, EvaluatorKeepsTheShardKeyCandidateAndRuleFields) {
   EvaluationOptions o;
   o.configured_candidates = {{"shop.orders", "{\"cartId\": 1}"}};
   Evaluator ev(o);
-  std::string error;
-  ev.setCurrentKeys(routing::parseRoutingText(
-      R"({"shards": ["sA"], "collections": [{"ns": "shop.orders", "key": {"customerId": 1}, "chunks": [
-          {"min": {"customerId": {"$minKey": 1}}, "max": {"customerId": {"$maxKey": 1}}, "shard": "sA"}]}]})",
-      false, "squat routing", error));
+  ev.setCurrentKeys(testing::ordersOnOneShard());
   ev.setLookupRuleSpecs({"shop.orders: orderId -> customerId"});
   auto obs = ev.newObserver();
   auto insertJson = [&](const std::string& docs) {

@@ -18,6 +18,7 @@
 #include "protocol/command_view.h"
 #include "protocol/op_msg.h"
 #include "protocol/reply_facts.h"
+#include "routing/routing_file.h"
 
 namespace shardscope::evaluation::testing {
 
@@ -76,6 +77,18 @@ inline ParsedCommand::ParsedCommand(const std::string& json) : body_(bsonFromJso
 }
 
 // A reply handed to `obs`, as the proxy hands it when a command's reply arrives.
+// A routing table with shop.orders sharded on {customerId: 1}, one chunk on the one shard "sA": the
+// routing table's namespaces and key, for tests of what it keeps from being pushed out.
+inline std::shared_ptr<const routing::RoutingTable> ordersOnOneShard() {
+  std::string error;
+  auto table = routing::parseRoutingText(
+      R"({"shards": ["sA"], "collections": [{"ns": "shop.orders", "key": {"customerId": 1}, "chunks": [
+          {"min": {"customerId": {"$minKey": 1}}, "max": {"customerId": {"$maxKey": 1}}, "shard": "sA"}]}]})",
+      false, "orders on one shard", error);
+  EXPECT_TRUE(table) << error;
+  return table;
+}
+
 inline void replyWith(Observer& obs, ReplyTicket ticket, const std::string& reply) {
   bson_t* r = bsonFromJson(reply);
   obs.onReply(ticket, protocol::readReplyFacts(r));
