@@ -18,6 +18,7 @@ namespace shardscope::evaluation {
 namespace {
 
 using testing::insertWhaleTenantItems;
+using testing::sendTenantItemTraffic;
 using testing::unseenDate;
 using testing::unseenId;
 using testing::unseenInsert;
@@ -263,20 +264,7 @@ TEST(UnseenWorkloadProbes, WhaleTenantTakesTenantThenHashedId) {
   auto obs = ev.newObserver();
   std::mt19937_64 rng(49);
   const std::vector<int> tenant_of = insertWhaleTenantItems(*obs, rng, 400, kProbeEpoch);
-  for (int i = 0; i < 3000; ++i) {
-    const int n = static_cast<int>(rng() % 12000);
-    const std::string tenant = unseenId("T", tenant_of[n]);
-    if (i % 10 < 5)
-      unseenSend(*obs, "saas", "items", R"({"find": "items", "filter": {"tenantId": ")" + tenant + R"(", "_id": )" + unseenOid(n) + "}}");
-    else if (i % 10 < 8)
-      unseenSend(*obs, "saas", "items",
-                 R"({"find": "items", "filter": {"tenantId": ")" + tenant + R"("}, "sort": {"createdAt": -1}, "limit": 20})");
-    else
-      unseenSend(*obs, "saas", "items",
-                 R"({"update": "items", "updates": [{"q": {"tenantId": ")" + tenant + R"(", "_id": )" + unseenOid(n) +
-                     R"(}, "u": {"$set": {"title": "y"}}}]})",
-                 R"({"n": 1, "nModified": 1, "ok": 1})");
-  }
+  sendTenantItemTraffic(*obs, rng, tenant_of);
   UnseenReport r(ev);
   EXPECT_EQ(r.verdict(), R"({ "tenantId" : 1, "_id" : "hashed" })") << r.text;
   EXPECT_EQ(r.figure(R"({ "tenantId" : 1, "_id" : 1 })", "frequency.pass"), 0);

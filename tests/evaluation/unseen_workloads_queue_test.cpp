@@ -14,6 +14,7 @@
 namespace shardscope::evaluation {
 namespace {
 
+using testing::sendTenantItemTraffic;
 using testing::unseenDate;
 using testing::unseenId;
 using testing::unseenInsert;
@@ -107,22 +108,7 @@ TEST(UnseenWorkloadsQueue, WhaleTenantsListsReadTheirSpreadChunks) {
                    "\", \"createdAt\": " + unseenDate(kQueueEpoch + n * 1000) + "}");
   }
   unseenInsert(*obs, "saas", "items", docs);
-  for (int i = 0; i < 3000; ++i) {
-    const int n = static_cast<int>(rng() % 12000);
-    const std::string tenant = unseenId("T", tenant_of[n]);
-    if (i % 10 < 5)
-      unseenSend(*obs, "saas", "items",
-                 R"({"find": "items", "filter": {"tenantId": ")" + tenant + R"(", "_id": )" + unseenOid(n) + "}}");
-    else if (i % 10 < 8)
-      unseenSend(
-          *obs, "saas", "items",
-          R"({"find": "items", "filter": {"tenantId": ")" + tenant + R"("}, "sort": {"createdAt": -1}, "limit": 20})");
-    else
-      unseenSend(*obs, "saas", "items",
-                 R"({"update": "items", "updates": [{"q": {"tenantId": ")" + tenant + R"(", "_id": )" + unseenOid(n) +
-                     R"(}, "u": {"$set": {"title": "y"}}}]})",
-                 R"({"n": 1, "nModified": 1, "ok": 1})");
-  }
+  sendTenantItemTraffic(*obs, rng, tenant_of);
   UnseenReport r(ev);
   const std::string key = R"({ "tenantId" : 1, "_id" : "hashed" })";
   EXPECT_EQ(r.verdict(), key) << r.text;
