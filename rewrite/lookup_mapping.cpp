@@ -201,10 +201,11 @@ void LookupIndex::unsettle(const bson_iter_t& lookupValue) {
     noteChange(key);
     store_.forget(key);
     bool full;
+    const std::string stored = MappingStore::storedKey(key);
     {
       std::lock_guard lock(unsettled_mutex_);
-      full = unsettled_.size() >= rule_.capacity && !unsettled_.count(key);
-      if (!full) unsettled_.insert(key);
+      full = unsettled_.size() >= rule_.capacity && !unsettled_.count(stored);
+      if (!full) unsettled_.insert(stored);
       unsettled_count_.store(unsettled_.size(), std::memory_order_relaxed);
     }
     // No room to remember it: ambiguous is the stricter state (counted against the capacity).
@@ -238,8 +239,9 @@ void LookupIndex::unsettleAll(bool tell) {
 bool LookupIndex::unsettled(const std::string& key) {
   if (all_unsettled_.load(std::memory_order_relaxed)) return true;
   if (unsettled_count_.load(std::memory_order_relaxed) == 0) return false;
+  const std::string stored = MappingStore::storedKey(key);
   std::lock_guard lock(unsettled_mutex_);
-  return unsettled_.count(key) != 0;
+  return unsettled_.count(stored) != 0;
 }
 
 void LookupIndex::learnComplete(const bson_iter_t& lookupValue, const bson_t* addedFields) {
@@ -250,9 +252,10 @@ void LookupIndex::learnComplete(const bson_iter_t& lookupValue, const bson_t* ad
       if (store_.markAmbiguous(key) && on_ambiguous) on_ambiguous(v);
       return;
     }
+    const std::string stored = MappingStore::storedKey(key);
     {
       std::lock_guard lock(unsettled_mutex_);
-      unsettled_.erase(key);
+      unsettled_.erase(stored);
       unsettled_count_.store(unsettled_.size(), std::memory_order_relaxed);
     }
     store_.settle(key, std::string(reinterpret_cast<const char*>(bson_get_data(addedFields)), addedFields->len), canon);
@@ -263,19 +266,22 @@ void LookupIndex::learnComplete(const bson_iter_t& lookupValue, const bson_t* ad
 bool LookupIndex::uniqueHolds(const std::vector<std::string>& keys) {
   if (!rule_.unique || unique_refuted_.load(std::memory_order_relaxed)) return false;
   if (several_documents_count_.load(std::memory_order_relaxed) == 0) return true;
-  std::lock_guard lock(unsettled_mutex_);
-  for (const auto& key : keys)
-    if (several_documents_.count(key)) return false;
+  for (const auto& key : keys) {
+    const std::string stored = MappingStore::storedKey(key);
+    std::lock_guard lock(unsettled_mutex_);
+    if (several_documents_.count(stored)) return false;
+  }
   return true;
 }
 
 void LookupIndex::refuteUnique(const std::string& key) {
   if (!rule_.unique || unique_refuted_.load(std::memory_order_relaxed)) return;
   bool added = false, full = false;
+  std::string stored = MappingStore::storedKey(key);
   {
     std::lock_guard lock(unsettled_mutex_);
-    full = several_documents_.size() >= rule_.capacity && !several_documents_.count(key);
-    if (!full) added = several_documents_.insert(key).second;
+    full = several_documents_.size() >= rule_.capacity && !several_documents_.count(stored);
+    if (!full) added = several_documents_.insert(std::move(stored)).second;
     several_documents_count_.store(several_documents_.size(), std::memory_order_relaxed);
   }
   if (full && !unique_refuted_.exchange(true, std::memory_order_relaxed))

@@ -119,11 +119,11 @@ class LookupIndex {
   MappingStore store_;
   LookupStats stats_;
   std::mutex unsettled_mutex_;
-  std::unordered_set<std::string> unsettled_;  // at most rule_.capacity keys
+  std::unordered_set<std::string> unsettled_;  // at most rule_.capacity keys, each MappingStore::storedKey
   std::atomic<size_t> unsettled_count_{0};     // its size: most lookups never take the lock
   std::atomic<bool> all_unsettled_{false};
   mutable std::atomic<bool> lookup_arrays_seen_{false};  // set by extract(); a reset keeps it (the arrays stay)
-  std::unordered_set<std::string> several_documents_;  // values seen twice (under unsettled_mutex_), at most rule_.capacity
+  std::unordered_set<std::string> several_documents_;  // values seen twice (under unsettled_mutex_): at most rule_.capacity storedKeys
   std::atomic<size_t> several_documents_count_{0};     // its size: most lookups never take the lock
   std::atomic<bool> unique_refuted_{false};             // for every value: several_documents_ had no room
 };

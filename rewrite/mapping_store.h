@@ -51,6 +51,9 @@ class MappingStore {
   // value is obsolete, not contradicted. No effect on an ambiguous key.
   void move(const std::string& key, const std::string& value, const std::string& canon);
   bool find(const std::string& key, std::string& value);  // false for unknown and ambiguous keys
+  // The form a canonical key is kept in: itself up to kMaxKeyBytes, else '#' and its MD5, so a
+  // client's long values cannot grow what remembers them (here and in LookupIndex's sets).
+  static std::string storedKey(const std::string& key);
   // A value not learned yet (a transaction's, until it commits) that differs from the one held:
   // the key becomes ambiguous now, as learn() would make it. Returns true when it did.
   bool refute(const std::string& key, const std::string& canon);
@@ -83,7 +86,6 @@ class MappingStore {
     std::unordered_map<std::string_view, std::list<Entry>::iterator> index;  // views Entry::key
     std::unordered_set<std::string> ambiguous;  // counts against the bounds, never evicted
   };
-  static std::string storedKey(const std::string& key);
   Stripe& stripeFor(const std::string& stored);
   // Makes room in `s` (locked) for one more entry of `need` bytes, evicting its least recently
   // used; false when only ambiguous keys are left. The byte bound is the store's (`bytes_`): keys

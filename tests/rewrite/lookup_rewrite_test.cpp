@@ -348,6 +348,24 @@ TEST_F(LookupRewriteTest, MoreValuesWithSeveralDocumentsThanTheCapacityRefuteEve
   EXPECT_EQ(index.stats().events().count("unique refuted for every value: more values with several documents than the capacity"), 1u);
   index.reset();
   EXPECT_TRUE(index.uniqueHolds({"k1"}));
+  // A long value is remembered by its digest (MappingStore::storedKey), and still told apart.
+  const std::string longA = "s" + std::string(1 << 20, 'a'), longB = "s" + std::string(1 << 20, 'b');
+  index.refuteUnique(longA);
+  EXPECT_FALSE(index.uniqueHolds({longA}));
+  EXPECT_TRUE(index.uniqueHolds({longB}));
+}
+
+// An unsettled value is remembered by the same digest, so a complete reply settles it again.
+TEST_F(LookupRewriteTest, ALongUnsettledValueIsSettledByACompleteReply) {
+  Doc order("{\"orderId\": \"" + std::string(300, 'L') + "\"}");
+  bson_iter_t value;
+  ASSERT_TRUE(bson_iter_init_find(&value, order.get(), "orderId"));
+  const std::string key = canonicalValueKey(value);
+  index_.unsettle(value);
+  EXPECT_TRUE(index_.unsettled(key));
+  Doc added(R"({"customerId": "C7"})");
+  index_.learnComplete(value, added.get());
+  EXPECT_FALSE(index_.unsettled(key)) << "the complete reply's lesson reaches the digest kept";
 }
 
 // One document found by the rewritten filter proves the order whole only in the data as it is now
